@@ -1,0 +1,136 @@
+package core
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestWindowIndexAndStart(t *testing.T) {
+	w, err := NewMetricWindow(4, 2000) // 500 ms buckets
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ now, start int64 }{{0, 0}, {499, 0}, {500, 500}, {1999, 1500}, {2000, 2000}, {-1, -500}} {
+		if got := w.BucketStart(tc.now); got != tc.start {
+			t.Errorf("BucketStart(%d) = %d, want %d", tc.now, got, tc.start)
+		}
+	}
+	w.Current(1200).AddPass(3)
+	w.Current(1499).AddPass(1)
+	w.Current(1500).AddPass(10)
+	if got := SumWindow(w, 1500).Pass; got != 14 {
+		t.Fatalf("sum at 1500 = %d, want 14", got)
+	}
+	// At 3000 the bucket [1000,1500) is 2000 old: still valid (inclusive bound);
+	// at 3001 it is not.
+	if got := SumWindow(w, 3000).Pass; got != 14 {
+		t.Fatalf("sum at 3000 = %d, want 14 (inclusive bound)", got)
+	}
+	if got := SumWindow(w, 3001).Pass; got != 10 {
+		t.Fatalf("sum at 3001 = %d, want 10", got)
+	}
+}
+
+func TestWindowReusesStaleSlotInPlace(t *testing.T) {
+	w, _ := NewMetricWindow(2, 1000)
+	b1 := w.Current(100)
+	b1.AddPass(5)
+	b2 := w.Current(1100) // same slot, one interval later
+	if b1 != b2 {
+		t.Fatal("slot was not reused in place")
+	}
+	if got := b2.Snapshot().Pass; got != 0 {
+		t.Fatalf("reused bucket kept %d passes", got)
+	}
+	if _, ok := w.Lookup(100); ok {
+		t.Fatal("Lookup found an overwritten bucket")
+	}
+	if b, ok := w.Lookup(1000); !ok || b != b2 {
+		t.Fatal("Lookup missed the current bucket")
+	}
+}
+
+func TestWindowFutureBucketInvalid(t *testing.T) {
+	w, _ := NewMetricWindow(2, 1000)
+	w.Current(5000).AddPass(1)
+	if got := SumWindow(w, 4000).Pass; got != 0 {
+		t.Fatalf("a bucket in the future counted: %d", got)
+	}
+	if w.Current(4000) != nil {
+		t.Fatal("writing into a slot that holds a newer bucket must be refused")
+	}
+}
+
+func TestWindowValidation(t *testing.T) {
+	for _, tc := range []struct {
+		n  int
+		ms int64
+	}{{0, 1000}, {-1, 1000}, {3, 1000}, {2, 0}} {
+		if _, err := NewMetricWindow(tc.n, tc.ms); err == nil {
+			t.Errorf("NewMetricWindow(%d, %d) accepted", tc.n, tc.ms)
+		}
+	}
+}
+
+func TestWindowConcurrentWriters(t *testing.T) {
+	w, _ := NewMetricWindow(10, 1000)
+	var wg sync.WaitGroup
+	const writers, per = 8, 5000
+	for g := 0; g < writers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				w.Current(10_050).AddPass(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := SumWindow(w, 10_050).Pass; got != writers*per {
+		t.Fatalf("lost writes: %d of %d", got, writers*per)
+	}
+}
+
+func TestMetricBucketComplete(t *testing.T) {
+	var b MetricBucket
+	b.Reset()
+	for _, rt := range []int64{3, 250, 12000, 1} {
+		b.AddComplete(rt, rt > 1000, rt > 200)
+	}
+	m := b.Snapshot()
+	want := Metrics{Complete: 4, Error: 1, Slow: 2, RtSum: 12254, RtMin: 1, RtMax: 12000}
+	want.Hist[0], want.Hist[2], want.Hist[8], want.Hist[13] = 1, 1, 1, 1
+	if m != want {
+		t.Fatalf("snapshot\n got %+v\nwant %+v", m, want)
+	}
+	if q := m.Quantile(0.5); q != 5 {
+		t.Errorf("p50 = %d, want 5", q)
+	}
+	if q := m.Quantile(0.99); q != 12000 {
+		t.Errorf("p99 = %d, want 12000 (rtMax for the open slot)", q)
+	}
+}
+
+func TestHistogramSlotBounds(t *testing.T) {
+	for i, bound := range HistogramBounds {
+		if got := HistogramSlot(bound); got != i {
+			t.Errorf("slot(%d) = %d, want %d", bound, got, i)
+		}
+		if got := HistogramSlot(bound + 1); got != i+1 {
+			t.Errorf("slot(%d) = %d, want %d", bound+1, got, i+1)
+		}
+	}
+	if HistogramSlot(0) != 0 || HistogramSlot(-5) != 0 {
+		t.Error("non-positive RT not in the first slot")
+	}
+}
+
+func TestMetricsAdd(t *testing.T) {
+	var sum Metrics
+	sum.Add(Metrics{Pass: 1, Complete: 2, RtMin: 7, RtMax: 9, Concurrency: 3})
+	sum.Add(Metrics{Pass: 2}) // no completions: its RtMin must not count
+	sum.Add(Metrics{Complete: 1, RtMin: 4, RtMax: 5, Concurrency: 1})
+	if sum.Pass != 3 || sum.Complete != 3 || sum.RtMin != 4 || sum.RtMax != 9 || sum.Concurrency != 3 {
+		t.Fatalf("sum = %+v", sum)
+	}
+}
