@@ -75,7 +75,9 @@ func (l *sgListener) add(prev, to sgcb.State, r sgcb.Rule, snapshot any) {
 	l.mu.Unlock()
 }
 
-func (l *sgListener) OnTransformToClosed(prev sgcb.State, r sgcb.Rule) { l.add(prev, sgcb.Closed, r, nil) }
+func (l *sgListener) OnTransformToClosed(prev sgcb.State, r sgcb.Rule) {
+	l.add(prev, sgcb.Closed, r, nil)
+}
 func (l *sgListener) OnTransformToOpen(prev sgcb.State, r sgcb.Rule, s any) {
 	l.add(prev, sgcb.Open, r, s)
 }
