@@ -3,6 +3,7 @@ package core
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,25 +37,61 @@ type Ticker interface {
 	Stop()
 }
 
-// RealClock is the wall clock.
-type RealClock struct{}
+// RealClock is the wall clock. Use NewRealClock; the zero value also works,
+// with a slower UnixMilli.
+type RealClock struct {
+	anchor atomic.Pointer[clockAnchor]
+}
 
-var _ Clock = RealClock{}
+// clockAnchor pairs a wall-clock reading with the monotonic clock: reading
+// the monotonic clock alone (time.Since) costs half of time.Now.
+type clockAnchor struct {
+	at     time.Time
+	unixMs int64
+}
+
+// reanchorAfter bounds how long UnixMilli follows the monotonic clock alone:
+// a step of the wall clock is picked up within this time.
+const reanchorAfter = time.Second
+
+var _ Clock = (*RealClock)(nil)
+
+// NewRealClock returns the wall clock.
+func NewRealClock() *RealClock {
+	c := &RealClock{}
+	now := time.Now()
+	c.anchor.Store(&clockAnchor{at: now, unixMs: now.UnixMilli()})
+	return c
+}
 
 // Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
+func (*RealClock) Now() time.Time { return time.Now() }
 
-// UnixMilli returns time.Now() in Unix milliseconds.
-func (RealClock) UnixMilli() int64 { return time.Now().UnixMilli() }
+// UnixMilli returns the wall clock in Unix milliseconds. It reads only the
+// monotonic clock and re-reads the wall clock once a second, so a wall-clock
+// step shows within a second, as it would have to a caller of time.Now.
+func (c *RealClock) UnixMilli() int64 {
+	a := c.anchor.Load()
+	if a == nil {
+		return time.Now().UnixMilli()
+	}
+	elapsed := time.Since(a.at)
+	if elapsed < 0 || elapsed >= reanchorAfter {
+		now := time.Now()
+		c.anchor.Store(&clockAnchor{at: now, unixMs: now.UnixMilli()})
+		return now.UnixMilli()
+	}
+	return a.unixMs + int64((time.Duration(a.at.Nanosecond()%1e6)+elapsed)/time.Millisecond)
+}
 
 // Sleep calls time.Sleep.
-func (RealClock) Sleep(d time.Duration) { time.Sleep(d) }
+func (*RealClock) Sleep(d time.Duration) { time.Sleep(d) }
 
 // AfterFunc calls time.AfterFunc.
-func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (*RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 // NewTicker wraps time.NewTicker.
-func (RealClock) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
+func (*RealClock) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }
 
 type realTicker struct{ t *time.Ticker }
 

@@ -97,8 +97,22 @@ func TestVirtualClockBackwards(t *testing.T) {
 	}
 }
 
+func TestRealClockUnixMilliTracksWallClock(t *testing.T) {
+	for _, c := range []*RealClock{NewRealClock(), {}} {
+		for i := 0; i < 50; i++ {
+			before := time.Now().UnixMilli()
+			got := c.UnixMilli()
+			after := time.Now().UnixMilli()
+			if got < before || got > after {
+				t.Fatalf("UnixMilli %d outside [%d, %d]", got, before, after)
+			}
+			time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+		}
+	}
+}
+
 func TestRealClock(t *testing.T) {
-	var c Clock = RealClock{}
+	var c Clock = NewRealClock()
 	if d := time.Since(c.Now()); d < 0 || d > time.Second {
 		t.Fatalf("real clock off by %v", d)
 	}

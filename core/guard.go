@@ -100,7 +100,7 @@ func (r *Resource) Flows() []*FlowController {
 func NewGuard(opts GuardOptions) *Guard {
 	g := &Guard{clock: opts.Clock, maxRes: opts.MaxResources}
 	if g.clock == nil {
-		g.clock = RealClock{}
+		g.clock = NewRealClock()
 	}
 	if g.maxRes <= 0 {
 		g.maxRes = DefaultMaxResources

@@ -56,18 +56,21 @@ func HistogramSlot(rtMs int64) int {
 
 // MetricBucket counts what happened to one resource during one bucket. All
 // fields are updated atomically; read them through Snapshot.
+//
+// Completions are not counted separately: every one lands in exactly one
+// histogram slot, so their number is the histogram's sum (one atomic add
+// fewer on every Exit).
 type MetricBucket struct {
-	pass, block, complete, err, slow atomic.Int64
-	rtSum, rtMin, rtMax              atomic.Int64
-	concurrency                      atomic.Int64 // highest in-flight count seen
-	hist                             [HistogramSlots]atomic.Int64
+	pass, block, err, slow atomic.Int64
+	rtSum, rtMin, rtMax    atomic.Int64
+	concurrency            atomic.Int64 // highest in-flight count seen
+	hist                   [HistogramSlots]atomic.Int64
 }
 
 // Reset zeroes the bucket.
 func (b *MetricBucket) Reset() {
 	b.pass.Store(0)
 	b.block.Store(0)
-	b.complete.Store(0)
 	b.err.Store(0)
 	b.slow.Store(0)
 	b.rtSum.Store(0)
@@ -94,7 +97,6 @@ func (b *MetricBucket) AddComplete(rtMs int64, failed, slow bool) {
 	if rtMs < 0 {
 		rtMs = 0
 	}
-	b.complete.Add(1)
 	if failed {
 		b.err.Add(1)
 	}
@@ -112,7 +114,6 @@ func (b *MetricBucket) Snapshot() Metrics {
 	m := Metrics{
 		Pass:        b.pass.Load(),
 		Block:       b.block.Load(),
-		Complete:    b.complete.Load(),
 		Error:       b.err.Load(),
 		Slow:        b.slow.Load(),
 		RtSum:       b.rtSum.Load(),
@@ -120,11 +121,12 @@ func (b *MetricBucket) Snapshot() Metrics {
 		RtMax:       b.rtMax.Load(),
 		Concurrency: b.concurrency.Load(),
 	}
-	if m.RtMin == math.MaxInt64 || m.Complete == 0 {
-		m.RtMin = 0
-	}
 	for i := range b.hist {
 		m.Hist[i] = b.hist[i].Load()
+		m.Complete += m.Hist[i]
+	}
+	if m.RtMin == math.MaxInt64 || m.Complete == 0 {
+		m.RtMin = 0
 	}
 	return m
 }

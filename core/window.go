@@ -38,6 +38,7 @@ type Window[B any, P Resetter[B]] struct {
 	bucketMs   int64
 	intervalMs int64
 	slots      []windowSlot[B]
+	hint       atomic.Int64 // slot of the bucket Current returned last: most calls land in it again
 }
 
 type windowSlot[B any] struct {
@@ -87,6 +88,15 @@ func (w *Window[B, P]) index(t int64) int {
 // returns nil and the caller drops the sample, as sentinel-golang does; with
 // a single bucket it returns that newer bucket, also as sentinel-golang does.
 func (w *Window[B, P]) Current(now int64) P {
+	// Fast path without divisions: still inside the bucket returned last.
+	s := &w.slots[w.hint.Load()]
+	if start := s.start.Load(); start > slotResetting && now >= start && now-start < w.bucketMs {
+		return &s.data
+	}
+	return w.current(now)
+}
+
+func (w *Window[B, P]) current(now int64) P {
 	i := w.index(now)
 	s := &w.slots[i]
 	want := now - floorMod(now, w.bucketMs)
@@ -94,6 +104,7 @@ func (w *Window[B, P]) Current(now int64) P {
 		start := s.start.Load()
 		switch {
 		case start == want:
+			w.hint.Store(int64(i))
 			return &s.data
 		case start == slotResetting:
 			runtime.Gosched()
@@ -101,6 +112,7 @@ func (w *Window[B, P]) Current(now int64) P {
 			if s.start.CompareAndSwap(start, slotResetting) {
 				P(&s.data).Reset()
 				s.start.Store(want)
+				w.hint.Store(int64(i))
 				return &s.data
 			}
 		default: // start > want: time went backwards

@@ -1,0 +1,132 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/alibaba/sentinel-golang/api"
+	sgbase "github.com/alibaba/sentinel-golang/core/base"
+	sgcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
+	sgstat "github.com/alibaba/sentinel-golang/core/stat/base"
+	"github.com/alibaba/sentinel-golang/logging"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Benchmarks of core beside sentinel-golang v1.0.4, in the same run, on the
+// wall clock (both read time.Now once per call). docs/BENCHMARKS.md has the
+// command and the latest figures.
+
+func BenchmarkWindowAdd(b *testing.B) {
+	b.Run("impl=core", func(b *testing.B) {
+		w := core.NewResourceWindow()
+		clock := core.NewRealClock()
+		b.ReportAllocs()
+		for b.Loop() {
+			w.Current(clock.UnixMilli()).AddPass(1)
+		}
+	})
+	b.Run("impl=sentinel-golang", func(b *testing.B) {
+		a := sgstat.NewBucketLeapArray(core.ResourceSampleCount, core.ResourceIntervalMs)
+		b.ReportAllocs()
+		for b.Loop() {
+			a.AddCount(sgbase.MetricEventPass, 1)
+		}
+	})
+}
+
+func BenchmarkWindowAddParallel(b *testing.B) {
+	b.Run("impl=core", func(b *testing.B) {
+		w := core.NewResourceWindow()
+		clock := core.NewRealClock()
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				w.Current(clock.UnixMilli()).AddPass(1)
+			}
+		})
+	})
+	b.Run("impl=sentinel-golang", func(b *testing.B) {
+		a := sgstat.NewBucketLeapArray(core.ResourceSampleCount, core.ResourceIntervalMs)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				a.AddCount(sgbase.MetricEventPass, 1)
+			}
+		})
+	})
+}
+
+// benchRule is a slow-ratio breaker that the benchmark traffic never trips.
+var benchRule = core.BreakerRule{Resource: "bench", Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
+	MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 10, MaxAllowedRtMs: 10000, Threshold: 0.5}
+
+func benchGuard(b *testing.B) *core.Guard {
+	g := core.NewGuard(core.GuardOptions{})
+	if err := g.LoadBreakerRules([]core.BreakerRule{benchRule}); err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+func benchSentinel(b *testing.B) *sgbase.SlotChain {
+	logging.ResetGlobalLoggerLevel(logging.ErrorLevel)
+	if _, err := sgcb.LoadRules([]*sgcb.Rule{toSentinelRule(benchRule)}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sgcb.ClearRules() })
+	return breakerChain()
+}
+
+func BenchmarkEntryExit(b *testing.B) {
+	b.Run("impl=core", func(b *testing.B) {
+		g := benchGuard(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := g.Entry("bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Exit(nil)
+		}
+	})
+	b.Run("impl=sentinel-golang", func(b *testing.B) {
+		sc := benchSentinel(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			e, blk := api.Entry("bench", api.WithSlotChain(sc))
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			e.Exit()
+		}
+	})
+}
+
+func BenchmarkEntryExitParallel(b *testing.B) {
+	b.Run("impl=core", func(b *testing.B) {
+		g := benchGuard(b)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				e, err := g.Entry("bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.Exit(nil)
+			}
+		})
+	})
+	b.Run("impl=sentinel-golang", func(b *testing.B) {
+		sc := benchSentinel(b)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				e, blk := api.Entry("bench", api.WithSlotChain(sc))
+				if blk != nil {
+					b.Fatal(blk)
+				}
+				e.Exit()
+			}
+		})
+	})
+}
