@@ -226,7 +226,8 @@ func (c *FlowController) Check(now int64, batch int64) (pass bool, wait time.Dur
 // CheckNano is Check with the time in Unix nanoseconds: sentinel-golang
 // throttles on CurrentTimeNano and counts on CurrentTimeMillis, and CheckNano
 // takes both from nowNano (milliseconds truncated). Times before the epoch
-// count as the epoch, and a batch below 0 as 0.
+// count as the epoch (where sentinel-golang's statistics read nothing), and
+// a batch below 0 as 0.
 func (c *FlowController) CheckNano(nowNano int64, batch int64) (pass bool, wait time.Duration) {
 	if nowNano < 0 {
 		nowNano = 0
@@ -253,13 +254,12 @@ func (c *FlowController) CheckNano(nowNano int64, batch int64) (pass bool, wait 
 // ms): call it on every controller of the resource once the entry has passed
 // them all (after any throttling wait), at the time the pass is recorded in
 // the resource window. Only a standalone statistic needs it; it is cheap
-// otherwise.
+// otherwise. Like the resource window, it drops a pass whose bucket slot
+// already holds a newer bucket (the clock went backwards), and one at or
+// before the epoch.
 func (c *FlowController) OnPass(now int64, batch int64) {
-	if c.own == nil || batch <= 0 {
-		return
-	}
-	if now < 0 {
-		now = 0
+	if c.own == nil || batch <= 0 || now <= 0 {
+		return // sentinel-golang drops a sample at or before the epoch too
 	}
 	if b := c.own.Current(now); b != nil {
 		b.pass.Add(batch)
@@ -273,6 +273,11 @@ func (c *FlowController) OnPass(now int64, batch int64) {
 func (c *FlowController) passSum(nowMs int64) int64 {
 	bucket := c.readBucketMs
 	cur := nowMs - floorMod(nowMs, bucket)
+	// sentinel-golang's unsigned range wraps, and so matches nothing, when
+	// the interval reaches back before the epoch; a time of 0 reads nothing.
+	if nowMs <= 0 || cur-(c.readBuckets-1)*bucket < 0 {
+		return 0
+	}
 	var sum int64
 	if c.res != nil {
 		for k := int64(0); k < c.readBuckets; k++ {
