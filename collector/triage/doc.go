@@ -1,0 +1,80 @@
+// Package triage names failure patterns of circuit breakers: the findings
+// of spec/findings-v1.md, for the TUI's alert panel (asked a few times a
+// second while data flows in) and for the headless report (asked once at the
+// end).
+//
+// An Engine is fed wire-level facts in time order — Hello, Rules, Bucket,
+// Transition and Bye, one call per wire message or bucket item — and keeps a
+// bounded state per instance and resource: counters, a small histogram, the
+// current run of failed probes, the last 64 transitions and the last 32
+// OPEN->OPEN spacings of each breaker. Findings(now) assembles the findings
+// from that state; it never rescans history. Feeding a bucket or a
+// transition does not allocate once its instance and resource are known.
+//
+// # Decisions where the spec leaves room
+//
+// One finding per kind, app and resource. Instances with the pattern are
+// merged; counts cover them all; Instances are sorted and distinct. Findings
+// are ordered by severity (critical first), From, then kind in the spec's
+// order, app and resource, so the same input always gives the same list.
+// Summary and Advice carry numbers but never input strings (names,
+// versions), which renderers print from the structured fields after
+// sanitizing them.
+//
+// "Critical while the condition lasts to the end of the input" is judged at
+// the now given to Findings (the last timestamp of the input for a report):
+//
+//   - sawtooth: a breaker of the resource is still in a run of 3 or more
+//     failed probes (no transition to CLOSED since, no restart).
+//   - sync-half-open: 3 or more instances of the latest occasion still have
+//     a breaker of the resource that is not CLOSED: they will probe together
+//     again.
+//   - rule-drift: the instances still disagree at now.
+//   - unprotected: the instance's latest bucket with traffic passed without
+//     a rule, ended within StaleMs (default 10 s) of the instance's end, and
+//     the instance still has no rule while others of the app do.
+//
+// An instance that said bye still counts as present for StaleMs, so a fleet
+// stopping at the end of a recording keeps its findings critical; after that
+// it leaves its app's comparisons (drift, unprotected, herd reporters).
+//
+// Rule drift and unprotected traffic must last GraceMs (default 5 s) before
+// they are reported: a rule push reaches the instances a moment apart, and a
+// healthy stream must give no warning. Rule drift compares, per resource,
+// the breaker and flow rules of the app's instances that sent rules
+// (order-insensitive); an instance without a rule for the resource is a
+// group of its own. Groups merge instances with the same version and rules
+// for the resource, largest first, then by version.
+//
+// sawtooth: From is the trip that started the first run of 3 or more failed
+// probes, To its latest failed probe; periodMs is the median of the
+// OPEN->OPEN spacings (the trip to the first failed probe included) of the
+// qualifying runs; the outage in the advice is the longest such run, from
+// its trip to its last failed probe.
+//
+// sync-half-open: entries are clustered from the first one: an entry joins
+// the current cluster if the cluster would still span 1000 ms or less; an
+// instance counts once per cluster; a cluster is an occasion once it holds 3
+// instances and at least half of the app's instances that report the
+// resource (sent buckets or transitions for it).
+//
+// low-confidence-trip: only CLOSED->OPEN of strategies 0 and 1, judged
+// against the threshold carried by the transition; worst is the trip whose
+// lower bound is furthest under its threshold.
+//
+// shared-resource: one finding per resource (not per app), whose app is the
+// first of its apps by name; an app reports a resource when one of its
+// instances sends buckets or transitions for it.
+//
+// rule-advice: the slow-ratio breaker judged on an instance is its one with
+// the smallest maxAllowedRtMs (the one the wire's slow count uses); the
+// instances of the app that run one for the resource and passed traffic are
+// judged together, with the rule of the first of them by name. qps is the
+// median over those instances of each one's median QPS (the median of its
+// buckets' pass counts per second, silences of up to a minute between
+// buckets counted as idle buckets; kept in a fixed-size histogram, exact
+// under 32 entries per bucket and within 12.5 % above); windowRequests is
+// qps x statIntervalMs / 1000; p99Ms is the p99 of their rtHist counts
+// pooled (0 without histograms, and then not judged); rtOverP99 is
+// maxAllowedRtMs / p99Ms. From and To bound the buckets with traffic.
+package triage

@@ -1,0 +1,176 @@
+package triage
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Kind names a failure pattern of spec/findings-v1.md.
+type Kind string
+
+// The finding kinds, in the order of the spec's table (also the tie-break
+// order of Findings).
+const (
+	KindSawtooth          Kind = "sawtooth"
+	KindSyncHalfOpen      Kind = "sync-half-open"
+	KindLowConfidenceTrip Kind = "low-confidence-trip"
+	KindRuleDrift         Kind = "rule-drift"
+	KindUnprotected       Kind = "unprotected"
+	KindSharedResource    Kind = "shared-resource"
+	KindWindowMisaligned  Kind = "window-misaligned"
+	KindRuleAdvice        Kind = "rule-advice"
+)
+
+// Kinds lists every kind in the spec's order.
+var Kinds = []Kind{
+	KindSawtooth, KindSyncHalfOpen, KindLowConfidenceTrip, KindRuleDrift,
+	KindUnprotected, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
+}
+
+func (k Kind) rank() int {
+	if i := slices.Index(Kinds, k); i >= 0 {
+		return i
+	}
+	return len(Kinds)
+}
+
+// Severity orders findings: Critical first.
+type Severity uint8
+
+// The severities. A larger value is more severe.
+const (
+	Info Severity = iota
+	Warning
+	Critical
+)
+
+// String returns the spec's name: "info", "warning" or "critical".
+func (s Severity) String() string {
+	switch s {
+	case Critical:
+		return "critical"
+	case Warning:
+		return "warning"
+	default:
+		return "info"
+	}
+}
+
+// Finding is one named failure pattern for one app and resource, with the
+// instances that show it merged. The common fields are set for every kind;
+// the kind's own fields (see each) are zero for the other kinds.
+type Finding struct {
+	Kind     Kind
+	Severity Severity
+	App      string
+	Resource string
+	// Instances showing the pattern, sorted, without duplicates.
+	Instances []string
+	// From and To bound the evidence, Unix ms.
+	From, To int64
+	// Summary and Advice are one sentence each, with numbers. They never
+	// quote input strings (names, versions): renderers print those from the
+	// structured fields, where they can sanitize them.
+	Summary, Advice string
+
+	// Count is the longest run of failed probes on any instance (sawtooth),
+	// the number of occasions (sync-half-open) or of trips
+	// (low-confidence-trip).
+	Count int64
+	// PeriodMs is the median OPEN->OPEN spacing within runs (sawtooth).
+	PeriodMs int64
+	// SpreadMs is the largest spread of one occasion (sync-half-open).
+	SpreadMs int64
+	// Worst is the trip with the least evidence (low-confidence-trip).
+	Worst Evidence
+	// Groups are the instances by rule version, largest first (rule-drift).
+	Groups []RuleGroup
+	// Passed counts entries admitted without a rule (unprotected).
+	Passed int64
+	// Apps reporting the resource, sorted (shared-resource).
+	Apps []string
+	// Rule is the misaligned breaker rule (window-misaligned).
+	Rule core.BreakerRule
+	// QPS is the median per-instance QPS; WindowRequests the requests it
+	// puts in one statistic window; P99Ms the p99 response time; RtOverP99
+	// maxAllowedRtMs divided by P99Ms, 0 when P99Ms is unknown (rule-advice).
+	QPS            float64
+	WindowRequests float64
+	P99Ms          int64
+	RtOverP99      float64
+
+	// Timelines are the breaker state changes of (up to MaxTimelines of)
+	// the instances over [From, To]: evidence for renderers, not part of the
+	// JSON report.
+	Timelines []Timeline
+}
+
+// Evidence is the window of a breaker trip: K bad of N requests, and the
+// one-sided 90 % Wilson lower bound of K/N, rounded to 2 decimals.
+type Evidence struct {
+	K, N  int64
+	Lower float64
+}
+
+// RuleGroup is the instances that report one rule version, and that
+// version's rules for the finding's resource.
+type RuleGroup struct {
+	Version   string
+	Rule      RuleSet
+	Instances []string
+}
+
+// RuleSet is an instance's rules for one resource; both lists are empty when
+// it has none.
+type RuleSet struct {
+	Breakers []core.BreakerRule
+	Flows    []core.FlowRule
+}
+
+// MaxTimelines bounds the timelines attached to one finding.
+const MaxTimelines = 8
+
+// Timeline is one instance's breaker state changes over a finding's span.
+type Timeline struct {
+	Instance string
+	RuleID   string
+	// Start is the state at the beginning of the span (or before the
+	// earliest transition still held, when older ones were dropped).
+	Start core.State
+	// Steps are the transitions within the span, in time order.
+	Steps []Step
+}
+
+// End is the state after the last step.
+func (t *Timeline) End() core.State {
+	if len(t.Steps) == 0 {
+		return t.Start
+	}
+	return t.Steps[len(t.Steps)-1].To
+}
+
+// Step is one transition on a Timeline.
+type Step struct {
+	AtMs int64
+	To   core.State
+}
+
+// compareFindings is the report order: severity (critical first), then
+// From, then kind (spec order), app, resource.
+func compareFindings(a, b *Finding) int {
+	if c := cmp.Compare(b.Severity, a.Severity); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.From, b.From); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kind.rank(), b.Kind.rank()); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.App, b.App); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Resource, b.Resource)
+}
