@@ -1,0 +1,289 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Version is the wire format version this package speaks; every message
+// carries it as "v".
+const Version = 1
+
+// Kind names a message type (the "kind" field).
+type Kind string
+
+// The message kinds of wire v1.
+const (
+	KindMeta    Kind = "meta"    // first line of a fixture file
+	KindHello   Kind = "hello"   // first message of every stream connection
+	KindRules   Kind = "rules"   // the full active rule set
+	KindBuckets Kind = "buckets" // closed window buckets, batched
+	KindState   Kind = "state"   // one circuit-breaker transition
+	KindBye     Kind = "bye"     // graceful end of a stream
+)
+
+// Known reports whether k is one of the kinds of wire v1.
+func (k Kind) Known() bool {
+	switch k {
+	case KindMeta, KindHello, KindRules, KindBuckets, KindState, KindBye:
+		return true
+	}
+	return false
+}
+
+// Message is one wire message: *Meta, *Hello, *Rules, *Buckets, *State or
+// *Bye. The "v" and "kind" fields are implied by the Go type: the encoder
+// writes them and the decoder checks them.
+type Message interface {
+	// Kind is the message's "kind".
+	Kind() Kind
+	// Head returns the fields every message carries.
+	Head() *Header
+	isMessage()
+}
+
+// Header holds the fields every message carries besides "v" and "kind".
+type Header struct {
+	// Ts is the sender's wall clock in Unix milliseconds ("ts", required).
+	Ts int64 `json:"ts"`
+	// Instance is the unique id of the emitting process ("instance"),
+	// required and non-empty in every kind but Meta.
+	Instance string `json:"instance,omitempty"`
+}
+
+// Head returns h itself, so every message type has it through embedding.
+func (h *Header) Head() *Header { return h }
+
+// Meta describes a fixture file; it is valid only as the file's first line.
+type Meta struct {
+	Header
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	RecordedBy  string `json:"recordedBy,omitempty"`
+	// Extra keeps every other field of the line, compacted, so fixture
+	// tooling can carry its own annotations (such as the findings a
+	// scenario must produce) through this package. Keys that match a known
+	// field case-insensitively are not extra.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Hello opens every stream connection.
+type Hello struct {
+	Header
+	// App groups instances of one service (optional).
+	App string `json:"app"`
+	// Host is the instance's address as it sees it (optional).
+	Host string `json:"host"`
+	// Pid is the process id (optional, >= 0).
+	Pid int64 `json:"pid"`
+	// StartedAt is when the process started, Unix ms (optional, >= 0). A
+	// later StartedAt for a known instance means it restarted.
+	StartedAt int64 `json:"startedAt"`
+	// SDK names the agent and its version (optional).
+	SDK string `json:"sdk"`
+	// BucketMs is the length of the buckets this instance sends (required).
+	BucketMs int64 `json:"bucketMs"`
+}
+
+// Rules is the complete active rule set of an instance, never a delta.
+type Rules struct {
+	Header
+	// Version identifies the rule set; RulesVersion computes it (required).
+	Version  string             `json:"version"`
+	Breakers []core.BreakerRule `json:"breakers"`
+	Flows    []core.FlowRule    `json:"flows"`
+}
+
+// Buckets carries closed window buckets; an empty Items is a heartbeat.
+//
+// A *Buckets returned by Decoder.Decode, its Items and their RtHist arrays
+// belong to the Decoder and are overwritten by its next Decode; strings are
+// never overwritten. Use Clone to keep one.
+type Buckets struct {
+	Header
+	// BucketMs is the length of every bucket in Items (required, > 0).
+	BucketMs int64        `json:"bucketMs"`
+	Items    []BucketItem `json:"items"`
+	// Dropped counts messages the sender dropped for a slow reader since
+	// its previous Buckets (omitted when 0).
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// BucketItem is one resource's counts for one bucket.
+type BucketItem struct {
+	Resource string `json:"resource"`
+	// Start is the bucket start, Unix ms, a multiple of the frame's BucketMs.
+	Start       int64 `json:"start"`
+	Pass        int64 `json:"pass"`        // entries admitted
+	Block       int64 `json:"block"`       // entries rejected
+	Complete    int64 `json:"complete"`    // admitted entries that finished
+	Error       int64 `json:"error"`       // completed entries that failed
+	Slow        int64 `json:"slow"`        // completed entries over the slow-ratio breaker's maxAllowedRtMs
+	RtSum       int64 `json:"rtSum"`       // response time of completed entries, ms
+	RtMin       int64 `json:"rtMin"`       // 0 when Complete is 0
+	RtMax       int64 `json:"rtMax"`       // 0 when Complete is 0
+	Concurrency int64 `json:"concurrency"` // in-flight entries when the bucket closed
+	// RtHist counts completed entries by response time over
+	// core.HistogramBounds; nil when the sender sends none.
+	RtHist *[core.HistogramSlots]int64 `json:"rtHist,omitempty"`
+}
+
+// State is one circuit-breaker transition.
+type State struct {
+	Header
+	Resource string        `json:"resource"`
+	Strategy core.Strategy `json:"strategy"`
+	From     core.State    `json:"from"` // "CLOSED", "OPEN" or "HALF_OPEN" on the wire
+	To       core.State    `json:"to"`
+	// RuleID is the rule's id when the resource has several breakers.
+	RuleID string `json:"ruleId,omitempty"`
+	// Snapshot is set for CLOSED -> OPEN: the window that tripped it.
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	// Probe is set for HALF_OPEN -> OPEN|CLOSED: the probe that decided it.
+	Probe          *Probe  `json:"probe,omitempty"`
+	Threshold      float64 `json:"threshold"`
+	RetryTimeoutMs int64   `json:"retryTimeoutMs"`
+}
+
+// Snapshot is the window totals that tripped a breaker.
+type Snapshot struct {
+	Total int64 `json:"total"`
+	Slow  int64 `json:"slow"`
+	Error int64 `json:"error"`
+	// Value is the ratio (strategies 0, 1) or the error count (strategy 2).
+	Value float64 `json:"value"`
+}
+
+// Probe is the HALF_OPEN request whose completion decided a transition.
+type Probe struct {
+	RtMs  int64 `json:"rtMs"`
+	Error bool  `json:"error"`
+}
+
+// Bye ends a stream gracefully.
+type Bye struct {
+	Header
+	Reason string `json:"reason,omitempty"`
+}
+
+func (*Meta) Kind() Kind    { return KindMeta }
+func (*Hello) Kind() Kind   { return KindHello }
+func (*Rules) Kind() Kind   { return KindRules }
+func (*Buckets) Kind() Kind { return KindBuckets }
+func (*State) Kind() Kind   { return KindState }
+func (*Bye) Kind() Kind     { return KindBye }
+
+func (*Meta) isMessage()    {}
+func (*Hello) isMessage()   {}
+func (*Rules) isMessage()   {}
+func (*Buckets) isMessage() {}
+func (*State) isMessage()   {}
+func (*Bye) isMessage()     {}
+
+// NewBucketItem converts core metrics into a bucket item that passes
+// validation: a bucket read while a straggling writer was still adding to
+// it can show, for instance, one more error than completions, and the wire
+// rules would reject the whole frame for it. Counts below zero become 0,
+// Error and Slow are capped at Complete, RtMin/RtMax are ordered, and the
+// response times are zeroed when Complete is 0. withHist sends m.Hist.
+func NewBucketItem(resource string, start int64, m core.Metrics, withHist bool) BucketItem {
+	it := BucketItem{
+		Resource:    resource,
+		Start:       start,
+		Pass:        max(m.Pass, 0),
+		Block:       max(m.Block, 0),
+		Complete:    max(m.Complete, 0),
+		Concurrency: max(m.Concurrency, 0),
+	}
+	it.Error = min(max(m.Error, 0), it.Complete)
+	it.Slow = min(max(m.Slow, 0), it.Complete)
+	if it.Complete > 0 {
+		it.RtMin, it.RtMax = max(m.RtMin, 0), max(m.RtMax, 0)
+		if it.RtMin > it.RtMax {
+			it.RtMin, it.RtMax = it.RtMax, it.RtMin
+		}
+		it.RtSum = max(m.RtSum, it.RtMax)
+	}
+	if withHist {
+		h := m.Hist
+		for i := range h {
+			h[i] = max(h[i], 0)
+		}
+		it.RtHist = &h
+	}
+	return it
+}
+
+// Metrics returns the item's counts as core metrics, ready for
+// core.Metrics.Add; a missing histogram reads as all zero.
+func (it *BucketItem) Metrics() core.Metrics {
+	m := core.Metrics{
+		Pass: it.Pass, Block: it.Block, Complete: it.Complete, Error: it.Error, Slow: it.Slow,
+		RtSum: it.RtSum, RtMin: it.RtMin, RtMax: it.RtMax, Concurrency: it.Concurrency,
+	}
+	if it.RtHist != nil {
+		m.Hist = *it.RtHist
+	}
+	return m
+}
+
+// Clone returns a deep copy of m that no Decoder will overwrite.
+func Clone(m Message) Message {
+	switch m := m.(type) {
+	case *Meta:
+		c := *m
+		if m.Extra != nil {
+			c.Extra = make(map[string]json.RawMessage, len(m.Extra))
+			for k, v := range m.Extra {
+				c.Extra[k] = append(json.RawMessage(nil), v...)
+			}
+		}
+		return &c
+	case *Hello:
+		c := *m
+		return &c
+	case *Rules:
+		c := *m
+		c.Breakers = append([]core.BreakerRule(nil), m.Breakers...)
+		c.Flows = append([]core.FlowRule(nil), m.Flows...)
+		return &c
+	case *Buckets:
+		return m.Clone()
+	case *State:
+		c := *m
+		if m.Snapshot != nil {
+			s := *m.Snapshot
+			c.Snapshot = &s
+		}
+		if m.Probe != nil {
+			p := *m.Probe
+			c.Probe = &p
+		}
+		return &c
+	case *Bye:
+		c := *m
+		return &c
+	}
+	return m
+}
+
+// Clone returns a deep copy of b, with its own items and histograms.
+func (b *Buckets) Clone() *Buckets {
+	c := *b
+	if b.Items != nil {
+		c.Items = make([]BucketItem, len(b.Items))
+		copy(c.Items, b.Items)
+		var hists []([core.HistogramSlots]int64)
+		for i := range c.Items {
+			if h := c.Items[i].RtHist; h != nil {
+				if hists == nil {
+					hists = make([][core.HistogramSlots]int64, 0, len(c.Items)-i)
+				}
+				hists = append(hists, *h)
+				c.Items[i].RtHist = &hists[len(hists)-1]
+			}
+		}
+	}
+	return &c
+}

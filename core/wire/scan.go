@@ -1,0 +1,985 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// This file is the hand-written fast path for buckets messages. It reads
+// JSON exactly as encoding/json does into the equivalent structs (field
+// names matched exactly first, then case-insensitively; null leaves a field
+// at its zero value; the same number grammar, string escapes and nesting
+// limit), so that both decoders accept the same messages with the same
+// values; the fuzz target FuzzDecode checks it. Messages of other kinds are
+// recognised here and handed to encoding/json.
+
+// maxDepth is encoding/json's nesting limit.
+const maxDepth = 10000
+
+// strPlain marks the bytes a JSON string may hold unescaped, below 0x80.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+func peek(data []byte, i int) byte {
+	if i < len(data) {
+		return data[i]
+	}
+	return 0
+}
+
+func skipWS(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// syntaxErr reports bad JSON at data[i].
+func syntaxErr(data []byte, i int, context string) *DecodeError {
+	if i >= len(data) {
+		return errorf(ErrMalformed, "", "", "unexpected end of JSON input")
+	}
+	c := data[i]
+	var ch string
+	if c >= 0x20 && c < 0x7f {
+		ch = fmt.Sprintf("%q", rune(c))
+	} else {
+		ch = fmt.Sprintf("0x%02x", c)
+	}
+	return errorf(ErrMalformed, "", "", fmt.Sprintf("invalid character %s %s at offset %d", ch, context, i))
+}
+
+// scanString scans the string starting at data[i] == '"'. It returns the
+// bounds of its raw content, whether it holds escapes, and the index after
+// the closing quote. Invalid UTF-8 is an error.
+func scanString(data []byte, i int) (start, end int, esc bool, next int, err *DecodeError) {
+	i++
+	start = i
+	for i < len(data) {
+		c := data[i]
+		if strPlain[c] {
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			return start, i, esc, i + 1, nil
+		case c == '\\':
+			esc = true
+			switch peek(data, i+1) {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				for j := i + 2; j < i+6; j++ {
+					if !isHex(peek(data, j)) {
+						return 0, 0, false, 0, syntaxErr(data, j, "in \\u hexadecimal character escape")
+					}
+				}
+				i += 6
+			default:
+				return 0, 0, false, 0, syntaxErr(data, i+1, "in string escape code")
+			}
+		case c < 0x20:
+			return 0, 0, false, 0, syntaxErr(data, i, "in string literal")
+		default: // multi-byte UTF-8
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, 0, false, 0, errorf(ErrMalformed, "", "", fmt.Sprintf("invalid UTF-8 in string at offset %d", i))
+			}
+			i += size
+		}
+	}
+	return 0, 0, false, 0, syntaxErr(data, i, "")
+}
+
+func getu4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c = c - '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// unescape appends the value of a scanned string's raw content s to dst,
+// exactly as encoding/json decodes it: a lone surrogate becomes U+FFFD.
+func unescape(dst, s []byte) []byte {
+	for i := 0; i < len(s); {
+		if s[i] != '\\' {
+			j := bytes.IndexByte(s[i:], '\\')
+			if j < 0 {
+				return append(dst, s[i:]...)
+			}
+			dst = append(dst, s[i:i+j]...)
+			i += j
+			continue
+		}
+		switch c := s[i+1]; c {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := getu4(s[i:])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if dec := utf16.DecodeRune(r, getu4(s[i:])); dec != unicode.ReplacementChar {
+					dst = utf8.AppendRune(dst, dec)
+					i += 6
+					continue
+				}
+				r = unicode.ReplacementChar
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, c)
+		}
+		i += 2
+	}
+	return dst
+}
+
+// scanNumber scans the JSON number at data[i] (a '-' or a digit). It
+// returns the index after it and, when the number is an integer literal
+// that fits an int64, its value with isInt set, as strconv.ParseInt (and so
+// encoding/json) would read it.
+func scanNumber(data []byte, i int) (next int, v int64, isInt bool, err *DecodeError) {
+	neg := false
+	if data[i] == '-' {
+		neg = true
+		i++
+	}
+	var u uint64
+	overflow := false
+	switch c := peek(data, i); {
+	case c == '0':
+		i++
+	case '1' <= c && c <= '9':
+		for i < len(data) && isDigit(data[i]) {
+			d := uint64(data[i] - '0')
+			if u > (math.MaxUint64-d)/10 {
+				overflow = true
+			} else {
+				u = u*10 + d
+			}
+			i++
+		}
+	default:
+		return 0, 0, false, syntaxErr(data, i, "in numeric literal")
+	}
+	isInt = true
+	if peek(data, i) == '.' {
+		i++
+		if !isDigit(peek(data, i)) {
+			return 0, 0, false, syntaxErr(data, i, "after decimal point in numeric literal")
+		}
+		for i < len(data) && isDigit(data[i]) {
+			i++
+		}
+		isInt = false
+	}
+	if c := peek(data, i); c == 'e' || c == 'E' {
+		i++
+		if c := peek(data, i); c == '+' || c == '-' {
+			i++
+		}
+		if !isDigit(peek(data, i)) {
+			return 0, 0, false, syntaxErr(data, i, "in exponent of numeric literal")
+		}
+		for i < len(data) && isDigit(data[i]) {
+			i++
+		}
+		isInt = false
+	}
+	if !isInt || overflow {
+		return i, 0, false, nil
+	}
+	if neg {
+		if u > 1<<63 {
+			return i, 0, false, nil
+		}
+		return i, int64(-u), true, nil //nolint:gosec // -u wraps to MinInt64 exactly when u == 1<<63
+	}
+	if u > math.MaxInt64 {
+		return i, 0, false, nil
+	}
+	return i, int64(u), true, nil
+}
+
+func scanLiteral(data []byte, i int, lit string) (int, *DecodeError) {
+	for j := 0; j < len(lit); j++ {
+		if peek(data, i+j) != lit[j] {
+			return 0, syntaxErr(data, i+j, "in literal "+lit)
+		}
+	}
+	return i + len(lit), nil
+}
+
+// scanKey scans an object key at data[i] and the colon after it, returning
+// the key's value (unescaped into d.key when needed) and the index of the
+// value.
+func (d *Decoder) scanKey(data []byte, i int) (key []byte, next int, err *DecodeError) {
+	if peek(data, i) != '"' {
+		return nil, 0, syntaxErr(data, i, "looking for beginning of object key string")
+	}
+	s, e, esc, i, err := scanString(data, i)
+	if err != nil {
+		return nil, 0, err
+	}
+	key = data[s:e]
+	if esc {
+		d.key = unescape(d.key[:0], key)
+		key = d.key
+	}
+	i = skipWS(data, i)
+	if peek(data, i) != ':' {
+		return nil, 0, syntaxErr(data, i, "after object key")
+	}
+	return key, skipWS(data, i+1), nil
+}
+
+// skipValue scans the value at data[i] (whitespace allowed before it)
+// without keeping it; depth is the number of containers around it.
+func (d *Decoder) skipValue(data []byte, i, depth int) (int, *DecodeError) {
+	stack := d.stack[:0]
+	defer func() { d.stack = stack[:0] }()
+	var err *DecodeError
+	for {
+		// A value starts at i.
+		i = skipWS(data, i)
+		closed := false
+		switch c := peek(data, i); {
+		case c == '{' || c == '[':
+			if depth+len(stack)+1 > maxDepth {
+				return 0, errorf(ErrMalformed, "", "", fmt.Sprintf("exceeded max depth at offset %d", i))
+			}
+			stack = append(stack, c)
+			i = skipWS(data, i+1)
+			if c == '{' {
+				if peek(data, i) == '}' {
+					stack = stack[:len(stack)-1]
+					i++
+					closed = true
+				} else if _, i, err = d.scanKey(data, i); err != nil {
+					return 0, err
+				}
+			} else if peek(data, i) == ']' {
+				stack = stack[:len(stack)-1]
+				i++
+				closed = true
+			}
+			if !closed {
+				continue // to the first member's value
+			}
+		case c == '"':
+			if _, _, _, i, err = scanString(data, i); err != nil {
+				return 0, err
+			}
+		case c == '-' || isDigit(c):
+			if i, _, _, err = scanNumber(data, i); err != nil {
+				return 0, err
+			}
+		case c == 't':
+			if i, err = scanLiteral(data, i, "true"); err != nil {
+				return 0, err
+			}
+		case c == 'f':
+			if i, err = scanLiteral(data, i, "false"); err != nil {
+				return 0, err
+			}
+		case c == 'n':
+			if i, err = scanLiteral(data, i, "null"); err != nil {
+				return 0, err
+			}
+		default:
+			return 0, syntaxErr(data, i, "looking for beginning of value")
+		}
+		// A value ended at i: close containers until one has a next member.
+		for {
+			if len(stack) == 0 {
+				return i, nil
+			}
+			i = skipWS(data, i)
+			top := stack[len(stack)-1]
+			c := peek(data, i)
+			if c == ',' {
+				i = skipWS(data, i+1)
+				if top == '{' {
+					if _, i, err = d.scanKey(data, i); err != nil {
+						return 0, err
+					}
+				}
+				break
+			}
+			if top == '{' && c == '}' || top == '[' && c == ']' {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			if top == '{' {
+				return 0, syntaxErr(data, i, "after object key:value pair")
+			}
+			return 0, syntaxErr(data, i, "after array element")
+		}
+	}
+}
+
+// The outcome of reading a value into an integer field.
+const (
+	valInt  = iota // an integer that fits
+	valNull        // null: the field keeps its zero value
+	valBad         // any other JSON value: a type error
+)
+
+// readInt reads the value at data[i] for an integer field.
+func (d *Decoder) readInt(data []byte, i, depth int) (next int, v int64, outcome int, err *DecodeError) {
+	switch c := peek(data, i); {
+	case c == '-' || isDigit(c):
+		next, v, isInt, err := scanNumber(data, i)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if !isInt {
+			return next, 0, valBad, nil
+		}
+		return next, v, valInt, nil
+	case c == 'n':
+		next, err = scanLiteral(data, i, "null")
+		return next, 0, valNull, err
+	}
+	next, err = d.skipValue(data, i, depth)
+	return next, 0, valBad, err
+}
+
+// typeErr builds the error for a value of the wrong JSON type at data[i].
+func typeErr(data []byte, i int, field, want string) *DecodeError {
+	var got string
+	switch c := peek(data, i); {
+	case c == '"':
+		got = "a string"
+	case c == '{':
+		got = "an object"
+	case c == '[':
+		got = "an array"
+	case c == 't' || c == 'f':
+		got = "a boolean"
+	default:
+		got = "a non-integer or out-of-range number"
+	}
+	return errorf(ErrMalformed, KindBuckets, field, "must be "+want+", not "+got)
+}
+
+// fold-matched field names of the fast path.
+const (
+	fV = iota
+	fKind
+	fTs
+	fInstance
+	fBucketMs
+	fItems
+	fDropped
+	nTop
+)
+
+var topNames = [nTop][]byte{[]byte("v"), []byte("kind"), []byte("ts"), []byte("instance"),
+	[]byte("bucketMs"), []byte("items"), []byte("dropped")}
+
+func matchTop(key []byte) int {
+	switch string(key) {
+	case "v":
+		return fV
+	case "kind":
+		return fKind
+	case "ts":
+		return fTs
+	case "instance":
+		return fInstance
+	case "bucketMs":
+		return fBucketMs
+	case "items":
+		return fItems
+	case "dropped":
+		return fDropped
+	}
+	return foldMatch(key, topNames[:])
+}
+
+const (
+	iResource = iota
+	iStart
+	iPass
+	iBlock
+	iComplete
+	iError
+	iSlow
+	iRtSum
+	iRtMin
+	iRtMax
+	iConcurrency
+	iRtHist
+	nItem
+)
+
+var itemNames = [nItem][]byte{[]byte("resource"), []byte("start"), []byte("pass"), []byte("block"),
+	[]byte("complete"), []byte("error"), []byte("slow"), []byte("rtSum"), []byte("rtMin"),
+	[]byte("rtMax"), []byte("concurrency"), []byte("rtHist")}
+
+func matchItem(key []byte) int {
+	switch string(key) {
+	case "resource":
+		return iResource
+	case "start":
+		return iStart
+	case "pass":
+		return iPass
+	case "block":
+		return iBlock
+	case "complete":
+		return iComplete
+	case "error":
+		return iError
+	case "slow":
+		return iSlow
+	case "rtSum":
+		return iRtSum
+	case "rtMin":
+		return iRtMin
+	case "rtMax":
+		return iRtMax
+	case "concurrency":
+		return iConcurrency
+	case "rtHist":
+		return iRtHist
+	}
+	return foldMatch(key, itemNames[:])
+}
+
+// foldMatch is encoding/json's fallback: a key that matches no field
+// exactly matches one that is equal under Unicode case folding.
+func foldMatch(key []byte, names [][]byte) int {
+	for f, name := range names {
+		if bytes.EqualFold(key, name) {
+			return f
+		}
+	}
+	return -1
+}
+
+func (it *BucketItem) intField(f int) *int64 {
+	switch f {
+	case iStart:
+		return &it.Start
+	case iPass:
+		return &it.Pass
+	case iBlock:
+		return &it.Block
+	case iComplete:
+		return &it.Complete
+	case iError:
+		return &it.Error
+	case iSlow:
+		return &it.Slow
+	case iRtSum:
+		return &it.RtSum
+	case iRtMin:
+		return &it.RtMin
+	case iRtMax:
+		return &it.RtMax
+	case iConcurrency:
+		return &it.Concurrency
+	}
+	return nil
+}
+
+// histMarker stands in for an item's histogram while its frame is read;
+// the item's real slot in d.hists is pointed at once the frame is done,
+// because d.hists may move while it grows.
+var histMarker [core.HistogramSlots]int64
+
+// later records the first error that does not stop the scan (a type error,
+// a repeated field, a limit), so that a syntax error, the version and the
+// kind, wherever they are in the frame, take precedence over it, as with
+// encoding/json.
+func (d *Decoder) later(err *DecodeError) {
+	if d.deferred == nil {
+		d.deferred = err
+	}
+}
+
+// frame is what the fast path read of a frame's top level.
+type frame struct {
+	seen      uint32
+	v         int // stAbsent, stOK (the integer 1) or stBad
+	vText     []byte
+	kind      []byte
+	kindState int // stAbsent, stOK (a string) or stBad
+	tsSet     bool
+	instSet   bool
+}
+
+// The states of a required top-level field.
+const (
+	stAbsent = iota // missing or null
+	stOK
+	stBad
+)
+
+// decodeFast reads a frame. For kinds other than buckets it returns
+// fallback, and the caller decodes the frame with encoding/json.
+func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *DecodeError) {
+	d.deferred = nil
+	b := &d.b
+	*b = Buckets{Items: b.Items[:0]}
+	var f frame
+	i := skipWS(data, 0)
+	if peek(data, i) != '{' {
+		if i >= len(data) {
+			return nil, false, errorf(ErrMalformed, "", "", "empty message")
+		}
+		if err := d.notObject(data, i); err != nil {
+			return nil, false, err
+		}
+		return nil, false, errorf(ErrMalformed, "", "", "not a JSON object")
+	}
+	i = skipWS(data, i+1)
+	if peek(data, i) == '}' {
+		i++
+	} else {
+		for {
+			var key []byte
+			if key, i, err = d.scanKey(data, i); err != nil {
+				return nil, false, err
+			}
+			fld := matchTop(key)
+			if fld >= 0 {
+				if f.seen&(1<<fld) != 0 {
+					dup := errorf(ErrMalformed, "", topName(fld), "given more than once")
+					if fld <= fInstance {
+						// Known in every kind: repeated, it is malformed whatever the kind.
+						return nil, false, dup
+					}
+					d.later(dup)
+					fld = -1
+				} else {
+					f.seen |= 1 << fld
+				}
+			}
+			if i, err = d.topValue(data, i, fld, &f); err != nil {
+				return nil, false, err
+			}
+			i = skipWS(data, i)
+			if c := peek(data, i); c == ',' {
+				i = skipWS(data, i+1)
+				continue
+			} else if c == '}' {
+				i++
+				break
+			}
+			return nil, false, syntaxErr(data, i, "after object key:value pair")
+		}
+	}
+	if i = skipWS(data, i); i < len(data) {
+		return nil, false, syntaxErr(data, i, "after top-level value")
+	}
+
+	switch f.v {
+	case stAbsent:
+		return nil, false, errorf(ErrMalformed, "", "v", "missing")
+	case stBad:
+		return nil, false, errorf(ErrVersion, "", "v", fmt.Sprintf("is %s, want %d", clipRaw(f.vText), Version))
+	}
+	switch f.kindState {
+	case stAbsent:
+		return nil, false, errorf(ErrMalformed, "", "kind", "missing")
+	case stBad:
+		return nil, false, errorf(ErrMalformed, "", "kind", "must be a string")
+	}
+	switch string(f.kind) {
+	case string(KindBuckets):
+	case string(KindMeta), string(KindHello), string(KindRules), string(KindState), string(KindBye):
+		return nil, true, nil
+	default:
+		return nil, false, errorf(ErrUnknownKind, "", "kind", quoteClip(string(f.kind)))
+	}
+	if err := d.deferred; err != nil {
+		err.Kind = KindBuckets
+		return nil, false, err
+	}
+	if !f.tsSet {
+		return nil, false, errorf(ErrMalformed, KindBuckets, "ts", "missing")
+	}
+	if !f.instSet {
+		return nil, false, errorf(ErrMalformed, KindBuckets, "instance", "missing")
+	}
+	for k := range b.Items {
+		if b.Items[k].RtHist != nil {
+			b.Items[k].RtHist = &d.hists[k]
+		}
+	}
+	if err := validateBuckets(b, d.lim); err != nil {
+		return nil, false, err
+	}
+	return b, false, nil
+}
+
+// notObject returns the syntax error of a frame that is not an object, if
+// it is not even valid JSON; encoding/json reports syntax first.
+func (d *Decoder) notObject(data []byte, i int) *DecodeError {
+	i, err := d.skipValue(data, i, 0)
+	if err != nil {
+		return err
+	}
+	if i = skipWS(data, i); i < len(data) {
+		return syntaxErr(data, i, "after top-level value")
+	}
+	return nil
+}
+
+func topName(f int) string { return string(topNames[f]) }
+
+func clipRaw(b []byte) string {
+	if len(b) > 32 {
+		return string(b[:32]) + "..."
+	}
+	return string(b)
+}
+
+// topValue reads the value of top-level field fld (-1: unknown) at data[i].
+func (d *Decoder) topValue(data []byte, i, fld int, f *frame) (int, *DecodeError) {
+	const depth = 1
+	b := &d.b
+	switch fld {
+	case fV:
+		start := i
+		next, v, outcome, err := d.readInt(data, i, depth)
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case outcome == valNull:
+			f.v = stAbsent
+		case outcome == valInt && v == Version:
+			f.v = stOK
+		default:
+			f.v = stBad
+		}
+		f.vText = data[start:next]
+		return next, nil
+	case fKind:
+		switch peek(data, i) {
+		case '"':
+			s, e, esc, next, err := scanString(data, i)
+			if err != nil {
+				return 0, err
+			}
+			f.kind = data[s:e]
+			if esc {
+				d.kindBuf = unescape(d.kindBuf[:0], f.kind)
+				f.kind = d.kindBuf
+			}
+			f.kindState = stOK
+			return next, nil
+		case 'n':
+			f.kindState = stAbsent
+			return scanLiteral(data, i, "null")
+		}
+		f.kindState = stBad
+		return d.skipValue(data, i, depth)
+	case fTs, fBucketMs, fDropped:
+		next, v, outcome, err := d.readInt(data, i, depth)
+		if err != nil {
+			return 0, err
+		}
+		switch outcome {
+		case valBad:
+			d.later(typeErr(data, i, topName(fld), "an integer"))
+		case valInt:
+			switch fld {
+			case fTs:
+				b.Ts, f.tsSet = v, true
+			case fBucketMs:
+				b.BucketMs = v
+			case fDropped:
+				b.Dropped = v
+			}
+		case valNull:
+			if fld == fTs {
+				f.tsSet = false
+			}
+		}
+		return next, nil
+	case fInstance:
+		switch peek(data, i) {
+		case '"':
+			s, next, err := d.readName(data, i, "instance", -1)
+			if err != nil {
+				return 0, err
+			}
+			b.Instance, f.instSet = s, true
+			return next, nil
+		case 'n':
+			f.instSet = false
+			return scanLiteral(data, i, "null")
+		}
+		d.later(typeErr(data, i, "instance", "a string"))
+		return d.skipValue(data, i, depth)
+	case fItems:
+		switch peek(data, i) {
+		case '[':
+			return d.readItems(data, i)
+		case 'n':
+			return scanLiteral(data, i, "null")
+		}
+		d.later(typeErr(data, i, "items", "an array"))
+		return d.skipValue(data, i, depth)
+	}
+	return d.skipValue(data, i, depth)
+}
+
+// readName reads a string naming something (an instance, a resource),
+// interning it. A name over the limit is reported, not copied.
+func (d *Decoder) readName(data []byte, i int, field string, item int) (string, int, *DecodeError) {
+	s, e, esc, next, err := scanString(data, i)
+	if err != nil {
+		return "", 0, err
+	}
+	raw := data[s:e]
+	if esc {
+		d.scratch = unescape(d.scratch[:0], raw)
+		raw = d.scratch
+	}
+	if len(raw) > d.lim.MaxNameBytes {
+		if d.deferred == nil {
+			d.later(errorf(ErrTooLarge, KindBuckets, fieldAt("items", item, field),
+				fmt.Sprintf("%d bytes exceeds the limit of %d", len(raw), d.lim.MaxNameBytes)))
+		}
+		return "", next, nil
+	}
+	return d.intern(raw), next, nil
+}
+
+// intern returns b as a string, without allocating when the Decoder has
+// seen it recently.
+func (d *Decoder) intern(b []byte) string {
+	if s, ok := d.names[string(b)]; ok {
+		return s
+	}
+	if len(d.names) >= d.lim.InternNames {
+		clear(d.names)
+	}
+	s := string(b)
+	d.names[s] = s
+	return s
+}
+
+// readItems reads the items array at data[i] == '['.
+func (d *Decoder) readItems(data []byte, i int) (int, *DecodeError) {
+	const depth = 2 // the top-level object and this array
+	b := &d.b
+	b.Items = b.Items[:0]
+	var err *DecodeError
+	i = skipWS(data, i+1)
+	if peek(data, i) == ']' {
+		return i + 1, nil
+	}
+	for n := 0; ; n++ {
+		c := peek(data, i)
+		switch {
+		case n >= d.lim.MaxItems:
+			if d.deferred == nil {
+				d.later(errorf(ErrTooLarge, KindBuckets, "items", fmt.Sprintf("more than %d items", d.lim.MaxItems)))
+			}
+			i, err = d.skipValue(data, i, depth)
+		case c == '{':
+			b.Items = append(b.Items, BucketItem{})
+			i, err = d.readItem(data, i, len(b.Items)-1)
+		case c == 'n':
+			b.Items = append(b.Items, BucketItem{})
+			i, err = scanLiteral(data, i, "null")
+		default:
+			if d.deferred == nil {
+				d.later(typeErr(data, i, fieldAt("items", n, ""), "an object"))
+			}
+			b.Items = append(b.Items, BucketItem{})
+			i, err = d.skipValue(data, i, depth)
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(data, i)
+		if c := peek(data, i); c == ',' {
+			i = skipWS(data, i+1)
+			continue
+		} else if c == ']' {
+			return i + 1, nil
+		}
+		return 0, syntaxErr(data, i, "after array element")
+	}
+}
+
+// readItem reads the item object at data[i] == '{' into b.Items[idx].
+func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
+	const depth = 3 // top-level object, items array, this object
+	it := &d.b.Items[idx]
+	var err *DecodeError
+	i = skipWS(data, i+1)
+	if peek(data, i) == '}' {
+		return i + 1, nil
+	}
+	var seen uint32
+	for {
+		var key []byte
+		if key, i, err = d.scanKey(data, i); err != nil {
+			return 0, err
+		}
+		fld := matchItem(key)
+		if fld >= 0 {
+			if seen&(1<<fld) != 0 {
+				if d.deferred == nil {
+					d.later(errorf(ErrMalformed, KindBuckets, fieldAt("items", idx, string(itemNames[fld])), "given more than once"))
+				}
+				fld = -1
+			} else {
+				seen |= 1 << fld
+			}
+		}
+		switch fld {
+		case -1:
+			i, err = d.skipValue(data, i, depth)
+		case iResource:
+			switch peek(data, i) {
+			case '"':
+				it.Resource, i, err = d.readName(data, i, "resource", idx)
+			case 'n':
+				i, err = scanLiteral(data, i, "null")
+			default:
+				if d.deferred == nil {
+					d.later(typeErr(data, i, fieldAt("items", idx, "resource"), "a string"))
+				}
+				i, err = d.skipValue(data, i, depth)
+			}
+		case iRtHist:
+			i, err = d.readHist(data, i, idx)
+		default:
+			var v int64
+			var outcome int
+			start := i
+			i, v, outcome, err = d.readInt(data, i, depth)
+			if outcome == valInt {
+				*it.intField(fld) = v
+			} else if outcome == valBad && err == nil && d.deferred == nil {
+				d.later(typeErr(data, start, fieldAt("items", idx, string(itemNames[fld])), "an integer"))
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		i = skipWS(data, i)
+		if c := peek(data, i); c == ',' {
+			i = skipWS(data, i+1)
+			continue
+		} else if c == '}' {
+			return i + 1, nil
+		}
+		return 0, syntaxErr(data, i, "after object key:value pair")
+	}
+}
+
+// readHist reads an rtHist value at data[i] for b.Items[idx].
+func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
+	const depth = 3
+	it := &d.b.Items[idx]
+	switch peek(data, i) {
+	case 'n':
+		it.RtHist = nil
+		return scanLiteral(data, i, "null")
+	case '[':
+	default:
+		if d.deferred == nil {
+			d.later(typeErr(data, i, fieldAt("items", idx, "rtHist"), "an array of 14 integers"))
+		}
+		return d.skipValue(data, i, depth)
+	}
+	for len(d.hists) <= idx {
+		d.hists = append(d.hists, [core.HistogramSlots]int64{})
+	}
+	h := &d.hists[idx]
+	*h = [core.HistogramSlots]int64{}
+	it.RtHist = &histMarker
+	n := 0
+	i = skipWS(data, i+1)
+	if peek(data, i) == ']' {
+		i++
+	} else {
+		for ; ; n++ {
+			start := i
+			next, v, outcome, err := d.readInt(data, i, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			switch {
+			case outcome == valBad:
+				if d.deferred == nil {
+					d.later(typeErr(data, start, fieldAt("items", idx, fmt.Sprintf("rtHist[%d]", n)), "an integer"))
+				}
+			case outcome == valInt && n < len(h):
+				h[n] = v
+			}
+			i = skipWS(data, next)
+			if c := peek(data, i); c == ',' {
+				i = skipWS(data, i+1)
+				continue
+			} else if c == ']' {
+				i++
+				n++
+				break
+			}
+			return 0, syntaxErr(data, i, "after array element")
+		}
+	}
+	if n != core.HistogramSlots && d.deferred == nil {
+		d.later(errorf(ErrInvalid, KindBuckets, fieldAt("items", idx, "rtHist"),
+			fmt.Sprintf("has %d counts, want %d", n, core.HistogramSlots)))
+	}
+	return i, nil
+}
