@@ -121,7 +121,7 @@ func flowConfSetup(t *testing.T) (*flowConfClock, *sgbase.SlotChain) {
 	t.Helper()
 	clock := &flowConfClock{res: 1}
 	level := sglog.GetGlobalLoggerLevel()
-	sglog.ResetGlobalLoggerLevel(sglog.ErrorLevel)
+	sglog.ResetGlobalLoggerLevel(sglog.ErrorLevel + 1) // silent: a backwards clock makes it log every dropped sample
 	sgutil.SetClock(clock)
 	t.Cleanup(func() {
 		if err := sgflow.ClearRules(); err != nil {
@@ -144,6 +144,11 @@ type flowConfCase struct {
 	seedBase uint64
 	rules    func(r *rand.Rand) []FlowRule
 	maxBatch int64
+	// backwards lets the clock jump back now and then, once the sequence is
+	// past the first resource-window span (sentinel-golang pre-fills its
+	// rings with buckets from creation time on, core starts them empty: the
+	// two differ only for times before creation plus one window span).
+	backwards bool
 }
 
 func flowConfPick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
@@ -245,12 +250,30 @@ var flowConfCases = []flowConfCase{
 			}
 			return rules
 		}},
+	{name: "ClockBackwards", seedBase: 7_000_000, maxBatch: 1, backwards: true,
+		rules: func(r *rand.Rand) []FlowRule {
+			switch r.IntN(5) {
+			case 0:
+				return []FlowRule{flowConfDirectReject(r)}
+			case 1:
+				return []FlowRule{flowConfCustomReject(r)}
+			case 2:
+				return []FlowRule{flowConfThrottling(r)}
+			case 3:
+				return []FlowRule{flowConfWarmUp(r, Reject)}
+			default:
+				return []FlowRule{flowConfWarmUp(r, Throttling)}
+			}
+		}},
 }
 
 // flowConfGap draws the time to the next entry: bursts, small and large
 // gaps, idle periods, and landings exactly on bucket boundaries.
-func flowConfGap(r *rand.Rand, clock *flowConfClock) int64 {
+func flowConfGap(r *rand.Rand, clock *flowConfClock, backwards bool) int64 {
 	const ms = int64(time.Millisecond)
+	if backwards && r.IntN(25) == 0 {
+		return -(1 + r.Int64N(4000)) * ms
+	}
 	var gap int64
 	switch p := r.IntN(100); {
 	case p < 35:
@@ -344,7 +367,7 @@ func flowConfSequence(clock *flowConfClock, sc *sgbase.SlotChain, tc flowConfCas
 
 	var trace [12]flowConfStep // the last steps, for the failure message
 	for step := range flowConfSteps {
-		clock.ns.Add(flowConfGap(r, clock))
+		clock.ns.Add(flowConfGap(r, clock, tc.backwards && clock.ns.Load()-start > 2*ResourceIntervalMs*int64(time.Millisecond)))
 		batch := 1 + r.Int64N(tc.maxBatch)
 		at := clock.ns.Load()
 
