@@ -1,0 +1,323 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Pos is a place in a fixture: file name and 1-based line number.
+type Pos struct {
+	File string
+	Line int
+}
+
+// String returns "file:line".
+func (p Pos) String() string { return p.File + ":" + strconv.Itoa(p.Line) }
+
+// LineError is a fixture line that could not be used. Reading goes on
+// after it, except when the stream itself broke (Err then wraps the I/O
+// error, such as io.ErrUnexpectedEOF for a truncated gzip stream).
+type LineError struct {
+	Pos Pos
+	Err error
+}
+
+// Error returns "file:line: reason".
+func (e *LineError) Error() string { return e.Pos.String() + ": " + e.Err.Error() }
+
+// Unwrap returns the reason: a *DecodeError or an I/O error.
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrMetaNotFirst is the reason given for a meta line that is not the first
+// line of its file.
+var ErrMetaNotFirst = errors.New("meta is only valid as the first line")
+
+// Reader reads a fixture: NDJSON, one wire message per line, optionally
+// gzip-compressed (recognised by its magic bytes). Blank lines are skipped;
+// a last line without a newline is read like any other. Memory stays
+// bounded whatever the input: a line longer than the frame limit is
+// skipped in pieces, never held whole.
+//
+//	for m, err := range r.All() {
+//		if err != nil {
+//			log.Print(err) // "file:line: reason"; reading goes on
+//			continue
+//		}
+//		use(m, r.Pos())
+//	}
+//
+// Messages are valid until the next call, like those of Decoder.Decode.
+type Reader struct {
+	name    string
+	src     io.Reader
+	closer  io.Closer
+	br      *bufio.Reader
+	dec     *Decoder
+	line    int
+	pos     Pos
+	started bool
+	done    bool
+	first   bool // no non-blank line seen yet
+	meta    *Meta
+}
+
+// NewReader returns a Reader of r; name is the file name in positions and
+// errors.
+func NewReader(r io.Reader, name string) *Reader {
+	return NewReaderLimits(r, name, Limits{})
+}
+
+// NewReaderLimits is NewReader with limits for the lines' decoder.
+func NewReaderLimits(r io.Reader, name string, lim Limits) *Reader {
+	return &Reader{name: name, src: r, dec: NewDecoder(lim), first: true}
+}
+
+// Open opens a fixture file. Close it when done.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r := NewReader(f, path)
+	r.closer = f
+	return r, nil
+}
+
+// Close closes the file Open opened; for a NewReader it does nothing.
+func (r *Reader) Close() error {
+	r.done = true
+	if r.closer != nil {
+		err := r.closer.Close()
+		r.closer = nil
+		return err
+	}
+	return nil
+}
+
+// Meta returns the file's meta line, once it has been read.
+func (r *Reader) Meta() *Meta { return r.meta }
+
+// Pos returns the position of the message or error Next returned last.
+func (r *Reader) Pos() Pos { return r.pos }
+
+func (r *Reader) start() error {
+	r.started = true
+	lim := r.dec.Limits()
+	size := lim.MaxFrameBytes + 2 // the line, a '\r' and the '\n'
+	br := bufio.NewReaderSize(r.src, 4096)
+	magic, _ := br.Peek(2)
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return err
+		}
+		r.br = bufio.NewReaderSize(zr, size)
+	} else {
+		r.br = bufio.NewReaderSize(br, size)
+	}
+	return nil
+}
+
+// Next returns the next message. A line that cannot be used gives a
+// *LineError and the next call goes on with the following line; the end
+// of the input gives io.EOF, and so does every call after it.
+func (r *Reader) Next() (Message, error) {
+	if r.done {
+		return nil, io.EOF
+	}
+	if !r.started {
+		if err := r.start(); err != nil {
+			r.done = true
+			r.pos = Pos{r.name, 1}
+			return nil, &LineError{r.pos, err}
+		}
+	}
+	for {
+		line, err := r.br.ReadSlice('\n')
+		r.line++
+		r.pos = Pos{r.name, r.line}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Longer than any frame: skip to its end, never holding it.
+			n := len(line)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.br.ReadSlice('\n')
+				n += len(line)
+			}
+			r.first = false
+			if err != nil && err != io.EOF {
+				r.done = true
+				return nil, &LineError{r.pos, readErr(err)}
+			}
+			if err == io.EOF {
+				r.done = true
+			}
+			lim := r.dec.Limits()
+			return nil, &LineError{r.pos, errorf(ErrTooLarge, "", "",
+				fmt.Sprintf("line of %d bytes or more exceeds the limit of %d", n, lim.MaxFrameBytes))}
+		}
+		complete := err == nil
+		if err != nil {
+			r.done = true
+			if err != io.EOF {
+				if len(bytes.TrimSpace(line)) == 0 {
+					return nil, &LineError{r.pos, readErr(err)}
+				}
+				return nil, &LineError{r.pos, fmt.Errorf("truncated line: %w", readErr(err))}
+			}
+			if len(line) == 0 {
+				return nil, io.EOF
+			}
+		}
+		line = bytes.TrimSuffix(line, []byte{'\n'})
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(bytes.TrimSpace(line)) == 0 {
+			if !complete {
+				return nil, io.EOF
+			}
+			continue
+		}
+		first := r.first
+		r.first = false
+		m, derr := r.dec.Decode(line)
+		if derr != nil {
+			if !complete {
+				derr = fmt.Errorf("%w (last line, no newline: truncated?)", derr)
+			}
+			return nil, &LineError{r.pos, derr}
+		}
+		if meta, ok := m.(*Meta); ok {
+			if !first {
+				return nil, &LineError{r.pos, ErrMetaNotFirst}
+			}
+			r.meta = meta
+		}
+		return m, nil
+	}
+}
+
+func readErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// All yields every message, and every bad line as a *LineError, until the
+// end of the input.
+func (r *Reader) All() iter.Seq2[Message, error] {
+	return func(yield func(Message, error) bool) {
+		for {
+			m, err := r.Next()
+			if err == io.EOF {
+				return
+			}
+			if !yield(m, err) {
+				return
+			}
+		}
+	}
+}
+
+// Writer writes a fixture: one message per line.
+type Writer struct {
+	bw     *bufio.Writer
+	zw     *gzip.Writer
+	closer io.Closer
+	buf    []byte
+	lines  int
+	err    error
+}
+
+// NewWriter returns a Writer to w, uncompressed.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{bw: bufio.NewWriter(w)}
+}
+
+// Create creates (or truncates) a fixture file, gzip-compressed when the
+// name ends in ".gz". Close it to flush everything.
+func Create(path string) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{closer: f}
+	if strings.HasSuffix(path, ".gz") {
+		w.zw = gzip.NewWriter(f)
+		w.bw = bufio.NewWriter(w.zw)
+	} else {
+		w.bw = bufio.NewWriter(f)
+	}
+	return w, nil
+}
+
+// Write appends m as one line. A Meta may only be the first line.
+func (w *Writer) Write(m Message) error {
+	if w.err != nil {
+		return w.err
+	}
+	if _, ok := m.(*Meta); ok && w.lines > 0 {
+		return ErrMetaNotFirst
+	}
+	var err error
+	if w.buf, err = Append(w.buf[:0], m); err != nil {
+		return err
+	}
+	w.buf = append(w.buf, '\n')
+	if _, err := w.bw.Write(w.buf); err != nil {
+		w.err = err
+		return err
+	}
+	w.lines++
+	return nil
+}
+
+// Flush writes buffered lines through (and a gzip block, when compressing).
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.err = err
+		return err
+	}
+	if w.zw != nil {
+		if err := w.zw.Flush(); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	return nil
+}
+
+// Close flushes, ends the gzip stream and closes the file Create opened.
+// For a NewWriter it only flushes.
+func (w *Writer) Close() error {
+	err := w.bw.Flush()
+	if w.zw != nil {
+		if zerr := w.zw.Close(); err == nil {
+			err = zerr
+		}
+		w.zw = nil
+	}
+	if w.closer != nil {
+		if cerr := w.closer.Close(); err == nil {
+			err = cerr
+		}
+		w.closer = nil
+	}
+	if err == nil {
+		err = w.err
+	}
+	if w.err == nil {
+		w.err = errors.New("wire: writer closed")
+	}
+	return err
+}

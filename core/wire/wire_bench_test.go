@@ -1,0 +1,174 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// benchBuckets is a realistic buckets message: n resources of one gateway
+// instance, one 500 ms bucket each, with histograms when hist is set.
+func benchBuckets(n int, hist bool) *Buckets {
+	b := &Buckets{Header: Header{Ts: 1764460800512, Instance: "gateway-3"}, BucketMs: 500}
+	for i := range n {
+		it := BucketItem{
+			Resource: fmt.Sprintf("GET:http://member-service-%d/api/v1/user/info?field=%d", i%7, i),
+			Start:    1764460800000,
+			Pass:     int64(100 + i*13%900), Block: int64(i % 5), Complete: int64(95 + i*13%900),
+			Concurrency: int64(i % 17),
+		}
+		it.Error = it.Complete / 20
+		it.Slow = it.Complete / 10
+		it.RtMin = int64(1 + i%9)
+		it.RtMax = int64(400 + i*37%3000)
+		it.RtSum = it.Complete * int64(40+i%60)
+		if hist {
+			var h [core.HistogramSlots]int64
+			for j := range h {
+				h[j] = int64((i + 3*j) % 40)
+			}
+			it.RtHist = &h
+		}
+		b.Items = append(b.Items, it)
+	}
+	return b
+}
+
+func benchFrame(n int, hist bool) []byte { return AppendBuckets(nil, benchBuckets(n, hist)) }
+
+// jsonBuckets and jsonItem are the equivalent structs a decoder built on
+// encoding/json would fill: the wire field names, no custom methods.
+type jsonBuckets struct {
+	V        int        `json:"v"`
+	Kind     string     `json:"kind"`
+	Ts       int64      `json:"ts"`
+	Instance string     `json:"instance"`
+	BucketMs int64      `json:"bucketMs"`
+	Items    []jsonItem `json:"items"`
+	Dropped  int64      `json:"dropped"`
+}
+
+type jsonItem struct {
+	Resource    string                      `json:"resource"`
+	Start       int64                       `json:"start"`
+	Pass        int64                       `json:"pass"`
+	Block       int64                       `json:"block"`
+	Complete    int64                       `json:"complete"`
+	Error       int64                       `json:"error"`
+	Slow        int64                       `json:"slow"`
+	RtSum       int64                       `json:"rtSum"`
+	RtMin       int64                       `json:"rtMin"`
+	RtMax       int64                       `json:"rtMax"`
+	Concurrency int64                       `json:"concurrency"`
+	RtHist      *[core.HistogramSlots]int64 `json:"rtHist,omitempty"`
+}
+
+var benchSizes = []struct {
+	items int
+	hist  bool
+}{{50, true}, {50, false}, {500, true}}
+
+func benchName(n int, hist bool) string {
+	if hist {
+		return fmt.Sprintf("items=%d/hist", n)
+	}
+	return fmt.Sprintf("items=%d/nohist", n)
+}
+
+// BenchmarkDecodeBuckets: this package's Decoder (fast path, validated).
+func BenchmarkDecodeBuckets(b *testing.B) {
+	for _, s := range benchSizes {
+		frame := benchFrame(s.items, s.hist)
+		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+			var d Decoder
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.Decode(frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
+
+// BenchmarkDecodeBucketsEncodingJSON: json.Unmarshal of the same bytes
+// into equivalent structs, reused between iterations (encoding/json's
+// best case), with no validation at all.
+func BenchmarkDecodeBucketsEncodingJSON(b *testing.B) {
+	for _, s := range benchSizes {
+		frame := benchFrame(s.items, s.hist)
+		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+			var m jsonBuckets
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := json.Unmarshal(frame, &m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
+
+// BenchmarkDecodeBucketsEncodingJSONValidated: the encoding/json path of
+// this package, with the same validation as the fast path (what Decoder
+// would cost without its scanner).
+func BenchmarkDecodeBucketsEncodingJSONValidated(b *testing.B) {
+	for _, s := range benchSizes {
+		frame := benchFrame(s.items, s.hist)
+		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+			lim := Limits{}.withDefaults()
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeStd(frame, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
+
+// BenchmarkEncodeBuckets: AppendBuckets into a reused buffer.
+func BenchmarkEncodeBuckets(b *testing.B) {
+	for _, s := range benchSizes {
+		m := benchBuckets(s.items, s.hist)
+		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+			buf := AppendBuckets(nil, m)
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = AppendBuckets(buf[:0], m)
+			}
+			b.ReportMetric(float64(s.items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
+
+// BenchmarkEncodeBucketsEncodingJSON: json.Marshal of the equivalent
+// structs.
+func BenchmarkEncodeBucketsEncodingJSON(b *testing.B) {
+	for _, s := range benchSizes {
+		var m jsonBuckets
+		if err := json.Unmarshal(benchFrame(s.items, s.hist), &m); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+			out, _ := json.Marshal(&m)
+			b.SetBytes(int64(len(out)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := json.Marshal(&m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
