@@ -1,0 +1,97 @@
+package triage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// benchFleet is 50 instances of 2 apps with 20 resources each, every
+// resource under a slow-ratio breaker, after a minute of traffic.
+func benchFleet(b *testing.B) (*Engine, []string, []string, int64) {
+	b.Helper()
+	e := New(Config{})
+	var insts, res []string
+	var rules []core.BreakerRule
+	for r := range 20 {
+		res = append(res, fmt.Sprintf("GET:/api/resource/%d", r))
+		rule := slowRule(res[r])
+		rule.MinRequestAmount = uint64(5 + r) // some get advice
+		rules = append(rules, rule)
+	}
+	for i := range 50 {
+		name := fmt.Sprintf("app%d-%d", i%2, i)
+		insts = append(insts, name)
+		e.Hello(name, fmt.Sprintf("app%d", i%2), t0, t0)
+		e.Rules(name, t0, "v1", rules, nil)
+	}
+	ts := t0
+	for ; ts < t0+60000; ts += 500 {
+		for _, in := range insts {
+			for _, r := range res {
+				e.Bucket(in, BucketStat{Resource: r, Start: ts, BucketMs: 500, Pass: 10, Complete: 10, RtHist: [core.HistogramSlots]int64{5: 10}, HasHist: true})
+			}
+		}
+	}
+	// A sawtooth and a recovery flood on one resource of app0.
+	for i := 0; i < 6; i += 2 {
+		sawtoothRun(e, insts[i], res[0], ts+int64(i), 10000, 0)
+	}
+	for p := int64(1); p <= 4; p++ {
+		for i := 0; i < 6; i += 2 {
+			e.Transition(insts[i], trans(res[0], core.Open, core.HalfOpen, ts+p*10000+int64(i)))
+		}
+		for i := 0; i < 6; i += 2 {
+			e.Transition(insts[i], trans(res[0], core.HalfOpen, core.Open, ts+p*10000+int64(i)+30))
+		}
+	}
+	return e, insts, res, ts + 50000
+}
+
+// BenchmarkBucket feeds one bucket item of a known instance and resource.
+func BenchmarkBucket(b *testing.B) {
+	e, insts, res, ts := benchFleet(b)
+	stat := BucketStat{BucketMs: 500, Pass: 10, Complete: 10, RtMax: 40, RtHist: [core.HistogramSlots]int64{5: 10}, HasHist: true}
+	n := len(insts) * len(res)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % n
+		if k == 0 {
+			ts += 500
+		}
+		stat.Resource, stat.Start = res[k%len(res)], ts
+		e.Bucket(insts[k/len(res)], stat)
+	}
+}
+
+// BenchmarkTransition feeds a breaker cycling OPEN -> HALF_OPEN -> OPEN.
+func BenchmarkTransition(b *testing.B) {
+	e, insts, res, ts := benchFleet(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		in, r := insts[i%len(insts)], res[(i/len(insts))%len(res)]
+		ts++
+		if i%2 == 0 {
+			e.Transition(in, core.Transition{Resource: r, From: core.Open, To: core.HalfOpen, AtMs: ts})
+		} else {
+			e.Transition(in, core.Transition{Resource: r, From: core.HalfOpen, To: core.Open, AtMs: ts})
+		}
+	}
+}
+
+// BenchmarkFindings asks for the findings of the fleet, as the UI does
+// four times a second.
+func BenchmarkFindings(b *testing.B) {
+	e, _, _, now := benchFleet(b)
+	if len(e.Findings(now)) == 0 {
+		b.Fatal("no findings")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		e.Findings(now)
+	}
+}

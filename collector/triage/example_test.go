@@ -1,0 +1,43 @@
+package triage_test
+
+import (
+	"fmt"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// A breaker that keeps probing a downstream that has not recovered: tripped
+// once, then six failed half-open probes, ten seconds apart.
+func ExampleEngine() {
+	const start = int64(1764460800000)
+	e := triage.New(triage.Config{})
+	e.Hello("order-1", "order", start, start-60000)
+	e.Rules("order-1", start, "9f2c1a", []core.BreakerRule{{
+		Resource: "GET:/member/info", Strategy: core.ErrorRatio, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 10000, RetryTimeoutMs: 10000,
+	}}, nil)
+
+	at := start + 10000
+	e.Transition("order-1", core.Transition{
+		Resource: "GET:/member/info", Strategy: core.ErrorRatio, From: core.Closed, To: core.Open, AtMs: at,
+		Snapshot: core.WindowSnapshot{Total: 120, Bad: 96, Value: 0.8}, Threshold: 0.5, RetryTimeoutMs: 10000,
+	})
+	for range 6 {
+		at += 10000
+		e.Transition("order-1", core.Transition{Resource: "GET:/member/info", From: core.Open, To: core.HalfOpen, AtMs: at})
+		e.Transition("order-1", core.Transition{Resource: "GET:/member/info", From: core.HalfOpen, To: core.Open, AtMs: at + 40,
+			Probe: &core.Probe{RtMs: 40, Error: true}, RetryTimeoutMs: 10000})
+		at += 40
+	}
+
+	for _, f := range e.Findings(at + 5000) {
+		fmt.Println(f.Severity, f.Kind, f.App, f.Resource, f.Instances)
+		fmt.Println(f.Summary)
+		fmt.Println(f.Advice)
+	}
+	// Output:
+	// critical sawtooth order GET:/member/info [order-1]
+	// 6 failed half-open probes in a row, every 10.0 s
+	// retryTimeoutMs 10000 is shorter than the downstream outage (>= 60 s): raise it, or back off exponentially
+}
