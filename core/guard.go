@@ -300,27 +300,38 @@ type Entry struct {
 // ErrBlocked, and ErrOpen or ErrFlow) when a rule blocks the call; the caller
 // then must not call Exit. Throttling flow rules may make Entry wait.
 func (g *Guard) Entry(resource string) (*Entry, error) {
-	start := g.clock.UnixMilli()
 	r := g.resource(resource)
 	if r == nil {
 		g.overflow.Add(1)
 		e := g.pool.Get().(*Entry)
-		e.g, e.res, e.startMs = g, nil, start
+		e.g, e.res, e.startMs = g, nil, g.clock.UnixMilli()
 		return e, nil
 	}
-	now := start
+	var start, now int64
 	if fp := r.flows.Load(); fp != nil {
+		// Throttling spaces requests in nanoseconds, as sentinel-golang
+		// does; the other rules and the statistics count milliseconds of
+		// the same reading.
+		nowNano := g.clock.Now().UnixNano()
+		start = floorDiv(nowNano, 1e6)
+		now = start
 		for _, fc := range *fp {
-			pass, wait := fc.Check(now, 1)
+			pass, wait := fc.CheckNano(nowNano, 1)
 			if !pass {
-				r.stat.Current(now).AddBlock(1)
+				if b := r.stat.Current(now); b != nil {
+					b.AddBlock(1)
+				}
 				return nil, fc.blocked
 			}
 			if wait > 0 {
 				g.clock.Sleep(wait)
-				now = g.clock.UnixMilli()
+				nowNano = g.clock.Now().UnixNano()
+				now = floorDiv(nowNano, 1e6)
 			}
 		}
+	} else {
+		start = g.clock.UnixMilli()
+		now = start
 	}
 	if bp := r.breakers.Load(); bp != nil {
 		var probes uint64
@@ -332,7 +343,9 @@ func (g *Guard) Entry(resource string) (*Entry, error) {
 						(*bp)[j].AbortProbe(now)
 					}
 				}
-				r.stat.Current(now).AddBlock(1)
+				if bucket := r.stat.Current(now); bucket != nil {
+					bucket.AddBlock(1)
+				}
 				return nil, b.blocked
 			}
 			if probe {

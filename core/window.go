@@ -80,7 +80,7 @@ func (w *Window[B, P]) SampleCount() int { return len(w.slots) }
 func (w *Window[B, P]) BucketStart(t int64) int64 { return t - floorMod(t, w.bucketMs) }
 
 func (w *Window[B, P]) index(t int64) int {
-	return int(floorDiv(t, w.bucketMs) % int64(len(w.slots)))
+	return int(floorMod(floorDiv(t, w.bucketMs), int64(len(w.slots))))
 }
 
 // Current returns the bucket holding time now, zeroing a stale slot first.

@@ -134,3 +134,13 @@ func TestMetricsAdd(t *testing.T) {
 		t.Fatalf("sum = %+v", sum)
 	}
 }
+
+func TestWindowNegativeTimes(t *testing.T) {
+	w, _ := NewMetricWindow(4, 2000)
+	for _, now := range []int64{-1 << 40, -2001, -500, -499, -1} {
+		w.Current(now).AddPass(1) // must not panic
+		if got := SumWindow(w, now).Pass; got < 1 {
+			t.Fatalf("sum at %d = %d", now, got)
+		}
+	}
+}
