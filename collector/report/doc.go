@@ -1,0 +1,12 @@
+// Package report renders the triage report of spec/findings-v1.md: the
+// findings of a stream (live or replayed) with what was seen, as JSON (the
+// spec's fields exactly), Markdown (a postmortem document) or plain text (the
+// same for a terminal).
+//
+// Rendering is pure: the same Report gives byte-identical output. Names that
+// come from the input (apps, instances, resources, rule versions) are
+// untrusted: Text escapes control characters, escape sequences, bidi and
+// other invisible format characters (see Sanitize); Markdown prints them as
+// code spans or inside fenced code blocks sized to their content, so they
+// can neither inject HTML nor Markdown.
+package report

@@ -1,0 +1,239 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The Markdown and Text renderers share one layout, built here from the
+// report: per finding a title, the summary, labelled values, preformatted
+// blocks (timelines, rules) and the advice. Values keep input strings apart
+// from the report's own prose so that each renderer can make them safe its
+// own way.
+
+// seg is a piece of a value: the report's own prose, or a string from the
+// input.
+type seg struct {
+	text  string
+	input bool
+}
+
+func prose(format string, args ...any) seg { return seg{text: fmt.Sprintf(format, args...)} }
+
+func input(s string) seg { return seg{text: s, input: true} }
+
+// part is a labelled value or, when block is set, preformatted lines whose
+// input strings are already sanitized.
+type part struct {
+	label string
+	value []seg
+	block []string
+}
+
+type section struct {
+	f     *triage.Finding
+	parts []part
+}
+
+const (
+	maxListedNames = 20 // names listed per value
+	stripWidth     = 40 // columns of a state timeline
+	maxBlockRunes  = 2000
+)
+
+// nameList lists names as input segments separated by ", ", at most
+// maxListedNames of them.
+func nameList(names []string) []seg {
+	var out []seg
+	for i, n := range names {
+		if i == maxListedNames {
+			out = append(out, prose(" and %d more", len(names)-i))
+			break
+		}
+		if i > 0 {
+			out = append(out, prose(", "))
+		}
+		out = append(out, input(n))
+	}
+	if len(names) == 0 {
+		out = append(out, prose("none"))
+	}
+	return out
+}
+
+func fmtTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") + " UTC"
+}
+
+func fmtClock(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("15:04:05.000")
+}
+
+func fmtDur(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+
+// fmtRange prints a time range in UTC, the second date only when it differs.
+func fmtRange(from, to int64) string {
+	end := fmtTime(to)
+	if time.UnixMilli(from).UTC().YearDay() == time.UnixMilli(to).UTC().YearDay() &&
+		time.UnixMilli(from).UTC().Year() == time.UnixMilli(to).UTC().Year() {
+		end = fmtClock(to) + " UTC"
+	}
+	return fmt.Sprintf("%s to %s (%s)", fmtTime(from), end, fmtDur(to-from))
+}
+
+func fmtFloat(x float64, decimals int) string { return strconv.FormatFloat(x, 'f', decimals, 64) }
+
+func headerParts(r *Report) []part {
+	c, w, i := r.severityCounts()
+	return []part{
+		{label: "Source", value: []seg{input(r.Source)}},
+		{label: "Time range", value: []seg{prose("%s", fmtRange(r.From, r.To))}},
+		{label: "Seen", value: []seg{prose("%d %s, %d %s, %d %s; %d messages accepted, %d rejected",
+			r.Apps, plural(r.Apps, "app", "apps"), r.Instances, plural(r.Instances, "instance", "instances"),
+			r.Resources, plural(r.Resources, "resource", "resources"), r.Messages, r.Rejected)}},
+		{label: "Findings", value: []seg{prose("%d critical, %d warning, %d info", c, w, i)}},
+	}
+}
+
+func sections(r *Report) []section {
+	out := make([]section, len(r.Findings))
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		s := section{f: f}
+		add := func(label string, value ...seg) { s.parts = append(s.parts, part{label: label, value: value}) }
+		add(fmt.Sprintf("Instances (%d)", len(f.Instances)), nameList(f.Instances)...)
+		add("When", prose("%s", fmtRange(f.From, f.To)))
+		switch f.Kind {
+		case triage.KindSawtooth:
+			add("Longest run", prose("%d failed probes", f.Count))
+			add("Period", prose("%d ms (median OPEN to OPEN)", f.PeriodMs))
+		case triage.KindSyncHalfOpen:
+			add("Occasions", prose("%d", f.Count))
+			add("Largest spread", prose("%d ms", f.SpreadMs))
+		case triage.KindLowConfidenceTrip:
+			add("Trips", prose("%d", f.Count))
+			add("Weakest", prose("%d bad of %d, 90%% lower bound %s", f.Worst.K, f.Worst.N, fmtFloat(f.Worst.Lower, 2)))
+		case triage.KindRuleDrift:
+			for j, g := range f.Groups {
+				n := len(g.Instances)
+				value := append([]seg{prose("version "), input(g.Version), prose(", %d %s: ", n, plural(n, "instance", "instances"))}, nameList(g.Instances)...)
+				s.parts = append(s.parts,
+					part{label: fmt.Sprintf("Group %d", j+1), value: value},
+					part{block: ruleLines(g.Rule.Breakers, g.Rule.Flows)})
+			}
+		case triage.KindUnprotected:
+			add("Passed without a rule", prose("%d entries", f.Passed))
+		case triage.KindSharedResource:
+			add(fmt.Sprintf("Apps (%d)", len(f.Apps)), nameList(f.Apps)...)
+		case triage.KindWindowMisaligned:
+			s.parts = append(s.parts, part{label: "Rule", value: []seg{prose("as loaded")}},
+				part{block: ruleLines([]core.BreakerRule{f.Rule}, nil)})
+		case triage.KindRuleAdvice:
+			add("QPS", prose("%s (median per instance)", fmtFloat(f.QPS, 1)))
+			add("Window requests", prose("%s", fmtFloat(f.WindowRequests, 1)))
+			add("p99", prose("%d ms", f.P99Ms))
+			add("maxAllowedRtMs / p99", prose("%s", fmtFloat(f.RtOverP99, 2)))
+		}
+		if len(f.Timelines) > 0 {
+			lo, hi := timelineSpan(f.From, f.To)
+			add("Timeline", prose("▁ CLOSED, ▄ HALF_OPEN, █ OPEN; %s to %s UTC, %s per column",
+				fmtClock(lo), fmtClock(hi), fmtDur((hi-lo)/stripWidth)))
+			s.parts = append(s.parts, part{block: timelineLines(f, lo, hi)})
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// ruleLines prints rules as one line of JSON each, sanitized.
+func ruleLines(breakers []core.BreakerRule, flows []core.FlowRule) []string {
+	var lines []string
+	for _, b := range breakers {
+		lines = append(lines, "breaker "+jsonLine(b))
+	}
+	for _, f := range flows {
+		lines = append(lines, "flow    "+jsonLine(f))
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "(no rule)")
+	}
+	return lines
+}
+
+func jsonLine(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "(unprintable: " + err.Error() + ")"
+	}
+	return sanitize(string(b), maxBlockRunes)
+}
+
+// timelineSpan widens [from, to] a little so the states around it show.
+func timelineSpan(from, to int64) (lo, hi int64) {
+	pad := max((to-from)/20, 1000)
+	return from - pad, to + pad
+}
+
+func timelineLines(f *triage.Finding, lo, hi int64) []string {
+	width := 0
+	names := make([]string, len(f.Timelines))
+	for i, tl := range f.Timelines {
+		names[i] = sanitize(tl.Instance, 32)
+		width = max(width, utf8.RuneCountInString(names[i]))
+	}
+	lines := make([]string, 0, len(f.Timelines)+1)
+	for i := range f.Timelines {
+		tl := &f.Timelines[i]
+		name := names[i] + strings.Repeat(" ", width-utf8.RuneCountInString(names[i]))
+		lines = append(lines, fmt.Sprintf("%s  %-9s %s %s", name, tl.Start, strip(tl, lo, hi), tl.End()))
+	}
+	if more := len(f.Instances) - len(f.Timelines); more > 0 {
+		why := "no state change to draw"
+		if len(f.Timelines) == triage.MaxTimelines {
+			why = "not drawn"
+		}
+		lines = append(lines, fmt.Sprintf("(%d other %s: %s)", more, plural(more, "instance", "instances"), why))
+	}
+	return lines
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// strip draws a timeline over [lo, hi] in stripWidth columns: █ where the
+// breaker was OPEN, ▄ where it entered HALF_OPEN (a probe), ▁ otherwise.
+func strip(tl *triage.Timeline, lo, hi int64) string {
+	var b strings.Builder
+	state, i := tl.Start, 0
+	span := max(hi-lo, 1)
+	for c := range stripWidth {
+		end := lo + span*int64(c+1)/stripWidth
+		open, half := state == core.Open, state == core.HalfOpen
+		for i < len(tl.Steps) && (tl.Steps[i].AtMs < end || c == stripWidth-1) {
+			state = tl.Steps[i].To
+			open = open || state == core.Open
+			half = half || state == core.HalfOpen
+			i++
+		}
+		switch {
+		case half:
+			b.WriteString("▄")
+		case open:
+			b.WriteString("█")
+		default:
+			b.WriteString("▁")
+		}
+	}
+	return b.String()
+}

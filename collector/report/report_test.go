@@ -1,0 +1,421 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+const t0 = int64(1764460800000)
+
+// Hostile names: an escape sequence, a bidi override, HTML, Markdown and a
+// backtick run.
+const (
+	evilInstance = "evil-1\x1b[31m\u202eroot\x07"
+	evilResource = "<script>alert(1)</script> ``` *x* [a](http://e) | # \n"
+)
+
+func rule(res string) core.BreakerRule {
+	return core.BreakerRule{
+		Resource: res, Strategy: core.SlowRequestRatio, Threshold: 0.5,
+		MaxAllowedRtMs: 200, MinRequestAmount: 20, StatIntervalMs: 10000,
+		StatSlidingWindowBucketCount: 10, RetryTimeoutMs: 10000,
+	}
+}
+
+func tr(res string, from, to core.State, at int64) core.Transition {
+	return core.Transition{Resource: res, Strategy: core.SlowRequestRatio, From: from, To: to, AtMs: at, Threshold: 0.5, RetryTimeoutMs: 10000}
+}
+
+// scenario feeds an engine with every finding kind and returns its report.
+func scenario() *Report {
+	e := triage.New(triage.Config{})
+	const (
+		member = "GET:/member/info"
+		pay    = "payService:pay"
+		create = "createOrder"
+		price  = "priceService:queryPrice"
+	)
+	misaligned := rule(create)
+	misaligned.StatIntervalMs, misaligned.StatSlidingWindowBucketCount, misaligned.MinRequestAmount = 1000, 3, 5
+	orderRules := []core.BreakerRule{rule(member), rule(pay), misaligned}
+	order := []string{"order-1", "order-2", "order-3"}
+	for _, in := range order {
+		e.Hello(in, "order", t0, t0-60000)
+		e.Rules(in, t0, "v1", orderRules, nil)
+	}
+	e.Hello("price-1", "price", t0, t0)
+	e.Rules("price-1", t0, "p1", []core.BreakerRule{rule(price)}, []core.FlowRule{{Resource: price, Threshold: 100}})
+	e.Hello("price-2", "price", t0, t0)
+	e.Rules("price-2", t0, "p0", nil, nil)
+	e.Hello(evilInstance, "evil", t0, t0)
+	e.Rules(evilInstance, t0, "e1", nil, nil)
+
+	at := func(ms int64) int64 { return t0 + ms }
+	for ts := t0; ts < at(180000); ts += 500 {
+		for _, in := range order {
+			e.Bucket(in, triage.BucketStat{Resource: create, Start: ts, BucketMs: 500, Pass: 4, Complete: 4, RtMax: 30,
+				RtHist: [core.HistogramSlots]int64{5: 4}, HasHist: true})
+		}
+		for _, in := range []string{"price-1", "price-2", "order-1"} {
+			e.Bucket(in, triage.BucketStat{Resource: price, Start: ts, BucketMs: 500, Pass: 10, Complete: 10, RtMax: 90,
+				RtHist: [core.HistogramSlots]int64{6: 10}, HasHist: true})
+		}
+		e.Bucket("order-2", triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Pass: 1})
+		e.Bucket(evilInstance, triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Pass: 1})
+
+		switch ts {
+		case at(10000): // sawtooth on order-1
+			t := tr(member, core.Closed, core.Open, ts)
+			t.Snapshot = core.WindowSnapshot{Total: 120, Bad: 100, Value: 0.83}
+			e.Transition("order-1", t)
+		case at(20000): // a trip on too little evidence on order-2
+			t := tr(create, core.Closed, core.Open, ts)
+			t.Snapshot = core.WindowSnapshot{Total: 5, Bad: 3, Value: 0.6}
+			e.Transition("order-2", t)
+		case at(30000): // a rule push that reaches only order-3
+			pushed := rule(member)
+			pushed.Threshold = 0.8
+			e.Rules("order-3", ts, "v2", []core.BreakerRule{pushed, rule(pay), misaligned}, nil)
+			e.Transition("order-2", tr(create, core.Open, core.HalfOpen, ts))
+			e.Transition("order-2", tr(create, core.HalfOpen, core.Closed, ts+20))
+		case at(40000), at(60000), at(80000): // all three trip and probe together
+			for i, in := range order {
+				e.Transition(in, tr(pay, core.Closed, core.Open, ts+int64(i)*50))
+			}
+		}
+		if ts > at(10000) && ts < at(10000+6*10040+500) && (ts-at(10000))%10040 < 500 {
+			p := at(10000) + (ts-at(10000))/10040*10040
+			e.Transition("order-1", tr(member, core.Open, core.HalfOpen, p-30))
+			e.Transition("order-1", tr(member, core.HalfOpen, core.Open, p))
+		}
+		for _, base := range []int64{at(40000), at(60000), at(80000)} {
+			if ts == base+10000 {
+				for i, in := range order {
+					e.Transition(in, tr(pay, core.Open, core.HalfOpen, ts+int64(i)*120))
+				}
+				for i, in := range order {
+					e.Transition(in, tr(pay, core.HalfOpen, core.Closed, ts+int64(i)*120+1000+int64(i)*700))
+				}
+			}
+		}
+	}
+	for _, in := range append(order, "price-1", "price-2", evilInstance) {
+		e.Bye(in, at(180000))
+	}
+	return New("fixtures/all-kinds.ndjson", e, 48213, 2)
+}
+
+func render(t *testing.T, f func(w *bytes.Buffer, r *Report) error, r *Report) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
+	}
+}
+
+func md(w *bytes.Buffer, r *Report) error   { return Markdown(w, r) }
+func text(w *bytes.Buffer, r *Report) error { return Text(w, r) }
+func js(w *bytes.Buffer, r *Report) error   { return JSON(w, r) }
+
+func TestScenarioHasEveryKind(t *testing.T) {
+	r := scenario()
+	got := map[triage.Kind]string{}
+	for _, f := range r.Findings {
+		got[f.Kind] = f.Severity.String()
+	}
+	want := map[triage.Kind]string{
+		triage.KindSawtooth: "critical", triage.KindRuleDrift: "critical", triage.KindUnprotected: "critical",
+		triage.KindSyncHalfOpen: "warning", triage.KindLowConfidenceTrip: "warning", triage.KindSharedResource: "warning",
+		triage.KindWindowMisaligned: "warning", triage.KindRuleAdvice: "info",
+	}
+	for k, sev := range want {
+		if got[k] != sev {
+			t.Errorf("%s: severity %q, want %q", k, got[k], sev)
+		}
+	}
+}
+
+func TestGoldenMarkdown(t *testing.T) { golden(t, "report.md.golden", render(t, md, scenario())) }
+
+func TestGoldenText(t *testing.T) { golden(t, "report.txt.golden", render(t, text, scenario())) }
+
+func TestGoldenEmpty(t *testing.T) {
+	r := &Report{Source: "demo", From: t0, To: t0 + 60000, Apps: 1, Instances: 2, Resources: 3, Messages: 10}
+	golden(t, "empty.md.golden", render(t, md, r))
+	golden(t, "empty.txt.golden", render(t, text, r))
+}
+
+func TestByteIdentical(t *testing.T) {
+	for name, f := range map[string]func(*bytes.Buffer, *Report) error{"md": md, "text": text, "json": js} {
+		a, b := render(t, f, scenario()), render(t, f, scenario())
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: same input, different output", name)
+		}
+	}
+}
+
+// specReport is the report of spec/findings-v1.md, every field any kind has.
+type specReport struct {
+	V         int           `json:"v"`
+	Source    string        `json:"source"`
+	From      int64         `json:"from"`
+	To        int64         `json:"to"`
+	Apps      int           `json:"apps"`
+	Instances int           `json:"instances"`
+	Resources int           `json:"resources"`
+	Messages  int64         `json:"messages"`
+	Rejected  int64         `json:"rejected"`
+	Findings  []specFinding `json:"findings"`
+}
+
+type specFinding struct {
+	Kind      string   `json:"kind"`
+	Severity  string   `json:"severity"`
+	App       string   `json:"app"`
+	Resource  string   `json:"resource"`
+	Instances []string `json:"instances"`
+	From      int64    `json:"from"`
+	To        int64    `json:"to"`
+	Summary   string   `json:"summary"`
+	Advice    string   `json:"advice"`
+
+	Count    *int64 `json:"count"`
+	PeriodMs *int64 `json:"periodMs"`
+	SpreadMs *int64 `json:"spreadMs"`
+	Worst    *struct {
+		K     int64   `json:"k"`
+		N     int64   `json:"n"`
+		Lower float64 `json:"lower"`
+	} `json:"worst"`
+	Groups []struct {
+		Version string `json:"version"`
+		Rule    struct {
+			Breakers []core.BreakerRule `json:"breakers"`
+			Flows    []core.FlowRule    `json:"flows"`
+		} `json:"rule"`
+		Instances []string `json:"instances"`
+	} `json:"groups"`
+	Passed         *int64            `json:"passed"`
+	Apps           []string          `json:"apps"`
+	Rule           *core.BreakerRule `json:"rule"`
+	QPS            *float64          `json:"qps"`
+	WindowRequests *float64          `json:"windowRequests"`
+	P99Ms          *int64            `json:"p99Ms"`
+	RtOverP99      *float64          `json:"rtOverP99"`
+}
+
+func TestJSONMatchesSpec(t *testing.T) {
+	r := scenario()
+	out := render(t, js, r)
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	var got specReport
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("strict decode: %v\n%s", err, out)
+	}
+	if got.V != 1 || got.Source != r.Source || got.From != r.From || got.To != r.To || got.Messages != 48213 || got.Rejected != 2 ||
+		got.Apps != 3 || got.Instances != 6 || len(got.Findings) != len(r.Findings) {
+		t.Fatalf("report header %+v", got)
+	}
+
+	// Each finding has exactly the common fields and its kind's own.
+	common := []string{"kind", "severity", "app", "resource", "instances", "from", "to", "summary", "advice"}
+	own := map[string][]string{
+		"sawtooth":            {"count", "periodMs"},
+		"sync-half-open":      {"count", "spreadMs"},
+		"low-confidence-trip": {"count", "worst"},
+		"rule-drift":          {"groups"},
+		"unprotected":         {"passed"},
+		"shared-resource":     {"apps"},
+		"window-misaligned":   {"rule"},
+		"rule-advice":         {"qps", "windowRequests", "p99Ms", "rtOverP99"},
+	}
+	var raw struct {
+		Findings []map[string]json.RawMessage `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &raw); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, f := range raw.Findings {
+		kind := got.Findings[i].Kind
+		seen[kind] = true
+		var keys []string
+		for k := range f {
+			keys = append(keys, k)
+		}
+		want := append(slices.Clone(common), own[kind]...)
+		sort.Strings(keys)
+		sort.Strings(want)
+		if !slices.Equal(keys, want) {
+			t.Errorf("%s: fields %v, want %v", kind, keys, want)
+		}
+	}
+	if len(seen) != len(own) {
+		t.Errorf("kinds seen %v", seen)
+	}
+	for _, f := range got.Findings {
+		if f.Kind == "low-confidence-trip" && (f.Worst.K != 3 || f.Worst.N != 5 || f.Worst.Lower != 0.33) {
+			t.Errorf("worst %+v", *f.Worst)
+		}
+		if f.Kind == "rule-drift" && f.App == "order" && (len(f.Groups) != 2 || f.Groups[0].Version != "v1" || len(f.Groups[0].Rule.Breakers) != 1 || f.Groups[0].Rule.Flows == nil) {
+			t.Errorf("groups %+v", f.Groups)
+		}
+		if f.Kind == "shared-resource" && f.App == "evil" && !strings.HasPrefix(f.Resource, "<script>") {
+			t.Errorf("resource %q did not survive JSON", f.Resource)
+		}
+	}
+	if !bytes.HasSuffix(out, []byte("}\n")) {
+		t.Error("no final newline")
+	}
+}
+
+func TestJSONEmptyListsAreArrays(t *testing.T) {
+	out := render(t, js, &Report{Source: "x"})
+	if !bytes.Contains(out, []byte(`"findings": []`)) {
+		t.Fatalf("%s", out)
+	}
+	out = render(t, js, &Report{Findings: []triage.Finding{{Kind: triage.KindRuleDrift, Groups: []triage.RuleGroup{{Version: "v"}}}}})
+	for _, want := range []string{`"instances": []`, `"breakers": []`, `"flows": []`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("missing %s in %s", want, out)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"GET:/member/info", "GET:/member/info"},
+		{"a\x1b[31mred", `a\x1b[31mred`},
+		{"bell\x07", `bell\x07`},
+		{"csi\u009b2J", `csi\x9b2J`},
+		{"rtl\u202eevil", `rtl\u202eevil`},
+		{"iso\u2066x\u2069", `iso\u2066x\u2069`},
+		{"zw\u200bj", `zw\u200bj`},
+		{"line\u2028sep", `line\u2028sep`},
+		{"new\nline\ttab", `new\x0aline\x09tab`},
+		{"bad\xffutf8", `bad\xffutf8`},
+		{"ünïcødé 服务", "ünïcødé 服务"},
+		{strings.Repeat("x", 130), strings.Repeat("x", 120) + "…"},
+	}
+	for _, c := range cases {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestCodeSpan(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"a", "`a`"},
+		{"a`b", "``a`b``"},
+		{"`a", "`` `a ``"},
+		{"x ``` y", "````x ``` y````"},
+		{"", "*(empty)*"},
+		{"<b>", "`<b>`"},
+	}
+	for _, c := range cases {
+		if got := codeSpan(c.in); got != c.want {
+			t.Errorf("codeSpan(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// No input string reaches the output raw: no control characters and no bidi
+// override in text; in Markdown, the hostile resource appears only inside
+// code spans or code blocks.
+func TestHostileNames(t *testing.T) {
+	r := scenario()
+	for name, out := range map[string][]byte{"text": render(t, text, r), "md": render(t, md, r)} {
+		for _, bad := range []string{"\x1b", "\x07", "\u202e", "\r"} {
+			if bytes.Contains(out, []byte(bad)) {
+				t.Errorf("%s output contains %q", name, bad)
+			}
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, "\x00") {
+				t.Errorf("%s: NUL in %q", name, line)
+			}
+		}
+	}
+	out := string(render(t, md, r))
+	// Every <script> is inside a code span (the text between an odd
+	// backtick run and its closing run) or a fenced block.
+	if strings.Count(out, "<script>") == 0 {
+		t.Fatal("resource missing from the Markdown")
+	}
+	inFence := false
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+			continue
+		}
+		if inFence || !strings.Contains(line, "<script>") {
+			continue
+		}
+		i := strings.Index(line, "<script>")
+		if open := strings.LastIndex(line[:i], "````"); open < 0 {
+			t.Errorf("<script> outside a code span: %q", line)
+		}
+	}
+}
+
+func TestMarkdownEscapesProse(t *testing.T) {
+	if got := escapeMarkdown("a <b> *c* (>= 120 s)"); got != `a \<b\> \*c\* (\>= 120 s)` {
+		t.Fatal(got)
+	}
+}
+
+func TestStrip(t *testing.T) {
+	tl := triage.Timeline{Start: core.Closed, Steps: []triage.Step{
+		{AtMs: 1000, To: core.Open}, {AtMs: 2000, To: core.HalfOpen}, {AtMs: 2001, To: core.Open},
+		{AtMs: 3000, To: core.HalfOpen}, {AtMs: 3001, To: core.Closed},
+	}}
+	got := strip(&tl, 0, 4000)
+	want := strings.Repeat("▁", 10) + strings.Repeat("█", 10) + "▄" + strings.Repeat("█", 9) + "▄" + strings.Repeat("▁", 9)
+	if got != want {
+		t.Fatalf("strip\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestNewTakesEngineCounts(t *testing.T) {
+	e := triage.New(triage.Config{})
+	e.Hello("a", "app", t0, t0)
+	e.Bucket("a", triage.BucketStat{Resource: "r", Start: t0, BucketMs: 500, Pass: 1})
+	r := New("src", e, 3, 1)
+	want := Report{Source: "src", From: t0, To: t0 + 500, Apps: 1, Instances: 1, Resources: 1, Messages: 3, Rejected: 1}
+	if fmt.Sprint(*r) != fmt.Sprint(want) {
+		t.Fatalf("%+v", *r)
+	}
+}
