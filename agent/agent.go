@@ -1,0 +1,307 @@
+package agent
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// SDK is the agent's name and version, sent in hello.
+const SDK = "sentinel-top-agent/0.1.0"
+
+// Defaults of Options.
+const (
+	DefaultBacklog      = 60 * time.Second
+	DefaultQueueLen     = 256
+	DefaultMaxReaders   = 16
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultPingInterval = 15 * time.Second
+	// DefaultItemsPerFrame bounds a buckets frame, so that a service with
+	// thousands of resources still sends frames far below the 1 MiB limit.
+	DefaultItemsPerFrame = 1000
+)
+
+// Options configures an Agent. Every field is optional.
+type Options struct {
+	// App groups the instances of one service. Default: the executable's name.
+	App string
+	// Instance uniquely names this process. Default: "HOSTNAME-PID".
+	Instance string
+	// Host is this process's address as reported in hello. Default: the hostname.
+	Host string
+	// Clock is the time source for the guard and the stream. Default:
+	// core.NewRealClock().
+	Clock core.Clock
+	// Token, when set, is required from every stream client as
+	// "Authorization: Bearer TOKEN"; others get HTTP 401 before the upgrade.
+	// Default: none (anyone who can reach the address may read the stream).
+	Token string
+	// TLSConfig, when set, makes Serve and ListenAndServe speak TLS (wss://).
+	// Default: plain TCP.
+	TLSConfig *tls.Config
+	// Backlog is how much closed-bucket history a new connection receives
+	// first, so a collector that reconnects fills its gap. Default: 60 s.
+	Backlog time.Duration
+	// QueueLen is each reader's queue, in messages. Default: 256 (two
+	// minutes of buckets).
+	QueueLen int
+	// MaxReaders caps simultaneous stream connections; more get HTTP 503.
+	// Default: 16.
+	MaxReaders int
+	// MaxResources caps the resources tracked (core.GuardOptions).
+	// Default: core.DefaultMaxResources.
+	MaxResources int
+	// ItemsPerFrame caps the items of one buckets message; a bucket period
+	// with more resources is split over several. Default: 1000.
+	ItemsPerFrame int
+	// WriteTimeout bounds one websocket write; a reader that takes longer is
+	// disconnected. Default: 10 s.
+	WriteTimeout time.Duration
+	// PingInterval is how often idle connections are pinged. Default: 15 s.
+	PingInterval time.Duration
+	// OnTransition, when set, also receives every breaker transition,
+	// synchronously on the goroutine that caused it. It must not block.
+	OnTransition func(core.Transition)
+}
+
+func (o Options) withDefaults() Options {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	if o.App == "" {
+		o.App = filepath.Base(os.Args[0])
+	}
+	if o.Instance == "" {
+		o.Instance = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if o.Host == "" {
+		o.Host = host
+	}
+	if o.Clock == nil {
+		o.Clock = core.NewRealClock()
+	}
+	if o.Backlog <= 0 {
+		o.Backlog = DefaultBacklog
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.MaxReaders <= 0 {
+		o.MaxReaders = DefaultMaxReaders
+	}
+	if o.ItemsPerFrame <= 0 {
+		o.ItemsPerFrame = DefaultItemsPerFrame
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	return o
+}
+
+// Agent is an instrumented service's guard and stream. Create it with New
+// and Close it on shutdown.
+type Agent struct {
+	opts      Options
+	clock     core.Clock
+	guard     *core.Guard
+	startedAt int64
+	bucketMs  int64
+
+	rulesMu sync.Mutex // serializes LoadRules
+	rules   atomic.Pointer[frame]
+
+	hub     *hub
+	backlog *backlog
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	lifeMu    sync.Mutex // orders goroutine starts against Close
+	isClosed  bool
+	wg        sync.WaitGroup
+
+	panics atomic.Int64
+}
+
+// New returns a running Agent: its guard has no rules yet, and it ships
+// buckets from now on. Nothing listens until Serve, ListenAndServe or
+// Handler is used.
+func New(opts Options) (*Agent, error) {
+	opts = opts.withDefaults()
+	if len(opts.Instance) > 256 || len(opts.App) > 256 {
+		return nil, errors.New("agent: App and Instance must be at most 256 bytes")
+	}
+	a := &Agent{
+		opts:     opts,
+		clock:    opts.Clock,
+		bucketMs: core.ResourceBucketMs,
+		closed:   make(chan struct{}),
+	}
+	a.startedAt = a.clock.UnixMilli()
+	a.hub = newHub(opts.QueueLen)
+	a.backlog = newBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
+	a.guard = core.NewGuard(core.GuardOptions{
+		Clock:        opts.Clock,
+		Listener:     core.TransitionFunc(a.onTransition),
+		MaxResources: opts.MaxResources,
+	})
+	if err := a.LoadRules(nil, nil); err != nil {
+		return nil, err
+	}
+	now := a.clock.UnixMilli()
+	wake := make(chan struct{}, 1)
+	timer := a.armShipTimer(wake)
+	a.wg.Add(1)
+	go a.shipLoop(now-now%a.bucketMs, wake, timer)
+	return a, nil
+}
+
+// Guard returns the agent's guard.
+func (a *Agent) Guard() *core.Guard { return a.guard }
+
+// Instance is the instance id sent in every message.
+func (a *Agent) Instance() string { return a.opts.Instance }
+
+// Entry guards one call of resource; see core.Guard.Entry. Call Exit on the
+// returned entry when the call finishes.
+func (a *Agent) Entry(resource string) (*core.Entry, error) { return a.guard.Entry(resource) }
+
+// LoadRules replaces the whole rule set, as Sentinel's loadRules does, and
+// sends it to every reader. An invalid set is rejected whole: nothing changes.
+func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule) error {
+	for i := range breakers {
+		if err := breakers[i].Validate(); err != nil {
+			return fmt.Errorf("agent: breaker rule %d: %w", i, err)
+		}
+	}
+	for i := range flows {
+		if err := flows[i].Validate(); err != nil {
+			return fmt.Errorf("agent: flow rule %d: %w", i, err)
+		}
+	}
+	a.rulesMu.Lock()
+	defer a.rulesMu.Unlock()
+	if err := a.guard.LoadBreakerRules(breakers); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := a.guard.LoadFlowRules(flows); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	msg := &wire.Rules{
+		Header:   wire.Header{Ts: a.clock.UnixMilli(), Instance: a.opts.Instance},
+		Version:  wire.RulesVersion(breakers, flows),
+		Breakers: append([]core.BreakerRule{}, breakers...),
+		Flows:    append([]core.FlowRule{}, flows...),
+	}
+	f, err := encodeFrame(msg)
+	if err != nil {
+		return fmt.Errorf("agent: encoding rules: %w", err)
+	}
+	a.rules.Store(f)
+	a.hub.broadcast(f)
+	return nil
+}
+
+// RulesVersion is the content hash of the active rule set.
+func (a *Agent) RulesVersion() string {
+	return a.rules.Load().msg.(*wire.Rules).Version
+}
+
+// onTransition runs on the goroutine of the Entry or Exit that caused the
+// transition: it encodes and queues, never waits.
+func (a *Agent) onTransition(t core.Transition) {
+	defer a.recoverPanic()
+	if a.opts.OnTransition != nil {
+		a.opts.OnTransition(t)
+	}
+	msg := &wire.State{
+		Header:         wire.Header{Ts: t.AtMs, Instance: a.opts.Instance},
+		Resource:       t.Resource,
+		Strategy:       t.Strategy,
+		From:           t.From,
+		To:             t.To,
+		RuleID:         t.RuleID,
+		Threshold:      t.Threshold,
+		RetryTimeoutMs: int64(t.RetryTimeoutMs),
+	}
+	if t.From == core.Closed && t.To == core.Open {
+		s := &wire.Snapshot{Total: t.Snapshot.Total, Value: t.Snapshot.Value}
+		if t.Strategy == core.SlowRequestRatio {
+			s.Slow = t.Snapshot.Bad
+		} else {
+			s.Error = t.Snapshot.Bad
+		}
+		msg.Snapshot = s
+	}
+	if t.Probe != nil {
+		msg.Probe = &wire.Probe{RtMs: t.Probe.RtMs, Error: t.Probe.Error}
+	}
+	f, err := encodeFrame(msg)
+	if err != nil {
+		return
+	}
+	a.hub.broadcast(f)
+}
+
+// recoverPanic keeps a bug in the agent from taking the service down: the
+// panic is counted (Stats.Panics) and the agent carries on.
+func (a *Agent) recoverPanic() {
+	if r := recover(); r != nil {
+		a.panics.Add(1)
+	}
+}
+
+// track counts a goroutine about to start, unless the agent is closing.
+func (a *Agent) track() bool {
+	a.lifeMu.Lock()
+	defer a.lifeMu.Unlock()
+	if a.isClosed {
+		return false
+	}
+	a.wg.Add(1)
+	return true
+}
+
+// Stats describes the agent's stream.
+type Stats struct {
+	Readers  int   // connected stream clients
+	Dropped  int64 // messages dropped for slow readers, all readers, ever
+	Panics   int64 // internal panics recovered (each one is a bug)
+	Overflow int64 // entries that passed untracked because MaxResources was reached
+}
+
+// Stats returns the stream's counters.
+func (a *Agent) Stats() Stats {
+	readers, dropped := a.hub.stats()
+	return Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow()}
+}
+
+// Close sends bye to every reader, stops shipping buckets, closes the
+// connections and waits for every goroutine of the agent to end. The guard
+// keeps working for calls still in flight.
+func (a *Agent) Close() error {
+	a.closeOnce.Do(func() {
+		a.lifeMu.Lock()
+		a.isClosed = true
+		a.lifeMu.Unlock()
+		bye, err := encodeFrame(&wire.Bye{Header: wire.Header{Ts: a.clock.UnixMilli(), Instance: a.opts.Instance}, Reason: "shutdown"})
+		if err == nil {
+			a.hub.closeAll(bye)
+		}
+		close(a.closed)
+	})
+	a.wg.Wait()
+	return nil
+}

@@ -1,0 +1,14 @@
+// Package agent is the SDK a Go service embeds to be watched by sentinel-top.
+//
+// An Agent wraps a core.Guard: the service calls Entry/Exit around each
+// protected call, exactly as with core, and loads its breaker and flow rules
+// with LoadRules. The agent then serves its statistics at
+// /sentinel/stream as a wire v1 websocket stream: hello, the active rules,
+// the last 60 s of closed 500 ms buckets, then live buckets every bucket
+// period and every breaker transition as it happens, and bye on Close.
+//
+// The service is never slowed by its readers: Entry and Exit touch only
+// core's lock-free windows, and each reader has a bounded queue; a reader
+// that cannot keep up loses messages, which are counted and reported to it
+// as "dropped" in its next buckets message.
+package agent
