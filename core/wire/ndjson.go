@@ -152,6 +152,9 @@ func (r *Reader) Next() (Message, error) {
 				n += len(line)
 			}
 			r.first = false
+			if err == nil {
+				n-- // the newline
+			}
 			if err != nil && err != io.EOF {
 				r.done = true
 				return nil, &LineError{r.pos, readErr(err)}
@@ -161,7 +164,7 @@ func (r *Reader) Next() (Message, error) {
 			}
 			lim := r.dec.Limits()
 			return nil, &LineError{r.pos, errorf(ErrTooLarge, "", "",
-				fmt.Sprintf("line of %d bytes or more exceeds the limit of %d", n, lim.MaxFrameBytes))}
+				fmt.Sprintf("line of %d bytes exceeds the limit of %d", n, lim.MaxFrameBytes))}
 		}
 		complete := err == nil
 		if err != nil {
