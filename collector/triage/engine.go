@@ -38,6 +38,7 @@ const (
 	timelineLen  = 64     // transitions kept per breaker
 	spacingLen   = 32     // OPEN->OPEN spacings kept per breaker
 	maxGapFillMs = 60_000 // silence between buckets still counted as idle traffic
+	maxInterned  = 1 << 16
 )
 
 // Config tunes an Engine. The zero value gives the defaults.
@@ -95,6 +96,7 @@ type Engine struct {
 	res       map[string]*resState
 	resNames  map[string]struct{}
 	ars       map[arKey]*appRes
+	keys      map[string]string // interned rule contents: equal contents, one string
 
 	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
 	herds    []*appRes    // app x resource with a counted recovery flood
@@ -318,6 +320,7 @@ func New(cfg Config) *Engine {
 		res:       map[string]*resState{},
 		resNames:  map[string]struct{}{},
 		ars:       map[arKey]*appRes{},
+		keys:      map[string]string{},
 	}
 }
 
@@ -468,7 +471,7 @@ func (e *Engine) attach(in *instState, ts int64) {
 		for r := range in.rules {
 			e.appRes(a, r).ruleCount++
 		}
-		e.recomputeDrift(a, ts)
+		e.recomputeDrift(a, ts, in, nil)
 	}
 }
 
@@ -489,7 +492,7 @@ func (e *Engine) detach(in *instState, ts int64) {
 		for r := range in.rules {
 			e.appRes(a, r).ruleCount--
 		}
-		e.recomputeDrift(a, ts)
+		e.recomputeDrift(a, ts, nil, nil) // leaving can end drift, not start it
 	}
 }
 
@@ -573,6 +576,14 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 	var slow []slowRef
 	for res, rr := range rules {
 		rr.canonicalize()
+		if k, ok := e.keys[rr.key]; ok {
+			rr.key = k
+		} else {
+			if len(e.keys) >= maxInterned {
+				clear(e.keys) // interning only saves time: start over
+			}
+			e.keys[rr.key] = rr.key
+		}
 		e.resNames[res] = struct{}{}
 		e.appRes(a, res) // drift compares every resource with rules
 		best := -1
@@ -587,6 +598,16 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 	}
 	slices.SortFunc(slow, func(x, y slowRef) int { return strings.Compare(x.resource, y.resource) })
 
+	var changed map[string]struct{} // resources whose comparison may change; nil: all
+	if in.hasRules && in.attached {
+		changed = map[string]struct{}{}
+		for r := range in.rules {
+			changed[r] = struct{}{}
+		}
+		for r := range rules {
+			changed[r] = struct{}{}
+		}
+	}
 	if in.attached {
 		if in.hasRules {
 			for r := range in.rules {
@@ -610,7 +631,9 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		}
 	}
 	e.updateMisaligned(in, ts)
-	e.recomputeDrift(a, ts)
+	if in.attached {
+		e.recomputeDrift(a, ts, in, changed)
+	}
 }
 
 // canonicalize sorts the rules by content, so that equal rule sets compare
@@ -648,6 +671,9 @@ func (rr *resRules) canonicalize() {
 
 // sortBy sorts xs and keys together by keys.
 func sortBy[T any](xs []T, keys []string) {
+	if len(xs) < 2 {
+		return
+	}
 	idx := make([]int, len(xs))
 	for i := range idx {
 		idx[i] = i
@@ -703,9 +729,12 @@ func (e *Engine) updateMisaligned(in *instState, ts int64) {
 	}
 }
 
-// recomputeDrift compares the rules of the app's instances for every
-// resource that has a rule (or had drift) at time ts.
-func (e *Engine) recomputeDrift(a *appState, ts int64) {
+// recomputeDrift compares the rules of the app's instances at time ts after
+// instance x (nil: none) joined or changed its rules for the resources in
+// only (nil: all). Resources drifting are regrouped (their groups carry
+// versions). The others were agreed on by every instance but x, so x is
+// compared with one of them.
+func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[string]struct{}) {
 	var insts []*instState
 	for _, in := range a.insts {
 		if in.hasRules {
@@ -713,10 +742,25 @@ func (e *Engine) recomputeDrift(a *appState, ts int64) {
 		}
 	}
 	slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.name, y.name) })
+	var ref *instState // an instance other than x
+	for _, in := range insts {
+		if in != x {
+			ref = in
+			break
+		}
+	}
 	for _, ar := range a.ars {
 		d := &ar.drift
-		if ar.ruleCount == 0 && !d.active {
-			continue
+		if !d.active {
+			if x == nil || ref == nil || ar.ruleCount == 0 {
+				continue
+			}
+			if _, ok := only[ar.resource]; only != nil && !ok {
+				continue
+			}
+			if ruleKey(x, ar.resource) == ruleKey(ref, ar.resource) {
+				continue
+			}
 		}
 		groups, contents := groupRules(insts, ar.resource)
 		if contents >= 2 {
@@ -742,6 +786,15 @@ func (e *Engine) recomputeDrift(a *appState, ts int64) {
 			d.groups = nil
 		}
 	}
+}
+
+// ruleKey is the content of an instance's rules for a resource ("" for
+// none). Contents are interned, so comparing equal ones is cheap.
+func ruleKey(in *instState, resource string) string {
+	if rr := in.rules[resource]; rr != nil {
+		return rr.key
+	}
+	return ""
 }
 
 // groupRules groups instances (sorted by name) by rule version and content

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -93,5 +94,32 @@ func BenchmarkFindings(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		e.Findings(now)
+	}
+}
+
+// BenchmarkRulesFleetStartup is 100 instances of one app connecting, each
+// sending 1000 breaker rules, the last one different.
+func BenchmarkRulesFleetStartup(b *testing.B) {
+	var rules []core.BreakerRule
+	for r := range 1000 {
+		rules = append(rules, slowRule(fmt.Sprintf("GET:/api/resource/%d", r)))
+	}
+	odd := slices.Clone(rules)
+	odd[0].Threshold = 0.9
+	b.ReportAllocs()
+	for range b.N {
+		e := New(Config{})
+		for i := range 100 {
+			name := fmt.Sprintf("app-%d", i)
+			e.Hello(name, "app", t0, t0)
+			if i == 99 {
+				e.Rules(name, t0, "v2", odd, nil)
+			} else {
+				e.Rules(name, t0, "v1", rules, nil)
+			}
+		}
+		if len(e.Findings(t0+60000)) == 0 {
+			b.Fatal("no drift")
+		}
 	}
 }

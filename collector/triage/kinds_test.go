@@ -738,3 +738,32 @@ func TestAppChangeAndDataBeforeHello(t *testing.T) {
 		t.Fatalf("counts %+v", c)
 	}
 }
+
+// The UI asks for findings while the collector feeds the engine.
+func TestConcurrentFeedAndFindings(t *testing.T) {
+	e := New(Config{})
+	insts := fleet(e, "order", 4, t0, "v1", slowRule("r"))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			ts := t0 + int64(i)*500
+			traffic(e, insts, "r", ts, ts+500, 3)
+			if i%10 == 0 {
+				sawtoothRun(e, insts[i/10%4], "r", ts, 1, 3)
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if len(e.Findings(t0+100000)) == 0 {
+				t.Fatal("no findings")
+			}
+			return
+		default:
+			_ = e.Findings(t0 + 50000)
+			_ = e.Counts()
+		}
+	}
+}
