@@ -205,7 +205,6 @@ func (a *Agent) serveConn(conn *websocket.Conn, r *reader, initial []*frame) {
 	defer a.wg.Done()
 	defer a.recoverPanic()
 	defer a.hub.unregister(r)
-	defer conn.Close()
 
 	// The peer sends nothing but control frames; reading processes them and
 	// notices when it goes away.
@@ -225,7 +224,10 @@ func (a *Agent) serveConn(conn *websocket.Conn, r *reader, initial []*frame) {
 			}
 		}
 	}()
-	defer func() { <-peerGone }()
+	defer func() {
+		conn.Close() // ends the read loop too
+		<-peerGone
+	}()
 
 	write := func(data []byte) bool {
 		_ = conn.SetWriteDeadline(time.Now().Add(a.opts.WriteTimeout))
