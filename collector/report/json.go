@@ -1,8 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -157,7 +162,10 @@ func findingJSON(f *triage.Finding) any {
 }
 
 // JSON writes the report as the JSON of spec/findings-v1.md, indented, with
-// a final newline.
+// a final newline. Strings keep their exact value, but every character that
+// a terminal would not show as itself (controls, bidi overrides, zero-width
+// and other format characters) is written as a \u escape, so that the
+// report is also safe to look at.
 func JSON(w io.Writer, r *Report) error {
 	out := jsonReport{
 		V: Version, Source: r.Source, From: r.From, To: r.To,
@@ -168,7 +176,44 @@ func JSON(w io.Writer, r *Report) error {
 	for i := range r.Findings {
 		out.Findings[i] = findingJSON(&r.Findings[i])
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // not for a web page; keeps ">=" readable
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeInvisible(buf.Bytes()))
+	return err
+}
+
+// escapeInvisible rewrites the non-ASCII runes of encoded JSON that are not
+// printable as \u escapes (surrogate pairs above U+FFFF). Non-ASCII runes
+// only occur inside strings, where the escape decodes to the same rune.
+func escapeInvisible(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if unicode.IsPrint(r) {
+			i += size
+			continue
+		}
+		out = append(out, b[last:i]...)
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+		last = i
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
 }

@@ -419,3 +419,20 @@ func TestNewTakesEngineCounts(t *testing.T) {
 		t.Fatalf("%+v", *r)
 	}
 }
+
+func TestJSONEscapesInvisibleLosslessly(t *testing.T) {
+	name := "a\u202eb\u200bc\U000E0001d\x1be服"
+	out := render(t, js, &Report{Source: name})
+	for _, bad := range []string{"\u202e", "\u200b", "\U000E0001", "\x1b"} {
+		if bytes.Contains(out, []byte(bad)) {
+			t.Errorf("raw %q in %s", bad, out)
+		}
+	}
+	if !bytes.Contains(out, []byte(`"a\u202eb\u200bc\udb40\udc01d\u001be服"`)) {
+		t.Errorf("escapes: %s", out)
+	}
+	var back struct{ Source string }
+	if err := json.Unmarshal(out, &back); err != nil || back.Source != name {
+		t.Fatalf("round trip: %q, %v", back.Source, err)
+	}
+}
