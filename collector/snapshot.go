@@ -1,0 +1,205 @@
+package collector
+
+import (
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Mode says where a collector's data comes from.
+type Mode uint8
+
+// The modes.
+const (
+	ModeLive   Mode = iota // dialing targets
+	ModeReplay             // replaying a recorded fixture
+)
+
+func (m Mode) String() string {
+	if m == ModeReplay {
+		return "REPLAY"
+	}
+	return "LIVE"
+}
+
+// Snapshot is the collector's state at one instant, for the UI. It is
+// immutable once published: readers may keep it and share it freely. Strings
+// in it come from remote peers and are NOT sanitized: renderers must.
+type Snapshot struct {
+	// At is the collector's clock when the snapshot was taken, Unix ms (the
+	// replay position in replay mode).
+	At int64
+	// Seq increases by one with every snapshot published.
+	Seq uint64
+	// Mode, Source (the targets or the fixture), and the replay controls.
+	Mode   Mode
+	Source string
+	Replay ReplayStatus
+	// Targets is the status of every dialed target (live mode), in the order
+	// they were given.
+	Targets []TargetStatus
+	// Counts.
+	Apps, Instances, Resources int
+	// Messages counts accepted messages; Rejected those refused, by reason.
+	Messages int64
+	Rejected int64
+	Rejects  []RejectCount
+	// Dropped counts messages the agents dropped for this collector (they
+	// report it), and Overflow what the collector's own limits turned away.
+	Dropped  int64
+	Overflow []RejectCount
+	// Warnings are one-line notices (clock skew, incompatible sources).
+	Warnings []string
+	// Rows is one row per app x resource, sorted by app then resource.
+	Rows []ResourceRow
+	// Findings are the triage findings, most severe first.
+	Findings []triage.Finding
+}
+
+// ReplayStatus describes a replay in progress.
+type ReplayStatus struct {
+	Active   bool
+	Paused   bool
+	Speed    float64 // 0 means as fast as possible
+	From, To int64   // the fixture's time range, Unix ms
+	Pos      int64   // the current replay position
+	Done     bool    // the whole fixture has been fed
+}
+
+// TargetState is a dialed target's connection state.
+type TargetState uint8
+
+// The target states.
+const (
+	TargetConnecting TargetState = iota
+	TargetUp
+	TargetDown
+)
+
+func (s TargetState) String() string {
+	switch s {
+	case TargetUp:
+		return "up"
+	case TargetDown:
+		return "down"
+	}
+	return "connecting"
+}
+
+// TargetStatus is one dialed target as the UI shows it.
+type TargetStatus struct {
+	Name     string // as given on the command line
+	State    TargetState
+	Since    int64  // when it entered State, Unix ms
+	Instance string // the instance its hello named, once known
+	// LastError is why it is down (or the last reconnect failed).
+	LastError  string
+	Messages   int64
+	Bytes      int64
+	Rejected   int64
+	Reconnects int64
+	// RetryAt is when the next dial happens while down, Unix ms.
+	RetryAt int64
+}
+
+// RejectCount is a reason and how many messages it turned away.
+type RejectCount struct {
+	Reason string
+	Count  int64
+	// Last is the last such rejection, with its place (file:line or target).
+	Last string
+}
+
+// StateCounts counts instances by breaker state. An instance with several
+// breakers for a resource counts once, in its worst state.
+type StateCounts struct {
+	Closed, HalfOpen, Open int
+}
+
+// Total is the number of instances counted.
+func (c StateCounts) Total() int { return c.Closed + c.HalfOpen + c.Open }
+
+// ResourceRow is one app x resource in the main table. Rates and ratios are
+// over the last RateWindowMs of each instance's data.
+type ResourceRow struct {
+	App, Resource string
+	// Instances reporting the resource (seen within the stale time).
+	Instances int
+	PassQPS   float64
+	BlockQPS  float64
+	// SlowRatio and ErrorRatio are of completions; AvgRtMs their mean.
+	SlowRatio, ErrorRatio float64
+	AvgRtMs               float64
+	P50Ms, P99Ms          int64
+	// Breakers counts instances by state; HasBreaker is false when no
+	// instance has a breaker rule for the resource.
+	Breakers   StateCounts
+	HasBreaker bool
+	// LastTransition is the time of the latest breaker transition, Unix ms.
+	LastTransition int64
+	// Trend is pass/s for each of the last TrendLen seconds, oldest first.
+	Trend []float64
+	// Worst is the most severe finding naming this resource, and
+	// HasFinding whether there is any.
+	Worst      triage.Severity
+	HasFinding bool
+}
+
+// Detail is one app x resource over a time range, for the detail screen.
+type Detail struct {
+	App, Resource string
+	// From and To bound the range, Unix ms; StepMs is the resolution of the
+	// series below (1 s for recent ranges, coarser for older ones).
+	From, To, StepMs int64
+	// Per-step series, oldest first, all of the same length. A step with no
+	// data is NaN in the ratio and latency series and 0 in the rates.
+	PassQPS, BlockQPS     []float64
+	SlowRatio, ErrorRatio []float64
+	P99Ms                 []float64
+	// Threshold, Strategy and MaxAllowedRtMs are those of the breaker most
+	// instances have for the resource (HasBreaker false when none has one).
+	HasBreaker     bool
+	Strategy       core.Strategy
+	Threshold      float64
+	MaxAllowedRtMs uint64
+	// Instances, sorted by name.
+	Instances []InstanceDetail
+	// Findings naming this resource.
+	Findings []triage.Finding
+}
+
+// InstanceDetail is one instance's view of a resource.
+type InstanceDetail struct {
+	Instance string
+	// State is its current breaker state (worst of its breakers), and
+	// StateSince when it entered it.
+	State      core.State
+	StateSince int64
+	HasBreaker bool
+	// Start is the state at Detail.From; Transitions those within the range.
+	Start       core.State
+	Transitions []Transition
+	// Rules are the instance's rules for the resource; RulesVersion the
+	// version of its whole rule set; Drift is set when they differ from the
+	// rules most instances of the app have.
+	Breakers     []core.BreakerRule
+	Flows        []core.FlowRule
+	RulesVersion string
+	Drift        bool
+	// Rates over the last RateWindowMs.
+	PassQPS, BlockQPS     float64
+	SlowRatio, ErrorRatio float64
+	// ClockOffsetMs is the estimated offset of the instance's clock (arrival
+	// minus ts); Gone is set after bye or when it went silent.
+	ClockOffsetMs int64
+	Gone          bool
+}
+
+// Transition is one breaker state change as the collector keeps it.
+type Transition struct {
+	AtMs     int64
+	From, To core.State
+	RuleID   string
+	// Snapshot is set for CLOSED -> OPEN, Probe for HALF_OPEN -> OPEN|CLOSED.
+	Snapshot *core.WindowSnapshot
+	Probe    *core.Probe
+}
