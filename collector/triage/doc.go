@@ -10,6 +10,10 @@
 // OPEN->OPEN spacings of each breaker. Findings(now) assembles the findings
 // from that state; it never rescans history. Feeding a bucket or a
 // transition does not allocate once its instance and resource are known.
+// The engine keeps every instance and resource it is told about: bounding
+// how many is the collector's job. A bucket that does not start after the
+// previous one of its instance and resource is a duplicate and is ignored;
+// a transition with an unknown state, or from a state to itself, too.
 //
 // # Decisions where the spec leaves room
 //
