@@ -68,6 +68,11 @@ type Options struct {
 	WriteTimeout time.Duration
 	// PingInterval is how often idle connections are pinged. Default: 15 s.
 	PingInterval time.Duration
+	// ManualShip, when set, starts no background shipping: the owner calls
+	// Ship to send the buckets closed so far. Simulations on a virtual clock
+	// use it to stay deterministic. Default: ship automatically at every
+	// bucket boundary.
+	ManualShip bool
 	// OnTransition, when set, also receives every breaker transition,
 	// synchronously on the goroutine that caused it. It must not block.
 	OnTransition func(core.Transition)
@@ -123,8 +128,10 @@ type Agent struct {
 	rulesMu sync.Mutex // serializes LoadRules
 	rules   atomic.Pointer[frame]
 
-	hub     *hub
-	backlog *backlog
+	hub      *hub
+	backlog  *backlog
+	shipMu   sync.Mutex
+	nextShip int64 // the first bucket not shipped yet
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -161,10 +168,13 @@ func New(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	now := a.clock.UnixMilli()
-	wake := make(chan struct{}, 1)
-	timer := a.armShipTimer(wake)
-	a.wg.Add(1)
-	go a.shipLoop(now-now%a.bucketMs, wake, timer)
+	a.nextShip = now - now%a.bucketMs
+	if !opts.ManualShip {
+		wake := make(chan struct{}, 1)
+		timer := a.armShipTimer(wake)
+		a.wg.Add(1)
+		go a.shipLoop(wake, timer)
+	}
 	return a, nil
 }
 

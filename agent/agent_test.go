@@ -545,3 +545,43 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Fatal("oversized instance accepted")
 	}
 }
+
+func TestManualShipAndSubscription(t *testing.T) {
+	clock := core.NewVirtualClock(t0)
+	a, err := New(Options{App: "sim", Instance: "sim-1", Clock: clock, ManualShip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sub, err := a.Subscribe(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := a.Entry("r")
+	clock.Advance(700 * time.Millisecond)
+	e.Exit(nil)
+	if clock.Pending() != 0 {
+		t.Fatal("a manual agent armed a timer")
+	}
+	a.Ship()
+	msgs, err := sub.Frames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := ""
+	for _, m := range msgs {
+		kinds += string(m.Kind()) + " "
+	}
+	if kinds != "hello rules buckets " {
+		t.Fatalf("kinds %q", kinds)
+	}
+	it := msgs[2].(*wire.Buckets).Items
+	if len(it) != 1 || it[0].Pass != 1 || it[0].Start != t0.UnixMilli() {
+		t.Fatalf("items %+v", it)
+	}
+	a.Close()
+	msgs, _ = sub.Frames()
+	if len(msgs) == 0 || msgs[len(msgs)-1].Kind() != wire.KindBye {
+		t.Fatalf("no bye after Close: %v", msgs)
+	}
+}

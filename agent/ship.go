@@ -17,7 +17,7 @@ func pid() int { return os.Getpid() }
 // it in the backlog. Each wake-up is a timer set for the next bucket
 // boundary, armed before shipping so that no boundary is missed however the
 // clock moves meanwhile.
-func (a *Agent) shipLoop(next int64, wake chan struct{}, timer core.Timer) {
+func (a *Agent) shipLoop(wake chan struct{}, timer core.Timer) {
 	defer a.wg.Done()
 	for {
 		select {
@@ -26,9 +26,18 @@ func (a *Agent) shipLoop(next int64, wake chan struct{}, timer core.Timer) {
 			return
 		case <-wake:
 			timer = a.armShipTimer(wake)
-			next = a.ship(next)
+			a.Ship()
 		}
 	}
+}
+
+// Ship sends every bucket closed since the last call and keeps it in the
+// backlog. The agent calls it at each bucket boundary unless
+// Options.ManualShip is set.
+func (a *Agent) Ship() {
+	a.shipMu.Lock()
+	defer a.shipMu.Unlock()
+	a.nextShip = a.ship(a.nextShip)
 }
 
 // armShipTimer sets a timer for the next bucket boundary.

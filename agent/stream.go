@@ -78,6 +78,10 @@ func (h *hub) broadcast(f *frame) {
 // lock it runs snapshot, so that what snapshot returns and what is queued
 // later neither overlap nor leave a gap.
 func (h *hub) register(max int, snapshot func()) (*reader, error) {
+	return h.registerQueue(max, h.queueLen, snapshot)
+}
+
+func (h *hub) registerQueue(max, queueLen int, snapshot func()) (*reader, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cur := *h.readers.Load()
@@ -87,7 +91,7 @@ func (h *hub) register(max int, snapshot func()) (*reader, error) {
 	if len(cur) >= max {
 		return nil, errFull
 	}
-	r := &reader{queue: make(chan *frame, h.queueLen), bye: make(chan *frame, 1)}
+	r := &reader{queue: make(chan *frame, queueLen), bye: make(chan *frame, 1)}
 	snapshot()
 	next := append(slices.Clip(cur), r)
 	h.readers.Store(&next)
