@@ -1,0 +1,210 @@
+package collector
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// Backoff bounds for reconnecting.
+const (
+	MinBackoff = 500 * time.Millisecond
+	MaxBackoff = 30 * time.Second
+	// stableAfter is how long a connection must last for the backoff to
+	// start over from MinBackoff.
+	stableAfter = 30 * time.Second
+	// garbageLimit: a connection whose first this-many messages are all
+	// rejected is incompatible; it is dropped and reported as such.
+	garbageLimit = 20
+)
+
+// DialOptions configures the dialing of targets.
+type DialOptions struct {
+	// Token is sent as "Authorization: Bearer TOKEN" when set.
+	Token string
+	// TLS configures wss:// targets (nil: system roots).
+	TLS *tls.Config
+	// HandshakeTimeout bounds connecting. Default 10 s.
+	HandshakeTimeout time.Duration
+	// Seed makes the backoff jitter reproducible (tests); 0 picks one.
+	Seed uint64
+}
+
+// targetState is one target's connection, as the snapshot reports it.
+type targetState struct {
+	mu sync.Mutex
+	st TargetStatus
+}
+
+func (t *targetState) status() TargetStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.st
+}
+
+func (t *targetState) update(f func(s *TargetStatus)) {
+	t.mu.Lock()
+	f(&t.st)
+	t.mu.Unlock()
+}
+
+// Dial connects to every target and feeds the collector until ctx ends,
+// reconnecting with exponential backoff and jitter (from MinBackoff, capped
+// at MaxBackoff). It returns when every connection goroutine has ended.
+func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions) {
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = 10 * time.Second
+	}
+	states := make([]*targetState, len(targets))
+	c.mu.Lock()
+	for i, t := range targets {
+		states[i] = &targetState{st: TargetStatus{Name: t.Name, State: TargetConnecting, Since: c.clock.UnixMilli()}}
+		c.targets = append(c.targets, states[i])
+	}
+	c.mu.Unlock()
+	seed := opts.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.dialLoop(ctx, t, states[i], opts, rand.New(rand.NewPCG(seed, uint64(i))))
+		}()
+	}
+	wg.Wait()
+}
+
+func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opts DialOptions, rng *rand.Rand) {
+	backoff := MinBackoff
+	for ctx.Err() == nil {
+		st.update(func(s *TargetStatus) { s.State, s.Since = TargetConnecting, c.clock.UnixMilli() })
+		began := c.clock.Now()
+		err := c.connect(ctx, t, st, opts)
+		if ctx.Err() != nil {
+			return
+		}
+		if c.clock.Now().Sub(began) >= stableAfter {
+			backoff = MinBackoff
+		}
+		// Full jitter: anywhere in [backoff/2, backoff], so targets that
+		// fail together do not come back together.
+		wait := backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1))
+		now := c.clock.UnixMilli()
+		st.update(func(s *TargetStatus) {
+			s.State, s.Since, s.LastError, s.RetryAt = TargetDown, now, describeDialError(err), now+wait.Milliseconds()
+			s.Reconnects++
+		})
+		timer := make(chan struct{})
+		tm := c.clock.AfterFunc(wait, func() { close(timer) })
+		select {
+		case <-ctx.Done():
+			tm.Stop()
+			return
+		case <-timer:
+		}
+		backoff = min(backoff*2, MaxBackoff)
+	}
+}
+
+// describeDialError turns a dial or read error into one line for the UI.
+func describeDialError(err error) string {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return "closed by the peer"
+	case errors.Is(err, websocket.ErrBadHandshake):
+		return err.Error()
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timed out: " + err.Error()
+	}
+	return err.Error()
+}
+
+// connect runs one connection until it fails.
+func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions) error {
+	header := http.Header{}
+	if opts.Token != "" {
+		header.Set("Authorization", "Bearer "+opts.Token)
+	}
+	d := websocket.Dialer{HandshakeTimeout: opts.HandshakeTimeout, TLSClientConfig: opts.TLS, Proxy: http.ProxyFromEnvironment}
+	conn, resp, err := d.DialContext(ctx, t.URL, header)
+	if err != nil {
+		if resp != nil {
+			switch resp.StatusCode {
+			case http.StatusUnauthorized:
+				return fmt.Errorf("HTTP 401: the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong")
+			default:
+				return fmt.Errorf("not a sentinel-top stream: HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+			}
+		}
+		return err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	lim := c.opts.Limits
+	maxFrame := wire.DefaultMaxFrameBytes
+	if lim.MaxFrameBytes > 0 {
+		maxFrame = lim.MaxFrameBytes
+	}
+	conn.SetReadLimit(int64(maxFrame))
+	st.update(func(s *TargetStatus) { s.State, s.Since, s.LastError = TargetUp, c.clock.UnixMilli(), "" })
+	dec := wire.NewDecoder(lim)
+	accepted, rejected := 0, 0
+	for {
+		kind, data, err := conn.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.Reject(t.Name, fmt.Errorf("%w: frame over %d bytes", wire.ErrTooLarge, maxFrame))
+				return fmt.Errorf("frame over the %d-byte limit", maxFrame)
+			}
+			if websocket.IsCloseError(err, websocket.CloseGoingAway, websocket.CloseNormalClosure) {
+				return errors.New("closed by the peer")
+			}
+			return err
+		}
+		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)) })
+		if kind != websocket.TextMessage {
+			c.Reject(t.Name, fmt.Errorf("%w: binary frame", wire.ErrMalformed))
+			rejected++
+		} else if m, err := dec.Decode(data); err != nil {
+			c.Reject(t.Name, err)
+			rejected++
+			st.update(func(s *TargetStatus) { s.Rejected++ })
+		} else {
+			if h, ok := m.(*wire.Hello); ok {
+				name := h.Instance
+				st.update(func(s *TargetStatus) { s.Instance = name })
+			}
+			if c.Ingest(t.Name, m) {
+				accepted++
+			}
+		}
+		if accepted == 0 && rejected >= garbageLimit {
+			return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", rejected)
+		}
+	}
+}
+
+// TargetNames lists the targets for a header line.
+func TargetNames(ts []Target) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ",")
+}

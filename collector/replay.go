@@ -1,0 +1,290 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// ReplayControl is what a user can do to a replay in progress.
+type ReplayControl interface {
+	Pause()
+	Resume()
+	// SetSpeed sets the replay speed: 1 is real time, 0 as fast as possible.
+	SetSpeed(x float64)
+	// SeekBy moves the replay position by deltaMs (negative: back).
+	SeekBy(deltaMs int64)
+}
+
+// MaxReplayMessages bounds what one replay holds in memory.
+const MaxReplayMessages = 5_000_000
+
+// Replay feeds a recorded fixture into a collector on a virtual clock, at a
+// chosen speed, with pause and seek. Create it with NewReplay and start it
+// with Run.
+type Replay struct {
+	c     *Collector
+	clock *core.VirtualClock
+	name  string
+
+	msgs    []wire.Message
+	places  []int // line of each message
+	rejects []lineReject
+	from    int64
+	to      int64
+
+	mu     sync.Mutex
+	pos    int
+	speed  float64
+	paused bool
+	done   bool
+	seekTo *int64
+	wake   chan struct{}
+}
+
+type lineReject struct {
+	place string
+	err   error
+}
+
+// replayStep is how often a replay at a finite speed moves its clock while
+// waiting for the next message, so the UI's clock keeps running.
+const replayStep = 50 * time.Millisecond
+
+// NewReplay reads the whole fixture from src (named name in messages) and
+// returns a replay at speed (0: as fast as possible), with its collector
+// built from opts (Clock, Mode and Source are the replay's). Lines that
+// cannot be used are counted as rejected, with their file:line.
+func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay, error) {
+	r := &Replay{name: name, speed: max(speed, 0), wake: make(chan struct{}, 1)}
+	rd := wire.NewReaderLimits(src, name, opts.Limits)
+	for {
+		m, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var le *wire.LineError
+			if errors.As(err, &le) {
+				r.rejects = append(r.rejects, lineReject{le.Pos.String(), le.Err})
+				continue
+			}
+			return nil, err
+		}
+		if len(r.msgs) >= MaxReplayMessages {
+			return nil, errors.New(name + ": more than 5,000,000 messages; split the recording")
+		}
+		if _, isMeta := m.(*wire.Meta); !isMeta {
+			ts := m.Head().Ts
+			if len(r.msgs) == 0 || ts < r.from {
+				r.from = ts
+			}
+			r.to = max(r.to, ts)
+		}
+		r.msgs = append(r.msgs, wire.Clone(m))
+		r.places = append(r.places, rd.Pos().Line)
+	}
+	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
+	opts.Clock, opts.Mode, opts.Source = r.clock, ModeReplay, name
+	r.c = New(opts)
+	r.c.replay = r
+	r.countRejects()
+	r.c.Publish()
+	return r, nil
+}
+
+func (r *Replay) countRejects() {
+	for _, rj := range r.rejects {
+		r.c.Reject(rj.place, rj.err)
+	}
+}
+
+// Collector is the collector the replay feeds.
+func (r *Replay) Collector() *Collector { return r.c }
+
+// Clock is the replay's virtual clock.
+func (r *Replay) Clock() *core.VirtualClock { return r.clock }
+
+// Range is the fixture's time range, Unix ms.
+func (r *Replay) Range() (from, to int64) { return r.from, r.to }
+
+// Meta is the fixture's meta line, if it has one.
+func (r *Replay) Meta() *wire.Meta {
+	if len(r.msgs) > 0 {
+		if m, ok := r.msgs[0].(*wire.Meta); ok {
+			return m
+		}
+	}
+	return nil
+}
+
+func (r *Replay) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Pause stops feeding until Resume.
+func (r *Replay) Pause() { r.mu.Lock(); r.paused = true; r.mu.Unlock(); r.poke() }
+
+// Resume continues after Pause.
+func (r *Replay) Resume() { r.mu.Lock(); r.paused = false; r.mu.Unlock(); r.poke() }
+
+// SetSpeed sets the speed: 1 is real time, 0 as fast as possible.
+func (r *Replay) SetSpeed(x float64) {
+	r.mu.Lock()
+	r.speed = max(x, 0)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// SeekBy moves the position by deltaMs; backwards starts over from the
+// beginning and feeds up to the new position at full speed.
+func (r *Replay) SeekBy(deltaMs int64) {
+	r.mu.Lock()
+	target := r.clock.UnixMilli() + deltaMs
+	target = min(max(target, r.from), r.to)
+	r.seekTo = &target
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *Replay) status() ReplayStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return ReplayStatus{Active: true, Paused: r.paused, Speed: r.speed, From: r.from, To: r.to,
+		Pos: r.clock.UnixMilli(), Done: r.done}
+}
+
+// Done reports whether every message has been fed.
+func (r *Replay) Done() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
+// Run feeds the fixture until ctx ends. At speed 0 and with nothing paused
+// it returns as soon as everything has been fed; otherwise it stays until
+// ctx ends, so the user can seek back.
+func (r *Replay) Run(ctx context.Context) error {
+	for {
+		r.mu.Lock()
+		if r.seekTo != nil {
+			target := *r.seekTo
+			r.seekTo = nil
+			if target < r.clock.UnixMilli() {
+				r.pos, r.done = 0, false
+				r.mu.Unlock()
+				r.c.reset()
+				r.countRejects()
+				r.clock.Set(time.UnixMilli(r.from))
+				r.mu.Lock()
+			}
+			r.feedUntil(target)
+			r.clock.Set(time.UnixMilli(target))
+			r.mu.Unlock()
+			continue
+		}
+		if r.pos >= len(r.msgs) {
+			r.done = true
+			exit := r.speed == 0 && !r.paused
+			r.mu.Unlock()
+			if exit {
+				return nil
+			}
+			if !r.sleep(ctx, time.Hour) {
+				return ctx.Err()
+			}
+			continue
+		}
+		if r.paused {
+			r.mu.Unlock()
+			if !r.sleep(ctx, time.Hour) {
+				return ctx.Err()
+			}
+			continue
+		}
+		speed := r.speed
+		ts := r.ts(r.pos)
+		now := r.clock.UnixMilli()
+		if speed == 0 || ts <= now {
+			r.feedOne()
+			r.mu.Unlock()
+			if speed == 0 && r.pos%1024 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		// Wait in steps, moving the clock with real time.
+		step := min(time.Duration(float64(ts-now)/speed*float64(time.Millisecond)), replayStep)
+		r.mu.Unlock()
+		wall := r.c.opts.WallClock
+		start := wall.Now()
+		if !r.sleep(ctx, step) {
+			return ctx.Err()
+		}
+		r.mu.Lock()
+		adv := time.Duration(float64(wall.Now().Sub(start)) * r.speed)
+		if next := r.clock.Now().Add(adv); next.UnixMilli() > ts {
+			r.clock.Set(time.UnixMilli(ts))
+		} else {
+			r.clock.Set(next)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// ts is the time of message i (a meta line takes the next message's).
+func (r *Replay) ts(i int) int64 {
+	if _, ok := r.msgs[i].(*wire.Meta); ok {
+		return r.clock.UnixMilli()
+	}
+	return r.msgs[i].Head().Ts
+}
+
+// feedOne ingests the message at pos; r.mu is held.
+func (r *Replay) feedOne() {
+	m := r.msgs[r.pos]
+	if ts := r.ts(r.pos); ts > r.clock.UnixMilli() {
+		r.clock.Set(time.UnixMilli(ts))
+	}
+	r.c.Ingest(r.name+":"+itoa(int64(r.places[r.pos])), m)
+	r.pos++
+}
+
+// feedUntil ingests every message up to target; r.mu is held.
+func (r *Replay) feedUntil(target int64) {
+	for r.pos < len(r.msgs) && r.ts(r.pos) <= target {
+		r.feedOne()
+	}
+	r.done = r.pos >= len(r.msgs)
+}
+
+// sleep waits d, or until poked; false when ctx ended.
+func (r *Replay) sleep(ctx context.Context, d time.Duration) bool {
+	fired := make(chan struct{})
+	t := r.c.opts.WallClock.AfterFunc(d, func() { close(fired) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-r.wake:
+	case <-fired:
+	}
+	return true
+}
+
+// Replay returns the collector's replay controls, or nil when it is not
+// replaying.
+func (c *Collector) Replay() ReplayControl {
+	if c.replay == nil {
+		return nil
+	}
+	return c.replay
+}
