@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -28,8 +29,9 @@ type Decoder struct {
 
 	b        Buckets
 	hists    [][core.HistogramSlots]int64
-	names    map[string]string
-	deferred *DecodeError
+	names       map[string]string
+	internBytes int
+	deferred    *DecodeError
 
 	key, kindBuf, scratch []byte
 	stack                 []byte
@@ -406,73 +408,90 @@ func unmarshalStd(data []byte, v any, kind Kind) *DecodeError {
 func checkRepeats(data []byte, t reflect.Type, kind Kind) *DecodeError {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := walkRepeats(dec, t, ""); err != nil {
+	w := repeatWalker{dec: dec}
+	if err := w.walk(t); err != nil {
 		err.Kind = kind
 		return err
 	}
 	return nil
 }
 
-func walkRepeats(dec *json.Decoder, t reflect.Type, path string) *DecodeError {
-	tok, err := dec.Token()
-	if err != nil {
-		return errorf(ErrMalformed, "", path, err.Error())
-	}
+// repeatWalker walks a JSON value along a schema. Subtrees outside the
+// schema are skipped whole, and the path is only spelled out for an error,
+// so the walk stays linear however deep or wide the input.
+type repeatWalker struct {
+	dec  *json.Decoder
+	path []string // ".name" and "[i]" segments
+}
+
+func (w *repeatWalker) fail(reason string) *DecodeError {
+	return errorf(ErrMalformed, "", strings.TrimPrefix(strings.Join(w.path, ""), "."), reason)
+}
+
+func (w *repeatWalker) walk(t reflect.Type) *DecodeError {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == nil || (t.Kind() != reflect.Struct && t.Kind() != reflect.Slice && t.Kind() != reflect.Array) {
+		var skip json.RawMessage
+		if err := w.dec.Decode(&skip); err != nil {
+			return w.fail(err.Error())
+		}
+		return nil
+	}
+	tok, err := w.dec.Token()
+	if err != nil {
+		return w.fail(err.Error())
 	}
 	switch tok {
 	case json.Delim('{'):
 		var fields []schemaField
-		if t != nil && t.Kind() == reflect.Struct {
+		if t.Kind() == reflect.Struct {
 			fields = schemaOf(t)
 		}
 		var seen []bool
 		if len(fields) > 0 {
 			seen = make([]bool, len(fields))
 		}
-		for dec.More() {
-			kt, err := dec.Token()
+		for w.dec.More() {
+			kt, err := w.dec.Token()
 			if err != nil {
-				return errorf(ErrMalformed, "", path, err.Error())
+				return w.fail(err.Error())
 			}
 			key, _ := kt.(string)
 			f := matchSchema(fields, key)
-			var ft reflect.Type
-			sub := path
-			if f >= 0 {
-				sub = joinPath(path, fields[f].name)
-				if seen[f] {
-					return errorf(ErrMalformed, "", sub, "given more than once")
+			if f < 0 {
+				if err := w.walk(nil); err != nil {
+					return err
 				}
-				seen[f] = true
-				ft = fields[f].typ
+				continue
 			}
-			if err := walkRepeats(dec, ft, sub); err != nil {
+			w.path = append(w.path, "."+fields[f].name)
+			if seen[f] {
+				return w.fail("given more than once")
+			}
+			seen[f] = true
+			if err := w.walk(fields[f].typ); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
-		_, _ = dec.Token()
+		_, _ = w.dec.Token()
 	case json.Delim('['):
 		var et reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			et = t.Elem()
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walkRepeats(dec, et, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+		for i := 0; w.dec.More(); i++ {
+			w.path = append(w.path, "["+strconv.Itoa(i)+"]")
+			if err := w.walk(et); err != nil {
 				return err
 			}
+			w.path = w.path[:len(w.path)-1]
 		}
-		_, _ = dec.Token()
+		_, _ = w.dec.Token()
 	}
 	return nil
-}
-
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
 
 type schemaField struct {

@@ -798,17 +798,23 @@ func (d *Decoder) readName(data []byte, i int, field string, item int) (string, 
 	return d.intern(raw), next, nil
 }
 
+// maxInternBytes bounds the memory a Decoder's interned names hold, so a
+// peer sending long random names cannot grow it past a MiB.
+const maxInternBytes = 1 << 20
+
 // intern returns b as a string, without allocating when the Decoder has
 // seen it recently.
 func (d *Decoder) intern(b []byte) string {
 	if s, ok := d.names[string(b)]; ok {
 		return s
 	}
-	if len(d.names) >= d.lim.InternNames {
+	if len(d.names) >= d.lim.InternNames || d.internBytes+len(b) > maxInternBytes {
 		clear(d.names)
+		d.internBytes = 0
 	}
 	s := string(b)
 	d.names[s] = s
+	d.internBytes += len(s)
 	return s
 }
 

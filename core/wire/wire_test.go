@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -210,6 +211,18 @@ func TestInternIsBounded(t *testing.T) {
 			t.Fatalf("%d names interned, limit 16", len(d.names))
 		}
 	}
+	// Long distinct names: the memory bound holds too.
+	var dd Decoder
+	for i := 0; i < 3000; i++ {
+		b := &Buckets{Header: Header{Ts: 1, Instance: "i"}, BucketMs: 1,
+			Items: []BucketItem{{Resource: fmt.Sprintf("%04d", i) + strings.Repeat("r", 1000), Start: 1}}}
+		if _, err := dd.Decode(AppendBuckets(nil, b)); err != nil {
+			t.Fatal(err)
+		}
+		if dd.internBytes > maxInternBytes {
+			t.Fatalf("%d bytes interned, limit %d", dd.internBytes, maxInternBytes)
+		}
+	}
 }
 
 // TestDecodeAllocs holds the fast path to its promise: decoding buckets
@@ -227,6 +240,20 @@ func TestDecodeAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per decode, want 0", allocs)
+	}
+	// Unknown fields, escapes and case-folded names cost nothing either.
+	odd := []byte(strings.Replace(string(frame), `"pass"`, `"future":{"a":[1,"\u00e9",null]},"PASS"`, -1))
+	odd = []byte(strings.Replace(string(odd), `"resource":"GET`, `"resource":"\"GET\u00e9`, -1))
+	if _, err := d.Decode(odd); err != nil {
+		t.Fatal(err)
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		if _, err := d.Decode(odd); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per decode of a frame with unknown fields and escapes, want 0", allocs)
 	}
 	b := &Buckets{}
 	m, _ := d.Decode(frame)
