@@ -27,8 +27,8 @@ type Decoder struct {
 	lim   Limits
 	ready bool
 
-	b        Buckets
-	hists    [][core.HistogramSlots]int64
+	b           Buckets
+	hists       [][core.HistogramSlots]int64
 	names       map[string]string
 	internBytes int
 	deferred    *DecodeError
