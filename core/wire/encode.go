@@ -30,6 +30,9 @@ func Marshal(m Message) ([]byte, error) {
 func Append(dst []byte, m Message) ([]byte, error) {
 	n := len(dst)
 	var err error
+	if isNilMessage(m) {
+		return dst, fmt.Errorf("%w: nil message", ErrEncode)
+	}
 	switch m := m.(type) {
 	case *Buckets:
 		return AppendBuckets(dst, m), nil
@@ -43,8 +46,6 @@ func Append(dst []byte, m Message) ([]byte, error) {
 		dst, err = appendState(dst, m)
 	case *Bye:
 		dst = appendBye(dst, m)
-	case nil:
-		err = fmt.Errorf("%w: nil message", ErrEncode)
 	default:
 		err = fmt.Errorf("%w: unknown message type %T", ErrEncode, m)
 	}
@@ -52,6 +53,26 @@ func Append(dst []byte, m Message) ([]byte, error) {
 		return dst[:n], err
 	}
 	return dst, nil
+}
+
+func isNilMessage(m Message) bool {
+	switch m := m.(type) {
+	case nil:
+		return true
+	case *Meta:
+		return m == nil
+	case *Hello:
+		return m == nil
+	case *Rules:
+		return m == nil
+	case *Buckets:
+		return m == nil
+	case *State:
+		return m == nil
+	case *Bye:
+		return m == nil
+	}
+	return false
 }
 
 // AppendBuckets appends b, encoded, to dst. It cannot fail and does not

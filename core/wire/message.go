@@ -230,6 +230,9 @@ func (it *BucketItem) Metrics() core.Metrics {
 
 // Clone returns a deep copy of m that no Decoder will overwrite.
 func Clone(m Message) Message {
+	if isNilMessage(m) {
+		return m
+	}
 	switch m := m.(type) {
 	case *Meta:
 		c := *m

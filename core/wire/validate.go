@@ -24,6 +24,9 @@ const (
 // limit does not apply here.
 func Validate(m Message, lim Limits) error {
 	lim = lim.withDefaults()
+	if isNilMessage(m) {
+		return errorf(ErrInvalid, "", "", "nil message")
+	}
 	var err *DecodeError
 	switch m := m.(type) {
 	case *Meta:

@@ -132,6 +132,8 @@ func TestEncodeErrors(t *testing.T) {
 		"extra clash":   &Meta{Extra: map[string]json.RawMessage{"Title": json.RawMessage(`1`)}},
 		"extra invalid": &Meta{Extra: map[string]json.RawMessage{"x": json.RawMessage(`{`)}},
 		"nil":           nil,
+		"nil buckets":   (*Buckets)(nil),
+		"nil state":     (*State)(nil),
 	} {
 		dst := []byte("keep")
 		out, err := Append(dst, m)
@@ -140,6 +142,17 @@ func TestEncodeErrors(t *testing.T) {
 		}
 		if string(out) != "keep" {
 			t.Errorf("%s: dst changed to %q", name, out)
+		}
+	}
+}
+
+func TestNilMessages(t *testing.T) {
+	for _, m := range []Message{nil, (*Buckets)(nil), (*Meta)(nil), (*Rules)(nil)} {
+		if err := Validate(m, Limits{}); err == nil {
+			t.Errorf("Validate(%#v) = nil", m)
+		}
+		if c := Clone(m); c != m {
+			t.Errorf("Clone(%#v) = %#v", m, c)
 		}
 	}
 }
