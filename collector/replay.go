@@ -63,6 +63,7 @@ const replayStep = 50 * time.Millisecond
 func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay, error) {
 	r := &Replay{name: name, speed: max(speed, 0), wake: make(chan struct{}, 1)}
 	rd := wire.NewReaderLimits(src, name, opts.Limits)
+	haveFrom := false
 	for {
 		m, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -81,8 +82,8 @@ func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay
 		}
 		if _, isMeta := m.(*wire.Meta); !isMeta {
 			ts := m.Head().Ts
-			if len(r.msgs) == 0 || ts < r.from {
-				r.from = ts
+			if !haveFrom || ts < r.from {
+				r.from, haveFrom = ts, true
 			}
 			r.to = max(r.to, ts)
 		}

@@ -1,0 +1,139 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+)
+
+func TestParseTargets(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "targets.txt")
+	os.WriteFile(file, []byte("# gateways\n10.0.0.1:8720  # first\n\nwss://gw-2.example:443/custom\n10.0.0.1:8720\n"), 0o600)
+	got, err := ParseTargets("127.0.0.1:8720, ws://h:1 ,https://secure:9/x,@" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ws://127.0.0.1:8720/sentinel/stream", "ws://h:1/sentinel/stream", "wss://secure:9/x",
+		"ws://10.0.0.1:8720/sentinel/stream", "wss://gw-2.example:443/custom"}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i].URL != want[i] {
+			t.Errorf("target %d: %s, want %s", i, got[i].URL, want[i])
+		}
+	}
+	for spec, msg := range map[string]string{
+		"":                    "no targets",
+		"localhost":           "want HOST:PORT",
+		"h:99999":             "bad port",
+		"ftp://h:1":           "scheme",
+		"ws://user:pw@h:1":    "--token",
+		"@" + dir + "/absent": "targets file",
+		"h:1\x1b[2J":          "control characters",
+	} {
+		if _, err := ParseTargets(spec); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: err %v, want %q", spec, err, msg)
+		}
+	}
+}
+
+// dialOnce dials targets until each reports down with an error, and returns
+// the snapshot's target statuses.
+func dialUntilDown(t *testing.T, targets []Target) []TargetStatus {
+	t.Helper()
+	c := New(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Dial(ctx, targets, DialOptions{Seed: 7}); close(done) }()
+	defer func() { cancel(); <-done }()
+	var out []TargetStatus
+	eventually(t, "targets down", func() error {
+		out = c.Publish().Targets
+		if len(out) != len(targets) {
+			return fmt.Errorf("%d of %d targets registered", len(out), len(targets))
+		}
+		for _, st := range out {
+			if st.State != TargetDown || st.LastError == "" {
+				return fmt.Errorf("%s: %s %q", st.Name, st.State, st.LastError)
+			}
+		}
+		return nil
+	})
+	return out
+}
+
+func TestDialBadTargetsReportWhy(t *testing.T) {
+	// Unreachable: a port nobody listens on.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := ln.Addr().String()
+	ln.Close()
+	// Not a websocket: a plain HTTP server.
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	// A websocket that speaks garbage.
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for i := 0; i < 100; i++ {
+			if conn.WriteMessage(websocket.TextMessage, []byte("<html>hello</html>")) != nil {
+				return
+			}
+		}
+	}))
+	defer garbage.Close()
+	// A stream that wants a token.
+	locked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "401", http.StatusUnauthorized)
+	}))
+	defer locked.Close()
+
+	targets := []Target{
+		{Name: closedAddr, URL: "ws://" + closedAddr + DefaultStreamPath},
+		{Name: "plain", URL: strings.Replace(plain.URL, "http", "ws", 1) + DefaultStreamPath},
+		{Name: "garbage", URL: strings.Replace(garbage.URL, "http", "ws", 1) + DefaultStreamPath},
+		{Name: "locked", URL: strings.Replace(locked.URL, "http", "ws", 1) + DefaultStreamPath},
+	}
+	st := dialUntilDown(t, targets)
+	for i, want := range []string{"connection refused", "not a sentinel-top stream: HTTP 404", "incompatible", "HTTP 401"} {
+		if !strings.Contains(st[i].LastError, want) {
+			t.Errorf("%s: %q, want %q", st[i].Name, st[i].LastError, want)
+		}
+		if st[i].RetryAt == 0 || st[i].Reconnects == 0 {
+			t.Errorf("%s: no retry scheduled: %+v", st[i].Name, st[i])
+		}
+	}
+}
+
+func TestDedupeRing(t *testing.T) {
+	var d dedupe
+	for _, idx := range []int64{10, 11, 12} {
+		if dup, old := d.mark(idx); dup || old {
+			t.Fatalf("first sight of %d: dup=%v old=%v", idx, dup, old)
+		}
+	}
+	if dup, _ := d.mark(11); !dup {
+		t.Fatal("11 again not a duplicate")
+	}
+	if dup, _ := d.mark(12 + dedupeSpan - 1); dup {
+		t.Fatal("a new index reported as duplicate")
+	}
+	if _, old := d.mark(11); !old {
+		t.Fatal("an index a whole span behind was not refused")
+	}
+	if dup, _ := d.mark(13 + dedupeSpan); dup {
+		t.Fatal("slot reused after moving on must be clear")
+	}
+}

@@ -1,0 +1,259 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// proxy is a loopback TCP relay the test can cut, to force disconnects, and
+// point elsewhere, to stand in for a restarted process at the same address.
+type proxy struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	target string
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			out, err := net.Dial("tcp", p.target)
+			if err != nil {
+				p.mu.Unlock()
+				in.Close()
+				continue
+			}
+			p.conns = append(p.conns, in, out)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); io.Copy(out, in); out.Close() }()
+			go func() { defer p.wg.Done(); io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+// cut closes every relayed connection.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) retarget(addr string) {
+	p.mu.Lock()
+	p.target = addr
+	p.mu.Unlock()
+}
+
+// fleetAgent is one agent of the test fleet and what it admitted.
+type fleetAgent struct {
+	a     *agent.Agent
+	addr  string
+	done  chan error
+	pass  map[string]int64
+	block map[string]int64
+	errs  map[string]int64
+	once  sync.Once
+}
+
+func startFleetAgent(t *testing.T, clock *core.VirtualClock, instance string) *fleetAgent {
+	t.Helper()
+	a, err := agent.New(agent.Options{App: "gateway", Instance: instance, Clock: clock, ManualShip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.LoadRules([]core.BreakerRule{{Resource: "db", Strategy: core.ErrorCount, RetryTimeoutMs: 2000,
+		StatIntervalMs: 1000, Threshold: 50}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := &fleetAgent{a: a, addr: ln.Addr().String(), done: make(chan error, 1),
+		pass: map[string]int64{}, block: map[string]int64{}, errs: map[string]int64{}}
+	go func() { fa.done <- a.Serve(ln) }()
+	t.Cleanup(fa.stop)
+	return fa
+}
+
+func (fa *fleetAgent) stop() {
+	fa.once.Do(func() {
+		fa.a.Close()
+		<-fa.done
+	})
+}
+
+// traffic runs n calls on each resource, every third failing.
+func (fa *fleetAgent) traffic(resources []string, n int) {
+	for _, r := range resources {
+		for i := 0; i < n; i++ {
+			e, err := fa.a.Entry(r)
+			if err != nil {
+				fa.block[r]++
+				continue
+			}
+			fa.pass[r]++
+			var cause error
+			if i%3 == 0 {
+				cause = errors.New("x")
+				fa.errs[r]++
+			}
+			e.Exit(cause)
+		}
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTotalsEqualAgentsThroughDisconnectAndRestart dials real agents over
+// loopback websockets, cuts the connections, restarts one agent, and
+// requires the collector's totals to equal what the agents admitted.
+func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(1764460800000))
+	resources := []string{"db", "GET:http://member-service/api/user/info", "风控检查"}
+	var agents []*fleetAgent
+	var proxies []*proxy
+	var targets []Target
+	for i := 0; i < 3; i++ {
+		fa := startFleetAgent(t, clock, fmt.Sprintf("gateway-%d", i))
+		p := newProxy(t, fa.addr)
+		agents, proxies = append(agents, fa), append(proxies, p)
+		targets = append(targets, Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath})
+	}
+	c := New(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(dialed) }()
+	defer func() { cancel(); <-dialed }()
+
+	// want sums every agent generation per instance.
+	want := map[string]map[string][3]int64{}
+	tally := func(name string, fa *fleetAgent) {
+		if want[name] == nil {
+			want[name] = map[string][3]int64{}
+		}
+		for _, r := range resources {
+			w := want[name][r]
+			want[name][r] = [3]int64{w[0] + fa.pass[r], w[1] + fa.block[r], w[2] + fa.errs[r]}
+		}
+	}
+	period := func(k int) {
+		for _, fa := range agents {
+			fa.traffic(resources, 7+k)
+		}
+		clock.Advance(500 * time.Millisecond)
+		for _, fa := range agents {
+			fa.a.Ship()
+		}
+	}
+	check := func() error {
+		for i, fa := range agents {
+			name := fmt.Sprintf("gateway-%d", i)
+			for _, r := range resources {
+				w := want[name][r]
+				w = [3]int64{w[0] + fa.pass[r], w[1] + fa.block[r], w[2] + fa.errs[r]}
+				pass, block, _, errs, _, ok := c.Totals(name, r)
+				if !ok || pass != w[0] || block != w[1] || errs != w[2] {
+					return fmt.Errorf("%s %s: collector pass/block/error %d/%d/%d, agent %d/%d/%d", name, r, pass, block, errs, w[0], w[1], w[2])
+				}
+			}
+		}
+		return nil
+	}
+	eventually(t, "all targets up", func() error {
+		for _, st := range c.Snapshot().Targets {
+			if st.State != TargetUp {
+				return fmt.Errorf("%s is %s", st.Name, st.State)
+			}
+		}
+		c.Publish()
+		if len(c.Snapshot().Targets) != 3 {
+			return errors.New("targets not registered")
+		}
+		return nil
+	})
+	for k := 0; k < 6; k++ {
+		period(k)
+	}
+	eventually(t, "totals before the disconnect", check)
+
+	// Cut every connection; traffic goes on while the collector is away,
+	// and the backlog fills the gap without double counting.
+	for _, p := range proxies {
+		p.cut()
+	}
+	for k := 0; k < 6; k++ {
+		period(k)
+	}
+	eventually(t, "totals after reconnecting", check)
+
+	// Restart gateway-1: a new process with the same instance name.
+	old := agents[1]
+	old.stop()
+	tally("gateway-1", old)
+	clock.Advance(time.Second)
+	fresh := startFleetAgent(t, clock, "gateway-1")
+	agents[1] = fresh
+	proxies[1].retarget(fresh.addr)
+	proxies[1].cut()
+	for k := 0; k < 6; k++ {
+		period(k)
+	}
+	eventually(t, "totals after the restart", check)
+
+	_, _, dups := c.Counters()
+	if dups == 0 {
+		t.Error("the reconnect backlog sent no duplicates: the test did not exercise dedupe")
+	}
+	var reconnects int64
+	for _, st := range c.Publish().Targets {
+		reconnects += st.Reconnects
+	}
+	if reconnects < 3 {
+		t.Errorf("%d reconnects, want at least 3", reconnects)
+	}
+}
