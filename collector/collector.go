@@ -67,6 +67,9 @@ type Options struct {
 	Triage triage.Config
 	// Record, when set, receives every accepted message, in arrival order.
 	Record *wire.Writer
+	// OnReject, when set, is told of every rejected message, with its place
+	// (file:line or target), outside the collector's lock. It must not block.
+	OnReject func(place string, err error)
 	// WallClock paces what happens in real time whatever Clock says:
 	// publishing snapshots, and a replay's speed. Default: core.NewRealClock().
 	WallClock core.Clock
@@ -216,9 +219,12 @@ func (c *Collector) reset() {
 // reason, place says where (file:line or target).
 func (c *Collector) Reject(place string, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.rejected++
 	count(c.rejects, reasonOf(err), place+": "+err.Error())
+	c.mu.Unlock()
+	if c.opts.OnReject != nil {
+		c.opts.OnReject(place, err)
+	}
 }
 
 func count(m map[string]*RejectCount, reason, last string) {

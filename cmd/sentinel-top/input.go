@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/report"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// inputFlags are the flags that choose and shape the input, shared by the
+// dashboard and the report.
+type inputFlags struct {
+	targets      string
+	replay       string
+	demo         string
+	demoSet      bool
+	token        string
+	caFile       string
+	speed        string
+	record       string
+	maxInstances int
+	maxResources int
+	retention    time.Duration
+}
+
+func (f *inputFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.targets, "targets", "", "instances to watch: HOST:PORT, ws://... or wss://... URLs, or @FILE, comma-separated")
+	fs.StringVar(&f.replay, "replay", "", "replay a recorded fixture: a .ndjson[.gz] file or a built-in fixture name")
+	fs.Func("demo", "run a simulated fleet over loopback (optionally a scenario NAME)", func(s string) error {
+		f.demo, f.demoSet = s, true
+		return nil
+	})
+	fs.StringVar(&f.token, "token", "", "bearer token for the targets (env SENTINEL_TOP_TOKEN)")
+	fs.StringVar(&f.caFile, "ca", "", "PEM file of the CA that signs wss:// targets (default: system roots)")
+	fs.StringVar(&f.speed, "speed", "1", "replay speed: a factor (1 = real time) or max")
+	fs.StringVar(&f.record, "record", "", "record every accepted message to FILE (.ndjson, or .ndjson.gz), replayable later")
+	fs.IntVar(&f.maxInstances, "max-instances", collector.DefaultMaxInstances, "most instances tracked; more are counted and ignored")
+	fs.IntVar(&f.maxResources, "max-resources", collector.DefaultMaxResourcesPerApp, "most resources tracked per instance")
+	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
+}
+
+// demoFlag makes --demo usable without a value.
+func (f *inputFlags) fixDemoArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		out = append(out, a)
+		if a == "--demo" || a == "-demo" {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+				out = append(out, "") // bare --demo: the default scenario
+			}
+		}
+	}
+	return out
+}
+
+// applyEnv sets every flag not given on the command line from
+// SENTINEL_TOP_<NAME> (upper case, dashes as underscores).
+func applyEnv(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	var err error
+	fs.VisitAll(func(fl *flag.Flag) {
+		if given[fl.Name] || err != nil {
+			return
+		}
+		key := "SENTINEL_TOP_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(key); ok {
+			if e := fs.Set(fl.Name, v); e != nil {
+				err = usagef("%s=%q: %v", key, v, e)
+			}
+		}
+	})
+	return err
+}
+
+func (f *inputFlags) validate() error {
+	n := 0
+	for _, set := range []bool{f.targets != "", f.replay != "", f.demoSet} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return usagef("choose one input: --targets, --replay or --demo")
+	}
+	if _, err := f.parseSpeed(); err != nil {
+		return err
+	}
+	if f.maxInstances <= 0 || f.maxResources <= 0 || f.retention < time.Minute {
+		return usagef("--max-instances and --max-resources must be positive and --retention at least 1m")
+	}
+	if f.record != "" && f.replay != "" {
+		return usagef("--record goes with live input (--targets or --demo), not --replay")
+	}
+	return nil
+}
+
+func (f *inputFlags) parseSpeed() (float64, error) {
+	if f.speed == "max" {
+		return 0, nil
+	}
+	x, err := strconv.ParseFloat(f.speed, 64)
+	if err != nil || x <= 0 || x > 10000 {
+		return 0, usagef("--speed %q: want a factor in (0, 10000] or max", f.speed)
+	}
+	return x, nil
+}
+
+// session is an opened input: a collector and what feeds it.
+type session struct {
+	c      *collector.Collector
+	replay *collector.Replay
+	source string
+	// feed runs the input until ctx ends (or, for a replay at max speed,
+	// until it has all been fed).
+	feed    func(ctx context.Context) error
+	closers []func() error
+	// rejects collects the first rejected messages, for stderr.
+	mu         sync.Mutex
+	rejectLog  []string
+	rejectMore int
+}
+
+const maxRejectLog = 20
+
+func (s *session) onReject(place string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rejectLog) < maxRejectLog {
+		s.rejectLog = append(s.rejectLog, report.Sanitize(place+": "+err.Error()))
+	} else {
+		s.rejectMore++
+	}
+}
+
+func (s *session) close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// open builds the session for the flags. speedOverride, when >= 0, replaces
+// --speed (the report replays as fast as possible).
+func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session, error) {
+	s := &session{}
+	opts := collector.Options{
+		MaxInstances:            f.maxInstances,
+		MaxResourcesPerInstance: f.maxResources,
+		Retention:               f.retention,
+		OnReject:                s.onReject,
+	}
+	if f.record != "" {
+		w, err := wire.Create(f.record)
+		if err != nil {
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+		meta := &wire.Meta{Header: wire.Header{Ts: core.NewRealClock().UnixMilli()},
+			Title: "recorded " + time.Now().UTC().Format(time.RFC3339), RecordedBy: versionString()}
+		if err := w.Write(meta); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+		opts.Record = w
+		s.closers = append(s.closers, w.Close)
+	}
+	switch {
+	case f.replay != "":
+		speed, _ := f.parseSpeed()
+		if speedOverride >= 0 {
+			speed = speedOverride
+		}
+		rc, name, err := openFixture(f.replay)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		rp, err := collector.NewReplay(name, rc, speed, opts)
+		if err != nil {
+			return nil, fmt.Errorf("--replay: %w", err)
+		}
+		s.c, s.replay, s.source = rp.Collector(), rp, name
+		s.feed = rp.Run
+	case f.targets != "":
+		targets, err := collector.ParseTargets(f.targets)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		dial := collector.DialOptions{Token: f.token}
+		if f.caFile != "" {
+			pem, err := os.ReadFile(f.caFile)
+			if err != nil {
+				return nil, fmt.Errorf("--ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, usagef("--ca %s: no PEM certificates in it", f.caFile)
+			}
+			dial.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		s.source = collector.TargetNames(targets)
+		opts.Mode, opts.Source = collector.ModeLive, s.source
+		s.c = collector.New(opts)
+		s.feed = func(ctx context.Context) error {
+			s.c.Dial(ctx, targets, dial)
+			return nil
+		}
+	case f.demoSet:
+		return f.openDemo(ctx, s, opts)
+	}
+	return s, nil
+}
+
+// openFixture opens a fixture file, or a built-in fixture by name.
+func openFixture(name string) (io.ReadCloser, string, error) {
+	if f, err := os.Open(name); err == nil {
+		return f, name, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, "", fmt.Errorf("--replay: %w", err)
+	}
+	if rc, ok, err := builtinFixture(name); ok {
+		return rc, name, err
+	}
+	return nil, "", usagef("--replay %q: no such file, and not a built-in fixture (%s)", name, strings.Join(builtinFixtureNames(), ", "))
+}

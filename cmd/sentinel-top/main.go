@@ -1,0 +1,63 @@
+// Command sentinel-top is htop for circuit breakers: a terminal dashboard
+// and triage engine for services protected by Sentinel-style breakers and
+// flow rules.
+//
+//	sentinel-top --targets HOST:PORT,...      watch live instances
+//	sentinel-top --replay FILE|NAME           replay a recorded incident
+//	sentinel-top --demo [NAME]                a simulated fleet, no setup
+//	sentinel-top report --replay FILE --format md
+//
+// Exit codes: 0 success; 1 a finding matched --fail-on; 2 bad usage; 3 the
+// input could not be read or a run failed.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailOn  = 1
+	exitUsage   = 2
+	exitRuntime = 3
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program, with its streams injected for tests.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "report":
+			return runReport(ctx, args[1:], stdout, stderr)
+		case "version", "--version", "-version":
+			fmt.Fprintln(stdout, versionString())
+			return exitOK
+		case "help", "-h", "-help", "--help":
+			if len(args) > 1 && args[1] == "report" {
+				return runReport(ctx, []string{"--help"}, stdout, stderr)
+			}
+			return runWatch(ctx, []string{"--help"}, stdout, stderr)
+		}
+	}
+	return runWatch(ctx, args, stdout, stderr)
+}
+
+// usageError marks an error that is the user's input, not the program.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }

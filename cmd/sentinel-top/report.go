@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/report"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+)
+
+const reportUsage = `Usage: sentinel-top report (--replay FILE|NAME | --targets LIST --for DURATION | --demo [NAME] --for DURATION) [flags]
+
+Prints the triage findings of an input and exits: for postmortems, CI and
+scripts. With --format json, standard output carries the report alone
+(findings-v1); progress and warnings go to standard error.
+
+Examples:
+  sentinel-top report --replay incident.ndjson.gz --format md > postmortem.md
+  sentinel-top report --replay sawtooth-db-slow --format json | jq '.findings[].kind'
+  sentinel-top report --targets @gateways.txt --for 60s --fail-on critical
+  sentinel-top report --demo recovery-herd --for 90s
+
+Exit codes: 0 done; 1 a finding at or above --fail-on; 2 bad usage; 3 the input failed.
+
+Flags:
+`
+
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var in inputFlags
+	in.register(fs)
+	format := fs.String("format", "text", "output format: text, md or json")
+	failOn := fs.String("fail-on", "", "exit 1 when a finding is at least this severe: warning or critical")
+	dur := fs.Duration("for", 0, "how long to watch live input (--targets, --demo) before reporting")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), reportUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(in.fixDemoArgs(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sentinel-top report: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	render, ok := map[string]func(io.Writer, *report.Report) error{
+		"text": report.Text, "md": report.Markdown, "markdown": report.Markdown, "json": report.JSON,
+	}[*format]
+	if !ok {
+		fmt.Fprintf(stderr, "sentinel-top report: --format %q: want text, md or json\n", *format)
+		return exitUsage
+	}
+	threshold, hasThreshold := triage.Severity(0), false
+	switch *failOn {
+	case "":
+	case "warning":
+		threshold, hasThreshold = triage.Warning, true
+	case "critical":
+		threshold, hasThreshold = triage.Critical, true
+	default:
+		fmt.Fprintf(stderr, "sentinel-top report: --fail-on %q: want warning or critical\n", *failOn)
+		return exitUsage
+	}
+	if err := in.validate(); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitUsage
+	}
+	live := in.replay == ""
+	if live && *dur <= 0 {
+		fmt.Fprintln(stderr, "sentinel-top report: live input needs --for DURATION (e.g. --for 60s)")
+		return exitUsage
+	}
+
+	s, err := in.open(ctx, 0)
+	if err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	feedCtx := ctx
+	if live {
+		var cancel context.CancelFunc
+		feedCtx, cancel = context.WithTimeout(ctx, *dur)
+		defer cancel()
+		fmt.Fprintf(stderr, "watching %s for %s...\n", report.Sanitize(s.source), *dur)
+	}
+	began := time.Now()
+	err = s.feed(feedCtx)
+	if ctx.Err() != nil {
+		s.close()
+		fmt.Fprintln(stderr, "sentinel-top report: interrupted")
+		return exitRuntime
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		s.close()
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitRuntime
+	}
+	if err := s.close(); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitRuntime
+	}
+	c := s.c
+	messages, rejected, dups := c.Counters()
+	for _, line := range s.rejectLog {
+		fmt.Fprintln(stderr, "rejected:", line)
+	}
+	if s.rejectMore > 0 {
+		fmt.Fprintf(stderr, "rejected: ... and %d more\n", s.rejectMore)
+	}
+	fmt.Fprintf(stderr, "%d messages accepted, %d rejected, %d duplicates dropped, in %s\n",
+		messages, rejected, dups, time.Since(began).Round(time.Millisecond))
+	if live {
+		for _, t := range c.Publish().Targets {
+			if t.State != 1 { // not up at the end
+				fmt.Fprintf(stderr, "target %s: %s %s\n", report.Sanitize(t.Name), t.State, report.Sanitize(t.LastError))
+			}
+		}
+	}
+	rep := report.New(s.source, c.Engine(), messages, rejected)
+	if err := render(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitRuntime
+	}
+	if hasThreshold {
+		for _, f := range rep.Findings {
+			if f.Severity >= threshold {
+				return exitFailOn
+			}
+		}
+	}
+	return exitOK
+}
