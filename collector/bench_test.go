@@ -1,0 +1,107 @@
+package collector
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// benchFrame builds a buckets frame of n resources for instance at start.
+func benchFrame(instance string, names []string, start int64) *wire.Buckets {
+	b := &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: instance}, BucketMs: 500}
+	for i, name := range names {
+		var h [core.HistogramSlots]int64
+		h[4], h[5], h[7] = 5, 4, 1+int64(i%3)
+		b.Items = append(b.Items, wire.BucketItem{Resource: name, Start: start, Pass: 10 + int64(i%3), Block: int64(i % 2),
+			Complete: 10 + int64(i%3), Error: int64(i % 4), Slow: 1 + int64(i%3), RtSum: 600, RtMin: 11, RtMax: 180, Concurrency: 2, RtHist: &h})
+	}
+	return b
+}
+
+func benchNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("GET:http://svc-%d/api/resource/%d", i%17, i)
+	}
+	return names
+}
+
+func benchHello(c *Collector, instance, app string) {
+	c.Ingest("bench", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: instance}, App: app, StartedAt: t0ms, BucketMs: 500})
+	c.Ingest("bench", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: instance}, Version: "v1",
+		Breakers: []core.BreakerRule{{Resource: "GET:http://svc-0/api/resource/0", Strategy: core.SlowRequestRatio,
+			RetryTimeoutMs: 10000, StatIntervalMs: 1000, MaxAllowedRtMs: 200, Threshold: 0.5, MinRequestAmount: 20}}})
+}
+
+// BenchmarkIngest measures the collector's whole ingest path: decoding a
+// buckets frame of 100 items, deduplication, aggregation per instance and
+// per app, and the triage engine's incremental update. items/s is per core
+// (the benchmark runs on one goroutine).
+func BenchmarkIngest(b *testing.B) {
+	c := New(Options{})
+	const instances = 20
+	names := benchNames(100)
+	for i := 0; i < instances; i++ {
+		benchHello(c, fmt.Sprintf("gateway-%d", i), "gateway")
+	}
+	dec := wire.NewDecoder(wire.Limits{})
+	frame := benchFrame("", names, 0)
+	var buf []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		frame.Instance = fmt.Sprintf("gateway-%d", i%instances)
+		start := t0ms + int64(i/instances)*500
+		frame.Ts = start + 500
+		for k := range frame.Items {
+			frame.Items[k].Start = start
+		}
+		buf = wire.AppendBuckets(buf[:0], frame)
+		b.StartTimer()
+		m, err := dec.Decode(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Ingest("bench", m)
+	}
+	b.ReportMetric(float64(b.N*len(names))/b.Elapsed().Seconds(), "items/s")
+}
+
+// TestMemoryFiftyThousandSeries measures the heap of a collector holding
+// 50,000 instance x resource series (500 instances x 100 resources, in 10
+// apps) with two minutes of data each. It takes about a minute, so it runs
+// only with SENTINEL_TOP_SCALE=1; docs/BENCHMARKS.md has the figure.
+func TestMemoryFiftyThousandSeries(t *testing.T) {
+	if os.Getenv("SENTINEL_TOP_SCALE") == "" {
+		t.Skip("set SENTINEL_TOP_SCALE=1 to measure memory at 50,000 series")
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := New(Options{})
+	names := benchNames(100)
+	const instances = 500
+	for i := 0; i < instances; i++ {
+		benchHello(c, fmt.Sprintf("gw-%d", i), fmt.Sprintf("app-%d", i%10))
+	}
+	for k := int64(0); k < 240; k++ { // 2 minutes of 500 ms buckets
+		for i := 0; i < instances; i++ {
+			c.Ingest("bench", benchFrame(fmt.Sprintf("gw-%d", i), names, t0ms+k*500))
+		}
+	}
+	c.Publish()
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := after.HeapInuse - before.HeapInuse
+	t.Logf("50,000 series: heap in use %.0f MB (%.1f KB per series)", float64(heap)/(1<<20), float64(heap)/50000/1024)
+	if heap > 512<<20 {
+		t.Fatalf("heap %d MB over the 512 MB goal", heap>>20)
+	}
+	runtime.KeepAlive(c)
+}
