@@ -20,11 +20,15 @@ const t0ms = int64(1764460800000)
 // and then fails four probes in a row, 10 s apart, with traffic around it.
 func sawtoothFixture(t *testing.T) []byte {
 	t.Helper()
+	return sawtoothFixtureBytes()
+}
+
+func sawtoothFixtureBytes() []byte {
 	var buf bytes.Buffer
 	w := wire.NewWriter(&buf)
 	write := func(m wire.Message) {
 		if err := w.Write(m); err != nil {
-			t.Fatal(err)
+			panic(err)
 		}
 	}
 	rule := core.BreakerRule{Resource: "GET:/member/info", Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
@@ -58,7 +62,7 @@ func sawtoothFixture(t *testing.T) []byte {
 		}
 	}
 	if err := w.Flush(); err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return buf.Bytes()
 }
