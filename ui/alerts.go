@@ -1,0 +1,186 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+)
+
+// alertsPanel lists the findings, most severe first, one line each: the
+// severity, the kind, the app and resource, and the summary.
+type alertsPanel struct {
+	st       *Styles
+	keys     *keyMap
+	findings []triage.Finding
+
+	cursor, offset int
+	focused        bool
+	width, height  int // height includes the title line
+}
+
+func newAlertsPanel(st *Styles, keys *keyMap) alertsPanel {
+	return alertsPanel{st: st, keys: keys}
+}
+
+// SetFindings replaces the findings, keeping the cursor's position.
+func (a alertsPanel) SetFindings(f []triage.Finding) alertsPanel {
+	a.findings = f
+	return a.clamp()
+}
+
+// SetSize sets the panel's size in cells, title line included.
+func (a alertsPanel) SetSize(w, h int) alertsPanel {
+	a.width, a.height = w, h
+	return a.clamp()
+}
+
+// Focus marks whether the panel has the keyboard.
+func (a alertsPanel) Focus(on bool) alertsPanel { a.focused = on; return a }
+
+// Selected returns the selected finding.
+func (a alertsPanel) Selected() (triage.Finding, bool) {
+	if a.cursor < 0 || a.cursor >= len(a.findings) {
+		return triage.Finding{}, false
+	}
+	return a.findings[a.cursor], true
+}
+
+// Update moves the cursor.
+func (a alertsPanel) Update(msg tea.Msg) (alertsPanel, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return a, nil
+	}
+	page := max(1, a.height-1)
+	switch {
+	case key.Matches(km, a.keys.Up):
+		a.cursor--
+	case key.Matches(km, a.keys.Down):
+		a.cursor++
+	case key.Matches(km, a.keys.Top):
+		a.cursor = 0
+	case key.Matches(km, a.keys.Bottom):
+		a.cursor = len(a.findings) - 1
+	case key.Matches(km, a.keys.PgUp):
+		a.cursor -= page
+	case key.Matches(km, a.keys.PgDn):
+		a.cursor += page
+	}
+	return a.clamp(), nil
+}
+
+func (a alertsPanel) clamp() alertsPanel {
+	n := len(a.findings)
+	a.cursor = max(0, min(a.cursor, n-1))
+	body := max(1, a.height-1)
+	if a.cursor < a.offset {
+		a.offset = a.cursor
+	}
+	if a.cursor >= a.offset+body {
+		a.offset = a.cursor - body + 1
+	}
+	a.offset = max(0, min(a.offset, n-body))
+	return a
+}
+
+// severityCounts counts findings per severity.
+func severityCounts(fs []triage.Finding) (crit, warn, info int) {
+	for i := range fs {
+		switch fs[i].Severity {
+		case triage.Critical:
+			crit++
+		case triage.Warning:
+			warn++
+		default:
+			info++
+		}
+	}
+	return
+}
+
+// View renders the title line and the findings in sight.
+func (a alertsPanel) View() string {
+	if a.width <= 0 || a.height <= 0 {
+		return ""
+	}
+	st := a.st
+	var b strings.Builder
+	crit, warn, info := severityCounts(a.findings)
+	title := "ALERTS"
+	if a.focused {
+		title = glyphCursor + " ALERTS"
+	}
+	var t strings.Builder
+	t.WriteString(st.title.on(title))
+	if len(a.findings) == 0 {
+		t.WriteString(st.dim.on("  none"))
+	} else {
+		t.WriteString("  ")
+		t.WriteString(st.crit.on(strconv.Itoa(crit) + " critical"))
+		t.WriteString("  ")
+		t.WriteString(st.warning.on(strconv.Itoa(warn) + " warning"))
+		t.WriteString("  ")
+		t.WriteString(st.info.on(strconv.Itoa(info) + " info"))
+		if body := a.height - 1; len(a.findings) > body && body > 0 {
+			t.WriteString(st.dim.on("  " + strconv.Itoa(a.offset+1) + "-" +
+				strconv.Itoa(min(len(a.findings), a.offset+body)) + " of " + strconv.Itoa(len(a.findings))))
+		}
+	}
+	b.WriteString(fitLine(t.String(), a.width))
+	body := a.height - 1
+	end := min(len(a.findings), a.offset+body)
+	for i := a.offset; i < end; i++ {
+		b.WriteByte('\n')
+		b.WriteString(a.line(&a.findings[i], i == a.cursor))
+	}
+	for i := max(0, end-a.offset); i < body; i++ {
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// line renders one finding in the panel's width.
+func (a alertsPanel) line(f *triage.Finding, selected bool) string {
+	st := a.st
+	sel := selected && a.focused
+	var b strings.Builder
+	if selected && a.focused {
+		b.WriteString(glyphCursor)
+	} else {
+		b.WriteByte(' ')
+	}
+	sev := sevMark(f.Severity) + " " + sevWord(f.Severity)
+	if sel {
+		b.WriteString(sev)
+	} else {
+		st.sevPaint(f.Severity).write(&b, sev)
+	}
+	b.WriteByte(' ')
+	padRight(&b, cut(string(f.Kind), 19), 19)
+	b.WriteByte(' ')
+	nameW := max(12, min(40, a.width/3))
+	where := findingWhere(f, nameW)
+	padRight(&b, where, nameW)
+	b.WriteByte(' ')
+	b.WriteString(sanitize(f.Summary))
+	s := fitLine(b.String(), a.width)
+	if sel {
+		s = st.selected.on(s)
+	}
+	return s
+}
+
+// findingWhere names a finding's app and resource in w cells.
+func findingWhere(f *triage.Finding, w int) string {
+	app := sanitize(f.App)
+	res := sanitize(f.Resource)
+	if app == "" {
+		return elide(res, w)
+	}
+	appW := min(width(app), max(4, w/3))
+	return elide(app, appW) + "/" + elide(res, max(1, w-appW-1))
+}

@@ -1,0 +1,204 @@
+package ui
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/guptarohit/asciigraph"
+)
+
+// series is one line of a chart.
+type series struct {
+	name   string
+	values []float64
+	glyph  string // drawn with this character instead of box lines ("" = lines)
+	color  asciigraph.AnsiColor
+}
+
+// chart plots series over the detail's time range with asciigraph, one
+// column per step. When there are more steps than columns it keeps the
+// largest value of each group of steps (spikes survive); it never stretches
+// or interpolates. A horizontal line marks the threshold when there is one.
+type chart struct {
+	st     *Styles
+	title  string
+	series []series
+	// limit draws a horizontal line at this value (when hasLimit).
+	hasLimit  bool
+	limit     float64
+	limitName string
+	// format labels the y axis.
+	format func(float64) string
+	// floor is the least top of the y axis (a flat zero line gets some room).
+	floor         float64
+	stepMs        int64
+	width, height int
+}
+
+// labelW is the width of the y axis labels.
+const labelW = 6
+
+// SetSize sets the chart's size: width in cells, height in lines with the
+// title and the legend.
+func (c chart) SetSize(w, h int) chart { c.width, c.height = w, h; return c }
+
+// Update does nothing: a chart has no state of its own.
+func (c chart) Update(tea.Msg) (chart, tea.Cmd) { return c, nil }
+
+// View renders the title, the plot and the legend.
+func (c chart) View() string {
+	st := c.st
+	plotH := max(2, c.height-2)
+	points := c.width - labelW - 3
+	var b strings.Builder
+	n := 0
+	for _, s := range c.series {
+		n = max(n, len(s.values))
+	}
+	group := 1
+	if points > 0 && n > points {
+		group = (n + points - 1) / points
+	}
+	title := c.title
+	if group > 1 && c.stepMs > 0 {
+		title += st.dim.on("  (max per " + fmtMs(c.stepMs*int64(group)) + ")")
+	}
+	b.WriteString(fitLine(st.title.on(title), c.width))
+	data := make([][]float64, 0, len(c.series)+1)
+	var opts []asciigraph.Option
+	var colors []asciigraph.AnsiColor
+	var chars []asciigraph.CharSet
+	hi := c.floor
+	hasData := false
+	for _, s := range c.series {
+		v := maxPool(s.values, group)
+		for _, x := range v {
+			if !math.IsNaN(x) {
+				hasData = true
+				hi = max(hi, x)
+			}
+		}
+		data = append(data, v)
+		colors = append(colors, s.color)
+		if s.glyph != "" {
+			chars = append(chars, asciigraph.CreateCharSet(s.glyph))
+		} else {
+			chars = append(chars, asciigraph.DefaultCharSet)
+		}
+	}
+	if points < 4 || !hasData {
+		b.WriteByte('\n')
+		msg := "no data in range"
+		if points < 4 {
+			msg = "too narrow to plot"
+		}
+		b.WriteString(fitLine(st.dim.on(strings.Repeat(" ", labelW)+"  "+msg), c.width))
+		for i := 2; i < c.height; i++ {
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}
+	if c.hasLimit {
+		// drawn first, so the data is drawn over it.
+		lim := make([]float64, len(data[0]))
+		for i := range lim {
+			lim[i] = c.limit
+		}
+		data = append([][]float64{lim}, data...)
+		colors = append([]asciigraph.AnsiColor{asciigraph.Red}, colors...)
+		chars = append([]asciigraph.CharSet{asciigraph.CreateCharSet("┄")}, chars...)
+		hi = limitTop(c.limit, hi, plotH-1)
+	}
+	opts = append(opts,
+		asciigraph.Height(plotH-1),
+		asciigraph.Offset(2),
+		asciigraph.LowerBound(0),
+		asciigraph.UpperBound(hi),
+		asciigraph.SeriesChars(chars...),
+		asciigraph.YAxisValueFormatter(func(v float64) string {
+			s := c.format(v)
+			if len(s) < labelW {
+				s = strings.Repeat(" ", labelW-len(s)) + s
+			}
+			return s
+		}),
+	)
+	if st.color {
+		opts = append(opts, asciigraph.SeriesColors(colors...))
+	}
+	plot := asciigraph.PlotMany(data, opts...)
+	lines := strings.Split(plot, "\n")
+	for i, l := range lines {
+		if i >= plotH {
+			break
+		}
+		b.WriteByte('\n')
+		b.WriteString(fitLine(l, c.width))
+	}
+	for i := len(lines); i < plotH; i++ {
+		b.WriteByte('\n')
+	}
+	// the legend: glyphs, never colour alone.
+	var lg strings.Builder
+	lg.WriteString(strings.Repeat(" ", labelW+2))
+	for i, s := range c.series {
+		if i > 0 {
+			lg.WriteString("   ")
+		}
+		g := s.glyph
+		if g == "" {
+			g = "─"
+		}
+		lg.WriteString(g + " " + s.name)
+	}
+	if c.hasLimit {
+		lg.WriteString("   ")
+		lg.WriteString(st.threshold.on("┄ " + c.limitName))
+	}
+	b.WriteByte('\n')
+	b.WriteString(fitLine(lg.String(), c.width))
+	return b.String()
+}
+
+// limitTop is the top of a y axis of rows steps that puts limit exactly on
+// a row (so its label reads the limit) with room above for need.
+func limitTop(limit, need float64, rows int) float64 {
+	if limit <= 0 || rows < 1 {
+		return max(need, limit*1.2)
+	}
+	need = max(need, limit*1.2)
+	k := int(float64(rows) * limit / need)
+	if k < 1 {
+		// the limit is far below the data: it sits on the first row above 0.
+		k = 1
+	}
+	return limit * float64(rows) / float64(k)
+}
+
+// maxPool keeps the largest value of each group of n values (NaN when the
+// whole group is NaN). With n == 1 it returns vs itself.
+func maxPool(vs []float64, n int) []float64 {
+	if n <= 1 {
+		return vs
+	}
+	out := make([]float64, 0, (len(vs)+n-1)/n)
+	for i := 0; i < len(vs); i += n {
+		m := math.NaN()
+		for _, v := range vs[i:min(i+n, len(vs))] {
+			if !math.IsNaN(v) && (math.IsNaN(m) || v > m) {
+				m = v
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Label formats of the charts' y axes.
+func fmtRateLabel(v float64) string { return fmtRate(v) }
+func fmtPctLabel(v float64) string {
+	return strconv.FormatFloat(v*100, 'f', 0, 64) + "%"
+}
+func fmtMsLabel(v float64) string { return fmtMs(int64(math.Round(v))) }

@@ -1,0 +1,562 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/guptarohit/asciigraph"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// detailPanel is the part of the detail screen that has the keyboard.
+type detailPanel uint8
+
+const (
+	panelTimeline detailPanel = iota
+	panelFindings
+	numDetailPanels
+)
+
+// detailView is the detail screen of one app x resource: the instances'
+// timelines, charts of traffic, ratio and latency against the rule, each
+// instance's rules with drift marked, and the resource's findings. It is
+// one document, built when its data or size changes, scrolled by View.
+type detailView struct {
+	st   *Styles
+	keys *keyMap
+	loc  *time.Location
+
+	app, res string
+	d        *collector.Detail
+	loaded   bool
+
+	tl      timeline
+	focus   detailPanel
+	fcursor int
+
+	width, height int
+	offset        int
+	lines         []string
+	selLine       int // the first line of the selection, kept in sight
+	selEnd        int // its last line
+}
+
+func newDetailView(st *Styles, keys *keyMap, loc *time.Location) detailView {
+	return detailView{st: st, keys: keys, loc: loc, tl: newTimeline(st, keys, loc).Focus(true)}
+}
+
+// Open starts showing a resource; its data arrives with SetDetail.
+func (v detailView) Open(app, res string) detailView {
+	v.app, v.res = app, res
+	v.d, v.loaded = nil, false
+	v.tl = v.tl.SetDetail(nil)
+	v.tl.cursor = 0
+	v.focus, v.fcursor, v.offset = panelTimeline, 0, 0
+	v.tl = v.tl.Focus(true)
+	return v.build()
+}
+
+// Is reports whether the view shows app x res.
+func (v detailView) Is(app, res string) bool { return v.app == app && v.res == res }
+
+// SetDetail sets the data (nil: nothing known of the resource).
+func (v detailView) SetDetail(d *collector.Detail) detailView {
+	v.d, v.loaded = d, true
+	v.tl = v.tl.SetDetail(d)
+	if d != nil {
+		v.fcursor = max(0, min(v.fcursor, len(d.Findings)-1))
+	}
+	return v.build()
+}
+
+// SetSize sets the screen area of the view.
+func (v detailView) SetSize(w, h int) detailView {
+	v.width, v.height = w, h
+	v.tl = v.tl.SetSize(w, h)
+	return v.build()
+}
+
+// Update moves the selection of the focused panel, switches panels and
+// scrolls.
+func (v detailView) Update(msg tea.Msg) (detailView, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		k := v.keys
+		switch {
+		case key.Matches(msg, k.Tab):
+			step := detailPanel(1)
+			if msg.String() == "shift+tab" {
+				step = numDetailPanels - 1
+			}
+			v.focus = (v.focus + step) % numDetailPanels
+			v.tl = v.tl.Focus(v.focus == panelTimeline)
+			v = v.build()
+			return v.reveal(), nil
+		case key.Matches(msg, k.PgUp):
+			v.offset -= max(1, v.height-1)
+			return v.clampScroll(), nil
+		case key.Matches(msg, k.PgDn):
+			v.offset += max(1, v.height-1)
+			return v.clampScroll(), nil
+		}
+		if v.focus == panelTimeline {
+			v.tl, _ = v.tl.Update(msg)
+		} else {
+			n := 0
+			if v.d != nil {
+				n = len(v.d.Findings)
+			}
+			switch {
+			case key.Matches(msg, k.Up):
+				v.fcursor--
+			case key.Matches(msg, k.Down):
+				v.fcursor++
+			case key.Matches(msg, k.Top):
+				v.fcursor = 0
+			case key.Matches(msg, k.Bottom):
+				v.fcursor = n - 1
+			}
+			v.fcursor = max(0, min(v.fcursor, n-1))
+		}
+		v = v.build()
+		return v.reveal(), nil
+	case tea.MouseMsg:
+		switch msg.Button {
+		case tea.MouseButtonWheelUp:
+			v.offset -= 3
+		case tea.MouseButtonWheelDown:
+			v.offset += 3
+		}
+		return v.clampScroll(), nil
+	}
+	return v, nil
+}
+
+// reveal scrolls so the selection is in sight.
+func (v detailView) reveal() detailView {
+	if v.selEnd-v.selLine+1 >= v.height || v.selLine < v.offset {
+		v.offset = v.selLine
+	} else if v.selEnd >= v.offset+v.height {
+		v.offset = v.selEnd - v.height + 1
+	}
+	return v.clampScroll()
+}
+
+func (v detailView) clampScroll() detailView {
+	v.offset = max(0, min(v.offset, len(v.lines)-v.height))
+	return v
+}
+
+// View renders the lines in sight.
+func (v detailView) View() string {
+	if v.height <= 0 {
+		return ""
+	}
+	end := min(len(v.lines), v.offset+v.height)
+	var b strings.Builder
+	for i := v.offset; i < end; i++ {
+		if i > v.offset {
+			b.WriteByte('\n')
+		}
+		b.WriteString(v.lines[i])
+	}
+	for i := end - v.offset; i < v.height; i++ {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// ScrollInfo is the first line shown and the number of lines.
+func (v detailView) ScrollInfo() (first, total int) { return v.offset, len(v.lines) }
+
+// build renders the whole document into lines.
+func (v detailView) build() detailView {
+	v.lines = v.lines[:0]
+	if v.width <= 0 {
+		return v
+	}
+	st := v.st
+	add := func(s string) {
+		for _, l := range strings.Split(s, "\n") {
+			v.lines = append(v.lines, fitLine(l, v.width))
+		}
+	}
+	title := st.title.on(safeName(v.app, max(8, v.width/4))) + st.dim.on(" / ") +
+		st.title.on(safeName(v.res, max(12, v.width/2)))
+	d := v.d
+	switch {
+	case !v.loaded:
+		add(title)
+		add(st.dim.on("loading…"))
+		return v.clampScroll()
+	case d == nil:
+		add(title)
+		add(st.dim.on("nothing is known of this resource in the range (it may have gone; esc goes back)"))
+		return v.clampScroll()
+	}
+	add(title + "  " + v.ruleLine(d))
+	add(st.dim.on(strconv.Itoa(len(d.Instances))+" instances · "+v.clock(d.From)+" – "+v.clock(d.To)+
+		" · step "+fmtMs(d.StepMs)) + "")
+	add("")
+	tl, sel := v.tl.render()
+	base := len(v.lines)
+	add(tl)
+	if v.focus == panelTimeline {
+		v.selLine, v.selEnd = base+sel, base+sel
+		if sel == 0 {
+			v.selLine, v.selEnd = base, base
+		}
+	}
+	add("")
+	v.charts(add)
+	add("")
+	v.rules(add)
+	add("")
+	v.findings(add)
+	return v.clampScroll()
+}
+
+func (v detailView) clock(ms int64) string { return time.UnixMilli(ms).In(v.loc).Format("15:04:05") }
+
+// ruleLine describes the breaker most instances have.
+func (v detailView) ruleLine(d *collector.Detail) string {
+	if !d.HasBreaker {
+		return v.st.dim.on("no breaker rule")
+	}
+	s := "breaker " + d.Strategy.String() + " threshold " + fmtThreshold(d.Strategy, d.Threshold)
+	if d.Strategy == core.SlowRequestRatio {
+		s += " maxRt " + fmtMs(int64(d.MaxAllowedRtMs))
+	}
+	return s
+}
+
+func fmtThreshold(s core.Strategy, v float64) string {
+	if s.IsRatio() {
+		return fmtPct(v)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// charts adds the pass/block, ratio and p99 charts, side by side when the
+// screen is wide.
+func (v *detailView) charts(add func(string)) {
+	d, st := v.d, v.st
+	h := 6
+	if v.height >= 30 {
+		h = 8
+	}
+	cols := 1
+	if v.width >= 110 {
+		cols = 2
+	}
+	cw := (v.width - (cols-1)*2) / cols
+	mk := func(title string, fmt func(float64) string, floor float64, ss ...series) chart {
+		return chart{st: st, title: title, series: ss, format: fmt, floor: floor, stepMs: d.StepMs}.SetSize(cw, h)
+	}
+	traffic := mk("PASS/S and BLOCK/S", fmtRateLabel, 1,
+		series{name: "pass/s", values: d.PassQPS, color: asciigraph.Green},
+		series{name: "block/s", values: d.BlockQPS, glyph: "•", color: asciigraph.Yellow})
+	var ratio chart
+	switch {
+	case d.HasBreaker && d.Strategy == core.ErrorRatio:
+		ratio = mk("ERROR RATIO", fmtPctLabel, 0.1, series{name: "error ratio", values: d.ErrorRatio, color: asciigraph.Blue})
+		ratio.hasLimit, ratio.limit, ratio.limitName = true, d.Threshold, "threshold "+fmtPct(d.Threshold)
+	case d.HasBreaker && d.Strategy == core.ErrorCount:
+		ratio = mk("ERROR RATIO (the breaker counts errors: trips at "+fmtThreshold(d.Strategy, d.Threshold)+")",
+			fmtPctLabel, 0.1, series{name: "error ratio", values: d.ErrorRatio, color: asciigraph.Blue})
+	default:
+		ratio = mk("SLOW RATIO", fmtPctLabel, 0.1, series{name: "slow ratio", values: d.SlowRatio, color: asciigraph.Blue})
+		if d.HasBreaker {
+			ratio.hasLimit, ratio.limit, ratio.limitName = true, d.Threshold, "threshold "+fmtPct(d.Threshold)
+		}
+	}
+	p99 := mk("P99 RT", fmtMsLabel, 1, series{name: "p99", values: d.P99Ms, color: asciigraph.Blue})
+	if d.HasBreaker && d.Strategy == core.SlowRequestRatio && d.MaxAllowedRtMs > 0 {
+		p99.hasLimit, p99.limit, p99.limitName = true, float64(d.MaxAllowedRtMs), "maxAllowedRtMs "+strconv.FormatUint(d.MaxAllowedRtMs, 10)
+	}
+	all := []chart{traffic, ratio, p99}
+	for i := 0; i < len(all); i += cols {
+		if i > 0 {
+			add("")
+		}
+		if cols == 1 || i+1 >= len(all) {
+			add(all[i].View())
+			continue
+		}
+		left := strings.Split(all[i].View(), "\n")
+		right := strings.Split(all[i+1].View(), "\n")
+		for j := 0; j < max(len(left), len(right)); j++ {
+			l, r := "", ""
+			if j < len(left) {
+				l = left[j]
+			}
+			if j < len(right) {
+				r = right[j]
+			}
+			add(fitLine(l, cw) + "  " + r)
+		}
+	}
+}
+
+// rules adds each instance's rules for the resource, drift marked.
+func (v *detailView) rules(add func(string)) {
+	st, d := v.st, v.d
+	drift := 0
+	for i := range d.Instances {
+		if d.Instances[i].Drift {
+			drift++
+		}
+	}
+	head := st.title.on("RULES")
+	if drift > 0 {
+		head += "  " + st.drift.on(glyphDrift+" "+strconv.Itoa(drift)+" instances differ from the app's usual rules")
+	}
+	add(head)
+	nameW := 8
+	for i := range d.Instances {
+		nameW = max(nameW, width(sanitize(d.Instances[i].Instance)))
+	}
+	nameW = min(nameW, max(8, v.width/5))
+	verW := 10
+	restW := max(10, v.width-2-nameW-1-verW-1)
+	for i := range d.Instances {
+		in := &d.Instances[i]
+		var rules []string
+		for j := range in.Breakers {
+			rules = append(rules, breakerText(&in.Breakers[j]))
+		}
+		for j := range in.Flows {
+			rules = append(rules, flowText(&in.Flows[j]))
+		}
+		if len(rules) == 0 {
+			rules = append(rules, "no rule")
+		}
+		for j, r := range rules {
+			var b strings.Builder
+			if j == 0 {
+				if in.Drift {
+					b.WriteString(glyphDrift + " ")
+				} else {
+					b.WriteString("  ")
+				}
+				padRight(&b, safeName(in.Instance, nameW), nameW)
+				b.WriteByte(' ')
+				padRight(&b, safeName(in.RulesVersion, verW), verW)
+			} else {
+				b.WriteString(strings.Repeat(" ", 2+nameW+1+verW))
+			}
+			b.WriteByte(' ')
+			b.WriteString(cut(r, restW))
+			line := b.String()
+			if in.Drift {
+				line = st.drift.on(line)
+			}
+			add(line)
+		}
+	}
+}
+
+func breakerText(r *core.BreakerRule) string {
+	var b strings.Builder
+	b.WriteString(r.Strategy.String())
+	b.WriteString(" ")
+	b.WriteString(fmtThreshold(r.Strategy, r.Threshold))
+	if r.Strategy == core.SlowRequestRatio {
+		b.WriteString(" maxRt " + fmtMs(int64(r.MaxAllowedRtMs)))
+	}
+	b.WriteString(" retry " + fmtMs(int64(r.RetryTimeoutMs)))
+	b.WriteString(" min " + strconv.FormatUint(r.MinRequestAmount, 10))
+	b.WriteString(" stat " + fmtMs(int64(r.StatIntervalMs)) + "/" + strconv.FormatUint(uint64(r.StatSlidingWindowBucketCount), 10))
+	if r.ProbeNum > 0 {
+		b.WriteString(" probes " + strconv.FormatUint(r.ProbeNum, 10))
+	}
+	if r.ID != "" {
+		b.WriteString(" id " + safeName(r.ID, 16))
+	}
+	return b.String()
+}
+
+func flowText(r *core.FlowRule) string {
+	var b strings.Builder
+	b.WriteString("flow " + strconv.FormatFloat(r.Threshold, 'f', -1, 64) + "/s " + r.ControlBehavior.String())
+	if r.ControlBehavior == core.Throttling {
+		b.WriteString(" queue " + fmtMs(int64(r.MaxQueueingTimeMs)))
+	}
+	if r.TokenCalculateStrategy == core.WarmUp {
+		b.WriteString(" warm-up " + strconv.FormatUint(uint64(r.WarmUpPeriodSec), 10) + "s")
+	}
+	if r.ID != "" {
+		b.WriteString(" id " + safeName(r.ID, 16))
+	}
+	return b.String()
+}
+
+// findings adds the resource's findings with evidence and advice.
+func (v *detailView) findings(add func(string)) {
+	st, d := v.st, v.d
+	title := "FINDINGS"
+	if v.focus == panelFindings {
+		title = glyphCursor + " FINDINGS"
+	}
+	if len(d.Findings) == 0 {
+		add(st.title.on(title) + st.dim.on("  none for this resource"))
+		if v.focus == panelFindings {
+			v.selLine, v.selEnd = len(v.lines)-1, len(v.lines)-1
+		}
+		return
+	}
+	add(st.title.on(title))
+	for i := range d.Findings {
+		f := &d.Findings[i]
+		selected := v.focus == panelFindings && i == v.fcursor
+		start := len(v.lines)
+		for _, l := range findingLines(st, f, v.width, v.loc, selected) {
+			add(l)
+		}
+		if selected {
+			v.selLine, v.selEnd = start, len(v.lines)-1
+		}
+	}
+}
+
+// findingLines renders a finding: its headline, summary, evidence, the
+// instances' timelines and the advice.
+func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, selected bool) []string {
+	var out []string
+	clock := func(ms int64) string { return time.UnixMilli(ms).In(loc).Format("15:04:05") }
+	var h strings.Builder
+	if selected {
+		h.WriteString(glyphCursor + " ")
+	} else {
+		h.WriteString("  ")
+	}
+	st.sevPaint(f.Severity).write(&h, sevMark(f.Severity)+" "+sevWord(f.Severity))
+	h.WriteString(" " + st.bold.on(string(f.Kind)))
+	h.WriteString("  " + clock(f.From) + "–" + clock(f.To))
+	if len(f.Instances) > 0 {
+		h.WriteString("  " + joinNames(f.Instances, max(12, w/2)))
+	}
+	line := fitLine(h.String(), w)
+	if selected && st.color {
+		line = st.selected.on(ansi.Strip(line))
+	}
+	out = append(out, line)
+	const indent = "      "
+	for _, l := range wrap(sanitize(f.Summary), w-len(indent)) {
+		out = append(out, indent+l)
+	}
+	if ev := evidence(f); ev != "" {
+		for _, l := range wrap("evidence: "+ev, w-len(indent)) {
+			out = append(out, indent+st.dim.on(l))
+		}
+	}
+	if len(f.Timelines) > 0 && w > 40 {
+		nameW := min(16, w/5)
+		bandW := max(4, w-len(indent)-nameW-2)
+		for i := range f.Timelines {
+			tl := &f.Timelines[i]
+			var b strings.Builder
+			b.WriteString(indent)
+			padRight(&b, safeName(tl.Instance, nameW), nameW)
+			b.WriteString("  ")
+			drawBand(&b, st, tl.Start, len(tl.Steps), func(j int) (int64, core.State) {
+				return tl.Steps[j].AtMs, tl.Steps[j].To
+			}, f.From, f.To, bandW)
+			out = append(out, b.String())
+		}
+	}
+	for _, l := range wrap("advice: "+sanitize(f.Advice), w-len(indent)) {
+		out = append(out, indent+l)
+	}
+	return out
+}
+
+// evidence renders a finding's own fields.
+func evidence(f *triage.Finding) string {
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch f.Kind {
+	case triage.KindSawtooth:
+		return "longest run " + i64(f.Count) + " failed probes, every " + fmtMs(f.PeriodMs)
+	case triage.KindSyncHalfOpen:
+		return i64(f.Count) + " occasions, spread up to " + fmtMs(f.SpreadMs)
+	case triage.KindLowConfidenceTrip:
+		return i64(f.Count) + " trips; weakest " + i64(f.Worst.K) + " of " + i64(f.Worst.N) +
+			", 90% lower bound " + strconv.FormatFloat(f.Worst.Lower, 'f', 2, 64)
+	case triage.KindRuleDrift:
+		var parts []string
+		for _, g := range f.Groups {
+			parts = append(parts, "version "+safeName(g.Version, 16)+": "+strconv.Itoa(len(g.Instances))+
+				" ("+joinNames(g.Instances, 32)+")")
+		}
+		return strings.Join(parts, "; ")
+	case triage.KindUnprotected:
+		return i64(f.Passed) + " entries passed without a rule"
+	case triage.KindSharedResource:
+		return "apps " + joinNames(f.Apps, 60)
+	case triage.KindWindowMisaligned:
+		return "statIntervalMs " + strconv.FormatUint(uint64(f.Rule.StatIntervalMs), 10) +
+			" with " + strconv.FormatUint(uint64(f.Rule.StatSlidingWindowBucketCount), 10) + " buckets"
+	case triage.KindRuleAdvice:
+		s := "median " + fmtRate(f.QPS) + " req/s, " + strconv.FormatFloat(f.WindowRequests, 'f', 1, 64) + " per window"
+		if f.P99Ms > 0 {
+			s += ", p99 " + fmtMs(f.P99Ms) + ", maxAllowedRtMs/p99 " + strconv.FormatFloat(f.RtOverP99, 'f', 2, 64)
+		}
+		return s
+	}
+	return ""
+}
+
+// joinNames lists sanitized names in about w cells: "a, b, c +5".
+func joinNames(names []string, w int) string {
+	var b strings.Builder
+	for i, n := range names {
+		s := safeName(n, 24)
+		if i > 0 && width(b.String())+2+width(s) > w {
+			b.WriteString(" +" + strconv.Itoa(len(names)-i))
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// wrap breaks trusted text into lines of at most w cells at spaces.
+func wrap(s string, w int) []string {
+	if w < 8 {
+		w = 8
+	}
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case width(line)+1+width(word) <= w:
+			line += " " + word
+		default:
+			out = append(out, line)
+			line = word
+		}
+		for width(line) > w {
+			head := ansi.Truncate(line, w, "")
+			out = append(out, head)
+			line = line[len(head):]
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package ui
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+)
+
+// The flows run the real program loop (ticks, commands) with teatest and
+// assert on the text that reaches the screen, escape sequences stripped.
+
+const flowTick = 20 * time.Millisecond
+
+func startFlow(t *testing.T, src *staticSource) *teatest.TestModel {
+	t.Helper()
+	m := New(src, Options{Profile: ColorNone, Location: time.UTC, TickInterval: flowTick})
+	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
+}
+
+// waitText waits until every text has been drawn.
+func waitText(t *testing.T, tm *teatest.TestModel, texts ...string) {
+	t.Helper()
+	var seen bytes.Buffer
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		seen.Write(b)
+		s := ansi.Strip(seen.String())
+		for _, x := range texts {
+			if !strings.Contains(s, x) {
+				return false
+			}
+		}
+		return true
+	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}
+
+func typeKeys(tm *teatest.TestModel, s string) {
+	for _, k := range keys(s) {
+		tm.Send(k)
+	}
+}
+
+// finalScreen quits and returns the last frame as text.
+func finalScreen(t *testing.T, tm *teatest.TestModel) string {
+	t.Helper()
+	typeKeys(tm, "q")
+	fm := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second))
+	return ansi.Strip(fm.View())
+}
+
+func TestFlowSnapshotsDriveTheScreen(t *testing.T) {
+	src := goldenSource()
+	tm := startFlow(t, src)
+	waitText(t, tm, "GET:/member/info", "LIVE", "12:05:00")
+	// a new snapshot: a resource appears, the clock moves.
+	next := testSnapshot()
+	next.Seq++
+	next.At += 3000
+	next.Rows = append(next.Rows, collector.ResourceRow{App: "stock", Resource: "GET:/stock/level", Instances: 1, PassQPS: 7})
+	src.set(next)
+	waitText(t, tm, "GET:/stock/level", "12:05:03")
+	screen := finalScreen(t, tm)
+	for _, want := range []string{"stock", "GET:/stock/level", "12:05:03", "ALERTS"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("final screen lacks %q:\n%s", want, screen)
+		}
+	}
+}
+
+func TestFlowReplay(t *testing.T) {
+	src := goldenSource()
+	src.set(replaySnapshot(false))
+	rp := &fakeReplay{}
+	src.replay = rp
+	tm := startFlow(t, src)
+	waitText(t, tm, "REPLAY ×4", "replay fixtures/sawtooth.ndjson")
+	typeKeys(tm, "><p[]")
+	// the collector reports the pause in its next snapshot.
+	paused := replaySnapshot(true)
+	paused.Seq++
+	src.set(paused)
+	waitText(t, tm, "PAUSED +5m")
+	screen := finalScreen(t, tm)
+	if !strings.Contains(screen, "PAUSED +5m/6m") {
+		t.Errorf("header does not say paused:\n%s", screen)
+	}
+	if got, want := rp.log(), "speed ×8,speed ×4,pause,seek -10000,seek 10000"; got != want {
+		t.Errorf("replay controls: got %s, want %s", got, want)
+	}
+}
+
+func TestFlowFilter(t *testing.T) {
+	tm := startFlow(t, goldenSource())
+	waitText(t, tm, "GET:/member/info")
+	typeKeys(tm, "/pay")
+	waitText(t, tm, "/pay", "2/5")
+	typeKeys(tm, "<enter>")
+	screen := finalScreen(t, tm)
+	if strings.Contains(screen, "order   GET:/member/info") || !strings.Contains(screen, "payment GET:/pay/status") {
+		t.Errorf("filter /pay shows the wrong rows:\n%s", screen)
+	}
+	if !strings.Contains(screen, "/pay") {
+		t.Errorf("the kept filter is not shown:\n%s", screen)
+	}
+}
+
+func TestFlowFilterEscClears(t *testing.T) {
+	tm := startFlow(t, goldenSource())
+	waitText(t, tm, "GET:/member/info")
+	typeKeys(tm, "/zzz")
+	waitText(t, tm, "no resource matches")
+	typeKeys(tm, "<esc>")
+	screen := finalScreen(t, tm)
+	if !strings.Contains(screen, "GET:/member/info") || strings.Contains(screen, "no resource matches") {
+		t.Errorf("esc did not clear the filter:\n%s", screen)
+	}
+}
+
+func TestFlowOpenDetail(t *testing.T) {
+	src := goldenSource()
+	tm := startFlow(t, src)
+	waitText(t, tm, "GET:/member/info")
+	typeKeys(tm, "<enter>")
+	waitText(t, tm, "TIMELINE", "order-1", "13 transitions in range")
+	typeKeys(tm, "j")
+	waitText(t, tm, "order-2: 13 transitions")
+	typeKeys(tm, "<esc>")
+	waitText(t, tm, "ALERTS")
+	screen := finalScreen(t, tm)
+	if !strings.Contains(screen, "BREAKERS") {
+		t.Errorf("esc did not go back to the main screen:\n%s", screen)
+	}
+	if _, n := src.counts(); n == 0 {
+		t.Error("the detail was never fetched")
+	}
+}
+
+func TestFlowFreeze(t *testing.T) {
+	src := goldenSource()
+	tm := startFlow(t, src)
+	waitText(t, tm, "GET:/member/info")
+	typeKeys(tm, " ")
+	waitText(t, tm, "FROZEN +0s", "collecting")
+	next := testSnapshot()
+	next.Seq++
+	next.At += 7000
+	next.Rows = append(next.Rows, collector.ResourceRow{App: "stock", Resource: "GET:/stock/level"})
+	src.set(next)
+	waitText(t, tm, "FROZEN +7s")
+	screen := finalScreen(t, tm)
+	if strings.Contains(screen, "GET:/stock/level") {
+		t.Errorf("a frozen view shows new data:\n%s", screen)
+	}
+	if !strings.Contains(screen, "12:05:00") {
+		t.Errorf("a frozen view moved its clock:\n%s", screen)
+	}
+}
+
+func TestFlowQuit(t *testing.T) {
+	for _, k := range []string{"q", "<ctrl+c>"} {
+		tm := startFlow(t, goldenSource())
+		waitText(t, tm, "ALERTS")
+		typeKeys(tm, k)
+		tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	}
+}
+
+// TestFlowHelpFromAnyScreen opens and closes the help.
+func TestFlowHelp(t *testing.T) {
+	tm := startFlow(t, goldenSource())
+	waitText(t, tm, "ALERTS")
+	typeKeys(tm, "?")
+	waitText(t, tm, "sentinel-top keys", "GLYPHS", "● CLOSED")
+	typeKeys(tm, "?")
+	tm.Send(tea.WindowSizeMsg{Width: 100, Height: 30})
+	screen := finalScreen(t, tm)
+	if strings.Contains(screen, "GLYPHS") || !strings.Contains(screen, "ALERTS") {
+		t.Errorf("? did not close the help:\n%s", screen)
+	}
+}

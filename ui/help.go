@@ -1,0 +1,155 @@
+package ui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// helpView is the help screen: every key binding, generated from the
+// keymap, and what the glyphs mean.
+type helpView struct {
+	st     *Styles
+	keys   *keyMap
+	help   help.Model
+	replay bool
+
+	width, height int
+}
+
+func newHelpView(st *Styles, keys *keyMap) helpView {
+	h := help.New()
+	h.Styles = help.Styles{
+		Ellipsis:       st.helpSep,
+		ShortKey:       st.helpKey,
+		ShortDesc:      st.helpDesc,
+		ShortSeparator: st.helpSep,
+		FullKey:        st.helpKey,
+		FullDesc:       st.helpDesc,
+		FullSeparator:  st.helpSep,
+	}
+	h.ShortSeparator = " · "
+	return helpView{st: st, keys: keys, help: h}
+}
+
+// SetReplay shows the replay's keys or not.
+func (h helpView) SetReplay(on bool) helpView { h.replay = on; return h }
+
+// SetSize sets the screen area of the help.
+func (h helpView) SetSize(w, hh int) helpView {
+	h.width, h.height = w, hh
+	h.help.Width = w
+	return h
+}
+
+// Update does nothing: the model closes the help.
+func (h helpView) Update(tea.Msg) (helpView, tea.Cmd) { return h, nil }
+
+// View lays out the keymap's groups in as many columns as fit, then the
+// legend of glyphs.
+func (h helpView) View() string {
+	st := h.st
+	groups := h.keys.forHelp(h.replay).FullHelp()
+	names := []string{"MOVE", "VIEWS", "DATA", "REPLAY"}
+	var blocks []string
+	for i, g := range groups {
+		var enabled []key.Binding
+		for _, b := range g {
+			if b.Enabled() {
+				enabled = append(enabled, b)
+			}
+		}
+		if len(enabled) == 0 {
+			continue
+		}
+		blocks = append(blocks, st.title.on(names[i])+"\n"+h.help.FullHelpView([][]key.Binding{enabled}))
+	}
+	var b strings.Builder
+	b.WriteString(st.title.on("sentinel-top keys") + st.dim.on("  (? or esc closes)"))
+	b.WriteString("\n\n")
+	// greedy columns: as many blocks side by side as the width allows.
+	const gap = 4
+	for i := 0; i < len(blocks); {
+		row := []string{blocks[i]}
+		w := blockWidth(blocks[i])
+		j := i + 1
+		for ; j < len(blocks); j++ {
+			bw := blockWidth(blocks[j])
+			if w+gap+bw > h.width {
+				break
+			}
+			row = append(row, blocks[j])
+			w += gap + bw
+		}
+		b.WriteString(joinColumns(row, gap))
+		b.WriteString("\n\n")
+		i = j
+	}
+	b.WriteString(st.title.on("GLYPHS") + "\n")
+	b.WriteString("breakers  " + st.state(core.Closed) + "  " + st.state(core.HalfOpen) + "  " + st.state(core.Open) + "\n")
+	b.WriteString("timeline  " + st.closed.on(bandClosed+" closed") + "  " + st.half.on(bandHalf+" half-open (probe)") +
+		"  " + st.open.on(bandOpen+" open") + "\n")
+	b.WriteString("findings  " + st.crit.on("!! critical") + "  " + st.warning.on("!  warning") + "  " +
+		st.info.on("i  info") + "\n")
+	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app"))
+	lines := strings.Split(b.String(), "\n")
+	for i := range lines {
+		lines[i] = fitLine(lines[i], h.width)
+	}
+	for len(lines) < h.height {
+		lines = append(lines, strings.Repeat(" ", h.width))
+	}
+	if len(lines) > h.height {
+		lines = lines[:h.height]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Short renders the footer's key hints.
+func (h helpView) Short(w int) string {
+	h.help.Width = w
+	return h.help.ShortHelpView(h.keys.ShortHelp())
+}
+
+func blockWidth(s string) int {
+	w := 0
+	for _, l := range strings.Split(s, "\n") {
+		w = max(w, width(l))
+	}
+	return w
+}
+
+// joinColumns puts blocks of lines side by side.
+func joinColumns(blocks []string, gap int) string {
+	cols := make([][]string, len(blocks))
+	ws := make([]int, len(blocks))
+	rows := 0
+	for i, b := range blocks {
+		cols[i] = strings.Split(b, "\n")
+		ws[i] = blockWidth(b)
+		rows = max(rows, len(cols[i]))
+	}
+	var b strings.Builder
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteByte('\n')
+		}
+		for i := range cols {
+			cell := ""
+			if r < len(cols[i]) {
+				cell = cols[i][r]
+			}
+			if i == len(cols)-1 {
+				b.WriteString(cell)
+				continue
+			}
+			padRight(&b, cell, ws[i])
+			b.WriteString(strings.Repeat(" ", gap))
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}

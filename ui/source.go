@@ -1,0 +1,27 @@
+package ui
+
+import "github.com/sentinel-top/sentinel-top/collector"
+
+// Source is everything the UI reads. *collector.Collector satisfies it; tests
+// use snapshots they build. Every method must be safe to call from any
+// goroutine and cheap enough for a tick: Snapshot returns the latest
+// published snapshot, Detail computes one resource's view on demand (the UI
+// calls it from a tea.Cmd, never from View).
+type Source interface {
+	// Snapshot returns the latest published snapshot, never nil.
+	Snapshot() *collector.Snapshot
+	// Detail returns one app x resource over [from, to] (Unix ms), or nil
+	// when the collector knows nothing of it.
+	Detail(app, resource string, from, to int64) *collector.Detail
+	// Replay returns the controls of the replay in progress, nil when not
+	// replaying.
+	Replay() ReplayControl
+}
+
+// ReplayControl steers a replay: Pause, Resume, SetSpeed (a multiple of
+// real time, 0 as fast as possible) and SeekBy (ms, negative moves back).
+// The UI calls it only while the snapshot says a replay is active, and from
+// commands, never from Update or View.
+type ReplayControl = collector.ReplayControl
+
+var _ Source = (*collector.Collector)(nil)

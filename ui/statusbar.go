@@ -1,0 +1,182 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+)
+
+// statusBar is the two header lines: where the data comes from, the mode
+// (LIVE, REPLAY ×speed, PAUSED, FROZEN), the clock and the time range; then
+// the counts and the first warning.
+type statusBar struct {
+	st  *Styles
+	loc *time.Location
+
+	snap   *collector.Snapshot // shown
+	latest *collector.Snapshot // the newest published, ahead of snap when frozen
+	frozen bool
+	rng    time.Duration
+	width  int
+}
+
+// headerLines is the status bar's height.
+const headerLines = 2
+
+func newStatusBar(st *Styles, loc *time.Location) statusBar {
+	return statusBar{st: st, loc: loc}
+}
+
+// SetSize sets the width; the height is always headerLines.
+func (s statusBar) SetSize(w, _ int) statusBar { s.width = w; return s }
+
+// SetSnapshot sets the snapshot shown and the newest one.
+func (s statusBar) SetSnapshot(shown, latest *collector.Snapshot, frozen bool) statusBar {
+	s.snap, s.latest, s.frozen = shown, latest, frozen
+	return s
+}
+
+// SetRange sets the time range shown.
+func (s statusBar) SetRange(d time.Duration) statusBar { s.rng = d; return s }
+
+// Update does nothing: the model feeds the status bar.
+func (s statusBar) Update(tea.Msg) (statusBar, tea.Cmd) { return s, nil }
+
+// View renders the two lines.
+func (s statusBar) View() string {
+	if s.width <= 0 || s.snap == nil {
+		return "\n"
+	}
+	st, snap := s.st, s.snap
+	// right part first: it must fit whole.
+	var right strings.Builder
+	right.WriteString(s.mode())
+	right.WriteString("  ")
+	right.WriteString(st.bold.on(time.UnixMilli(snap.At).In(s.loc).Format("15:04:05")))
+	right.WriteString("  range ")
+	right.WriteString(fmtSpan(s.rng))
+	rw := width(right.String())
+
+	left := st.header.on("sentinel-top") + "  " + s.source(max(0, s.width-rw-16))
+	lw := width(left)
+	var b strings.Builder
+	if lw+1+rw <= s.width {
+		b.WriteString(left)
+		b.WriteString(strings.Repeat(" ", s.width-lw-rw))
+		b.WriteString(right.String())
+	} else {
+		b.WriteString(fitLine(right.String(), s.width))
+	}
+	b.WriteByte('\n')
+	b.WriteString(fitLine(s.counts(), s.width))
+	return b.String()
+}
+
+// mode renders LIVE, REPLAY ×4 +1m12s/5m, PAUSED +1m12s/5m, and FROZEN
+// with how far the collection has gone on since.
+func (s statusBar) mode() string {
+	st, snap := s.st, s.snap
+	var b strings.Builder
+	if snap.Mode == collector.ModeReplay {
+		r := snap.Replay
+		pos := fmtSpan(time.Duration(r.Pos-r.From)*time.Millisecond) + "/" +
+			fmtSpan(time.Duration(r.To-r.From)*time.Millisecond)
+		switch {
+		case r.Paused:
+			b.WriteString(st.frozen.on(" PAUSED +" + pos + " "))
+		case r.Done:
+			b.WriteString(st.mode.on(" REPLAY done " + pos + " "))
+		default:
+			b.WriteString(st.mode.on(" REPLAY " + fmtSpeed(r.Speed) + " +" + pos + " "))
+		}
+	} else {
+		b.WriteString(st.mode.on(" LIVE "))
+	}
+	if s.frozen {
+		ahead := int64(0)
+		if s.latest != nil {
+			ahead = s.latest.At - snap.At
+		}
+		b.WriteString(" ")
+		b.WriteString(st.frozen.on(" FROZEN +" + fmtSpan(time.Duration(ahead)*time.Millisecond) + " "))
+		b.WriteString(st.dim.on(" collecting"))
+	}
+	return b.String()
+}
+
+// source names the targets (up/down) or the replayed file in w cells.
+func (s statusBar) source(w int) string {
+	snap := s.snap
+	if snap.Mode == collector.ModeReplay {
+		return "replay " + safeName(snap.Source, max(8, w-7))
+	}
+	up, down := 0, 0
+	firstDown := ""
+	for i := range snap.Targets {
+		switch snap.Targets[i].State {
+		case collector.TargetUp:
+			up++
+		case collector.TargetDown:
+			down++
+			if firstDown == "" {
+				firstDown = snap.Targets[i].Name
+			}
+		}
+	}
+	if len(snap.Targets) == 0 {
+		return "live " + safeName(snap.Source, max(8, w-5))
+	}
+	t := "targets " + strconv.Itoa(up) + "/" + strconv.Itoa(len(snap.Targets)) + " up"
+	if down > 0 {
+		t += " " + s.st.open.on(glyphOpen+" "+strconv.Itoa(down)+" down") + " " +
+			safeName(firstDown, max(8, w-width(t)-10))
+	}
+	return t
+}
+
+// counts renders the second line: what the collector has seen.
+func (s statusBar) counts() string {
+	st, snap := s.st, s.snap
+	var b strings.Builder
+	item := func(n int64, what string) {
+		if b.Len() > 0 {
+			b.WriteString(st.dim.on(" · "))
+		}
+		b.WriteString(fmtCount(n))
+		b.WriteByte(' ')
+		b.WriteString(what)
+	}
+	item(int64(snap.Apps), "apps")
+	item(int64(snap.Instances), "instances")
+	item(int64(snap.Resources), "resources")
+	item(snap.Messages, "msgs")
+	if snap.Rejected > 0 {
+		b.WriteString(st.dim.on(" · "))
+		b.WriteString(st.warn.on(fmtCount(snap.Rejected) + " rejected"))
+	}
+	if snap.Dropped > 0 {
+		b.WriteString(st.dim.on(" · "))
+		b.WriteString(st.warn.on(fmtCount(snap.Dropped) + " dropped"))
+	}
+	var over int64
+	for _, o := range snap.Overflow {
+		over += o.Count
+	}
+	if over > 0 {
+		b.WriteString(st.dim.on(" · "))
+		b.WriteString(st.warn.on(fmtCount(over) + " over limits"))
+	}
+	if len(snap.Warnings) > 0 {
+		b.WriteString("  ")
+		w := "⚠ " + sanitize(snap.Warnings[0])
+		if n := len(snap.Warnings); n > 1 {
+			w += " (+" + strconv.Itoa(n-1) + " more)"
+		}
+		b.WriteString(st.warn.on(w))
+	}
+	return b.String()
+}

@@ -1,0 +1,284 @@
+package ui
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// maxNameRunes bounds how much of one untrusted string is sanitized; longer
+// strings are cut first (they are elided to a column anyway).
+const maxNameRunes = 512
+
+// sanitize makes an untrusted string safe to print on a terminal, on one
+// line, with the rules of the report's sanitizer: bytes that are not UTF-8
+// and control characters (C0, DEL, C1, so every escape sequence loses its
+// ESC) become \xNN; everything else that is not printable (bidi overrides and
+// isolates, zero-width and format characters, line and paragraph separators,
+// non-ASCII spaces, private-use and unassigned code points) becomes \uNNNN.
+// A clean string is returned as it is, without allocating.
+func sanitize(s string) string {
+	clean := len(s) <= maxNameRunes
+	if clean {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= 0x7f {
+				clean = false
+				break
+			}
+		}
+	}
+	if clean {
+		return s
+	}
+	return sanitizeSlow(s)
+}
+
+func sanitizeSlow(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			clean = false
+			break
+		}
+	}
+	if clean && utf8.RuneCountInString(s) <= maxNameRunes {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	n := 0
+	for i := 0; i < len(s); n++ {
+		if n == maxNameRunes {
+			b.WriteString("…")
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// width is the number of terminal cells s takes (wide characters count 2).
+func width(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 || s[i] < 0x20 {
+			return ansi.StringWidth(s)
+		}
+	}
+	return len(s)
+}
+
+// elide fits a sanitized string into w cells by cutting its middle: the
+// start and the end of a name tell most (an app prefix, a path's last part).
+func elide(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := width(s)
+	if sw <= w {
+		return s
+	}
+	if w == 1 {
+		return "…"
+	}
+	budget := w - 1 // for the ellipsis
+	headW := (budget + 1) / 2
+	tailW := budget - headW
+	// head: whole graphemes up to headW cells.
+	head, used := 0, 0
+	for head < len(s) {
+		g, gw := ansi.FirstGraphemeCluster(s[head:], ansi.GraphemeWidth)
+		if used+gw > headW {
+			break
+		}
+		used += gw
+		head += len(g)
+	}
+	// a wide character that did not fit leaves a cell to the tail.
+	tailW += headW - used
+	// tail: whole graphemes from the end, found by walking forward.
+	var ends []int // start offsets of graphemes and their widths
+	var ws []int
+	for i := head; i < len(s); {
+		g, gw := ansi.FirstGraphemeCluster(s[i:], ansi.GraphemeWidth)
+		ends = append(ends, i)
+		ws = append(ws, gw)
+		i += len(g)
+	}
+	tail, tw := len(s), 0
+	for k := len(ends) - 1; k >= 0; k-- {
+		if tw+ws[k] > tailW {
+			break
+		}
+		tw += ws[k]
+		tail = ends[k]
+	}
+	var b strings.Builder
+	b.Grow(head + 3 + len(s) - tail + 1)
+	b.WriteString(s[:head])
+	b.WriteString("…")
+	b.WriteString(s[tail:])
+	// pad when wide characters left a cell unused.
+	for n := used + 1 + tw; n < w; n++ {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// safeName sanitizes and elides an untrusted name to w cells.
+func safeName(s string, w int) string { return elide(sanitize(s), w) }
+
+// cut fits trusted text into w cells, ending it in "…" when it is longer.
+func cut(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if width(s) <= w {
+		return s
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// padRight writes s and spaces up to w cells (s must fit).
+func padRight(b *strings.Builder, s string, w int) {
+	b.WriteString(s)
+	for n := width(s); n < w; n++ {
+		b.WriteByte(' ')
+	}
+}
+
+// padLeft writes spaces and s, right-aligned in w cells (s must fit).
+func padLeft(b *strings.Builder, s string, w int) {
+	for n := width(s); n < w; n++ {
+		b.WriteByte(' ')
+	}
+	b.WriteString(s)
+}
+
+// fitLine cuts a rendered line (which may hold styles) to w cells and pads
+// it with spaces to exactly w.
+func fitLine(s string, w int) string {
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	if sw == w {
+		return s
+	}
+	return s + strings.Repeat(" ", w-sw)
+}
+
+// fmtRate formats a per-second rate in at most 6 cells: 0, 3.2, 812, 12.3k.
+func fmtRate(v float64) string {
+	switch {
+	case math.IsNaN(v) || v < 0:
+		return "-"
+	case v == 0:
+		return "0"
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 1000:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case v < 1e6:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	default:
+		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M"
+	}
+}
+
+// fmtPct formats a ratio (0..1) as a percentage in at most 5 cells.
+func fmtPct(v float64) string {
+	switch {
+	case math.IsNaN(v) || v < 0:
+		return "-"
+	case v == 0:
+		return "0%"
+	case v < 0.1:
+		return strconv.FormatFloat(v*100, 'f', 1, 64) + "%"
+	default:
+		return strconv.FormatFloat(v*100, 'f', 0, 64) + "%"
+	}
+}
+
+// fmtMs formats milliseconds: 0ms, 240ms, 1.2s, 95s, 12m.
+func fmtMs(ms int64) string {
+	switch {
+	case ms < 0:
+		return "-"
+	case ms < 1000:
+		return strconv.FormatInt(ms, 10) + "ms"
+	case ms < 10_000 && ms%1000 != 0:
+		return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + "s"
+	case ms < 600_000:
+		return strconv.FormatInt(ms/1000, 10) + "s"
+	default:
+		return strconv.FormatInt(ms/60_000, 10) + "m"
+	}
+}
+
+// fmtSpan formats a duration for people: 45s, 1m12s, 5m, 1h30m.
+func fmtSpan(d time.Duration) string {
+	if d < 0 {
+		return "-" + fmtSpan(-d)
+	}
+	s := int64(d / time.Second)
+	switch {
+	case s < 60:
+		return strconv.FormatInt(s, 10) + "s"
+	case s < 3600:
+		if s%60 == 0 {
+			return strconv.FormatInt(s/60, 10) + "m"
+		}
+		return strconv.FormatInt(s/60, 10) + "m" + fmt.Sprintf("%02ds", s%60)
+	default:
+		h, m := s/3600, (s%3600)/60
+		if m == 0 {
+			return strconv.FormatInt(h, 10) + "h"
+		}
+		return strconv.FormatInt(h, 10) + "h" + fmt.Sprintf("%02dm", m)
+	}
+}
+
+// fmtCount formats a count with thousands separators: 48,213.
+func fmtCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if n < 0 || len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
+
+// fmtSpeed formats a replay speed: ×4, ×0.5, ×max.
+func fmtSpeed(x float64) string {
+	if x <= 0 {
+		return "×max"
+	}
+	return "×" + strconv.FormatFloat(x, 'g', 3, 64)
+}

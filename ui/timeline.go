@@ -1,0 +1,321 @@
+package ui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// maxListedTransitions bounds the transitions listed for the selected
+// instance (the newest are kept).
+const maxListedTransitions = 12
+
+// timeline draws one band per instance over the detail's time range, each
+// cell the state the breaker was in during its slice of time, and lists the
+// exact transitions of the selected instance.
+type timeline struct {
+	st   *Styles
+	keys *keyMap
+	loc  *time.Location
+
+	d       *collector.Detail
+	cursor  int
+	focused bool
+	width   int
+	listMax int
+}
+
+func newTimeline(st *Styles, keys *keyMap, loc *time.Location) timeline {
+	return timeline{st: st, keys: keys, loc: loc, listMax: maxListedTransitions}
+}
+
+// SetDetail sets the data, keeping the selected instance when it is still
+// there.
+func (t timeline) SetDetail(d *collector.Detail) timeline {
+	if t.d != nil && d != nil && t.cursor < len(t.d.Instances) {
+		sel := t.d.Instances[t.cursor].Instance
+		for i := range d.Instances {
+			if d.Instances[i].Instance == sel {
+				t.cursor = i
+				break
+			}
+		}
+	}
+	t.d = d
+	return t.clamp()
+}
+
+// SetSize sets the width and, through the height, how many transitions the
+// selected instance lists.
+func (t timeline) SetSize(w, h int) timeline {
+	t.width = w
+	t.listMax = max(3, min(maxListedTransitions, h/3))
+	return t
+}
+
+// Focus marks whether the timeline has the keyboard.
+func (t timeline) Focus(on bool) timeline { t.focused = on; return t }
+
+// Cursor is the selected instance's index.
+func (t timeline) Cursor() int { return t.cursor }
+
+// Update moves the selection among the instances.
+func (t timeline) Update(msg tea.Msg) (timeline, tea.Cmd) {
+	if km, ok := msg.(tea.KeyMsg); ok {
+		switch {
+		case key.Matches(km, t.keys.Up):
+			t.cursor--
+		case key.Matches(km, t.keys.Down):
+			t.cursor++
+		case key.Matches(km, t.keys.Top):
+			t.cursor = 0
+		case key.Matches(km, t.keys.Bottom):
+			t.cursor = 1 << 30
+		}
+	}
+	return t.clamp(), nil
+}
+
+func (t timeline) clamp() timeline {
+	n := 0
+	if t.d != nil {
+		n = len(t.d.Instances)
+	}
+	t.cursor = max(0, min(t.cursor, n-1))
+	return t
+}
+
+// layout returns the widths of the name column and of the band.
+func (t timeline) layout() (nameW, bandW int) {
+	nameW = 8
+	for i := range t.d.Instances {
+		nameW = max(nameW, width(sanitize(t.d.Instances[i].Instance)))
+	}
+	nameW = min(nameW, max(8, t.width/4))
+	const stateW = 1 + 8 + 9 // " ✖ OPEN  " and "since hh:mm:ss"
+	bandW = max(4, t.width-2-nameW-1-stateW)
+	return nameW, bandW
+}
+
+// View renders the legend, the bands, the time axis and the selected
+// instance's transitions. selLine reports the line of the selected band.
+func (t timeline) View() string {
+	s, _ := t.render()
+	return s
+}
+
+func (t timeline) render() (string, int) {
+	st, d := t.st, t.d
+	if d == nil || t.width <= 0 {
+		return "", 0
+	}
+	var b strings.Builder
+	title := "TIMELINE"
+	if t.focused {
+		title = glyphCursor + " TIMELINE"
+	}
+	b.WriteString(fitLine(st.title.on(title)+"  "+
+		st.closed.on(bandClosed+" CLOSED")+"  "+st.half.on(bandHalf+" HALF")+"  "+
+		st.open.on(bandOpen+" OPEN")+st.dim.on("  (a cell shows a probe or a trip within it)"), t.width))
+	if len(d.Instances) == 0 {
+		b.WriteString("\n" + st.dim.on("  no instance reports this resource in the range"))
+		return b.String(), 1
+	}
+	nameW, bandW := t.layout()
+	selLine := 0
+	for i := range d.Instances {
+		in := &d.Instances[i]
+		b.WriteByte('\n')
+		selected := i == t.cursor
+		if selected {
+			selLine = i + 1
+		}
+		var line strings.Builder
+		if selected {
+			line.WriteString(glyphCursor + " ")
+		} else {
+			line.WriteString("  ")
+		}
+		nm := safeName(in.Instance, nameW)
+		if in.Drift {
+			padRight(&line, st.drift.on(nm), nameW)
+		} else {
+			padRight(&line, nm, nameW)
+		}
+		line.WriteByte(' ')
+		if !in.HasBreaker {
+			padRight(&line, st.dim.on("no breaker rule"), bandW)
+		} else {
+			t.band(&line, in.Start, in.Transitions, d.From, d.To, bandW)
+		}
+		line.WriteByte(' ')
+		switch {
+		case in.Gone:
+			line.WriteString(st.dim.on("gone"))
+		case in.HasBreaker:
+			padRight(&line, st.state(in.State), 8)
+			if in.StateSince > 0 {
+				line.WriteString(st.dim.on(" " + t.clock(in.StateSince)))
+			}
+		}
+		s := fitLine(line.String(), t.width)
+		if selected && t.focused {
+			s = st.selected.on(ansiStripIfColor(st, s))
+		}
+		b.WriteString(s)
+	}
+	// the axis: the range's ends and its middle.
+	b.WriteByte('\n')
+	from, to := t.clock(d.From), t.clock(d.To)
+	var ax strings.Builder
+	ax.WriteString(strings.Repeat(" ", 2+nameW+1))
+	if bandW >= len(from)+len(to)+2 {
+		ax.WriteString(from)
+		mid := t.clock((d.From + d.To) / 2)
+		gap := bandW - len(from) - len(to)
+		if gap >= len(mid)+4 {
+			l := (gap - len(mid)) / 2
+			ax.WriteString(strings.Repeat(" ", l))
+			ax.WriteString(mid)
+			ax.WriteString(strings.Repeat(" ", gap-len(mid)-l))
+		} else {
+			ax.WriteString(strings.Repeat(" ", gap))
+		}
+		ax.WriteString(to)
+	}
+	b.WriteString(st.dim.on(fitLine(ax.String(), t.width)))
+	// the selected instance's transitions, newest last.
+	in := &d.Instances[t.cursor]
+	b.WriteByte('\n')
+	tr := in.Transitions
+	head := safeName(in.Instance, max(8, t.width/3)) + ": "
+	switch {
+	case !in.HasBreaker:
+		head += "no breaker rule"
+	case len(tr) == 0:
+		head += "no transition in range, " + stateWord(in.Start) + " throughout"
+	default:
+		head += strconv.Itoa(len(tr)) + " transitions in range"
+		if len(tr) > t.listMax {
+			head += ", the last " + strconv.Itoa(t.listMax) + " below"
+		}
+	}
+	b.WriteString(fitLine(st.bold.on(head), t.width))
+	if len(tr) > t.listMax {
+		tr = tr[len(tr)-t.listMax:]
+	}
+	for i := range tr {
+		b.WriteByte('\n')
+		b.WriteString(fitLine(t.transition(&tr[i]), t.width))
+	}
+	return b.String(), selLine
+}
+
+// ansiStripIfColor drops the cells' own colours so the selection's reverse
+// video covers the whole line.
+func ansiStripIfColor(st *Styles, s string) string {
+	if !st.color {
+		return s
+	}
+	return ansi.Strip(s)
+}
+
+// transition renders one transition with its evidence.
+func (t timeline) transition(tr *collector.Transition) string {
+	st := t.st
+	var b strings.Builder
+	b.WriteString("    ")
+	b.WriteString(time.UnixMilli(tr.AtMs).In(t.loc).Format("15:04:05.000"))
+	b.WriteString("  ")
+	b.WriteString(st.state(tr.From))
+	b.WriteString(" → ")
+	b.WriteString(st.state(tr.To))
+	if tr.Snapshot != nil {
+		w := tr.Snapshot
+		b.WriteString(st.dim.on("  window " + strconv.FormatInt(w.Bad, 10) + " bad of " +
+			strconv.FormatInt(w.Total, 10) + " = " + strconv.FormatFloat(w.Value, 'f', 2, 64)))
+	}
+	if tr.Probe != nil {
+		p := "  probe " + fmtMs(tr.Probe.RtMs)
+		if tr.Probe.Error {
+			p += " error"
+		}
+		b.WriteString(st.dim.on(p))
+	}
+	if tr.RuleID != "" {
+		b.WriteString(st.dim.on("  rule " + safeName(tr.RuleID, 24)))
+	}
+	return b.String()
+}
+
+func (t timeline) clock(ms int64) string {
+	return time.UnixMilli(ms).In(t.loc).Format("15:04:05")
+}
+
+// band draws the states over [from, to] in w cells. A cell shows HALF when
+// a probe happened within it, else OPEN when the breaker was open at any
+// time within it, else CLOSED: short events stay visible at any zoom.
+func (t timeline) band(b *strings.Builder, start core.State, tr []collector.Transition, from, to int64, w int) {
+	drawBand(b, t.st, start, len(tr), func(i int) (int64, core.State) { return tr[i].AtMs, tr[i].To }, from, to, w)
+}
+
+// drawBand is band over any list of steps.
+func drawBand(b *strings.Builder, st *Styles, start core.State, n int, step func(int) (int64, core.State), from, to int64, w int) {
+	span := max(1, to-from)
+	cur := start
+	j := 0
+	// skip steps before the range: they set the state at from.
+	for j < n {
+		at, s := step(j)
+		if at >= from {
+			break
+		}
+		cur = s
+		j++
+	}
+	prev := paint{}
+	for i := 0; i < w; i++ {
+		end := from + span*int64(i+1)/int64(w)
+		if i == w-1 {
+			end = to + 1
+		}
+		cell := cur
+		for j < n {
+			at, s := step(j)
+			if at >= end {
+				break
+			}
+			cur = s
+			if bandRank(s) > bandRank(cell) {
+				cell = s
+			}
+			j++
+		}
+		p := st.statePaint(cell)
+		if p != prev {
+			b.WriteString(prev.post)
+			b.WriteString(p.pre)
+			prev = p
+		}
+		b.WriteString(stateBand(cell))
+	}
+	b.WriteString(prev.post)
+}
+
+// bandRank orders what a band cell shows: probes, then trips, then calm.
+func bandRank(s core.State) int {
+	switch s {
+	case core.HalfOpen:
+		return 2
+	case core.Open:
+		return 1
+	}
+	return 0
+}
