@@ -1,0 +1,473 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+const (
+	ms  = time.Millisecond
+	sec = time.Second
+	mn  = time.Minute
+)
+
+// Catalog returns the recorded scenarios, sorted by name: the incidents of
+// the field reports, a real outage and a healthy baseline. Each call builds
+// them anew, so callers may change what they get.
+func Catalog() []*Scenario {
+	out := []*Scenario{
+		PriceFalseTrip(),
+		GrayColdStart(),
+		SawtoothDBSlow(),
+		RecoveryHerd(),
+		RulePushPartial(),
+		StartupNaked(),
+		SharedResourceName(),
+		RealOutage(),
+		HealthyBaseline(),
+	}
+	slices.SortFunc(out, func(a, b *Scenario) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Lookup returns the catalogue's scenario of that name, or the demo's
+// ("demo").
+func Lookup(name string) (*Scenario, bool) {
+	if name == "demo" {
+		return DemoScenario(), true
+	}
+	for _, s := range Catalog() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// names returns app-1 .. app-n.
+func names(app string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", app, i+1)
+	}
+	return out
+}
+
+// fleetOf builds n instances of app, each finished by build.
+func fleetOf(app string, n int, build func(i int, in *Instance)) []*Instance {
+	out := make([]*Instance, n)
+	for i, name := range names(app, n) {
+		in := &Instance{App: app, Name: name}
+		build(i, in)
+		out[i] = in
+	}
+	return out
+}
+
+// always is one rule set loaded at start.
+func always(breakers []core.BreakerRule, flows []core.FlowRule) []RuleChange {
+	return []RuleChange{{At: 0, Breakers: breakers, Flows: flows}}
+}
+
+// slowRule is a slow-ratio breaker.
+func slowRule(res string, maxRtMs uint64, threshold float64, minReq uint64, statMs, buckets, retryMs uint32) core.BreakerRule {
+	return core.BreakerRule{
+		Resource: res, Strategy: core.SlowRequestRatio, MaxAllowedRtMs: maxRtMs, Threshold: threshold,
+		MinRequestAmount: minReq, StatIntervalMs: statMs, StatSlidingWindowBucketCount: buckets, RetryTimeoutMs: retryMs,
+	}
+}
+
+// errRule is an error-ratio breaker.
+func errRule(res string, threshold float64, minReq uint64, statMs, buckets, retryMs uint32) core.BreakerRule {
+	return core.BreakerRule{
+		Resource: res, Strategy: core.ErrorRatio, Threshold: threshold,
+		MinRequestAmount: minReq, StatIntervalMs: statMs, StatSlidingWindowBucketCount: buckets, RetryTimeoutMs: retryMs,
+	}
+}
+
+// qpsRule is a direct, rejecting QPS limit.
+func qpsRule(res string, qps float64) core.FlowRule {
+	return core.FlowRule{Resource: res, Threshold: qps}
+}
+
+// A sound slow-ratio breaker for busy traffic: 20 requests at least, a ten
+// second window of ten buckets, 30 s open.
+func soundSlow(res string, maxRtMs uint64) core.BreakerRule {
+	return slowRule(res, maxRtMs, 0.5, 20, 10000, 10, 30000)
+}
+
+func soundErr(res string) core.BreakerRule { return errRule(res, 0.5, 20, 10000, 10, 30000) }
+
+const priceRes = "priceService:queryPrice"
+
+// PriceFalseTrip: a healthy price service tripped by the gateways' own
+// breaker. Slow ratio 0.5 over 200 ms, minRequestAmount 5, a one-second
+// window and a ten-second timeWindow, at 8-12 requests per second per
+// gateway: a neighbour pulling images jitters the network, three slow calls
+// in a window of five trip it, and a probe that meets the next jitter trips
+// it again, while the price service itself answers in 68 ms at p99.
+func PriceFalseTrip() *Scenario {
+	return &Scenario{
+		Name:  "price-false-trip",
+		Title: "price service tripped while healthy",
+		Description: "Four gateways call priceService:queryPrice at 8-12 req/s each with a slow-ratio breaker of " +
+			"threshold 0.5, maxAllowedRtMs 200, minRequestAmount 5, a 1 s window and a 10 s retry timeout. " +
+			"The price service is healthy (p99 68 ms), but from 0:20 a neighbour on the gateways' nodes pulls " +
+			"images and the network jitters: for a second or so, about 3 calls in 5 take 300-400 ms. Three slow " +
+			"calls out of five trip the breaker; probes that land in the next jitter trip it again.",
+		Duration: 4 * mn,
+		Seed:     1,
+		Downstreams: []*Downstream{{
+			Name:    "price-service",
+			Latency: LogNormal{Median: 22 * ms, P99: 68 * ms},
+			Jitter: &Jitter{
+				Every: 12 * sec, Length: Uniform{800 * ms, 1800 * ms},
+				Share: 0.6, Latency: Uniform{300 * ms, 400 * ms}, From: 20 * sec, To: 200 * sec,
+			},
+		}},
+		Instances: fleetOf("gateway", 4, func(i int, in *Instance) {
+			in.Calls = []Call{{
+				Resource: priceRes, Downstream: "price-service",
+				Traffic: Diurnal{Mean: 10, Swing: 0.2, Period: 4 * mn, Phase: time.Duration(i) * mn},
+			}}
+			in.Rules = always([]core.BreakerRule{slowRule(priceRes, 200, 0.5, 5, 1000, 2, 10000)}, nil)
+		}),
+		Expect: []Expect{
+			{Kind: "low-confidence-trip", Severity: "warning", App: "gateway", Resource: priceRes},
+			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: priceRes},
+		},
+	}
+}
+
+const (
+	grayRes   = "POST:http://risk-service/api/v2/check"
+	memberRes = "GET:http://member-service/api/user/info"
+)
+
+// GrayColdStart: a gray-release endpoint at single-digit QPS whose first
+// calls open cold connections with TLS handshakes.
+func GrayColdStart() *Scenario {
+	return &Scenario{
+		Name:  "gray-cold-start",
+		Title: "gray release tripped by its cold start",
+		Description: "Three order instances switch a new gray-release risk check on one after another (0:15, 0:55, 1:35), " +
+			"at about 4 req/s each. Its breaker is slow ratio 0.5 over 1000 ms with minRequestAmount 5 in a 10 s window. " +
+			"The connection pool starts empty: the first calls each open a connection and pay a 1.0-1.5 s TLS " +
+			"handshake, so 3 of the first 5 calls are slow and the breaker opens on that alone, rejecting every " +
+			"risk check for 10 s; the probe then finds warm connections and closes it.",
+		Duration: 3 * mn,
+		Seed:     2,
+		Downstreams: []*Downstream{
+			{
+				Name:    "risk-service-v2",
+				Latency: LogNormal{Median: 40 * ms, P99: 120 * ms},
+				Pool:    &Pool{Handshake: Uniform{1000 * ms, 1500 * ms}, IdleTimeout: 90 * sec},
+			},
+			{Name: "member-service", Latency: LogNormal{Median: 15 * ms, P99: 60 * ms}},
+		},
+		Instances: fleetOf("order", 3, func(i int, in *Instance) {
+			in.Calls = []Call{
+				{Resource: memberRes, Downstream: "member-service", Traffic: Diurnal{Mean: 40, Swing: 0.15, Period: 3 * mn, Phase: time.Duration(i) * 20 * sec}},
+				{Resource: grayRes, Downstream: "risk-service-v2", Traffic: Steps{{At: 15*sec + time.Duration(i)*40*sec, QPS: 4}}},
+			}
+			in.Rules = always([]core.BreakerRule{
+				soundSlow(memberRes, 300),
+				slowRule(grayRes, 1000, 0.5, 5, 10000, 10, 10000),
+			}, nil)
+		}),
+		Expect: []Expect{
+			{Kind: "low-confidence-trip", Severity: "warning", App: "order", Resource: grayRes},
+			{Kind: "rule-advice", Severity: "info", App: "order", Resource: grayRes},
+		},
+	}
+}
+
+const stockRes = "GET:http://inventory-service/api/stock"
+
+// SawtoothDBSlow: the member service's database is slow for two minutes;
+// a ten-second timeWindow probes it, fails and reopens again and again.
+func SawtoothDBSlow() *Scenario {
+	return &Scenario{
+		Name:  "sawtooth-db-slow",
+		Title: "avalanche restart against a slow database",
+		Description: "Two order instances call the member service at about 50 req/s each with a slow-ratio breaker " +
+			"(0.5 over 500 ms, minRequestAmount 20, 1 s window, retryTimeoutMs 10000). From 0:40 to 2:40 the member " +
+			"service's database runs slow queries and its calls take over 2 s: the breakers open on a full window " +
+			"of slow calls, then every 10 s let one probe through, which meets the same slow database and reopens " +
+			"them: about ten failed probes in a row, until the database recovers and a probe closes them.",
+		Duration: 4 * mn,
+		Seed:     3,
+		Downstreams: []*Downstream{
+			{
+				Name:    "member-service",
+				Latency: LogNormal{Median: 18 * ms, P99: 70 * ms},
+				Faults:  []Fault{{From: 40 * sec, To: 160 * sec, Latency: Uniform{2000 * ms, 2600 * ms}, Recovery: 2 * sec}},
+			},
+			{Name: "inventory-service", Latency: LogNormal{Median: 12 * ms, P99: 45 * ms}},
+		},
+		Instances: fleetOf("order", 2, func(i int, in *Instance) {
+			in.Calls = []Call{
+				{Resource: memberRes, Downstream: "member-service", Traffic: Diurnal{Mean: 50, Swing: 0.1, Period: 4 * mn, Phase: time.Duration(i) * mn}},
+				{Resource: stockRes, Downstream: "inventory-service", Traffic: Diurnal{Mean: 30, Swing: 0.1, Period: 4 * mn, Phase: time.Duration(i) * mn}},
+			}
+			in.Rules = always([]core.BreakerRule{
+				slowRule(memberRes, 500, 0.5, 20, 1000, 2, 10000),
+				soundSlow(stockRes, 300),
+			}, nil)
+		}),
+		Expect: []Expect{
+			{Kind: "sawtooth", Severity: "warning", App: "order", Resource: memberRes},
+		},
+	}
+}
+
+const herdRes = "GET:http://inventory-service/api/stock"
+
+// HerdJitterAt is when recovery-herd pushes the jittered retry timeouts.
+const HerdJitterAt = 170 * sec
+
+// RecoveryHerd: eight gateways with the same retry timeout probe a
+// recovering downstream at the same instant, again and again; after a rule
+// push that spreads their timeouts over ten seconds, the same outages get
+// probes one instance at a time.
+func RecoveryHerd() *Scenario {
+	outage := func(from time.Duration) Fault {
+		return Fault{From: from, To: from + 20*sec, Latency: Uniform{3 * sec, 5 * sec}, Recovery: 8 * sec}
+	}
+	return &Scenario{
+		Name:  "recovery-herd",
+		Title: "synchronized half-open probes, then jittered timeouts",
+		Description: "Eight gateways call the inventory service at about 40 req/s each with a 2 s timeout and the same " +
+			"slow-ratio breaker (retryTimeoutMs 10000). The inventory service hangs for 20 s at 0:30 and again at " +
+			"1:50, recovering over 8 s each time: the eight breakers open within a second of each other and then " +
+			"all eight probe it at the same instant, every 12 s, until it is back. At 2:50 a rule push gives each " +
+			"gateway its own retry timeout, 10 s plus 0 to 9.8 s by instance (so the app's rules now differ by " +
+			"design); the same outages at 3:40 and 5:00 get their probes one instance at a time.",
+		Duration: 6 * mn,
+		Seed:     4,
+		Downstreams: []*Downstream{{
+			Name:    "inventory-service",
+			Latency: LogNormal{Median: 25 * ms, P99: 90 * ms},
+			Faults:  []Fault{outage(30 * sec), outage(110 * sec), outage(220 * sec), outage(300 * sec)},
+		}},
+		Instances: fleetOf("gateway", 8, func(i int, in *Instance) {
+			in.Calls = []Call{{
+				Resource: herdRes, Downstream: "inventory-service", Timeout: 2 * sec,
+				Traffic: Diurnal{Mean: 40, Swing: 0.1, Period: 6 * mn, Phase: time.Duration(i) * 45 * sec},
+			}}
+			base := slowRule(herdRes, 500, 0.5, 20, 1000, 2, 10000)
+			jittered := base
+			jittered.RetryTimeoutMs += uint32(i) * 1400
+			in.Rules = []RuleChange{
+				{At: 0, Breakers: []core.BreakerRule{base}},
+				{At: HerdJitterAt + time.Duration(i)*20*ms, Breakers: []core.BreakerRule{jittered}},
+			}
+		}),
+		Expect: []Expect{
+			{Kind: "sync-half-open", Severity: "warning", App: "gateway", Resource: herdRes},
+			{Kind: "rule-drift", Severity: "critical", App: "gateway", Resource: herdRes},
+			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: herdRes},
+		},
+	}
+}
+
+const orderRes = "createOrder"
+
+// RulePushPartial: the createOrder QPS limit is lowered from 1000 to 200;
+// the push reaches five of eight gateways.
+func RulePushPartial() *Scenario {
+	return &Scenario{
+		Name:  "rule-push-partial",
+		Title: "a QPS limit pushed to 5 of 8 gateways",
+		Description: "Eight gateways limit createOrder to 1000 QPS each. At 0:40 the limit is lowered to 200 for a " +
+			"sales event; the push reaches gateway-1 to gateway-5, while gateway-6 to gateway-8 keep the old rule. " +
+			"From 1:00 to 1:45 each gateway is offered about 1100 req/s: five admit 200/s and reject the rest, three " +
+			"admit 1000/s, and the order database behind them runs out of connections.",
+		Duration: 150 * sec,
+		Seed:     5,
+		Downstreams: []*Downstream{{
+			Name:     "order-service",
+			Latency:  LogNormal{Median: 20 * ms, P99: 60 * ms},
+			Overload: &Overload{Capacity: 80, Latency: Uniform{800 * ms, 3000 * ms}, ErrorRate: 0.5},
+		}},
+		Instances: fleetOf("gateway", 8, func(i int, in *Instance) {
+			in.Calls = []Call{{
+				Resource: orderRes, Downstream: "order-service", Timeout: 3 * sec,
+				Traffic: Steps{{At: 0, QPS: 150}, {At: 60 * sec, QPS: 1100}, {At: 105 * sec, QPS: 150}},
+			}}
+			in.Rules = always(nil, []core.FlowRule{qpsRule(orderRes, 1000)})
+			if i < 5 {
+				in.Rules = append(in.Rules, RuleChange{At: 40*sec + time.Duration(i)*37*ms, Flows: []core.FlowRule{qpsRule(orderRes, 200)}})
+			}
+		}),
+		Expect: []Expect{
+			{Kind: "rule-drift", Severity: "critical", App: "gateway", Resource: orderRes},
+		},
+	}
+}
+
+// StartupNaked: a new instance serves traffic for 30 s before its rules
+// load.
+func StartupNaked() *Scenario {
+	s := &Scenario{
+		Name:  "startup-naked",
+		Title: "a new instance runs without rules for 30 s",
+		Description: "Four gateways limit createOrder to 200 QPS each. gateway-5 starts at 1:00 and takes its share of " +
+			"the traffic at once, but its rules arrive from the configuration centre only at 1:30: for 30 s it admits " +
+			"everything, bursts of 320 req/s included, with no rule at all.",
+		Duration: 150 * sec,
+		Seed:     6,
+		Downstreams: []*Downstream{{
+			Name: "order-service", Latency: LogNormal{Median: 30 * ms, P99: 90 * ms},
+		}},
+		Instances: fleetOf("gateway", 5, func(i int, in *Instance) {
+			in.Calls = []Call{{
+				Resource: orderRes, Downstream: "order-service",
+				Traffic: Bursts{Base: 120, Peak: 320, Every: 20 * sec, Length: 4 * sec, Offset: 5 * sec},
+			}}
+			in.Rules = always(nil, []core.FlowRule{qpsRule(orderRes, 200)})
+		}),
+		Expect: []Expect{
+			{Kind: "rule-drift", Severity: "warning", App: "gateway", Resource: orderRes},
+			{Kind: "unprotected", Severity: "warning", App: "gateway", Resource: orderRes},
+		},
+	}
+	late := s.Instances[4]
+	late.Start = 60 * sec
+	late.Rules[0].At = 90 * sec
+	return s
+}
+
+const riskRes = "risk-check"
+
+// SharedResourceName: a gateway and the service behind it both name their
+// resource risk-check.
+func SharedResourceName() *Scenario {
+	gateways := fleetOf("gateway", 3, func(i int, in *Instance) {
+		in.Calls = []Call{{Resource: riskRes, Downstream: "risk-service", Traffic: Diurnal{Mean: 60, Swing: 0.2, Period: 3 * mn, Phase: time.Duration(i) * mn}}}
+		in.Rules = always([]core.BreakerRule{soundSlow(riskRes, 1000)}, nil)
+	})
+	risks := fleetOf("risk", 2, func(i int, in *Instance) {
+		in.Calls = []Call{{Resource: riskRes, Downstream: "risk-vendor", Traffic: Diurnal{Mean: 90, Swing: 0.2, Period: 3 * mn, Phase: time.Duration(i) * mn}}}
+		in.Rules = always([]core.BreakerRule{soundSlow(riskRes, 800), soundErr(riskRes)}, nil)
+		in.Rules[0].Breakers[0].ID = "slow"
+		in.Rules[0].Breakers[1].ID = "errors"
+	})
+	return &Scenario{
+		Name:  "shared-resource-name",
+		Title: "two apps name their resource risk-check",
+		Description: "Three gateways guard their calls to the risk service as risk-check; the two risk service " +
+			"instances guard their own calls to a third-party risk vendor under the same name. Both sides are " +
+			"healthy, but Sentinel would conflate the two resources' statistics and breakers.",
+		Duration: 3 * mn,
+		Seed:     7,
+		Downstreams: []*Downstream{
+			{Name: "risk-service", Latency: LogNormal{Median: 45 * ms, P99: 140 * ms}},
+			{Name: "risk-vendor", Latency: LogNormal{Median: 30 * ms, P99: 110 * ms}, ErrorRate: 0.002},
+		},
+		Instances: append(gateways, risks...),
+		Expect: []Expect{
+			{Kind: "shared-resource", Severity: "warning", App: "gateway", Resource: riskRes},
+		},
+	}
+}
+
+const payRes = "POST:http://payment-service/api/pay"
+
+// RealOutage: a downstream really fails at high traffic; the breaker trips
+// on a large sample and closes once the downstream is back.
+func RealOutage() *Scenario {
+	return &Scenario{
+		Name:  "real-outage",
+		Title: "a real outage, handled",
+		Description: "Four checkout instances call the payment service at 80-120 req/s each with a 1.5 s timeout and " +
+			"an error-ratio breaker (0.5, minRequestAmount 50, 1 s window, retryTimeoutMs 30000). From 1:00 to 1:20 " +
+			"the payment service hangs: the window fills with timeouts and every breaker opens on 50 failures out " +
+			"of 50. The service is back by 1:24; the first probes, 30 s after the trips, succeed and the breakers " +
+			"close. Nothing here needs a rule change.",
+		Duration: 4 * mn,
+		Seed:     8,
+		Downstreams: []*Downstream{{
+			Name:    "payment-service",
+			Latency: LogNormal{Median: 35 * ms, P99: 110 * ms},
+			Faults:  []Fault{{From: 60 * sec, To: 80 * sec, Latency: Fixed(5 * sec), Recovery: 4 * sec}},
+		}},
+		Instances: fleetOf("checkout", 4, func(i int, in *Instance) {
+			in.Calls = []Call{{
+				Resource: payRes, Downstream: "payment-service", Timeout: 1500 * ms,
+				Traffic: Diurnal{Mean: 100, Swing: 0.2, Period: 4 * mn, Phase: time.Duration(i) * mn},
+			}}
+			in.Rules = always([]core.BreakerRule{errRule(payRes, 0.5, 50, 1000, 2, 30000)}, nil)
+		}),
+		Expect: []Expect{},
+	}
+}
+
+const (
+	productRes = "GET:/api/product/detail"
+	deductRes  = "POST:http://inventory-service/api/deduct"
+	selectRes  = "db:member.select"
+)
+
+// HealthyBaseline: a busy, well-configured fleet: no finding above info.
+func HealthyBaseline() *Scenario {
+	diurnal := func(mean float64, i int) Traffic {
+		return Sum{
+			Diurnal{Mean: mean, Swing: 0.4, Period: 5 * mn, Phase: time.Duration(i) * 20 * sec},
+			Bursts{Base: 0, Peak: mean / 2, Every: 50 * sec, Length: 3 * sec, Offset: time.Duration(i) * 7 * sec},
+		}
+	}
+	gateways := fleetOf("gateway", 3, func(i int, in *Instance) {
+		in.Calls = []Call{
+			{Resource: productRes, Downstream: "product-service", Traffic: diurnal(120, i), Timeout: 2 * sec},
+			{Resource: orderRes, Downstream: "order-service", Traffic: diurnal(40, i), Timeout: 3 * sec},
+		}
+		in.Rules = always(
+			[]core.BreakerRule{soundSlow(productRes, 400)},
+			[]core.FlowRule{qpsRule(orderRes, 500), qpsRule(productRes, 2000)},
+		)
+	})
+	orders := fleetOf("order", 3, func(i int, in *Instance) {
+		in.Calls = []Call{
+			{Resource: memberRes, Downstream: "member-service", Traffic: diurnal(50, i), Timeout: 2 * sec},
+			{Resource: deductRes, Downstream: "inventory-service", Traffic: diurnal(40, i), Timeout: 2 * sec},
+		}
+		in.Rules = always([]core.BreakerRule{soundSlow(memberRes, 300), soundErr(deductRes)}, nil)
+	})
+	members := fleetOf("member", 2, func(i int, in *Instance) {
+		in.Calls = []Call{{Resource: selectRes, Downstream: "member-db", Traffic: diurnal(75, i), Timeout: time.Second}}
+		in.Rules = always([]core.BreakerRule{soundSlow(selectRes, 200)}, nil)
+	})
+	insts := append(append(gateways, orders...), members...)
+	return &Scenario{
+		Name:  "healthy-baseline",
+		Title: "a busy, healthy fleet",
+		Description: "Three gateways, three order instances and two member instances, 60 to 200 req/s per resource " +
+			"with a daily swing and short bursts, small error rates and the odd network hiccup. Every breaker " +
+			"asks for 20 requests in a 10 s window and allows at least twice the p99 response time; every QPS " +
+			"limit is above the peak. No breaker opens and no finding above info is expected.",
+		Duration: 5 * mn,
+		Seed:     9,
+		Downstreams: []*Downstream{
+			{Name: "product-service", Latency: LogNormal{Median: 30 * ms, P99: 110 * ms}, ErrorRate: 0.001,
+				Jitter: &Jitter{Every: 40 * sec, Length: Uniform{300 * ms, 900 * ms}, Share: 0.3, Latency: Uniform{150 * ms, 250 * ms}}},
+			{Name: "order-service", Latency: LogNormal{Median: 45 * ms, P99: 140 * ms}, ErrorRate: 0.002},
+			{Name: "member-service", Latency: LogNormal{Median: 15 * ms, P99: 60 * ms}, ErrorRate: 0.001},
+			{Name: "inventory-service", Latency: LogNormal{Median: 20 * ms, P99: 70 * ms}, ErrorRate: 0.003},
+			{Name: "member-db", Latency: LogNormal{Median: 4 * ms, P99: 25 * ms}},
+		},
+		Instances: insts,
+		Expect:    []Expect{},
+	}
+}
