@@ -13,6 +13,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
 // SDK is the agent's name and version, sent in hello.
@@ -21,10 +22,10 @@ const SDK = "sentinel-top-agent/0.1.0"
 // Defaults of Options.
 const (
 	DefaultBacklog      = 60 * time.Second
-	DefaultQueueLen     = 256
-	DefaultMaxReaders   = 16
-	DefaultWriteTimeout = 10 * time.Second
-	DefaultPingInterval = 15 * time.Second
+	DefaultQueueLen     = wsstream.DefaultQueueLen // two minutes of buckets
+	DefaultMaxReaders   = wsstream.DefaultMaxReaders
+	DefaultWriteTimeout = wsstream.DefaultWriteTimeout
+	DefaultPingInterval = wsstream.DefaultPingInterval
 	// DefaultItemsPerFrame bounds a buckets frame, so that a service with
 	// thousands of resources still sends frames far below the 1 MiB limit.
 	DefaultItemsPerFrame = 1000
@@ -126,18 +127,16 @@ type Agent struct {
 	bucketMs  int64
 
 	rulesMu sync.Mutex // serializes LoadRules
-	rules   atomic.Pointer[frame]
+	rules   atomic.Pointer[wsstream.Frame]
 
-	hub      *hub
+	stream   *wsstream.Server
 	backlog  *backlog
 	shipMu   sync.Mutex
 	nextShip int64 // the first bucket not shipped yet
 
 	closeOnce sync.Once
 	closed    chan struct{}
-	lifeMu    sync.Mutex // orders goroutine starts against Close
-	isClosed  bool
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // the ship loop
 
 	panics atomic.Int64
 }
@@ -157,7 +156,16 @@ func New(opts Options) (*Agent, error) {
 		closed:   make(chan struct{}),
 	}
 	a.startedAt = a.clock.UnixMilli()
-	a.hub = newHub(opts.QueueLen)
+	a.stream = wsstream.New(wsstream.Options{
+		Token:        opts.Token,
+		TLS:          opts.TLSConfig,
+		QueueLen:     opts.QueueLen,
+		MaxReaders:   opts.MaxReaders,
+		WriteTimeout: opts.WriteTimeout,
+		PingInterval: opts.PingInterval,
+		Initial:      a.initialFrames,
+		OnPanic:      func(any) { a.panics.Add(1) },
+	})
 	a.backlog = newBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
 	a.guard = core.NewGuard(core.GuardOptions{
 		Clock:        opts.Clock,
@@ -220,13 +228,13 @@ func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule) er
 		return fmt.Errorf("agent: encoding rules: %w", err)
 	}
 	a.rules.Store(f)
-	a.hub.broadcast(f)
+	a.stream.Broadcast(f)
 	return nil
 }
 
 // RulesVersion is the content hash of the active rule set.
 func (a *Agent) RulesVersion() string {
-	return a.rules.Load().msg.(*wire.Rules).Version
+	return a.rules.Load().Msg.(*wire.Rules).Version
 }
 
 // onTransition runs on the goroutine of the Entry or Exit that caused the
@@ -262,7 +270,7 @@ func (a *Agent) onTransition(t core.Transition) {
 	if err != nil {
 		return
 	}
-	a.hub.broadcast(f)
+	a.stream.Broadcast(f)
 }
 
 // recoverPanic keeps a bug in the agent from taking the service down: the
@@ -271,17 +279,6 @@ func (a *Agent) recoverPanic() {
 	if r := recover(); r != nil {
 		a.panics.Add(1)
 	}
-}
-
-// track counts a goroutine about to start, unless the agent is closing.
-func (a *Agent) track() bool {
-	a.lifeMu.Lock()
-	defer a.lifeMu.Unlock()
-	if a.isClosed {
-		return false
-	}
-	a.wg.Add(1)
-	return true
 }
 
 // Stats describes the agent's stream.
@@ -294,7 +291,7 @@ type Stats struct {
 
 // Stats returns the stream's counters.
 func (a *Agent) Stats() Stats {
-	readers, dropped := a.hub.stats()
+	readers, dropped := a.stream.Stats()
 	return Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow()}
 }
 
@@ -303,14 +300,9 @@ func (a *Agent) Stats() Stats {
 // keeps working for calls still in flight.
 func (a *Agent) Close() error {
 	a.closeOnce.Do(func() {
-		a.lifeMu.Lock()
-		a.isClosed = true
-		a.lifeMu.Unlock()
-		bye, err := encodeFrame(&wire.Bye{Header: wire.Header{Ts: a.clock.UnixMilli(), Instance: a.opts.Instance}, Reason: "shutdown"})
-		if err == nil {
-			a.hub.closeAll(bye)
-		}
+		bye, _ := encodeFrame(&wire.Bye{Header: wire.Header{Ts: a.clock.UnixMilli(), Instance: a.opts.Instance}, Reason: "shutdown"})
 		close(a.closed)
+		a.stream.Close(bye)
 	})
 	a.wg.Wait()
 	return nil

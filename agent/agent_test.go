@@ -434,7 +434,7 @@ func TestConcurrentReadersGetTheSameStream(t *testing.T) {
 	if !strings.Contains(want, `"error":4`) {
 		t.Fatalf("stream misses the errors:\n%s", want)
 	}
-	if n, _ := ta.hub.stats(); n != readers+1 {
+	if n, _ := ta.stream.Stats(); n != readers+1 {
 		t.Fatalf("%d readers registered", n)
 	}
 }
@@ -485,7 +485,7 @@ func TestStalledReaderLosesMessagesCounted(t *testing.T) {
 		}
 		ta.advance(t, 500*time.Millisecond)
 	}
-	_, dropped := ta.hub.stats()
+	_, dropped := ta.stream.Stats()
 	if dropped == 0 {
 		t.Fatal("nothing was dropped for a reader that never read")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
 func pid() int { return os.Getpid() }
@@ -68,12 +69,12 @@ func (a *Agent) ship(next int64) int64 {
 	slices.SortFunc(resources, func(x, y *core.Resource) int { return cmp.Compare(x.Name(), y.Name()) })
 	for start := next; start < cur; start += a.bucketMs {
 		frames := a.collect(start, now, resources)
-		a.hub.mu.Lock()
-		a.backlog.add(frames)
-		for _, f := range frames {
-			a.hub.broadcast(f)
-		}
-		a.hub.mu.Unlock()
+		a.stream.Locked(func() {
+			a.backlog.add(frames)
+			for _, f := range frames {
+				a.stream.Broadcast(f)
+			}
+		})
 	}
 	return cur
 }
@@ -81,7 +82,7 @@ func (a *Agent) ship(next int64) int64 {
 // collect builds the buckets frames for the bucket starting at start: one
 // item per resource with any activity in it, sorted by name, split into
 // frames of at most ItemsPerFrame items; a frame with no items is a heartbeat.
-func (a *Agent) collect(start, now int64, resources []*core.Resource) []*frame {
+func (a *Agent) collect(start, now int64, resources []*core.Resource) []*wsstream.Frame {
 	var items []wire.BucketItem
 	for _, r := range resources {
 		inflight := r.Concurrency()
@@ -97,7 +98,7 @@ func (a *Agent) collect(start, now int64, resources []*core.Resource) []*frame {
 		m.Concurrency = inflight
 		items = append(items, wire.NewBucketItem(r.Name(), start, m, true))
 	}
-	var frames []*frame
+	var frames []*wsstream.Frame
 	for {
 		n := min(len(items), a.opts.ItemsPerFrame)
 		f, err := encodeFrame(&wire.Buckets{
@@ -118,16 +119,16 @@ func (a *Agent) collect(start, now int64, resources []*core.Resource) []*frame {
 // backlog keeps the buckets frames of the last periods for new connections.
 type backlog struct {
 	mu      sync.Mutex
-	periods [][]*frame // ring, oldest first from head
+	periods [][]*wsstream.Frame // ring, oldest first from head
 	head    int
 	n       int
 }
 
 func newBacklog(periods int) *backlog {
-	return &backlog{periods: make([][]*frame, max(periods, 1))}
+	return &backlog{periods: make([][]*wsstream.Frame, max(periods, 1))}
 }
 
-func (b *backlog) add(frames []*frame) {
+func (b *backlog) add(frames []*wsstream.Frame) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := (b.head + b.n) % len(b.periods)
@@ -140,13 +141,13 @@ func (b *backlog) add(frames []*frame) {
 }
 
 // frames returns the held frames, oldest first, leaving out heartbeats.
-func (b *backlog) frames() []*frame {
+func (b *backlog) frames() []*wsstream.Frame {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*frame
+	var out []*wsstream.Frame
 	for k := 0; k < b.n; k++ {
 		for _, f := range b.periods[(b.head+k)%len(b.periods)] {
-			if bm, ok := f.msg.(*wire.Buckets); ok && len(bm.Items) == 0 {
+			if bm, ok := f.Msg.(*wire.Buckets); ok && len(bm.Items) == 0 {
 				continue
 			}
 			out = append(out, f)

@@ -1,6 +1,9 @@
 package agent
 
-import "github.com/sentinel-top/sentinel-top/core/wire"
+import (
+	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/wsstream"
+)
 
 // Subscription is an in-process reader of the agent's stream: it receives
 // exactly what a websocket connection would (hello, rules, the backlog, then
@@ -8,64 +11,17 @@ import "github.com/sentinel-top/sentinel-top/core/wire"
 // recorders use it; like any reader it has a bounded queue, and what it
 // fails to drain in time is dropped and counted.
 type Subscription struct {
-	a       *Agent
-	r       *reader
-	initial []*frame
-	closed  bool
+	*wsstream.Subscription
 }
 
 // Subscribe registers an in-process reader with a queue of queueLen
-// messages (DefaultQueueLen when <= 0). It counts against MaxReaders.
+// messages (Options.QueueLen when <= 0). It counts against MaxReaders.
 func (a *Agent) Subscribe(queueLen int) (*Subscription, error) {
-	if queueLen <= 0 {
-		queueLen = DefaultQueueLen
-	}
-	s := &Subscription{a: a}
-	r, err := a.hub.registerQueue(a.opts.MaxReaders, queueLen, func() {
-		s.initial = a.initialFrames()
-	})
+	s, err := a.stream.Subscribe(queueLen)
 	if err != nil {
 		return nil, err
 	}
-	s.r = r
-	return s, nil
-}
-
-// Next returns the next message without waiting: ok is false when nothing is
-// queued. A buckets message carries the count of messages this subscription
-// lost, as on the wire. After the agent's bye, Next reports nothing more.
-func (s *Subscription) Next() (msg []byte, ok bool) {
-	if s.closed {
-		return nil, false
-	}
-	for len(s.initial) > 0 {
-		f := s.initial[0]
-		s.initial = s.initial[1:]
-		if f != nil {
-			return f.data, true
-		}
-	}
-	select {
-	case bye := <-s.r.bye:
-		s.closed = true
-		s.a.hub.unregister(s.r)
-		return bye.data, true
-	default:
-	}
-	select {
-	case f := <-s.r.queue:
-		return s.a.withDropped(s.r, f), true
-	default:
-		return nil, false
-	}
-}
-
-// Close unregisters the subscription.
-func (s *Subscription) Close() {
-	if !s.closed {
-		s.closed = true
-		s.a.hub.unregister(s.r)
-	}
+	return &Subscription{s}, nil
 }
 
 // Frames drains everything queued now, decoded and cloned, for callers that

@@ -1,0 +1,413 @@
+package wsstream
+
+import (
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// Frame is one encoded message, shared read-only by every reader.
+type Frame struct {
+	Msg  wire.Message
+	Data []byte
+}
+
+// Encode encodes m into a frame.
+func Encode(m wire.Message) (*Frame, error) {
+	data, err := wire.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return &Frame{Msg: m, Data: data}, nil
+}
+
+// Defaults of Options.
+const (
+	DefaultQueueLen     = 256
+	DefaultMaxReaders   = 16
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultPingInterval = 15 * time.Second
+)
+
+// Options configures a Server. Zero fields take the defaults above.
+type Options struct {
+	// Token, when set, is required as "Authorization: Bearer TOKEN"; others
+	// get HTTP 401 before the upgrade. It is compared in constant time.
+	Token string
+	// TLS, when set, makes Serve speak TLS.
+	TLS *tls.Config
+	// QueueLen is each reader's queue, in messages.
+	QueueLen int
+	// MaxReaders caps simultaneous readers; more get HTTP 503.
+	MaxReaders int
+	// WriteTimeout bounds one write; a reader that takes longer is dropped.
+	WriteTimeout time.Duration
+	// PingInterval is how often connections are pinged.
+	PingInterval time.Duration
+	// Initial returns what a new reader receives before live messages. It
+	// runs under the registration lock.
+	Initial func() []*Frame
+	// OnPanic is told of a panic recovered in a connection goroutine.
+	OnPanic func(v any)
+}
+
+// reader is one connection's (or subscription's) queue.
+type reader struct {
+	queue   chan *Frame
+	dropped atomic.Int64 // since the last buckets message it was told about
+	bye     chan *Frame  // receives the bye frame on Close
+}
+
+// Server fans frames out to readers and serves them over websockets.
+type Server struct {
+	opts     Options
+	mu       sync.Mutex // orders registration against Locked broadcasts
+	readers  atomic.Pointer[[]*reader]
+	dropped  atomic.Int64
+	closing  bool
+	closed   chan struct{}
+	lifeMu   sync.Mutex // orders goroutine starts against Close
+	isClosed bool
+	wg       sync.WaitGroup
+	once     sync.Once
+}
+
+// New returns a server with no readers.
+func New(opts Options) *Server {
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = DefaultQueueLen
+	}
+	if opts.MaxReaders <= 0 {
+		opts.MaxReaders = DefaultMaxReaders
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = DefaultPingInterval
+	}
+	if opts.Initial == nil {
+		opts.Initial = func() []*Frame { return nil }
+	}
+	s := &Server{opts: opts, closed: make(chan struct{})}
+	s.readers.Store(&[]*reader{})
+	return s
+}
+
+// Broadcast queues f for every reader; a full queue drops f for that reader.
+func (s *Server) Broadcast(f *Frame) {
+	for _, r := range *s.readers.Load() {
+		select {
+		case r.queue <- f:
+		default:
+			r.dropped.Add(1)
+			s.dropped.Add(1)
+		}
+	}
+}
+
+// Locked runs fn under the registration lock: what fn adds to the state
+// Initial reads, and broadcasts, reaches every reader exactly once.
+func (s *Server) Locked(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn()
+}
+
+var (
+	// ErrClosed is returned to readers arriving after Close.
+	ErrClosed = errors.New("stream is shutting down")
+	// ErrFull is returned when MaxReaders are connected.
+	ErrFull = errors.New("too many stream readers")
+)
+
+func (s *Server) register(queueLen int) (*reader, []*Frame, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := *s.readers.Load()
+	if s.closing {
+		return nil, nil, ErrClosed
+	}
+	if len(cur) >= s.opts.MaxReaders {
+		return nil, nil, ErrFull
+	}
+	r := &reader{queue: make(chan *Frame, queueLen), bye: make(chan *Frame, 1)}
+	initial := s.opts.Initial()
+	next := append(slices.Clip(cur), r)
+	s.readers.Store(&next)
+	return r, initial, nil
+}
+
+func (s *Server) unregister(r *reader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := *s.readers.Load()
+	i := slices.Index(cur, r)
+	if i < 0 {
+		return
+	}
+	next := slices.Delete(slices.Clone(cur), i, i+1)
+	s.readers.Store(&next)
+}
+
+// Stats returns the readers connected and the messages ever dropped.
+func (s *Server) Stats() (readers int, dropped int64) {
+	return len(*s.readers.Load()), s.dropped.Load()
+}
+
+// track counts a goroutine about to start, unless the server is closing.
+func (s *Server) track() bool {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
+	if s.isClosed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// Close hands bye (if not nil) to every reader, refuses new ones, stops the
+// servers started by Serve, and waits for every connection to end.
+func (s *Server) Close(bye *Frame) {
+	s.once.Do(func() {
+		s.lifeMu.Lock()
+		s.isClosed = true
+		s.lifeMu.Unlock()
+		s.mu.Lock()
+		s.closing = true
+		for _, r := range *s.readers.Load() {
+			if bye != nil {
+				r.bye <- bye
+			} else {
+				close(r.bye)
+			}
+		}
+		s.mu.Unlock()
+		close(s.closed)
+	})
+	s.wg.Wait()
+}
+
+func (s *Server) recoverPanic() {
+	if v := recover(); v != nil && s.opts.OnPanic != nil {
+		s.opts.OnPanic(v)
+	}
+}
+
+func (s *Server) authorized(req *http.Request) bool {
+	if s.opts.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
+}
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:   1024,
+	WriteBufferSize:  32 << 10,
+	HandshakeTimeout: 10 * time.Second,
+}
+
+// ServeHTTP serves one stream connection.
+//
+// Origin policy: browsers must be same-origin (gorilla/websocket's default
+// check); clients that send no Origin header, as collectors do, are
+// accepted. The token, when set, is checked first, in constant time.
+func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if !s.authorized(req) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sentinel-top"`)
+		http.Error(w, "401 unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(req) {
+		http.Error(w, "this is a sentinel-top wire v1 websocket stream; connect with a websocket client", http.StatusUpgradeRequired)
+		return
+	}
+	r, initial, err := s.register(s.opts.QueueLen)
+	if err != nil {
+		http.Error(w, "503 "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if !s.track() {
+		s.unregister(r)
+		http.Error(w, "503 "+ErrClosed.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	conn, err := upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		s.unregister(r) // the upgrader has already answered
+		s.wg.Done()
+		return
+	}
+	go s.serveConn(conn, r, initial)
+}
+
+// serveConn writes to one connection until it fails, the peer leaves, or the
+// server closes.
+func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
+	defer s.wg.Done()
+	defer s.recoverPanic()
+	defer s.unregister(r)
+
+	// The peer sends nothing but control frames; reading processes them and
+	// notices when it goes away.
+	conn.SetReadLimit(4 << 10)
+	_ = conn.SetReadDeadline(time.Now().Add(3 * s.opts.PingInterval))
+	conn.SetPongHandler(func(string) error {
+		return conn.SetReadDeadline(time.Now().Add(3 * s.opts.PingInterval))
+	})
+	peerGone := make(chan struct{})
+	s.wg.Add(1) // within serveConn's own tracked lifetime: Close is still waiting for it
+	go func() {
+		defer s.wg.Done()
+		defer close(peerGone)
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		conn.Close() // ends the read loop too
+		<-peerGone
+	}()
+
+	write := func(data []byte) bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		return conn.WriteMessage(websocket.TextMessage, data) == nil
+	}
+	for _, f := range initial {
+		if f != nil && !write(f.Data) {
+			return
+		}
+	}
+	ping := time.NewTicker(s.opts.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case f := <-r.queue:
+			if !write(withDropped(r, f)) {
+				return
+			}
+		case bye, ok := <-r.bye:
+			if ok {
+				write(bye.Data)
+			}
+			_ = conn.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutdown"), time.Now().Add(time.Second))
+			return
+		case <-ping.C:
+			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.opts.WriteTimeout)) != nil {
+				return
+			}
+		case <-peerGone:
+			return
+		}
+	}
+}
+
+// withDropped re-encodes a buckets frame with the count of messages this
+// reader lost since it was last told.
+func withDropped(r *reader, f *Frame) []byte {
+	b, ok := f.Msg.(*wire.Buckets)
+	if !ok || r.dropped.Load() == 0 {
+		return f.Data
+	}
+	c := *b
+	c.Dropped = r.dropped.Swap(0)
+	return wire.AppendBuckets(nil, &c)
+}
+
+// Serve serves mux on ln (with TLS when Options.TLS is set) until Close. It
+// returns http.ErrServerClosed after Close.
+func (s *Server) Serve(ln net.Listener, mux http.Handler) error {
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
+	// Handshake noise (port scanners, plain HTTP on a TLS port) is not the
+	// owner's business: the server's own log is discarded.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	if !s.track() {
+		_ = ln.Close()
+		return http.ErrServerClosed
+	}
+	go func() {
+		defer s.wg.Done()
+		<-s.closed
+		_ = srv.Close()
+	}()
+	return srv.Serve(ln)
+}
+
+// Subscription is an in-process reader: it receives exactly what a
+// websocket connection would, without a network.
+type Subscription struct {
+	s       *Server
+	r       *reader
+	initial []*Frame
+	done    bool
+}
+
+// Subscribe registers an in-process reader with a queue of queueLen
+// messages (the server's default when <= 0). It counts against MaxReaders.
+func (s *Server) Subscribe(queueLen int) (*Subscription, error) {
+	if queueLen <= 0 {
+		queueLen = s.opts.QueueLen
+	}
+	r, initial, err := s.register(queueLen)
+	if err != nil {
+		return nil, err
+	}
+	return &Subscription{s: s, r: r, initial: initial}, nil
+}
+
+// Next returns the next message without waiting: ok is false when nothing is
+// queued. After the server's bye, Next reports nothing more.
+func (sub *Subscription) Next() (msg []byte, ok bool) {
+	if sub.done {
+		return nil, false
+	}
+	for len(sub.initial) > 0 {
+		f := sub.initial[0]
+		sub.initial = sub.initial[1:]
+		if f != nil {
+			return f.Data, true
+		}
+	}
+	select {
+	case bye, ok := <-sub.r.bye:
+		sub.Close()
+		if ok {
+			return bye.Data, true
+		}
+		return nil, false
+	default:
+	}
+	select {
+	case f := <-sub.r.queue:
+		return withDropped(sub.r, f), true
+	default:
+		return nil, false
+	}
+}
+
+// Close unregisters the subscription.
+func (sub *Subscription) Close() {
+	if !sub.done {
+		sub.done = true
+		sub.s.unregister(sub.r)
+	}
+}
