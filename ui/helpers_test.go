@@ -232,13 +232,14 @@ func testDetail() *collector.Detail {
 // newTestModel is a model over src in plain text, UTC, with a tick that
 // never fires by itself (tests send ticks).
 func newTestModel(src Source, w, h int) *Model {
-	m := newModel(src, Options{Profile: ColorNone, Location: time.UTC, TickInterval: time.Hour})
+	m := newModel(src, Options{Profile: ColorNone, Location: time.UTC})
+	m.noTick = true
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m
 }
 
-// send feeds a message and runs the commands it returns that answer at
-// once (ticks, which wait, are dropped).
+// send feeds a message and runs the commands it returns (a test model has
+// no timer, so they all answer at once).
 func send(m *Model, msg tea.Msg) {
 	_, cmd := m.Update(msg)
 	runCmd(m, cmd)
@@ -261,7 +262,8 @@ func runCmd(m *Model, cmd tea.Cmd) {
 		default:
 			send(m, msg)
 		}
-	case <-time.After(100 * time.Millisecond):
+	case <-time.After(5 * time.Second):
+		panic("a command did not answer")
 	}
 }
 

@@ -99,8 +99,10 @@ type Model struct {
 	frame string
 	dirty bool
 
-	// counts, for tests: ticks handled and frames rendered.
+	// for tests: ticks handled, frames rendered, and no timer (the test
+	// sends the ticks).
 	ticks, renders int
+	noTick         bool
 }
 
 var _ tea.Model = (*Model)(nil)
@@ -151,6 +153,9 @@ func newModel(src Source, opts Options) *Model {
 func (m *Model) Init() tea.Cmd { return m.tick() }
 
 func (m *Model) tick() tea.Cmd {
+	if m.noTick {
+		return nil
+	}
 	return tea.Tick(m.opts.TickInterval, func(time.Time) tea.Msg { return tickMsg{} })
 }
 
