@@ -123,6 +123,7 @@ type Collector struct {
 	recordErr error
 	targets   []*targetState
 	replay    *Replay
+	restream  *restream
 
 	seq  uint64
 	snap atomic.Pointer[Snapshot]
@@ -176,6 +177,14 @@ type appSeries struct {
 	fine   ring
 	coarse ring
 	last   int64 // latest transition
+	// Exact totals since the collector started, for counters.
+	total       totals
+	transitions map[[2]string]int64 // (from, to) -> count
+}
+
+// totals are exact 64-bit sums.
+type totals struct {
+	pass, block, complete, err, slow int64
 }
 
 // New returns an empty collector.
@@ -295,6 +304,9 @@ func (c *Collector) Ingest(place string, m wire.Message) bool {
 	if c.opts.Record != nil && c.recordErr == nil {
 		c.recordErr = c.opts.Record.Write(m)
 	}
+	if c.restream != nil {
+		c.restream.publish(m, now)
+	}
 	return true
 }
 
@@ -392,6 +404,8 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		in.dataEnd = max(in.dataEnd, it.Start+m.BucketMs)
 		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
+		at := &s.app.total
+		at.pass, at.block, at.complete, at.err, at.slow = at.pass+it.Pass, at.block+it.Block, at.complete+it.Complete, at.err+it.Error, at.slow+it.Slow
 		for _, r := range []*ring{&s.fine, &s.coarse} {
 			if sl, _ := r.slot(it.Start); sl != nil {
 				sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
@@ -461,6 +475,10 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 	t.steps = append(t.steps, tr)
 	t.state, t.since = m.To, m.Ts
 	s.app.last = max(s.app.last, m.Ts)
+	if s.app.transitions == nil {
+		s.app.transitions = map[[2]string]int64{}
+	}
+	s.app.transitions[[2]string{m.From.String(), m.To.String()}]++
 	c.engine.Transition(in.name, ct)
 }
 

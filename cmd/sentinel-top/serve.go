@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sentinel-top/sentinel-top/collector/report"
+	"github.com/sentinel-top/sentinel-top/internal/wsstream"
+)
+
+const serveUsage = `Usage: sentinel-top serve (--targets LIST | --replay FILE|NAME | --demo [NAME]) [--listen ADDR] [flags]
+
+Runs the collector without a terminal and serves what it knows:
+  /metrics           Prometheus metrics (breaker states, rates, findings, health)
+  /sentinel/stream   the merged wire v1 stream: use this collector as a --targets
+                     entry of another collector or dashboard (one per cluster, one view)
+  /report            the findings (findings-v1 JSON; ?format=md or ?format=text)
+  /healthz           200 while serving
+
+Examples:
+  sentinel-top serve --targets @cluster-a.txt --listen 0.0.0.0:9464 --token "$TOKEN" --tls-cert c.pem --tls-key k.pem
+  sentinel-top --targets wss://collector-a:9464,wss://collector-b:9464 --token "$TOKEN"
+
+Flags:
+`
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var in inputFlags
+	in.register(fs)
+	listen := fs.String("listen", "127.0.0.1:9464", "address to serve on (loopback by default)")
+	serveToken := fs.String("serve-token", "", "bearer token required by every endpoint (env SENTINEL_TOP_SERVE_TOKEN)")
+	certFile := fs.String("tls-cert", "", "TLS certificate (PEM) to serve https/wss")
+	keyFile := fs.String("tls-key", "", "TLS private key (PEM)")
+	maxReaders := fs.Int("max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(in.fixDemoArgs(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		return exitUsage
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sentinel-top serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := in.validate(); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
+		return exitUsage
+	}
+	var tlsConf *tls.Config
+	if (*certFile == "") != (*keyFile == "") {
+		fmt.Fprintln(stderr, "sentinel-top serve: --tls-cert and --tls-key go together")
+		return exitUsage
+	}
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "sentinel-top serve:", err)
+			return exitUsage
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
+		return exitRuntime
+	}
+	s, err := in.open(ctx, -1)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	defer s.close()
+
+	stream := s.c.Restream(wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.c.PrometheusCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/sentinel/stream", stream)
+	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
+		messages, rejected, _ := s.c.Counters()
+		rep := report.New(s.source, s.c.Engine(), messages, rejected)
+		rep.Findings = s.c.Findings() // judged now, not at the end of the input
+		switch r.URL.Query().Get("format") {
+		case "md", "markdown":
+			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+			report.Markdown(w, rep)
+		case "text":
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			report.Text(w, rep)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			report.JSON(w, rep)
+		}
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	var handler http.Handler = mux
+	if *serveToken != "" {
+		handler = requireToken(*serveToken, mux)
+	}
+
+	feedCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fed := make(chan error, 1)
+	go func() { fed <- s.feed(feedCtx) }()
+	served := make(chan error, 1)
+	go func() { served <- stream.Serve(ln, handler) }()
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(stderr, "sentinel-top serve: %s on %s://%s (/metrics /sentinel/stream /report)\n",
+		report.Sanitize(s.source), scheme, ln.Addr())
+	code := exitOK
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
+		code = exitRuntime
+	}
+	cancel()
+	stream.Close(nil)
+	select {
+	case <-fed:
+	case <-time.After(5 * time.Second):
+	}
+	return code
+}
+
+// requireToken guards every endpoint with a bearer token, compared in
+// constant time.
+func requireToken(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sentinel-top"`)
+			http.Error(w, "401 unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+

@@ -1,0 +1,144 @@
+package collector
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Prometheus metric descriptions. Every name starts with sentinel_top_.
+var (
+	promPass = prometheus.NewDesc("sentinel_top_resource_pass_total",
+		"Entries admitted, per app and resource, summed over instances.", []string{"app", "resource"}, nil)
+	promBlock = prometheus.NewDesc("sentinel_top_resource_block_total",
+		"Entries blocked by flow control or an open breaker.", []string{"app", "resource"}, nil)
+	promComplete = prometheus.NewDesc("sentinel_top_resource_complete_total",
+		"Admitted entries that finished.", []string{"app", "resource"}, nil)
+	promError = prometheus.NewDesc("sentinel_top_resource_error_total",
+		"Finished entries that ended in a business error.", []string{"app", "resource"}, nil)
+	promSlow = prometheus.NewDesc("sentinel_top_resource_slow_total",
+		"Finished entries slower than the slow-ratio breaker's maxAllowedRtMs.", []string{"app", "resource"}, nil)
+	promSlowRatio = prometheus.NewDesc("sentinel_top_resource_slow_ratio",
+		"Slow share of completions over the rate window.", []string{"app", "resource"}, nil)
+	promErrorRatio = prometheus.NewDesc("sentinel_top_resource_error_ratio",
+		"Error share of completions over the rate window.", []string{"app", "resource"}, nil)
+	promP99 = prometheus.NewDesc("sentinel_top_resource_rt_p99_ms",
+		"p99 response time over the rate window, from the agents' histograms.", []string{"app", "resource"}, nil)
+	promState = prometheus.NewDesc("sentinel_top_breaker_state",
+		"1 for the breaker state an instance is in (worst of its breakers for the resource), 0 for the others.",
+		[]string{"app", "resource", "instance", "state"}, nil)
+	promTransitions = prometheus.NewDesc("sentinel_top_breaker_transitions_total",
+		"Breaker state transitions, per app and resource.", []string{"app", "resource", "from", "to"}, nil)
+	promFindings = prometheus.NewDesc("sentinel_top_findings",
+		"Active triage findings, by kind and severity.", []string{"kind", "severity"}, nil)
+	promTargets = prometheus.NewDesc("sentinel_top_targets",
+		"Dialed targets by connection state.", []string{"state"}, nil)
+	promInstances = prometheus.NewDesc("sentinel_top_instances",
+		"Instances reporting (not gone, not stale).", nil, nil)
+	promMessages = prometheus.NewDesc("sentinel_top_messages_total",
+		"Messages accepted.", nil, nil)
+	promRejected = prometheus.NewDesc("sentinel_top_messages_rejected_total",
+		"Messages rejected, by reason.", []string{"reason"}, nil)
+	promDropped = prometheus.NewDesc("sentinel_top_messages_dropped_total",
+		"Messages agents dropped for this collector (they report it).", nil, nil)
+	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
+		"Messages or items turned away by the collector's limits, by limit.", []string{"limit"}, nil)
+)
+
+// PrometheusCollector exposes the collector's state as Prometheus metrics:
+// register it with a prometheus.Registry and serve promhttp.HandlerFor.
+func (c *Collector) PrometheusCollector() prometheus.Collector { return promCollector{c} }
+
+type promCollector struct{ c *Collector }
+
+func (p promCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{promPass, promBlock, promComplete, promError, promSlow, promSlowRatio,
+		promErrorRatio, promP99, promState, promTransitions, promFindings, promTargets, promInstances, promMessages,
+		promRejected, promDropped, promOverflow} {
+		ch <- d
+	}
+}
+
+func (p promCollector) Collect(ch chan<- prometheus.Metric) {
+	c := p.c
+	snap := c.Publish()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	for _, r := range snap.Rows {
+		gauge(promSlowRatio, r.SlowRatio, r.App, r.Resource)
+		gauge(promErrorRatio, r.ErrorRatio, r.App, r.Resource)
+		gauge(promP99, float64(r.P99Ms), r.App, r.Resource)
+	}
+	bySev := map[[2]string]int{}
+	for _, f := range snap.Findings {
+		bySev[[2]string{string(f.Kind), f.Severity.String()}]++
+	}
+	for _, k := range triage.Kinds {
+		for _, sev := range []triage.Severity{triage.Info, triage.Warning, triage.Critical} {
+			gauge(promFindings, float64(bySev[[2]string{string(k), sev.String()}]), string(k), sev.String())
+		}
+	}
+	targets := map[string]int{"connecting": 0, "up": 0, "down": 0}
+	for _, t := range snap.Targets {
+		targets[t.State.String()]++
+	}
+	for st, n := range targets {
+		gauge(promTargets, float64(n), st)
+	}
+	gauge(promInstances, float64(snap.Instances))
+	counter(promMessages, float64(snap.Messages))
+	counter(promDropped, float64(snap.Dropped))
+	for _, r := range snap.Rejects {
+		counter(promRejected, float64(r.Count), r.Reason)
+	}
+	for _, r := range snap.Overflow {
+		counter(promOverflow, float64(r.Count), r.Reason)
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]arKey, 0, len(c.apps))
+	for k := range c.apps {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b arKey) int { return cmp.Or(cmp.Compare(a.app, b.app), cmp.Compare(a.resource, b.resource)) })
+	for _, k := range keys {
+		a := c.apps[k]
+		t := a.total
+		counter(promPass, float64(t.pass), k.app, k.resource)
+		counter(promBlock, float64(t.block), k.app, k.resource)
+		counter(promComplete, float64(t.complete), k.app, k.resource)
+		counter(promError, float64(t.err), k.app, k.resource)
+		counter(promSlow, float64(t.slow), k.app, k.resource)
+		for ft, n := range a.transitions {
+			counter(promTransitions, float64(n), k.app, k.resource, ft[0], ft[1])
+		}
+	}
+	now := c.clock.UnixMilli()
+	for name, in := range c.insts {
+		if !c.alive(in, now) {
+			continue
+		}
+		for res, se := range in.series {
+			if len(in.breakers[res]) == 0 {
+				continue
+			}
+			st := worstState(se.tracks)
+			for _, s := range []core.State{core.Closed, core.HalfOpen, core.Open} {
+				v := 0.0
+				if s == st {
+					v = 1
+				}
+				gauge(promState, v, in.app, res, name, s.String())
+			}
+		}
+	}
+}
