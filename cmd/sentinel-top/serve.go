@@ -170,4 +170,3 @@ func requireToken(token string, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
