@@ -19,6 +19,7 @@ type alertsPanel struct {
 
 	cursor, offset int
 	focused        bool
+	kindW          int // the widest kind listed
 	width, height  int // height includes the title line
 }
 
@@ -29,6 +30,11 @@ func newAlertsPanel(st *Styles, keys *keyMap) alertsPanel {
 // SetFindings replaces the findings, keeping the cursor's position.
 func (a alertsPanel) SetFindings(f []triage.Finding) alertsPanel {
 	a.findings = f
+	a.kindW = 8
+	for i := range f {
+		a.kindW = max(a.kindW, len(f[i].Kind))
+	}
+	a.kindW = min(a.kindW, 24)
 	return a.clamp()
 }
 
@@ -160,7 +166,7 @@ func (a alertsPanel) line(f *triage.Finding, selected bool) string {
 		st.sevPaint(f.Severity).write(&b, sev)
 	}
 	b.WriteByte(' ')
-	padRight(&b, cut(string(f.Kind), 19), 19)
+	padRight(&b, cut(string(f.Kind), a.kindW), a.kindW)
 	b.WriteByte(' ')
 	nameW := max(12, min(40, a.width/3))
 	where := findingWhere(f, nameW)

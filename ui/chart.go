@@ -72,7 +72,10 @@ func (c chart) View() string {
 	var chars []asciigraph.CharSet
 	hi := c.floor
 	hasData := false
-	for _, s := range c.series {
+	inexact := false // the limit's line is drawn on the nearest step
+	// the first series is the main one: drawn last, on top of the others.
+	for i := len(c.series) - 1; i >= 0; i-- {
+		s := c.series[i]
 		v := maxPool(s.values, group)
 		for _, x := range v {
 			if !math.IsNaN(x) {
@@ -109,7 +112,12 @@ func (c chart) View() string {
 		data = append([][]float64{lim}, data...)
 		colors = append([]asciigraph.AnsiColor{asciigraph.Red}, colors...)
 		chars = append([]asciigraph.CharSet{asciigraph.CreateCharSet("┄")}, chars...)
-		hi = limitTop(c.limit, hi, plotH-1)
+		var rows int
+		hi, rows = limitTop(c.limit, hi, plotH-1)
+		plotH = rows + 1
+		if step := hi / float64(rows); math.Abs(c.limit/step-math.Round(c.limit/step)) > 0.01 {
+			inexact = true
+		}
 	}
 	opts = append(opts,
 		asciigraph.Height(plotH-1),
@@ -118,6 +126,9 @@ func (c chart) View() string {
 		asciigraph.UpperBound(hi),
 		asciigraph.SeriesChars(chars...),
 		asciigraph.YAxisValueFormatter(func(v float64) string {
+			if math.Abs(v) < 1e-9 {
+				v = 0
+			}
 			s := c.format(v)
 			if len(s) < labelW {
 				s = strings.Repeat(" ", labelW-len(s)) + s
@@ -137,7 +148,7 @@ func (c chart) View() string {
 		b.WriteByte('\n')
 		b.WriteString(fitLine(l, c.width))
 	}
-	for i := len(lines); i < plotH; i++ {
+	for i := min(len(lines), plotH); i < max(2, c.height-2); i++ {
 		b.WriteByte('\n')
 	}
 	// the legend: glyphs, never colour alone.
@@ -155,26 +166,42 @@ func (c chart) View() string {
 	}
 	if c.hasLimit {
 		lg.WriteString("   ")
-		lg.WriteString(st.threshold.on("┄ " + c.limitName))
+		name := "┄ " + c.limitName
+		if inexact {
+			name += " (nearest step)"
+		}
+		lg.WriteString(st.threshold.on(name))
 	}
 	b.WriteByte('\n')
 	b.WriteString(fitLine(lg.String(), c.width))
 	return b.String()
 }
 
-// limitTop is the top of a y axis of rows steps that puts limit exactly on
-// a row (so its label reads the limit) with room above for need.
-func limitTop(limit, need float64, rows int) float64 {
-	if limit <= 0 || rows < 1 {
-		return max(need, limit*1.2)
-	}
+// limitTop picks the top of a y axis, and its number of steps (at most
+// rows), that put limit exactly on a step, so its label reads the limit,
+// with room above for need: the lowest such top wins.
+func limitTop(limit, need float64, rows int) (float64, int) {
 	need = max(need, limit*1.2)
-	k := int(float64(rows) * limit / need)
-	if k < 1 {
-		// the limit is far below the data: it sits on the first row above 0.
-		k = 1
+	if limit <= 0 || rows < 1 {
+		return need, max(rows, 1)
 	}
-	return limit * float64(rows) / float64(k)
+	bestTop, bestRows := math.Inf(1), rows
+	for r := rows; r >= max(1, rows-2); r-- {
+		for k := r; k >= 1; k-- {
+			top := limit * float64(r) / float64(k)
+			if top >= need*0.999 {
+				if top < bestTop*0.999 {
+					bestTop, bestRows = top, r
+				}
+				break
+			}
+		}
+	}
+	if math.IsInf(bestTop, 1) {
+		// the limit is too far below the data to sit exactly on a step.
+		return need, rows
+	}
+	return bestTop, bestRows
 }
 
 // maxPool keeps the largest value of each group of n values (NaN when the

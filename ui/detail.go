@@ -318,7 +318,11 @@ func (v *detailView) rules(add func(string)) {
 	}
 	head := st.title.on("RULES")
 	if drift > 0 {
-		head += "  " + st.drift.on(glyphDrift+" "+strconv.Itoa(drift)+" instances differ from the app's usual rules")
+		what := " instances differ"
+		if drift == 1 {
+			what = " instance differs"
+		}
+		head += "  " + st.drift.on(glyphDrift+" "+strconv.Itoa(drift)+what+" from the app's usual rules")
 	}
 	add(head)
 	nameW := 8
@@ -326,7 +330,11 @@ func (v *detailView) rules(add func(string)) {
 		nameW = max(nameW, width(sanitize(d.Instances[i].Instance)))
 	}
 	nameW = min(nameW, max(8, v.width/5))
-	verW := 10
+	verW := 7
+	for i := range d.Instances {
+		verW = max(verW, width(sanitize(d.Instances[i].RulesVersion)))
+	}
+	verW = min(verW, 16)
 	restW := max(10, v.width-2-nameW-1-verW-1)
 	for i := range d.Instances {
 		in := &d.Instances[i]

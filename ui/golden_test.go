@@ -5,50 +5,54 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
-// goldenScreens are the screens kept as text in testdata; each is built
-// from a fresh model of the given size. Update with: go test ./ui -update
+// The goldens are the screens as text (escape sequences stripped, no
+// colour) in testdata/<test>/<case>.golden. Update them with
+//
+//	go test ./ui -run Golden -update
+
+// goldenFixture is the incident the main goldens show: two instances whose
+// breakers flap against a slow database, two minutes in.
+const (
+	goldenFixture   = "sawtooth-db-slow"
+	goldenOffsetMs  = 120_000
+	frozenAdvanceMs = 12_000
+)
+
+// goldenScreens are built from a fresh model over the replayed fixture.
 var goldenScreens = []struct {
 	name  string
-	setup func(m *Model, src *staticSource)
+	setup func(t *testing.T, m *Model, fr *fixtureReplay)
 }{
-	{"main", func(*Model, *staticSource) {}},
-	{"detail", func(m *Model, _ *staticSource) { press(m, "<enter>") }},
-	{"help", func(m *Model, _ *staticSource) { press(m, "?") }},
-	{"filter", func(m *Model, _ *staticSource) { press(m, "/pay") }},
-	{"paused", func(m *Model, src *staticSource) {
-		src.set(replaySnapshot(true))
+	{"main", func(*testing.T, *Model, *fixtureReplay) {}},
+	{"detail", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<enter>") }},
+	{"detail_findings", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<enter><tab>") }},
+	{"help", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "?") }},
+	{"filter", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "/member") }},
+	{"alerts", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<down>") }},
+	{"paused", func(_ *testing.T, m *Model, fr *fixtureReplay) {
+		press(m, "p") // the replay pauses; its next snapshot says so
+		fr.c.Publish()
 		send(m, tickMsg{})
 	}},
-	{"frozen", func(m *Model, src *staticSource) {
-		press(m, " ")
-		later := testSnapshot()
-		later.At += 12_000
-		later.Seq++
-		later.Rows = later.Rows[:1]
-		src.set(later)
+	{"frozen", func(t *testing.T, m *Model, fr *fixtureReplay) {
+		press(m, " ") // the view holds while the replay goes on
+		fr.seek(t, fr.pos()+frozenAdvanceMs)
 		send(m, tickMsg{})
 	}},
-	{"alerts", func(m *Model, _ *staticSource) { press(m, "a<down>") }},
-}
-
-func goldenSource() *staticSource {
-	src := newStaticSource(testSnapshot())
-	d := testDetail()
-	src.details[d.App+"\x00"+d.Resource] = d
-	return src
 }
 
 func TestGolden(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
 		for _, g := range goldenScreens {
 			t.Run(fmt.Sprintf("%s_%dx%d", g.name, size[0], size[1]), func(t *testing.T) {
-				src := goldenSource()
-				m := newTestModel(src, size[0], size[1])
-				g.setup(m, src)
-				frame := m.View()
-				checkFrame(t, frame, size[0], size[1])
+				fr := replayFixture(t, goldenFixture, goldenOffsetMs)
+				m := newTestModel(fr.c, size[0], size[1])
+				g.setup(t, m, fr)
+				checkFrame(t, m.View(), size[0], size[1])
 				golden.RequireEqual(t, []byte(screenText(m)))
 			})
 		}
@@ -58,12 +62,51 @@ func TestGolden(t *testing.T) {
 // TestGoldenSmall covers the reduced layout at the minimum size and the
 // message below it.
 func TestGoldenSmall(t *testing.T) {
-	for _, size := range [][2]int{{MinWidth, MinHeight}, {MinWidth - 1, MinHeight}, {50, 10}} {
+	for _, size := range [][2]int{{MinWidth, MinHeight}, {MinWidth - 1, MinHeight}, {MinWidth, MinHeight - 1}, {40, 10}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
-			m := newTestModel(goldenSource(), size[0], size[1])
-			frame := m.View()
-			checkFrame(t, frame, size[0], size[1])
+			fr := replayFixture(t, goldenFixture, goldenOffsetMs)
+			m := newTestModel(fr.c, size[0], size[1])
+			checkFrame(t, m.View(), size[0], size[1])
 			golden.RequireEqual(t, []byte(screenText(m)))
 		})
 	}
+}
+
+// TestGoldenFixtures shows every recorded incident at its end: the main
+// screen, and the detail of the first alert's resource.
+func TestGoldenFixtures(t *testing.T) {
+	for _, name := range fixtures.Names() {
+		t.Run(name, func(t *testing.T) {
+			fr := replayFixture(t, name, -1)
+			m := newTestModel(fr.c, 120, 40)
+			main := screenText(m)
+			press(m, "a<enter>")
+			checkFrame(t, m.View(), 120, 40)
+			golden.RequireEqual(t, []byte(main+"\n\n"+screenText(m)))
+		})
+	}
+}
+
+// TestGoldenHandmade covers what the fixtures do not: wide (Chinese)
+// names, names longer than any column, a target down, drifted rules.
+func TestGoldenHandmade(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		for _, screen := range []string{"main", "detail"} {
+			t.Run(fmt.Sprintf("%s_%dx%d", screen, size[0], size[1]), func(t *testing.T) {
+				m := newTestModel(goldenSource(), size[0], size[1])
+				if screen == "detail" {
+					press(m, "<enter><pgdown>")
+				}
+				checkFrame(t, m.View(), size[0], size[1])
+				golden.RequireEqual(t, []byte(screenText(m)))
+			})
+		}
+	}
+}
+
+func goldenSource() *staticSource {
+	src := newStaticSource(testSnapshot())
+	d := testDetail()
+	src.details[d.App+"\x00"+d.Resource] = d
+	return src
 }

@@ -52,24 +52,32 @@ func (s statusBar) View() string {
 		return "\n"
 	}
 	st, snap := s.st, s.snap
-	// right part first: it must fit whole.
-	var right strings.Builder
-	right.WriteString(s.mode())
-	right.WriteString("  ")
-	right.WriteString(st.bold.on(time.UnixMilli(snap.At).In(s.loc).Format("15:04:05")))
-	right.WriteString("  range ")
-	right.WriteString(fmtSpan(s.rng))
-	rw := width(right.String())
-
+	// the right part must fit whole: the mode and the clock, then the
+	// range and what a frozen view adds when there is room.
+	clock := st.bold.on(time.UnixMilli(snap.At).In(s.loc).Format("15:04:05"))
+	var right string
+	for _, full := range []bool{true, false} {
+		right = s.mode(full) + "  " + clock
+		if full {
+			right += "  range " + fmtSpan(s.rng)
+		}
+		if width(right)+24 <= s.width {
+			break
+		}
+	}
+	rw := width(right)
 	left := st.header.on("sentinel-top") + "  " + s.source(max(0, s.width-rw-16))
+	if width(left)+1+rw > s.width {
+		left = st.header.on("sentinel-top")
+	}
 	lw := width(left)
 	var b strings.Builder
 	if lw+1+rw <= s.width {
 		b.WriteString(left)
 		b.WriteString(strings.Repeat(" ", s.width-lw-rw))
-		b.WriteString(right.String())
+		b.WriteString(right)
 	} else {
-		b.WriteString(fitLine(right.String(), s.width))
+		b.WriteString(fitLine(right, s.width))
 	}
 	b.WriteByte('\n')
 	b.WriteString(fitLine(s.counts(), s.width))
@@ -77,8 +85,9 @@ func (s statusBar) View() string {
 }
 
 // mode renders LIVE, REPLAY ×4 +1m12s/5m, PAUSED +1m12s/5m, and FROZEN
-// with how far the collection has gone on since.
-func (s statusBar) mode() string {
+// with how far the collection has gone on since (and, when full, that it
+// goes on).
+func (s statusBar) mode(full bool) string {
 	st, snap := s.st, s.snap
 	var b strings.Builder
 	if snap.Mode == collector.ModeReplay {
@@ -103,7 +112,9 @@ func (s statusBar) mode() string {
 		}
 		b.WriteString(" ")
 		b.WriteString(st.frozen.on(" FROZEN +" + fmtSpan(time.Duration(ahead)*time.Millisecond) + " "))
-		b.WriteString(st.dim.on(" collecting"))
+		if full {
+			b.WriteString(st.dim.on(" collecting"))
+		}
 	}
 	return b.String()
 }

@@ -1,0 +1,74 @@
+package ui
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/fixtures"
+)
+
+// fixtureReplay is a recorded fixture replayed through the real collector
+// up to a position, then held: the collector is the UI's Source, exactly as
+// in the binary, and every screen built from it is repeatable.
+type fixtureReplay struct {
+	r *collector.Replay
+	c *collector.Collector
+}
+
+// replayFixture replays name up to offsetMs after its start (the whole
+// fixture when offsetMs < 0) and publishes a snapshot there.
+func replayFixture(t testing.TB, name string, offsetMs int64) *fixtureReplay {
+	t.Helper()
+	f, err := fixtures.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := collector.NewReplay(name, f, 0, collector.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := &fixtureReplay{r: r, c: r.Collector()}
+	from, to := r.Range()
+	if offsetMs < 0 {
+		offsetMs = to - from
+	}
+	fr.seek(t, from+offsetMs)
+	return fr
+}
+
+// pos is the replay's position, Unix ms.
+func (fr *fixtureReplay) pos() int64 { return fr.r.Clock().UnixMilli() }
+
+// seek feeds the replay up to the time target (Unix ms, forward only) and
+// publishes a snapshot there, the replay left running at full speed.
+func (fr *fixtureReplay) seek(t testing.TB, target int64) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	fr.r.Pause()
+	fr.r.SeekBy(target - fr.r.Clock().UnixMilli())
+	done := make(chan error, 1)
+	go func() { done <- fr.r.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for fr.r.Clock().UnixMilli() < target {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replay did not reach %d", target)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	fr.r.Resume()
+	fr.c.Publish()
+}
+
+func TestFixtureReplayIsRepeatable(t *testing.T) {
+	a := replayFixture(t, "sawtooth-db-slow", 120_000)
+	b := replayFixture(t, "sawtooth-db-slow", 120_000)
+	ma, mb := newTestModel(a.c, 120, 40), newTestModel(b.c, 120, 40)
+	if sa, sb := screenText(ma), screenText(mb); sa != sb {
+		t.Errorf("two replays differ:\n%s\n%s", sa, sb)
+	}
+}
