@@ -2,11 +2,58 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/ui"
 )
 
+// dashboard runs the terminal UI over the chosen input.
 func dashboard(ctx context.Context, in *inputFlags, noColor bool, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "sentinel-top: the dashboard is not available in this build; use sentinel-top report")
-	return exitRuntime
+	s, err := in.open(ctx, -1)
+	if err != nil {
+		fmt.Fprintln(stderr, "sentinel-top:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	feedCtx, cancel := context.WithCancel(ctx)
+	fed := make(chan error, 1)
+	go func() { fed <- s.feed(feedCtx) }()
+	published := make(chan struct{})
+	go func() { s.c.Run(feedCtx); close(published) }()
+
+	out, _ := stdout.(*os.File)
+	opts := ui.Options{NoColor: noColor}
+	if out != nil {
+		opts.Output = out
+	}
+	err = ui.Run(ctx, s.c, opts)
+	cancel()
+	<-published
+	select {
+	case <-fed:
+	case <-time.After(5 * time.Second):
+	}
+	closeErr := s.close()
+	switch {
+	case errors.Is(err, ui.ErrNoTTY):
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintln(stderr, "sentinel-top:", err)
+		return exitRuntime
+	case closeErr != nil:
+		fmt.Fprintln(stderr, "sentinel-top:", closeErr)
+		return exitRuntime
+	}
+	if in.record != "" {
+		fmt.Fprintf(stderr, "recorded to %s; replay with: sentinel-top --replay %s\n", in.record, in.record)
+	}
+	return exitOK
 }

@@ -2,10 +2,47 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/sim"
 )
 
+// openDemo starts a simulated fleet, each instance's agent on its own
+// loopback port, and a collector dialing them over real websockets.
 func (f *inputFlags) openDemo(ctx context.Context, s *session, opts collector.Options) (*session, error) {
-	return nil, usagef("--demo is not available in this build")
+	sc := sim.DemoScenario()
+	if f.demo != "" {
+		var ok bool
+		if sc, ok = sim.Lookup(f.demo); !ok {
+			var names []string
+			for _, c := range sim.Catalog() {
+				names = append(names, c.Name)
+			}
+			return nil, usagef("--demo %q: no such scenario (demo, %s)", f.demo, strings.Join(names, ", "))
+		}
+	}
+	speed, _ := f.parseSpeed()
+	if speed == 0 {
+		return nil, usagef("--speed max is for replays; a demo runs in real time (or N times faster: --speed N)")
+	}
+	d, err := sim.StartDemo(ctx, sc, speed)
+	if err != nil {
+		return nil, fmt.Errorf("--demo: %w", err)
+	}
+	s.closers = append(s.closers, d.Close)
+	targets, err := collector.ParseTargets(strings.Join(d.Targets(), ","))
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	s.source = "demo " + sc.Name
+	opts.Mode, opts.Source, opts.Clock = collector.ModeLive, s.source, d.Clock()
+	s.c = collector.New(opts)
+	s.feed = func(ctx context.Context) error {
+		s.c.Dial(ctx, targets, collector.DialOptions{})
+		return nil
+	}
+	return s, nil
 }
