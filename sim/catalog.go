@@ -164,8 +164,8 @@ func GrayColdStart() *Scenario {
 		Description: "Three order instances switch a new gray-release risk check on one after another (0:15, 0:55, 1:35), " +
 			"at about 4 req/s each. Its breaker is slow ratio 0.5 over 1000 ms with minRequestAmount 5 in a 10 s window. " +
 			"The connection pool starts empty: the first calls each open a connection and pay a 1.0-1.5 s TLS " +
-			"handshake, so 3 of the first 5 calls are slow and the breaker opens on that alone, rejecting every " +
-			"risk check for 10 s; the probe then finds warm connections and closes it.",
+			"handshake, so 3 or 4 of the first 5 or 6 calls are slow and the breaker opens on that alone, rejecting " +
+			"every risk check for 10 s; the probe then finds warm connections and closes it.",
 		Duration: 3 * mn,
 		Seed:     2,
 		Downstreams: []*Downstream{
@@ -204,8 +204,9 @@ func SawtoothDBSlow() *Scenario {
 		Description: "Two order instances call the member service at about 50 req/s each with a slow-ratio breaker " +
 			"(0.5 over 500 ms, minRequestAmount 20, 1 s window, retryTimeoutMs 10000). From 0:40 to 2:40 the member " +
 			"service's database runs slow queries and its calls take over 2 s: the breakers open on a full window " +
-			"of slow calls, then every 10 s let one probe through, which meets the same slow database and reopens " +
-			"them: about ten failed probes in a row, until the database recovers and a probe closes them.",
+			"of slow calls, let one probe through 10 s later, which meets the same slow database and reopens them " +
+			"2 s after, and so on every 12 s: about ten failed probes in a row, until the database recovers and a " +
+			"probe closes them.",
 		Duration: 4 * mn,
 		Seed:     3,
 		Downstreams: []*Downstream{
@@ -293,13 +294,14 @@ func RulePushPartial() *Scenario {
 		Description: "Eight gateways limit createOrder to 1000 QPS each. At 0:40 the limit is lowered to 200 for a " +
 			"sales event; the push reaches gateway-1 to gateway-5, while gateway-6 to gateway-8 keep the old rule. " +
 			"From 1:00 to 1:45 each gateway is offered about 1100 req/s: five admit 200/s and reject the rest, three " +
-			"admit 1000/s, and the order database behind them runs out of connections.",
+			"admit 1000/s, and the order service behind them, sized for 2500 req/s, slows down and fails half its " +
+			"calls until the event ends.",
 		Duration: 150 * sec,
 		Seed:     5,
 		Downstreams: []*Downstream{{
 			Name:     "order-service",
 			Latency:  LogNormal{Median: 20 * ms, P99: 60 * ms},
-			Overload: &Overload{Capacity: 80, Latency: Uniform{800 * ms, 3000 * ms}, ErrorRate: 0.5},
+			Overload: &Overload{QPS: 2500, Latency: Uniform{800 * ms, 3000 * ms}, ErrorRate: 0.5},
 		}},
 		Instances: fleetOf("gateway", 8, func(i int, in *Instance) {
 			in.Calls = []Call{{

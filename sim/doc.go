@@ -14,7 +14,7 @@
 //     with an onset and a linear recovery curve, for all callers or some);
 //     Jitter (random short episodes of network trouble, independent per
 //     caller); a connection Pool whose cold connections pay a handshake;
-//     Overload (a capacity in calls in flight across the fleet); and the
+//     Overload (a capacity in calls per second across the fleet); and the
 //     caller's Timeout;
 //   - per-instance rule sets loaded at chosen times, so that a push can miss
 //     some instances, rules can arrive late, and retry timeouts can be

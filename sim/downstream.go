@@ -61,8 +61,8 @@ type Downstream struct {
 	Faults []Fault
 	// Jitter, when set, adds short random episodes of network trouble.
 	Jitter *Jitter
-	// Overload, when set, makes calls slow and failing while too many are
-	// in flight across the fleet.
+	// Overload, when set, makes calls slow and failing while the fleet
+	// calls faster than the downstream can answer.
 	Overload *Overload
 }
 
@@ -134,11 +134,12 @@ type Jitter struct {
 	Instances []string
 }
 
-// Overload is a downstream's capacity: a call that starts while Capacity
-// calls of the fleet are already in flight takes Latency and fails with
-// probability ErrorRate (a connection pool exhausted, say).
+// Overload is a downstream's capacity: a call that starts when the whole
+// fleet has started more than QPS calls within the last second takes
+// Latency and fails with probability ErrorRate (a database whose connection
+// pool is exhausted, say). It ends when the load drops.
 type Overload struct {
-	Capacity  int
+	QPS       float64
 	Latency   Dist
 	ErrorRate float64
 }
@@ -159,16 +160,43 @@ func (d *Downstream) validate() error {
 	if p := d.Pool; p != nil && p.Handshake == nil {
 		return errors.New("pool without a handshake")
 	}
-	if o := d.Overload; o != nil && (o.Capacity <= 0 || o.Latency == nil) {
-		return errors.New("overload needs a capacity and a latency")
+	if o := d.Overload; o != nil && (o.QPS <= 0 || o.Latency == nil || o.ErrorRate < 0 || o.ErrorRate > 1) {
+		return errors.New("overload needs a QPS, a latency and an error rate within [0, 1]")
 	}
 	return nil
 }
 
+// loadSlots split the last second of call starts, for Overload.
+const (
+	loadSlots  = 10
+	loadSlotNs = int64(time.Second) / loadSlots
+)
+
 // downstream is a Downstream's shared state during a run.
 type downstream struct {
-	spec     *Downstream
-	inflight int
+	spec *Downstream
+	// Call starts by slot of 100 ms, over the last second: slot[i] counts
+	// those of the slot numbered at[i].
+	slot [loadSlots]int
+	at   [loadSlots]int64
+}
+
+// started counts a call starting at t (ns) and returns how many started
+// within the second up to t, this one included.
+func (d *downstream) started(t int64) int {
+	n := t / loadSlotNs
+	i := int(n % loadSlots)
+	if d.at[i] != n {
+		d.at[i], d.slot[i] = n, 0
+	}
+	d.slot[i]++
+	total := 0
+	for j := range d.slot {
+		if n-d.at[j] < loadSlots {
+			total += d.slot[j]
+		}
+	}
+	return total
 }
 
 // conn is one pooled connection.

@@ -301,7 +301,6 @@ func (f *fleet) handle(e *event) error {
 		return f.flush()
 	case evExit:
 		cs := e.call
-		cs.down.inflight--
 		if !cs.inst.up {
 			return nil // the process is gone, and its call with it
 		}
@@ -345,7 +344,6 @@ func (f *fleet) call(cs *callState, at int64) {
 		return // blocked by a rule: the caller falls back at once
 	}
 	rt, fail := f.respond(cs, at)
-	cs.down.inflight++
 	f.push(event{at: at + rt, kind: evExit, call: cs, entry: entry, fail: fail})
 }
 
@@ -379,7 +377,7 @@ func (f *fleet) respond(cs *callState, at int64) (rt int64, fail bool) {
 			rt = int64(j.Latency.Sample(r))
 		}
 	}
-	if o := d.Overload; o != nil && cs.down.inflight >= o.Capacity {
+	if o := d.Overload; o != nil && float64(cs.down.started(at)) > o.QPS {
 		rt = max(rt, int64(o.Latency.Sample(r)))
 		if o.ErrorRate > 0 && r.Float64() < o.ErrorRate {
 			fail = true

@@ -235,13 +235,17 @@ func TestValidate(t *testing.T) {
 		return oneCall(&sim.Downstream{}, sim.Call{Traffic: sim.Constant(1)}, time.Second)
 	}
 	for name, break_ := range map[string]func(s *sim.Scenario){
-		"no name":          func(s *sim.Scenario) { s.Name = "" },
-		"no instances":     func(s *sim.Scenario) { s.Instances = nil },
-		"twice":            func(s *sim.Scenario) { s.Instances = append(s.Instances, s.Instances[0]) },
-		"unknown down":     func(s *sim.Scenario) { s.Instances[0].Calls[0].Downstream = "nope" },
-		"no traffic":       func(s *sim.Scenario) { s.Instances[0].Calls[0].Traffic = nil },
-		"bad rule":         func(s *sim.Scenario) { s.Instances[0].Rules = []sim.RuleChange{{Breakers: []core.BreakerRule{{Resource: "res"}}}} },
-		"throttling":       func(s *sim.Scenario) { s.Instances[0].Rules = []sim.RuleChange{{Flows: []core.FlowRule{{Resource: "res", Threshold: 1, ControlBehavior: core.Throttling}}}} },
+		"no name":      func(s *sim.Scenario) { s.Name = "" },
+		"no instances": func(s *sim.Scenario) { s.Instances = nil },
+		"twice":        func(s *sim.Scenario) { s.Instances = append(s.Instances, s.Instances[0]) },
+		"unknown down": func(s *sim.Scenario) { s.Instances[0].Calls[0].Downstream = "nope" },
+		"no traffic":   func(s *sim.Scenario) { s.Instances[0].Calls[0].Traffic = nil },
+		"bad rule": func(s *sim.Scenario) {
+			s.Instances[0].Rules = []sim.RuleChange{{Breakers: []core.BreakerRule{{Resource: "res"}}}}
+		},
+		"throttling": func(s *sim.Scenario) {
+			s.Instances[0].Rules = []sim.RuleChange{{Flows: []core.FlowRule{{Resource: "res", Threshold: 1, ControlBehavior: core.Throttling}}}}
+		},
 		"rules unordered":  func(s *sim.Scenario) { s.Instances[0].Rules = []sim.RuleChange{{At: time.Second}, {At: 0}} },
 		"stop before":      func(s *sim.Scenario) { s.Instances[0].Start, s.Instances[0].Stop = 2*time.Second, time.Second },
 		"bad fault":        func(s *sim.Scenario) { s.Downstreams[0].Faults = []sim.Fault{{From: 2, To: 1}} },
