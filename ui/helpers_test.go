@@ -320,3 +320,6 @@ func checkFrame(t *testing.T, frame string, w, h int) {
 		}
 	}
 }
+
+// sizeMsg is a terminal of w x h cells.
+func sizeMsg(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	tea "github.com/charmbracelet/bubbletea"
-
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -83,7 +81,7 @@ func TestHostileNamesNeverReachTheTerminal(t *testing.T) {
 			src := hostileSource()
 			m := newModel(src, Options{Profile: profile})
 			m.noTick = true
-			send(m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			send(m, sizeMsg(size[0], size[1]))
 			frames := map[string]string{"main": m.View()}
 			press(m, "<enter>")
 			frames["detail"] = m.View()
