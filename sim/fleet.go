@@ -49,7 +49,6 @@ type event struct {
 	fail  bool
 	real  bool // evArrive: a call arrives (else only the rate is re-read)
 	n     int  // evRules: which change
-	loop  int64
 }
 
 func (a *event) before(b *event) bool {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -438,5 +440,59 @@ func BenchmarkTenMinutesOfEightInstances(b *testing.B) {
 		if err := sim.Run(context.Background(), s, func(wire.Message) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// WriteFixture writes NAME.ndjson (small enough) and removes a stale
+// NAME.ndjson.gz.
+func TestWriteFixtureReplacesTheOtherForm(t *testing.T) {
+	dir := t.TempDir()
+	s := oneCall(&sim.Downstream{}, sim.Call{Traffic: sim.Constant(5)}, 5*time.Second)
+	stale := filepath.Join(dir, "test.ndjson.gz")
+	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path, err := sim.WriteFixture(context.Background(), dir, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "test.ndjson" {
+		t.Errorf("wrote %s", path)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("stale gzip form still there: %v", err)
+	}
+	r, err := wire.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m, err := r.Next()
+	if err != nil || m.Kind() != wire.KindMeta {
+		t.Fatalf("first line %v, %v", m, err)
+	}
+}
+
+// The catalogue's scenarios are valid, distinct, described, and say what
+// they must produce.
+func TestCatalog(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range sim.Catalog() {
+		if err := s.Validate(); err != nil {
+			t.Error(err)
+		}
+		if seen[s.Name] || s.Title == "" || len(s.Description) < 100 || s.Expect == nil || s.Duration <= 0 {
+			t.Errorf("%s: duplicate, or without title, description, expectations or duration", s.Name)
+		}
+		seen[s.Name] = true
+		if got, ok := sim.Lookup(s.Name); !ok || got.Name != s.Name {
+			t.Errorf("Lookup(%q)", s.Name)
+		}
+	}
+	if d, ok := sim.Lookup("demo"); !ok || d.Loop <= 0 || d.Validate() != nil {
+		t.Error("no looping demo scenario")
+	}
+	if _, ok := sim.Lookup("nope"); ok {
+		t.Error("Lookup of an unknown name")
 	}
 }
