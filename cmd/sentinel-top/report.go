@@ -96,9 +96,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	feedCtx := ctx
 	if live {
+		// --for is measured on the collector's clock: wall time for
+		// targets, the simulation's time for a demo (which may run faster).
 		var cancel context.CancelFunc
-		feedCtx, cancel = context.WithTimeout(ctx, *dur)
+		feedCtx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		timer := s.c.Clock().AfterFunc(*dur, cancel)
+		defer timer.Stop()
 		fmt.Fprintf(stderr, "watching %s for %s...\n", report.Sanitize(s.source), *dur)
 	}
 	began := time.Now()
@@ -108,7 +112,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "sentinel-top report: interrupted")
 		return exitRuntime
 	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err != nil && !errors.Is(err, context.Canceled) {
 		s.close()
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime

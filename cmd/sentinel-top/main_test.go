@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+		"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/fixtures"
+)
+
+// runCmd runs the program in-process.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// jsonReport is findings-v1's report, decoded strictly.
+type jsonReport struct {
+	V         int               `json:"v"`
+	Source    string            `json:"source"`
+	From      int64             `json:"from"`
+	To        int64             `json:"to"`
+	Apps      int               `json:"apps"`
+	Instances int               `json:"instances"`
+	Resources int               `json:"resources"`
+	Messages  int64             `json:"messages"`
+	Rejected  int64             `json:"rejected"`
+	Findings  []json.RawMessage `json:"findings"`
+}
+
+type jsonFinding struct {
+	Kind      string   `json:"kind"`
+	Severity  string   `json:"severity"`
+	App       string   `json:"app"`
+	Resource  string   `json:"resource"`
+	Instances []string `json:"instances"`
+	Summary   string   `json:"summary"`
+	Advice    string   `json:"advice"`
+}
+
+// TestReportEveryFixture replays every built-in fixture through the
+// collector, as `sentinel-top report --format json` does, and requires the
+// findings its meta line expects: all of them, and nothing else of severity
+// warning or above.
+func TestReportEveryFixture(t *testing.T) {
+	names := fixtures.Names()
+	if len(names) < 9 {
+		t.Fatalf("%d built-in fixtures", len(names))
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, "report", "--replay", name, "--format", "json")
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			dec := json.NewDecoder(strings.NewReader(out))
+			dec.DisallowUnknownFields()
+			var rep jsonReport
+			if err := dec.Decode(&rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.V != 1 || rep.Source != name || rep.Messages == 0 || rep.Rejected != 0 || rep.Instances == 0 {
+				t.Fatalf("report header %+v", rep)
+			}
+			want, err := fixtures.Expected(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, raw := range rep.Findings {
+				var f jsonFinding
+				if err := json.Unmarshal(raw, &f); err != nil {
+					t.Fatal(err)
+				}
+				if f.Summary == "" || f.Advice == "" || len(f.Instances) == 0 {
+					t.Errorf("finding without evidence: %s", raw)
+				}
+				if f.Severity != "info" {
+					got = append(got, f.Kind+" "+f.Resource)
+				}
+			}
+			var wantKeys []string
+			for _, x := range want {
+				if x.Severity != "info" {
+					wantKeys = append(wantKeys, x.Kind+" "+x.Resource)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(wantKeys)
+			if !slices.Equal(got, wantKeys) {
+				t.Fatalf("findings (warning and above)\n got %q\nwant %q", got, wantKeys)
+			}
+		})
+	}
+}
+
+func TestReportIsByteIdentical(t *testing.T) {
+	for _, format := range []string{"md", "text", "json"} {
+		_, a, _ := runCmd(t, "report", "--replay", "recovery-herd", "--format", format)
+		_, b, _ := runCmd(t, "report", "--replay", "recovery-herd", "--format", format)
+		if a != b || len(a) < 200 {
+			t.Fatalf("%s: two runs differ or are empty (%d, %d bytes)", format, len(a), len(b))
+		}
+	}
+}
+
+func TestReportFailOn(t *testing.T) {
+	if code, _, errOut := runCmd(t, "report", "--replay", "healthy-baseline", "--fail-on", "warning"); code != exitOK {
+		t.Fatalf("healthy baseline failed --fail-on warning: %d %s", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "report", "--replay", "sawtooth-db-slow", "--fail-on", "warning"); code != exitFailOn {
+		t.Fatalf("sawtooth passed --fail-on warning: exit %d", code)
+	}
+}
+
+func TestReportBadInputFileLineAndCount(t *testing.T) {
+	dir := t.TempDir()
+	rc, err := fixtures.Open("sawtooth-db-slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := io.ReadAll(rc)
+	rc.Close()
+	lines := bytes.SplitN(good, []byte("\n"), 4)
+	bad := bytes.Join([][]byte{lines[0], lines[1], []byte("{not json"), []byte(`{"v":7,"kind":"hello","ts":1,"instance":"x"}`), lines[2], lines[3]}, []byte("\n"))
+	path := filepath.Join(dir, "bad.ndjson")
+	os.WriteFile(path, bad, 0o600)
+	code, out, errOut := runCmd(t, "report", "--replay", path, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{path + ":3: ", path + ":4: ", "2 rejected"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	var rep jsonReport
+	json.Unmarshal([]byte(out), &rep)
+	if rep.Rejected != 2 || rep.Messages == 0 {
+		t.Fatalf("rejected %d, messages %d", rep.Rejected, rep.Messages)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"report"},
+		{"report", "--replay", "a", "--targets", "b:1"},
+		{"report", "--replay", "sawtooth-db-slow", "--format", "yaml"},
+		{"report", "--replay", "sawtooth-db-slow", "--fail-on", "panic"},
+		{"report", "--targets", "127.0.0.1:1"},
+		{"report", "--replay", "no-such-fixture"},
+		{"--replay", "sawtooth-db-slow", "--speed", "fast"},
+		{"--targets", "localhost"},
+		{"--bogus"},
+		{"--demo", "no-such-scenario"},
+		{"serve", "--replay", "x", "--tls-cert", "c.pem"},
+	} {
+		if code, _, errOut := runCmd(t, args...); code != exitUsage || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestNoTerminal(t *testing.T) {
+	code, _, errOut := runCmd(t, "--replay", "sawtooth-db-slow")
+	if code != exitUsage || !strings.Contains(errOut, "sentinel-top report") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"report", "--help"}, {"serve", "--help"}, {"help", "report"}} {
+		code, out, _ := runCmd(t, args...)
+		if code != exitOK || !strings.Contains(out, "Usage: sentinel-top") || !strings.Contains(out, "Examples:") {
+			t.Errorf("%q: exit %d\n%s", args, code, out)
+		}
+	}
+	if code, out, _ := runCmd(t, "--version"); code != exitOK || !strings.HasPrefix(out, "sentinel-top ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestEnvironmentFlags(t *testing.T) {
+	t.Setenv("SENTINEL_TOP_REPLAY", "sawtooth-db-slow")
+	t.Setenv("SENTINEL_TOP_FORMAT", "json")
+	code, out, errOut := runCmd(t, "report")
+	if code != exitOK || !strings.HasPrefix(out, "{") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	t.Setenv("SENTINEL_TOP_SPEED", "warp")
+	if code, _, _ := runCmd(t, "--replay", "x"); code != exitUsage {
+		t.Fatalf("bad env value accepted: %d", code)
+	}
+}
+
+// TestReportDemoFastClock runs a live demo over loopback websockets with a
+// virtual clock 40 times faster than the wall clock and reports on 200 s of it.
+func TestReportDemoFastClock(t *testing.T) {
+	code, out, errOut := runCmd(t, "report", "--demo", "sawtooth-db-slow", "--for", "200s", "--speed", "40", "--format", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"kind": "sawtooth"`) {
+		t.Fatalf("no sawtooth in the demo's report:\n%s", out)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestServeEndpoints replays a fixture through `serve` at 60 times real
+// time and reads its merged stream, metrics and report, token required.
+func TestServeEndpoints(t *testing.T) {
+	addr := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--replay", "sawtooth-db-slow", "--speed", "60", "--listen", addr, "--serve-token", "tk"},
+			nil, io.Discard, &errb)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exit %d: %s", code, errb.String())
+		}
+	}()
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	// The merged stream, early in the replay: hello and rules of both
+	// instances first.
+	var conn *websocket.Conn
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		conn, _, err = websocket.DefaultDialer.Dial("ws://"+addr+"/sentinel/stream", http.Header{"Authorization": {"Bearer tk"}})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	kinds := map[wire.Kind]int{}
+	for i := 0; i < 6; i++ {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := wire.Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds[m.Kind()]++
+	}
+	if kinds[wire.KindHello] != 2 || kinds[wire.KindRules] != 2 {
+		t.Fatalf("re-served stream began with %v", kinds)
+	}
+
+	// Metrics while it plays: a breaker goes OPEN; at the end, the finding.
+	var sawOpen bool
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		code, body := get("/metrics", "tk")
+		if code != 200 {
+			t.Fatalf("metrics: %d %s", code, body)
+		}
+		sawOpen = sawOpen || strings.Contains(body,
+			`sentinel_top_breaker_state{app="order",instance="order-1",resource="GET:http://member-service/api/user/info",state="OPEN"} 1`)
+		if strings.Contains(body, `sentinel_top_findings{kind="sawtooth",severity="warning"} 1`) {
+			for _, want := range []string{
+				`sentinel_top_resource_pass_total{app="order",resource="GET:http://member-service/api/user/info"}`,
+				`sentinel_top_breaker_transitions_total{app="order",from="HALF_OPEN",resource="GET:http://member-service/api/user/info",to="OPEN"}`,
+				`sentinel_top_messages_total`,
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("metrics lack %s", want)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics never showed the sawtooth:\n%.2000s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawOpen {
+		t.Error("the breaker state gauge never showed OPEN during the replay")
+	}
+	if code, _ := get("/metrics", ""); code != http.StatusUnauthorized {
+		t.Errorf("metrics without token: %d", code)
+	}
+	if code, body := get("/report", "tk"); code != 200 || !strings.Contains(body, `"kind": "sawtooth"`) {
+		t.Errorf("report: %d %.300s", code, body)
+	}
+}
