@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-		"io"
+	"io"
 	"net"
 	"net/http"
 	"os"
