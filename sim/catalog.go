@@ -277,7 +277,6 @@ func RecoveryHerd() *Scenario {
 		}),
 		Expect: []Expect{
 			{Kind: "sync-half-open", Severity: "warning", App: "gateway", Resource: herdRes},
-			{Kind: "rule-drift", Severity: "critical", App: "gateway", Resource: herdRes},
 			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: herdRes},
 		},
 	}

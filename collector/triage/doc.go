@@ -46,8 +46,9 @@
 // they are reported: a rule push reaches the instances a moment apart, and a
 // healthy stream must give no warning. Rule drift compares, per resource,
 // the breaker and flow rules of the app's instances that sent rules
-// (order-insensitive); an instance without a rule for the resource is a
-// group of its own. Groups merge instances with the same version and rules
+// (order-insensitive) with retryTimeoutMs left out, because jittering it
+// per instance is the remedy for synchronized half-open probes; an instance
+// without a rule for the resource is a group of its own. Groups merge instances with the same version and rules
 // for the resource, largest first, then by version.
 //
 // sawtooth: From is the trip that started the first run of 3 or more failed
@@ -75,7 +76,7 @@
 // instances of the app that run one for the resource and passed traffic are
 // judged together, with the rule of the first of them by name. qps is the
 // median over those instances of each one's median QPS (the median of its
-// buckets' pass counts per second, silences of up to a minute between
+// buckets' offered counts (pass + block) per second, silences of up to a minute between
 // buckets counted as idle buckets; kept in a fixed-size histogram, exact
 // under 32 entries per bucket and within 12.5 % above); windowRequests is
 // qps x statIntervalMs / 1000; p99Ms is the p99 of their rtHist counts

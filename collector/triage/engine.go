@@ -262,7 +262,10 @@ type herd struct {
 	from, to  int64
 	last      []*instState
 	ever      map[*instState]struct{}
-	retry     uint32
+	retry     uint32 // the retry timeout of the last counted occasion
+	// clusterRetry is the retry timeout seen in the cluster being formed;
+	// it becomes retry only if the cluster counts as an occasion.
+	clusterRetry uint32
 }
 
 type lowConf struct {
@@ -646,9 +649,13 @@ func (rr *resRules) canonicalize() {
 		}
 		return string(b)
 	}
+	// retryTimeoutMs is left out of the comparison: jittering it per
+	// instance is the fix for synchronized half-open probes, not drift.
 	bk := make([]string, len(rr.breakers))
 	for i := range rr.breakers {
-		bk[i] = enc(rr.breakers[i])
+		r := rr.breakers[i]
+		r.RetryTimeoutMs = 0
+		bk[i] = enc(r)
 	}
 	fk := make([]string, len(rr.flows))
 	for i := range rr.flows {
@@ -860,6 +867,9 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 		return
 	}
 	pass := max(b.Pass, 0)
+	// The load a statistic window sees is what the resource was offered:
+	// while a breaker is open its requests are blocked, not absent.
+	offered := pass + max(b.Block, 0)
 	switch {
 	case s.bucketMs != bm:
 		s.pass = passHist{} // a new bucket length: rates start over
@@ -872,7 +882,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start
-	s.pass.add(pass, 1)
+	s.pass.add(offered, 1)
 	if b.HasHist {
 		s.hasHist = true
 		for i, c := range b.RtHist {
@@ -1051,8 +1061,11 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 		h.cMin, h.cMax = at, at
 		h.members = append(h.members[:0], in)
 	}
+	if !joined {
+		h.clusterRetry = 0
+	}
 	if retry > 0 {
-		h.retry = retry
+		h.clusterRetry = retry
 	}
 	if !h.counted {
 		n := len(h.members)
@@ -1068,6 +1081,9 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 		if h.occasions == HerdOccasions {
 			e.herds = append(e.herds, ar)
 		}
+	}
+	if h.clusterRetry > 0 {
+		h.retry = h.clusterRetry
 	}
 	h.from = min(h.from, h.cMin)
 	h.to = max(h.to, h.cMax)

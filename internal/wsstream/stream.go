@@ -303,6 +303,17 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 				return
 			}
 		case bye, ok := <-r.bye:
+			// What was queued before Close goes out first.
+			for drained := false; !drained; {
+				select {
+				case f := <-r.queue:
+					if !write(withDropped(r, f)) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
 			if ok {
 				write(bye.Data)
 			}
@@ -388,17 +399,17 @@ func (sub *Subscription) Next() (msg []byte, ok bool) {
 		}
 	}
 	select {
+	case f := <-sub.r.queue: // what was queued before a bye comes first
+		return withDropped(sub.r, f), true
+	default:
+	}
+	select {
 	case bye, ok := <-sub.r.bye:
 		sub.Close()
 		if ok {
 			return bye.Data, true
 		}
 		return nil, false
-	default:
-	}
-	select {
-	case f := <-sub.r.queue:
-		return withDropped(sub.r, f), true
 	default:
 		return nil, false
 	}
