@@ -34,7 +34,7 @@ const (
 const (
 	fineStepMs        = 1000
 	instanceFineSlots = 60  // per instance x resource: the last minute per second
-	appFineSlots      = 300 // per app x resource: the last 5 minutes per second
+	appFineSlots      = 310 // per app x resource: a little over 5 minutes per second, so a 5-minute range stays fine
 	coarseStepMs      = 15000
 )
 
