@@ -17,8 +17,9 @@ type fixtureReplay struct {
 	c *collector.Collector
 }
 
-// replayFixture replays name up to offsetMs after its start (the whole
-// fixture when offsetMs < 0) and publishes a snapshot there.
+// replayFixture replays name up to offsetMs after its start (up to -offsetMs
+// before its end when negative, -1 being the whole fixture) and publishes
+// a snapshot there.
 func replayFixture(t testing.TB, name string, offsetMs int64) *fixtureReplay {
 	t.Helper()
 	f, err := fixtures.Open(name)
@@ -33,7 +34,7 @@ func replayFixture(t testing.TB, name string, offsetMs int64) *fixtureReplay {
 	fr := &fixtureReplay{r: r, c: r.Collector()}
 	from, to := r.Range()
 	if offsetMs < 0 {
-		offsetMs = to - from
+		offsetMs = to - from + offsetMs + 1
 	}
 	fr.seek(t, from+offsetMs)
 	return fr

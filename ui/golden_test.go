@@ -72,12 +72,13 @@ func TestGoldenSmall(t *testing.T) {
 	}
 }
 
-// TestGoldenFixtures shows every recorded incident at its end: the main
-// screen, and the detail of the first alert's resource.
+// TestGoldenFixtures shows every recorded incident just before its end
+// (the instances then say bye): the main screen, and the detail of the
+// first alert's resource.
 func TestGoldenFixtures(t *testing.T) {
 	for _, name := range fixtures.Names() {
 		t.Run(name, func(t *testing.T) {
-			fr := replayFixture(t, name, -1)
+			fr := replayFixture(t, name, -2)
 			m := newTestModel(fr.c, 120, 40)
 			main := screenText(m)
 			press(m, "a<enter>")
@@ -102,6 +103,13 @@ func TestGoldenHandmade(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestGoldenEnded is a replay whose instances all said bye.
+func TestGoldenEnded(t *testing.T) {
+	fr := replayFixture(t, goldenFixture, -1)
+	m := newTestModel(fr.c, 80, 24)
+	golden.RequireEqual(t, []byte(screenText(m)))
 }
 
 func goldenSource() *staticSource {

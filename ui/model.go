@@ -167,12 +167,25 @@ func (m *Model) replaying() bool {
 // setSnapshot shows s.
 func (m *Model) setSnapshot(s *collector.Snapshot) {
 	m.snap = s
-	m.table = m.table.SetRows(s.Rows)
+	m.table = m.table.SetRows(s.Rows).SetEmptyText(emptyText(s))
 	m.alerts = m.alerts.SetFindings(s.Findings)
 	m.header = m.header.SetSnapshot(s, m.latest, m.frozen)
 	m.help = m.help.SetReplay(m.replaying())
 	m.layout()
 	m.dirty = true
+}
+
+// emptyText says why a snapshot has no rows.
+func emptyText(s *collector.Snapshot) string {
+	switch {
+	case s.Messages == 0 && s.Mode == collector.ModeReplay:
+		return "nothing replayed yet"
+	case s.Messages == 0:
+		return "waiting for the targets' first messages"
+	case s.Instances == 0:
+		return "no instance is reporting: all said bye or went quiet"
+	}
+	return "no resource reported recently"
 }
 
 // Update handles a message.

@@ -102,11 +102,15 @@ type resourceTable struct {
 	width, height int
 	cols          []column
 	appW, digits  int
+	empty         string // what an empty table says
 }
 
 func newResourceTable(st *Styles, keys *keyMap) resourceTable {
-	return resourceTable{st: st, keys: keys, focused: true, digits: 1}
+	return resourceTable{st: st, keys: keys, focused: true, digits: 1, empty: "no resources yet"}
 }
+
+// SetEmptyText sets what the table says when it has no row.
+func (t resourceTable) SetEmptyText(s string) resourceTable { t.empty = s; return t }
 
 // SetRows replaces the rows with a new snapshot's, keeping the selection.
 func (t resourceTable) SetRows(rows []collector.ResourceRow) resourceTable {
@@ -378,11 +382,9 @@ func (t resourceTable) View() string {
 	body := t.height - 1
 	if len(t.view) == 0 && body > 0 {
 		b.WriteByte('\n')
-		msg := "no resources yet"
+		msg := t.empty
 		if t.filter != "" {
 			msg = "no resource matches the filter (esc clears it)"
-		} else if len(t.rows) > 0 {
-			msg = "no resource to show"
 		}
 		b.WriteString(t.st.dim.on(cut("   "+msg, t.width)))
 		body--

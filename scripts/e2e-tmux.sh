@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# End-to-end check of the terminal dashboard as a person sees it: builds
+# sentinel-top, runs it in a tmux pane on a built-in fixture, types keys and
+# asserts on the text of the screen (tmux capture-pane).
+#
+#   scripts/e2e-tmux.sh            # needs tmux (installed with apt-get when missing and root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v tmux >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		apt-get update -qq >/dev/null && apt-get install -y -qq tmux >/dev/null
+	else
+		echo "e2e-tmux: tmux is needed" >&2
+		exit 1
+	fi
+fi
+
+work=$(mktemp -d)
+bin=$work/sentinel-top
+sock=sentinel-top-e2e-$$
+cleanup() {
+	tmux -L "$sock" kill-server 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$bin" ./cmd/sentinel-top
+
+passed=0
+failed=0
+screen() { tmux -L "$sock" capture-pane -p -t e2e; }
+keys() { tmux -L "$sock" send-keys -t e2e "$@"; }
+
+# wait_for TEXT...: every TEXT on the screen within 20 s.
+wait_for() {
+	local deadline=$((SECONDS + 20)) s t missing
+	while :; do
+		s=$(screen)
+		missing=
+		for t in "$@"; do
+			grep -qF -- "$t" <<<"$s" || missing=$t
+		done
+		if [ -z "$missing" ]; then
+			passed=$((passed + 1))
+			return 0
+		fi
+		if [ $SECONDS -ge $deadline ]; then
+			echo "FAIL: not on screen: $missing" >&2
+			echo "$s" >&2
+			failed=$((failed + 1))
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+# wait_gone TEXT: TEXT leaves the screen within 10 s.
+wait_gone() {
+	local deadline=$((SECONDS + 10))
+	while grep -qF -- "$1" <<<"$(screen)"; do
+		if [ $SECONDS -ge $deadline ]; then
+			echo "FAIL: still on screen: $1" >&2
+			screen >&2
+			failed=$((failed + 1))
+			return 1
+		fi
+		sleep 0.1
+	done
+	passed=$((passed + 1))
+}
+
+check() { # check NAME CONDITION...
+	local name=$1
+	shift
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		echo "FAIL: $name" >&2
+		failed=$((failed + 1))
+	fi
+}
+
+# One server for every pane: a session that only waits keeps it up.
+tmux -L "$sock" new-session -d -s keep "sleep 3600"
+
+run_pane() { # run_pane COMMAND: a fresh 120x40 pane running COMMAND
+	tmux -L "$sock" kill-session -t e2e 2>/dev/null || true
+	tmux -L "$sock" new-session -d -s e2e -x 120 -y 40 \
+		"$1; echo \"EXIT=\$?\"; sleep 60"
+}
+
+set +e
+
+# The replay of a flapping breaker, at 8 times real time; paused once the
+# triage names it, so the screens below hold still.
+run_pane "$bin --replay sawtooth-db-slow --speed 8"
+wait_for "sentinel-top" "replay sawtooth-db-slow" "REPLAY ×8" "BREAKERS" "ALERTS"
+wait_for "GET:http://inven" "order"
+wait_for "CRIT sawtooth" "✖2"
+keys "p"
+wait_for "PAUSED +"
+
+# help, and back
+keys "?"
+wait_for "sentinel-top keys" "GLYPHS" "● CLOSED" "◐ HALF" "✖ OPEN" "pause replay"
+keys "?"
+wait_for "BREAKERS"
+
+# filter, kept with enter, cleared with escape
+keys "/"
+wait_for "enter keeps"
+keys "inven"
+wait_for "/inven" "1/2"
+keys Enter
+wait_gone "/user/info    "
+keys Escape
+wait_for "/user/info    "
+
+# the first alert's resource in detail, and back
+keys "a" Enter
+wait_for "TIMELINE" "order-1" "order-2" "transitions in range" "PASS/S and BLOCK/S"
+keys PageDown PageDown
+wait_for "RULES" "FINDINGS"
+keys Escape
+wait_for "BREAKERS" "ALERTS"
+
+# freeze: the view holds while collection goes on
+keys Space
+wait_for "FROZEN +"
+keys Space
+wait_gone "FROZEN"
+
+# replay controls
+keys "p"
+wait_for "REPLAY ×8"
+keys ">"
+wait_for "REPLAY ×16"
+
+# a small terminal, then back
+tmux -L "$sock" resize-window -t e2e -x 50 -y 12
+wait_for "need 60x15"
+tmux -L "$sock" resize-window -t e2e -x 120 -y 40
+wait_for "BREAKERS"
+
+keys "q"
+wait_for "EXIT=0"
+
+# Without colour nothing but text reaches the terminal.
+run_pane "NO_COLOR=1 $bin --replay sawtooth-db-slow --speed 8"
+wait_for "CRIT sawtooth"
+check "NO_COLOR leaves no colour" bash -c \
+	"! tmux -L $sock capture-pane -e -p -t e2e | grep -qE $'\x1b\\\\[[0-9;]*(3[0-7]|4[0-7]|38|48|9[0-7])[;m]'"
+keys "q"
+wait_for "EXIT=0"
+
+# With colour some reaches it.
+run_pane "$bin --replay sawtooth-db-slow --speed 8"
+wait_for "CRIT sawtooth"
+check "colour without NO_COLOR" bash -c \
+	"tmux -L $sock capture-pane -e -p -t e2e | grep -qE $'\x1b\\\\['"
+keys "q"
+wait_for "EXIT=0"
+
+# Without a terminal it says so and points to the report.
+out=$("$bin" --replay sawtooth-db-slow 2>&1 >/dev/null </dev/null)
+code=$?
+check "no terminal exits 2 (got $code)" test "$code" = 2
+check "no terminal points to the report" grep -qF "sentinel-top report" <<<"$out"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
