@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,4 +120,20 @@ func TestRealClock(t *testing.T) {
 	tk := c.NewTicker(time.Millisecond)
 	<-tk.C()
 	tk.Stop()
+}
+
+func TestCoarseClock(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := NewCoarseClock(ctx)
+	for i := 0; i < 20; i++ {
+		if d := time.Now().UnixMilli() - c.UnixMilli(); d < -1 || d > 50 {
+			t.Fatalf("coarse clock %d ms off", d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	time.Sleep(5 * time.Millisecond)
+	if d := time.Now().UnixMilli() - c.UnixMilli(); d < -1 || d > 5 {
+		t.Fatalf("stopped coarse clock %d ms off", d)
+	}
 }

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/alibaba/sentinel-golang/api"
@@ -8,6 +9,7 @@ import (
 	sgcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	sgstat "github.com/alibaba/sentinel-golang/core/stat/base"
 	"github.com/alibaba/sentinel-golang/logging"
+	sgutil "github.com/alibaba/sentinel-golang/util"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -30,6 +32,18 @@ func BenchmarkWindowAdd(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			a.AddCount(sgbase.MetricEventPass, 1)
+		}
+	})
+	// The window alone, with the time already read: Guard.Entry reads the
+	// clock once and uses it for every window it touches.
+	b.Run("impl=core/clock=given", func(b *testing.B) {
+		w := core.NewResourceWindow()
+		now := core.NewRealClock().UnixMilli()
+		b.ReportAllocs()
+		i := int64(0)
+		for b.Loop() {
+			w.Current(now + i>>16).AddPass(1) // a new millisecond every 65,536 adds
+			i++
 		}
 	})
 }
@@ -128,5 +142,40 @@ func BenchmarkEntryExitParallel(b *testing.B) {
 				e.Exit()
 			}
 		})
+	})
+}
+
+// BenchmarkEntryExitCachedClock compares the two with their cached clocks:
+// core.CoarseClock and sentinel-golang's time ticker (UseCacheTime). It must
+// stay the last benchmark of the file: sentinel-golang's ticker, once
+// started, runs for the rest of the process.
+func BenchmarkEntryExitCachedClock(b *testing.B) {
+	b.Run("impl=core", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		g := core.NewGuard(core.GuardOptions{Clock: core.NewCoarseClock(ctx)})
+		if err := g.LoadBreakerRules([]core.BreakerRule{benchRule}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			e, err := g.Entry("bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.Exit(nil)
+		}
+	})
+	b.Run("impl=sentinel-golang", func(b *testing.B) {
+		sgutil.StartTimeTicker()
+		sc := benchSentinel(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			e, blk := api.Entry("bench", api.WithSlotChain(sc))
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			e.Exit()
+		}
 	})
 }
