@@ -101,6 +101,19 @@ wait_for "CRIT sawtooth" "✖2"
 keys "p"
 wait_for "PAUSED +"
 
+# idle: a paused dashboard uses next to no CPU (ticks of 1/CLK_TCK s).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+pane_pid=$(tmux -L "$sock" display -p -t e2e '#{pane_pid}')
+pid=$(pgrep -P "$pane_pid" -x sentinel-top || true)
+if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
+	hz=$(getconf CLK_TCK)
+	before=$(cpu_ticks "$pid")
+	sleep 5
+	used=$(($(cpu_ticks "$pid") - before))
+	echo "idle CPU: $used of $((5 * hz)) ticks in 5 s"
+	check "idle CPU under 5% (used $used ticks of $((5 * hz)))" test $((used * 20)) -lt $((5 * hz))
+fi
+
 # help, and back
 keys "?"
 wait_for "sentinel-top keys" "GLYPHS" "● CLOSED" "◐ HALF" "✖ OPEN" "pause replay"
