@@ -136,6 +136,9 @@ func describeDialError(err error) string {
 
 // connect runs one connection until it fails.
 func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions) error {
+	if isJavaTarget(t) {
+		return c.pollJava(ctx, t, st, opts) // javatransport.go
+	}
 	header := http.Header{}
 	if opts.Token != "" {
 		header.Set("Authorization", "Bearer "+opts.Token)

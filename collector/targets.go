@@ -104,6 +104,8 @@ func parseTarget(s string) (Target, error) {
 			u.Scheme = "ws"
 		case "https":
 			u.Scheme = "wss"
+		case JavaScheme: // Java Sentinel's command API, polled (javatransport.go)
+			return parseJavaTarget(s, u)
 		default:
 			return Target{}, fmt.Errorf("target %q: scheme %q is not ws or wss", s, u.Scheme)
 		}

@@ -1,0 +1,599 @@
+package collector
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// Java Sentinel targets: sentinel://HOST[:PORT][?app=NAME] names the
+// transport command API of a Java service (sentinel-transport-simple-http
+// or -netty-http, port 8719 by default). It is read the way Sentinel's own
+// dashboard reads it, without any change to the service: GET /metric every
+// JavaMetricEvery and GET /getRules?type=degrade and ?type=flow every
+// JavaRulesEvery, turned into wire v1 messages of instance HOST:PORT.
+//
+// What the API does not give is not made up. It has no breaker states, so a
+// Java instance never sends a state message (the target's status says so,
+// see JavaBreakerStatesNote); no slow counts and no histogram (see package
+// metriclog for the mapping of its metric lines); no app name, hence ?app=
+// (without it the app is the instance, and instances of one service are not
+// compared with each other). The bearer token of --token is never sent to
+// these targets: the command API has no authentication, and the token
+// belongs to the wire streams.
+const (
+	// JavaScheme is the scheme of Java Sentinel targets.
+	JavaScheme = "sentinel"
+	// JavaDefaultPort is the transport API's default port (csp.sentinel.api.port).
+	JavaDefaultPort = "8719"
+	// JavaBreakerStatesNote is what the status of an up Java target says
+	// in LastError, for want of a field of its own.
+	JavaBreakerStatesNote = "note: breaker states not exposed by Java Sentinel"
+)
+
+// Polling periods and bounds of Java targets.
+const (
+	JavaMetricEvery = time.Second
+	JavaRulesEvery  = 5 * time.Second
+	// javaBacklog is how far back the first poll of a connection reads, so
+	// that a reconnect fills its gap (the collector drops what it has).
+	javaBacklog = 60 * time.Second
+	// javaMaxBody bounds one answer.
+	javaMaxBody = 32 << 20
+	// javaMaxLines is the most lines Java's /metric returns at once
+	// (MetricsReader.MAX_LINES_RETURN): an answer that long may end in the
+	// middle of a second.
+	javaMaxLines = 100000
+	// javaEndSlack is how far past the collector's clock a poll asks for,
+	// so a service whose clock is ahead is not cut off.
+	javaEndSlack = 60 * time.Second
+	// javaColdFactor is Java's csp.sentinel.flow.cold.factor default.
+	javaColdFactor = 3
+	// javaSDK prefixes the hello's sdk of Java targets.
+	javaSDK = "java-sentinel"
+)
+
+// isJavaTarget reports whether t names a Java transport API.
+func isJavaTarget(t Target) bool { return strings.HasPrefix(t.URL, JavaScheme+"://") }
+
+// parseJavaTarget checks a sentinel:// target: a host, a port (8719 when
+// omitted), no path, and no query but app.
+func parseJavaTarget(s string, u *url.URL) (Target, error) {
+	if u.User != nil {
+		return Target{}, fmt.Errorf("target %q: the Java command API takes no credentials", s)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return Target{}, fmt.Errorf("target %q: no host", s)
+	}
+	port := u.Port()
+	if port == "" {
+		port = JavaDefaultPort
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return Target{}, fmt.Errorf("target %q: bad port %q", s, port)
+	}
+	if u.Path != "" && u.Path != "/" || u.Opaque != "" || u.Fragment != "" {
+		return Target{}, fmt.Errorf("target %q: a sentinel:// target is sentinel://HOST:PORT[?app=NAME], without a path", s)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return Target{}, fmt.Errorf("target %q: %w", s, err)
+	}
+	app := q.Get("app")
+	for k, v := range q {
+		if k != "app" || len(v) != 1 {
+			return Target{}, fmt.Errorf("target %q: only ?app=NAME is understood", s)
+		}
+	}
+	if len(app) > wire.DefaultMaxNameBytes || !utf8.ValidString(app) {
+		return Target{}, fmt.Errorf("target %q: app name too long or not UTF-8", s)
+	}
+	out := url.URL{Scheme: JavaScheme, Host: net.JoinHostPort(host, port)}
+	if _, ok := q["app"]; ok {
+		if app == "" {
+			return Target{}, fmt.Errorf("target %q: empty app name", s)
+		}
+		out.RawQuery = url.Values{"app": {app}}.Encode()
+	}
+	return Target{Name: s, URL: out.String()}, nil
+}
+
+// javaTarget is a parsed sentinel:// target.
+type javaTarget struct {
+	base     string // http://HOST:PORT
+	instance string // HOST:PORT
+	app      string
+}
+
+func javaTargetOf(t Target) (javaTarget, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return javaTarget{}, err
+	}
+	jt := javaTarget{base: "http://" + u.Host, instance: u.Host, app: u.Query().Get("app")}
+	if jt.app == "" {
+		jt.app = jt.instance
+	}
+	return jt, nil
+}
+
+// javaPoller is one connection's worth of polling one Java target.
+type javaPoller struct {
+	c      *Collector
+	t      Target
+	st     *targetState
+	jt     javaTarget
+	client *http.Client
+	// next is the first second not fetched yet, Unix ms.
+	next int64
+	// accepted counts metric lines accepted, to tell a Sentinel API from
+	// something else answering 200.
+	accepted int64
+	// rulesKey identifies the last rule answers seen, rulesVersion the
+	// last rule set sent.
+	rulesKey     [sha256.Size]byte
+	rulesVersion string
+	rulesErr     string
+}
+
+// pollJava polls a Java target until it fails or ctx ends; dialLoop
+// reconnects as for a stream. Each connection starts with a hello, the
+// rules, and the last javaBacklog of metrics.
+func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opts DialOptions) error {
+	jt, err := javaTargetOf(t)
+	if err != nil {
+		return err
+	}
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 2,
+		DialContext: (&net.Dialer{Timeout: opts.HandshakeTimeout}).DialContext, ResponseHeaderTimeout: opts.HandshakeTimeout}
+	defer tr.CloseIdleConnections()
+	p := &javaPoller{c: c, t: t, st: st, jt: jt,
+		client: &http.Client{Transport: tr, Timeout: 2 * opts.HandshakeTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	now := c.clock.UnixMilli()
+	p.next = floorDown(now-javaBacklog.Milliseconds(), metriclog.BucketMs)
+
+	// The first answer decides whether this is a Sentinel command API.
+	body, err := p.get(ctx, p.metricPath(now))
+	if err != nil {
+		return err
+	}
+	items, err := p.parseMetrics(body)
+	if err != nil {
+		return err
+	}
+	st.update(func(s *TargetStatus) {
+		s.State, s.Since, s.LastError, s.Instance = TargetUp, c.clock.UnixMilli(), JavaBreakerStatesNote, jt.instance
+	})
+	p.ingest(p.hello(ctx))
+	p.pollRules(ctx)
+	p.deliver(items)
+
+	tk := c.clock.NewTicker(JavaMetricEvery)
+	defer tk.Stop()
+	rulesDue := c.clock.UnixMilli() + JavaRulesEvery.Milliseconds()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tk.C():
+		}
+		now := c.clock.UnixMilli()
+		body, err := p.get(ctx, p.metricPath(now))
+		if err != nil {
+			return err
+		}
+		items, err := p.parseMetrics(body)
+		if err != nil {
+			return err
+		}
+		p.deliver(items)
+		if now >= rulesDue {
+			rulesDue = now + JavaRulesEvery.Milliseconds()
+			p.pollRules(ctx)
+		}
+	}
+}
+
+func (p *javaPoller) metricPath(now int64) string {
+	end := max(now, p.next) + javaEndSlack.Milliseconds()
+	return "/metric?startTime=" + itoa(p.next) + "&endTime=" + itoa(end)
+}
+
+// get fetches one command; anything but a 200 is an error.
+func (p *javaPoller) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.jt.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, javaMaxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	p.st.update(func(s *TargetStatus) { s.Bytes += int64(len(body)) })
+	if len(body) > javaMaxBody {
+		return nil, fmt.Errorf("%s: answer over %d bytes", path, javaMaxBody)
+	}
+	if resp.StatusCode != http.StatusOK {
+		first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+		if len(first) > 80 {
+			first = strings.ToValidUTF8(first[:80], "") + "..."
+		}
+		return nil, fmt.Errorf("not a Sentinel command API: %s: HTTP %d %s %q", strings.SplitN(path, "?", 2)[0],
+			resp.StatusCode, http.StatusText(resp.StatusCode), first)
+	}
+	return body, nil
+}
+
+// parseMetrics reads a /metric answer into bucket items of the seconds not
+// fetched yet, and moves next past them. Bad lines are rejected one by
+// one; an answer of nothing but bad lines from a target that never gave a
+// good one is not Sentinel's.
+func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
+	var items []wire.BucketItem
+	lines, bad := 0, 0
+	var firstErr error
+	var rejects []error
+	for len(body) > 0 {
+		var line []byte
+		line, body, _ = bytes.Cut(body, []byte{'\n'})
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		lines++
+		l, err := metriclog.ParseThin(string(line))
+		if err != nil {
+			bad++
+			firstErr = cmp.Or(firstErr, err)
+			if len(rejects) < 100 {
+				rejects = append(rejects, err)
+			}
+			continue
+		}
+		if metriclog.Internal(l.Resource) {
+			continue
+		}
+		it := l.Item()
+		if it.Start < p.next {
+			continue // already delivered
+		}
+		items = append(items, it)
+	}
+	if bad > 0 && bad == lines && p.accepted == 0 {
+		return nil, fmt.Errorf("incompatible: /metric answered %d lines, none of them Sentinel metric lines (%v)", lines, firstErr)
+	}
+	for _, err := range rejects {
+		p.c.Reject(p.t.Name, fmt.Errorf("/metric: %w", err))
+	}
+	if bad > 0 {
+		p.st.update(func(s *TargetStatus) { s.Rejected += int64(bad) })
+	}
+	p.accepted += int64(lines - bad)
+	if len(items) == 0 {
+		return nil, nil
+	}
+	slices.SortStableFunc(items, func(a, b wire.BucketItem) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.Resource, b.Resource))
+	})
+	newest := items[len(items)-1].Start
+	if lines >= javaMaxLines {
+		// Cut short: the newest second may be incomplete; fetch it again.
+		i, _ := slices.BinarySearchFunc(items, newest, func(it wire.BucketItem, s int64) int { return cmp.Compare(it.Start, s) })
+		if i > 0 {
+			items, newest = items[:i], items[i-1].Start
+		}
+	}
+	p.next = newest + metriclog.BucketMs
+	return items, nil
+}
+
+// deliver sends items as buckets messages, or a heartbeat when there are
+// none.
+//
+// The collector takes a buckets message's ts for the sender's clock (it
+// warns when ts and arrival differ by more than a bucket) and as the end of
+// the instance's data (rates are taken up to there). A polled service's
+// data always lags its clock: Java writes a second's line within a second
+// after it ends, and the poll reads it up to a second later. So ts is the
+// poll time, moved back to the end of the data when that is less than a
+// bucket ago: never more than a bucket off the arrival, and never claiming
+// data beyond what has arrived by more than the lag.
+func (p *javaPoller) deliver(items []wire.BucketItem) {
+	now := p.c.clock.UnixMilli()
+	ts := now - (metriclog.BucketMs - 1)
+	if len(items) > 0 {
+		if end := items[len(items)-1].Start + 2*metriclog.BucketMs - 1; end > ts {
+			ts = min(end, now)
+		}
+	}
+	for {
+		n := min(len(items), wire.DefaultMaxItems)
+		p.ingest(&wire.Buckets{Header: wire.Header{Ts: ts, Instance: p.jt.instance}, BucketMs: metriclog.BucketMs, Items: items[:n:n]})
+		items = items[n:]
+		if len(items) == 0 {
+			return
+		}
+	}
+}
+
+// ingest validates and feeds one synthesized message.
+func (p *javaPoller) ingest(m wire.Message) {
+	if err := wire.Validate(m, p.c.opts.Limits); err != nil {
+		p.c.Reject(p.t.Name, err)
+		p.st.update(func(s *TargetStatus) { s.Rejected++ })
+		return
+	}
+	p.st.update(func(s *TargetStatus) { s.Messages++ })
+	p.c.Ingest(p.t.Name, m)
+}
+
+// hello synthesizes the connection's hello: the host the service reports
+// (/basicInfo) and its Sentinel version (/version), when it answers them.
+func (p *javaPoller) hello(ctx context.Context) *wire.Hello {
+	h := &wire.Hello{Header: wire.Header{Ts: p.c.clock.UnixMilli(), Instance: p.jt.instance},
+		App: p.jt.app, SDK: javaSDK, BucketMs: metriclog.BucketMs}
+	if body, err := p.get(ctx, "/basicInfo"); err == nil {
+		var info struct{ Machine, IP string }
+		if json.Unmarshal(body, &info) == nil {
+			h.Host = cleanName(cmp.Or(info.IP, info.Machine), 255)
+		}
+	}
+	if body, err := p.get(ctx, "/version"); err == nil {
+		if v := cleanName(string(bytes.TrimSpace(body)), 64); v != "" && !strings.ContainsAny(v, " <{\t") {
+			h.SDK = javaSDK + "/" + v
+		}
+	}
+	return h
+}
+
+// cleanName keeps a short, valid UTF-8 name out of what a peer said.
+func cleanName(s string, n int) string {
+	s = strings.ToValidUTF8(s, "")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		return ""
+	}
+	return s
+}
+
+// pollRules fetches both rule types and sends a rules message when they
+// changed. A target that does not answer them (an old version, a proxy)
+// stays up without rules; a rule that does not map is rejected once.
+func (p *javaPoller) pollRules(ctx context.Context) {
+	degrade, err := p.get(ctx, "/getRules?type=degrade")
+	var flow []byte
+	if err == nil {
+		flow, err = p.get(ctx, "/getRules?type=flow")
+	}
+	note := JavaBreakerStatesNote
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		note += "; rules unavailable: " + err.Error()
+	}
+	if note != p.rulesErr {
+		p.rulesErr = note
+		p.st.update(func(s *TargetStatus) {
+			if s.State == TargetUp {
+				s.LastError = note
+			}
+		})
+	}
+	if err != nil {
+		return
+	}
+	h := sha256.New()
+	h.Write(degrade)
+	h.Write([]byte{0})
+	h.Write(flow)
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	if key == p.rulesKey && p.rulesVersion != "" {
+		return
+	}
+	p.rulesKey = key
+	breakers, flows, problems := javaRules(degrade, flow)
+	for _, err := range problems {
+		p.c.Reject(p.t.Name, err)
+	}
+	version := wire.RulesVersion(breakers, flows)
+	if version == p.rulesVersion {
+		return
+	}
+	p.rulesVersion = version
+	p.ingest(&wire.Rules{Header: wire.Header{Ts: p.c.clock.UnixMilli(), Instance: p.jt.instance},
+		Version: version, Breakers: breakers, Flows: flows})
+}
+
+// javaDegradeRule is Java Sentinel's DegradeRule as /getRules?type=degrade
+// writes it, with the Java defaults of fields left out.
+type javaDegradeRule struct {
+	Resource           string  `json:"resource"`
+	Grade              int64   `json:"grade"`
+	Count              float64 `json:"count"`
+	TimeWindow         int64   `json:"timeWindow"` // seconds
+	MinRequestAmount   int64   `json:"minRequestAmount"`
+	SlowRatioThreshold float64 `json:"slowRatioThreshold"`
+	StatIntervalMs     int64   `json:"statIntervalMs"`
+}
+
+// javaFlowRule is Java Sentinel's FlowRule as /getRules?type=flow writes it.
+type javaFlowRule struct {
+	Resource          string  `json:"resource"`
+	LimitApp          string  `json:"limitApp"`
+	Grade             int64   `json:"grade"` // 0 threads, 1 QPS
+	Count             float64 `json:"count"`
+	Strategy          int64   `json:"strategy"` // 0 direct, 1 relate, 2 chain
+	RefResource       string  `json:"refResource"`
+	ControlBehavior   int64   `json:"controlBehavior"` // 0 reject, 1 warm-up, 2 rate limiter, 3 warm-up rate limiter
+	WarmUpPeriodSec   int64   `json:"warmUpPeriodSec"`
+	MaxQueueingTimeMs int64   `json:"maxQueueingTimeMs"`
+	ClusterMode       bool    `json:"clusterMode"`
+}
+
+// javaRules maps the two /getRules answers to core rules. Resource names
+// are mapped as the metric lines map them (LegalName), so rules and
+// statistics meet. Breakers keep Java's semantics (Semantics "java": one
+// bucket per window, as Java's circuit breakers use). Flow rule attributes
+// core has no field for (thread grade, relate/chain strategy, limitApp,
+// cluster mode) go into the rule's id, "java:" and a list, so that rules
+// differing in them do not look alike. Rules that do not map are left out
+// and reported as problems.
+func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.FlowRule, problems []error) {
+	bad := func(kind string, i int, format string, args ...any) {
+		problems = append(problems, fmt.Errorf("%w: /getRules?type=%s: rule %d: %s", wire.ErrInvalid, kind, i, fmt.Sprintf(format, args...)))
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(orNull(degrade), &raws); err != nil {
+		problems = append(problems, fmt.Errorf("%w: /getRules?type=degrade: %v", wire.ErrMalformed, err))
+		raws = nil
+	}
+	for i, raw := range raws {
+		j := javaDegradeRule{MinRequestAmount: 5, SlowRatioThreshold: 1, StatIntervalMs: 1000}
+		if err := json.Unmarshal(raw, &j); err != nil {
+			bad("degrade", i, "%v", err)
+			continue
+		}
+		r := core.BreakerRule{
+			Resource:                     metriclog.LegalName(j.Resource),
+			RetryTimeoutMs:               uint32(min(max(j.TimeWindow, 0)*1000, math.MaxUint32)),
+			MinRequestAmount:             uint64(max(j.MinRequestAmount, 0)),
+			StatIntervalMs:               uint32(min(max(j.StatIntervalMs, 0), math.MaxUint32)),
+			StatSlidingWindowBucketCount: 1,
+			Semantics:                    core.SemanticsJava,
+		}
+		switch j.Grade {
+		case 0: // slow ratio: count is the RT bound, slowRatioThreshold the ratio
+			r.Strategy = core.SlowRequestRatio
+			if j.Count < 0 || math.IsNaN(j.Count) || j.Count > math.MaxInt64 {
+				bad("degrade", i, "count %v is not a response time", j.Count)
+				continue
+			}
+			r.MaxAllowedRtMs, r.Threshold = uint64(j.Count), j.SlowRatioThreshold
+		case 1:
+			r.Strategy, r.Threshold = core.ErrorRatio, j.Count
+		case 2:
+			r.Strategy, r.Threshold = core.ErrorCount, j.Count
+		default:
+			bad("degrade", i, "grade %d is not 0, 1 or 2", j.Grade)
+			continue
+		}
+		if err := r.Validate(); err != nil {
+			bad("degrade", i, "%v", err)
+			continue
+		}
+		if len(r.Resource) > wire.DefaultMaxNameBytes {
+			bad("degrade", i, "resource name over %d bytes", wire.DefaultMaxNameBytes)
+			continue
+		}
+		breakers = append(breakers, r)
+	}
+	raws = nil
+	if err := json.Unmarshal(orNull(flow), &raws); err != nil {
+		problems = append(problems, fmt.Errorf("%w: /getRules?type=flow: %v", wire.ErrMalformed, err))
+		raws = nil
+	}
+	for i, raw := range raws {
+		j := javaFlowRule{LimitApp: "default", Grade: 1, WarmUpPeriodSec: 10, MaxQueueingTimeMs: 500}
+		if err := json.Unmarshal(raw, &j); err != nil {
+			bad("flow", i, "%v", err)
+			continue
+		}
+		r := core.FlowRule{Resource: metriclog.LegalName(j.Resource), Threshold: j.Count}
+		switch j.ControlBehavior {
+		case 0:
+		case 1:
+			r.TokenCalculateStrategy = core.WarmUp
+		case 2:
+			r.ControlBehavior = core.Throttling
+		case 3:
+			r.TokenCalculateStrategy, r.ControlBehavior = core.WarmUp, core.Throttling
+		default:
+			bad("flow", i, "controlBehavior %d is not 0, 1, 2 or 3", j.ControlBehavior)
+			continue
+		}
+		if r.TokenCalculateStrategy == core.WarmUp {
+			r.WarmUpPeriodSec = uint32(min(max(j.WarmUpPeriodSec, 0), math.MaxUint32))
+			r.WarmUpColdFactor = javaColdFactor
+		}
+		if r.ControlBehavior == core.Throttling {
+			r.MaxQueueingTimeMs = uint32(min(max(j.MaxQueueingTimeMs, 0), math.MaxUint32))
+		}
+		var id []string
+		if j.Grade == 0 {
+			id = append(id, "threads")
+		} else if j.Grade != 1 {
+			bad("flow", i, "grade %d is not 0 (threads) or 1 (QPS)", j.Grade)
+			continue
+		}
+		switch j.Strategy {
+		case 0:
+		case 1:
+			id = append(id, "relate="+metriclog.LegalName(j.RefResource))
+		case 2:
+			id = append(id, "chain="+j.RefResource)
+		default:
+			bad("flow", i, "strategy %d is not 0, 1 or 2", j.Strategy)
+			continue
+		}
+		if j.LimitApp != "" && j.LimitApp != "default" {
+			id = append(id, "limitApp="+j.LimitApp)
+		}
+		if j.ClusterMode {
+			id = append(id, "cluster")
+		}
+		if len(id) > 0 {
+			r.ID = "java:" + strings.Join(id, ",")
+		}
+		if err := r.Validate(); err != nil {
+			bad("flow", i, "%v", err)
+			continue
+		}
+		if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.ID) > wire.DefaultMaxNameBytes {
+			bad("flow", i, "resource, refResource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
+			continue
+		}
+		flows = append(flows, r)
+	}
+	return breakers, flows, problems
+}
+
+// orNull reads an empty answer as no rules.
+func orNull(b []byte) []byte {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return []byte("null")
+	}
+	return b
+}
+
+// floorDown rounds t down to a multiple of step.
+func floorDown(t, step int64) int64 { return t - floorMod(t, step) }

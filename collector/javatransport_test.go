@@ -1,0 +1,391 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// fakeJava answers like Java Sentinel's transport command API: /metric in
+// MetricNode's thin line format (names with "|" already written as "_",
+// the CPU usage and load lines appended, lines selected by second as
+// MetricSearcher does), /getRules as fastjson writes the rule lists,
+// /basicInfo and /version; anything else is HTTP 400, as in
+// SimpleHttpCommandCenter.
+type fakeJava struct {
+	clock core.Clock
+
+	mu       sync.Mutex
+	lines    []string
+	degrade  string
+	flow     string
+	metricAt []int64 // startTime of each /metric request
+}
+
+func (f *fakeJava) add(lines ...string) {
+	f.mu.Lock()
+	f.lines = append(f.lines, lines...)
+	f.mu.Unlock()
+}
+
+func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+	switch r.URL.Path {
+	case "/metric":
+		start, err1 := strconv.ParseInt(r.URL.Query().Get("startTime"), 10, 64)
+		end, err2 := strconv.ParseInt(r.URL.Query().Get("endTime"), 10, 64)
+		if err1 != nil || err2 != nil {
+			http.Error(w, "bad time", http.StatusBadRequest)
+			return
+		}
+		f.metricAt = append(f.metricAt, start)
+		var b strings.Builder
+		for _, l := range f.lines {
+			ts, _ := strconv.ParseInt(l[:strings.IndexByte(l, '|')], 10, 64)
+			if ts/1000 >= start/1000 && ts/1000 <= end/1000 {
+				b.WriteString(l + "\n")
+			}
+		}
+		now := f.clock.UnixMilli() / 1000 * 1000
+		fmt.Fprintf(&b, "%d|__system_load__|12300|0|0|0|0|0|0|0\n%d|__cpu_usage__|4100|0|0|0|0|0|0|0\n", now, now)
+		w.Write([]byte(b.String()))
+	case "/getRules":
+		switch r.URL.Query().Get("type") {
+		case "degrade":
+			w.Write([]byte(f.degrade))
+		case "flow":
+			w.Write([]byte(f.flow))
+		default:
+			http.Error(w, "invalid type", http.StatusBadRequest)
+		}
+	case "/basicInfo":
+		w.Write([]byte("{\n\t\"machine\": \"gw-host\",\n\t\"ip\": \"10.0.0.9\"\n}"))
+	case "/version":
+		w.Write([]byte("1.8.8"))
+	default:
+		http.Error(w, "Unknown command `"+strings.TrimPrefix(r.URL.Path, "/")+"`", http.StatusBadRequest)
+	}
+}
+
+func (f *fakeJava) requests() []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int64(nil), f.metricAt...)
+}
+
+// Rules as fastjson writes DegradeRuleManager.getRules() and
+// FlowRuleManager.getRules(): every getter, nulls left out, names as the
+// application gave them (with "|").
+const (
+	javaDegradeJSON = `[{"count":200.0,"grade":0,"limitApp":"default","minRequestAmount":5,"regex":false,"resource":"GET:/api|v2","slowRatioThreshold":0.5,"statIntervalMs":10000,"timeWindow":10},` +
+		`{"count":0.3,"grade":1,"limitApp":"default","minRequestAmount":20,"regex":false,"resource":"db","slowRatioThreshold":1.0,"statIntervalMs":1000,"timeWindow":30}]`
+	javaFlowJSON = `[{"clusterMode":false,"controlBehavior":1,"count":100.0,"grade":1,"limitApp":"default","maxQueueingTimeMs":500,"regex":false,"resource":"GET:/api|v2","strategy":0,"warmUpPeriodSec":10}]`
+)
+
+const javaT0 = 1764460830000
+
+// javaWaitFor polls cond every 10 ms of real time for up to 10 s.
+func javaWaitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func javaDial(t *testing.T, c *Collector, spec string) {
+	t.Helper()
+	targets, err := ParseTargets(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1, HandshakeTimeout: 5 * time.Second}); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func javaTotals(c *Collector, instance, resource string) string {
+	p, b, cpl, e, s, ok := c.Totals(instance, resource)
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprintf("pass %d block %d complete %d error %d slow %d", p, b, cpl, e, s)
+}
+
+func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
+	fake := &fakeJava{clock: clock, degrade: javaDegradeJSON, flow: javaFlowJSON}
+	fake.add(
+		// 20 s ago: before the backlog the first poll asks for.
+		"1764460750000|GET:/api_v2|999|0|999|0|1|0|0|0",
+		"1764460828000|GET:/api_v2|10|2|9|1|20|0|3|1",
+		"1764460828000|__total_inbound_traffic__|15|2|14|1|17|0|3|0",
+		"1764460828000|db|5|0|5|0|3", // an older Java: seven fields
+		"1764460829000|GET:/api_v2|12|0|12|0|18|1|2|1",
+		"1764460829000|com.foo.Svc:bar(java.lang.String)|4|0|4|2|100|0",
+		"1764460829000|broken|x|0|0|0|0",
+	)
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	c := New(Options{Clock: clock})
+	javaDial(t, c, "sentinel://"+host+"?app=order")
+	javaWaitFor(t, "first poll", func() error {
+		if got := javaTotals(c, host, "GET:/api_v2"); got != "pass 22 block 2 complete 21 error 1 slow 0" {
+			return fmt.Errorf("GET:/api_v2: %s", got)
+		}
+		return nil
+	})
+	for res, want := range map[string]string{
+		"db":                                "pass 5 block 0 complete 5 error 0 slow 0",
+		"com.foo.Svc:bar(java.lang.String)": "pass 4 block 0 complete 4 error 2 slow 0",
+		"__total_inbound_traffic__":         "none",
+		"__cpu_usage__":                     "none",
+		"__system_load__":                   "none",
+		"broken":                            "none",
+	} {
+		if got := javaTotals(c, host, res); got != want {
+			t.Errorf("%s: %s, want %s", res, got, want)
+		}
+	}
+	if got := fake.requests(); len(got) != 1 || got[0] != javaT0-60000 {
+		t.Errorf("first poll asked from %v, want the last minute (%d)", got, javaT0-60000)
+	}
+	snap := c.Publish()
+	if len(snap.Targets) != 1 {
+		t.Fatalf("targets %+v", snap.Targets)
+	}
+	st := snap.Targets[0]
+	if st.State != TargetUp || st.Instance != host || st.LastError != JavaBreakerStatesNote || st.Rejected != 1 {
+		t.Errorf("status %+v", st)
+	}
+	if _, rejected, _ := c.Counters(); rejected != 1 || len(snap.Rejects) != 1 || snap.Rejects[0].Reason != "malformed" ||
+		!strings.Contains(snap.Rejects[0].Last, "sentinel://"+host+"?app=order: /metric: ") {
+		t.Errorf("rejects %d %+v", rejected, snap.Rejects)
+	}
+	// The rules of "GET:/api|v2" meet the statistics of "GET:/api_v2".
+	d := c.Detail("order", "GET:/api_v2", javaT0-60000, javaT0)
+	if len(d.Instances) != 1 {
+		t.Fatalf("detail %+v", d)
+	}
+	in := d.Instances[0]
+	wantBreakers := []core.BreakerRule{{Resource: "GET:/api_v2", Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
+		MinRequestAmount: 5, StatIntervalMs: 10000, StatSlidingWindowBucketCount: 1, MaxAllowedRtMs: 200, Threshold: 0.5,
+		Semantics: core.SemanticsJava}}
+	wantFlows := []core.FlowRule{{Resource: "GET:/api_v2", TokenCalculateStrategy: core.WarmUp, Threshold: 100,
+		WarmUpPeriodSec: 10, WarmUpColdFactor: 3}}
+	if !reflect.DeepEqual(in.Breakers, wantBreakers) || !reflect.DeepEqual(in.Flows, wantFlows) || in.RulesVersion == "" {
+		t.Errorf("rules\n%+v\n%+v", in.Breakers, in.Flows)
+	}
+	if in.State != core.Closed || len(in.Transitions) != 0 {
+		t.Errorf("a Java instance has breaker transitions: %+v", in)
+	}
+	// The next seconds arrive once each, from where the last poll ended.
+	fake.add("1764460830000|GET:/api_v2|7|1|7|0|10|0|1|1", "1764460830000|db|1|0|1|0|2|0|0|0")
+	clock.Advance(JavaMetricEvery)
+	javaWaitFor(t, "second poll", func() error {
+		if got := javaTotals(c, host, "GET:/api_v2"); got != "pass 29 block 3 complete 28 error 1 slow 0" {
+			return fmt.Errorf("GET:/api_v2: %s", got)
+		}
+		return nil
+	})
+	if got := fake.requests(); len(got) != 2 || got[1] != 1764460830000 {
+		t.Errorf("second poll asked from %v", got)
+	}
+	clock.Advance(JavaMetricEvery)
+	javaWaitFor(t, "third poll", func() error {
+		if n := len(fake.requests()); n != 3 {
+			return fmt.Errorf("%d polls", n)
+		}
+		return nil
+	})
+	if _, _, dups := c.Counters(); dups != 0 {
+		t.Errorf("%d duplicates: seconds were fetched twice", dups)
+	}
+	if got := javaTotals(c, host, "db"); got != "pass 6 block 0 complete 6 error 0 slow 0" {
+		t.Errorf("db: %s", got)
+	}
+	// The rates are those of the seconds fetched: the data is as recent as
+	// the collector believes.
+	rows := c.Publish().Rows
+	if len(rows) != 3 || rows[0].App != "order" || rows[0].Resource != "GET:/api_v2" || !rows[0].HasBreaker ||
+		rows[0].PassQPS != 29.0/5 || rows[0].Breakers.Closed != 1 {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+// TestJavaRuleDriftAcrossGateways pushes a new degrade rule to 5 of 8 Java
+// gateways and requires the collector to name the drift.
+func TestJavaRuleDriftAcrossGateways(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
+	var specs []string
+	for i := 0; i < 8; i++ {
+		degrade := strings.Replace(javaDegradeJSON, `"count":0.3`, `"count":0.5`, 1)
+		if i >= 5 {
+			degrade = javaDegradeJSON // the push never reached these
+		}
+		fake := &fakeJava{clock: clock, degrade: degrade, flow: javaFlowJSON}
+		fake.add(fmt.Sprintf("1764460825000|db|%d|0|%d|0|4|0|1|0", 10+i, 10+i))
+		srv := httptest.NewServer(fake)
+		t.Cleanup(srv.Close)
+		specs = append(specs, "sentinel://"+strings.TrimPrefix(srv.URL, "http://")+"?app=gateway")
+	}
+	c := New(Options{Clock: clock})
+	javaDial(t, c, strings.Join(specs, ","))
+	javaWaitFor(t, "8 gateways up with rules and metrics", func() error {
+		if m, _, _ := c.Counters(); m < 24 { // hello, rules, buckets each
+			return fmt.Errorf("%d messages", m)
+		}
+		return nil
+	})
+	for i := 0; i < 6; i++ {
+		clock.Advance(JavaMetricEvery)
+	}
+	var drift *triage.Finding
+	for _, f := range c.Findings() {
+		if f.Kind == triage.KindRuleDrift {
+			drift = &f
+		} else if f.Severity >= triage.Warning {
+			t.Errorf("unexpected finding %+v", f)
+		}
+	}
+	if drift == nil {
+		t.Fatalf("no rule-drift finding in %+v", c.Findings())
+	}
+	if drift.App != "gateway" || drift.Resource != "db" || drift.Severity != triage.Critical || len(drift.Instances) != 8 ||
+		len(drift.Groups) != 2 || len(drift.Groups[0].Instances) != 5 || len(drift.Groups[1].Instances) != 3 {
+		t.Fatalf("drift %+v", drift)
+	}
+	if g := drift.Groups[0].Rule.Breakers; len(g) != 1 || g[0].Threshold != 0.5 || drift.Groups[1].Rule.Breakers[0].Threshold != 0.3 {
+		t.Fatalf("groups %+v", drift.Groups)
+	}
+	snap := c.Publish()
+	if snap.Apps != 1 || snap.Instances != 8 {
+		t.Errorf("apps %d instances %d", snap.Apps, snap.Instances)
+	}
+}
+
+func TestJavaTargetsThatAreNot(t *testing.T) {
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	defer notFound.Close()
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html>\n<body>hello</body>\n</html>\n"))
+	}))
+	defer html.Close()
+	c := New(Options{})
+	javaDial(t, c, "sentinel://"+strings.TrimPrefix(notFound.URL, "http://")+",sentinel://"+strings.TrimPrefix(html.URL, "http://"))
+	javaWaitFor(t, "both down", func() error {
+		ts := c.Publish().Targets
+		if len(ts) != 2 {
+			return fmt.Errorf("%d targets", len(ts))
+		}
+		for i, want := range []string{"not a Sentinel command API: /metric: HTTP 404", "incompatible: /metric answered 3 lines"} {
+			if ts[i].State != TargetDown || !strings.Contains(ts[i].LastError, want) {
+				return fmt.Errorf("%s: %s %q", ts[i].Name, ts[i].State, ts[i].LastError)
+			}
+		}
+		return nil
+	})
+	if m, rejected, _ := c.Counters(); m != 0 || rejected != 0 {
+		t.Errorf("%d messages, %d rejected", m, rejected)
+	}
+}
+
+func TestJavaRulesMapping(t *testing.T) {
+	degrade := `[{"resource":"a","grade":2,"count":5,"timeWindow":60},` + // Java defaults for the rest
+		`{"resource":"b","grade":7,"count":1,"timeWindow":1},` +
+		`{"resource":"c","grade":1,"count":1.5,"timeWindow":1},` +
+		`{"resource":"d","grade":0,"count":-3,"timeWindow":1},` +
+		`"nonsense"]`
+	flow := `[{"resource":"e","count":10,"controlBehavior":2,"maxQueueingTimeMs":800,"warmUpPeriodSec":10},` +
+		`{"resource":"f|g","count":3,"grade":0,"strategy":1,"refResource":"h|i","limitApp":"app-a","clusterMode":true},` +
+		`{"resource":"j","count":30,"controlBehavior":3,"warmUpPeriodSec":20,"maxQueueingTimeMs":100},` +
+		`{"resource":"k","count":1,"controlBehavior":9}]`
+	breakers, flows, problems := javaRules([]byte(degrade), []byte(flow))
+	wantB := []core.BreakerRule{{Resource: "a", Strategy: core.ErrorCount, RetryTimeoutMs: 60000, MinRequestAmount: 5,
+		StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Threshold: 5, Semantics: core.SemanticsJava}}
+	wantF := []core.FlowRule{
+		{Resource: "e", ControlBehavior: core.Throttling, Threshold: 10, MaxQueueingTimeMs: 800},
+		{ID: "java:threads,relate=h_i,limitApp=app-a,cluster", Resource: "f_g", Threshold: 3},
+		{Resource: "j", TokenCalculateStrategy: core.WarmUp, ControlBehavior: core.Throttling, Threshold: 30,
+			MaxQueueingTimeMs: 100, WarmUpPeriodSec: 20, WarmUpColdFactor: 3},
+	}
+	if !reflect.DeepEqual(breakers, wantB) || !reflect.DeepEqual(flows, wantF) {
+		t.Fatalf("breakers %+v\nflows %+v", breakers, flows)
+	}
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, p.Error())
+	}
+	want := []string{"degrade: rule 1: grade 7", "degrade: rule 2: invalid rule", "degrade: rule 3: count -3",
+		"degrade: rule 4: json", "flow: rule 3: controlBehavior 9"}
+	if len(msgs) != len(want) {
+		t.Fatalf("problems %q", msgs)
+	}
+	for i := range want {
+		if !strings.Contains(msgs[i], want[i]) {
+			t.Errorf("problem %d: %q, want %q", i, msgs[i], want[i])
+		}
+	}
+	b, f, p := javaRules([]byte("[]"), nil)
+	if b != nil || f != nil || p != nil {
+		t.Fatalf("%v %v %v", b, f, p)
+	}
+	if _, _, p := javaRules([]byte("<html>"), []byte("[]")); len(p) != 1 {
+		t.Fatalf("%v", p)
+	}
+}
+
+func TestParseJavaTargets(t *testing.T) {
+	got, err := ParseTargets("sentinel://10.0.0.5:8719?app=gateway,sentinel://gw-2,sentinel://[::1]:9000/,sentinel://10.0.0.5:8719?app=gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sentinel://10.0.0.5:8719?app=gateway", "sentinel://gw-2:8719", "sentinel://[::1]:9000"}
+	if len(got) != len(want) {
+		t.Fatalf("%+v", got)
+	}
+	for i := range want {
+		if got[i].URL != want[i] || !isJavaTarget(got[i]) {
+			t.Errorf("%d: %s, want %s", i, got[i].URL, want[i])
+		}
+	}
+	jt, _ := javaTargetOf(got[1])
+	if jt.base != "http://gw-2:8719" || jt.instance != "gw-2:8719" || jt.app != "gw-2:8719" {
+		t.Errorf("%+v", jt)
+	}
+	for spec, msg := range map[string]string{
+		"sentinel://h:1/metric":      "without a path",
+		"sentinel://h:1?ap=x":        "only ?app=NAME",
+		"sentinel://h:1?app=":        "empty app",
+		"sentinel://h:1?app=a&app=b": "only ?app=NAME",
+		"sentinel://u@h:1":           "no credentials",
+		"sentinel://h:0":             "bad port",
+		"sentinel:///x":              "no host",
+	} {
+		if _, err := ParseTargets(spec); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: %v, want %q", spec, err, msg)
+		}
+	}
+}
