@@ -203,9 +203,9 @@ func (v detailView) build() detailView {
 		add(st.dim.on("nothing is known of this resource in the range (it may have gone; esc goes back)"))
 		return v.clampScroll()
 	}
-	add(title + "  " + v.ruleLine(d))
-	add(st.dim.on(strconv.Itoa(len(d.Instances))+" instances · "+v.clock(d.From)+" – "+v.clock(d.To)+
-		" · step "+fmtMs(d.StepMs)) + "")
+	add(title)
+	add(v.ruleLine(d) + st.dim.on(" · "+strconv.Itoa(len(d.Instances))+" instances · "+
+		v.clock(d.From)+"–"+v.clock(d.To)+" · step "+fmtMs(d.StepMs)))
 	add("")
 	tl, sel := v.tl.render()
 	base := len(v.lines)
@@ -232,7 +232,7 @@ func (v detailView) ruleLine(d *collector.Detail) string {
 	if !d.HasBreaker {
 		return v.st.dim.on("no breaker rule")
 	}
-	s := "breaker " + d.Strategy.String() + " threshold " + fmtThreshold(d.Strategy, d.Threshold)
+	s := d.Strategy.String() + " " + fmtThreshold(d.Strategy, d.Threshold)
 	if d.Strategy == core.SlowRequestRatio {
 		s += " maxRt " + fmtMs(int64(d.MaxAllowedRtMs))
 	}
@@ -478,7 +478,7 @@ func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, sele
 			b.WriteString("  ")
 			drawBand(&b, st, tl.Start, len(tl.Steps), func(j int) (int64, core.State) {
 				return tl.Steps[j].AtMs, tl.Steps[j].To
-			}, f.From, f.To, bandW)
+			}, f.From, f.To, f.From, bandW)
 			out = append(out, b.String())
 		}
 	}

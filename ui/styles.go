@@ -94,7 +94,7 @@ const (
 	bandClosed = "▁"
 	bandHalf   = "▄"
 	bandOpen   = "█"
-	bandNone   = " "
+	bandNone   = "·" // before the resource's first data
 	// The cursor of a list.
 	glyphCursor = "▸"
 	// A rule that differs from most instances'.

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type timeline struct {
 	focused bool
 	width   int
 	listMax int
+	// dataFrom is when the resource's first data in the range is.
+	dataFrom int64
 }
 
 func newTimeline(st *Styles, keys *keyMap, loc *time.Location) timeline {
@@ -49,6 +52,7 @@ func (t timeline) SetDetail(d *collector.Detail) timeline {
 		}
 	}
 	t.d = d
+	t.dataFrom = firstData(d)
 	return t.clamp()
 }
 
@@ -121,9 +125,12 @@ func (t timeline) render() (string, int) {
 	if t.focused {
 		title = glyphCursor + " TIMELINE"
 	}
-	b.WriteString(fitLine(st.title.on(title)+"  "+
-		st.closed.on(bandClosed+" CLOSED")+"  "+st.half.on(bandHalf+" HALF")+"  "+
-		st.open.on(bandOpen+" OPEN")+st.dim.on("  (a cell shows a probe or a trip within it)"), t.width))
+	legend := st.title.on(title) + "  " + st.closed.on(bandClosed+" CLOSED") + "  " + st.half.on(bandHalf+" HALF") +
+		"  " + st.open.on(bandOpen+" OPEN") + "  " + st.dim.on(bandNone+" no data")
+	if note := st.dim.on("  (a probe or a trip shows in its cell)"); width(legend)+width(note) <= t.width {
+		legend += note
+	}
+	b.WriteString(fitLine(legend, t.width))
 	if len(d.Instances) == 0 {
 		b.WriteString("\n" + st.dim.on("  no instance reports this resource in the range"))
 		return b.String(), 1
@@ -263,11 +270,12 @@ func (t timeline) clock(ms int64) string {
 // a probe happened within it, else OPEN when the breaker was open at any
 // time within it, else CLOSED: short events stay visible at any zoom.
 func (t timeline) band(b *strings.Builder, start core.State, tr []collector.Transition, from, to int64, w int) {
-	drawBand(b, t.st, start, len(tr), func(i int) (int64, core.State) { return tr[i].AtMs, tr[i].To }, from, to, w)
+	drawBand(b, t.st, start, len(tr), func(i int) (int64, core.State) { return tr[i].AtMs, tr[i].To }, from, to, t.dataFrom, w)
 }
 
-// drawBand is band over any list of steps.
-func drawBand(b *strings.Builder, st *Styles, start core.State, n int, step func(int) (int64, core.State), from, to int64, w int) {
+// drawBand is band over any list of steps. Cells wholly before dataFrom, when
+// nothing happened in them, show bandNone: no data yet.
+func drawBand(b *strings.Builder, st *Styles, start core.State, n int, step func(int) (int64, core.State), from, to, dataFrom int64, w int) {
 	span := max(1, to-from)
 	cur := start
 	j := 0
@@ -287,26 +295,46 @@ func drawBand(b *strings.Builder, st *Styles, start core.State, n int, step func
 			end = to + 1
 		}
 		cell := cur
+		changed := false
 		for j < n {
 			at, s := step(j)
 			if at >= end {
 				break
 			}
 			cur = s
+			changed = true
 			if bandRank(s) > bandRank(cell) {
 				cell = s
 			}
 			j++
 		}
-		p := st.statePaint(cell)
+		p, g := st.statePaint(cell), stateBand(cell)
+		if end <= dataFrom && !changed {
+			p, g = st.dim, bandNone
+		}
 		if p != prev {
 			b.WriteString(prev.post)
 			b.WriteString(p.pre)
 			prev = p
 		}
-		b.WriteString(stateBand(cell))
+		b.WriteString(g)
 	}
 	b.WriteString(prev.post)
+}
+
+// firstData is the start of the detail's first step with any traffic or
+// completion (From when it has none).
+func firstData(d *collector.Detail) int64 {
+	if d == nil {
+		return 0
+	}
+	for i := range d.PassQPS {
+		if d.PassQPS[i] > 0 || (i < len(d.BlockQPS) && d.BlockQPS[i] > 0) ||
+			(i < len(d.SlowRatio) && !math.IsNaN(d.SlowRatio[i])) {
+			return d.From + int64(i)*d.StepMs
+		}
+	}
+	return d.From
 }
 
 // bandRank orders what a band cell shows: probes, then trips, then calm.
