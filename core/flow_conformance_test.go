@@ -310,7 +310,7 @@ func TestFlowConformance(t *testing.T) {
 			var tally flowConfTally
 			for i := range uint64(flowConfSeeds) {
 				seed := tc.seedBase + i
-				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally); msg != "" {
+				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, false); msg != "" {
 					t.Fatalf("%s seed=%d: %s", tc.name, seed, msg)
 				}
 			}
@@ -325,7 +325,10 @@ func TestFlowConformance(t *testing.T) {
 
 // flowConfSequence runs one seeded sequence and describes the first
 // difference, or returns "".
-func flowConfSequence(clock *flowConfClock, sc *sgbase.SlotChain, tc flowConfCase, seed uint64, run int64, tally *flowConfTally) string {
+//
+// With viaGuard, core's side is a real Guard (batches of 1, which is what
+// Guard.Entry asks for) instead of the controllers driven directly.
+func flowConfSequence(clock *flowConfClock, sc *sgbase.SlotChain, tc flowConfCase, seed uint64, run int64, tally *flowConfTally, viaGuard bool) string {
 	r := rand.New(rand.NewPCG(seed, 0x5e4711e1))
 	res := fmt.Sprintf("flowconf-%d-%s-%d", run, tc.name, seed)
 
@@ -358,6 +361,21 @@ func flowConfSequence(clock *flowConfClock, sc *sgbase.SlotChain, tc flowConfCas
 		g.ctls = append(g.ctls, c)
 		sgRules[i] = flowConfSentinelRule(rules[i])
 	}
+	entry := g.entry
+	if viaGuard {
+		guard := NewGuard(GuardOptions{Clock: flowConfGuardClock{clock}})
+		if err := guard.LoadFlowRules(rules); err != nil {
+			return fmt.Sprintf("LoadFlowRules(%+v): %v", rules, err)
+		}
+		entry = func(int64) bool {
+			e, err := guard.Entry(res)
+			if err != nil {
+				return false
+			}
+			e.Exit(nil)
+			return true
+		}
+	}
 	if _, err := sgflow.LoadRules(sgRules); err != nil {
 		return fmt.Sprintf("sentinel LoadRules: %v", err)
 	}
@@ -369,6 +387,9 @@ func flowConfSequence(clock *flowConfClock, sc *sgbase.SlotChain, tc flowConfCas
 	for step := range flowConfSteps {
 		clock.ns.Add(flowConfGap(r, clock, tc.backwards && clock.ns.Load()-start > 2*ResourceIntervalMs*int64(time.Millisecond)))
 		batch := 1 + r.Int64N(tc.maxBatch)
+		if viaGuard {
+			batch = 1
+		}
 		at := clock.ns.Load()
 
 		clock.slept.Store(0)
@@ -381,7 +402,7 @@ func flowConfSequence(clock *flowConfClock, sc *sgbase.SlotChain, tc flowConfCas
 
 		clock.ns.Store(at)
 		clock.slept.Store(0)
-		pass := g.entry(batch)
+		pass := entry(batch)
 		wait := clock.slept.Load()
 
 		trace[step%len(trace)] = flowConfStep{step, at, batch, sgPass, pass, sgWait, wait}
@@ -421,4 +442,37 @@ func flowConfTrace(ring []flowConfStep, last int) string {
 			s.sgPass, time.Duration(s.sgWait), s.pass, time.Duration(s.wait))
 	}
 	return b.String()
+}
+
+// flowConfGuardClock lets a Guard read the conformance clock.
+type flowConfGuardClock struct{ *flowConfClock }
+
+func (c flowConfGuardClock) UnixMilli() int64 { return c.readMilli() }
+func (c flowConfGuardClock) AfterFunc(time.Duration, func()) Timer {
+	panic("the guard does not set timers")
+}
+func (c flowConfGuardClock) NewTicker(time.Duration) Ticker { panic("the guard does not tick") }
+
+// TestGuardFlowConformance plays the same seeded sequences, with batches
+// of 1, through a real Guard: Guard.Entry must decide and wait exactly as
+// sentinel-golang's api.Entry does.
+func TestGuardFlowConformance(t *testing.T) {
+	clock, sc := flowConfSetup(t)
+	run := flowConfRun.Add(1)
+	for _, tc := range flowConfCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var tally flowConfTally
+			for i := range uint64(flowConfSeeds) {
+				seed := tc.seedBase + i
+				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, true); msg != "" {
+					t.Fatalf("%s seed=%d: %s", tc.name, seed, msg)
+				}
+			}
+			t.Logf("%d sequences through Guard.Entry: %d passed (%d after a wait), %d blocked",
+				flowConfSeeds, tally.pass, tally.waited, tally.block)
+			if tally.pass == 0 || tally.block == 0 {
+				t.Errorf("sequences never both pass and block: %+v", tally)
+			}
+		})
+	}
 }
