@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -424,18 +425,11 @@ func speedIndex(x float64) int {
 	}
 	best := 0
 	for i, s := range speeds[:len(speeds)-1] {
-		if abs(s-x) < abs(speeds[best]-x) {
+		if math.Abs(s-x) < math.Abs(speeds[best]-x) {
 			best = i
 		}
 	}
 	return best
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // zoom changes the time range.

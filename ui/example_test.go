@@ -1,0 +1,39 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/fixtures"
+	"github.com/sentinel-top/sentinel-top/ui"
+)
+
+// A dashboard over a replayed fixture: the collector is the UI's Source.
+// In the binary ui.Run shows it on the terminal; here one frame is printed.
+func ExampleNew() {
+	f, err := fixtures.Open("sawtooth-db-slow")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	r, err := collector.NewReplay("sawtooth-db-slow", f, 0, collector.Options{})
+	if err != nil {
+		panic(err)
+	}
+	_ = r.Run(context.Background()) // at speed 0 it returns at the end
+	r.Collector().Publish()
+
+	m := ui.New(r.Collector(), ui.Options{NoColor: true, Location: time.UTC})
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	frame := strings.Split(m.View(), "\n")
+	fmt.Println(frame[0])
+	fmt.Println(strings.TrimSpace(frame[len(frame)-4]))
+	// Output:
+	// sentinel-top  replay sawtooth-db-slow     REPLAY done 4m/4m   00:04:00  range 5m
+	// ALERTS  0 critical  1 warning  1 info
+}
