@@ -590,7 +590,11 @@ func (c *Collector) Publish() *Snapshot {
 		s.Instances++
 		apps[in.app] = true
 		if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive {
-			warnings = append(warnings, fmt.Sprintf("clock of %s is %+.1f s off the collector's", in.name, float64(-off)/1000))
+			dir := "behind"
+			if off < 0 {
+				dir, off = "ahead of", -off
+			}
+			warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
 		}
 		end := in.dataEnd - floorMod(in.dataEnd, fineStepMs)
 		for res, se := range in.series {

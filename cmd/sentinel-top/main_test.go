@@ -331,3 +331,28 @@ func TestServeEndpoints(t *testing.T) {
 		t.Errorf("report: %d %.300s", code, body)
 	}
 }
+
+// TestRecordThenReplay records a live demo over loopback and replays the
+// recording: it holds what the collector accepted, and gives the same
+// findings.
+func TestRecordThenReplay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "incident.ndjson.gz")
+	code, live, errOut := runCmd(t, "report", "--demo", "sawtooth-db-slow", "--for", "200s", "--speed", "40",
+		"--format", "json", "--record", path)
+	if code != exitOK {
+		t.Fatalf("live: exit %d: %s", code, errOut)
+	}
+	code, replayed, errOut := runCmd(t, "report", "--replay", path, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("replay: exit %d: %s", code, errOut)
+	}
+	var a, b jsonReport
+	json.Unmarshal([]byte(live), &a)
+	json.Unmarshal([]byte(replayed), &b)
+	if a.Messages != b.Messages || a.Instances != b.Instances || len(a.Findings) != len(b.Findings) || b.Rejected != 0 {
+		t.Fatalf("live %+v\nreplayed %+v", a, b)
+	}
+	if !strings.Contains(replayed, `"kind": "sawtooth"`) {
+		t.Fatalf("the recording lost the sawtooth:\n%s", replayed)
+	}
+}
