@@ -22,7 +22,7 @@ func TestClockOffsetWarning(t *testing.T) {
 	for i := int64(0); i < 4; i++ {
 		clock.Advance(500 * time.Millisecond)
 		now := clock.UnixMilli()
-		c.Ingest("a", bucketsAt("ok", now+20, now-500, 1))          // 20 ms of network
+		c.Ingest("a", bucketsAt("ok", now+20, now-500, 1))        // 20 ms of network
 		c.Ingest("b", bucketsAt("behind", now-5000, now-5500, 1)) // a clock 5 s behind
 	}
 	w := c.Publish().Warnings
