@@ -25,6 +25,9 @@ const (
 	DefaultPublishEvery       = 250 * time.Millisecond
 	DefaultMaxInstances       = 10000
 	DefaultMaxResourcesPerApp = 5000
+	// DefaultMaxMessageRate is Options.MaxMessageRate when it is zero: far
+	// above an agent's 2 messages a second, far below a flood.
+	DefaultMaxMessageRate = 1000
 	// TrendLen is the number of seconds of ResourceRow.Trend.
 	TrendLen = 60
 )
@@ -63,6 +66,11 @@ type Options struct {
 	MaxResourcesPerInstance int
 	// Limits bound every message (wire.Limits; zero fields take its defaults).
 	Limits wire.Limits
+	// MaxMessageRate caps the messages a second taken from one dialed
+	// connection (a token bucket holding 10 seconds' worth, so a
+	// reconnect's backlog passes); the excess is dropped unread and counted.
+	// Default 1,000; negative: no limit.
+	MaxMessageRate float64
 	// Triage tunes the triage engine.
 	Triage triage.Config
 	// Record, when set, receives every accepted message, in arrival order.
@@ -99,6 +107,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResourcesPerInstance <= 0 {
 		o.MaxResourcesPerInstance = DefaultMaxResourcesPerApp
+	}
+	if o.MaxMessageRate == 0 {
+		o.MaxMessageRate = DefaultMaxMessageRate
 	}
 	return o
 }
@@ -252,6 +263,10 @@ func reasonOf(err error) string {
 	case errors.Is(err, wire.ErrVersion):
 		return "wrong version"
 	case errors.Is(err, wire.ErrTooLarge):
+		var de *wire.DecodeError
+		if errors.As(err, &de) && de.Field != "" && de.Field != "items" && de.Field != "breakers" && de.Field != "flows" {
+			return "name over --max-name-bytes" // every other sized field is a name
+		}
 		return "too large"
 	case errors.Is(err, wire.ErrUnknownKind):
 		return "unknown kind"
@@ -532,6 +547,16 @@ func (c *Collector) alive(in *instance, now int64) bool {
 	return !in.gone && now-in.lastArrive <= c.opts.StaleAfter.Milliseconds()
 }
 
+// shown reports whether an instance's rows stay in the table: an instance
+// that said bye or went silent stays for StaleAfter, so a shutdown is seen
+// rather than vanishing, and at the end of a replay everything stays.
+func (c *Collector) shown(in *instance, now int64) bool {
+	if c.replay != nil && c.replay.Done() {
+		return true
+	}
+	return now-in.lastArrive <= c.opts.StaleAfter.Milliseconds()
+}
+
 // window sums the fine slots of r over [from, to) (times aligned to seconds).
 func window(r *ring, from, to int64) (sum counts, hist [histLen]uint32) {
 	for t := r.align(from); t < to; t += r.stepMs {
@@ -584,10 +609,12 @@ func (c *Collector) Publish() *Snapshot {
 	sort.Strings(names)
 	for _, name := range names {
 		in := c.insts[name]
-		if !c.alive(in, now) {
+		if !c.shown(in, now) {
 			continue
 		}
-		s.Instances++
+		if c.alive(in, now) || (c.replay != nil && c.replay.Done()) {
+			s.Instances++
+		}
 		apps[in.app] = true
 		if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive {
 			dir := "behind"
@@ -789,15 +816,47 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // Run publishes a snapshot every Options.PublishEvery on the wall clock
 // (Options.WallClock) until ctx ends.
+//
+// A snapshot that would say the same as the last one (nothing arrived, the
+// clock has not moved: a paused replay) is not published again.
 func (c *Collector) Run(ctx context.Context) {
 	tk := c.opts.WallClock.NewTicker(c.opts.PublishEvery)
 	defer tk.Stop()
+	var last [5]int64
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C():
-			c.Publish()
+			if sig := c.signature(); sig != last {
+				last = sig
+				c.Publish()
+			}
 		}
 	}
+}
+
+// signature changes whenever a snapshot could differ from the last one.
+func (c *Collector) signature() [5]int64 {
+	sig := [5]int64{c.clock.UnixMilli()}
+	c.mu.Lock()
+	sig[1], sig[2], sig[3] = c.messages, c.rejected, c.dups
+	targets := c.targets
+	replay := c.replay
+	c.mu.Unlock()
+	for _, t := range targets {
+		st := t.status()
+		sig[4] = sig[4]*31 + st.Messages + int64(st.State) + st.Reconnects + st.Rejected
+	}
+	if replay != nil {
+		rs := replay.status()
+		if rs.Paused {
+			sig[4] = sig[4]*31 + 1
+		}
+		if rs.Done {
+			sig[4] = sig[4]*31 + 2
+		}
+		sig[4] = sig[4]*31 + int64(rs.Speed*1000)
+	}
+	return sig
 }
