@@ -118,16 +118,6 @@ func TestHostileNamesNeverReachTheTerminal(t *testing.T) {
 	}
 }
 
-// TestSanitizeAgreesWithReport keeps the UI's sanitizer in step with the
-// report's for names the report prints whole.
-func TestSanitizeAgreesWithReport(t *testing.T) {
-	cases := append([]string{"", "plain", "订单查询", "e\u0301t\u00e9", "tab\there", "a\u00a0b"}, hostile...)
-	for _, c := range cases {
-		if got, want := sanitize(c), report.Sanitize(c); got != want {
-			t.Errorf("sanitize(%q) = %q, report.Sanitize = %q", c, got, want)
-		}
-	}
-}
 
 func TestSanitizeCleanDoesNotAllocate(t *testing.T) {
 	for _, s := range []string{"GET:/member/info", "订单查询/按用户"} {

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
 // maxNameRunes bounds how much of one untrusted string is sanitized; longer
@@ -17,62 +17,9 @@ import (
 const maxNameRunes = 512
 
 // sanitize makes an untrusted string safe to print on a terminal, on one
-// line, with the rules of the report's sanitizer: bytes that are not UTF-8
-// and control characters (C0, DEL, C1, so every escape sequence loses its
-// ESC) become \xNN; everything else that is not printable (bidi overrides and
-// isolates, zero-width and format characters, line and paragraph separators,
-// non-ASCII spaces, private-use and unassigned code points) becomes \uNNNN.
-// A clean string is returned as it is, without allocating.
-func sanitize(s string) string {
-	clean := len(s) <= maxNameRunes
-	if clean {
-		for i := 0; i < len(s); i++ {
-			if c := s[i]; c < 0x20 || c >= 0x7f {
-				clean = false
-				break
-			}
-		}
-	}
-	if clean {
-		return s
-	}
-	return sanitizeSlow(s)
-}
-
-func sanitizeSlow(s string) string {
-	clean := true
-	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
-			clean = false
-			break
-		}
-	}
-	if clean && utf8.RuneCountInString(s) <= maxNameRunes {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	n := 0
-	for i := 0; i < len(s); n++ {
-		if n == maxNameRunes {
-			b.WriteString("…")
-			break
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case !unicode.IsPrint(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		i += size
-	}
-	return b.String()
-}
+// line, with the report's rules (termtext.Sanitize). A clean string is
+// returned as it is, without allocating.
+func sanitize(s string) string { return termtext.Sanitize(s, maxNameRunes) }
 
 // width is the number of terminal cells s takes (wide characters count 2).
 func width(s string) int {
