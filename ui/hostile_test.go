@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -117,7 +116,6 @@ func TestHostileNamesNeverReachTheTerminal(t *testing.T) {
 		}
 	}
 }
-
 
 func TestSanitizeCleanDoesNotAllocate(t *testing.T) {
 	for _, s := range []string{"GET:/member/info", "订单查询/按用户"} {
