@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -118,23 +119,92 @@ func Convert(r io.Reader, name, app, instance string) (msgs []wire.Message, errs
 		a, in := Identify(name)
 		app, instance = cmp.Or(app, a), cmp.Or(instance, in)
 	}
+	var cv converter
+	cv.read(r, name)
+	return cv.messages(app, instance), cv.report()
+}
+
+// ConvertFiles is Convert over the files of one instance's metric log, a
+// day's file and its rotations (as a shell glob gives them, in any order):
+// they are read in the order they were written (SortFiles) and make one
+// stream with one hello. app and instance default to Identify of the first
+// file.
+func ConvertFiles(paths []string, app, instance string) (msgs []wire.Message, errs []error) {
+	paths = slices.Clone(paths)
+	SortFiles(paths)
+	if len(paths) > 0 && (app == "" || instance == "") {
+		a, in := Identify(paths[0])
+		app, instance = cmp.Or(app, a), cmp.Or(instance, in)
+	}
+	var cv converter
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			cv.errs = append(cv.errs, &wire.LineError{Pos: wire.Pos{File: p, Line: 1}, Err: err})
+			continue
+		}
+		cv.read(f, p)
+		f.Close()
+	}
+	return cv.messages(app, instance), cv.report()
+}
+
+// SortFiles orders metric log names as their writer created them: by
+// date, then the day's first file before its rotations .1, .2, ...; names
+// that are not metric logs keep their order, after the others.
+func SortFiles(names []string) {
+	key := func(name string) (date string, n int, ok bool) {
+		_, _, date, ok = ParseFileName(name)
+		if !ok {
+			return "", 0, false
+		}
+		m := fileName.FindStringSubmatch(strings.TrimSuffix(filepath.Base(name), ".gz"))
+		n, _ = strconv.Atoi(m[4])
+		return date, n, true
+	}
+	slices.SortStableFunc(names, func(a, b string) int {
+		da, na, oka := key(a)
+		db, nb, okb := key(b)
+		switch {
+		case oka != okb:
+			if oka {
+				return -1
+			}
+			return 1
+		case !oka:
+			return 0
+		}
+		return cmp.Or(cmp.Compare(da, db), cmp.Compare(na, nb))
+	})
+}
+
+// converter gathers the items of one or more files.
+type converter struct {
+	items          []wire.BucketItem
+	errs           []error
+	dropped, extra int
+	last           wire.Pos
+}
+
+func (cv *converter) fail(pos wire.Pos, err error) {
+	if len(cv.errs) < MaxErrors {
+		cv.errs = append(cv.errs, &wire.LineError{Pos: pos, Err: err})
+	} else {
+		cv.extra++
+	}
+}
+
+// read adds the lines of one file.
+func (cv *converter) read(r io.Reader, name string) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, []error{&wire.LineError{Pos: wire.Pos{File: name, Line: 1}, Err: err}}
+			cv.fail(wire.Pos{File: name, Line: 1}, err)
+			return
 		}
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 64<<10)
-	}
-	var items []wire.BucketItem
-	dropped, extra := 0, 0
-	fail := func(line int, err error) {
-		if len(errs) < MaxErrors {
-			errs = append(errs, &wire.LineError{Pos: wire.Pos{File: name, Line: line}, Err: err})
-		} else {
-			extra++
-		}
 	}
 	n := 0
 	for {
@@ -142,49 +212,61 @@ func Convert(r io.Reader, name, app, instance string) (msgs []wire.Message, errs
 		if len(raw) > 0 || long || err == nil {
 			n++
 		}
+		pos := wire.Pos{File: name, Line: n}
 		switch {
 		case long:
-			fail(n, fmt.Errorf("%w: line longer than %d bytes", wire.ErrTooLarge, MaxLineBytes))
+			cv.fail(pos, fmt.Errorf("%w: line longer than %d bytes", wire.ErrTooLarge, MaxLineBytes))
 		case len(bytes.TrimSpace(raw)) == 0:
 			// blank lines carry nothing
-		case len(items) >= MaxItems:
-			dropped++
+		case len(cv.items) >= MaxItems:
+			cv.dropped++
 		default:
 			l, perr := ParseFat(string(raw))
 			switch {
 			case perr != nil:
-				fail(n, perr)
+				cv.fail(pos, perr)
 			case !Internal(l.Resource):
-				items = append(items, l.Item())
+				cv.items = append(cv.items, l.Item())
 			}
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
-				fail(max(n, 1), fmt.Errorf("reading: %w", err))
+				cv.fail(wire.Pos{File: name, Line: max(n, 1)}, fmt.Errorf("reading: %w", err))
 			}
 			break
 		}
 	}
-	if dropped > 0 {
-		errs = append(errs, &wire.LineError{Pos: wire.Pos{File: name, Line: n},
-			Err: fmt.Errorf("%w: %d more lines after the first %d not read: split the file", wire.ErrTooLarge, dropped, MaxItems)})
+	cv.last = wire.Pos{File: name, Line: max(n, 1)}
+}
+
+// report returns the errors, with the summaries of what was not listed.
+func (cv *converter) report() []error {
+	errs := cv.errs
+	if cv.dropped > 0 {
+		errs = append(errs, &wire.LineError{Pos: cv.last,
+			Err: fmt.Errorf("%w: %d more lines after the first %d not read: split the input", wire.ErrTooLarge, cv.dropped, MaxItems)})
 	}
-	if extra > 0 {
-		errs = append(errs, &wire.LineError{Pos: wire.Pos{File: name, Line: n},
-			Err: fmt.Errorf("%w: and %d more bad lines", wire.ErrMalformed, extra)})
+	if cv.extra > 0 {
+		errs = append(errs, &wire.LineError{Pos: cv.last, Err: fmt.Errorf("%w: and %d more bad lines", wire.ErrMalformed, cv.extra)})
 	}
+	return errs
+}
+
+// messages turns the items into a hello and one buckets message per second.
+func (cv *converter) messages(app, instance string) []wire.Message {
+	items := cv.items
 	if len(items) == 0 {
-		return nil, errs
+		return nil
 	}
 	slices.SortStableFunc(items, func(a, b wire.BucketItem) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.Resource, b.Resource))
 	})
-	msgs = append(msgs, &wire.Hello{
+	msgs := []wire.Message{&wire.Hello{
 		Header:   wire.Header{Ts: items[0].Start, Instance: instance},
 		App:      app,
 		SDK:      SDK,
 		BucketMs: BucketMs,
-	})
+	}}
 	for len(items) > 0 {
 		k := 1
 		for k < len(items) && k < wire.DefaultMaxItems && items[k].Start == items[0].Start {
@@ -197,7 +279,7 @@ func Convert(r io.Reader, name, app, instance string) (msgs []wire.Message, errs
 		})
 		items = items[k:]
 	}
-	return msgs, errs
+	return msgs
 }
 
 // readLine returns the next line without its "\n"; long is set (and the

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -262,4 +264,51 @@ func itoa(n int) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+func TestConvertFilesInWritingOrder(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	line := func(sec int, res string) string {
+		return itoa(1764460800000+sec*1000) + "|2025-11-30 00:00:0" + itoa(sec) + "|" + res + "|1|0|1|0|5|0|0|0\n"
+	}
+	paths := []string{
+		write("gw-metrics.log.2025-11-30.2", line(4, "a")),
+		write("gw-metrics.log.2025-12-01", line(5, "a")),
+		write("gw-metrics.log.2025-11-30", line(0, "a")+"bad line\n"),
+		write("gw-metrics.log.2025-11-30.1", line(2, "a")+line(3, "b")),
+		filepath.Join(dir, "gw-metrics.log.2025-11-29.absent"),
+	}
+	sorted := append([]string(nil), paths...)
+	SortFiles(sorted)
+	var names []string
+	for _, p := range sorted {
+		names = append(names, filepath.Base(p))
+	}
+	if got := strings.Join(names, " "); got != "gw-metrics.log.2025-11-30 gw-metrics.log.2025-11-30.1 gw-metrics.log.2025-11-30.2 gw-metrics.log.2025-12-01 gw-metrics.log.2025-11-29.absent" {
+		t.Fatalf("order: %s", got)
+	}
+	msgs, errs := ConvertFiles(paths, "", "")
+	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "gw-metrics.log.2025-11-30:2: ") || !errors.Is(errs[1], os.ErrNotExist) {
+		t.Fatalf("errors %v", errs)
+	}
+	if len(msgs) != 6 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	if h := msgs[0].(*wire.Hello); h.App != "gw" || h.Instance != "gw" || h.Ts != 1764460800000 {
+		t.Fatalf("hello %+v", h)
+	}
+	var starts []int64
+	for _, m := range msgs[1:] {
+		starts = append(starts, m.(*wire.Buckets).Items[0].Start)
+	}
+	if len(msgs[3].(*wire.Buckets).Items) != 1 || starts[0] != 1764460800000 || starts[4] != 1764460805000 {
+		t.Fatalf("starts %v", starts)
+	}
 }
