@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -30,32 +29,13 @@ Flags:
 `
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var in inputFlags
-	in.register(fs)
+	cmd := newCommand("sentinel-top report", reportUsage, stderr)
+	fs, in := cmd.fs, &cmd.in
 	format := fs.String("format", "text", "output format: text, md or json")
 	failOn := fs.String("fail-on", "", "exit 1 when a finding is at least this severe: warning or critical")
 	dur := fs.Duration("for", 0, "how long to watch live input (--targets, --demo) before reporting")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), reportUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(in.fixDemoArgs(args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
-	}
-	if err := applyEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top report:", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sentinel-top report: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+	if code, ok := cmd.parse(args, stdout, stderr); !ok {
+		return code
 	}
 	render, ok := map[string]func(io.Writer, *report.Report) error{
 		"text": report.Text, "md": report.Markdown, "markdown": report.Markdown, "json": report.JSON,
@@ -73,10 +53,6 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		threshold, hasThreshold = triage.Critical, true
 	default:
 		fmt.Fprintf(stderr, "sentinel-top report: --fail-on %q: want warning or critical\n", *failOn)
-		return exitUsage
-	}
-	if err := in.validate(); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitUsage
 	}
 	live := in.replay == ""

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -38,38 +37,15 @@ Flags:
 `
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var in inputFlags
-	in.register(fs)
+	cmd := newCommand("sentinel-top serve", serveUsage, stderr)
+	fs, in := cmd.fs, &cmd.in
 	listen := fs.String("listen", "127.0.0.1:9464", "address to serve on (loopback by default)")
 	serveToken := fs.String("serve-token", "", "bearer token required by every endpoint (env SENTINEL_TOP_SERVE_TOKEN)")
 	certFile := fs.String("tls-cert", "", "TLS certificate (PEM) to serve https/wss")
 	keyFile := fs.String("tls-key", "", "TLS private key (PEM)")
 	maxReaders := fs.Int("max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), serveUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(in.fixDemoArgs(args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
-	}
-	if err := applyEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top serve:", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sentinel-top serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	if err := in.validate(); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top serve:", err)
-		return exitUsage
+	if code, ok := cmd.parse(args, stdout, stderr); !ok {
+		return code
 	}
 	var tlsConf *tls.Config
 	if (*certFile == "") != (*keyFile == "") {

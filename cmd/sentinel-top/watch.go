@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 )
 
@@ -27,35 +24,11 @@ Flags:
 `
 
 func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sentinel-top", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var in inputFlags
-	in.register(fs)
-	noColor := fs.Bool("no-color", false, "no colours (also: NO_COLOR=1)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), watchUsage)
-		fs.PrintDefaults()
+	cmd := newCommand("sentinel-top", watchUsage, stderr)
+	cmd.hint = "try: sentinel-top --demo"
+	noColor := cmd.fs.Bool("no-color", false, "no colours (also: NO_COLOR=1)")
+	if code, ok := cmd.parse(args, stdout, stderr); !ok {
+		return code
 	}
-	if err := fs.Parse(in.fixDemoArgs(args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
-	}
-	if err := applyEnv(fs); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top:", err)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sentinel-top: unexpected argument %q (see sentinel-top --help)\n", fs.Arg(0))
-		return exitUsage
-	}
-	if err := in.validate(); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top:", err)
-		fmt.Fprintln(stderr, "try: sentinel-top --demo")
-		return exitUsage
-	}
-	return dashboard(ctx, &in, *noColor, stdout, stderr)
+	return dashboard(ctx, &cmd.in, *noColor, stdout, stderr)
 }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// command is one subcommand's flags: the shared input flags and its own.
+type command struct {
+	name string // as in messages: "sentinel-top report"
+	hint string // printed after a usage error, when set
+	fs   *flag.FlagSet
+	in   inputFlags
+}
+
+func newCommand(name, usage string, stderr io.Writer) *command {
+	c := &command{name: name, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c.fs.SetOutput(stderr)
+	c.in.register(c.fs)
+	c.fs.Usage = func() {
+		fmt.Fprint(c.fs.Output(), usage)
+		c.fs.PrintDefaults()
+	}
+	return c
+}
+
+// parse parses args, fills unset flags from SENTINEL_TOP_* and checks the
+// input flags. When it returns false the command ends with code (help was
+// printed, or a usage error was).
+func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	if err := c.fs.Parse(c.in.fixDemoArgs(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.fs.SetOutput(stdout)
+			c.fs.Usage()
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	err := applyEnv(c.fs)
+	if err == nil && c.fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q (see --help)", c.fs.Arg(0))
+	}
+	if err == nil {
+		err = c.in.validate()
+	}
+	if err != nil {
+		c.failf("%v", err)
+		if c.hint != "" {
+			fmt.Fprintln(c.fs.Output(), c.hint)
+		}
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// failf prints one error line, prefixed with the command's name.
+func (c *command) failf(format string, args ...any) {
+	fmt.Fprintf(c.fs.Output(), c.name+": "+format+"\n", args...)
+}
