@@ -14,6 +14,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // fakeJava answers like Java Sentinel's transport command API: /metric in
@@ -388,4 +389,21 @@ func TestParseJavaTargets(t *testing.T) {
 			t.Errorf("%q: %v, want %q", spec, err, msg)
 		}
 	}
+}
+
+// FuzzJavaRules: whatever a Java target answers to /getRules, the mapping
+// never panics and every rule it keeps makes a valid wire rules message.
+func FuzzJavaRules(f *testing.F) {
+	f.Add([]byte(javaDegradeJSON), []byte(javaFlowJSON))
+	f.Add([]byte(`[{"resource":"a","grade":2,"count":1e300,"timeWindow":9223372036854775807}]`), []byte(`[{"resource":"","count":-1}]`))
+	f.Add([]byte(`[{"grade":0,"count":"NaN"}]`), []byte(`{"not":"a list"}`))
+	f.Add([]byte("null"), []byte(`[{"resource":"x","controlBehavior":3,"warmUpPeriodSec":-4,"strategy":2,"refResource":"\u0000"}]`))
+	f.Fuzz(func(t *testing.T, degrade, flow []byte) {
+		breakers, flows, _ := javaRules(degrade, flow)
+		m := &wire.Rules{Header: wire.Header{Ts: javaT0, Instance: "i"}, Version: wire.RulesVersion(breakers, flows),
+			Breakers: breakers, Flows: flows}
+		if err := wire.Validate(m, wire.Limits{}); err != nil {
+			t.Fatalf("%v\n%+v", err, m)
+		}
+	})
 }
