@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -134,6 +136,10 @@ func javaTotals(c *Collector, instance, resource string) string {
 }
 
 func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
+	// Cleanups run last-registered first: the dial ends, then the server,
+	// then no goroutine of the poller may remain.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
 	fake := &fakeJava{clock: clock, degrade: javaDegradeJSON, flow: javaFlowJSON}
 	fake.add(
@@ -147,7 +153,7 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 		"1764460829000|broken|x|0|0|0|0",
 	)
 	srv := httptest.NewServer(fake)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 
 	c := New(Options{Clock: clock})
