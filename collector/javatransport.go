@@ -50,8 +50,10 @@ const (
 
 // Polling periods and bounds of Java targets.
 const (
+	// JavaMetricEvery is how often /metric is polled (the dashboard's pace).
 	JavaMetricEvery = time.Second
-	JavaRulesEvery  = 5 * time.Second
+	// JavaRulesEvery is how often the rules are polled.
+	JavaRulesEvery = 5 * time.Second
 	// javaBacklog is how far back the first poll of a connection reads, so
 	// that a reconnect fills its gap (the collector drops what it has).
 	javaBacklog = 60 * time.Second
