@@ -584,8 +584,13 @@ func (c *Collector) Publish() *Snapshot {
 	if c.replay != nil {
 		s.Replay = c.replay.status()
 	}
+	notes := map[string]int{}
 	for _, t := range c.targets {
-		s.Targets = append(s.Targets, t.status())
+		st := t.status()
+		s.Targets = append(s.Targets, st)
+		if st.Note != "" {
+			notes[st.Note]++
+		}
 	}
 	s.Rejects = sortedCounts(c.rejects)
 	s.Overflow = sortedCounts(c.overflow)
@@ -651,6 +656,12 @@ func (c *Collector) Publish() *Snapshot {
 			row.LastTransition = max(row.LastTransition, se.app.last)
 		}
 	}
+	noteList := make([]string, 0, len(notes))
+	for note, n := range notes {
+		noteList = append(noteList, fmt.Sprintf("%d %s: %s", n, plural(n, "target", "targets"), note))
+	}
+	slices.Sort(noteList)
+	warnings = append(warnings, noteList...)
 	s.Apps, s.Resources, s.Warnings = len(apps), len(resources), warnings
 	s.Rows = make([]ResourceRow, 0, len(rows))
 	for k, row := range rows {
@@ -810,6 +821,13 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 }
 
 var nan = func() float64 { z := 0.0; return z / z }()
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 // itoa is strconv.Itoa for int64.
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -24,7 +24,7 @@ func FuzzParseTargets(f *testing.F) {
 			return
 		}
 		for _, tg := range targets {
-			if !strings.HasPrefix(tg.URL, "ws://") && !strings.HasPrefix(tg.URL, "wss://") {
+			if !strings.HasPrefix(tg.URL, "ws://") && !strings.HasPrefix(tg.URL, "wss://") && !strings.HasPrefix(tg.URL, "sentinel://") {
 				t.Fatalf("%q gave %q", spec, tg.URL)
 			}
 		}

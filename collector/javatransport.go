@@ -45,7 +45,7 @@ const (
 	JavaDefaultPort = "8719"
 	// JavaBreakerStatesNote is what the status of an up Java target says
 	// in LastError, for want of a field of its own.
-	JavaBreakerStatesNote = "note: breaker states not exposed by Java Sentinel"
+	JavaBreakerStatesNote = "breaker states not exposed by Java Sentinel"
 )
 
 // Polling periods and bounds of Java targets.
@@ -183,7 +183,7 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		return err
 	}
 	st.update(func(s *TargetStatus) {
-		s.State, s.Since, s.LastError, s.Instance = TargetUp, c.clock.UnixMilli(), JavaBreakerStatesNote, jt.instance
+		s.State, s.Since, s.LastError, s.Note, s.Instance = TargetUp, c.clock.UnixMilli(), "", JavaBreakerStatesNote, jt.instance
 	})
 	p.ingest(p.hello(ctx))
 	p.pollRules(ctx)
@@ -404,11 +404,7 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	}
 	if note != p.rulesErr {
 		p.rulesErr = note
-		p.st.update(func(s *TargetStatus) {
-			if s.State == TargetUp {
-				s.LastError = note
-			}
-		})
+		p.st.update(func(s *TargetStatus) { s.Note = note })
 	}
 	if err != nil {
 		return

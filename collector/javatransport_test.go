@@ -184,8 +184,11 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 		t.Fatalf("targets %+v", snap.Targets)
 	}
 	st := snap.Targets[0]
-	if st.State != TargetUp || st.Instance != host || st.LastError != JavaBreakerStatesNote || st.Rejected != 1 {
+	if st.State != TargetUp || st.Instance != host || st.Note != JavaBreakerStatesNote || st.LastError != "" || st.Rejected != 1 {
 		t.Errorf("status %+v", st)
+	}
+	if w := strings.Join(snap.Warnings, "\n"); !strings.Contains(w, "1 target: "+JavaBreakerStatesNote) {
+		t.Errorf("the snapshot does not say breaker states are unknown: %q", w)
 	}
 	if _, rejected, _ := c.Counters(); rejected != 1 || len(snap.Rejects) != 1 || snap.Rejects[0].Reason != "malformed" ||
 		!strings.Contains(snap.Rejects[0].Last, "sentinel://"+host+"?app=order: /metric: ") {

@@ -92,7 +92,10 @@ type TargetStatus struct {
 	Since    int64  // when it entered State, Unix ms
 	Instance string // the instance its hello named, once known
 	// LastError is why it is down (or the last reconnect failed).
-	LastError  string
+	LastError string
+	// Note is a standing remark about what this target can tell, such as
+	// a Java Sentinel target whose breaker states are not exposed.
+	Note       string
 	Messages   int64
 	Bytes      int64
 	Rejected   int64
