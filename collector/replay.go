@@ -61,9 +61,10 @@ const replayStep = 50 * time.Millisecond
 // built from opts (Clock, Mode and Source are the replay's). Lines that
 // cannot be used are counted as rejected, with their file:line.
 func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay, error) {
-	r := &Replay{name: name, speed: max(speed, 0), wake: make(chan struct{}, 1)}
+	var msgs []wire.Message
+	var places []int
+	var rejects []error
 	rd := wire.NewReaderLimits(src, name, opts.Limits)
-	haveFrom := false
 	for {
 		m, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -71,24 +72,56 @@ func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay
 		}
 		if err != nil {
 			var le *wire.LineError
-			if errors.As(err, &le) {
-				r.rejects = append(r.rejects, lineReject{le.Pos.String(), le.Err})
-				continue
+			if !errors.As(err, &le) {
+				return nil, err
 			}
-			return nil, err
+			rejects = append(rejects, le)
+			continue
 		}
-		if len(r.msgs) >= MaxReplayMessages {
+		if len(msgs) >= MaxReplayMessages {
 			return nil, errors.New(name + ": more than 5,000,000 messages; split the recording")
 		}
-		if _, isMeta := m.(*wire.Meta); !isMeta {
-			ts := m.Head().Ts
-			if !haveFrom || ts < r.from {
-				r.from, haveFrom = ts, true
-			}
-			r.to = max(r.to, ts)
+		msgs = append(msgs, wire.Clone(m))
+		places = append(places, rd.Pos().Line)
+	}
+	return newReplay(name, msgs, places, rejects, speed, opts), nil
+}
+
+// NewReplayMessages replays messages converted from another format (a
+// Sentinel metric log, say). rejects are the input's unusable parts: a
+// *wire.LineError is counted with its file:line, anything else with name.
+// Messages are named by their index in places.
+func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed float64, opts Options) (*Replay, error) {
+	if len(msgs) > MaxReplayMessages {
+		return nil, errors.New(name + ": more than 5,000,000 messages; split the input")
+	}
+	places := make([]int, len(msgs))
+	for i := range places {
+		places[i] = i + 1
+	}
+	return newReplay(name, msgs, places, rejects, speed, opts), nil
+}
+
+func newReplay(name string, msgs []wire.Message, places []int, rejects []error, speed float64, opts Options) *Replay {
+	r := &Replay{name: name, speed: max(speed, 0), wake: make(chan struct{}, 1), msgs: msgs, places: places}
+	for _, err := range rejects {
+		place := name
+		var le *wire.LineError
+		if errors.As(err, &le) {
+			place, err = le.Pos.String(), le.Err
 		}
-		r.msgs = append(r.msgs, wire.Clone(m))
-		r.places = append(r.places, rd.Pos().Line)
+		r.rejects = append(r.rejects, lineReject{place, err})
+	}
+	haveFrom := false
+	for _, m := range msgs {
+		if _, isMeta := m.(*wire.Meta); isMeta {
+			continue
+		}
+		ts := m.Head().Ts
+		if !haveFrom || ts < r.from {
+			r.from, haveFrom = ts, true
+		}
+		r.to = max(r.to, ts)
 	}
 	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
 	opts.Clock, opts.Mode, opts.Source = r.clock, ModeReplay, name
@@ -96,7 +129,7 @@ func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay
 	r.c.replay = r
 	r.countRejects()
 	r.c.Publish()
-	return r, nil
+	return r
 }
 
 func (r *Replay) countRejects() {
