@@ -27,6 +27,12 @@ const (
 	// garbageLimit: a connection whose first this-many messages are all
 	// rejected is incompatible; it is dropped and reported as such.
 	garbageLimit = 20
+	// DefaultIdleTimeout is DialOptions.IdleTimeout when it is zero: three
+	// of the agents' 15 s pings.
+	DefaultIdleTimeout = 45 * time.Second
+	// rateBurstSeconds: a connection may send this many seconds' worth of
+	// MaxMessageRate at once (a reconnect's backlog comes in one burst).
+	rateBurstSeconds = 10
 )
 
 // DialOptions configures the dialing of targets.
@@ -39,6 +45,11 @@ type DialOptions struct {
 	HandshakeTimeout time.Duration
 	// Seed makes the backoff jitter reproducible (tests); 0 picks one.
 	Seed uint64
+	// IdleTimeout is how long a connection may stay silent (no message, no
+	// ping) before it is dropped as stalled and dialed again: a peer that
+	// hangs, or a path that stops forwarding, would otherwise leave the
+	// target "up" forever. Default 45 s.
+	IdleTimeout time.Duration
 }
 
 // targetState is one target's connection, as the snapshot reports it.
@@ -65,6 +76,9 @@ func (t *targetState) update(f func(s *TargetStatus)) {
 func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions) {
 	if opts.HandshakeTimeout <= 0 {
 		opts.HandshakeTimeout = 10 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	states := make([]*targetState, len(targets))
 	c.mu.Lock()
@@ -165,25 +179,57 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 		maxFrame = lim.MaxFrameBytes
 	}
 	conn.SetReadLimit(int64(maxFrame))
+	idle := func() { _ = conn.SetReadDeadline(time.Now().Add(opts.IdleTimeout)) }
+	idle()
+	conn.SetPingHandler(func(data string) error {
+		idle()
+		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
+			return nil // as gorilla's default handler: the read loop reports a broken connection
+		}
+		return err
+	})
 	st.update(func(s *TargetStatus) { s.State, s.Since, s.LastError = TargetUp, c.clock.UnixMilli(), "" })
 	dec := wire.NewDecoder(lim)
 	accepted, rejected := 0, 0
+	rate := newRateLimit(c.opts.MaxMessageRate, c.opts.WallClock.Now())
+	var overRate int64 // dropped, not yet counted
+	defer func() { c.addOverflow(overRateReason, t.Name, overRate) }()
 	for {
 		kind, data, err := conn.ReadMessage()
 		if err != nil {
+			var ne net.Error
 			if errors.Is(err, websocket.ErrReadLimit) {
 				c.Reject(t.Name, fmt.Errorf("%w: frame over %d bytes", wire.ErrTooLarge, maxFrame))
 				return fmt.Errorf("frame over the %d-byte limit", maxFrame)
+			}
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("stalled: nothing received for %s", opts.IdleTimeout)
 			}
 			if websocket.IsCloseError(err, websocket.CloseGoingAway, websocket.CloseNormalClosure) {
 				return errors.New("closed by the peer")
 			}
 			return err
 		}
+		idle()
 		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)) })
+		if !rate.allow(c.opts.WallClock.Now()) {
+			// Dropped before decoding: a flood costs its reading only.
+			if overRate++; overRate >= 1000 {
+				c.addOverflow(overRateReason, t.Name, overRate)
+				overRate = 0
+			}
+			continue
+		}
+		if overRate > 0 {
+			c.addOverflow(overRateReason, t.Name, overRate)
+			overRate = 0
+		}
 		if kind != websocket.TextMessage {
 			c.Reject(t.Name, fmt.Errorf("%w: binary frame", wire.ErrMalformed))
 			rejected++
+			st.update(func(s *TargetStatus) { s.Rejected++ })
 		} else if m, err := dec.Decode(data); err != nil {
 			c.Reject(t.Name, err)
 			rejected++
@@ -201,6 +247,53 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 			return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", rejected)
 		}
 	}
+}
+
+// overRateReason is the overflow counter of messages dropped by
+// Options.MaxMessageRate.
+const overRateReason = "messages over --max-rate"
+
+// addOverflow counts n items turned away by a limit at once.
+func (c *Collector) addOverflow(reason, place string, n int64) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	count(c.overflow, reason, place)
+	c.overflow[reason].Count += n - 1
+}
+
+// rateLimit is a token bucket: rate tokens a second, holding at most
+// rateBurstSeconds' worth. A nil *rateLimit allows everything.
+type rateLimit struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+// newRateLimit returns a full bucket, or nil for no limit (rate <= 0).
+func newRateLimit(rate float64, now time.Time) *rateLimit {
+	if rate <= 0 {
+		return nil
+	}
+	burst := max(rate*rateBurstSeconds, 1)
+	return &rateLimit{rate: rate, burst: burst, tokens: burst, last: now}
+}
+
+// allow takes a token if there is one.
+func (r *rateLimit) allow(now time.Time) bool {
+	if r == nil {
+		return true
+	}
+	if d := now.Sub(r.last); d > 0 {
+		r.tokens = min(r.burst, r.tokens+d.Seconds()*r.rate)
+		r.last = now
+	}
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
 }
 
 // TargetNames lists the targets for a header line.

@@ -33,6 +33,9 @@ type inputFlags struct {
 	record       string
 	maxInstances int
 	maxResources int
+	maxFrame     int
+	maxName      int
+	maxRate      float64
 	retention    time.Duration
 }
 
@@ -49,6 +52,9 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.record, "record", "", "record every accepted message to FILE (.ndjson, or .ndjson.gz), replayable later")
 	fs.IntVar(&f.maxInstances, "max-instances", collector.DefaultMaxInstances, "most instances tracked; more are counted and ignored")
 	fs.IntVar(&f.maxResources, "max-resources", collector.DefaultMaxResourcesPerApp, "most resources tracked per instance")
+	fs.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest message (frame or fixture line); a larger frame drops its connection")
+	fs.IntVar(&f.maxName, "max-name-bytes", wire.DefaultMaxNameBytes, "longest resource, instance or app name; messages with longer ones are rejected")
+	fs.Float64Var(&f.maxRate, "max-rate", collector.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
 }
 
@@ -102,10 +108,31 @@ func (f *inputFlags) validate() error {
 	if f.maxInstances <= 0 || f.maxResources <= 0 || f.retention < time.Minute {
 		return usagef("--max-instances and --max-resources must be positive and --retention at least 1m")
 	}
+	if f.maxFrame < minFrameBytes || f.maxName < minNameBytes || f.maxName > f.maxFrame || f.maxRate < 0 {
+		return usagef("--max-frame-bytes must be at least %d, --max-name-bytes at least %d (and at most --max-frame-bytes), --max-rate 0 or more",
+			minFrameBytes, minNameBytes)
+	}
 	if f.record != "" && f.replay != "" {
 		return usagef("--record goes with live input (--targets or --demo), not --replay")
 	}
 	return nil
+}
+
+// Smallest values of --max-frame-bytes and --max-name-bytes: below them an
+// ordinary agent's messages would not fit.
+const (
+	minFrameBytes = 4 << 10
+	minNameBytes  = 64
+)
+
+// limits are the collector options the limit flags set.
+func (f *inputFlags) limits(opts *collector.Options) {
+	opts.MaxInstances, opts.MaxResourcesPerInstance = f.maxInstances, f.maxResources
+	opts.Limits.MaxFrameBytes, opts.Limits.MaxNameBytes = f.maxFrame, f.maxName
+	opts.MaxMessageRate = f.maxRate
+	if f.maxRate == 0 {
+		opts.MaxMessageRate = -1 // no limit
+	}
 }
 
 func (f *inputFlags) parseSpeed() (float64, error) {
@@ -159,11 +186,10 @@ func (s *session) close() error {
 func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session, error) {
 	s := &session{}
 	opts := collector.Options{
-		MaxInstances:            f.maxInstances,
-		MaxResourcesPerInstance: f.maxResources,
-		Retention:               f.retention,
-		OnReject:                s.onReject,
+		Retention: f.retention,
+		OnReject:  s.onReject,
 	}
+	f.limits(&opts)
 	if f.record != "" {
 		w, err := wire.Create(f.record)
 		if err != nil {
@@ -184,9 +210,14 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		if speedOverride >= 0 {
 			speed = speedOverride
 		}
-		rp, name, err := openReplay(f.replay, speed, opts)
+		rc, name, err := openFixture(f.replay)
 		if err != nil {
 			return nil, err
+		}
+		defer rc.Close()
+		rp, err := collector.NewReplay(name, rc, speed, opts)
+		if err != nil {
+			return nil, fmt.Errorf("--replay: %w", err)
 		}
 		s.c, s.replay, s.source = rp.Collector(), rp, name
 		s.feed = rp.Run

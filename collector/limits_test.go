@@ -1,0 +1,305 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// peer is a hostile or broken stream: serve runs for each connection, with
+// its number (0 for the first).
+func peer(t *testing.T, serve func(conn *websocket.Conn, n int)) Target {
+	t.Helper()
+	var conns atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		serve(conn, int(conns.Add(1)-1))
+	}))
+	t.Cleanup(srv.Close)
+	return Target{Name: "peer", URL: "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultStreamPath}
+}
+
+// dialPeer dials target until the test ends.
+func dialPeer(t *testing.T, c *Collector, target Target, opts DialOptions) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Dial(ctx, []Target{target}, opts); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func helloFrame(instance string) []byte {
+	return fmt.Appendf(nil, `{"v":1,"kind":"hello","ts":%d,"instance":%q,"app":"flood","startedAt":%d,"bucketMs":500}`, t0ms, instance, t0ms)
+}
+
+func heartbeat(instance string, k int) []byte {
+	return fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":%q,"bucketMs":500,"items":[]}`, t0ms+int64(k)*500, instance)
+}
+
+func send(conn *websocket.Conn, frames ...[]byte) bool {
+	for _, f := range frames {
+		if conn.WriteMessage(websocket.TextMessage, f) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// firstTarget is the status of the collector's first target.
+func firstTarget(s *Snapshot) TargetStatus {
+	if len(s.Targets) == 0 {
+		return TargetStatus{}
+	}
+	return s.Targets[0]
+}
+
+// byReason maps the snapshot's counters by reason.
+func byReason(rc []RejectCount) map[string]int64 {
+	m := map[string]int64{}
+	for _, r := range rc {
+		m[r.Reason] = r.Count
+	}
+	return m
+}
+
+func TestLimitMessageRatePerTarget(t *testing.T) {
+	wall := core.NewVirtualClock(time.UnixMilli(t0ms)) // the token bucket's time
+	c := New(Options{MaxMessageRate: 10, WallClock: wall})
+	next := make(chan struct{})
+	target := peer(t, func(conn *websocket.Conn, n int) {
+		if n > 0 {
+			return // one connection is enough
+		}
+		// 300 messages at once: the bucket holds 10 s at 10/s.
+		send(conn, helloFrame("flood"))
+		for k := 1; k < 300; k++ {
+			send(conn, heartbeat("flood", k))
+		}
+		<-next
+		for k := 300; k < 350; k++ {
+			send(conn, heartbeat("flood", k))
+		}
+		// Leaving counts what is still pending.
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	})
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	eventually(t, "300 messages read", func() error {
+		if st := firstTarget(c.Publish()); st.Messages != 300 {
+			return fmt.Errorf("read %d", st.Messages)
+		}
+		return nil
+	})
+	if msgs, _, _ := c.Counters(); msgs != 100 {
+		t.Fatalf("accepted %d of a 300-message burst, want the bucket's 100", msgs)
+	}
+	// One second refills 10 tokens: the next message passes and the dropped
+	// ones are counted.
+	wall.Advance(time.Second)
+	close(next)
+	eventually(t, "the rest counted", func() error {
+		s := c.Publish()
+		if got := byReason(s.Overflow)[overRateReason]; got != 240 || s.Messages != 110 {
+			return fmt.Errorf("accepted %d, over the rate %d; want 110 and 240", s.Messages, got)
+		}
+		return nil
+	})
+}
+
+func TestRateLimitTokenBucket(t *testing.T) {
+	if newRateLimit(-1, time.Time{}) != nil || !(*rateLimit)(nil).allow(time.Time{}) {
+		t.Fatal("a negative rate must mean no limit")
+	}
+	at := time.UnixMilli(t0ms)
+	r := newRateLimit(2, at)
+	n := 0
+	for r.allow(at) {
+		n++
+	}
+	if n != 2*rateBurstSeconds {
+		t.Fatalf("burst %d", n)
+	}
+	if r.allow(at.Add(-time.Hour)) {
+		t.Fatal("a clock that went back refilled the bucket")
+	}
+	if !r.allow(at.Add(500*time.Millisecond)) || r.allow(at.Add(500*time.Millisecond)) {
+		t.Fatal("half a second at 2/s is one token")
+	}
+	n = 0
+	for r.allow(at.Add(time.Hour)) {
+		n++
+	}
+	if n != 2*rateBurstSeconds {
+		t.Fatalf("an hour refilled %d tokens, want the burst", n)
+	}
+}
+
+func TestLimitFrameBytesDropsTheConnection(t *testing.T) {
+	c := New(Options{Limits: wire.Limits{MaxFrameBytes: 8 << 10}})
+	target := peer(t, func(conn *websocket.Conn, n int) {
+		send(conn, helloFrame("big"), heartbeat("big", 1))
+		// Over the limit by one byte: the collector stops reading and leaves.
+		huge := fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":"big","bucketMs":500,"items":[],"pad":"`, t0ms)
+		huge = append(huge, strings.Repeat("x", 8<<10-len(huge)-1)...)
+		huge = append(huge, `"}`...)
+		send(conn, huge)
+		conn.ReadMessage() // until the collector closes
+	})
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	eventually(t, "the oversized frame refused", func() error {
+		s := c.Publish()
+		st := firstTarget(s)
+		if byReason(s.Rejects)["too large"] == 0 || !strings.Contains(st.LastError, "frame over the 8192-byte limit") || st.Reconnects == 0 {
+			return fmt.Errorf("rejects %+v, target %+v", s.Rejects, st)
+		}
+		return nil
+	})
+	if msgs, _, _ := c.Counters(); msgs < 2 {
+		t.Fatalf("the messages before the oversized one were not kept: %d", msgs)
+	}
+}
+
+func TestLimitNameBytesRejectsTheMessageOnly(t *testing.T) {
+	c := New(Options{Limits: wire.Limits{MaxNameBytes: 64}})
+	long := strings.Repeat("r", 65)
+	target := peer(t, func(conn *websocket.Conn, n int) {
+		if n > 0 {
+			return
+		}
+		send(conn, helloFrame("names"),
+			fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":"names","bucketMs":500,"items":[{"resource":%q,"start":%d,"pass":1}]}`, t0ms+500, long, t0ms),
+			fmt.Appendf(nil, `{"v":1,"kind":"hello","ts":%d,"instance":%q,"app":"x","startedAt":1,"bucketMs":500}`, t0ms, strings.Repeat("i", 65)),
+			fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":"names","bucketMs":500,"items":[{"resource":"short","start":%d,"pass":3}]}`, t0ms+500, t0ms))
+		conn.ReadMessage()
+	})
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	eventually(t, "long names rejected, the rest kept", func() error {
+		s := c.Publish()
+		if got := byReason(s.Rejects)["name over --max-name-bytes"]; got != 2 {
+			return fmt.Errorf("rejects %+v", s.Rejects)
+		}
+		if pass, _, _, _, _, ok := c.Totals("names", "short"); !ok || pass != 3 {
+			return fmt.Errorf("the message after the rejected ones: pass %d", pass)
+		}
+		return nil
+	})
+	if st := firstTarget(c.Publish()); st.Reconnects != 0 || st.Rejected != 2 {
+		t.Fatalf("a long name must cost its message, not the connection: %+v", st)
+	}
+}
+
+func TestStalledConnectionIsDialedAgain(t *testing.T) {
+	c := New(Options{})
+	stalled := peer(t, func(conn *websocket.Conn, n int) {
+		send(conn, helloFrame("stalled"))
+		conn.ReadMessage() // then nothing, not even a ping
+	})
+	dialPeer(t, c, stalled, DialOptions{Seed: 1, IdleTimeout: 200 * time.Millisecond})
+	eventually(t, "the stalled target dialed again", func() error {
+		if st := firstTarget(c.Publish()); !strings.Contains(st.LastError, "stalled") || st.Reconnects == 0 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+
+	// Pings alone keep a quiet connection up.
+	c2 := New(Options{})
+	quiet := peer(t, func(conn *websocket.Conn, n int) {
+		pongs := make(chan struct{}, 100)
+		conn.SetPongHandler(func(string) error { pongs <- struct{}{}; return nil })
+		go func() {
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					close(pongs)
+					return
+				}
+			}
+		}()
+		send(conn, helloFrame("quiet"))
+		for {
+			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)) != nil {
+				return
+			}
+			select {
+			case _, ok := <-pongs:
+				if !ok {
+					return
+				}
+			case <-time.After(time.Second):
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	dialPeer(t, c2, quiet, DialOptions{Seed: 1, IdleTimeout: 300 * time.Millisecond})
+	time.Sleep(time.Second)
+	if st := firstTarget(c2.Publish()); st.State != TargetUp || st.Reconnects != 0 {
+		t.Fatalf("a pinging connection was dropped: %+v", st)
+	}
+}
+
+// TestLimitCountersInPrometheus turns messages away by every limit and
+// finds each counter in the Prometheus exposition.
+func TestLimitCountersInPrometheus(t *testing.T) {
+	wall := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{MaxInstances: 2, MaxResourcesPerInstance: 1, MaxMessageRate: 1, WallClock: wall,
+		Limits: wire.Limits{MaxFrameBytes: 8 << 10, MaxNameBytes: 64}})
+	target := peer(t, func(conn *websocket.Conn, n int) {
+		if n > 0 {
+			return
+		}
+		frames := [][]byte{helloFrame("a"), helloFrame("b"), helloFrame("c"),
+			fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":"a","bucketMs":500,"items":[{"resource":"r1","start":%d,"pass":1},{"resource":"r2","start":%d,"pass":1}]}`, t0ms+500, t0ms, t0ms),
+			fmt.Appendf(nil, `{"v":1,"kind":"hello","ts":%d,"instance":%q,"bucketMs":500}`, t0ms, strings.Repeat("n", 65))}
+		for len(frames) < 12 {
+			frames = append(frames, heartbeat("a", len(frames))) // 10 tokens, 12 messages
+		}
+		send(conn, frames...)
+		send(conn, []byte(`{"v":1,"kind":"bye","ts":1,"instance":"a","pad":"`+strings.Repeat("x", 9<<10)+`"}`))
+		conn.ReadMessage()
+	})
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.PrometheusCollector())
+	want := map[string]bool{
+		`sentinel_top_limit_overflow_total{limit="instances over --max-instances"}`: true,
+		`sentinel_top_limit_overflow_total{limit="resources over --max-resources"}`: true,
+		`sentinel_top_limit_overflow_total{limit="messages over --max-rate"}`:       true,
+		`sentinel_top_messages_rejected_total{reason="name over --max-name-bytes"}`: true,
+		`sentinel_top_messages_rejected_total{reason="too large"}`:                  true,
+	}
+	eventually(t, "every limit counted", func() error {
+		mfs, err := reg.Gather()
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if m.GetCounter().GetValue() > 0 && len(m.GetLabel()) == 1 {
+					seen[fmt.Sprintf("%s{%s=%q}", mf.GetName(), m.GetLabel()[0].GetName(), m.GetLabel()[0].GetValue())] = true
+				}
+			}
+		}
+		for k := range want {
+			if !seen[k] {
+				return fmt.Errorf("no %s", k)
+			}
+		}
+		return nil
+	})
+}
