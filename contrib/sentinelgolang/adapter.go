@@ -19,6 +19,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
 // SDK is the adapter's name and version, sent in hello.
@@ -32,10 +33,10 @@ const StatSlotOrder = 4500
 // Defaults of Options.
 const (
 	DefaultBacklog       = 60 * time.Second
-	DefaultQueueLen      = 256
-	DefaultMaxReaders    = 16
-	DefaultWriteTimeout  = 10 * time.Second
-	DefaultPingInterval  = 15 * time.Second
+	DefaultQueueLen      = wsstream.DefaultQueueLen
+	DefaultMaxReaders    = wsstream.DefaultMaxReaders
+	DefaultWriteTimeout  = wsstream.DefaultWriteTimeout
+	DefaultPingInterval  = wsstream.DefaultPingInterval
 	DefaultItemsPerFrame = 1000
 	// DefaultAddr is where ListenAndServe listens when given no address:
 	// loopback only, so nothing is exposed by accident.
@@ -135,17 +136,14 @@ type Adapter struct {
 	rules   atomic.Pointer[ruleSet]
 	skipped atomic.Int64
 
-	hub      *hub
-	backlog  *backlog
-	shipMu   sync.Mutex
-	nextShip int64
+	stream  *wsstream.Server
+	backlog *wsstream.Backlog
+	shipper *wsstream.Shipper
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 	done      chan struct{}
-	lifeMu    sync.Mutex
-	isClosed  bool
-	wg        sync.WaitGroup
+	wg        sync.WaitGroup // the ship loop
 	panics    atomic.Int64
 }
 
@@ -164,7 +162,7 @@ type resource struct {
 type ruleSet struct {
 	rawBreakers []sgcb.Rule
 	rawFlows    []sgflow.Rule
-	frame       *frame
+	frame       *wsstream.Frame
 	version     string
 	slowRt      map[string]int64 // smallest MaxAllowedRtMs of a resource's slow-ratio breakers
 	shadows     map[sgcb.Rule]*shadow
@@ -190,20 +188,27 @@ func New(opts Options) (*Adapter, error) {
 	a.startedAt = a.clock.UnixMilli()
 	empty := map[string]*resource{}
 	a.resources.Store(&empty)
-	a.hub = newHub(opts.QueueLen)
-	a.backlog = newBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
+	a.stream = wsstream.New(wsstream.Options{
+		Token:        opts.Token,
+		TLS:          opts.TLSConfig,
+		QueueLen:     opts.QueueLen,
+		MaxReaders:   opts.MaxReaders,
+		WriteTimeout: opts.WriteTimeout,
+		PingInterval: opts.PingInterval,
+		Initial:      a.initialFrames,
+		OnPanic:      func(any) { a.panics.Add(1) },
+	})
+	a.backlog = wsstream.NewBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
+	a.shipper = &wsstream.Shipper{Clock: a.clock, BucketMs: a.bucketMs, Instance: opts.Instance,
+		ItemsPerFrame: opts.ItemsPerFrame, Server: a.stream, Backlog: a.backlog, Series: a.series,
+		OnPanic: func(any) { a.panics.Add(1) }}
 	a.rules.Store(&ruleSet{})
 	a.RefreshRules()
 	if !opts.Manual {
 		api.GlobalSlotChain().AddStatSlot(a.Slot())
 		sgcb.RegisterStateChangeListeners(a.Listener())
 	}
-	now := a.clock.UnixMilli()
-	a.nextShip = now - now%a.bucketMs
-	wake := make(chan struct{}, 1)
-	timer := a.armShipTimer(wake)
-	a.wg.Add(1)
-	go a.shipLoop(wake, timer)
+	a.shipper.Start(a.done, a.RefreshRules, &a.wg)
 	return a, nil
 }
 
@@ -388,7 +393,7 @@ func (a *Adapter) transition(from, to sgcb.State, rule sgcb.Rule, snapshot any) 
 	if err != nil {
 		return
 	}
-	a.hub.broadcast(f)
+	a.stream.Broadcast(f)
 }
 
 // RefreshRules reads sentinel-golang's rules and, when they changed, sends
@@ -469,10 +474,10 @@ func (a *Adapter) RefreshRules() {
 		return
 	}
 	next.frame = f
-	a.hub.mu.Lock()
-	a.rules.Store(next)
-	a.hub.broadcastLocked(f)
-	a.hub.mu.Unlock()
+	a.stream.Locked(func() {
+		a.rules.Store(next)
+		a.stream.Broadcast(f)
+	})
 }
 
 func validNames(names ...string) bool {
@@ -503,7 +508,7 @@ type Stats struct {
 
 // Stats returns the adapter's counters.
 func (a *Adapter) Stats() Stats {
-	readers, dropped := a.hub.stats()
+	readers, dropped := a.stream.Stats()
 	return Stats{Readers: readers, Dropped: dropped, Overflow: a.overflow.Load(),
 		SkippedRules: a.skipped.Load(), Panics: a.panics.Load()}
 }

@@ -6,7 +6,6 @@ replace github.com/sentinel-top/sentinel-top => ../..
 
 require (
 	github.com/alibaba/sentinel-golang v1.0.4
-	github.com/gorilla/websocket v1.5.3
 	github.com/sentinel-top/sentinel-top v0.0.0-00010101000000-000000000000
 )
 
@@ -16,6 +15,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-ole/go-ole v1.2.4 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect

@@ -1,0 +1,190 @@
+package wsstream
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// Series is one resource's statistics as a Shipper reads them;
+// *core.Resource is one.
+type Series interface {
+	Name() string
+	Stat() *core.MetricWindow
+	Concurrency() int64
+}
+
+// Backlog keeps the buckets frames of the last periods, for new readers.
+type Backlog struct {
+	mu      sync.Mutex
+	periods [][]*Frame // ring, oldest first from head
+	head, n int
+}
+
+// NewBacklog returns a backlog of the given number of bucket periods.
+func NewBacklog(periods int) *Backlog {
+	return &Backlog{periods: make([][]*Frame, max(periods, 1))}
+}
+
+// Add keeps one period's frames, forgetting the oldest period when full.
+func (b *Backlog) Add(frames []*Frame) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := (b.head + b.n) % len(b.periods)
+	if b.n == len(b.periods) {
+		b.head = (b.head + 1) % len(b.periods)
+	} else {
+		b.n++
+	}
+	b.periods[i] = frames
+}
+
+// Frames returns the held frames, oldest first, leaving out heartbeats.
+func (b *Backlog) Frames() []*Frame {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*Frame
+	for k := 0; k < b.n; k++ {
+		for _, f := range b.periods[(b.head+k)%len(b.periods)] {
+			if bm, ok := f.Msg.(*wire.Buckets); ok && len(bm.Items) == 0 {
+				continue
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Shipper sends every closed bucket of a set of series once, right after
+// it closes, to a Server, and keeps it in a Backlog.
+type Shipper struct {
+	Clock    core.Clock
+	BucketMs int64
+	Instance string
+	// ItemsPerFrame splits a period with more resources over several frames.
+	ItemsPerFrame int
+	Server        *Server
+	Backlog       *Backlog
+	// Series lists what to ship, in any order.
+	Series func() []Series
+	// OnPanic is told of a panic recovered while shipping.
+	OnPanic func(any)
+
+	mu   sync.Mutex
+	next int64 // the first bucket not shipped yet
+	init bool
+}
+
+// Ship sends the buckets closed since the last call.
+func (s *Shipper) Ship() {
+	defer func() {
+		if v := recover(); v != nil && s.OnPanic != nil {
+			s.OnPanic(v)
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.Clock.UnixMilli()
+	cur := now - now%s.BucketMs
+	if !s.init {
+		s.next, s.init = cur, true
+	}
+	next := s.next
+	if oldest := cur - core.ResourceIntervalMs + s.BucketMs; next < oldest {
+		next = oldest // older buckets have been overwritten in the ring
+	}
+	next = min(next, cur) // the clock went backwards: resume from here
+	series := s.Series()
+	slices.SortFunc(series, func(x, y Series) int { return cmp.Compare(x.Name(), y.Name()) })
+	for start := next; start < cur; start += s.BucketMs {
+		frames := s.collect(start, now, series)
+		s.Server.Locked(func() {
+			s.Backlog.Add(frames)
+			for _, f := range frames {
+				s.Server.Broadcast(f)
+			}
+		})
+	}
+	s.next = cur
+}
+
+// Start ships at every bucket boundary until done is closed, running
+// before (when set) first at each boundary. The first timer is set before
+// Start returns, so that a virtual clock moved right after sees it; the
+// loop's goroutine is counted in wg.
+func (s *Shipper) Start(done <-chan struct{}, before func(), wg *sync.WaitGroup) {
+	s.mu.Lock()
+	if !s.init {
+		now := s.Clock.UnixMilli()
+		s.next, s.init = now-now%s.BucketMs, true
+	}
+	s.mu.Unlock()
+	wake := make(chan struct{}, 1)
+	timer := s.arm(wake)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				timer.Stop()
+				return
+			case <-wake:
+				// Armed before shipping, so no boundary is missed however
+				// the clock moves meanwhile.
+				timer = s.arm(wake)
+				if before != nil {
+					before()
+				}
+				s.Ship()
+			}
+		}
+	}()
+}
+
+func (s *Shipper) arm(wake chan struct{}) core.Timer {
+	now := s.Clock.UnixMilli()
+	boundary := now - now%s.BucketMs + s.BucketMs
+	return s.Clock.AfterFunc(time.Duration(boundary-now)*time.Millisecond, func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	})
+}
+
+// collect builds the frames of the bucket starting at start: one item per
+// series with any activity in it, in name order, split into frames of at
+// most ItemsPerFrame items; a frame with no items is a heartbeat.
+func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
+	var items []wire.BucketItem
+	for _, r := range series {
+		inflight := r.Concurrency()
+		var m core.Metrics
+		if b, ok := r.Stat().Lookup(start); ok {
+			m = b.Snapshot()
+		}
+		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
+			continue
+		}
+		m.Concurrency = inflight // wire v1: what was in flight when the bucket closed
+		items = append(items, wire.NewBucketItem(r.Name(), start, m, true))
+	}
+	per := max(s.ItemsPerFrame, 1)
+	var frames []*Frame
+	for {
+		n := min(len(items), per)
+		f, err := Encode(&wire.Buckets{Header: wire.Header{Ts: now, Instance: s.Instance}, BucketMs: s.BucketMs, Items: items[:n:n]})
+		if err == nil {
+			frames = append(frames, f)
+		}
+		items = items[n:]
+		if len(items) == 0 {
+			return frames
+		}
+	}
+}
