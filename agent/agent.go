@@ -23,6 +23,7 @@ const SDK = "sentinel-top-agent/0.1.0"
 const (
 	DefaultBacklog      = 60 * time.Second
 	DefaultQueueLen     = wsstream.DefaultQueueLen // two minutes of buckets
+	DefaultQueueBytes   = wsstream.DefaultQueueBytes
 	DefaultMaxReaders   = wsstream.DefaultMaxReaders
 	DefaultWriteTimeout = wsstream.DefaultWriteTimeout
 	DefaultPingInterval = wsstream.DefaultPingInterval
@@ -55,6 +56,10 @@ type Options struct {
 	// QueueLen is each reader's queue, in messages. Default: 256 (two
 	// minutes of buckets).
 	QueueLen int
+	// QueueBytes bounds each reader's queue in bytes, so that a slow reader
+	// of a service with thousands of resources holds a bounded amount of
+	// memory. Default: 8 MiB.
+	QueueBytes int64
 	// MaxReaders caps simultaneous stream connections; more get HTTP 503.
 	// Default: 16.
 	MaxReaders int
@@ -75,7 +80,9 @@ type Options struct {
 	// bucket boundary.
 	ManualShip bool
 	// OnTransition, when set, also receives every breaker transition,
-	// synchronously on the goroutine that caused it. It must not block.
+	// synchronously on the goroutine that caused it. It must not block. A
+	// panic in it is recovered and counted (Stats.ListenerPanics): it
+	// reaches neither Entry/Exit nor the stream.
 	OnTransition func(core.Transition)
 }
 
@@ -138,7 +145,8 @@ type Agent struct {
 	closed    chan struct{}
 	wg        sync.WaitGroup // the ship loop
 
-	panics atomic.Int64
+	panics         atomic.Int64
+	listenerPanics atomic.Int64
 }
 
 // New returns a running Agent: its guard has no rules yet, and it ships
@@ -160,6 +168,7 @@ func New(opts Options) (*Agent, error) {
 		Token:        opts.Token,
 		TLS:          opts.TLSConfig,
 		QueueLen:     opts.QueueLen,
+		QueueBytes:   opts.QueueBytes,
 		MaxReaders:   opts.MaxReaders,
 		WriteTimeout: opts.WriteTimeout,
 		PingInterval: opts.PingInterval,
@@ -242,7 +251,7 @@ func (a *Agent) RulesVersion() string {
 func (a *Agent) onTransition(t core.Transition) {
 	defer a.recoverPanic()
 	if a.opts.OnTransition != nil {
-		a.opts.OnTransition(t)
+		a.callListener(t)
 	}
 	msg := &wire.State{
 		Header:         wire.Header{Ts: t.AtMs, Instance: a.opts.Instance},
@@ -273,6 +282,16 @@ func (a *Agent) onTransition(t core.Transition) {
 	a.stream.Broadcast(f)
 }
 
+// callListener runs Options.OnTransition; a panic in it stops there.
+func (a *Agent) callListener(t core.Transition) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.listenerPanics.Add(1)
+		}
+	}()
+	a.opts.OnTransition(t)
+}
+
 // recoverPanic keeps a bug in the agent from taking the service down: the
 // panic is counted (Stats.Panics) and the agent carries on.
 func (a *Agent) recoverPanic() {
@@ -287,12 +306,15 @@ type Stats struct {
 	Dropped  int64 // messages dropped for slow readers, all readers, ever
 	Panics   int64 // internal panics recovered (each one is a bug)
 	Overflow int64 // entries that passed untracked because MaxResources was reached
+	// ListenerPanics counts panics of Options.OnTransition, recovered.
+	ListenerPanics int64
 }
 
 // Stats returns the stream's counters.
 func (a *Agent) Stats() Stats {
 	readers, dropped := a.stream.Stats()
-	return Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow()}
+	return Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
+		ListenerPanics: a.listenerPanics.Load()}
 }
 
 // Close sends bye to every reader, stops shipping buckets, closes the

@@ -37,6 +37,7 @@ func Encode(m wire.Message) (*Frame, error) {
 // Defaults of Options.
 const (
 	DefaultQueueLen     = 256
+	DefaultQueueBytes   = 8 << 20
 	DefaultMaxReaders   = 16
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultPingInterval = 15 * time.Second
@@ -51,6 +52,10 @@ type Options struct {
 	TLS *tls.Config
 	// QueueLen is each reader's queue, in messages.
 	QueueLen int
+	// QueueBytes bounds the bytes queued for one reader, whatever the size
+	// of the messages: a reader that falls behind holds at most this much
+	// (one message always fits).
+	QueueBytes int64
 	// MaxReaders caps simultaneous readers; more get HTTP 503.
 	MaxReaders int
 	// WriteTimeout bounds one write; a reader that takes longer is dropped.
@@ -67,6 +72,7 @@ type Options struct {
 // reader is one connection's (or subscription's) queue.
 type reader struct {
 	queue   chan *Frame
+	bytes   atomic.Int64 // of the frames in queue
 	dropped atomic.Int64 // since the last buckets message it was told about
 	bye     chan *Frame  // receives the bye frame on Close
 }
@@ -90,6 +96,9 @@ func New(opts Options) *Server {
 	if opts.QueueLen <= 0 {
 		opts.QueueLen = DefaultQueueLen
 	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = DefaultQueueBytes
+	}
 	if opts.MaxReaders <= 0 {
 		opts.MaxReaders = DefaultMaxReaders
 	}
@@ -107,16 +116,31 @@ func New(opts Options) *Server {
 	return s
 }
 
-// Broadcast queues f for every reader; a full queue drops f for that reader.
+// Broadcast queues f for every reader; a full queue (QueueLen messages or
+// QueueBytes bytes) drops f for that reader.
 func (s *Server) Broadcast(f *Frame) {
+	n := int64(len(f.Data))
 	for _, r := range *s.readers.Load() {
+		if q := r.bytes.Add(n); q > s.opts.QueueBytes && q > n {
+			r.bytes.Add(-n)
+			r.dropped.Add(1)
+			s.dropped.Add(1)
+			continue
+		}
 		select {
 		case r.queue <- f:
 		default:
+			r.bytes.Add(-n)
 			r.dropped.Add(1)
 			s.dropped.Add(1)
 		}
 	}
+}
+
+// took accounts for f leaving r's queue.
+func (r *reader) took(f *Frame) *Frame {
+	r.bytes.Add(-int64(len(f.Data)))
+	return f
 }
 
 // Locked runs fn under the registration lock: what fn adds to the state
@@ -227,6 +251,7 @@ var upgrader = websocket.Upgrader{
 // check); clients that send no Origin header, as collectors do, are
 // accepted. The token, when set, is checked first, in constant time.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	defer s.recoverPanic() // not into the owner's server
 	if !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sentinel-top"`)
 		http.Error(w, "401 unauthorized: a valid bearer token is required", http.StatusUnauthorized)
@@ -274,6 +299,7 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 	go func() {
 		defer s.wg.Done()
 		defer close(peerGone)
+		defer s.recoverPanic()
 		for {
 			if _, _, err := conn.NextReader(); err != nil {
 				return
@@ -299,7 +325,7 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 	for {
 		select {
 		case f := <-r.queue:
-			if !write(withDropped(r, f)) {
+			if !write(withDropped(r, r.took(f))) {
 				return
 			}
 		case bye, ok := <-r.bye:
@@ -307,7 +333,7 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 			for drained := false; !drained; {
 				select {
 				case f := <-r.queue:
-					if !write(withDropped(r, f)) {
+					if !write(withDropped(r, r.took(f))) {
 						return
 					}
 				default:
@@ -350,7 +376,10 @@ func (s *Server) Serve(ln net.Listener, mux http.Handler) error {
 	}
 	// Handshake noise (port scanners, plain HTTP on a TLS port) is not the
 	// owner's business: the server's own log is discarded.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	// Bounded per connection: headers, the time to send them, and how long
+	// a connection that is not a stream may idle.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10,
+		IdleTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	if !s.track() {
 		_ = ln.Close()
 		return http.ErrServerClosed
@@ -400,7 +429,7 @@ func (sub *Subscription) Next() (msg []byte, ok bool) {
 	}
 	select {
 	case f := <-sub.r.queue: // what was queued before a bye comes first
-		return withDropped(sub.r, f), true
+		return withDropped(sub.r, sub.r.took(f)), true
 	default:
 	}
 	select {
