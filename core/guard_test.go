@@ -255,3 +255,21 @@ func TestGuardConcurrentEntryExit(t *testing.T) {
 		t.Fatalf("concurrency %d, passed %d + blocked %d", r.Concurrency(), passed, blocked)
 	}
 }
+
+func TestGuardBlockPathDoesNotAllocate(t *testing.T) {
+	g, _, _ := newTestGuard(t)
+	if err := g.LoadBreakerRules([]BreakerRule{{Resource: "db", Strategy: ErrorCount, RetryTimeoutMs: 60000,
+		StatIntervalMs: 1000, Threshold: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := g.Entry("db")
+	e.Exit(errors.New("x")) // trips: every later entry is blocked
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, err := g.Entry("db"); err == nil {
+			t.Fatal("passed an open breaker")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per blocked Entry", allocs)
+	}
+}
