@@ -43,6 +43,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runReport(ctx, args[1:], stdout, stderr)
 		case "serve":
 			return runServe(ctx, args[1:], stdout, stderr)
+		case "bench":
+			return runBench(ctx, args[1:], stdout, stderr)
 		case "version", "--version", "-version":
 			fmt.Fprintln(stdout, versionString())
 			return exitOK
