@@ -54,7 +54,7 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxResources, "max-resources", collector.DefaultMaxResourcesPerApp, "most resources tracked per instance")
 	fs.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest message (frame or fixture line); a larger frame drops its connection")
 	fs.IntVar(&f.maxName, "max-name-bytes", wire.DefaultMaxNameBytes, "longest resource, instance or app name; messages with longer ones are rejected")
-	fs.Float64Var(&f.maxRate, "max-rate", collector.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted")
+	fs.Float64Var(&f.maxRate, "max-rate", collector.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
 }
 
