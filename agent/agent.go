@@ -137,9 +137,8 @@ type Agent struct {
 	rules   atomic.Pointer[wsstream.Frame]
 
 	stream   *wsstream.Server
-	backlog  *backlog
-	shipMu   sync.Mutex
-	nextShip int64 // the first bucket not shipped yet
+	backlog *wsstream.Backlog
+	shipper *wsstream.Shipper
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -175,7 +174,10 @@ func New(opts Options) (*Agent, error) {
 		Initial:      a.initialFrames,
 		OnPanic:      func(any) { a.panics.Add(1) },
 	})
-	a.backlog = newBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
+	a.backlog = wsstream.NewBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
+	a.shipper = &wsstream.Shipper{Clock: a.clock, BucketMs: a.bucketMs, Instance: opts.Instance,
+		ItemsPerFrame: opts.ItemsPerFrame, Server: a.stream, Backlog: a.backlog, Series: a.series,
+		OnPanic: func(any) { a.panics.Add(1) }}
 	a.guard = core.NewGuard(core.GuardOptions{
 		Clock:        opts.Clock,
 		Listener:     core.TransitionFunc(a.onTransition),
@@ -184,13 +186,9 @@ func New(opts Options) (*Agent, error) {
 	if err := a.LoadRules(nil, nil); err != nil {
 		return nil, err
 	}
-	now := a.clock.UnixMilli()
-	a.nextShip = now - now%a.bucketMs
+	a.shipper.Begin(a.clock.UnixMilli())
 	if !opts.ManualShip {
-		wake := make(chan struct{}, 1)
-		timer := a.armShipTimer(wake)
-		a.wg.Add(1)
-		go a.shipLoop(wake, timer)
+		a.shipper.Start(a.closed, nil, &a.wg)
 	}
 	return a, nil
 }

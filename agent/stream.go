@@ -41,7 +41,7 @@ func (a *Agent) initialFrames() []*wsstream.Frame {
 		return nil
 	}
 	out := []*wsstream.Frame{hello, a.rules.Load()}
-	return append(out, a.backlog.frames()...)
+	return append(out, a.backlog.Frames()...)
 }
 
 // Serve serves the stream at StreamPath on ln (with TLS when

@@ -79,6 +79,14 @@ type Shipper struct {
 	init bool
 }
 
+// Begin makes the bucket holding now the first one shipped (Start does it
+// when not done before; the first Ship otherwise starts at its own time).
+func (s *Shipper) Begin(now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next, s.init = now-now%s.BucketMs, true
+}
+
 // Ship sends the buckets closed since the last call.
 func (s *Shipper) Ship() {
 	defer func() {
