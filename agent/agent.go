@@ -136,7 +136,7 @@ type Agent struct {
 	rulesMu sync.Mutex // serializes LoadRules
 	rules   atomic.Pointer[wsstream.Frame]
 
-	stream   *wsstream.Server
+	stream  *wsstream.Server
 	backlog *wsstream.Backlog
 	shipper *wsstream.Shipper
 
