@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,6 +133,7 @@ func (f *benchFleet) close() {
 		a.Close()
 		<-f.served[i]
 	}
+	f.agents, f.served = nil, nil
 }
 
 // traffic calls every resource of every agent rate times a second until
@@ -274,6 +276,9 @@ type benchResult struct {
 	reconnects, dropped     int64
 	rejected, overflow      int64
 	filesLimit              int64
+	// What is left once the agents are gone: the collector's.
+	collectorHeap uint64
+	collectorRSS  int64
 }
 
 func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
@@ -405,6 +410,14 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		}
 		res.cpuBaseline = (q1.cpu - q0.cpu).Seconds() / q1.at.Sub(q0.at).Seconds()
 	}
+	// The agents go; the collector stays, with everything it holds.
+	fleet.close()
+	time.Sleep(time.Second) // timers of the agents' last bucket run out
+	runtime.GC()            // what finalizers of closed connections kept goes in the next one
+	debug.FreeOSMemory()
+	s := sampleProc()
+	res.collectorHeap, res.collectorRSS = s.heap, s.rss
+	runtime.KeepAlive(c)
 	res.print(w)
 	if res.counted != res.calls {
 		return fmt.Errorf("the collector counted %d calls of %d", res.counted, res.calls)
@@ -458,6 +471,8 @@ func (r *benchResult) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "memory:     RSS %s (peak %s); Go heap in use %s (peak %s), heap reserved %s\n",
 		mb(r.rss), mb(r.rssPeak), mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.heapSys)))
+	fmt.Fprintf(w, "            once the agents are gone (the collector's share): heap in use %s, RSS %s\n",
+		mb(int64(r.collectorHeap)), mb(r.collectorRSS))
 	fmt.Fprintf(w, "health:     %d reconnects, %d messages dropped by agents, %d rejected, %d over limits\n",
 		r.reconnects, r.dropped, r.rejected, r.overflow)
 }
