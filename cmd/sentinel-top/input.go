@@ -210,14 +210,9 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		if speedOverride >= 0 {
 			speed = speedOverride
 		}
-		rc, name, err := openFixture(f.replay)
+		rp, name, err := openReplay(f.replay, speed, opts)
 		if err != nil {
 			return nil, err
-		}
-		defer rc.Close()
-		rp, err := collector.NewReplay(name, rc, speed, opts)
-		if err != nil {
-			return nil, fmt.Errorf("--replay: %w", err)
 		}
 		s.c, s.replay, s.source = rp.Collector(), rp, name
 		s.feed = rp.Run
