@@ -241,6 +241,9 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 			return nil
 		}
 	case f.demoSet:
+		if speed, _ := f.parseSpeed(); speed > 1 && opts.MaxMessageRate > 0 {
+			opts.MaxMessageRate *= speed // a faster demo's agents send as much more often
+		}
 		return f.openDemo(ctx, s, opts)
 	}
 	return s, nil

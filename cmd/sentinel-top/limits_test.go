@@ -133,3 +133,21 @@ func TestLimitFlagsApplyToReplays(t *testing.T) {
 		t.Fatalf("--max-frame-bytes 4096 rejected %d, want the long line", n)
 	}
 }
+
+func TestLimitRateFollowsTheDemoSpeed(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var in inputFlags
+	in.register(fs)
+	if err := fs.Parse([]string{"--demo", "sawtooth-db-slow", "--speed", "50", "--max-rate", "100"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := in.open(context.Background(), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if got := s.c.Options().MaxMessageRate; got != 5000 {
+		t.Fatalf("rate %v at --speed 50, want 50 x 100", got)
+	}
+}
