@@ -599,6 +599,15 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 
 	// settle waits until every dial attempt that is due has been made and
 	// every expected reconnect has happened, and checks the backoff bounds.
+	// overdue notes since when (real time) a target has been down past its
+	// RetryAt: its timer fired and it is about to dial, or the timer was
+	// armed a moment after the status was published, when virtual time had
+	// already moved on, and only moving time fires it.
+	type overdueKey struct{ reconnects, retryAt int64 }
+	overdue := make([]struct {
+		key   overdueKey
+		since time.Time
+	}, len(targets))
 	settle := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -618,9 +627,18 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 						fakeBackoff = max(fakeBackoff, b)
 					}
 				}
+				late := false
+				if s.State == TargetDown && now >= s.RetryAt+1 {
+					if k := (overdueKey{s.Reconnects, s.RetryAt}); overdue[i].key != k {
+						overdue[i].key, overdue[i].since = k, time.Now()
+					}
+					late = time.Since(overdue[i].since) < 250*time.Millisecond
+				}
 				switch {
-				case s.State == TargetConnecting, s.State == TargetDown && now >= s.RetryAt+1:
+				case s.State == TargetConnecting:
 					waiting = append(waiting, s.Name+" dialing")
+				case late:
+					waiting = append(waiting, fmt.Sprintf("%s retry due %d ms ago", s.Name, now-s.RetryAt))
 				case i < nAgents && s.Reconnects < expectReconnect[i]:
 					waiting = append(waiting, s.Name+" to notice its fault")
 				}
