@@ -239,14 +239,14 @@ func TestStalledConnectionIsDialedAgain(t *testing.T) {
 				if !ok {
 					return
 				}
-			case <-time.After(time.Second):
+			case <-time.After(5 * time.Second):
 				return
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
-	dialPeer(t, c2, quiet, DialOptions{Seed: 1, IdleTimeout: 300 * time.Millisecond})
-	time.Sleep(time.Second)
+	dialPeer(t, c2, quiet, DialOptions{Seed: 1, IdleTimeout: time.Second})
+	time.Sleep(2500 * time.Millisecond)
 	if st := firstTarget(c2.Publish()); st.State != TargetUp || st.Reconnects != 0 {
 		t.Fatalf("a pinging connection was dropped: %+v", st)
 	}
