@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,15 +31,23 @@ func newCommand(name, usage string, stderr io.Writer) *command {
 // input flags. When it returns false the command ends with code (help was
 // printed, or a usage error was).
 func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	if err := c.fs.Parse(c.in.fixDemoArgs(args)); err != nil {
+	// The flag package prints its complaints (and the usage) itself: keep
+	// them, and print them to stderr only when they are errors.
+	var said bytes.Buffer
+	c.fs.SetOutput(&said)
+	err := c.fs.Parse(c.in.fixDemoArgs(args))
+	c.fs.SetOutput(stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.fs.SetOutput(stdout)
 			c.fs.Usage()
 			return exitOK, false
 		}
+		// The complaint, not the whole usage.
+		c.failf("%v (see %s --help)", err, c.name)
 		return exitUsage, false
 	}
-	err := applyEnv(c.fs)
+	err = applyEnv(c.fs)
 	if err == nil && c.fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q (see --help)", c.fs.Arg(0))
 	}

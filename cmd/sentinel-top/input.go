@@ -41,7 +41,7 @@ type inputFlags struct {
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.targets, "targets", "", "instances to watch: HOST:PORT, ws://... or wss://... URLs, or @FILE, comma-separated")
-	fs.StringVar(&f.replay, "replay", "", "replay a recorded fixture: a .ndjson[.gz] file or a built-in fixture name")
+	fs.StringVar(&f.replay, "replay", "", "replay a recording: a .ndjson[.gz] file, a built-in fixture name, or Sentinel metric logs (APP-metrics.log.DATE[,rotations])")
 	fs.Func("demo", "run a simulated fleet over loopback (optionally a scenario NAME)", func(s string) error {
 		f.demo, f.demoSet = s, true
 		return nil

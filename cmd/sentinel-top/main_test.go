@@ -166,6 +166,7 @@ func TestUsageErrors(t *testing.T) {
 		{"--replay", "sawtooth-db-slow", "--speed", "fast"},
 		{"--targets", "localhost"},
 		{"--bogus"},
+		{"report", "--format"},
 		{"--demo", "no-such-scenario"},
 		{"serve", "--replay", "x", "--tls-cert", "c.pem"},
 	} {
@@ -184,9 +185,9 @@ func TestNoTerminal(t *testing.T) {
 
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"report", "--help"}, {"serve", "--help"}, {"help", "report"}} {
-		code, out, _ := runCmd(t, args...)
-		if code != exitOK || !strings.Contains(out, "Usage: sentinel-top") || !strings.Contains(out, "Examples:") {
-			t.Errorf("%q: exit %d\n%s", args, code, out)
+		code, out, errOut := runCmd(t, args...)
+		if code != exitOK || strings.Count(out, "Usage: sentinel-top") != 1 || !strings.Contains(out, "Examples:") || errOut != "" {
+			t.Errorf("%q: exit %d\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
 		}
 	}
 	if code, out, _ := runCmd(t, "--version"); code != exitOK || !strings.HasPrefix(out, "sentinel-top ") {
