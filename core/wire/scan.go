@@ -852,14 +852,10 @@ func (d *Decoder) readItems(data []byte, i int) (int, *DecodeError) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipWS(data, i)
-		if c := peek(data, i); c == ',' {
-			i = skipWS(data, i+1)
-			continue
-		} else if c == ']' {
-			return i + 1, nil
+		var more bool
+		if i, more, err = sep(data, i, ']', "after array element"); err != nil || !more {
+			return i, err
 		}
-		return 0, syntaxErr(data, i, "after array element")
 	}
 }
 
@@ -920,14 +916,10 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipWS(data, i)
-		if c := peek(data, i); c == ',' {
-			i = skipWS(data, i+1)
-			continue
-		} else if c == '}' {
-			return i + 1, nil
+		var more bool
+		if i, more, err = sep(data, i, '}', "after object key:value pair"); err != nil || !more {
+			return i, err
 		}
-		return 0, syntaxErr(data, i, "after object key:value pair")
 	}
 }
 
@@ -988,4 +980,17 @@ func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 			fmt.Sprintf("has %d counts, want %d", n, core.HistogramSlots)))
 	}
 	return i, nil
+}
+
+// sep reads what follows a value inside an object or an array: a comma
+// (more follows) or the closing byte. It returns the position after it.
+func sep(data []byte, i int, closing byte, context string) (next int, more bool, err *DecodeError) {
+	i = skipWS(data, i)
+	switch peek(data, i) {
+	case ',':
+		return skipWS(data, i+1), true, nil
+	case closing:
+		return i + 1, false, nil
+	}
+	return 0, false, syntaxErr(data, i, context)
 }
