@@ -74,8 +74,25 @@ func BenchmarkWindowAddParallel(b *testing.B) {
 var benchRule = core.BreakerRule{Resource: "bench", Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
 	MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 10, MaxAllowedRtMs: 10000, Threshold: 0.5}
 
-func benchGuard(b *testing.B) *core.Guard {
-	g := core.NewGuard(core.GuardOptions{})
+// coreCall and sentinelCall are one guarded call on each side.
+func coreCall(b *testing.B, g *core.Guard) {
+	e, err := g.Entry("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Exit(nil)
+}
+
+func sentinelCall(b *testing.B, sc *sgbase.SlotChain) {
+	e, blk := api.Entry("bench", api.WithSlotChain(sc))
+	if blk != nil {
+		b.Fatal(blk)
+	}
+	e.Exit()
+}
+
+func benchGuard(b *testing.B, clock core.Clock) *core.Guard {
+	g := core.NewGuard(core.GuardOptions{Clock: clock})
 	if err := g.LoadBreakerRules([]core.BreakerRule{benchRule}); err != nil {
 		b.Fatal(err)
 	}
@@ -91,59 +108,35 @@ func benchSentinel(b *testing.B) *sgbase.SlotChain {
 	return breakerChain()
 }
 
-func BenchmarkEntryExit(b *testing.B) {
-	b.Run("impl=core", func(b *testing.B) {
-		g := benchGuard(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			e, err := g.Entry("bench")
-			if err != nil {
-				b.Fatal(err)
+// serialAndParallel runs call in a serial loop, or under RunParallel.
+func serialAndParallel(b *testing.B, parallel bool, call func()) {
+	b.ReportAllocs()
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				call()
 			}
-			e.Exit(nil)
-		}
+		})
+		return
+	}
+	for b.Loop() {
+		call()
+	}
+}
+
+func benchEntryExit(b *testing.B, parallel bool) {
+	b.Run("impl=core", func(b *testing.B) {
+		g := benchGuard(b, nil)
+		serialAndParallel(b, parallel, func() { coreCall(b, g) })
 	})
 	b.Run("impl=sentinel-golang", func(b *testing.B) {
 		sc := benchSentinel(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			e, blk := api.Entry("bench", api.WithSlotChain(sc))
-			if blk != nil {
-				b.Fatal(blk)
-			}
-			e.Exit()
-		}
+		serialAndParallel(b, parallel, func() { sentinelCall(b, sc) })
 	})
 }
 
-func BenchmarkEntryExitParallel(b *testing.B) {
-	b.Run("impl=core", func(b *testing.B) {
-		g := benchGuard(b)
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				e, err := g.Entry("bench")
-				if err != nil {
-					b.Fatal(err)
-				}
-				e.Exit(nil)
-			}
-		})
-	})
-	b.Run("impl=sentinel-golang", func(b *testing.B) {
-		sc := benchSentinel(b)
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				e, blk := api.Entry("bench", api.WithSlotChain(sc))
-				if blk != nil {
-					b.Fatal(blk)
-				}
-				e.Exit()
-			}
-		})
-	})
-}
+func BenchmarkEntryExit(b *testing.B)         { benchEntryExit(b, false) }
+func BenchmarkEntryExitParallel(b *testing.B) { benchEntryExit(b, true) }
 
 // BenchmarkEntryExitCachedClock compares the two with their cached clocks:
 // core.CoarseClock and sentinel-golang's time ticker (UseCacheTime). It must
@@ -153,29 +146,12 @@ func BenchmarkEntryExitCachedClock(b *testing.B) {
 	b.Run("impl=core", func(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		g := core.NewGuard(core.GuardOptions{Clock: core.NewCoarseClock(ctx)})
-		if err := g.LoadBreakerRules([]core.BreakerRule{benchRule}); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			e, err := g.Entry("bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			e.Exit(nil)
-		}
+		g := benchGuard(b, core.NewCoarseClock(ctx))
+		serialAndParallel(b, false, func() { coreCall(b, g) })
 	})
 	b.Run("impl=sentinel-golang", func(b *testing.B) {
 		sgutil.StartTimeTicker()
 		sc := benchSentinel(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			e, blk := api.Entry("bench", api.WithSlotChain(sc))
-			if blk != nil {
-				b.Fatal(blk)
-			}
-			e.Exit()
-		}
+		serialAndParallel(b, false, func() { sentinelCall(b, sc) })
 	})
 }
