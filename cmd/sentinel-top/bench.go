@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -48,31 +47,19 @@ type benchConfig struct {
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sentinel-top bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchUsage)
-		fs.PrintDefaults()
-	}
+	cmd := newPlainCommand("sentinel-top bench", benchUsage, stderr)
+	fs := cmd.fs
 	var cfg benchConfig
 	fs.IntVar(&cfg.agents, "agents", 100, "agents (targets) on loopback")
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource (errors: one in ten)")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to measure")
 	fs.BoolVar(&cfg.baseline, "baseline", true, "also measure the agents and their traffic without a collector")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := cmd.parse(args, stdout, stderr); !ok {
+		return code
 	}
-	err := applyEnv(fs)
+	var err error
 	switch {
-	case err != nil:
-	case fs.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
 	case cfg.agents < 1 || cfg.agents > collector.MaxTargets:
 		err = fmt.Errorf("--agents %d: want 1 to %d", cfg.agents, collector.MaxTargets)
 	case cfg.resources < 1 || cfg.resources > 1000:

@@ -10,16 +10,24 @@ import (
 
 // command is one subcommand's flags: the shared input flags and its own.
 type command struct {
-	name string // as in messages: "sentinel-top report"
-	hint string // printed after a usage error, when set
-	fs   *flag.FlagSet
-	in   inputFlags
+	name  string // as in messages: "sentinel-top report"
+	hint  string // printed after a usage error, when set
+	fs    *flag.FlagSet
+	in    inputFlags
+	plain bool // no input flags (bench)
 }
 
 func newCommand(name, usage string, stderr io.Writer) *command {
-	c := &command{name: name, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	c.fs.SetOutput(stderr)
+	c := newPlainCommand(name, usage, stderr)
+	c.plain = false
 	c.in.register(c.fs)
+	return c
+}
+
+// newPlainCommand is a command without the input flags.
+func newPlainCommand(name, usage string, stderr io.Writer) *command {
+	c := &command{name: name, fs: flag.NewFlagSet(name, flag.ContinueOnError), plain: true}
+	c.fs.SetOutput(stderr)
 	c.fs.Usage = func() {
 		fmt.Fprint(c.fs.Output(), usage)
 		c.fs.PrintDefaults()
@@ -51,7 +59,7 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok b
 	if err == nil && c.fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q (see --help)", c.fs.Arg(0))
 	}
-	if err == nil {
+	if err == nil && !c.plain {
 		err = c.in.validate()
 	}
 	if err != nil {
