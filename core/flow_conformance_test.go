@@ -302,7 +302,11 @@ func flowConfGap(r *rand.Rand, clock *flowConfClock, backwards bool) int64 {
 	return gap
 }
 
-func TestFlowConformance(t *testing.T) {
+func TestFlowConformance(t *testing.T) { flowConformance(t, false) }
+
+// flowConformance plays every case's seeded sequences, through the bare
+// controllers or (viaGuard) through a real Guard.
+func flowConformance(t *testing.T, viaGuard bool) {
 	clock, sc := flowConfSetup(t)
 	run := flowConfRun.Add(1)
 	for _, tc := range flowConfCases {
@@ -310,12 +314,12 @@ func TestFlowConformance(t *testing.T) {
 			var tally flowConfTally
 			for i := range uint64(flowConfSeeds) {
 				seed := tc.seedBase + i
-				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, false); msg != "" {
+				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, viaGuard); msg != "" {
 					t.Fatalf("%s seed=%d: %s", tc.name, seed, msg)
 				}
 			}
-			t.Logf("%d sequences, %d entries: %d passed (%d after a wait), %d blocked",
-				flowConfSeeds, tally.pass+tally.block, tally.pass, tally.waited, tally.block)
+			t.Logf("%d sequences (through Guard.Entry: %v), %d entries: %d passed (%d after a wait), %d blocked",
+				flowConfSeeds, viaGuard, tally.pass+tally.block, tally.pass, tally.waited, tally.block)
 			if tally.pass == 0 || tally.block == 0 {
 				t.Errorf("sequences never both pass and block: %+v", tally)
 			}
@@ -456,23 +460,4 @@ func (c flowConfGuardClock) NewTicker(time.Duration) Ticker { panic("the guard d
 // TestGuardFlowConformance plays the same seeded sequences, with batches
 // of 1, through a real Guard: Guard.Entry must decide and wait exactly as
 // sentinel-golang's api.Entry does.
-func TestGuardFlowConformance(t *testing.T) {
-	clock, sc := flowConfSetup(t)
-	run := flowConfRun.Add(1)
-	for _, tc := range flowConfCases {
-		t.Run(tc.name, func(t *testing.T) {
-			var tally flowConfTally
-			for i := range uint64(flowConfSeeds) {
-				seed := tc.seedBase + i
-				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, true); msg != "" {
-					t.Fatalf("%s seed=%d: %s", tc.name, seed, msg)
-				}
-			}
-			t.Logf("%d sequences through Guard.Entry: %d passed (%d after a wait), %d blocked",
-				flowConfSeeds, tally.pass, tally.waited, tally.block)
-			if tally.pass == 0 || tally.block == 0 {
-				t.Errorf("sequences never both pass and block: %+v", tally)
-			}
-		})
-	}
-}
+func TestGuardFlowConformance(t *testing.T) { flowConformance(t, true) }
