@@ -32,10 +32,16 @@ func (c *breakerCounter) Reset() {
 // request at or after the retry timeout; that request is the probe. A slow or
 // failed completion in HALF_OPEN reopens the breaker; ProbeNum good ones (at
 // least one) close it and forget the window.
+//
+// With SemanticsJava the window is always one bucket of StatIntervalMs (Java's
+// breakers build a LeapArray of sample count 1), the trip comparison is
+// strict, one probe decides, and a clock that went back behind the bucket
+// loses its sample but is still judged; docs/SEMANTICS.md has the details.
 type Breaker struct {
 	rule      BreakerRule
 	java      bool
 	stat      *Window[breakerCounter, *breakerCounter]
+	lost      breakerCounter // java: where a sample from behind the bucket goes, never read
 	state     atomic.Int32
 	nextRetry atomic.Int64
 	probes    atomic.Uint64
@@ -113,8 +119,10 @@ func (b *Breaker) AbortProbe(now int64) {
 // OnComplete records a completion at now that took rtMs and failed or not,
 // and moves the breaker if it decides anything.
 func (b *Breaker) OnComplete(now, rtMs int64, failed bool) {
-	c := b.stat.Current(now)
-	if c == nil {
+	var c *breakerCounter
+	if b.java {
+		c = b.javaCurrent(now)
+	} else if c = b.stat.Current(now); c == nil {
 		return // the clock went backwards past this bucket: dropped, as sentinel-golang does
 	}
 	bad := failed
@@ -143,10 +151,12 @@ func (b *Breaker) OnComplete(now, rtMs int64, failed bool) {
 		if b.java || b.rule.ProbeNum == 0 || n >= b.rule.ProbeNum {
 			if b.state.CompareAndSwap(int32(HalfOpen), int32(Closed)) {
 				b.probes.Store(0)
-				b.notify(Transition{From: HalfOpen, To: Closed, AtMs: now, Probe: probe})
 				if b.java {
-					c.Reset() // Java resets only the current bucket
+					// Java resets its one bucket (the one at now), then notifies.
+					c.Reset()
+					b.notify(Transition{From: HalfOpen, To: Closed, AtMs: now, Probe: probe})
 				} else {
+					b.notify(Transition{From: HalfOpen, To: Closed, AtMs: now, Probe: probe})
 					b.stat.Reset(now)
 				}
 			}
@@ -165,6 +175,9 @@ func (b *Breaker) OnComplete(now, rtMs int64, failed bool) {
 }
 
 func (b *Breaker) sum(now int64) (total, bad int64) {
+	if b.java {
+		return b.javaSum(now)
+	}
 	for i := 0; i < b.stat.SampleCount(); i++ {
 		if _, c, ok := b.stat.At(now, i); ok {
 			total += c.total.Load()
@@ -172,6 +185,30 @@ func (b *Breaker) sum(now int64) (total, bad int64) {
 		}
 	}
 	return total, bad
+}
+
+// javaCurrent is Java's LeapArray.currentWindow for a breaker's single
+// bucket: when the bucket already starts after now's (the clock went back),
+// Java counts into a fresh bucket it never stores, so the sample is lost.
+func (b *Breaker) javaCurrent(now int64) *breakerCounter {
+	if start, _, _ := b.stat.At(now, 0); start > b.stat.BucketStart(now) {
+		return &b.lost
+	}
+	return b.stat.Current(now)
+}
+
+// javaSum is Java's LeapArray.values(now) summed: the bucket counts unless it
+// started more than statIntervalMs before now, so a bucket ahead of a clock
+// that went back still counts.
+func (b *Breaker) javaSum(now int64) (total, bad int64) {
+	start, _, _ := b.stat.At(now, 0)
+	if start <= slotResetting || now-start > b.stat.IntervalMs() {
+		return 0, 0
+	}
+	if c, ok := b.stat.Lookup(start); ok {
+		return c.total.Load(), c.bad.Load()
+	}
+	return 0, 0
 }
 
 // exceeds applies the trip comparison to the window's totals.

@@ -44,9 +44,11 @@ const (
 	// value >= threshold, honours ProbeNum, and forgets the whole window when
 	// it closes.
 	SemanticsGo Semantics = ""
-	// SemanticsJava is Java Sentinel 1.8: trips only at value > threshold,
-	// lets exactly one probe through (ProbeNum is ignored), and forgets only
-	// the current bucket when it closes.
+	// SemanticsJava is Java Sentinel 1.8 (1.8.1 and later): counts in one
+	// bucket of StatIntervalMs (StatSlidingWindowBucketCount is ignored),
+	// trips only at value > threshold (and a slow ratio of 1 at threshold 1),
+	// lets exactly one probe through (ProbeNum is ignored), forgets its one
+	// bucket when it closes, and never hands its window to a changed rule.
 	SemanticsJava Semantics = "java"
 )
 
@@ -74,7 +76,7 @@ type BreakerRule struct {
 	StatIntervalMs uint32 `json:"statIntervalMs"`
 	// StatSlidingWindowBucketCount splits the window into buckets. When it
 	// does not divide StatIntervalMs, Sentinel silently uses one bucket; so
-	// does core, and Warnings says so.
+	// does core, and Warnings says so. Java semantics ignore it (one bucket).
 	StatSlidingWindowBucketCount uint32 `json:"statSlidingWindowBucketCount"`
 	// MaxAllowedRtMs is the response time above which a completion is slow
 	// (SlowRequestRatio only).
@@ -82,7 +84,8 @@ type BreakerRule struct {
 	// Threshold is the ratio (0..1) or error count at which the breaker trips.
 	Threshold float64 `json:"threshold"`
 	// ProbeNum is how many successful probes in HALF_OPEN close the breaker;
-	// with ProbeNum > 0 every request in HALF_OPEN passes.
+	// with ProbeNum > 0 every request in HALF_OPEN passes. Java semantics
+	// ignore it (one probe).
 	ProbeNum uint64 `json:"probeNum"`
 	// Semantics selects Java Sentinel 1.8 behaviour where it differs.
 	Semantics Semantics `json:"semantics,omitempty"`
@@ -120,6 +123,19 @@ func (r *BreakerRule) Validate() error {
 // Warnings lists settings that are accepted but probably not what was meant.
 func (r *BreakerRule) Warnings() []string {
 	var w []string
+	if r.Semantics == SemanticsJava {
+		if r.StatSlidingWindowBucketCount > 1 {
+			w = append(w, fmt.Sprintf("statSlidingWindowBucketCount %d is ignored with java semantics: Java Sentinel 1.8 counts in 1 bucket of statIntervalMs",
+				r.StatSlidingWindowBucketCount))
+		}
+		if r.ProbeNum > 0 {
+			w = append(w, fmt.Sprintf("probeNum %d is ignored with java semantics: Java Sentinel 1.8 lets 1 probe through", r.ProbeNum))
+		}
+		if r.RetryTimeoutMs%1000 != 0 {
+			w = append(w, fmt.Sprintf("retryTimeoutMs %d is not whole seconds: Java Sentinel's timeWindow cannot express it", r.RetryTimeoutMs))
+		}
+		return w
+	}
 	if r.WindowMisaligned() {
 		w = append(w, fmt.Sprintf("statIntervalMs %d is not divisible by statSlidingWindowBucketCount %d: Sentinel silently uses 1 bucket",
 			r.StatIntervalMs, r.StatSlidingWindowBucketCount))
@@ -134,17 +150,24 @@ func (r *BreakerRule) WindowMisaligned() bool {
 	return n != 0 && r.StatIntervalMs%n != 0
 }
 
-// BucketCount is the number of buckets the breaker's window really uses.
+// BucketCount is the number of buckets the breaker's window really uses:
+// always 1 with java semantics (Java 1.8's breakers build
+// `new SlowRequestLeapArray(1, statIntervalMs)` and its error twin).
 func (r *BreakerRule) BucketCount() int {
 	n := r.StatSlidingWindowBucketCount
-	if n == 0 || r.StatIntervalMs%n != 0 {
+	if r.Semantics == SemanticsJava || n == 0 || r.StatIntervalMs%n != 0 {
 		return 1
 	}
 	return int(n)
 }
 
-// sameStat reports whether a breaker for r can keep the statistics of one for o.
+// sameStat reports whether a breaker for r can keep the statistics of one for
+// o. Java's DegradeRuleManager keeps a breaker only for an equal rule and
+// builds any other afresh, so a java rule never keeps another's statistics.
 func (r *BreakerRule) sameStat(o *BreakerRule) bool {
+	if r.Semantics == SemanticsJava || o.Semantics == SemanticsJava {
+		return false
+	}
 	return r.Resource == o.Resource && r.Strategy == o.Strategy &&
 		r.StatIntervalMs == o.StatIntervalMs && r.StatSlidingWindowBucketCount == o.StatSlidingWindowBucketCount
 }
