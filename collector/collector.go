@@ -133,8 +133,11 @@ type Collector struct {
 	overflow  map[string]*RejectCount
 	recordErr error
 	targets   []*targetState
-	replay    *Replay
 	restream  *restream
+	// replay is what a replay feeding this collector last told it
+	// (Active false when none does), and replayGen that status's generation.
+	replay    ReplayStatus
+	replayGen uint64
 
 	seq  uint64
 	snap atomic.Pointer[Snapshot]
@@ -221,7 +224,11 @@ func (c *Collector) Options() Options { return c.opts }
 func (c *Collector) Clock() core.Clock { return c.clock }
 
 // Engine is the collector's triage engine.
-func (c *Collector) Engine() *triage.Engine { return c.engine }
+func (c *Collector) Engine() *triage.Engine {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.engine
+}
 
 // reset forgets everything ingested (a replay seeking backwards starts over).
 func (c *Collector) reset() {
@@ -497,6 +504,16 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 	c.engine.Transition(in.name, ct)
 }
 
+// setReplay records the status a replay told; an older generation than the
+// one held is ignored.
+func (c *Collector) setReplay(st ReplayStatus, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen > c.replayGen {
+		c.replay, c.replayGen = st, gen
+	}
+}
+
 // Totals returns the sums of every bucket accepted for instance x resource.
 func (c *Collector) Totals(instance, resource string) (pass, block, complete, errs, slow int64, ok bool) {
 	c.mu.Lock()
@@ -525,7 +542,7 @@ func (c *Collector) RecordError() error {
 
 // Findings judges the input at the collector's current time.
 func (c *Collector) Findings() []triage.Finding {
-	return c.engine.Findings(c.clock.UnixMilli())
+	return c.Engine().Findings(c.clock.UnixMilli())
 }
 
 func floorDiv(a, b int64) int64 {
@@ -551,7 +568,7 @@ func (c *Collector) alive(in *instance, now int64) bool {
 // that said bye or went silent stays for StaleAfter, so a shutdown is seen
 // rather than vanishing, and at the end of a replay everything stays.
 func (c *Collector) shown(in *instance, now int64) bool {
-	if c.replay != nil && c.replay.Done() {
+	if c.replay.Done {
 		return true
 	}
 	return now-in.lastArrive <= c.opts.StaleAfter.Milliseconds()
@@ -575,14 +592,15 @@ func window(r *ring, from, to int64) (sum counts, hist [histLen]uint32) {
 // Publish builds a snapshot now and makes it the latest.
 func (c *Collector) Publish() *Snapshot {
 	now := c.clock.UnixMilli()
-	findings := c.engine.Findings(now)
+	findings := c.Engine().Findings(now)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
 		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings}
-	if c.replay != nil {
-		s.Replay = c.replay.status()
+	if c.replay.Active {
+		s.Replay = c.replay
+		s.Replay.Pos = now
 	}
 	notes := map[string]int{}
 	for _, t := range c.targets {
@@ -617,7 +635,7 @@ func (c *Collector) Publish() *Snapshot {
 		if !c.shown(in, now) {
 			continue
 		}
-		if c.alive(in, now) || (c.replay != nil && c.replay.Done()) {
+		if c.alive(in, now) || c.replay.Done {
 			s.Instances++
 		}
 		apps[in.app] = true
@@ -720,7 +738,7 @@ func sortedCounts(m map[string]*RejectCount) []RejectCount {
 
 // Detail describes one app x resource over [from, to).
 func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
-	findings := c.engine.Findings(c.clock.UnixMilli())
+	findings := c.Engine().Findings(c.clock.UnixMilli())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.UnixMilli()
@@ -860,21 +878,11 @@ func (c *Collector) signature() [5]int64 {
 	c.mu.Lock()
 	sig[1], sig[2], sig[3] = c.messages, c.rejected, c.dups
 	targets := c.targets
-	replay := c.replay
+	sig[4] = int64(c.replayGen)
 	c.mu.Unlock()
 	for _, t := range targets {
 		st := t.status()
 		sig[4] = sig[4]*31 + st.Messages + int64(st.State) + st.Reconnects + st.Rejected
-	}
-	if replay != nil {
-		rs := replay.status()
-		if rs.Paused {
-			sig[4] = sig[4]*31 + 1
-		}
-		if rs.Done {
-			sig[4] = sig[4]*31 + 2
-		}
-		sig[4] = sig[4]*31 + int64(rs.Speed*1000)
 	}
 	return sig
 }

@@ -38,12 +38,14 @@ type Replay struct {
 	from    int64
 	to      int64
 
-	mu     sync.Mutex
-	pos    int
+	pos int // only Run's goroutine moves it
+
+	mu     sync.Mutex // guards what the controls set and the status
 	speed  float64
 	paused bool
 	done   bool
 	seekTo *int64
+	gen    uint64 // statuses told to the collector
 	wake   chan struct{}
 }
 
@@ -126,7 +128,7 @@ func newReplay(name string, msgs []wire.Message, places []int, rejects []error, 
 	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
 	opts.Clock, opts.Mode, opts.Source = r.clock, ModeReplay, name
 	r.c = New(opts)
-	r.c.replay = r
+	r.tell()
 	r.countRejects()
 	r.c.Publish()
 	return r
@@ -165,35 +167,58 @@ func (r *Replay) poke() {
 }
 
 // Pause stops feeding until Resume.
-func (r *Replay) Pause() { r.mu.Lock(); r.paused = true; r.mu.Unlock(); r.poke() }
+func (r *Replay) Pause() { r.control(func() { r.paused = true }) }
 
 // Resume continues after Pause.
-func (r *Replay) Resume() { r.mu.Lock(); r.paused = false; r.mu.Unlock(); r.poke() }
+func (r *Replay) Resume() { r.control(func() { r.paused = false }) }
 
 // SetSpeed sets the speed: 1 is real time, 0 as fast as possible.
-func (r *Replay) SetSpeed(x float64) {
-	r.mu.Lock()
-	r.speed = max(x, 0)
-	r.mu.Unlock()
-	r.poke()
-}
+func (r *Replay) SetSpeed(x float64) { r.control(func() { r.speed = max(x, 0) }) }
 
 // SeekBy moves the position by deltaMs; backwards starts over from the
 // beginning and feeds up to the new position at full speed.
 func (r *Replay) SeekBy(deltaMs int64) {
+	r.control(func() {
+		target := r.clock.UnixMilli() + deltaMs
+		target = min(max(target, r.from), r.to)
+		r.seekTo = &target
+	})
+}
+
+// control applies a user's change under the replay's lock, tells the
+// collector the new status, and wakes the feeding goroutine.
+func (r *Replay) control(f func()) {
 	r.mu.Lock()
-	target := r.clock.UnixMilli() + deltaMs
-	target = min(max(target, r.from), r.to)
-	r.seekTo = &target
+	f()
 	r.mu.Unlock()
+	r.tell()
 	r.poke()
 }
 
-func (r *Replay) status() ReplayStatus {
+// tell hands the collector the replay's status. It is called with no lock
+// held: the collector never calls back into the replay, and the replay never
+// holds its lock while it calls the collector, so neither can wait on the
+// other. Statuses carry a generation, so one told late never replaces a
+// newer one.
+func (r *Replay) tell() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return ReplayStatus{Active: true, Paused: r.paused, Speed: r.speed, From: r.from, To: r.to,
-		Pos: r.clock.UnixMilli(), Done: r.done}
+	r.gen++
+	st := ReplayStatus{Active: true, Paused: r.paused, Speed: r.speed, From: r.from, To: r.to, Done: r.done}
+	gen := r.gen
+	r.mu.Unlock()
+	r.c.setReplay(st, gen)
+}
+
+// setDone records whether every message has been fed, and tells the
+// collector when that changed.
+func (r *Replay) setDone(done bool) {
+	r.mu.Lock()
+	changed := r.done != done
+	r.done = done
+	r.mu.Unlock()
+	if changed {
+		r.tell()
+	}
 }
 
 // Done reports whether every message has been fed.
@@ -206,30 +231,36 @@ func (r *Replay) Done() bool {
 // Run feeds the fixture until ctx ends. At speed 0 and with nothing paused
 // it returns as soon as everything has been fed; otherwise it stays until
 // ctx ends, so the user can seek back.
+//
+// Only Run's goroutine moves the position and feeds the collector, and it
+// does so holding no lock of the replay's: the controls only set what Run
+// reads next.
 func (r *Replay) Run(ctx context.Context) error {
 	for {
 		r.mu.Lock()
-		if r.seekTo != nil {
-			target := *r.seekTo
-			r.seekTo = nil
+		seek := r.seekTo
+		r.seekTo = nil
+		paused, speed := r.paused, r.speed
+		r.mu.Unlock()
+		if seek != nil {
+			target := *seek
 			if target < r.clock.UnixMilli() {
-				r.pos, r.done = 0, false
-				r.mu.Unlock()
+				r.pos = 0
+				r.setDone(false)
 				r.c.reset()
 				r.countRejects()
 				r.clock.Set(time.UnixMilli(r.from))
-				r.mu.Lock()
 			}
-			r.feedUntil(target)
+			for r.pos < len(r.msgs) && r.ts(r.pos) <= target {
+				r.feedOne()
+			}
 			r.clock.Set(time.UnixMilli(target))
-			r.mu.Unlock()
+			r.setDone(r.pos >= len(r.msgs))
 			continue
 		}
 		if r.pos >= len(r.msgs) {
-			r.done = true
-			exit := r.speed == 0 && !r.paused
-			r.mu.Unlock()
-			if exit {
+			r.setDone(true)
+			if speed == 0 && !paused {
 				return nil
 			}
 			if !r.sleep(ctx, time.Hour) {
@@ -237,19 +268,16 @@ func (r *Replay) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if r.paused {
-			r.mu.Unlock()
+		if paused {
 			if !r.sleep(ctx, time.Hour) {
 				return ctx.Err()
 			}
 			continue
 		}
-		speed := r.speed
 		ts := r.ts(r.pos)
 		now := r.clock.UnixMilli()
 		if speed == 0 || ts <= now {
 			r.feedOne()
-			r.mu.Unlock()
 			if speed == 0 && r.pos%1024 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -257,20 +285,20 @@ func (r *Replay) Run(ctx context.Context) error {
 		}
 		// Wait in steps, moving the clock with real time.
 		step := min(time.Duration(float64(ts-now)/speed*float64(time.Millisecond)), replayStep)
-		r.mu.Unlock()
 		wall := r.c.opts.WallClock
 		start := wall.Now()
 		if !r.sleep(ctx, step) {
 			return ctx.Err()
 		}
 		r.mu.Lock()
-		adv := time.Duration(float64(wall.Now().Sub(start)) * r.speed)
+		speed = r.speed
+		r.mu.Unlock()
+		adv := time.Duration(float64(wall.Now().Sub(start)) * speed)
 		if next := r.clock.Now().Add(adv); next.UnixMilli() > ts {
 			r.clock.Set(time.UnixMilli(ts))
 		} else {
 			r.clock.Set(next)
 		}
-		r.mu.Unlock()
 	}
 }
 
@@ -282,7 +310,7 @@ func (r *Replay) ts(i int) int64 {
 	return r.msgs[i].Head().Ts
 }
 
-// feedOne ingests the message at pos; r.mu is held.
+// feedOne ingests the message at pos; only Run's goroutine calls it.
 func (r *Replay) feedOne() {
 	m := r.msgs[r.pos]
 	if ts := r.ts(r.pos); ts > r.clock.UnixMilli() {
@@ -290,14 +318,6 @@ func (r *Replay) feedOne() {
 	}
 	r.c.Ingest(r.name+":"+itoa(int64(r.places[r.pos])), m)
 	r.pos++
-}
-
-// feedUntil ingests every message up to target; r.mu is held.
-func (r *Replay) feedUntil(target int64) {
-	for r.pos < len(r.msgs) && r.ts(r.pos) <= target {
-		r.feedOne()
-	}
-	r.done = r.pos >= len(r.msgs)
 }
 
 // sleep waits d, or until poked; false when ctx ended.
@@ -312,13 +332,4 @@ func (r *Replay) sleep(ctx context.Context, d time.Duration) bool {
 	case <-fired:
 	}
 	return true
-}
-
-// Replay returns the collector's replay controls, or nil when it is not
-// replaying.
-func (c *Collector) Replay() ReplayControl {
-	if c.replay == nil {
-		return nil
-	}
-	return c.replay
 }

@@ -177,22 +177,22 @@ func TestReplaySeekAndPause(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	r.SeekBy(30000)
 	eventually(t, "seek forward", func() error {
-		if pos := r.status().Pos; pos < t0ms+30000 {
+		if pos := r.Collector().Publish().Replay.Pos; pos < t0ms+30000 {
 			return fmt.Errorf("at %d", pos-t0ms)
 		}
 		return nil
 	})
 	r.Pause()
 	time.Sleep(50 * time.Millisecond)
-	at := r.status().Pos
+	at := r.Collector().Publish().Replay.Pos
 	time.Sleep(100 * time.Millisecond)
-	if r.status().Pos != at || !r.status().Paused {
+	if r.Collector().Publish().Replay.Pos != at || !r.Collector().Publish().Replay.Paused {
 		t.Fatal("paused replay moved")
 	}
 	before, _, _ := r.Collector().Counters()
 	r.SeekBy(-25000)
 	eventually(t, "seek back", func() error {
-		if pos := r.status().Pos; pos > t0ms+10000 {
+		if pos := r.Collector().Publish().Replay.Pos; pos > t0ms+10000 {
 			return fmt.Errorf("at %d", pos-t0ms)
 		}
 		return nil
@@ -211,5 +211,68 @@ func TestReplaySeekAndPause(t *testing.T) {
 	})
 	if m, _, _ := r.Collector().Counters(); m != int64(len(r.msgs)-1) {
 		t.Fatalf("%d messages after seeking around, want %d", m, len(r.msgs)-1)
+	}
+}
+
+// TestReplayPublishAndDetailWhileFeeding reads the collector the way the
+// dashboard, /metrics and /report do (Publish, Detail, Snapshot) in a loop
+// while a replay feeds it, seeks and pauses. A lock held by the replay while
+// it calls the collector, and one held by the collector while it asks the
+// replay, once made this hang in its first round.
+func TestReplayPublishAndDetailWhileFeeding(t *testing.T) {
+	r, err := NewReplay("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 1000, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	c := r.Collector()
+	from, to := r.Range()
+	readers := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { readers <- struct{}{} }()
+			for ctx.Err() == nil {
+				s := c.Publish()
+				for _, row := range s.Rows {
+					c.Detail(row.App, row.Resource, from, to)
+				}
+				_ = c.Snapshot()
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for i := range 200 {
+			switch i % 4 {
+			case 0:
+				r.SeekBy(20_000)
+			case 1:
+				r.Pause()
+			case 2:
+				r.Resume()
+			case 3:
+				r.SeekBy(-15_000)
+			}
+		}
+		r.SetSpeed(0)
+		for !r.Done() {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("replay and readers made no progress in 30 s: a lock cycle")
+	}
+	cancel()
+	<-done
+	for range 4 {
+		<-readers
+	}
+	if s := c.Publish(); !s.Replay.Done || s.Replay.Pos < from {
+		t.Fatalf("replay status after the end: %+v", s.Replay)
 	}
 }

@@ -17,6 +17,14 @@ type fixtureReplay struct {
 	c *collector.Collector
 }
 
+// Snapshot and Detail make the replay a Source; control hands the dashboard
+// its controls, as the binary does.
+func (fr *fixtureReplay) Snapshot() *collector.Snapshot { return fr.c.Snapshot() }
+func (fr *fixtureReplay) Detail(app, res string, from, to int64) *collector.Detail {
+	return fr.c.Detail(app, res, from, to)
+}
+func (fr *fixtureReplay) control() ReplayControl { return fr.r }
+
 // replayFixture replays name up to offsetMs after its start (up to -offsetMs
 // before its end when negative, -1 being the whole fixture) and publishes
 // a snapshot there.

@@ -20,7 +20,7 @@ const flowTick = 20 * time.Millisecond
 
 func startFlow(t *testing.T, src *staticSource) *teatest.TestModel {
 	t.Helper()
-	m := New(src, Options{Profile: ColorNone, Location: time.UTC, TickInterval: flowTick})
+	m := New(src, Options{Profile: ColorNone, Location: time.UTC, TickInterval: flowTick, Replay: src.control()})
 	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))
 }
 

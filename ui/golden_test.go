@@ -50,7 +50,7 @@ func TestGolden(t *testing.T) {
 		for _, g := range goldenScreens {
 			t.Run(fmt.Sprintf("%s_%dx%d", g.name, size[0], size[1]), func(t *testing.T) {
 				fr := replayFixture(t, goldenFixture, goldenOffsetMs)
-				m := newTestModel(fr.c, size[0], size[1])
+				m := newTestModel(fr, size[0], size[1])
 				g.setup(t, m, fr)
 				checkFrame(t, m.View(), size[0], size[1])
 				golden.RequireEqual(t, []byte(screenText(m)))
@@ -65,7 +65,7 @@ func TestGoldenSmall(t *testing.T) {
 	for _, size := range [][2]int{{MinWidth, MinHeight}, {MinWidth - 1, MinHeight}, {MinWidth, MinHeight - 1}, {40, 10}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			fr := replayFixture(t, goldenFixture, goldenOffsetMs)
-			m := newTestModel(fr.c, size[0], size[1])
+			m := newTestModel(fr, size[0], size[1])
 			checkFrame(t, m.View(), size[0], size[1])
 			golden.RequireEqual(t, []byte(screenText(m)))
 		})
@@ -79,7 +79,7 @@ func TestGoldenFixtures(t *testing.T) {
 	for _, name := range fixtures.Names() {
 		t.Run(name, func(t *testing.T) {
 			fr := replayFixture(t, name, -2)
-			m := newTestModel(fr.c, 120, 40)
+			m := newTestModel(fr, 120, 40)
 			main := screenText(m)
 			press(m, "a<enter>")
 			checkFrame(t, m.View(), 120, 40)
@@ -108,7 +108,7 @@ func TestGoldenHandmade(t *testing.T) {
 // TestGoldenEnded is a replay whose instances all said bye.
 func TestGoldenEnded(t *testing.T) {
 	fr := replayFixture(t, goldenFixture, -1)
-	m := newTestModel(fr.c, 80, 24)
+	m := newTestModel(fr, 80, 24)
 	golden.RequireEqual(t, []byte(screenText(m)))
 }
 

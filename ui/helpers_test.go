@@ -50,7 +50,9 @@ func (s *staticSource) Detail(app, res string, from, to int64) *collector.Detail
 	return &c
 }
 
-func (s *staticSource) Replay() ReplayControl {
+// control is the fake replay as the dashboard's options take it: nil when
+// there is none.
+func (s *staticSource) control() ReplayControl {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.replay == nil {
@@ -232,7 +234,11 @@ func testDetail() *collector.Detail {
 // newTestModel is a model over src in plain text, UTC, with a tick that
 // never fires by itself (tests send ticks).
 func newTestModel(src Source, w, h int) *Model {
-	m := newModel(src, Options{Profile: ColorNone, Location: time.UTC})
+	opts := Options{Profile: ColorNone, Location: time.UTC}
+	if s, ok := src.(interface{ control() ReplayControl }); ok {
+		opts.Replay = s.control()
+	}
+	m := newModel(src, opts)
 	m.noTick = true
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
 	return m

@@ -378,7 +378,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 // replay reads next, so they are called here, in key order.
 func (m *Model) replayKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := m.keys
-	ctrl := m.src.Replay()
+	ctrl := m.opts.Replay
 	if ctrl == nil {
 		return nil, false
 	}

@@ -51,6 +51,9 @@ type Options struct {
 	// os.Stdout; Output must be a terminal.
 	Input  io.Reader
 	Output io.Writer
+	// Replay steers the replay feeding the source (pause, speed, seek).
+	// Default nil: no replay, and the replay keys are not offered.
+	Replay ReplayControl
 }
 
 // Defaults of Options.

@@ -13,15 +13,14 @@ type Source interface {
 	// Detail returns one app x resource over [from, to] (Unix ms), or nil
 	// when the collector knows nothing of it.
 	Detail(app, resource string, from, to int64) *collector.Detail
-	// Replay returns the controls of the replay in progress, nil when not
-	// replaying.
-	Replay() ReplayControl
 }
 
 // ReplayControl steers a replay: Pause, Resume, SetSpeed (a multiple of
 // real time, 0 as fast as possible) and SeekBy (ms, negative moves back).
-// The UI calls it only while the snapshot says a replay is active, and from
-// commands, never from Update or View.
+// The dashboard takes it in Options.Replay (the collector knows nothing of
+// the replay feeding it) and calls it only while the snapshot says a replay
+// is active. Its methods only set what the replay reads next, so a key press
+// never waits on the replay.
 type ReplayControl = collector.ReplayControl
 
 var _ Source = (*collector.Collector)(nil)

@@ -33,6 +33,9 @@ func dashboard(ctx context.Context, in *inputFlags, noColor bool, stdout, stderr
 	if out != nil {
 		opts.Output = out
 	}
+	if s.replay != nil {
+		opts.Replay = s.replay
+	}
 	err = ui.Run(ctx, s.c, opts)
 	cancel()
 	<-published
