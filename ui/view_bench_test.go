@@ -110,11 +110,12 @@ func BenchmarkViewDetail(b *testing.B) {
 	}
 }
 
-// TestViewBudget keeps the main screen's frame well inside the 5 ms
-// budget for 1,000 resources (the benchmark measures it precisely).
+// TestViewBudget keeps the main screen's frame inside the 5 ms budget for
+// 1,000 resources (the benchmark measures it precisely). It is a timing
+// claim: skipped under the race detector, run without it by .ci/run.
 func TestViewBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
+	if testing.Short() || raceEnabled {
+		t.Skip("timing: run without -race and -short")
 	}
 	snaps := []*collector.Snapshot{bigSnapshot(1000, 1), bigSnapshot(1000, 2)}
 	src := newStaticSource(snaps[0])
@@ -127,9 +128,10 @@ func TestViewBudget(t *testing.T) {
 		m.Update(tickMsg{})
 		checkFrame(t, m.View(), 120, 40)
 	}
-	// generous: the race detector and a loaded machine slow it down.
-	if per := time.Since(start) / frames; per > 50*time.Millisecond {
-		t.Errorf("a frame takes %v", per)
+	per := time.Since(start) / frames
+	t.Logf("1,000 resources at 120x40: %v a frame", per)
+	if per > 5*time.Millisecond {
+		t.Errorf("a frame takes %v, over the 5 ms budget", per)
 	}
 }
 
