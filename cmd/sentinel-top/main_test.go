@@ -133,12 +133,17 @@ func TestReportBadInputFileLineAndCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, _ := io.ReadAll(rc)
+	good, err := io.ReadAll(rc)
 	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	lines := bytes.SplitN(good, []byte("\n"), 4)
 	bad := bytes.Join([][]byte{lines[0], lines[1], []byte("{not json"), []byte(`{"v":7,"kind":"hello","ts":1,"instance":"x"}`), lines[2], lines[3]}, []byte("\n"))
 	path := filepath.Join(dir, "bad.ndjson")
-	os.WriteFile(path, bad, 0o600)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := runCmd(t, "report", "--replay", path, "--format", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -149,7 +154,9 @@ func TestReportBadInputFileLineAndCount(t *testing.T) {
 		}
 	}
 	var rep jsonReport
-	json.Unmarshal([]byte(out), &rep)
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
 	if rep.Rejected != 2 || rep.Messages == 0 {
 		t.Fatalf("rejected %d, messages %d", rep.Rejected, rep.Messages)
 	}
@@ -248,27 +255,35 @@ func TestServeEndpoints(t *testing.T) {
 			t.Errorf("serve exit %d: %s", code, errb.String())
 		}
 	}()
+	client := &http.Client{Timeout: 10 * time.Second}
 	get := func(path, token string) (int, string) {
-		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err.Error()
 		}
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, err.Error()
+		}
 		return resp.StatusCode, string(body)
 	}
 
 	// The merged stream, early in the replay: hello and rules of both
 	// instances first.
 	var conn *websocket.Conn
+	dialer := &websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var err error
-		conn, _, err = websocket.DefaultDialer.Dial("ws://"+addr+"/sentinel/stream", http.Header{"Authorization": {"Bearer tk"}})
+		conn, _, err = dialer.Dial("ws://"+addr+"/sentinel/stream", http.Header{"Authorization": {"Bearer tk"}})
 		if err == nil {
 			break
 		}
@@ -348,9 +363,13 @@ func TestRecordThenReplay(t *testing.T) {
 		t.Fatalf("replay: exit %d: %s", code, errOut)
 	}
 	var a, b jsonReport
-	json.Unmarshal([]byte(live), &a)
-	json.Unmarshal([]byte(replayed), &b)
-	if a.Messages != b.Messages || a.Instances != b.Instances || len(a.Findings) != len(b.Findings) || b.Rejected != 0 {
+	if err := json.Unmarshal([]byte(live), &a); err != nil {
+		t.Fatalf("live report: %v\n%s", err, live)
+	}
+	if err := json.Unmarshal([]byte(replayed), &b); err != nil {
+		t.Fatalf("replayed report: %v\n%s", err, replayed)
+	}
+	if a.Messages == 0 || a.Messages != b.Messages || a.Instances != b.Instances || len(a.Findings) != len(b.Findings) || b.Rejected != 0 {
 		t.Fatalf("live %+v\nreplayed %+v", a, b)
 	}
 	if !strings.Contains(replayed, `"kind": "sawtooth"`) {
