@@ -152,8 +152,9 @@ func (b *Breaker) OnComplete(now, rtMs int64, failed bool) {
 			if b.state.CompareAndSwap(int32(HalfOpen), int32(Closed)) {
 				b.probes.Store(0)
 				if b.java {
-					// Java resets its one bucket (the one at now), then notifies.
-					c.Reset()
+					// Java resets currentWindow(), its one bucket (or the
+					// fresh one a clock behind it gets), then notifies.
+					b.javaCurrent(now).Reset()
 					b.notify(Transition{From: HalfOpen, To: Closed, AtMs: now, Probe: probe})
 				} else {
 					b.notify(Transition{From: HalfOpen, To: Closed, AtMs: now, Probe: probe})
