@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures/fixturetest"
@@ -385,18 +384,21 @@ func TestPartialPushAdmits(t *testing.T) {
 	}
 }
 
-// The demo fleet, recorded for one loop, shows every incident it claims.
+// The demo fleet, recorded for one loop and replayed through the
+// collector, shows every incident it claims.
 func TestDemoScenarioFindings(t *testing.T) {
 	s := sim.DemoScenario()
 	s.Duration = s.Loop
-	e := triage.New(triage.Config{})
-	var end int64
-	for _, m := range record(t, s) {
-		fixturetest.Feed(e, m)
-		end = max(end, m.Head().Ts)
+	var rec bytes.Buffer
+	if err := sim.Record(context.Background(), s, &rec); err != nil {
+		t.Fatal(err)
+	}
+	res, err := fixturetest.Replay(&rec, s.Name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for _, f := range e.Findings(end) {
+	for _, f := range res.Findings {
 		got[string(f.Kind)+" "+f.App] = f.Resource
 	}
 	for _, want := range []string{
