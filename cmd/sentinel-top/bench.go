@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,11 @@ CPU and memory it took, and checks that every call was counted.
 
 The agents and their traffic run in this process too, so the CPU figure
 includes them; a second phase runs them without the collector (--baseline)
-and the difference is the collector's share.
+and the difference is the collector's share. Items are counted in the
+websocket frames the agents write to the collector's connections.
+
+Exits 3 when the collector did not count every call the agents admitted,
+naming the instances and resources that came up short.
 
 Examples:
   sentinel-top bench
@@ -86,7 +91,23 @@ type benchFleet struct {
 	served    []chan error
 	targets   []collector.Target
 	resources []string
-	calls     atomic.Int64 // made, ever
+	// made counts the calls each agent admitted, by resource: made[i][j]
+	// is written only by the traffic goroutine that owns agent i, and read
+	// once the traffic has stopped.
+	made    [][]int64
+	refused atomic.Int64 // calls an Entry turned away (no rules: none)
+	wire    wireCount    // what the agents wrote to their stream connections
+}
+
+// calls is every call the agents admitted.
+func (f *benchFleet) calls() int64 {
+	var n int64
+	for _, m := range f.made {
+		for _, c := range m {
+			n += c
+		}
+	}
+	return n
 }
 
 func startBenchFleet(n, resources int) (*benchFleet, error) {
@@ -107,8 +128,9 @@ func startBenchFleet(n, resources int) (*benchFleet, error) {
 			return nil, fmt.Errorf("listening for agent %d: %w", i, err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- a.Serve(ln) }()
+		go func() { done <- a.Serve(countingListener{ln, &f.wire}) }()
 		f.agents, f.served = append(f.agents, a), append(f.served, done)
+		f.made = append(f.made, make([]int64, resources))
 		addr := ln.Addr().String()
 		f.targets = append(f.targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
 	}
@@ -132,7 +154,7 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mine := f.agents[w*len(f.agents)/workers : (w+1)*len(f.agents)/workers]
+			lo, hi := w*len(f.agents)/workers, (w+1)*len(f.agents)/workers
 			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			start, done := time.Now(), int64(0)
@@ -143,12 +165,15 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 				case now := <-tick.C:
 					due := int64(rate*now.Sub(start).Seconds()) - done
 					for k := int64(0); k < due; k++ {
-						for _, a := range mine {
-							for _, r := range f.resources {
+						for i := lo; i < hi; i++ {
+							a, made := f.agents[i], f.made[i]
+							for j, r := range f.resources {
 								e, err := a.Entry(r)
 								if err != nil {
+									f.refused.Add(1)
 									continue
 								}
+								made[j]++
 								var cause error
 								if (done+k)%10 == 0 {
 									cause = errBench
@@ -158,7 +183,6 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 						}
 					}
 					done += due
-					f.calls.Add(due * int64(len(mine)*len(f.resources)))
 				}
 			}
 		}()
@@ -167,6 +191,192 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 }
 
 var errBench = errors.New("bench: a failed call")
+
+// wireCount counts what the agents write to their stream connections, read
+// from the websocket frames on the agents' side: every data message, the
+// buckets messages among them, and the items of those.
+type wireCount struct {
+	messages, buckets, items atomic.Int64
+}
+
+func (w *wireCount) load() (messages, buckets, items int64) {
+	return w.messages.Load(), w.buckets.Load(), w.items.Load()
+}
+
+// countingListener hands out connections whose writes are counted.
+type countingListener struct {
+	net.Listener
+	count *wireCount
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, scan: frameScanner{count: l.count}}, nil
+}
+
+// countingConn scans what is written through it. The websocket library
+// writes from one goroutine at a time (the upgrade response, then frames
+// under its write lock). Its writes reach the socket unchanged, one
+// write(2) each; only a message over the 32 KB write buffer, which the
+// library would hand to writev, goes out as two writes.
+type countingConn struct {
+	net.Conn
+	scan frameScanner
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.scan.feed(p[:n])
+	return n, err
+}
+
+// bucketsPrefix opens every buckets message (wire.AppendBuckets); each of
+// its items opens with itemStart. Those bytes cannot occur inside a JSON
+// string, where a quote is always escaped, so counting them counts items.
+const (
+	bucketsPrefix = `{"v":1,"kind":"buckets"`
+	itemStart     = `{"resource":`
+)
+
+var itemStartBytes = []byte(itemStart)
+
+// frameScanner follows the server side of a websocket connection as it is
+// written, in pieces of any size: the HTTP upgrade response, then frames
+// (RFC 6455 5.2), counting complete data messages into count.
+type frameScanner struct {
+	count    *wireCount
+	httpDone int // bytes of "\r\n\r\n" matched; 4 once the response is over
+	// The frame being read.
+	hdr     [14]byte
+	hdrLen  int
+	payload bool   // the header is complete
+	left    uint64 // payload bytes still to come
+	control bool
+	fin     bool
+	// The data message being read.
+	pos     int  // payload bytes seen
+	buckets bool // its first bytes are bucketsPrefix, so far
+	items   int64
+	tail    [len(itemStart) - 1]byte // its last bytes, for an itemStart split between writes
+	tailLen int
+}
+
+func (s *frameScanner) feed(p []byte) {
+	for s.httpDone < 4 && len(p) > 0 {
+		switch {
+		case p[0] == "\r\n\r\n"[s.httpDone]:
+			s.httpDone++
+		case p[0] == '\r':
+			s.httpDone = 1
+		default:
+			s.httpDone = 0
+		}
+		p = p[1:]
+	}
+	for len(p) > 0 {
+		if !s.payload {
+			s.hdr[s.hdrLen] = p[0]
+			s.hdrLen++
+			p = p[1:]
+			if s.hdrLen < 2 || s.hdrLen < s.headerLen() {
+				continue
+			}
+			s.startFrame()
+			if s.left > 0 {
+				continue
+			}
+		} else {
+			n := int(min(uint64(len(p)), s.left))
+			if !s.control {
+				s.scan(p[:n])
+			}
+			p, s.left = p[n:], s.left-uint64(n)
+			if s.left > 0 {
+				continue
+			}
+		}
+		s.endFrame()
+	}
+}
+
+// headerLen is the length of the frame header, once its first 2 bytes are in.
+func (s *frameScanner) headerLen() int {
+	n := 2
+	switch s.hdr[1] & 0x7f {
+	case 126:
+		n += 2
+	case 127:
+		n += 8
+	}
+	if s.hdr[1]&0x80 != 0 { // masked: from a client, not here, but cheap to skip
+		n += 4
+	}
+	return n
+}
+
+func (s *frameScanner) startFrame() {
+	s.payload = true
+	s.fin = s.hdr[0]&0x80 != 0
+	opcode := s.hdr[0] & 0x0f
+	s.control = opcode >= 8
+	switch l := s.hdr[1] & 0x7f; l {
+	case 126:
+		s.left = uint64(s.hdr[2])<<8 | uint64(s.hdr[3])
+	case 127:
+		s.left = 0
+		for _, b := range s.hdr[2:10] {
+			s.left = s.left<<8 | uint64(b)
+		}
+	default:
+		s.left = uint64(l)
+	}
+	if !s.control && opcode != 0 { // a new message; 0 continues one
+		s.pos, s.buckets, s.items, s.tailLen = 0, true, 0, 0
+	}
+}
+
+func (s *frameScanner) endFrame() {
+	s.payload, s.hdrLen = false, 0
+	if s.control || !s.fin {
+		return
+	}
+	s.count.messages.Add(1)
+	if s.buckets && s.pos >= len(bucketsPrefix) {
+		s.count.buckets.Add(1)
+		s.count.items.Add(s.items)
+	}
+}
+
+// scan reads a piece of a data message's payload.
+func (s *frameScanner) scan(q []byte) {
+	if s.buckets && s.pos < len(bucketsPrefix) {
+		k := min(len(q), len(bucketsPrefix)-s.pos)
+		s.buckets = string(q[:k]) == bucketsPrefix[s.pos:s.pos+k]
+	}
+	s.pos += len(q)
+	if !s.buckets {
+		return
+	}
+	// An itemStart that began in an earlier piece: the tail is shorter
+	// than itemStart, so a match starting in it ends in q.
+	var j [2*len(itemStart) - 2]byte
+	n := copy(j[:], s.tail[:s.tailLen])
+	n += copy(j[n:], q)
+	for i := 0; i < s.tailLen && i+len(itemStart) <= n; i++ {
+		if string(j[i:i+len(itemStart)]) == itemStart {
+			s.items++
+		}
+	}
+	s.items += int64(bytes.Count(q, itemStartBytes))
+	if len(q) >= len(s.tail) {
+		s.tailLen = copy(s.tail[:], q[len(q)-len(s.tail):])
+	} else {
+		s.tailLen = copy(s.tail[:], j[max(0, n-len(s.tail)):n])
+	}
+}
 
 // procSample is the process's CPU time and memory at one instant.
 type procSample struct {
@@ -251,22 +461,36 @@ func openFilesLimit() int64 {
 
 // benchResult is what one run measured.
 type benchResult struct {
-	cfg                     benchConfig
-	connect                 time.Duration
-	messages, bytes         int64 // over the measured window
-	window                  time.Duration
-	calls, counted          int64
-	cpu, cpuBaseline        float64 // cores
-	cpuKnown                bool
-	rss, rssPeak            int64
-	heap, heapSys, heapPeak uint64
-	reconnects, dropped     int64
-	rejected, overflow      int64
-	filesLimit              int64
+	cfg             benchConfig
+	connect         time.Duration
+	messages, bytes int64 // read by the collector over the measured window
+	// Written by the agents over the measured window, counted on the wire.
+	written, bucketsWritten, items int64
+	window                         time.Duration
+	calls, counted, refused        int64
+	short                          []seriesShort
+	cpu, cpuBaseline               float64 // cores
+	cpuKnown                       bool
+	rss, rssPeak                   int64
+	heap, heapSys, heapPeak        uint64
+	reconnects, dropped            int64
+	rejected, overflow             int64
+	filesLimit                     int64
 	// What is left once the agents are gone: the collector's.
 	collectorHeap uint64
 	collectorRSS  int64
 }
+
+// seriesShort is an instance x resource whose calls the collector did not
+// all count.
+type seriesShort struct {
+	instance, resource string
+	made, counted      int64
+}
+
+// benchAfterTraffic, when set (tests), runs once the traffic has stopped,
+// before the calls are counted.
+var benchAfterTraffic func(*benchFleet)
 
 func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	// Each agent holds a listener and a connection, the collector one
@@ -324,6 +548,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 
 	// The measured window.
 	m0, b0 := targetTotals(c)
+	w0, wb0, i0 := fleet.wire.load()
 	p0 := sampleProc()
 	peak := p0
 	watch := func(until time.Time) error {
@@ -341,27 +566,42 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	}
 	p1 := sampleProc()
 	m1, b1 := targetTotals(c)
+	w1, wb1, i1 := fleet.wire.load()
 	res.window = p1.at.Sub(p0.at)
 	res.messages, res.bytes = m1-m0, b1-b0
+	res.written, res.bucketsWritten, res.items = w1-w0, wb1-wb0, i1-i0
 	res.cpuKnown = p0.cpuKnown && p1.cpuKnown
 	res.cpu = (p1.cpu - p0.cpu).Seconds() / res.window.Seconds()
 	res.rss, res.rssPeak = p1.rss, max(peak.rss, p1.rss)
 	res.heap, res.heapSys, res.heapPeak = p1.heap, p1.heapSys, max(peak.heap, p1.heap)
 
-	// Every call made must be counted, once the last buckets are in.
+	// Every call made must be counted, once the last buckets are in: the
+	// agents ship a bucket when it ends, every 500 ms. A count that has not
+	// moved for 2 s (4 buckets) will not move again.
 	stopTraffic()
 	<-trafficDone
-	res.calls = fleet.calls.Load()
+	if benchAfterTraffic != nil {
+		benchAfterTraffic(fleet)
+	}
+	res.calls, res.refused = fleet.calls(), fleet.refused.Load()
 	deadline := time.Now().Add(10 * time.Second)
+	last, lastMoved := int64(-1), time.Now()
 	for {
-		res.counted = 0
-		for _, a := range fleet.agents {
-			for _, r := range fleet.resources {
+		if res.counted != last {
+			last, lastMoved = res.counted, time.Now()
+		}
+		res.counted, res.short = 0, res.short[:0]
+		for i, a := range fleet.agents {
+			for j, r := range fleet.resources {
 				pass, _, _, _, _, _ := c.Totals(a.Instance(), r)
 				res.counted += pass
+				if made := fleet.made[i][j]; pass != made {
+					res.short = append(res.short, seriesShort{a.Instance(), r, made, pass})
+				}
 			}
 		}
-		if res.counted == res.calls || time.Now().After(deadline) {
+		if res.counted == res.calls || time.Now().After(deadline) ||
+			res.counted == last && time.Since(lastMoved) >= 2*time.Second {
 			break
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
@@ -407,7 +647,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	runtime.KeepAlive(c)
 	res.print(w)
 	if res.counted != res.calls {
-		return fmt.Errorf("the collector counted %d calls of %d", res.counted, res.calls)
+		return fmt.Errorf("the collector counted %d calls of the %d the agents admitted", res.counted, res.calls)
 	}
 	return nil
 }
@@ -436,23 +676,47 @@ func (r *benchResult) print(w io.Writer) {
 	secs := r.window.Seconds()
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
 	fmt.Fprintf(w, "connected:  %d targets in %.1f s (open files limit %d)\n", r.cfg.agents, r.connect.Seconds(), r.filesLimit)
-	// Every resource is called in every 500 ms bucket, so each buckets
-	// message carries one item per resource.
 	fmt.Fprintf(w, "ingest:     %s items/s, %s messages/s, %.1f MB/s of websocket payload, over %.1f s\n",
-		thousands(int64(float64(r.messages)*float64(r.cfg.resources)/secs)), thousands(int64(float64(r.messages)/secs)),
+		thousands(int64(float64(r.items)/secs)), thousands(int64(float64(r.messages)/secs)),
 		float64(r.bytes)/secs/(1<<20), secs)
+	fmt.Fprintf(w, "            %s items in %s buckets messages written by the agents (%s messages in all); %s messages read by the collector\n",
+		thousands(r.items), thousands(r.bucketsWritten), thousands(r.written), thousands(r.messages))
 	exact := "exact"
-	if r.counted != r.calls {
+	switch {
+	case r.counted < r.calls:
 		exact = "MISSING " + thousands(r.calls-r.counted)
+	case r.counted > r.calls:
+		exact = "OVER BY " + thousands(r.counted-r.calls)
 	}
 	fmt.Fprintf(w, "accounted:  %s calls made, %s counted by the collector (%s)\n", thousands(r.calls), thousands(r.counted), exact)
+	if len(r.short) > 0 {
+		worst := int64(0)
+		for _, s := range r.short {
+			worst = max(worst, s.made-s.counted, s.counted-s.made)
+		}
+		calls := "calls"
+		if worst == 1 {
+			calls = "call"
+		}
+		fmt.Fprintf(w, "            %d instance x resource series of %s differ, by up to %s %s:\n", len(r.short),
+			thousands(int64(r.cfg.agents*r.cfg.resources)), thousands(worst), calls)
+		for _, s := range r.short[:min(len(r.short), 10)] {
+			fmt.Fprintf(w, "            %s %s: %s made, %s counted\n", s.instance, s.resource, thousands(s.made), thousands(s.counted))
+		}
+		if len(r.short) > 10 {
+			fmt.Fprintf(w, "            and %d more\n", len(r.short)-10)
+		}
+	}
+	if r.refused > 0 {
+		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.refused))
+	}
 	switch {
 	case !r.cpuKnown:
 		fmt.Fprintln(w, "cpu:        unknown on this system (/proc/self/stat)")
 	case r.cfg.baseline:
 		fmt.Fprintf(w, "cpu:        %.2f cores for the process (agents, traffic and collector); %.2f without the collector:\n"+
 			"            the collector (and the agents' serving it) %.2f cores, %.1f µs per item\n",
-			r.cpu, r.cpuBaseline, r.cpu-r.cpuBaseline, (r.cpu-r.cpuBaseline)*secs*1e6/max(float64(r.messages)*float64(r.cfg.resources), 1))
+			r.cpu, r.cpuBaseline, r.cpu-r.cpuBaseline, (r.cpu-r.cpuBaseline)*secs*1e6/max(float64(r.items), 1))
 	default:
 		fmt.Fprintf(w, "cpu:        %.2f cores for the process (agents, traffic and collector)\n", r.cpu)
 	}

@@ -1,10 +1,22 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 func TestBenchSmallFleet(t *testing.T) {
@@ -15,7 +27,7 @@ func TestBenchSmallFleet(t *testing.T) {
 	for _, want := range []string{
 		`(?m)^sentinel-top bench: 4 agents x 3 resources, 50 calls/s per resource \(600 calls/s\), measuring 1s$`,
 		`(?m)^connected:  4 targets in `,
-		`(?m)^ingest:     [0-9,]+ items/s, [0-9,]+ messages/s, `,
+		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
 		`(?m)^memory:     RSS `,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
@@ -24,8 +36,172 @@ func TestBenchSmallFleet(t *testing.T) {
 			t.Errorf("no %s in\n%s", want, out)
 		}
 	}
+	// Every resource is called in every bucket: 3 items a buckets message,
+	// counted, not assumed.
+	m := regexp.MustCompile(`(?m)^ {12}([0-9,]+) items in ([0-9,]+) buckets messages written by the agents`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no items written in\n%s", out)
+	}
+	items, msgs := atoi(t, m[1]), atoi(t, m[2])
+	if msgs == 0 || items != 3*msgs {
+		t.Errorf("%d items in %d buckets messages, want 3 a message:\n%s", items, msgs, out)
+	}
 	if runtime.GOOS == "linux" && !strings.Contains(out, "without the collector") {
 		t.Errorf("no CPU split on Linux:\n%s", out)
+	}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A call counted into a bucket the agent has already shipped never reaches
+// the collector: bench must say which series came up short, and fail.
+func TestBenchMissingCallsFail(t *testing.T) {
+	benchAfterTraffic = func(f *benchFleet) {
+		for _, r := range f.agents[1].Guard().Resources() {
+			if r.Name() != f.resources[2] {
+				continue
+			}
+			b := r.Stat().Current(time.Now().UnixMilli() - 1000) // shipped half a second ago or more
+			if b == nil {
+				t.Error("no bucket a second back")
+				return
+			}
+			b.AddPass(1)
+			f.made[1][2]++
+		}
+	}
+	t.Cleanup(func() { benchAfterTraffic = nil })
+	code, out, errOut := runCmd(t, "bench", "--agents", "2", "--resources", "3", "--rate", "50", "--duration", "1s", "--baseline=false")
+	if code != exitRuntime {
+		t.Errorf("exit %d, want %d", code, exitRuntime)
+	}
+	for _, want := range []string{
+		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(MISSING 1\)$`,
+		`(?m)^ {12}1 instance x resource series of 6 differ, by up to 1 call:$`,
+		`(?m)^ {12}bench-0001 GET:http://svc-2/api/v1/resource/2: [0-9,]+ made, [0-9,]+ counted$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "the collector counted") {
+		t.Errorf("stderr: %q", errOut)
+	}
+}
+
+// wsFrame is one server frame (unmasked).
+func wsFrame(opcode byte, fin bool, payload []byte) []byte {
+	b0 := opcode
+	if fin {
+		b0 |= 0x80
+	}
+	var h []byte
+	switch n := len(payload); {
+	case n < 126:
+		h = []byte{b0, byte(n)}
+	case n < 1<<16:
+		h = []byte{b0, 126, byte(n >> 8), byte(n)}
+	default:
+		h = []byte{b0, 127, 0, 0, 0, 0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+	}
+	return append(h, payload...)
+}
+
+func benchBucketsMessage(items int, hist bool) []byte {
+	b := &wire.Buckets{Header: wire.Header{Ts: 1764460800512, Instance: "i-1"}, BucketMs: 500}
+	for k := range items {
+		it := wire.BucketItem{Resource: fmt.Sprintf(`GET:http://svc/{"resource":%d}`, k), Start: 1764460800000, Pass: 3, Complete: 3}
+		if hist {
+			it.RtHist = &[core.HistogramSlots]int64{1}
+		}
+		b.Items = append(b.Items, it)
+	}
+	return wire.AppendBuckets(nil, b)
+}
+
+// The scanner counts the same whatever the pieces the stream is written in.
+func TestFrameScannerPieces(t *testing.T) {
+	hello, err := wire.Marshal(&wire.Hello{Header: wire.Header{Ts: 1, Instance: "i-1"}, App: "a", StartedAt: 1, BucketMs: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := benchBucketsMessage(400, true) // over 64 KiB: an 8-byte length
+	small := benchBucketsMessage(20, false)
+	var stream []byte
+	stream = append(stream, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"...)
+	stream = append(stream, wsFrame(websocket.TextMessage, true, hello)...)
+	stream = append(stream, wsFrame(websocket.TextMessage, true, small)...)
+	stream = append(stream, wsFrame(websocket.PingMessage, true, nil)...)
+	stream = append(stream, wsFrame(websocket.TextMessage, true, big)...)
+	// A fragmented message with a control frame between its fragments.
+	stream = append(stream, wsFrame(websocket.TextMessage, false, small[:100])...)
+	stream = append(stream, wsFrame(websocket.PongMessage, true, []byte(`{"resource":`))...)
+	stream = append(stream, wsFrame(0, true, small[100:])...)
+	stream = append(stream, wsFrame(websocket.TextMessage, true, []byte(`{"v":1,"kind":"buckets"`))...) // truncated: no items
+	if len(small) < 126 || len(small) >= 1<<16 || len(big) < 1<<16 {
+		t.Fatalf("sizes %d, %d do not cover the length encodings", len(small), len(big))
+	}
+	for _, size := range []int{1, 2, 3, 5, 7, 11, 12, 13, 64, 1000, 4096, len(stream)} {
+		var c wireCount
+		s := frameScanner{count: &c}
+		for p := stream; len(p) > 0; {
+			n := min(size, len(p))
+			s.feed(p[:n])
+			p = p[n:]
+		}
+		if m, b, i := c.load(); m != 5 || b != 4 || i != 20+400+20 {
+			t.Errorf("pieces of %d: %d messages, %d buckets, %d items; want 5, 4, 440", size, m, b, i)
+		}
+	}
+}
+
+// Through a real websocket connection, as the agents write: the scanner
+// sees what the reader receives.
+func TestCountingListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c wireCount
+	msgs := [][]byte{benchBucketsMessage(20, true), benchBucketsMessage(1000, true), benchBucketsMessage(0, false)}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{WriteBufferSize: 32 << 10}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for _, m := range msgs {
+			if conn.WriteMessage(websocket.TextMessage, m) != nil {
+				return
+			}
+		}
+		_ = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second))
+		_, _, _ = conn.ReadMessage() // until the client goes
+	}))
+	srv.Listener = countingListener{ln, &c}
+	srv.Start()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range msgs {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	if m, b, i := c.load(); m != 3 || b != 3 || i != 1020 {
+		t.Errorf("%d messages, %d buckets, %d items; want 3, 3, 1020", m, b, i)
 	}
 }
 
