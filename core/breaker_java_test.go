@@ -136,7 +136,7 @@ func TestBreakerJavaErrorRatioOneAtOneNeverTrips(t *testing.T) {
 }
 
 // TestBreakerJavaLetsOneProbeThrough pins ABS:77 (`tryPass` returns false in
-// HALF_OPEN) and RT:92-96 / EX:86-91 (the first completion in HALF_OPEN
+// HALF_OPEN) and RT:89-97 / EX:85-92 (the first completion in HALF_OPEN
 // decides): with java semantics probeNum is ignored, so with probeNum 3 a
 // second request in HALF_OPEN is blocked, and one good completion closes.
 func TestBreakerJavaLetsOneProbeThrough(t *testing.T) {
@@ -251,7 +251,7 @@ func TestBreakerJavaCloseForgetsTheBucketBeforeNotifying(t *testing.T) {
 // TestBreakerJavaClockBackwardsLosesSampleButJudges pins LEAP:197-199 (a
 // time before the bucket's start gets a fresh bucket that is never stored)
 // and LEAP:270-271 (a bucket that starts after now is not deprecated, so it
-// still counts), and RT:74-82 / EX:74-81 (the completion is judged whatever
+// still counts), and RT:66-81 / EX:71-77 (the completion is judged whatever
 // bucket it went to). sentinel-golang semantics count it into the newer
 // bucket instead, which a read at the earlier time does not see.
 func TestBreakerJavaClockBackwardsLosesSampleButJudges(t *testing.T) {
@@ -289,7 +289,7 @@ func TestBreakerJavaClockBackwardsLosesSampleButJudges(t *testing.T) {
 
 // TestBreakerJavaRuleNeverKeepsAnotherWindow pins Java's
 // DegradeRuleManager.getExistingSameCbOrNew (block/degrade/
-// DegradeRuleManager.java:151-162): a breaker survives a reload only for an
+// DegradeRuleManager.java:151-163): a breaker survives a reload only for an
 // equal rule, any other rule gets a new breaker with an empty window. So a
 // changed java rule starts afresh, and a window never passes between java
 // and sentinel-golang semantics (their bucket counts differ).
