@@ -64,13 +64,9 @@ func FuzzIngest(f *testing.F) {
 	rc.Close()
 	f.Add([]byte(`{"v":1,"kind":"buckets","ts":5,"instance":"i","bucketMs":500,"items":[{"resource":"r","start":-500,"pass":9223372036854775807,"complete":1,"rtSum":1,"rtMin":1,"rtMax":1}]}`))
 	f.Add([]byte(`{"v":1,"kind":"state","ts":-9,"instance":"i","resource":"r","strategy":2,"from":"HALF_OPEN","to":"OPEN","threshold":1e308,"retryTimeoutMs":-1}`))
-	// Programs: steady buckets with repeats and re-sent backlogs; a restart
-	// that repeats starts; a jump past the dedupe window; all three
-	// instances and resources against the limits.
-	f.Add(bytes.Repeat([]byte{1, 0, 2, 3, 0, 0, 9, 1, 0, 2, 1, 0, 4, 2, 0, 3, 3}, 12))
-	f.Add([]byte{0, 0, 1, 0, 1, 0, 2, 1, 0, 7, 8, 1, 1, 2, 0, 1, 0, 7, 9, 0, 0, 1, 1, 1, 0, 2, 1, 0, 7, 8, 2, 0, 1})
-	f.Add([]byte{1, 0, 1, 1, 0, 0, 5, 1, 0, 255, 7, 1, 0, 0, 3, 1, 0, 1, 1, 0, 0, 4, 255, 3, 2, 0, 0})
-	f.Add([]byte{1, 0, 1, 1, 0, 0, 5, 1, 1, 1, 1, 1, 0, 5, 1, 2, 1, 1, 2, 0, 5, 1, 0, 1, 1, 2, 0, 5, 4, 2, 2, 0, 4, 1, 1, 5})
+	for _, p := range seedPrograms() {
+		f.Add(p)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ingestFrame(t, data)
 		ingestStream(t, data)
@@ -171,30 +167,30 @@ func ingestStream(t *testing.T, data []byte) {
 		var m wire.Message
 		switch op {
 		case 0: // hello: the same process again, a restart, or an older startedAt
+			k, later, bucketMs := next()%3, next(), []int64{500, 1000, 200}[next()%3]
 			started := s.startedAt
-			switch k := next() % 3; {
+			switch {
 			case started == 0 || k == 1:
-				started += 1000 + next()
+				started += 1000 + later
 			case k == 2 && started > 1:
 				started--
 			}
 			if s.startedAt != 0 && started > s.startedAt {
 				// A new process: its own bucket length, no backlog of the old one.
-				s.bucketMs = []int64{500, 1000, 200}[next()%3]
-				s.backlog = nil
+				s.bucketMs, s.backlog = bucketMs, nil
 			}
 			s.startedAt = max(s.startedAt, started)
 			m = &wire.Hello{Header: h, StartedAt: started, BucketMs: s.bucketMs}
 		case 1: // buckets: items at or behind the newest, and moving it on
 			s.cursor += next() % 4
 			if a := next(); a >= 250 {
-				s.cursor += streamWindow - 5 + (a-250)*2 // past the window, at every distance around it
+				s.cursor += streamWindow - 3 + a - 250 // a window on, give or take a few buckets
 			}
 			b := &wire.Buckets{Header: h, BucketMs: s.bucketMs}
-			for range next() % 4 {
+			for range next() % 8 {
 				back := next()
 				if back >= 200 {
-					back = (back-200)*4 + streamWindow - 100 // around the far edge of the window
+					back += streamWindow - 208 // around the far edge of the window
 				}
 				pass, complete := next(), next()%8
 				it := wire.BucketItem{Resource: fmt.Sprintf("r%d", next()%streamResources),
@@ -208,10 +204,8 @@ func ingestStream(t *testing.T, data []byte) {
 			s.backlog = append(s.backlog, b)
 			m = b
 		case 2: // a reconnect: the backlog re-sent, up to the newest
-			if len(s.backlog) == 0 {
-				continue
-			}
-			for _, b := range s.backlog[max(0, len(s.backlog)-1-int(next()%8)):] {
+			depth := int(next() % 8)
+			for _, b := range s.backlog[max(0, len(s.backlog)-1-depth):] {
 				log = append(log, fmt.Sprintf("resend %s", describe(b)))
 				feed(t, c, model, b, log)
 			}
@@ -379,4 +373,85 @@ func (sm *streamModel) apply(m wire.Message) bool {
 		seriesOf(m.Resource)
 	}
 	return true
+}
+
+// program writes stream operations the way ingestStream reads them.
+type program []byte
+
+// hello: the first one of inst, or then k 0 the same process, 1 a restart
+// (with bucketMs 0: 500 ms, 1: 1000 ms, 2: 200 ms), 2 an older startedAt.
+func (p program) hello(inst, k, bucketMs byte) program {
+	return append(p, 0, inst, k, 0, bucketMs)
+}
+
+// buckets moves inst's newest bucket on by adv (0 to 3) and sends one item
+// of resource res per back, back buckets behind the newest (see far).
+func (p program) buckets(inst, res, adv byte, backs ...byte) program {
+	return p.items(inst, res, adv, 0, backs)
+}
+
+// jump is buckets after moving the newest bucket on by by, a window give or
+// take a few buckets (streamWindow-3 to streamWindow+2).
+func (p program) jump(inst, res byte, by int, backs ...byte) program {
+	a := by - (streamWindow - 3) + 250
+	if a < 250 || a > 255 {
+		panic("jump out of range")
+	}
+	return p.items(inst, res, 0, byte(a), backs)
+}
+
+func (p program) items(inst, res, adv, jump byte, backs []byte) program {
+	if len(backs) > 7 {
+		panic("at most 7 items")
+	}
+	p = append(p, 1, inst, adv, jump, byte(len(backs)))
+	for i, back := range backs {
+		p = append(p, back, 10+byte(i), 4, res, 1, 1, 2)
+	}
+	return p
+}
+
+// far is the back byte of an item d buckets behind the newest, for d around
+// the window's edge (streamWindow-8 to streamWindow+47).
+func far(d int) byte {
+	b := d - (streamWindow - 208)
+	if b < 200 || b > 255 {
+		panic("far out of range")
+	}
+	return byte(b)
+}
+
+func (p program) resend(inst, depth byte) program { return append(p, 2, inst, depth) }
+func (p program) repeat() program                 { return append(p, 3, 0) }
+func (p program) state(inst, res byte) program    { return append(p, 4, inst, 0, res) }
+func (p program) bye(inst byte) program           { return append(p, 5, inst) }
+
+func seedPrograms() [][]byte {
+	var steady, edge, restart, limits program
+	// Steady buckets, each repeated, backlogs re-sent.
+	for k := range byte(12) {
+		steady = steady.buckets(0, k%2, 1, 0, 1, 5).repeat().resend(0, k%8)
+	}
+	// Consecutive buckets, then a jump of a window less one: the newest
+	// bucket's slot must be cleared for it, and the old ones a window back
+	// are duplicates (1023 behind) or refused (1024 and more); a backlog of
+	// them re-sent; then jumps of a whole window and more.
+	edge = edge.hello(0, 0, 0)
+	for range 6 {
+		edge = edge.buckets(0, 0, 1, 0)
+	}
+	edge = edge.jump(0, 0, streamWindow-1, 0, far(streamWindow-1), far(streamWindow), far(streamWindow+1)).resend(0, 7).repeat()
+	edge = edge.buckets(0, 0, 1, 0, 1, far(streamWindow-1), far(streamWindow))
+	edge = edge.jump(0, 0, streamWindow, 0, 1, far(streamWindow-1), far(streamWindow)).resend(0, 3)
+	edge = edge.jump(0, 0, streamWindow+1, 0, far(streamWindow-1)).resend(0, 7)
+	// A restart repeats the starts of the process before it; a later
+	// restart changes the bucket length.
+	restart = restart.hello(1, 0, 0).buckets(1, 0, 1, 0, 1, 2).buckets(1, 1, 1, 0, 1)
+	restart = restart.hello(1, 0, 0).resend(1, 2).hello(1, 1, 0).buckets(1, 0, 0, 0, 1, 2, 3).repeat()
+	restart = restart.hello(1, 2, 0).resend(1, 2).hello(1, 1, 1).buckets(1, 0, 1, 0, 1, 2).resend(1, 3).bye(1)
+	// Three instances and three resources against limits of two.
+	for i := range byte(3) {
+		limits = limits.state(i, 2).buckets(i, 0, 1, 0).buckets(i, 1, 1, 0).buckets(i, 2, 1, 0, 1).resend(i, 2)
+	}
+	return [][]byte{steady, edge, restart, limits}
 }
