@@ -43,7 +43,7 @@ func FuzzParseTargets(f *testing.F) {
 // delivery changes no total.
 //
 // As a program building a stream of valid messages from three instances
-// over three resources (stream below): buckets messages with items old and
+// over three resources (ingestStream): buckets messages with items old and
 // new, messages repeated, backlogs re-sent as a reconnect does, restarts,
 // transitions, byes, and more instances and resources than the collector's
 // limits take. Whatever the stream, after every message the collector's

@@ -51,6 +51,12 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	replay := fixtureExpectation(t, promScenario)
 
 	demoAddr, replayAddr, promAddr := freePort(t), freePort(t), freePort(t)
+	for replayAddr == demoAddr {
+		replayAddr = freePort(t)
+	}
+	for promAddr == demoAddr || promAddr == replayAddr {
+		promAddr = freePort(t)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -67,11 +73,27 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	}
 	prom := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr, "--log.level=warn")
-	prom.Stdout, prom.Stderr = io.Discard, io.Discard
+	promLog, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer promLog.Close()
+	prom.Stdout, prom.Stderr = promLog, promLog
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { prom.Process.Kill(); prom.Wait() }()
+	promDone := make(chan struct{})
+	go func() { prom.Wait(); close(promDone) }()
+	defer func() { prom.Process.Kill(); <-promDone }()
+	promFailed := func() string {
+		select {
+		case <-promDone:
+			out, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			return fmt.Sprintf("prometheus exited (%v):\n%s", prom.ProcessState, out)
+		default:
+			return ""
+		}
+	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	ready := time.Now().Add(60 * time.Second)
 	for {
@@ -81,6 +103,9 @@ func TestPrometheusScrapesServe(t *testing.T) {
 			if resp.StatusCode == http.StatusOK {
 				break
 			}
+		}
+		if msg := promFailed(); msg != "" {
+			t.Fatal(msg)
 		}
 		if time.Now().After(ready) {
 			t.Fatalf("prometheus not ready after 60 s: %v", err)
@@ -162,6 +187,9 @@ func TestPrometheusScrapesServe(t *testing.T) {
 			if err == nil && got == want {
 				t.Logf("%s: %s", name, got)
 				return
+			}
+			if msg := promFailed(); msg != "" {
+				t.Fatalf("%s: %s", name, msg)
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s:\n got %s (error %v)\nwant %s", name, got, err, want)
