@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -17,10 +16,10 @@ type alertsPanel struct {
 	keys     *keyMap
 	findings []triage.Finding
 
-	cursor, offset int
-	focused        bool
-	kindW          int // the widest kind listed
-	width, height  int // height includes the title line
+	cur           cursor
+	focused       bool
+	kindW         int // the widest kind listed
+	width, height int // height includes the title line
 }
 
 func newAlertsPanel(st *Styles, keys *keyMap) alertsPanel {
@@ -35,13 +34,15 @@ func (a alertsPanel) SetFindings(f []triage.Finding) alertsPanel {
 		a.kindW = max(a.kindW, len(f[i].Kind))
 	}
 	a.kindW = min(a.kindW, 24)
-	return a.clamp()
+	a.cur = a.cur.SetCount(len(f))
+	return a
 }
 
 // SetSize sets the panel's size in cells, title line included.
 func (a alertsPanel) SetSize(w, h int) alertsPanel {
 	a.width, a.height = w, h
-	return a.clamp()
+	a.cur = a.cur.SetPage(max(1, h-1))
+	return a
 }
 
 // Focus marks whether the panel has the keyboard.
@@ -49,48 +50,19 @@ func (a alertsPanel) Focus(on bool) alertsPanel { a.focused = on; return a }
 
 // Selected returns the selected finding.
 func (a alertsPanel) Selected() (triage.Finding, bool) {
-	if a.cursor < 0 || a.cursor >= len(a.findings) {
+	i := a.cur.Pos()
+	if i >= len(a.findings) {
 		return triage.Finding{}, false
 	}
-	return a.findings[a.cursor], true
+	return a.findings[i], true
 }
 
 // Update moves the cursor.
 func (a alertsPanel) Update(msg tea.Msg) (alertsPanel, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
-	if !ok {
-		return a, nil
+	if _, ok := msg.(tea.KeyMsg); ok {
+		a.cur, _ = a.cur.Update(msg, a.keys)
 	}
-	page := max(1, a.height-1)
-	switch {
-	case key.Matches(km, a.keys.Up):
-		a.cursor--
-	case key.Matches(km, a.keys.Down):
-		a.cursor++
-	case key.Matches(km, a.keys.Top):
-		a.cursor = 0
-	case key.Matches(km, a.keys.Bottom):
-		a.cursor = len(a.findings) - 1
-	case key.Matches(km, a.keys.PgUp):
-		a.cursor -= page
-	case key.Matches(km, a.keys.PgDn):
-		a.cursor += page
-	}
-	return a.clamp(), nil
-}
-
-func (a alertsPanel) clamp() alertsPanel {
-	n := len(a.findings)
-	a.cursor = max(0, min(a.cursor, n-1))
-	body := max(1, a.height-1)
-	if a.cursor < a.offset {
-		a.offset = a.cursor
-	}
-	if a.cursor >= a.offset+body {
-		a.offset = a.cursor - body + 1
-	}
-	a.offset = max(0, min(a.offset, n-body))
-	return a
+	return a, nil
 }
 
 // severityCounts counts findings per severity.
@@ -132,18 +104,20 @@ func (a alertsPanel) View() string {
 		t.WriteString("  ")
 		t.WriteString(st.info.on(strconv.Itoa(info) + " info"))
 		if body := a.height - 1; len(a.findings) > body && body > 0 {
-			t.WriteString(st.dim.on("  " + strconv.Itoa(a.offset+1) + "-" +
-				strconv.Itoa(min(len(a.findings), a.offset+body)) + " of " + strconv.Itoa(len(a.findings))))
+			first := a.cur.Offset()
+			t.WriteString(st.dim.on("  " + strconv.Itoa(first+1) + "-" +
+				strconv.Itoa(min(len(a.findings), first+body)) + " of " + strconv.Itoa(len(a.findings))))
 		}
 	}
 	b.WriteString(fitLine(t.String(), a.width))
 	body := a.height - 1
-	end := min(len(a.findings), a.offset+body)
-	for i := a.offset; i < end; i++ {
+	first, sel := a.cur.Offset(), a.cur.Pos()
+	end := min(len(a.findings), first+body)
+	for i := first; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(a.line(&a.findings[i], i == a.cursor))
+		b.WriteString(a.line(&a.findings[i], i == sel))
 	}
-	for i := max(0, end-a.offset); i < body; i++ {
+	for i := max(0, end-first); i < body; i++ {
 		b.WriteByte('\n')
 	}
 	return b.String()

@@ -7,11 +7,9 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/guptarohit/asciigraph"
 
 	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -37,12 +35,12 @@ type detailView struct {
 	d        *collector.Detail
 	loaded   bool
 
-	tl      timeline
-	focus   detailPanel
-	fcursor int
+	tl    timeline
+	focus detailPanel
+	fcur  cursor // over the findings, all in the document
 
 	width, height int
-	offset        int
+	scroll        window // over lines
 	lines         []string
 	selLine       int // the first line of the selection, kept in sight
 	selEnd        int // its last line
@@ -56,10 +54,8 @@ func newDetailView(st *Styles, keys *keyMap, loc *time.Location) detailView {
 func (v detailView) Open(app, res string) detailView {
 	v.app, v.res = app, res
 	v.d, v.loaded = nil, false
-	v.tl = v.tl.SetDetail(nil)
-	v.tl.cursor = 0
-	v.focus, v.fcursor, v.offset = panelTimeline, 0, 0
-	v.tl = v.tl.Focus(true)
+	v.tl = v.tl.SetDetail(nil).Focus(true)
+	v.focus, v.fcur, v.scroll = panelTimeline, cursor{}, window{}
 	return v.build()
 }
 
@@ -71,7 +67,7 @@ func (v detailView) SetDetail(d *collector.Detail) detailView {
 	v.d, v.loaded = d, true
 	v.tl = v.tl.SetDetail(d)
 	if d != nil {
-		v.fcursor = max(0, min(v.fcursor, len(d.Findings)-1))
+		v.fcur = v.fcur.SetCount(len(d.Findings))
 	}
 	return v.build()
 }
@@ -100,11 +96,11 @@ func (v detailView) Update(msg tea.Msg) (detailView, tea.Cmd) {
 			v = v.build()
 			return v.reveal(), nil
 		case key.Matches(msg, k.PgUp):
-			v.offset -= max(1, v.height-1)
-			return v.clampScroll(), nil
+			v.scroll = v.scroll.ScrollBy(-max(1, v.height-1))
+			return v, nil
 		case key.Matches(msg, k.PgDn):
-			v.offset += max(1, v.height-1)
-			return v.clampScroll(), nil
+			v.scroll = v.scroll.ScrollBy(max(1, v.height-1))
+			return v, nil
 		}
 		if v.focus == panelTimeline {
 			v.tl, _ = v.tl.Update(msg)
@@ -113,44 +109,31 @@ func (v detailView) Update(msg tea.Msg) (detailView, tea.Cmd) {
 			if v.d != nil {
 				n = len(v.d.Findings)
 			}
-			switch {
-			case key.Matches(msg, k.Up):
-				v.fcursor--
-			case key.Matches(msg, k.Down):
-				v.fcursor++
-			case key.Matches(msg, k.Top):
-				v.fcursor = 0
-			case key.Matches(msg, k.Bottom):
-				v.fcursor = n - 1
-			}
-			v.fcursor = max(0, min(v.fcursor, n-1))
+			v.fcur, _ = v.fcur.SetCount(n).Update(msg, k)
 		}
 		v = v.build()
 		return v.reveal(), nil
 	case tea.MouseMsg:
 		switch msg.Button {
 		case tea.MouseButtonWheelUp:
-			v.offset -= 3
+			v.scroll = v.scroll.ScrollBy(-wheelStep)
 		case tea.MouseButtonWheelDown:
-			v.offset += 3
+			v.scroll = v.scroll.ScrollBy(wheelStep)
 		}
-		return v.clampScroll(), nil
+		return v, nil
 	}
 	return v, nil
 }
 
 // reveal scrolls so the selection is in sight.
 func (v detailView) reveal() detailView {
-	if v.selEnd-v.selLine+1 >= v.height || v.selLine < v.offset {
-		v.offset = v.selLine
-	} else if v.selEnd >= v.offset+v.height {
-		v.offset = v.selEnd - v.height + 1
-	}
-	return v.clampScroll()
+	v.scroll = v.scroll.Reveal(v.selLine, v.selEnd)
+	return v
 }
 
+// clampScroll fits the scroll to the lines built.
 func (v detailView) clampScroll() detailView {
-	v.offset = max(0, min(v.offset, len(v.lines)-v.height))
+	v.scroll = v.scroll.Resize(len(v.lines), v.height)
 	return v
 }
 
@@ -159,15 +142,16 @@ func (v detailView) View() string {
 	if v.height <= 0 {
 		return ""
 	}
-	end := min(len(v.lines), v.offset+v.height)
+	first := v.scroll.Offset()
+	end := min(len(v.lines), first+v.height)
 	var b strings.Builder
-	for i := v.offset; i < end; i++ {
-		if i > v.offset {
+	for i := first; i < end; i++ {
+		if i > first {
 			b.WriteByte('\n')
 		}
 		b.WriteString(v.lines[i])
 	}
-	for i := end - v.offset; i < v.height; i++ {
+	for i := end - first; i < v.height; i++ {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
@@ -176,7 +160,7 @@ func (v detailView) View() string {
 }
 
 // ScrollInfo is the first line shown and the number of lines.
-func (v detailView) ScrollInfo() (first, total int) { return v.offset, len(v.lines) }
+func (v detailView) ScrollInfo() (first, total int) { return v.scroll.Offset(), len(v.lines) }
 
 // build renders the whole document into lines.
 func (v detailView) build() detailView {
@@ -237,13 +221,6 @@ func (v detailView) ruleLine(d *collector.Detail) string {
 		s += " maxRt " + fmtMs(int64(d.MaxAllowedRtMs))
 	}
 	return s
-}
-
-func fmtThreshold(s core.Strategy, v float64) string {
-	if s.IsRatio() {
-		return fmtPct(v)
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // charts adds the pass/block, ratio and p99 charts, side by side when the
@@ -373,41 +350,6 @@ func (v *detailView) rules(add func(string)) {
 	}
 }
 
-func breakerText(r *core.BreakerRule) string {
-	var b strings.Builder
-	b.WriteString(r.Strategy.String())
-	b.WriteString(" ")
-	b.WriteString(fmtThreshold(r.Strategy, r.Threshold))
-	if r.Strategy == core.SlowRequestRatio {
-		b.WriteString(" maxRt " + fmtMs(int64(r.MaxAllowedRtMs)))
-	}
-	b.WriteString(" retry " + fmtMs(int64(r.RetryTimeoutMs)))
-	b.WriteString(" min " + strconv.FormatUint(r.MinRequestAmount, 10))
-	b.WriteString(" stat " + fmtMs(int64(r.StatIntervalMs)) + "/" + strconv.FormatUint(uint64(r.StatSlidingWindowBucketCount), 10))
-	if r.ProbeNum > 0 {
-		b.WriteString(" probes " + strconv.FormatUint(r.ProbeNum, 10))
-	}
-	if r.ID != "" {
-		b.WriteString(" id " + safeName(r.ID, 16))
-	}
-	return b.String()
-}
-
-func flowText(r *core.FlowRule) string {
-	var b strings.Builder
-	b.WriteString("flow " + strconv.FormatFloat(r.Threshold, 'f', -1, 64) + "/s " + r.ControlBehavior.String())
-	if r.ControlBehavior == core.Throttling {
-		b.WriteString(" queue " + fmtMs(int64(r.MaxQueueingTimeMs)))
-	}
-	if r.TokenCalculateStrategy == core.WarmUp {
-		b.WriteString(" warm-up " + strconv.FormatUint(uint64(r.WarmUpPeriodSec), 10) + "s")
-	}
-	if r.ID != "" {
-		b.WriteString(" id " + safeName(r.ID, 16))
-	}
-	return b.String()
-}
-
 // findings adds the resource's findings with evidence and advice.
 func (v *detailView) findings(add func(string)) {
 	st, d := v.st, v.d
@@ -425,7 +367,7 @@ func (v *detailView) findings(add func(string)) {
 	add(st.title.on(title))
 	for i := range d.Findings {
 		f := &d.Findings[i]
-		selected := v.focus == panelFindings && i == v.fcursor
+		selected := v.focus == panelFindings && i == v.fcur.Pos()
 		start := len(v.lines)
 		for _, l := range findingLines(st, f, v.width, v.loc, selected) {
 			add(l)
@@ -434,137 +376,4 @@ func (v *detailView) findings(add func(string)) {
 			v.selLine, v.selEnd = start, len(v.lines)-1
 		}
 	}
-}
-
-// findingLines renders a finding: its headline, summary, evidence, the
-// instances' timelines and the advice.
-func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, selected bool) []string {
-	var out []string
-	clock := func(ms int64) string { return time.UnixMilli(ms).In(loc).Format("15:04:05") }
-	var h strings.Builder
-	if selected {
-		h.WriteString(glyphCursor + " ")
-	} else {
-		h.WriteString("  ")
-	}
-	st.sevPaint(f.Severity).write(&h, sevMark(f.Severity)+" "+sevWord(f.Severity))
-	h.WriteString(" " + st.bold.on(string(f.Kind)))
-	h.WriteString("  " + clock(f.From) + "–" + clock(f.To))
-	if len(f.Instances) > 0 {
-		h.WriteString("  " + joinNames(f.Instances, max(12, w/2)))
-	}
-	line := fitLine(h.String(), w)
-	if selected && st.color {
-		line = st.selected.on(ansi.Strip(line))
-	}
-	out = append(out, line)
-	const indent = "      "
-	for _, l := range wrap(sanitize(f.Summary), w-len(indent)) {
-		out = append(out, indent+l)
-	}
-	if ev := evidence(f); ev != "" {
-		for _, l := range wrap("evidence: "+ev, w-len(indent)) {
-			out = append(out, indent+st.dim.on(l))
-		}
-	}
-	if len(f.Timelines) > 0 && w > 40 {
-		nameW := min(16, w/5)
-		bandW := max(4, w-len(indent)-nameW-2)
-		for i := range f.Timelines {
-			tl := &f.Timelines[i]
-			var b strings.Builder
-			b.WriteString(indent)
-			padRight(&b, safeName(tl.Instance, nameW), nameW)
-			b.WriteString("  ")
-			drawBand(&b, st, tl.Start, len(tl.Steps), func(j int) (int64, core.State) {
-				return tl.Steps[j].AtMs, tl.Steps[j].To
-			}, f.From, f.To, f.From, bandW)
-			out = append(out, b.String())
-		}
-	}
-	for _, l := range wrap("advice: "+sanitize(f.Advice), w-len(indent)) {
-		out = append(out, indent+l)
-	}
-	return out
-}
-
-// evidence renders a finding's own fields.
-func evidence(f *triage.Finding) string {
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	switch f.Kind {
-	case triage.KindSawtooth:
-		return "longest run " + i64(f.Count) + " failed probes, every " + fmtMs(f.PeriodMs)
-	case triage.KindSyncHalfOpen:
-		return i64(f.Count) + " occasions, spread up to " + fmtMs(f.SpreadMs)
-	case triage.KindLowConfidenceTrip:
-		return i64(f.Count) + " trips; weakest " + i64(f.Worst.K) + " of " + i64(f.Worst.N) +
-			", 90% lower bound " + strconv.FormatFloat(f.Worst.Lower, 'f', 2, 64)
-	case triage.KindRuleDrift:
-		var parts []string
-		for _, g := range f.Groups {
-			parts = append(parts, "version "+safeName(g.Version, 16)+": "+strconv.Itoa(len(g.Instances))+
-				" ("+joinNames(g.Instances, 32)+")")
-		}
-		return strings.Join(parts, "; ")
-	case triage.KindUnprotected:
-		return i64(f.Passed) + " entries passed without a rule"
-	case triage.KindSharedResource:
-		return "apps " + joinNames(f.Apps, 60)
-	case triage.KindWindowMisaligned:
-		return "statIntervalMs " + strconv.FormatUint(uint64(f.Rule.StatIntervalMs), 10) +
-			" with " + strconv.FormatUint(uint64(f.Rule.StatSlidingWindowBucketCount), 10) + " buckets"
-	case triage.KindRuleAdvice:
-		s := "median " + fmtRate(f.QPS) + " req/s, " + strconv.FormatFloat(f.WindowRequests, 'f', 1, 64) + " per window"
-		if f.P99Ms > 0 {
-			s += ", p99 " + fmtMs(f.P99Ms) + ", maxAllowedRtMs/p99 " + strconv.FormatFloat(f.RtOverP99, 'f', 2, 64)
-		}
-		return s
-	}
-	return ""
-}
-
-// joinNames lists sanitized names in about w cells: "a, b, c +5".
-func joinNames(names []string, w int) string {
-	var b strings.Builder
-	for i, n := range names {
-		s := safeName(n, 24)
-		if i > 0 && width(b.String())+2+width(s) > w {
-			b.WriteString(" +" + strconv.Itoa(len(names)-i))
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(s)
-	}
-	return b.String()
-}
-
-// wrap breaks trusted text into lines of at most w cells at spaces.
-func wrap(s string, w int) []string {
-	if w < 8 {
-		w = 8
-	}
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = word
-		case width(line)+1+width(word) <= w:
-			line += " " + word
-		default:
-			out = append(out, line)
-			line = word
-		}
-		for width(line) > w {
-			head := ansi.Truncate(line, w, "")
-			out = append(out, head)
-			line = line[len(head):]
-		}
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
 }

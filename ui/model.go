@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
+	textcursor "github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -125,7 +125,7 @@ func newModel(src Source, opts Options) *Model {
 	ti.PlaceholderStyle = st.r.NewStyle().Faint(true)
 	ti.Cursor.Style = st.r.NewStyle().Reverse(true)
 	ti.Cursor.TextStyle = st.r.NewStyle()
-	ti.Cursor.SetMode(cursor.CursorStatic) // a blinking cursor would wake the program twice a second
+	ti.Cursor.SetMode(textcursor.CursorStatic) // a blinking cursor would wake the program twice a second
 	m := &Model{
 		src:    src,
 		opts:   opts,

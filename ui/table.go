@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/sentinel-top/sentinel-top/collector"
@@ -95,7 +94,7 @@ type resourceTable struct {
 	filter  string // lower case
 	lower   []string
 
-	cursor, offset int
+	cur            cursor // over view
 	selApp, selRes string // the selected row, kept across snapshots
 	focused        bool
 
@@ -151,7 +150,8 @@ func (t resourceTable) SetSort(k sortKey, reverse bool) resourceTable {
 func (t resourceTable) SetSize(w, h int) resourceTable {
 	t.width, t.height = w, h
 	t = t.layout()
-	return t.clamp()
+	t.cur = t.cur.SetPage(max(1, h-1))
+	return t
 }
 
 // Focus marks whether the table has the keyboard.
@@ -161,49 +161,21 @@ func (t resourceTable) Focus(on bool) resourceTable { t.focused = on; return t }
 func (t resourceTable) Len() int { return len(t.view) }
 
 // Cursor is the selected row's position among the rows shown.
-func (t resourceTable) Cursor() int { return t.cursor }
+func (t resourceTable) Cursor() int { return t.cur.Pos() }
 
 // Selected returns the selected row.
 func (t resourceTable) Selected() (collector.ResourceRow, bool) {
-	if t.cursor < 0 || t.cursor >= len(t.view) {
+	i := t.cur.Pos()
+	if i >= len(t.view) {
 		return collector.ResourceRow{}, false
 	}
-	return t.rows[t.view[t.cursor]], true
+	return t.rows[t.view[i]], true
 }
 
-// Update moves the cursor.
+// Update moves the cursor (keys and the mouse wheel).
 func (t resourceTable) Update(msg tea.Msg) (resourceTable, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tea.KeyMsg:
-		page := max(1, t.height-1)
-		switch {
-		case key.Matches(msg, t.keys.Up):
-			t.cursor--
-		case key.Matches(msg, t.keys.Down):
-			t.cursor++
-		case key.Matches(msg, t.keys.Top):
-			t.cursor = 0
-		case key.Matches(msg, t.keys.Bottom):
-			t.cursor = len(t.view) - 1
-		case key.Matches(msg, t.keys.PgUp):
-			t.cursor -= page
-		case key.Matches(msg, t.keys.PgDn):
-			t.cursor += page
-		default:
-			return t, nil
-		}
-		t = t.clamp()
-		t = t.remember()
-	case tea.MouseMsg:
-		switch msg.Button {
-		case tea.MouseButtonWheelUp:
-			t.cursor -= 3
-		case tea.MouseButtonWheelDown:
-			t.cursor += 3
-		default:
-			return t, nil
-		}
-		t = t.clamp()
+	var moved bool
+	if t.cur, moved = t.cur.Update(msg, t.keys); moved {
 		t = t.remember()
 	}
 	return t, nil
@@ -245,16 +217,15 @@ func (t resourceTable) rebuild() resourceTable {
 		})
 	}
 	// find the selection again
-	t.cursor = min(t.cursor, len(t.view)-1)
+	t.cur = t.cur.SetCount(len(t.view))
 	if t.selApp != "" || t.selRes != "" {
 		for i, v := range t.view {
 			if t.rows[v].App == t.selApp && t.rows[v].Resource == t.selRes {
-				t.cursor = i
+				t.cur = t.cur.Select(i)
 				break
 			}
 		}
 	}
-	t = t.clamp()
 	return t.remember()
 }
 
@@ -301,21 +272,6 @@ func noNaN(v float64) float64 {
 		return -1
 	}
 	return v
-}
-
-// clamp keeps the cursor on a row and the row in sight.
-func (t resourceTable) clamp() resourceTable {
-	n := len(t.view)
-	t.cursor = max(0, min(t.cursor, n-1))
-	body := max(1, t.height-1)
-	if t.cursor < t.offset {
-		t.offset = t.cursor
-	}
-	if t.cursor >= t.offset+body {
-		t.offset = t.cursor - body + 1
-	}
-	t.offset = max(0, min(t.offset, n-body))
-	return t
 }
 
 // layout picks the columns that fit the width.
@@ -389,12 +345,13 @@ func (t resourceTable) View() string {
 		b.WriteString(t.st.dim.on(cut("   "+msg, t.width)))
 		body--
 	}
-	end := min(len(t.view), t.offset+body)
-	for i := t.offset; i < end; i++ {
+	first, sel := t.cur.Offset(), t.cur.Pos()
+	end := min(len(t.view), first+body)
+	for i := first; i < end; i++ {
 		b.WriteByte('\n')
-		t.row(&b, &t.rows[t.view[i]], i == t.cursor)
+		t.row(&b, &t.rows[t.view[i]], i == sel)
 	}
-	for i := max(0, end-t.offset); i < body; i++ {
+	for i := max(0, end-first); i < body; i++ {
 		b.WriteByte('\n')
 	}
 	return b.String()

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
@@ -27,7 +26,7 @@ type timeline struct {
 	loc  *time.Location
 
 	d       *collector.Detail
-	cursor  int
+	cur     cursor // over the instances, all in sight
 	focused bool
 	width   int
 	listMax int
@@ -42,18 +41,28 @@ func newTimeline(st *Styles, keys *keyMap, loc *time.Location) timeline {
 // SetDetail sets the data, keeping the selected instance when it is still
 // there.
 func (t timeline) SetDetail(d *collector.Detail) timeline {
-	if t.d != nil && d != nil && t.cursor < len(t.d.Instances) {
-		sel := t.d.Instances[t.cursor].Instance
+	pos := t.cur.Pos()
+	if t.d != nil && d != nil && pos < len(t.d.Instances) {
+		sel := t.d.Instances[pos].Instance
 		for i := range d.Instances {
 			if d.Instances[i].Instance == sel {
-				t.cursor = i
+				pos = i
 				break
 			}
 		}
 	}
 	t.d = d
 	t.dataFrom = firstData(d)
-	return t.clamp()
+	t.cur = t.cur.SetCount(t.instances()).Select(pos)
+	return t
+}
+
+// instances is the number of instances shown.
+func (t timeline) instances() int {
+	if t.d == nil {
+		return 0
+	}
+	return len(t.d.Instances)
 }
 
 // SetSize sets the width and, through the height, how many transitions the
@@ -67,33 +76,12 @@ func (t timeline) SetSize(w, h int) timeline {
 // Focus marks whether the timeline has the keyboard.
 func (t timeline) Focus(on bool) timeline { t.focused = on; return t }
 
-// Cursor is the selected instance's index.
-func (t timeline) Cursor() int { return t.cursor }
-
 // Update moves the selection among the instances.
 func (t timeline) Update(msg tea.Msg) (timeline, tea.Cmd) {
-	if km, ok := msg.(tea.KeyMsg); ok {
-		switch {
-		case key.Matches(km, t.keys.Up):
-			t.cursor--
-		case key.Matches(km, t.keys.Down):
-			t.cursor++
-		case key.Matches(km, t.keys.Top):
-			t.cursor = 0
-		case key.Matches(km, t.keys.Bottom):
-			t.cursor = 1 << 30
-		}
+	if _, ok := msg.(tea.KeyMsg); ok {
+		t.cur, _ = t.cur.Update(msg, t.keys)
 	}
-	return t.clamp(), nil
-}
-
-func (t timeline) clamp() timeline {
-	n := 0
-	if t.d != nil {
-		n = len(t.d.Instances)
-	}
-	t.cursor = max(0, min(t.cursor, n-1))
-	return t
+	return t, nil
 }
 
 // layout returns the widths of the name column and of the band.
@@ -136,11 +124,11 @@ func (t timeline) render() (string, int) {
 		return b.String(), 1
 	}
 	nameW, bandW := t.layout()
-	selLine := 0
+	selLine, sel := 0, t.cur.Pos()
 	for i := range d.Instances {
 		in := &d.Instances[i]
 		b.WriteByte('\n')
-		selected := i == t.cursor
+		selected := i == sel
 		if selected {
 			selLine = i + 1
 		}
@@ -199,7 +187,7 @@ func (t timeline) render() (string, int) {
 	}
 	b.WriteString(st.dim.on(fitLine(ax.String(), t.width)))
 	// the selected instance's transitions, newest last.
-	in := &d.Instances[t.cursor]
+	in := &d.Instances[sel]
 	b.WriteByte('\n')
 	tr := in.Transitions
 	head := safeName(in.Instance, max(8, t.width/3)) + ": "
@@ -215,10 +203,9 @@ func (t timeline) render() (string, int) {
 		}
 	}
 	b.WriteString(fitLine(st.bold.on(head), t.width))
-	if len(tr) > t.listMax {
-		tr = tr[len(tr)-t.listMax:]
-	}
-	for i := range tr {
+	// the newest: a list of a page, at its bottom.
+	newest, end := cursor{}.SetPage(t.listMax).SetCount(len(tr)).Bottom().Bounds()
+	for i := newest; i < end; i++ {
 		b.WriteByte('\n')
 		b.WriteString(fitLine(t.transition(&tr[i]), t.width))
 	}

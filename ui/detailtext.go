@@ -1,0 +1,193 @@
+// The detail screen's words: a rule as text, and a finding with its
+// evidence, its instances' timelines and its advice, wrapped to a width.
+
+package ui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// fmtThreshold renders a breaker's threshold: a ratio as a percentage.
+func fmtThreshold(s core.Strategy, v float64) string {
+	if s.IsRatio() {
+		return fmtPct(v)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// breakerText renders a breaker rule on one line.
+func breakerText(r *core.BreakerRule) string {
+	var b strings.Builder
+	b.WriteString(r.Strategy.String())
+	b.WriteString(" ")
+	b.WriteString(fmtThreshold(r.Strategy, r.Threshold))
+	if r.Strategy == core.SlowRequestRatio {
+		b.WriteString(" maxRt " + fmtMs(int64(r.MaxAllowedRtMs)))
+	}
+	b.WriteString(" retry " + fmtMs(int64(r.RetryTimeoutMs)))
+	b.WriteString(" min " + strconv.FormatUint(r.MinRequestAmount, 10))
+	b.WriteString(" stat " + fmtMs(int64(r.StatIntervalMs)) + "/" + strconv.FormatUint(uint64(r.StatSlidingWindowBucketCount), 10))
+	if r.ProbeNum > 0 {
+		b.WriteString(" probes " + strconv.FormatUint(r.ProbeNum, 10))
+	}
+	if r.ID != "" {
+		b.WriteString(" id " + safeName(r.ID, 16))
+	}
+	return b.String()
+}
+
+// flowText renders a flow rule on one line.
+func flowText(r *core.FlowRule) string {
+	var b strings.Builder
+	b.WriteString("flow " + strconv.FormatFloat(r.Threshold, 'f', -1, 64) + "/s " + r.ControlBehavior.String())
+	if r.ControlBehavior == core.Throttling {
+		b.WriteString(" queue " + fmtMs(int64(r.MaxQueueingTimeMs)))
+	}
+	if r.TokenCalculateStrategy == core.WarmUp {
+		b.WriteString(" warm-up " + strconv.FormatUint(uint64(r.WarmUpPeriodSec), 10) + "s")
+	}
+	if r.ID != "" {
+		b.WriteString(" id " + safeName(r.ID, 16))
+	}
+	return b.String()
+}
+
+// findingLines renders a finding: its headline, summary, evidence, the
+// instances' timelines and the advice.
+func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, selected bool) []string {
+	var out []string
+	clock := func(ms int64) string { return time.UnixMilli(ms).In(loc).Format("15:04:05") }
+	var h strings.Builder
+	if selected {
+		h.WriteString(glyphCursor + " ")
+	} else {
+		h.WriteString("  ")
+	}
+	st.sevPaint(f.Severity).write(&h, sevMark(f.Severity)+" "+sevWord(f.Severity))
+	h.WriteString(" " + st.bold.on(string(f.Kind)))
+	h.WriteString("  " + clock(f.From) + "–" + clock(f.To))
+	if len(f.Instances) > 0 {
+		h.WriteString("  " + joinNames(f.Instances, max(12, w/2)))
+	}
+	line := fitLine(h.String(), w)
+	if selected && st.color {
+		line = st.selected.on(ansi.Strip(line))
+	}
+	out = append(out, line)
+	const indent = "      "
+	for _, l := range wrap(sanitize(f.Summary), w-len(indent)) {
+		out = append(out, indent+l)
+	}
+	if ev := evidence(f); ev != "" {
+		for _, l := range wrap("evidence: "+ev, w-len(indent)) {
+			out = append(out, indent+st.dim.on(l))
+		}
+	}
+	if len(f.Timelines) > 0 && w > 40 {
+		nameW := min(16, w/5)
+		bandW := max(4, w-len(indent)-nameW-2)
+		for i := range f.Timelines {
+			tl := &f.Timelines[i]
+			var b strings.Builder
+			b.WriteString(indent)
+			padRight(&b, safeName(tl.Instance, nameW), nameW)
+			b.WriteString("  ")
+			drawBand(&b, st, tl.Start, len(tl.Steps), func(j int) (int64, core.State) {
+				return tl.Steps[j].AtMs, tl.Steps[j].To
+			}, f.From, f.To, f.From, bandW)
+			out = append(out, b.String())
+		}
+	}
+	for _, l := range wrap("advice: "+sanitize(f.Advice), w-len(indent)) {
+		out = append(out, indent+l)
+	}
+	return out
+}
+
+// evidence renders a finding's own fields.
+func evidence(f *triage.Finding) string {
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch f.Kind {
+	case triage.KindSawtooth:
+		return "longest run " + i64(f.Count) + " failed probes, every " + fmtMs(f.PeriodMs)
+	case triage.KindSyncHalfOpen:
+		return i64(f.Count) + " occasions, spread up to " + fmtMs(f.SpreadMs)
+	case triage.KindLowConfidenceTrip:
+		return i64(f.Count) + " trips; weakest " + i64(f.Worst.K) + " of " + i64(f.Worst.N) +
+			", 90% lower bound " + strconv.FormatFloat(f.Worst.Lower, 'f', 2, 64)
+	case triage.KindRuleDrift:
+		var parts []string
+		for _, g := range f.Groups {
+			parts = append(parts, "version "+safeName(g.Version, 16)+": "+strconv.Itoa(len(g.Instances))+
+				" ("+joinNames(g.Instances, 32)+")")
+		}
+		return strings.Join(parts, "; ")
+	case triage.KindUnprotected:
+		return i64(f.Passed) + " entries passed without a rule"
+	case triage.KindSharedResource:
+		return "apps " + joinNames(f.Apps, 60)
+	case triage.KindWindowMisaligned:
+		return "statIntervalMs " + strconv.FormatUint(uint64(f.Rule.StatIntervalMs), 10) +
+			" with " + strconv.FormatUint(uint64(f.Rule.StatSlidingWindowBucketCount), 10) + " buckets"
+	case triage.KindRuleAdvice:
+		s := "median " + fmtRate(f.QPS) + " req/s, " + strconv.FormatFloat(f.WindowRequests, 'f', 1, 64) + " per window"
+		if f.P99Ms > 0 {
+			s += ", p99 " + fmtMs(f.P99Ms) + ", maxAllowedRtMs/p99 " + strconv.FormatFloat(f.RtOverP99, 'f', 2, 64)
+		}
+		return s
+	}
+	return ""
+}
+
+// joinNames lists sanitized names in about w cells: "a, b, c +5".
+func joinNames(names []string, w int) string {
+	var b strings.Builder
+	for i, n := range names {
+		s := safeName(n, 24)
+		if i > 0 && width(b.String())+2+width(s) > w {
+			b.WriteString(" +" + strconv.Itoa(len(names)-i))
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// wrap breaks trusted text into lines of at most w cells at spaces.
+func wrap(s string, w int) []string {
+	if w < 8 {
+		w = 8
+	}
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = word
+		case width(line)+1+width(word) <= w:
+			line += " " + word
+		default:
+			out = append(out, line)
+			line = word
+		}
+		for width(line) > w {
+			head := ansi.Truncate(line, w, "")
+			out = append(out, head)
+			line = line[len(head):]
+		}
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
