@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -41,12 +40,6 @@ var ranges = []time.Duration{
 	30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute,
 	15 * time.Minute, 30 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour,
 }
-
-// speeds are the steps of < and >; 0 is as fast as possible, the fastest.
-var speeds = []float64{0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 0}
-
-// seekStep is how far [ and ] move a replay.
-const seekStep = 10 * time.Second
 
 type (
 	// tickMsg asks for the latest snapshot.
@@ -88,10 +81,7 @@ type Model struct {
 	detail detailView
 	help   helpView
 
-	// what the replay was last told, until a snapshot shows it.
-	speed        float64
-	speedSet     bool
-	pausePending *bool
+	replay replaySteer
 
 	detailBusy   bool   // a Detail is being fetched
 	detailWanted bool   // fetch again when it arrives
@@ -139,6 +129,7 @@ func newModel(src Source, opts Options) *Model {
 		detail: newDetailView(st, keys, opts.Location),
 		help:   newHelpView(st, keys),
 		dirty:  true,
+		replay: replaySteer{ctrl: opts.Replay},
 	}
 	m.header = m.header.SetRange(m.rng)
 	s := src.Snapshot()
@@ -202,7 +193,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmds := []tea.Cmd{m.tick()}
 		if s := m.src.Snapshot(); s != nil && s != m.latest {
 			m.latest = s
-			m.pausePending = nil
+			m.replay.Seen()
 			if m.frozen {
 				m.header = m.header.SetSnapshot(m.snap, m.latest, true)
 				m.dirty = true
@@ -227,6 +218,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyMsg:
 		m.dirty = true
 		return m, m.handleKey(msg)
+	case replayDoneMsg:
+		return m, m.replay.Done()
 	case tea.MouseMsg:
 		m.dirty = true
 		switch {
@@ -313,7 +306,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if m.replaying() {
-		if cmd, ok := m.replayKey(msg); ok {
+		if cmd, ok := m.replay.Key(msg, k, m.latest.Replay); ok {
 			return cmd
 		}
 	}
@@ -372,64 +365,6 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 		m.table, _ = m.table.Update(msg)
 	}
 	return nil
-}
-
-// replayKey steers the replay. ReplayControl's methods only set what the
-// replay reads next, so they are called here, in key order.
-func (m *Model) replayKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	k := m.keys
-	ctrl := m.opts.Replay
-	if ctrl == nil {
-		return nil, false
-	}
-	switch {
-	case key.Matches(msg, k.Pause):
-		paused := m.latest.Replay.Paused
-		if m.pausePending != nil {
-			paused = *m.pausePending
-		}
-		if paused {
-			ctrl.Resume()
-		} else {
-			ctrl.Pause()
-		}
-		paused = !paused
-		m.pausePending = &paused
-	case key.Matches(msg, k.Slower), key.Matches(msg, k.Faster):
-		speed := m.latest.Replay.Speed
-		if m.speedSet {
-			speed = m.speed
-		}
-		i := speedIndex(speed)
-		if key.Matches(msg, k.Faster) {
-			i = min(i+1, len(speeds)-1)
-		} else {
-			i = max(i-1, 0)
-		}
-		m.speed, m.speedSet = speeds[i], true
-		ctrl.SetSpeed(m.speed)
-	case key.Matches(msg, k.SeekBack):
-		ctrl.SeekBy(-seekStep.Milliseconds())
-	case key.Matches(msg, k.SeekFwd):
-		ctrl.SeekBy(seekStep.Milliseconds())
-	default:
-		return nil, false
-	}
-	return nil, true
-}
-
-// speedIndex finds the step nearest to x.
-func speedIndex(x float64) int {
-	if x <= 0 {
-		return len(speeds) - 1
-	}
-	best := 0
-	for i, s := range speeds[:len(speeds)-1] {
-		if math.Abs(s-x) < math.Abs(speeds[best]-x) {
-			best = i
-		}
-	}
-	return best
 }
 
 // zoom changes the time range.
