@@ -827,7 +827,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		}
 	}
 	reasons := byReason(final.Rejects)
-	for _, r := range []string{"malformed", "wrong version", "unknown kind", "too large", "name over --max-name-bytes", "invalid"} {
+	for _, r := range []string{"malformed", "wrong_version", "unknown_kind", "too_large", "name_too_long", "invalid"} {
 		if reasons[r] == 0 {
 			t.Errorf("no reject for %q: %+v", r, final.Rejects)
 		}

@@ -70,7 +70,7 @@ func TestLimitsCountOverflow(t *testing.T) {
 	for _, o := range s.Overflow {
 		got[o.Reason] = o.Count
 	}
-	if got["instances over --max-instances"] != 1 || got["resources over --max-resources"] != 1 || s.Resources != 1 {
+	if got["max_instances"] != 1 || got["max_resources"] != 1 || s.Resources != 1 {
 		t.Fatalf("overflow %+v resources %d", s.Overflow, s.Resources)
 	}
 }

@@ -251,7 +251,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 
 // overRateReason is the overflow counter of messages dropped by
 // Options.MaxMessageRate.
-const overRateReason = "messages over --max-rate"
+const overRateReason = ReasonMaxRate
 
 // addOverflow counts n items turned away by a limit at once.
 func (c *Collector) addOverflow(reason, place string, n int64) {

@@ -24,12 +24,14 @@ func ExampleNewReplay() {
 		panic(err)
 	}
 	snap := r.Collector().Publish()
-	fmt.Println(snap.Instances, "instances,", len(snap.Rows), "resources")
+	// Both instances said bye at the end of the recording: none is live,
+	// while the rows keep their last data for the stale period.
+	fmt.Println(snap.Instances, "live instances,", len(snap.Rows), "resources")
 	for _, f := range snap.Findings {
 		fmt.Println(f.Severity, f.Kind, f.Resource)
 	}
 	// Output:
-	// 2 instances, 2 resources
+	// 0 live instances, 2 resources
 	// warning sawtooth GET:http://member-service/api/user/info
 	// info rule-advice GET:http://member-service/api/user/info
 }

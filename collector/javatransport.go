@@ -496,7 +496,8 @@ func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.
 				bad("degrade", i, "count %v is not a response time", j.Count)
 				continue
 			}
-			r.MaxAllowedRtMs, r.Threshold = uint64(j.Count), j.SlowRatioThreshold
+			// Java rounds (Math.round: half up), so count 0.5 is a 1 ms bound.
+			r.MaxAllowedRtMs, r.Threshold = uint64(math.Floor(j.Count+0.5)), j.SlowRatioThreshold
 		case 1:
 			r.Strategy, r.Threshold = core.ErrorRatio, j.Count
 		case 2:

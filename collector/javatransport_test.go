@@ -416,3 +416,16 @@ func FuzzJavaRules(f *testing.F) {
 		}
 	})
 }
+
+// TestJavaSlowRatioCountRounds: Java takes maxAllowedRt as Math.round(count)
+// (ResponseTimeCircuitBreaker), so count 0.5, a common mistake for a ratio,
+// is a 1 ms bound, and 199.6 is 200.
+func TestJavaSlowRatioCountRounds(t *testing.T) {
+	for count, want := range map[string]uint64{"0.5": 1, "0.4": 0, "100.4": 100, "150.5": 151, "199.6": 200, "200": 200} {
+		degrade := `[{"resource":"a","grade":0,"count":` + count + `,"slowRatioThreshold":0.5,"timeWindow":10}]`
+		b, _, p := javaRules([]byte(degrade), nil)
+		if len(p) != 0 || len(b) != 1 || b[0].MaxAllowedRtMs != want {
+			t.Errorf("count %s: %+v %v, want maxAllowedRtMs %d", count, b, p, want)
+		}
+	}
+}

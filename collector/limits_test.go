@@ -163,7 +163,7 @@ func TestLimitFrameBytesDropsTheConnection(t *testing.T) {
 	eventually(t, "the oversized frame refused", func() error {
 		s := c.Publish()
 		st := firstTarget(s)
-		if byReason(s.Rejects)["too large"] == 0 || !strings.Contains(st.LastError, "frame over the 8192-byte limit") || st.Reconnects == 0 {
+		if byReason(s.Rejects)["too_large"] == 0 || !strings.Contains(st.LastError, "frame over the 8192-byte limit") || st.Reconnects == 0 {
 			return fmt.Errorf("rejects %+v, target %+v", s.Rejects, st)
 		}
 		return nil
@@ -189,7 +189,7 @@ func TestLimitNameBytesRejectsTheMessageOnly(t *testing.T) {
 	dialPeer(t, c, target, DialOptions{Seed: 1})
 	eventually(t, "long names rejected, the rest kept", func() error {
 		s := c.Publish()
-		if got := byReason(s.Rejects)["name over --max-name-bytes"]; got != 2 {
+		if got := byReason(s.Rejects)["name_too_long"]; got != 2 {
 			return fmt.Errorf("rejects %+v", s.Rejects)
 		}
 		if pass, _, _, _, _, ok := c.Totals("names", "short"); !ok || pass != 3 {
@@ -276,13 +276,14 @@ func TestLimitCountersInPrometheus(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c.PrometheusCollector())
 	want := map[string]bool{
-		`sentinel_top_limit_overflow_total{limit="instances over --max-instances"}`: true,
-		`sentinel_top_limit_overflow_total{limit="resources over --max-resources"}`: true,
-		`sentinel_top_limit_overflow_total{limit="messages over --max-rate"}`:       true,
-		`sentinel_top_messages_rejected_total{reason="name over --max-name-bytes"}`: true,
-		`sentinel_top_messages_rejected_total{reason="too large"}`:                  true,
+		`sentinel_top_limit_overflow_total{limit="max_instances"}`:     true,
+		`sentinel_top_limit_overflow_total{limit="max_resources"}`:     true,
+		`sentinel_top_limit_overflow_total{limit="max_rate"}`:          true,
+		`sentinel_top_messages_rejected_total{reason="name_too_long"}`: true,
+		`sentinel_top_messages_rejected_total{reason="too_large"}`:     true,
 	}
 	eventually(t, "every limit counted", func() error {
+		c.Publish() // a scrape reads the published snapshot (Run publishes in serve)
 		mfs, err := reg.Gather()
 		if err != nil {
 			return err

@@ -1,9 +1,6 @@
 package collector
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -26,7 +23,7 @@ var (
 		"Slow share of completions over the rate window.", []string{"app", "resource"}, nil)
 	promErrorRatio = prometheus.NewDesc("sentinel_top_resource_error_ratio",
 		"Error share of completions over the rate window.", []string{"app", "resource"}, nil)
-	promP99 = prometheus.NewDesc("sentinel_top_resource_rt_p99_ms",
+	promP99 = prometheus.NewDesc("sentinel_top_resource_rt_p99_seconds",
 		"p99 response time over the rate window, from the agents' histograms.", []string{"app", "resource"}, nil)
 	promState = prometheus.NewDesc("sentinel_top_breaker_state",
 		"1 for the breaker state an instance is in (worst of its breakers for the resource), 0 for the others.",
@@ -38,15 +35,15 @@ var (
 	promTargets = prometheus.NewDesc("sentinel_top_targets",
 		"Dialed targets by connection state.", []string{"state"}, nil)
 	promInstances = prometheus.NewDesc("sentinel_top_instances",
-		"Instances reporting (not gone, not stale).", nil, nil)
+		"Live instances: not gone, not silent for longer than the stale period.", nil, nil)
 	promMessages = prometheus.NewDesc("sentinel_top_messages_total",
 		"Messages accepted.", nil, nil)
 	promRejected = prometheus.NewDesc("sentinel_top_messages_rejected_total",
-		"Messages rejected, by reason.", []string{"reason"}, nil)
+		"Messages rejected, by reason (a stable token such as malformed, too_large).", []string{"reason"}, nil)
 	promDropped = prometheus.NewDesc("sentinel_top_messages_dropped_total",
 		"Messages agents dropped for this collector (they report it).", nil, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
-		"Messages or items turned away by the collector's limits, by limit.", []string{"limit"}, nil)
+		"Messages or items turned away by the collector's limits, by limit (max_instances, max_resources, max_rate, dedupe_span).", []string{"limit"}, nil)
 )
 
 // PrometheusCollector exposes the collector's state as Prometheus metrics:
@@ -63,9 +60,10 @@ func (p promCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// Collect reads the latest published snapshot: a scrape never publishes,
+// and sees exactly what the dashboard and /report see.
 func (p promCollector) Collect(ch chan<- prometheus.Metric) {
-	c := p.c
-	snap := c.Publish()
+	snap := p.c.Snapshot()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -75,7 +73,7 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range snap.Rows {
 		gauge(promSlowRatio, r.SlowRatio, r.App, r.Resource)
 		gauge(promErrorRatio, r.ErrorRatio, r.App, r.Resource)
-		gauge(promP99, float64(r.P99Ms), r.App, r.Resource)
+		gauge(promP99, float64(r.P99Ms)/1000, r.App, r.Resource)
 	}
 	bySev := map[[2]string]int{}
 	for _, f := range snap.Findings {
@@ -102,43 +100,23 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range snap.Overflow {
 		counter(promOverflow, float64(r.Count), r.Reason)
 	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keys := make([]arKey, 0, len(c.apps))
-	for k := range c.apps {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b arKey) int { return cmp.Or(cmp.Compare(a.app, b.app), cmp.Compare(a.resource, b.resource)) })
-	for _, k := range keys {
-		a := c.apps[k]
-		t := a.total
-		counter(promPass, float64(t.pass), k.app, k.resource)
-		counter(promBlock, float64(t.block), k.app, k.resource)
-		counter(promComplete, float64(t.complete), k.app, k.resource)
-		counter(promError, float64(t.err), k.app, k.resource)
-		counter(promSlow, float64(t.slow), k.app, k.resource)
-		for ft, n := range a.transitions {
-			counter(promTransitions, float64(n), k.app, k.resource, ft[0], ft[1])
+	for _, t := range snap.Totals {
+		counter(promPass, float64(t.Pass), t.App, t.Resource)
+		counter(promBlock, float64(t.Block), t.App, t.Resource)
+		counter(promComplete, float64(t.Complete), t.App, t.Resource)
+		counter(promError, float64(t.Error), t.App, t.Resource)
+		counter(promSlow, float64(t.Slow), t.App, t.Resource)
+		for _, tc := range t.Transitions {
+			counter(promTransitions, float64(tc.Count), t.App, t.Resource, tc.From.String(), tc.To.String())
 		}
 	}
-	now := c.clock.UnixMilli()
-	for name, in := range c.insts {
-		if !c.alive(in, now) {
-			continue
-		}
-		for res, se := range in.series {
-			if len(in.breakers[res]) == 0 {
-				continue
+	for _, b := range snap.Breakers {
+		for _, s := range []core.State{core.Closed, core.HalfOpen, core.Open} {
+			v := 0.0
+			if s == b.State {
+				v = 1
 			}
-			st := worstState(se.tracks)
-			for _, s := range []core.State{core.Closed, core.HalfOpen, core.Open} {
-				v := 0.0
-				if s == st {
-					v = 1
-				}
-				gauge(promState, v, in.app, res, name, s.String())
-			}
+			gauge(promState, v, b.App, b.Resource, b.Instance, s.String())
 		}
 	}
 }

@@ -145,8 +145,8 @@ func TestReplayBadLinesCountedRestKeepsWorking(t *testing.T) {
 	for _, rc := range snap.Rejects {
 		reasons[rc.Reason] = rc
 	}
-	for reason, place := range map[string]string{"malformed": "bad.ndjson:", "wrong version": "bad.ndjson:9",
-		"too large": "bad.ndjson:11", "unknown kind": "bad.ndjson:13"} {
+	for reason, place := range map[string]string{"malformed": "bad.ndjson:", "wrong_version": "bad.ndjson:9",
+		"too_large": "bad.ndjson:11", "unknown_kind": "bad.ndjson:13"} {
 		if rc, ok := reasons[reason]; !ok || !strings.HasPrefix(rc.Last, place) {
 			t.Errorf("%s: %+v", reason, rc)
 		}

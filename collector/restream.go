@@ -38,8 +38,8 @@ type held struct {
 // last minute of buckets, then live messages. It is created on first use;
 // opts' Initial is the collector's own.
 func (c *Collector) Restream(opts wsstream.Options) *wsstream.Server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.teeMu.Lock()
+	defer c.teeMu.Unlock()
 	if c.restream != nil {
 		return c.restream.srv
 	}
@@ -47,6 +47,7 @@ func (c *Collector) Restream(opts wsstream.Options) *wsstream.Server {
 	opts.Initial = rs.initial
 	rs.srv = wsstream.New(opts)
 	c.restream = rs
+	c.teeing.Store(true)
 	return rs.srv
 }
 
@@ -69,7 +70,7 @@ func (rs *restream) initial() []*wsstream.Frame {
 	return out
 }
 
-// publish re-serves one accepted message that arrived at now; c.mu is held.
+// publish re-serves one accepted message that arrived at now; c.teeMu is held.
 func (rs *restream) publish(m wire.Message, now int64) {
 	f, err := wsstream.Encode(wire.Clone(m))
 	if err != nil {

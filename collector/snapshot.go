@@ -49,10 +49,40 @@ type Snapshot struct {
 	Overflow []RejectCount
 	// Warnings are one-line notices (clock skew, incompatible sources).
 	Warnings []string
+	// RecordError is why the recording stopped ("" while it works or when
+	// there is none): nothing has been written since.
+	RecordError string
 	// Rows is one row per app x resource, sorted by app then resource.
 	Rows []ResourceRow
 	// Findings are the triage findings, most severe first.
 	Findings []triage.Finding
+	// Breakers is the current state of every live instance's breakers, one
+	// per instance x resource with a breaker rule (the worst of its
+	// breakers), sorted by app, resource and instance.
+	Breakers []BreakerState
+	// Totals are the exact counters of every app x resource since the
+	// collector started (instances gone included), sorted.
+	Totals []ResourceTotals
+}
+
+// BreakerState is one live instance's breaker state for a resource.
+type BreakerState struct {
+	App, Resource, Instance string
+	State                   core.State
+}
+
+// ResourceTotals are exact sums over everything accepted for an app x
+// resource, and its breaker transitions by (from, to).
+type ResourceTotals struct {
+	App, Resource                      string
+	Pass, Block, Complete, Error, Slow int64
+	Transitions                        []TransitionCount
+}
+
+// TransitionCount counts the transitions from one state to another.
+type TransitionCount struct {
+	From, To core.State
+	Count    int64
 }
 
 // ReplayStatus describes a replay in progress.
@@ -106,6 +136,7 @@ type TargetStatus struct {
 
 // RejectCount is a reason and how many messages it turned away.
 type RejectCount struct {
+	// Reason is a stable token (ReasonMalformed, ReasonMaxRate, ...).
 	Reason string
 	Count  int64
 	// Last is the last such rejection, with its place (file:line or target).
@@ -125,7 +156,8 @@ func (c StateCounts) Total() int { return c.Closed + c.HalfOpen + c.Open }
 // over the last RateWindowMs of each instance's data.
 type ResourceRow struct {
 	App, Resource string
-	// Instances reporting the resource (seen within the stale time).
+	// Instances counts the live instances reporting the resource (those
+	// the header counts: see Options.StaleAfter).
 	Instances int
 	PassQPS   float64
 	BlockQPS  float64

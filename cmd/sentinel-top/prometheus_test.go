@@ -459,7 +459,14 @@ func fixtureExpectation(t *testing.T, name string) fixtureWant {
 			bye[inst] = true
 		}
 	}
-	w.instances = len(app)
+	// Live instances are those that did not say bye (the fixtures' others
+	// report until the end): the same rule for the instance count and the
+	// breaker states below.
+	for inst := range app {
+		if !bye[inst] {
+			w.instances++
+		}
+	}
 	// A breaker's state is the worst of its rules' last states; instances
 	// that said bye are gone and show none.
 	for inst, res := range guarded {

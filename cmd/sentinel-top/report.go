@@ -107,14 +107,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stderr, "%d messages accepted, %d rejected, %d duplicates dropped, in %s\n",
 		messages, rejected, dups, time.Since(began).Round(time.Millisecond))
+	snap := c.Publish() // the findings, judged once at the end of the input
 	if live {
-		for _, t := range c.Publish().Targets {
+		for _, t := range snap.Targets {
 			if t.State != 1 { // not up at the end
 				fmt.Fprintf(stderr, "target %s: %s %s\n", report.Sanitize(t.Name), t.State, report.Sanitize(t.LastError))
 			}
 		}
 	}
 	rep := report.New(s.source, c.Engine(), messages, rejected)
+	rep.Findings = snap.Findings
 	if err := render(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime

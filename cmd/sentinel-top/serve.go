@@ -86,7 +86,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
 		messages, rejected, _ := s.c.Counters()
 		rep := report.New(s.source, s.c.Engine(), messages, rejected)
-		rep.Findings = s.c.Findings() // judged now, not at the end of the input
+		rep.Findings = s.c.Snapshot().Findings // as published: what /metrics and a dashboard see
 		switch r.URL.Query().Get("format") {
 		case "md", "markdown":
 			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
@@ -109,6 +109,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer cancel()
 	fed := make(chan error, 1)
 	go func() { fed <- s.feed(feedCtx) }()
+	published := make(chan struct{})
+	go func() { s.c.Run(feedCtx); close(published) }()
+	defer func() { cancel(); <-published }()
 	served := make(chan error, 1)
 	go func() { served <- stream.Serve(ln, handler) }()
 	scheme := "http"

@@ -105,7 +105,6 @@ type Engine struct {
 	unprot   []*series    // series with unprotected traffic lasting GraceMs
 	shared   []*resState  // resources reported by two or more apps
 	misalign []*appRes    // app x resource with a misaligned breaker window
-	gone     []*instState // said bye, still among their app's instances
 }
 
 type instState struct {
@@ -156,6 +155,7 @@ type appRes struct {
 	resource  string
 	reporters map[*instState]struct{} // attached instances that sent buckets or transitions
 	ruleCount int                     // attached instances with a rule for the resource
+	ruledTo   int64                   // when ruleCount last fell to 0
 
 	herd  herd
 	low   lowConf
@@ -282,6 +282,7 @@ type drift struct {
 	active    bool
 	since     int64
 	groups    []RuleGroup // while active
+	peak      []RuleGroup // the groups holding the most instances in the episode
 	reported  bool
 	from, to  int64
 	repGroups []RuleGroup
@@ -344,7 +345,6 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observe(ts)
-	e.evict(e.last)
 	if app != "" {
 		e.appNames[app] = struct{}{}
 	}
@@ -362,10 +362,7 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 	if in == nil {
 		in = e.newInstance(instance, app)
 	}
-	if in.gone {
-		in.gone = false
-		e.gone = slices.DeleteFunc(e.gone, func(g *instState) bool { return g == in })
-	}
+	in.gone = false
 	if !in.attached {
 		e.attach(in, ts)
 	}
@@ -380,37 +377,23 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 	in.startedAt = max(in.startedAt, startedAt)
 }
 
-// Bye records that an instance left (gracefully or not: the collector also
-// calls it when a stream is lost). It keeps its place among its app's
-// instances for StaleMs, so that a fleet stopping at the end of a recording
-// keeps its last state; then it leaves the comparisons of rule drift,
-// unprotected traffic and recovery floods.
+// Bye records that an instance is gone at ts: it said bye, or the
+// collector's fleet model found it silent past its stale period (one rule for
+// every view). It leaves the comparisons of rule drift, unprotected traffic
+// and recovery floods at once; conditions it was part of still count as
+// lasting when it left at the very end of the input, so a fleet that stops
+// at the end of a recording keeps its last findings' severities. Its next
+// message brings it back.
 func (e *Engine) Bye(instance string, ts int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observe(ts)
 	in := e.insts[instance]
 	if in == nil || in.gone {
-		e.evict(e.last)
 		return
 	}
 	in.gone, in.goneAt = true, ts
-	e.gone = append(e.gone, in)
-	e.evict(e.last)
-}
-
-// evict detaches the instances gone for longer than StaleMs at now.
-func (e *Engine) evict(now int64) {
-	if len(e.gone) == 0 {
-		return
-	}
-	e.gone = slices.DeleteFunc(e.gone, func(in *instState) bool {
-		if now-in.goneAt <= e.cfg.StaleMs {
-			return false
-		}
-		e.detach(in, in.goneAt)
-		return true
-	})
+	e.detach(in, ts)
 }
 
 func (e *Engine) appFor(name string) *appState {
@@ -451,12 +434,18 @@ func (e *Engine) newInstance(name, appName string) *instState {
 }
 
 // instance returns the current instance of that name, creating one of no
-// app for an instance that sends data before its hello.
-func (e *Engine) instance(name string) *instState {
-	if in := e.insts[name]; in != nil {
-		return in
+// app for an instance that sends data before its hello. An instance gone
+// (see Bye) comes back with any message.
+func (e *Engine) instance(name string, ts int64) *instState {
+	in := e.insts[name]
+	if in == nil {
+		return e.newInstance(name, "")
 	}
-	return e.newInstance(name, "")
+	if in.gone {
+		in.gone = false
+		e.attach(in, ts)
+	}
+	return in
 }
 
 // attach counts the instance among its app's instances.
@@ -493,10 +482,25 @@ func (e *Engine) detach(in *instState, ts int64) {
 	}
 	if in.hasRules {
 		for r := range in.rules {
-			e.appRes(a, r).ruleCount--
+			e.appRes(a, r).dropRule(ts)
 		}
 		e.recomputeDrift(a, ts, nil, nil) // leaving can end drift, not start it
 	}
+}
+
+// dropRule counts one attached instance fewer with a rule for the resource.
+func (ar *appRes) dropRule(ts int64) {
+	ar.ruleCount--
+	if ar.ruleCount == 0 {
+		ar.ruledTo = ts
+	}
+}
+
+// ruled reports whether some instance of the app has a rule for the
+// resource at now (the last ones may have left at now, at the very end of
+// the input).
+func (ar *appRes) ruled(now int64) bool {
+	return ar.ruleCount > 0 || (ar.ruledTo > 0 && ar.ruledTo >= now)
 }
 
 func (e *Engine) appRes(a *appState, resource string) *appRes {
@@ -551,8 +555,7 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observe(ts)
-	e.evict(e.last)
-	in := e.instance(instance)
+	in := e.instance(instance, ts)
 	a := in.app
 
 	rules := map[string]*resRules{}
@@ -615,7 +618,7 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		if in.hasRules {
 			for r := range in.rules {
 				if _, ok := rules[r]; !ok {
-					e.appRes(a, r).ruleCount--
+					e.appRes(a, r).dropRule(ts)
 				}
 			}
 		}
@@ -779,6 +782,9 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 				}
 			}
 			d.groups = groups
+			if groupedInstances(groups) >= groupedInstances(d.peak) {
+				d.peak = groups
+			}
 			continue
 		}
 		if d.active {
@@ -788,11 +794,22 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 					d.reported, d.from, d.to = true, d.since, ts
 				}
 				d.from, d.to = min(d.from, d.since), max(d.to, ts)
-				d.repGroups = d.groups
+				// Instances leaving can end an episode: report it as it
+				// stood at its widest, not as the last one left saw it.
+				d.repGroups = d.peak
 			}
-			d.groups = nil
+			d.groups, d.peak = nil, nil
 		}
 	}
+}
+
+// groupedInstances counts the instances in groups.
+func groupedInstances(groups []RuleGroup) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g.Instances)
+	}
+	return n
 }
 
 // ruleKey is the content of an instance's rules for a resource ("" for
@@ -860,8 +877,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	}
 	end := b.Start + bm
 	e.observe(end)
-	e.evict(e.last)
-	in := e.instance(instance)
+	in := e.instance(instance, end)
 	s := e.seriesFor(in, b.Resource, end)
 	if s.hasBucket && b.Start <= s.lastStart {
 		return
@@ -935,8 +951,7 @@ func (e *Engine) Transition(instance string, t core.Transition) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observe(t.AtMs)
-	e.evict(e.last)
-	in := e.instance(instance)
+	in := e.instance(instance, t.AtMs)
 	s := e.seriesFor(in, t.Resource, t.AtMs)
 	s.res.last = max(s.res.last, t.AtMs)
 	b := s.breaker(t.RuleID)
@@ -1132,4 +1147,14 @@ func (e *Engine) Counts() Counts {
 		From:      e.first,
 		To:        e.last,
 	}
+}
+
+// RuleContent is the canonical content of one resource's rules, as rule
+// drift compares them: independent of order, and without retryTimeoutMs
+// (jittering it per instance is the fix for synchronized probes, not
+// drift). Equal contents, equal strings.
+func RuleContent(breakers []core.BreakerRule, flows []core.FlowRule) string {
+	rr := resRules{breakers: slices.Clone(breakers), flows: slices.Clone(flows)}
+	rr.canonicalize()
+	return rr.key
 }

@@ -19,7 +19,6 @@ import (
 func (e *Engine) Findings(now int64) []Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.evict(now)
 	var out []Finding
 	out = e.sawtoothFindings(now, out)
 	out = e.herdFindings(now, out)
@@ -268,13 +267,14 @@ func (e *Engine) lowFindings(out []Finding) []Finding {
 	return out
 }
 
-// rule-drift: an episode starts when the instances of the app (those with
-// rules, and not gone for longer than StaleMs) first disagree on the
-// resource's rules, and ends when they agree again. Episodes shorter than
-// GraceMs (a push reaching the instances a moment apart) are not reported.
-// It is critical while an episode lasting GraceMs is still open at now, with
-// To = now and its current groups; else a warning spanning the reported
-// episodes, with the groups at the end of the latest.
+// rule-drift: an episode starts when the present instances of the app (those
+// with rules that have not left: see Bye) first disagree on the resource's
+// rules, and ends when they agree again or the disagreeing ones leave.
+// Episodes shorter than GraceMs (a push reaching the instances a moment
+// apart) are not reported. It is critical while an episode lasting GraceMs
+// is still open at now, with To = now and its current groups, or ended at
+// now; else a warning spanning the reported episodes, with the groups of the
+// latest at its widest.
 func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
 	for _, ar := range e.drifts {
 		d := &ar.drift
@@ -287,7 +287,10 @@ func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
 				f.From = min(d.from, d.since)
 			}
 		case d.reported:
-			f.Severity, f.Groups = Warning, d.repGroups
+			// Still critical when it ended at now: the instances left at
+			// the very end of the input (a fleet stopped after the
+			// recording), not because they came to agree.
+			f.Severity, f.Groups = severity(d.to >= now), d.repGroups
 			f.From, f.To = d.from, d.to
 		default:
 			continue
@@ -355,7 +358,7 @@ func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 			f.Passed += u.passed
 			f.From, f.To = min(f.From, u.from), max(f.To, u.to)
 			_, has := in.rules[ar.resource]
-			if u.on && !has && ar.ruleCount > 0 && e.alive(in, now) && u.to >= in.end(now)-e.cfg.StaleMs {
+			if u.on && !has && ar.ruled(now) && e.alive(in, now) && u.to >= in.end(now)-e.cfg.StaleMs {
 				ongoing = true
 			}
 		}

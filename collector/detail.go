@@ -1,0 +1,131 @@
+package collector
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Detail describes one app x resource over [from, to). Its findings are
+// those of the latest published snapshot, and its drift marks are those of
+// the rule-drift finding there, so the detail never contradicts the alerts.
+func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
+	snap := c.snap.Load()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.UnixMilli()
+	d := &Detail{App: app, Resource: resource, From: from, To: to}
+	a := c.apps[arKey{app, resource}]
+	if a == nil || to <= from {
+		return d
+	}
+	c.detailSeries(d, a, now)
+	var drifting map[string]bool // instances outside the largest group of an ongoing drift
+	for _, f := range snap.Findings {
+		if f.App != app || f.Resource != resource {
+			continue
+		}
+		d.Findings = append(d.Findings, f)
+		if f.Kind == triage.KindRuleDrift && f.Severity == triage.Critical && len(f.Groups) > 1 {
+			drifting = map[string]bool{}
+			for _, g := range f.Groups[1:] {
+				for _, n := range g.Instances {
+					drifting[n] = true
+				}
+			}
+		}
+	}
+	var names []string
+	for name, in := range c.insts {
+		if in.app == app && in.series[resource] != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	// The rules most live instances have (compared as drift compares them)
+	// decide the threshold lines; ties go to the first instance by name.
+	votes := map[string]int{}
+	best := 0
+	var majorityRules []core.BreakerRule
+	for _, name := range names {
+		in := c.insts[name]
+		if in.gone {
+			continue
+		}
+		key := triage.RuleContent(in.breakers[resource], in.flows[resource])
+		votes[key]++
+		if votes[key] > best {
+			best, majorityRules = votes[key], in.breakers[resource]
+		}
+	}
+	if len(majorityRules) > 0 {
+		r := majorityRules[0]
+		d.HasBreaker, d.Strategy, d.Threshold, d.MaxAllowedRtMs = true, r.Strategy, r.Threshold, r.MaxAllowedRtMs
+	}
+	rateMs := c.opts.RateWindow.Milliseconds()
+	for _, name := range names {
+		in := c.insts[name]
+		se := in.series[resource]
+		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(in.breakers[resource]) > 0,
+			Breakers: in.breakers[resource], Flows: in.flows[resource], RulesVersion: in.version,
+			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed}
+		for _, t := range se.tracks {
+			if t.state == id.State {
+				id.StateSince = max(id.StateSince, t.since)
+			}
+			for _, st := range t.steps {
+				switch {
+				case st.AtMs < from:
+					id.Start = st.To
+				case st.AtMs < to:
+					id.Transitions = append(id.Transitions, st)
+				}
+			}
+		}
+		slices.SortStableFunc(id.Transitions, func(x, y Transition) int { return cmp.Compare(x.AtMs, y.AtMs) })
+		end := in.dataEndSecond()
+		sum, _ := window(&se.fine, end-rateMs, end)
+		id.PassQPS = float64(sum.pass) * 1000 / float64(rateMs)
+		id.BlockQPS = float64(sum.block) * 1000 / float64(rateMs)
+		if sum.complete > 0 {
+			id.SlowRatio = float64(sum.slow) / float64(sum.complete)
+			id.ErrorRatio = float64(sum.err) / float64(sum.complete)
+		}
+		d.Instances = append(d.Instances, id)
+	}
+	return d
+}
+
+// detailSeries fills the per-step series of d from the app's ring that
+// covers the range. c.mu is held.
+func (c *Collector) detailSeries(d *Detail, a *appSeries, now int64) {
+	r := &a.fine
+	if now-d.From > a.fine.span() || d.To-d.From > a.fine.span() {
+		r = &a.coarse
+	}
+	d.StepMs = r.stepMs
+	perSec := 1000 / float64(r.stepMs)
+	for t := r.align(d.From); t < d.To; t += r.stepMs {
+		sl, h := r.at(t)
+		var cnt counts
+		var hist [histLen]uint32
+		if sl != nil {
+			cnt, hist = *sl, *h
+		}
+		d.PassQPS = append(d.PassQPS, float64(cnt.pass)*perSec)
+		d.BlockQPS = append(d.BlockQPS, float64(cnt.block)*perSec)
+		if cnt.complete > 0 {
+			d.SlowRatio = append(d.SlowRatio, float64(cnt.slow)/float64(cnt.complete))
+			d.ErrorRatio = append(d.ErrorRatio, float64(cnt.err)/float64(cnt.complete))
+			_, p99 := quantiles(&hist, int64(cnt.rtMax))
+			d.P99Ms = append(d.P99Ms, float64(p99))
+		} else {
+			d.SlowRatio = append(d.SlowRatio, nan)
+			d.ErrorRatio = append(d.ErrorRatio, nan)
+			d.P99Ms = append(d.P99Ms, nan)
+		}
+	}
+}

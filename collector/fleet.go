@@ -1,0 +1,175 @@
+package collector
+
+import (
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// The fleet model: one place for instance identity, restarts, liveness,
+// rules and breaker tracks. The table, the detail screen, triage and
+// /metrics all read it, so they agree on which instances are there and what
+// rules they have.
+
+// instance is what the collector knows of one emitting process.
+type instance struct {
+	name, app  string
+	startedAt  int64
+	bucketMs   int64
+	version    string
+	breakers   map[string][]core.BreakerRule
+	flows      map[string][]core.FlowRule
+	series     map[string]*series
+	lastArrive int64 // collector clock
+	lastTs     int64 // sender clock, latest message
+	dataEnd    int64 // sender clock: buckets are complete up to here
+	offsets    [16]int64
+	nOffsets   int
+	offset     int64
+	// gone is the one liveness rule: set when the instance said bye or was
+	// silent for longer than Options.StaleAfter (see sweep), cleared by its
+	// next message. goneAt is when, on the collector's clock.
+	gone   bool
+	goneAt int64
+}
+
+// series is one instance x resource.
+type series struct {
+	resource string
+	app      *appSeries
+	seen     dedupe
+	fine     ring
+	coarse   ring
+	tracks   []*track // one per breaker rule id, "" first
+	// Totals of everything accepted, for exact accounting.
+	total counts
+}
+
+// track is one breaker's timeline on one instance.
+type track struct {
+	ruleID string
+	state  core.State
+	since  int64
+	steps  []Transition // bounded: the oldest are dropped first
+}
+
+const maxTrackSteps = 512
+
+// appSeries is one app x resource, summed over its instances.
+type appSeries struct {
+	key    arKey
+	fine   ring
+	coarse ring
+	last   int64 // latest transition
+	// Exact totals since the collector started, for counters.
+	total       totals
+	transitions map[[2]core.State]int64 // (from, to) -> count
+}
+
+type arKey struct{ app, resource string }
+
+// totals are exact 64-bit sums.
+type totals struct {
+	pass, block, complete, err, slow int64
+}
+
+// instanceFor returns the instance named by a message, creating it within
+// --max-instances; nil when the limit turned it away. c.mu is held.
+func (c *Collector) instanceFor(place, name string) *instance {
+	if in := c.insts[name]; in != nil {
+		return in
+	}
+	if len(c.insts) >= c.opts.MaxInstances {
+		count(c.overflow, ReasonMaxInstances, place+": "+name)
+		return nil
+	}
+	in := &instance{name: name, app: name, breakers: map[string][]core.BreakerRule{},
+		flows: map[string][]core.FlowRule{}, series: map[string]*series{}, bucketMs: core.ResourceBucketMs}
+	c.insts[name] = in
+	return in
+}
+
+// sweep applies the liveness rule at now: an instance silent for longer
+// than StaleAfter is gone from that moment, for every view at once (the
+// table, the detail, triage and /metrics). c.mu is held.
+func (c *Collector) sweep(now int64) {
+	stale := c.opts.StaleAfter.Milliseconds()
+	for _, in := range c.insts {
+		if !in.gone && now-in.lastArrive > stale {
+			in.gone, in.goneAt = true, in.lastArrive+stale
+			c.engine.Bye(in.name, in.lastTs+stale)
+		}
+	}
+}
+
+func (c *Collector) hello(in *instance, m *wire.Hello) {
+	app := m.App
+	if app == "" {
+		app = m.Instance
+	}
+	restarted := in.startedAt != 0 && m.StartedAt > in.startedAt
+	if in.app != app {
+		// Series belong to the app they were counted for; a renamed app
+		// starts fresh.
+		in.series = map[string]*series{}
+	}
+	in.app = app
+	if m.BucketMs > 0 {
+		in.bucketMs = m.BucketMs
+	}
+	if restarted {
+		// A new process: its breakers start CLOSED and its buckets are new
+		// even where their starts repeat the old process's last ones.
+		for _, s := range in.series {
+			s.seen = dedupe{}
+			for _, t := range s.tracks {
+				if t.state != core.Closed {
+					t.state, t.since = core.Closed, m.StartedAt
+				}
+			}
+		}
+	}
+	if m.StartedAt > in.startedAt {
+		in.startedAt = m.StartedAt
+	}
+	c.engine.Hello(in.name, app, m.Ts, m.StartedAt)
+}
+
+func (c *Collector) rules(in *instance, m *wire.Rules) {
+	in.version = m.Version
+	in.breakers = map[string][]core.BreakerRule{}
+	in.flows = map[string][]core.FlowRule{}
+	for _, r := range m.Breakers {
+		in.breakers[r.Resource] = append(in.breakers[r.Resource], r)
+	}
+	for _, r := range m.Flows {
+		in.flows[r.Resource] = append(in.flows[r.Resource], r)
+	}
+	c.engine.Rules(in.name, m.Ts, m.Version, m.Breakers, m.Flows)
+}
+
+// observeOffset keeps the smallest arrival-minus-ts of recent buckets
+// messages: network delay and backlog only ever add to it.
+func (in *instance) observeOffset(d int64) {
+	in.offsets[in.nOffsets%len(in.offsets)] = d
+	in.nOffsets++
+	n := min(in.nOffsets, len(in.offsets))
+	in.offset = in.offsets[0]
+	for _, o := range in.offsets[1:n] {
+		in.offset = min(in.offset, o)
+	}
+}
+
+// dataEndSecond is the end of the instance's complete data, on a second.
+func (in *instance) dataEndSecond() int64 {
+	return in.dataEnd - floorMod(in.dataEnd, fineStepMs)
+}
+
+func worstState(tracks []*track) core.State {
+	st := core.Closed
+	for _, t := range tracks {
+		if t.state == core.Open || (t.state == core.HalfOpen && st == core.Closed) {
+			st = t.state
+		}
+	}
+	return st
+}

@@ -1,0 +1,221 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/fixtures"
+)
+
+// feedFixture ingests a fixture message by message on a virtual clock and
+// calls check every stepMs of fixture time (and at the end).
+func feedFixture(t *testing.T, name string, stepMs int64, check func(c *Collector, now int64)) {
+	t.Helper()
+	f, err := fixtures.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := wire.NewReader(f, name)
+	var vc *core.VirtualClock
+	var c *Collector
+	next := int64(0)
+	for {
+		m, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.(*wire.Meta); ok {
+			continue
+		}
+		ts := m.Head().Ts
+		if c == nil {
+			vc = core.NewVirtualClock(time.UnixMilli(ts))
+			c = New(Options{Clock: vc, Mode: ModeReplay, Source: name})
+			next = ts + stepMs
+		}
+		for ts >= next {
+			vc.Set(time.UnixMilli(next))
+			check(c, next)
+			next += stepMs
+		}
+		if ts > vc.UnixMilli() {
+			vc.Set(time.UnixMilli(ts))
+		}
+		c.Ingest(name, wire.Clone(m))
+	}
+	check(c, vc.UnixMilli())
+}
+
+// TestDetailDriftMarksAgreeWithFindings replays every fixture and, every
+// 5 s, requires the detail's drift marks to be exactly the instances an
+// ongoing rule-drift finding puts outside its largest group, and none
+// without one (the detail once marked 7 of 8 gateways of recovery-herd as
+// drifting, comparing retryTimeoutMs and rule order, while triage rightly
+// found no drift).
+func TestDetailDriftMarksAgreeWithFindings(t *testing.T) {
+	for _, name := range fixtures.Names() {
+		t.Run(name, func(t *testing.T) {
+			checks, marked := 0, 0
+			feedFixture(t, name, 5000, func(c *Collector, now int64) {
+				s := c.Publish()
+				for _, row := range s.Rows {
+					want := map[string]bool{}
+					for _, f := range s.Findings {
+						if f.Kind == triage.KindRuleDrift && f.App == row.App && f.Resource == row.Resource &&
+							f.Severity == triage.Critical {
+							for _, g := range f.Groups[1:] {
+								for _, n := range g.Instances {
+									want[n] = true
+								}
+							}
+						}
+					}
+					d := c.Detail(row.App, row.Resource, now-60_000, now)
+					for _, id := range d.Instances {
+						checks++
+						if id.Drift != want[id.Instance] {
+							t.Fatalf("at +%ds %s/%s: detail marks %s drift=%v, the findings say %v",
+								(now-s.Replay.From)/1000, row.App, row.Resource, id.Instance, id.Drift, want[id.Instance])
+						}
+						if id.Drift {
+							marked++
+						}
+					}
+				}
+			})
+			if checks == 0 {
+				t.Fatal("no instance checked")
+			}
+			if name == "recovery-herd" && marked != 0 {
+				t.Fatalf("recovery-herd: %d drift marks without drift", marked)
+			}
+			if name == "rule-push-partial" && marked == 0 {
+				t.Fatal("rule-push-partial: the drifting gateways are never marked")
+			}
+		})
+	}
+}
+
+// scrape gathers the collector's Prometheus metrics as name{labels} -> value.
+func scrape(t *testing.T, c *Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.PrometheusCollector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			out[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
+		}
+	}
+	return out
+}
+
+// TestSilentInstanceLeavesEveryViewAtOnce: three instances of one app, the
+// third with another rule; the third goes silent without a bye. Until the
+// stale period has passed it counts everywhere; from the moment it has, it
+// is gone from the header, the row, the breaker states, /metrics and the
+// detail, and the rule drift it caused is no longer critical (it once
+// stayed critical for minutes after the instance left the table).
+func TestSilentInstanceLeavesEveryViewAtOnce(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc, StaleAfter: 15 * time.Second})
+	rule := core.BreakerRule{Resource: "r", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 20,
+		StatIntervalMs: 1000, RetryTimeoutMs: 5000}
+	other := rule
+	other.Threshold = 0.8
+	names := []string{"a-1", "a-2", "a-3"}
+	for i, n := range names {
+		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: n}, App: "a", StartedAt: t0ms, BucketMs: 500})
+		r := rule
+		if i == 2 {
+			r = other
+		}
+		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: n},
+			Version: fmt.Sprint(i == 2), Breakers: []core.BreakerRule{r}})
+	}
+	silentFrom := t0ms + 30_000
+	for ts := t0ms; ts < t0ms+120_000; ts += 500 {
+		vc.Set(time.UnixMilli(ts + 500))
+		for _, n := range names {
+			if n == "a-3" && ts >= silentFrom {
+				continue
+			}
+			c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: ts + 500, Instance: n}, BucketMs: 500,
+				Items: []wire.BucketItem{{Resource: "r", Start: ts, Pass: 10, Complete: 10}}})
+		}
+		now := ts + 500
+		s := c.Publish()
+		wantLive := 3
+		if now-(silentFrom) > 15_000 { // a-3's last message arrived at silentFrom
+			wantLive = 2
+		}
+		m := scrape(t, c)
+		d := c.Detail("a", "r", now-60_000, now)
+		var driftCrit bool
+		for _, f := range s.Findings {
+			if f.Kind == triage.KindRuleDrift && f.Severity == triage.Critical {
+				driftCrit = true
+			}
+		}
+		gone := 0
+		for _, id := range d.Instances {
+			if id.Gone {
+				gone++
+			}
+		}
+		row := s.Rows[0]
+		got := []int{s.Instances, row.Instances, row.Breakers.Total(), len(s.Breakers), int(m["sentinel_top_instances{}"]),
+			countPrefix(m, "sentinel_top_breaker_state{") / 3, 3 - gone}
+		for i, v := range got {
+			if v != wantLive {
+				t.Fatalf("at +%d ms: live instances %v (header, row, row breakers, snapshot breakers, /metrics instances, /metrics states, detail), want all %d",
+					now-t0ms, got, wantLive)
+				_ = i
+			}
+		}
+		if now >= t0ms+10_000 && wantLive == 3 && !driftCrit {
+			t.Fatalf("at +%d ms: a-3's other rule is not a critical drift", now-t0ms)
+		}
+		if wantLive == 2 && driftCrit {
+			t.Fatalf("at +%d ms: a-3 left the table, yet its rule drift is still critical", now-t0ms)
+		}
+	}
+}
+
+func countPrefix(m map[string]float64, prefix string) int {
+	n := 0
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,291 @@
+package collector
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// Reasons are the stable tokens that name why something was refused: the
+// Reason of a RejectCount, and the label values of the Prometheus counters.
+// Words for people (and the flag that raises a limit) belong to whoever
+// shows them.
+const (
+	// Rejected messages, by the class of their decoding error.
+	ReasonWrongVersion = "wrong_version"
+	ReasonTooLarge     = "too_large"
+	ReasonNameTooLong  = "name_too_long"
+	ReasonUnknownKind  = "unknown_kind"
+	ReasonMalformed    = "malformed"
+	ReasonInvalid      = "invalid"
+	ReasonOther        = "other"
+	// What the collector's own limits turned away.
+	ReasonMaxInstances = "max_instances" // Options.MaxInstances
+	ReasonMaxResources = "max_resources" // Options.MaxResourcesPerInstance
+	ReasonDedupeSpan   = "dedupe_span"   // a bucket older than dedupe can tell
+	ReasonMaxRate      = "max_rate"      // Options.MaxMessageRate
+)
+
+// Reject counts a message that could not be used: err's class is the
+// reason, place says where (file:line or target).
+func (c *Collector) Reject(place string, err error) {
+	c.mu.Lock()
+	c.rejected++
+	count(c.rejects, reasonOf(err), place+": "+err.Error())
+	c.mu.Unlock()
+	if c.opts.OnReject != nil {
+		c.opts.OnReject(place, err)
+	}
+}
+
+func count(m map[string]*RejectCount, reason, last string) {
+	rc := m[reason]
+	if rc == nil {
+		rc = &RejectCount{Reason: reason}
+		m[reason] = rc
+	}
+	rc.Count++
+	rc.Last = last
+}
+
+// reasonOf names the class of a decode error for the reject counters.
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, wire.ErrVersion):
+		return ReasonWrongVersion
+	case errors.Is(err, wire.ErrTooLarge):
+		var de *wire.DecodeError
+		if errors.As(err, &de) && de.Field != "" && de.Field != "items" && de.Field != "breakers" && de.Field != "flows" {
+			return ReasonNameTooLong // every other sized field is a name
+		}
+		return ReasonTooLarge
+	case errors.Is(err, wire.ErrUnknownKind):
+		return ReasonUnknownKind
+	case errors.Is(err, wire.ErrMalformed):
+		return ReasonMalformed
+	case errors.Is(err, wire.ErrInvalid):
+		return ReasonInvalid
+	}
+	return ReasonOther
+}
+
+// Ingest accepts one decoded, valid message from place. The message is not
+// kept: callers may reuse it afterwards. It reports whether the message was
+// accepted (false: turned away by a limit, and counted).
+//
+// What was accepted goes on to the recording and the re-served stream (the
+// tees), outside the store's lock: a buckets message only with the items
+// the store took, so each (instance, resource, start) is written once
+// whatever the reconnects re-sent.
+func (c *Collector) Ingest(place string, m wire.Message) bool {
+	if _, ok := m.(*wire.Meta); ok {
+		return true // fixture annotations: nothing to aggregate
+	}
+	now := c.clock.UnixMilli()
+	c.mu.Lock()
+	tee := c.teeing.Load()
+	var kept []int
+	if tee {
+		kept = c.keptBuf[:0]
+	}
+	ok := c.ingest(place, m, now, tee, &kept)
+	if tee {
+		c.keptBuf = kept[:0]
+	}
+	out := m
+	if b, isBuckets := m.(*wire.Buckets); ok && tee && isBuckets && len(kept) < len(b.Items) {
+		if len(kept) == 0 && b.Dropped == 0 {
+			out = nil // every item was a re-send or refused
+		} else {
+			nb := *b
+			nb.Items = make([]wire.BucketItem, len(kept))
+			for i, k := range kept {
+				nb.Items[i] = b.Items[k]
+			}
+			out = &nb
+		}
+	}
+	c.mu.Unlock()
+	if ok && tee && out != nil {
+		c.tee(out, now)
+	}
+	return ok
+}
+
+// ingest applies m to the fleet model; c.mu is held. With tee set, kept
+// collects the indexes of the bucket items taken.
+func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, kept *[]int) bool {
+	h := m.Head()
+	in := c.instanceFor(place, h.Instance)
+	if in == nil {
+		return false
+	}
+	in.lastArrive = now
+	in.lastTs = max(in.lastTs, h.Ts)
+	in.gone = false
+	switch m := m.(type) {
+	case *wire.Hello:
+		c.hello(in, m)
+	case *wire.Rules:
+		c.rules(in, m)
+	case *wire.Buckets:
+		c.buckets(place, in, m, now, tee, kept)
+	case *wire.State:
+		c.state(place, in, m)
+	case *wire.Bye:
+		in.gone, in.goneAt = true, now
+		c.engine.Bye(in.name, m.Ts)
+	}
+	c.messages++
+	return true
+}
+
+// seriesFor returns the instance's series for resource, creating it within
+// the limits; nil when a limit turned it away.
+func (c *Collector) seriesFor(place string, in *instance, resource string) *series {
+	if s := in.series[resource]; s != nil {
+		return s
+	}
+	if len(in.series) >= c.opts.MaxResourcesPerInstance {
+		count(c.overflow, ReasonMaxResources, place+": "+in.name+" "+resource)
+		return nil
+	}
+	key := arKey{in.app, resource}
+	coarse := int(c.opts.Retention.Milliseconds()/coarseStepMs) + 1
+	a := c.apps[key]
+	if a == nil {
+		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true)}
+		c.apps[key] = a
+	}
+	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, instanceFineSlots, false), coarse: newRing(coarseStepMs, coarse, false)}
+	in.series[resource] = s
+	return s
+}
+
+func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int64, tee bool, kept *[]int) {
+	c.dropped += m.Dropped
+	in.observeOffset(now - m.Ts)
+	if m.BucketMs > 0 {
+		in.bucketMs = m.BucketMs
+		end := m.Ts - floorMod(m.Ts, m.BucketMs)
+		in.dataEnd = max(in.dataEnd, end)
+	}
+	for i := range m.Items {
+		it := &m.Items[i]
+		s := c.seriesFor(place, in, it.Resource)
+		if s == nil {
+			continue
+		}
+		dup, old := s.seen.mark(floorDiv(it.Start, m.BucketMs))
+		if dup {
+			c.dups++
+			continue
+		}
+		if old {
+			count(c.overflow, ReasonDedupeSpan, place+": "+in.name+" "+it.Resource)
+			continue
+		}
+		if tee {
+			*kept = append(*kept, i)
+		}
+		in.dataEnd = max(in.dataEnd, it.Start+m.BucketMs)
+		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
+		at := &s.app.total
+		at.pass, at.block, at.complete, at.err, at.slow = at.pass+it.Pass, at.block+it.Block, at.complete+it.Complete, at.err+it.Error, at.slow+it.Slow
+		for _, r := range []*ring{&s.fine, &s.coarse} {
+			if sl, _ := r.slot(it.Start); sl != nil {
+				sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
+			}
+		}
+		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
+			if sl, h := r.slot(it.Start); sl != nil {
+				sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
+				if it.RtHist != nil {
+					for k, v := range it.RtHist {
+						h[k] = sat32(h[k], v)
+					}
+				}
+			}
+		}
+		bs := triage.BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: m.BucketMs,
+			Pass: it.Pass, Block: it.Block, Complete: it.Complete, Error: it.Error, Slow: it.Slow,
+			RtSum: it.RtSum, RtMax: it.RtMax}
+		if it.RtHist != nil {
+			bs.RtHist, bs.HasHist = *it.RtHist, true
+		}
+		c.engine.Bucket(in.name, bs)
+	}
+}
+
+func (c *Collector) state(place string, in *instance, m *wire.State) {
+	s := c.seriesFor(place, in, m.Resource)
+	if s == nil {
+		return
+	}
+	var t *track
+	for _, x := range s.tracks {
+		if x.ruleID == m.RuleID {
+			t = x
+		}
+	}
+	if t == nil {
+		t = &track{ruleID: m.RuleID, state: core.Closed}
+		s.tracks = append(s.tracks, t)
+	}
+	tr := Transition{AtMs: m.Ts, From: m.From, To: m.To, RuleID: m.RuleID}
+	ct := core.Transition{Resource: m.Resource, RuleID: m.RuleID, Strategy: m.Strategy, From: m.From, To: m.To,
+		AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1))}
+	if m.Snapshot != nil {
+		// Bad is what the breaker judged: slow calls for a slow-ratio
+		// breaker, errors for the others.
+		bad := m.Snapshot.Error
+		if m.Strategy == core.SlowRequestRatio {
+			bad = m.Snapshot.Slow
+		}
+		ws := core.WindowSnapshot{Total: m.Snapshot.Total, Bad: bad, Value: m.Snapshot.Value}
+		tr.Snapshot, ct.Snapshot = &ws, ws
+	}
+	if m.Probe != nil {
+		p := core.Probe{RtMs: m.Probe.RtMs, Error: m.Probe.Error}
+		tr.Probe, ct.Probe = &p, &p
+	}
+	if len(t.steps) == maxTrackSteps {
+		t.steps = slices.Delete(t.steps, 0, maxTrackSteps/4)
+	}
+	t.steps = append(t.steps, tr)
+	t.state, t.since = m.To, m.Ts
+	s.app.last = max(s.app.last, m.Ts)
+	if s.app.transitions == nil {
+		s.app.transitions = map[[2]core.State]int64{}
+	}
+	s.app.transitions[[2]core.State{m.From, m.To}]++
+	c.engine.Transition(in.name, ct)
+}
+
+// tee hands an accepted message to the recording and the re-served stream;
+// c.mu is not held, so a slow disk or reader never stalls the store (two
+// sources' messages may reach the tees in the other order than the store
+// took them: neither depends on it). A recording error is
+// sticky: nothing more is written, and the error is shown and reported.
+func (c *Collector) tee(m wire.Message, now int64) {
+	c.teeMu.Lock()
+	defer c.teeMu.Unlock()
+	if c.opts.Record != nil && c.recordErr == nil {
+		if err := c.opts.Record.Write(m); err != nil {
+			c.recordErr = err
+		}
+	}
+	if c.restream != nil {
+		c.restream.publish(m, now)
+	}
+}
+
+// RecordError is the first error writing the recording, if any.
+func (c *Collector) RecordError() error {
+	c.teeMu.Lock()
+	defer c.teeMu.Unlock()
+	return c.recordErr
+}

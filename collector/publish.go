@@ -1,0 +1,210 @@
+package collector
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Publish builds a snapshot now and makes it the latest. The liveness rule
+// is applied first (see sweep), and the findings are computed here, once:
+// the table, the detail screen, /report and /metrics all read these.
+func (c *Collector) Publish() *Snapshot {
+	now := c.clock.UnixMilli()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sweep(now)
+	findings := c.engine.Findings(now)
+	c.seq++
+	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
+		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings}
+	if c.replay.Active {
+		s.Replay = c.replay
+		s.Replay.Pos = now
+	}
+	if err := c.RecordError(); err != nil {
+		s.RecordError = err.Error()
+	}
+	notes := map[string]int{}
+	for _, t := range c.targets {
+		st := t.status()
+		s.Targets = append(s.Targets, st)
+		if st.Note != "" {
+			notes[st.Note]++
+		}
+	}
+	s.Rejects = sortedCounts(c.rejects)
+	s.Overflow = sortedCounts(c.overflow)
+	worst := map[arKey]triage.Severity{}
+	for _, f := range findings {
+		k := arKey{f.App, f.Resource}
+		if w, ok := worst[k]; !ok || f.Severity > w {
+			worst[k] = f.Severity
+		}
+	}
+	rows, ends, warnings := c.instanceRows(s, now)
+	noteList := make([]string, 0, len(notes))
+	for note, n := range notes {
+		noteList = append(noteList, fmt.Sprintf("%d %s: %s", n, plural(n, "target", "targets"), note))
+	}
+	slices.Sort(noteList)
+	s.Warnings = append(warnings, noteList...)
+	rateMs := c.opts.RateWindow.Milliseconds()
+	s.Rows = make([]ResourceRow, 0, len(rows))
+	for k, row := range rows {
+		a := c.apps[k]
+		end := ends[k]
+		sum, hist := window(&a.fine, end-rateMs, end)
+		if sum.complete > 0 {
+			row.SlowRatio = float64(sum.slow) / float64(sum.complete)
+			row.ErrorRatio = float64(sum.err) / float64(sum.complete)
+			row.AvgRtMs = float64(sum.rtSum) / float64(sum.complete)
+		}
+		row.P50Ms, row.P99Ms = quantiles(&hist, int64(sum.rtMax))
+		row.Trend = make([]float64, TrendLen)
+		for i := range row.Trend {
+			t := end - int64(TrendLen-i)*fineStepMs
+			if sl, _ := a.fine.at(t); sl != nil {
+				row.Trend[i] = float64(sl.pass)
+			}
+		}
+		row.Worst, row.HasFinding = worst[k]
+		s.Rows = append(s.Rows, *row)
+	}
+	slices.SortFunc(s.Rows, func(x, y ResourceRow) int {
+		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource))
+	})
+	s.Totals = c.appTotals()
+	c.snap.Store(s)
+	return s
+}
+
+// instanceRows folds the instances into one row per app x resource. Rows
+// count and show the breakers of live instances only; an instance gone for
+// less than StaleAfter still lends its last data to the rates (so a fleet
+// that stopped is seen stopping), but is not counted. c.mu is held.
+func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow, map[arKey]int64, []string) {
+	rateMs := c.opts.RateWindow.Milliseconds()
+	stale := c.opts.StaleAfter.Milliseconds()
+	rows := map[arKey]*ResourceRow{}
+	ends := map[arKey]int64{}
+	apps := map[string]bool{}
+	resources := map[string]bool{}
+	var warnings []string
+	names := make([]string, 0, len(c.insts))
+	for name, in := range c.insts {
+		if !in.gone || now-in.goneAt <= stale {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		in := c.insts[name]
+		live := !in.gone
+		apps[in.app] = true
+		if live {
+			s.Instances++
+			if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive {
+				dir := "behind"
+				if off < 0 {
+					dir, off = "ahead of", -off
+				}
+				warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
+			}
+		}
+		end := in.dataEndSecond()
+		for res, se := range in.series {
+			k := arKey{in.app, res}
+			resources[res] = true
+			row := rows[k]
+			if row == nil {
+				row = &ResourceRow{App: in.app, Resource: res}
+				rows[k] = row
+			}
+			sum, _ := window(&se.fine, end-rateMs, end)
+			row.PassQPS += float64(sum.pass) * 1000 / float64(rateMs)
+			row.BlockQPS += float64(sum.block) * 1000 / float64(rateMs)
+			ends[k] = max(ends[k], end)
+			row.LastTransition = max(row.LastTransition, se.app.last)
+			if !live {
+				continue
+			}
+			row.Instances++
+			if len(in.breakers[res]) > 0 {
+				row.HasBreaker = true
+				st := worstState(se.tracks)
+				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st})
+				switch st {
+				case core.Open:
+					row.Breakers.Open++
+				case core.HalfOpen:
+					row.Breakers.HalfOpen++
+				default:
+					row.Breakers.Closed++
+				}
+			}
+		}
+	}
+	s.Apps, s.Resources = len(apps), len(resources)
+	slices.SortFunc(s.Breakers, func(x, y BreakerState) int {
+		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource), cmp.Compare(x.Instance, y.Instance))
+	})
+	return rows, ends, warnings
+}
+
+// appTotals are the exact counters of every app x resource since the
+// collector started, sorted. c.mu is held.
+func (c *Collector) appTotals() []ResourceTotals {
+	out := make([]ResourceTotals, 0, len(c.apps))
+	for k, a := range c.apps {
+		t := ResourceTotals{App: k.app, Resource: k.resource, Pass: a.total.pass, Block: a.total.block,
+			Complete: a.total.complete, Error: a.total.err, Slow: a.total.slow}
+		for ft, n := range a.transitions {
+			t.Transitions = append(t.Transitions, TransitionCount{From: ft[0], To: ft[1], Count: n})
+		}
+		slices.SortFunc(t.Transitions, func(x, y TransitionCount) int {
+			return cmp.Or(cmp.Compare(x.From, y.From), cmp.Compare(x.To, y.To))
+		})
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(x, y ResourceTotals) int {
+		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource))
+	})
+	return out
+}
+
+func quantiles(h *[histLen]uint32, rtMax int64) (p50, p99 int64) {
+	var hh [core.HistogramSlots]int64
+	for i, v := range h {
+		hh[i] = int64(v)
+	}
+	return core.HistogramQuantile(&hh, 0.5, rtMax), core.HistogramQuantile(&hh, 0.99, rtMax)
+}
+
+func sortedCounts(m map[string]*RejectCount) []RejectCount {
+	out := make([]RejectCount, 0, len(m))
+	for _, rc := range m {
+		out = append(out, *rc)
+	}
+	slices.SortFunc(out, func(a, b RejectCount) int { return cmp.Compare(a.Reason, b.Reason) })
+	return out
+}
+
+// window sums the fine slots of r over [from, to) (times aligned to seconds).
+func window(r *ring, from, to int64) (sum counts, hist [histLen]uint32) {
+	for t := r.align(from); t < to; t += r.stepMs {
+		if sl, h := r.at(t); sl != nil {
+			sum.addCounts(sl)
+			if h != nil {
+				for i, v := range h {
+					hist[i] = sat32(hist[i], int64(v))
+				}
+			}
+		}
+	}
+	return sum, hist
+}
