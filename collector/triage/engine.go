@@ -98,13 +98,13 @@ type Engine struct {
 	ars       map[arKey]*appRes
 	keys      map[string]string // interned rule contents: equal contents, one string
 
-	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
-	herds    []*appRes    // app x resource with a counted recovery flood
-	lows     []*appRes    // ... with a low-confidence trip
-	drifts   []*appRes    // ... that had rule drift
-	unprot   []*series    // series with unprotected traffic lasting GraceMs
-	shared   []*resState  // resources reported by two or more apps
-	misalign []*appRes    // app x resource with a misaligned breaker window
+	sawtooth []*breaker  // breakers that had a run of SawtoothRun failed probes
+	herds    []*appRes   // app x resource with a counted recovery flood
+	lows     []*appRes   // ... with a low-confidence trip
+	drifts   []*appRes   // ... that had rule drift
+	unprot   []*series   // series with unprotected traffic lasting GraceMs
+	shared   []*resState // resources reported by two or more apps
+	misalign []*appRes   // app x resource with a misaligned breaker window
 }
 
 type instState struct {
