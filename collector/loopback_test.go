@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // proxy is a loopback TCP relay the test can cut, to force disconnects, and
@@ -164,11 +169,24 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 		agents, proxies = append(agents, fa), append(proxies, p)
 		targets = append(targets, Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath})
 	}
-	c := New(Options{})
+	recording := filepath.Join(t.TempDir(), "live.ndjson.gz")
+	rec, err := wire.Create(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Record: rec})
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
 	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(dialed) }()
-	defer func() { cancel(); <-dialed }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-dialed
+		}
+	}
+	defer stop()
 
 	// want sums every agent generation per instance.
 	want := map[string]map[string][3]int64{}
@@ -255,5 +273,81 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 	}
 	if reconnects < 3 {
 		t.Errorf("%d reconnects, want at least 3", reconnects)
+	}
+
+	// The recording holds each bucket item once, and replays to the same
+	// totals and findings as the live collector.
+	stop()
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RecordError(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type itemKey struct {
+		inst, res string
+		start     int64
+	}
+	seen := map[itemKey]bool{}
+	rd := wire.NewReader(f, recording)
+	items := 0
+	for {
+		m, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := m.(*wire.Buckets); ok {
+			for _, it := range b.Items {
+				k := itemKey{b.Instance, it.Resource, it.Start}
+				if seen[k] {
+					t.Fatalf("the recording holds %v twice", k)
+				}
+				seen[k] = true
+				items++
+			}
+		}
+	}
+	if items == 0 {
+		t.Fatal("nothing recorded")
+	}
+	g, err := os.Open(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r, err := NewReplay("live.ndjson.gz", g, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range agents {
+		name := fmt.Sprintf("gateway-%d", i)
+		for _, res := range resources {
+			lp, lb, lc, le, ls, _ := c.Totals(name, res)
+			rp, rb, rc, re, rs, ok := r.Collector().Totals(name, res)
+			if !ok || [5]int64{lp, lb, lc, le, ls} != [5]int64{rp, rb, rc, re, rs} {
+				t.Errorf("%s %s: live %v, replayed %v", name, res, [5]int64{lp, lb, lc, le, ls}, [5]int64{rp, rb, rc, re, rs})
+			}
+		}
+	}
+	describe := func(fs []triage.Finding) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, fmt.Sprint(f.Kind, f.App, f.Resource, f.Instances))
+		}
+		return out
+	}
+	if live, replayed := describe(c.Publish().Findings), describe(r.Collector().Publish().Findings); !slices.Equal(live, replayed) {
+		t.Errorf("findings live %v, replayed %v", live, replayed)
 	}
 }
