@@ -202,7 +202,21 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 			return nil, fmt.Errorf("--record: %w", err)
 		}
 		opts.Record = w
-		s.closers = append(s.closers, w.Close)
+		s.closers = append(s.closers, func() error {
+			// A write that failed stopped the recording (the collector
+			// keeps the first error): the run fails, whatever Close says.
+			var werr error
+			if s.c != nil {
+				werr = s.c.RecordError()
+			}
+			if cerr := w.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return fmt.Errorf("--record %s: %w", f.record, werr)
+			}
+			return nil
+		})
 	}
 	switch {
 	case f.replay != "":

@@ -376,3 +376,16 @@ func TestRecordThenReplay(t *testing.T) {
 		t.Fatalf("the recording lost the sawtooth:\n%s", replayed)
 	}
 }
+
+// TestRecordWriteErrorFails: a recording that cannot be written fails the
+// run with exit 3 and says why, for the report and for serve, instead of
+// ending as if it had been written.
+func TestRecordWriteErrorFails(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	code, _, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "3s", "--speed", "20", "--record", "/dev/full")
+	if code != exitRuntime || !strings.Contains(errOut, "--record /dev/full") {
+		t.Fatalf("report --record /dev/full: exit %d, stderr %q", code, errOut)
+	}
+}

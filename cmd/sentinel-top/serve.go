@@ -75,8 +75,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitRuntime
 	}
-	defer s.close()
-
 	stream := s.c.Restream(wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.c.PrometheusCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -132,6 +130,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	select {
 	case <-fed:
 	case <-time.After(5 * time.Second):
+	}
+	if err := s.close(); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
+		code = exitRuntime
 	}
 	return code
 }
