@@ -1,12 +1,24 @@
 // Package collector turns wire v1 streams into a diagnosis. It dials
-// instrumented services (--targets), replays recorded fixtures on a virtual
-// clock, validates and deduplicates what arrives, aggregates it per instance
-// and per app x resource with bounded retention, keeps every breaker
-// transition on a timeline, and runs the triage engine over all of it.
+// instrumented services (--targets), polls Java Sentinel, replays recorded
+// fixtures and metric logs on a virtual clock, and keeps one model of the
+// fleet that every view reads.
 //
-// What it knows is published as an immutable Snapshot at a fixed rate (4 per
-// second by default): the one seam between data and presentation. The UI
-// renders the latest snapshot and asks for a Detail of one resource when it
-// shows one; the report command reads the findings at the end of the input;
-// the recorder writes every accepted message back out as a fixture.
+// The flow, as docs/ARCHITECTURE.md draws it:
+//
+//   - Sources (Dial, the Java poller, Replay, metric logs, the demo) decode
+//     and validate what arrives and hand it to the store through two calls,
+//     Ingest and Reject. The store holds no pointer back to a source and
+//     never calls one while holding its lock: a replay tells the store its
+//     status; the dashboard takes the replay's controls directly.
+//   - The fleet model (fleet.go) owns instance identity and restarts, the
+//     one liveness rule (a bye, or silent past Options.StaleAfter: swept at
+//     every publish), dedupe by (instance, resource, start), each instance's
+//     rules, and breaker tracks. Aggregation rings and the triage engine are
+//     told of each accepted fact once.
+//   - What the store accepted goes on through tees outside its lock: the
+//     recording and the re-served stream get each bucket item once.
+//   - Publish (4 a second in Run) applies the liveness rule, computes the
+//     findings once, and makes an immutable Snapshot: the table, the report,
+//     /report and Prometheus read it; Detail reads the model for one
+//     resource with the published findings, so the views never disagree.
 package collector

@@ -33,14 +33,18 @@
 //   - sync-half-open: 3 or more instances of the latest occasion still have
 //     a breaker of the resource that is not CLOSED: they will probe together
 //     again.
-//   - rule-drift: the instances still disagree at now.
+//   - rule-drift: the instances still disagree at now, or the episode ended
+//     at now because they left at the very end of the input.
 //   - unprotected: the instance's latest bucket with traffic passed without
 //     a rule, ended within StaleMs (default 10 s) of the instance's end, and
-//     the instance still has no rule while others of the app do.
+//     the instance still has no rule while others of the app do (or did
+//     until they left at now).
 //
-// An instance that said bye still counts as present for StaleMs, so a fleet
-// stopping at the end of a recording keeps its findings critical; after that
-// it leaves its app's comparisons (drift, unprotected, herd reporters).
+// Whether an instance is present is not the engine's to decide: the
+// collector's fleet model calls Bye when an instance said bye or went silent
+// past its stale period, and the instance leaves its app's comparisons
+// (drift, unprotected, herd reporters) at that moment, the same moment it
+// leaves the table and /metrics. Its next message brings it back.
 //
 // Rule drift and unprotected traffic must last GraceMs (default 5 s) before
 // they are reported: a rule push reaches the instances a moment apart, and a
