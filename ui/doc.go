@@ -28,8 +28,28 @@
 // control and format characters and bidi overrides are shown as \xNN or
 // \uNNNN, and long names are elided in the middle.
 //
-// Panels are concrete types shaped alike: Update(msg) (T, tea.Cmd),
-// SetSize(w, h) and View(). Styles are built in one place (styles.go) for
-// one colour profile; keys in one keymap (keys.go) that also writes the
-// footer and the help screen.
+// The three screens implement one small interface, screen (screen.go):
+// Update(msg) (screen, tea.Cmd), View, SetSize, Keys (the help.KeyMap the
+// screen offers, which writes its footer's hints), Footer and Modal. The
+// Model draws the status bar, takes the keys that apply everywhere (quit,
+// help, freeze, zoom, replay) and routes the others to the active screen,
+// which answers with the screen to show next: mainScreen (mainscreen.go),
+// detailScreen (detailscreen.go, which also fetches the Detail) and
+// helpScreen (help.go, over the screen it was opened from). They share
+// the styles, the keymap and the view the model keeps through common.
+//
+// Within the screens, panels are concrete types shaped alike: Update(msg)
+// (T, tea.Cmd), SetSize(w, h) and View(). Every list (the table's rows,
+// the alerts, the timeline's instances, the detail's findings, and the
+// transitions, a list kept at its newest) moves with one cursor
+// (cursor.go): position, count, page, the window in sight, clamped when
+// the list shrinks; a list that follows an item by identity across
+// snapshots finds it and selects it. The detail screen scrolls its lines
+// in the same window. Styles are built
+// in one place (styles.go) for one colour profile; keys in one keymap
+// (keys.go) that also writes the footer and the help screen.
+//
+// The replay keys (replay.go) call the ReplayControl only from commands,
+// never from Update: Update queues the calls and one command at a time
+// makes them, so they reach the replay in the order of the keys.
 package ui

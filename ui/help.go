@@ -10,50 +10,66 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
-// helpView is the help screen: every key binding, generated from the
-// keymap, and what the glyphs mean.
-type helpView struct {
-	st     *Styles
-	keys   *keyMap
-	help   help.Model
-	replay bool
+// helpScreen is the help: every key binding, generated from the keymap,
+// and what the glyphs mean. It covers the screen it was opened from, which
+// keeps its footer, and goes back to it on ?, esc or backspace.
+type helpScreen struct {
+	*common
+	under screen
 
 	width, height int
 }
 
-func newHelpView(st *Styles, keys *keyMap) helpView {
-	h := help.New()
-	h.Styles = help.Styles{
-		Ellipsis:       st.helpSep,
-		ShortKey:       st.helpKey,
-		ShortDesc:      st.helpDesc,
-		ShortSeparator: st.helpSep,
-		FullKey:        st.helpKey,
-		FullDesc:       st.helpDesc,
-		FullSeparator:  st.helpSep,
-	}
-	h.ShortSeparator = " · "
-	return helpView{st: st, keys: keys, help: h}
-}
+var _ screen = (*helpScreen)(nil)
 
-// SetReplay shows the replay's keys or not.
-func (h helpView) SetReplay(on bool) helpView { h.replay = on; return h }
+func newHelpScreen(c *common) *helpScreen { return &helpScreen{common: c} }
 
-// SetSize sets the screen area of the help.
-func (h helpView) SetSize(w, hh int) helpView {
-	h.width, h.height = w, hh
-	h.help.Width = w
+// Open shows the help over under.
+func (h *helpScreen) Open(under screen) screen {
+	h.under = under
 	return h
 }
 
-// Update does nothing: the model closes the help.
-func (h helpView) Update(tea.Msg) (helpView, tea.Cmd) { return h, nil }
+// SetSize sets the screen area of the help.
+func (h *helpScreen) SetSize(w, hh int) { h.width, h.height = w, hh }
+
+// Update quits on q and goes back on ?, esc or backspace; the mouse wheel
+// still reaches the screen underneath.
+func (h *helpScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		switch {
+		case key.Matches(msg, h.keys.Quit):
+			return h, tea.Quit
+		case key.Matches(msg, h.keys.Help), msg.Type == tea.KeyEsc, msg.Type == tea.KeyBackspace:
+			return h.under, nil
+		}
+	case tea.MouseMsg:
+		var cmd tea.Cmd
+		h.under, cmd = h.under.Update(msg)
+		return h, cmd
+	}
+	return h, nil
+}
+
+// Keys are every screen's bindings, with the hints of the screen under.
+func (h *helpScreen) Keys() help.KeyMap {
+	return helpKeys{hints: h.under.Keys(), groups: h.keys.forHelp(h.replayKeys)}
+}
+
+// Modal is true: the help takes every key.
+func (h *helpScreen) Modal() bool { return true }
+
+// Footer is the hints of the screen under the help.
+func (h *helpScreen) Footer(w int) string { return h.footer(h.Keys(), "", "", w) }
 
 // View lays out the keymap's groups in as many columns as fit, then the
 // legend of glyphs.
-func (h helpView) View() string {
+func (h *helpScreen) View() string {
 	st := h.st
-	groups := h.keys.forHelp(h.replay).FullHelp()
+	groups := h.Keys().FullHelp()
+	hm := h.hints
+	hm.Width = h.width
 	names := []string{"MOVE", "VIEWS", "DATA", "REPLAY"}
 	var blocks []string
 	for i, g := range groups {
@@ -66,7 +82,7 @@ func (h helpView) View() string {
 		if len(enabled) == 0 {
 			continue
 		}
-		blocks = append(blocks, st.title.on(names[i])+"\n"+h.help.FullHelpView([][]key.Binding{enabled}))
+		blocks = append(blocks, st.title.on(names[i])+"\n"+hm.FullHelpView([][]key.Binding{enabled}))
 	}
 	var b strings.Builder
 	b.WriteString(st.title.on("sentinel-top keys") + st.dim.on("  (? or esc closes)"))
@@ -107,12 +123,6 @@ func (h helpView) View() string {
 		lines = lines[:h.height]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// Short renders the footer's key hints.
-func (h helpView) Short(w int) string {
-	h.help.Width = w
-	return h.help.ShortHelpView(h.keys.ShortHelp())
 }
 
 func blockWidth(s string) int {

@@ -6,8 +6,9 @@ import (
 )
 
 // keyMap is every key binding of the dashboard. It generates the footer's
-// hints (ShortHelp) and the help screen (FullHelp); bindings that do not
-// apply to the current screen are disabled, so neither shows them.
+// hints (ShortHelp) and the help screen (FullHelp). Each screen offers a
+// copy with the bindings it does not use disabled, so its footer does not
+// show them; the replay's are enabled only while a replay can be steered.
 type keyMap struct {
 	Quit, Help, Filter, ClearFilter   key.Binding
 	Up, Down, Top, Bottom, PgUp, PgDn key.Binding
@@ -54,33 +55,49 @@ func newKeyMap() *keyMap {
 	}
 }
 
-// forScreen enables the bindings that apply to a screen.
-func (k *keyMap) forScreen(s screen, filtered, replay bool) {
-	main := s == screenMain
-	k.Filter.SetEnabled(main)
-	k.ClearFilter.SetEnabled(main && filtered)
-	k.Open.SetEnabled(main)
-	k.Back.SetEnabled(!main)
-	k.Alerts.SetEnabled(true)
-	k.Sort.SetEnabled(main)
-	k.Reverse.SetEnabled(main)
+// setReplay enables the replay's bindings or not.
+func (k *keyMap) setReplay(on bool) {
 	for _, b := range []*key.Binding{&k.Pause, &k.Slower, &k.Faster, &k.SeekBack, &k.SeekFwd} {
-		b.SetEnabled(replay)
+		b.SetEnabled(on)
 	}
 }
 
-// forHelp is a copy with every binding enabled, but the replay's when not
-// replaying: the help screen lists the keys of every screen.
-func (k *keyMap) forHelp(replay bool) *keyMap {
+// forMain is the main screen's keymap: no way back, and clearing the
+// filter only when there is one.
+func (k *keyMap) forMain(filtered bool) *keyMap {
 	c := *k
-	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Back, &c.Alerts, &c.Sort, &c.Reverse} {
-		b.SetEnabled(true)
-	}
-	for _, b := range []*key.Binding{&c.Pause, &c.Slower, &c.Faster, &c.SeekBack, &c.SeekFwd} {
-		b.SetEnabled(replay)
+	c.Back.SetEnabled(false)
+	c.ClearFilter.SetEnabled(filtered)
+	return &c
+}
+
+// forDetail is the detail screen's keymap: no filter, sort or drill down.
+func (k *keyMap) forDetail() *keyMap {
+	c := *k
+	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse} {
+		b.SetEnabled(false)
 	}
 	return &c
 }
+
+// forHelp is the help screen's: every screen's bindings, the replay's only
+// when replaying.
+func (k *keyMap) forHelp(replay bool) *keyMap {
+	c := *k
+	c.setReplay(replay)
+	return &c
+}
+
+// helpKeys is a keymap whose hints are one keymap's and groups another's:
+// the help screen lists every binding while its footer keeps the hints of
+// the screen under it.
+type helpKeys struct{ hints, groups help.KeyMap }
+
+// ShortHelp is the hints' keymap's.
+func (k helpKeys) ShortHelp() []key.Binding { return k.hints.ShortHelp() }
+
+// FullHelp is the groups' keymap's.
+func (k helpKeys) FullHelp() [][]key.Binding { return k.groups.FullHelp() }
 
 // ShortHelp is the footer: the keys that matter most on this screen.
 func (k *keyMap) ShortHelp() []key.Binding {

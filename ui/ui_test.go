@@ -151,7 +151,7 @@ func TestFooterFollowsTheScreen(t *testing.T) {
 func TestSortAndReverse(t *testing.T) {
 	m := newTestModel(goldenSource(), 120, 40)
 	first := func() string {
-		r, _ := m.table.Selected()
+		r, _ := m.main.table.Selected()
 		return r.Resource
 	}
 	press(m, "g")
@@ -184,7 +184,7 @@ func TestSelectionFollowsTheResource(t *testing.T) {
 	next.Rows = append(next.Rows[2:3], next.Rows...) // it moves to the top
 	src.set(next)
 	send(m, tickMsg{})
-	if r, _ := m.table.Selected(); r.Resource != "订单查询/按用户" {
+	if r, _ := m.main.table.Selected(); r.Resource != "订单查询/按用户" {
 		t.Errorf("the selection moved to %q", r.Resource)
 	}
 }

@@ -1,0 +1,227 @@
+// The main screen: the resource table above the alerts panel.
+
+package ui
+
+import (
+	"strconv"
+	"strings"
+
+	textcursor "github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+)
+
+// focusPanel is the main screen's panel that has the keyboard.
+type focusPanel uint8
+
+const (
+	focusTable focusPanel = iota
+	focusAlerts
+)
+
+// mainScreen is the resource table above the alerts panel, one of them
+// with the keyboard (tab), with the filter typed after / and the sort.
+// Enter opens the detail screen of the selected row or finding.
+type mainScreen struct {
+	*common
+	table  resourceTable
+	alerts alertsPanel
+	focus  focusPanel
+	detail *detailScreen // what enter opens
+
+	filter    textinput.Model
+	filtering bool
+	sort      sortKey
+	reverse   bool
+
+	width, height int
+}
+
+var _ screen = (*mainScreen)(nil)
+
+func newMainScreen(c *common) *mainScreen {
+	st := c.st
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "app or resource"
+	ti.CharLimit = 128
+	ti.PromptStyle = st.r.NewStyle().Bold(true)
+	ti.TextStyle = st.r.NewStyle()
+	ti.PlaceholderStyle = st.r.NewStyle().Faint(true)
+	ti.Cursor.Style = st.r.NewStyle().Reverse(true)
+	ti.Cursor.TextStyle = st.r.NewStyle()
+	ti.Cursor.SetMode(textcursor.CursorStatic) // a blinking cursor would wake the program twice a second
+	return &mainScreen{
+		common: c,
+		table:  newResourceTable(st, c.keys),
+		alerts: newAlertsPanel(st, c.keys),
+		filter: ti,
+	}
+}
+
+// Show shows a snapshot's rows and findings.
+func (s *mainScreen) Show(snap *collector.Snapshot) {
+	s.table = s.table.SetRows(snap.Rows).SetEmptyText(emptyText(snap))
+	s.alerts = s.alerts.SetFindings(snap.Findings)
+	s.SetSize(s.width, s.height) // the alerts' share follows their number
+}
+
+// emptyText says why a snapshot has no rows.
+func emptyText(s *collector.Snapshot) string {
+	switch {
+	case s.Messages == 0 && s.Mode == collector.ModeReplay:
+		return "nothing replayed yet"
+	case s.Messages == 0:
+		return "waiting for the targets' first messages"
+	case s.Instances == 0:
+		return "no instance is reporting: all said bye or went quiet"
+	}
+	return "no resource reported recently"
+}
+
+// SetSize gives the alerts up to a third of the screen and the table the
+// rest.
+func (s *mainScreen) SetSize(w, h int) {
+	s.width, s.height = w, h
+	ah := 1
+	if n := len(s.snap.Findings); n > 0 {
+		ah = min(n+1, max(2, h/3))
+	}
+	s.table = s.table.SetSize(w, max(1, h-ah))
+	s.alerts = s.alerts.SetSize(w, ah)
+	s.filter.Width = max(8, w/2)
+}
+
+// Update handles the keys of the filter, the panels and the sort, and the
+// mouse wheel over the table.
+func (s *mainScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		if s.filtering {
+			return s, s.typeFilter(msg)
+		}
+		return s.key(msg)
+	case tea.MouseMsg:
+		if s.focus == focusTable {
+			s.table, _ = s.table.Update(msg)
+		}
+	}
+	return s, nil
+}
+
+func (s *mainScreen) key(msg tea.KeyMsg) (screen, tea.Cmd) {
+	k := s.keys
+	switch {
+	case key.Matches(msg, k.Filter):
+		s.filtering = true
+		return s, s.filter.Focus()
+	case msg.Type == tea.KeyEsc:
+		if s.filter.Value() != "" {
+			s.filter.SetValue("")
+			s.applyFilter()
+		} else if s.focus == focusAlerts {
+			s.setFocus(focusTable)
+		}
+	case key.Matches(msg, k.Tab):
+		if s.focus == focusTable {
+			s.setFocus(focusAlerts)
+		} else {
+			s.setFocus(focusTable)
+		}
+	case key.Matches(msg, k.Alerts):
+		s.setFocus(focusAlerts)
+	case key.Matches(msg, k.Sort):
+		s.sort = (s.sort + 1) % numSortKeys
+		s.table = s.table.SetSort(s.sort, s.reverse)
+	case key.Matches(msg, k.Reverse):
+		s.reverse = !s.reverse
+		s.table = s.table.SetSort(s.sort, s.reverse)
+	case key.Matches(msg, k.Open):
+		return s.open()
+	case s.focus == focusAlerts:
+		s.alerts, _ = s.alerts.Update(msg)
+	default:
+		s.table, _ = s.table.Update(msg)
+	}
+	return s, nil
+}
+
+// typeFilter edits the filter: enter keeps it, esc clears it.
+func (s *mainScreen) typeFilter(msg tea.KeyMsg) tea.Cmd {
+	switch msg.Type {
+	case tea.KeyEsc:
+		s.filtering = false
+		s.filter.Blur()
+		s.filter.SetValue("")
+		s.applyFilter()
+		return nil
+	case tea.KeyEnter:
+		s.filtering = false
+		s.filter.Blur()
+		return nil
+	}
+	var cmd tea.Cmd
+	s.filter, cmd = s.filter.Update(msg)
+	s.applyFilter()
+	return cmd
+}
+
+func (s *mainScreen) applyFilter() {
+	s.table = s.table.SetFilter(strings.TrimSpace(s.filter.Value()))
+}
+
+func (s *mainScreen) setFocus(f focusPanel) {
+	s.focus = f
+	s.table = s.table.Focus(f == focusTable)
+	s.alerts = s.alerts.Focus(f == focusAlerts)
+}
+
+// open opens the detail screen of the selected row or finding.
+func (s *mainScreen) open() (screen, tea.Cmd) {
+	var app, res string
+	if s.focus == focusAlerts {
+		f, ok := s.alerts.Selected()
+		if !ok {
+			return s, nil
+		}
+		app, res = f.App, f.Resource
+	} else {
+		r, ok := s.table.Selected()
+		if !ok {
+			return s, nil
+		}
+		app, res = r.App, r.Resource
+	}
+	return s.detail, s.detail.Open(app, res)
+}
+
+// View renders the table above the alerts.
+func (s *mainScreen) View() string { return s.table.View() + "\n" + s.alerts.View() }
+
+// Keys are the main screen's bindings.
+func (s *mainScreen) Keys() help.KeyMap { return s.keys.forMain(s.filter.Value() != "") }
+
+// Modal is true while a filter is typed.
+func (s *mainScreen) Modal() bool { return s.filtering }
+
+// Footer is the filter line while it is typed, else the key hints with the
+// filter and the selected row's position.
+func (s *mainScreen) Footer(w int) string {
+	st := s.st
+	if s.filtering {
+		right := st.dim.on("  enter keeps · esc clears  " + strconv.Itoa(s.table.Len()) + "/" + strconv.Itoa(len(s.snap.Rows)))
+		return fitLine(s.filter.View()+right, w)
+	}
+	var left, right string
+	if f := s.filter.Value(); f != "" {
+		left = st.key.on("/"+sanitize(f)) + " "
+	}
+	if n := s.table.Len(); n > 0 {
+		right = st.dim.on(" " + strconv.Itoa(s.table.Cursor()+1) + "/" + strconv.Itoa(n))
+	}
+	return s.footer(s.Keys(), left, right, w)
+}
