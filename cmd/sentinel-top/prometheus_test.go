@@ -262,7 +262,11 @@ func TestPrometheusScrapesServe(t *testing.T) {
 
 	// The replay: once it has played, every counter is the fixture's sum.
 	check("replay: messages", exact(map[string]float64{"": replay.messages}, `sentinel_top_messages_total{job="replay"}`))
-	check("replay: instances", exact(map[string]float64{"": float64(replay.instances)}, `sentinel_top_instances{job="replay"}`))
+	check("replay: live instances at the end", exact(map[string]float64{"": float64(replay.instances)}, `sentinel_top_instances{job="replay"}`))
+	check("replay: every instance was live", exact(map[string]float64{"": float64(replay.everLive)},
+		`max_over_time(sentinel_top_instances{job="replay"}[10m])`))
+	check("replay: three states per breaker while it played", exact(each(replay.breakers, 3),
+		`count by (app, instance, resource) (max_over_time(sentinel_top_breaker_state{job="replay"}[10m]))`, "app", "instance", "resource"))
 	for _, c := range []struct{ metric, field string }{
 		{"pass", "pass"}, {"block", "block"}, {"complete", "complete"}, {"error", "error"}, {"slow", "slow"},
 	} {
@@ -384,7 +388,9 @@ func demoExpectation(t *testing.T, sc *sim.Scenario) demoWant {
 // over its messages.
 type fixtureWant struct {
 	messages    float64
-	instances   int
+	instances   int                           // live at the end: did not say bye
+	everLive    int                           // every instance of the fixture
+	breakers    []string                      // "app=A,instance=I,resource=R" of every instance x resource with a breaker rule
 	counts      map[string]map[string]float64 // field -> "app=A,resource=R" -> sum
 	transitions map[string]float64            // "app=A,resource=R,from=F,to=T" -> count
 	states      map[string]float64            // "app=A,instance=I,resource=R,state=S" -> 1
@@ -465,6 +471,12 @@ func fixtureExpectation(t *testing.T, name string) fixtureWant {
 	for inst := range app {
 		if !bye[inst] {
 			w.instances++
+		}
+	}
+	w.everLive = len(app)
+	for inst, res := range guarded {
+		for resource := range res {
+			w.breakers = append(w.breakers, "app="+app[inst]+",instance="+inst+",resource="+resource)
 		}
 	}
 	// A breaker's state is the worst of its rules' last states; instances
