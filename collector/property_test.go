@@ -1,0 +1,252 @@
+package collector
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// fleetOracle is what a random stream should leave in the fleet model,
+// computed apart from the collector.
+type fleetOracle struct {
+	lastArrive map[string]int64
+	bye        map[string]bool
+	version    map[string]string
+	guarded    map[string]map[string]bool // instance -> resources with a breaker rule
+	hasSeries  map[string]map[string]bool
+	state      map[string]map[string]core.State
+	seen       map[string]map[string]map[int64]bool // instance -> resource -> starts, this process
+	totals     map[string]int64                     // app/resource -> pass
+}
+
+func (o *fleetOracle) live(inst string, now, stale int64) bool {
+	return !o.bye[inst] && now-o.lastArrive[inst] <= stale
+}
+
+// TestRandomStreamsEveryViewAgrees feeds random streams (restarts, reconnect
+// backlogs, rule changes, byes, silences, skewed clocks) and, after every
+// period, requires the snapshot's header, rows and breaker states, a
+// /metrics scrape and the detail screen to agree with each other and with
+// an independent account of the stream: which instances are alive, their
+// rule versions, their breaker states, and the exact totals.
+func TestRandomStreamsEveryViewAgrees(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomStream(t, seed) })
+	}
+}
+
+func randomStream(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	const stale = 15_000
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc, StaleAfter: stale * time.Millisecond})
+	nInst := 3 + rng.IntN(4)
+	resources := []string{"db", "GET:/api/x", "风控"}
+	o := &fleetOracle{lastArrive: map[string]int64{}, bye: map[string]bool{}, version: map[string]string{},
+		guarded: map[string]map[string]bool{}, hasSeries: map[string]map[string]bool{},
+		state: map[string]map[string]core.State{}, seen: map[string]map[string]map[int64]bool{}, totals: map[string]int64{}}
+	type inst struct {
+		name, app       string
+		skew, startedAt int64
+		silentUntil     int64
+		sent            []*wire.Buckets // this process's last minute, for backlog re-sends
+		rulesV          int
+	}
+	var insts []*inst
+	for i := range nInst {
+		insts = append(insts, &inst{name: fmt.Sprintf("gw-%d", i), app: []string{"gateway", "order"}[i%2],
+			skew: int64(rng.IntN(6001) - 3000)})
+	}
+	now := t0ms
+	send := func(in *inst, m wire.Message) {
+		if !c.Ingest(in.name, m) {
+			t.Fatalf("refused %T", m)
+		}
+		o.lastArrive[in.name] = now
+		if _, isBye := m.(*wire.Bye); !isBye {
+			o.bye[in.name] = false
+		}
+	}
+	rules := func(in *inst) {
+		in.rulesV++
+		var bs []core.BreakerRule
+		o.guarded[in.name] = map[string]bool{}
+		for _, r := range resources {
+			if rng.IntN(3) > 0 {
+				bs = append(bs, core.BreakerRule{Resource: r, Strategy: core.ErrorRatio, Threshold: 0.5,
+					MinRequestAmount: 20, StatIntervalMs: 1000, RetryTimeoutMs: uint32(5000 + rng.IntN(3)*1000)})
+				o.guarded[in.name][r] = true
+			}
+		}
+		v := fmt.Sprintf("%s-v%d", in.name, in.rulesV)
+		o.version[in.name] = v
+		send(in, &wire.Rules{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, Version: v, Breakers: bs})
+	}
+	start := func(in *inst) {
+		in.startedAt = now + in.skew
+		in.sent = nil
+		o.seen[in.name] = map[string]map[int64]bool{}
+		o.state[in.name] = map[string]core.State{}
+		send(in, &wire.Hello{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, App: in.app,
+			StartedAt: in.startedAt, BucketMs: 500})
+		rules(in)
+	}
+	for _, in := range insts {
+		start(in)
+	}
+	for step := range 400 {
+		now = t0ms + int64(step+1)*500
+		vc.Set(time.UnixMilli(now))
+		for _, in := range insts {
+			if now < in.silentUntil {
+				continue
+			}
+			switch x := rng.IntN(200); {
+			case x < 2: // a restart: a new process, counters and states anew
+				start(in)
+			case x < 4:
+				send(in, &wire.Bye{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, Reason: "shutdown"})
+				o.bye[in.name] = true
+				in.silentUntil = now + int64(rng.IntN(40_000))
+				continue
+			case x < 6: // silent, no bye, sometimes past the stale period
+				in.silentUntil = now + int64(rng.IntN(40_000))
+				continue
+			case x < 9:
+				rules(in)
+			case x < 11 && len(in.sent) > 0: // a reconnect's backlog
+				for _, b := range in.sent {
+					send(in, b)
+				}
+			}
+			b := &wire.Buckets{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, BucketMs: 500}
+			startMs := now + in.skew - 500
+			startMs -= startMs % 500
+			for _, r := range resources {
+				if rng.IntN(4) == 0 {
+					continue
+				}
+				p := int64(rng.IntN(50))
+				b.Items = append(b.Items, wire.BucketItem{Resource: r, Start: startMs, Pass: p, Complete: p})
+				if !o.seen[in.name][r][startMs] {
+					if o.seen[in.name][r] == nil {
+						o.seen[in.name][r] = map[int64]bool{}
+					}
+					o.seen[in.name][r][startMs] = true
+					o.totals[in.app+"/"+r] += p
+				}
+				if o.hasSeries[in.name] == nil {
+					o.hasSeries[in.name] = map[string]bool{}
+				}
+				o.hasSeries[in.name][r] = true
+			}
+			send(in, b)
+			in.sent = append(in.sent, b)
+			if len(in.sent) > 120 {
+				in.sent = in.sent[1:]
+			}
+			if rng.IntN(20) == 0 {
+				r := resources[rng.IntN(len(resources))]
+				from := o.state[in.name][r]
+				to := []core.State{core.Closed, core.Open, core.HalfOpen}[rng.IntN(3)]
+				if to != from {
+					send(in, &wire.State{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, Resource: r,
+						Strategy: core.ErrorRatio, From: from, To: to, Threshold: 0.5, RetryTimeoutMs: 5000})
+					o.state[in.name][r] = to
+					o.hasSeries[in.name][r] = true
+				}
+			}
+		}
+		if step%5 == 4 {
+			checkViews(t, c, o, insts2names(insts, func(i *inst) (string, string) { return i.name, i.app }), now, stale)
+		}
+	}
+}
+
+func insts2names[T any](xs []T, f func(T) (string, string)) map[string]string {
+	out := map[string]string{}
+	for _, x := range xs {
+		n, a := f(x)
+		out[n] = a
+	}
+	return out
+}
+
+// checkViews compares the snapshot, /metrics and the detail with the
+// oracle at now.
+func checkViews(t *testing.T, c *Collector, o *fleetOracle, apps map[string]string, now, stale int64) {
+	t.Helper()
+	s := c.Publish()
+	m := scrape(t, c)
+	at := fmt.Sprintf("at +%d ms", now-t0ms)
+	live := 0
+	wantStates := map[string]core.State{}
+	rowInst := map[string]int{}
+	for name, app := range apps {
+		if !o.live(name, now, stale) {
+			continue
+		}
+		live++
+		for r := range o.hasSeries[name] {
+			rowInst[app+"/"+r]++
+			if o.guarded[name][r] {
+				wantStates[app+"/"+r+"/"+name] = o.state[name][r]
+			}
+		}
+	}
+	if s.Instances != live || int(m["sentinel_top_instances{}"]) != live {
+		t.Fatalf("%s: header %d, /metrics %v, want %d live instances", at, s.Instances, m["sentinel_top_instances{}"], live)
+	}
+	for _, row := range s.Rows {
+		if row.Instances != rowInst[row.App+"/"+row.Resource] {
+			t.Fatalf("%s: row %s/%s counts %d instances, want %d", at, row.App, row.Resource, row.Instances, rowInst[row.App+"/"+row.Resource])
+		}
+		if row.Breakers.Total() > row.Instances {
+			t.Fatalf("%s: row %s/%s: %d breakers of %d instances", at, row.App, row.Resource, row.Breakers.Total(), row.Instances)
+		}
+	}
+	if len(s.Breakers) != len(wantStates) {
+		t.Fatalf("%s: %d breaker states, want %d", at, len(s.Breakers), len(wantStates))
+	}
+	for _, b := range s.Breakers {
+		key := b.App + "/" + b.Resource + "/" + b.Instance
+		want, ok := wantStates[key]
+		if !ok || b.State != want {
+			t.Fatalf("%s: %s is %s, want %s (known %v)", at, key, b.State, want, ok)
+		}
+		for _, st := range []core.State{core.Closed, core.HalfOpen, core.Open} {
+			v := m[fmt.Sprintf("sentinel_top_breaker_state{app=%s,instance=%s,resource=%s,state=%s}", b.App, b.Instance, b.Resource, st)]
+			if (v == 1) != (st == b.State) {
+				t.Fatalf("%s: /metrics has %s %s = %v, the snapshot %s", at, key, st, v, b.State)
+			}
+		}
+	}
+	if n := countPrefix(m, "sentinel_top_breaker_state{"); n != 3*len(wantStates) {
+		t.Fatalf("%s: /metrics has %d breaker state series, want %d", at, n, 3*len(wantStates))
+	}
+	for _, tot := range s.Totals {
+		key := tot.App + "/" + tot.Resource
+		if tot.Pass != o.totals[key] || int64(m["sentinel_top_resource_pass_total{app="+tot.App+",resource="+tot.Resource+"}"]) != o.totals[key] {
+			t.Fatalf("%s: %s passed %d (/metrics %v), want %d", at, key, tot.Pass, m["sentinel_top_resource_pass_total{app="+tot.App+",resource="+tot.Resource+"}"], o.totals[key])
+		}
+	}
+	for _, row := range s.Rows {
+		d := c.Detail(row.App, row.Resource, now-60_000, now)
+		for _, id := range d.Instances {
+			isLive := o.live(id.Instance, now, stale)
+			if id.Gone == isLive {
+				t.Fatalf("%s: detail %s/%s says %s gone=%v, want %v", at, row.App, row.Resource, id.Instance, id.Gone, !isLive)
+			}
+			if id.RulesVersion != o.version[id.Instance] {
+				t.Fatalf("%s: detail shows %s at rules %q, want %q", at, id.Instance, id.RulesVersion, o.version[id.Instance])
+			}
+			if want, ok := wantStates[row.App+"/"+row.Resource+"/"+id.Instance]; ok && isLive && id.State != want {
+				t.Fatalf("%s: detail shows %s %s, the snapshot %s", at, id.Instance, id.State, want)
+			}
+		}
+	}
+}
