@@ -130,12 +130,14 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 			row.BlockQPS += float64(sum.block) * 1000 / float64(rateMs)
 			ends[k] = max(ends[k], end)
 			row.LastTransition = max(row.LastTransition, se.app.last)
+			if len(in.breakers[res]) > 0 {
+				row.HasBreaker = true
+			}
 			if !live {
 				continue
 			}
 			row.Instances++
 			if len(in.breakers[res]) > 0 {
-				row.HasBreaker = true
 				st := worstState(se.tracks)
 				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st})
 				switch st {

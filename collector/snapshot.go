@@ -165,8 +165,9 @@ type ResourceRow struct {
 	SlowRatio, ErrorRatio float64
 	AvgRtMs               float64
 	P50Ms, P99Ms          int64
-	// Breakers counts instances by state; HasBreaker is false when no
-	// instance has a breaker rule for the resource.
+	// Breakers counts the live instances by state; HasBreaker is false
+	// when no instance listed (live, or gone within the stale period) has a
+	// breaker rule for the resource.
 	Breakers   StateCounts
 	HasBreaker bool
 	// LastTransition is the time of the latest breaker transition, Unix ms.

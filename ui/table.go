@@ -390,7 +390,11 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 // breakers renders the instance counts per state, "✖3 ◐1 ●4", with a
 // blank slot for a zero count so the columns line up.
 func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w int, p func(paint) paint) {
-	if !r.HasBreaker {
+	switch {
+	case r.Instances == 0:
+		padRight(b, "gone", w) // every instance left: no state to count
+		return
+	case !r.HasBreaker:
 		padRight(b, "no rule", w)
 		return
 	}
