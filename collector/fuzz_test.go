@@ -121,10 +121,11 @@ const (
 	streamMaxInsts    = 2 // Options.MaxInstances: the third instance is turned away
 	streamMaxRes      = 2 // Options.MaxResourcesPerInstance: so is a third resource
 	streamMaxMessages = 300
-	// streamWindow is how far behind the newest start of a series (in its
-	// buckets, since the instance last started) a bucket is still told apart
-	// from the ones already counted: the collector keeps 512 s of 500 ms
-	// buckets, and refuses older ones (counted as an overflow, not summed).
+	// streamWindow is how far behind the newest start of a series, in
+	// buckets of its length, a bucket is still told apart from the ones
+	// already counted (since the instance last started): 1024 buckets, 512 s
+	// of 500 ms ones. The collector refuses older ones (an overflow, not
+	// summed and not a duplicate).
 	streamWindow = 1024
 )
 
