@@ -29,9 +29,9 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 			continue
 		}
 		d.Findings = append(d.Findings, f)
-		if f.Kind == triage.KindRuleDrift && f.Severity == triage.Critical && len(f.Groups) > 1 {
+		if x, ok := f.Facts.(*triage.RuleDriftFacts); ok && f.Severity == triage.Critical && len(x.Groups) > 1 {
 			drifting = map[string]bool{}
-			for _, g := range f.Groups[1:] {
+			for _, g := range x.Groups[1:] {
 				for _, n := range g.Instances {
 					drifting[n] = true
 				}

@@ -75,9 +75,9 @@ func TestDetailDriftMarksAgreeWithFindings(t *testing.T) {
 				for _, row := range s.Rows {
 					want := map[string]bool{}
 					for _, f := range s.Findings {
-						if f.Kind == triage.KindRuleDrift && f.App == row.App && f.Resource == row.Resource &&
+						if x, ok := f.Facts.(*triage.RuleDriftFacts); ok && f.App == row.App && f.Resource == row.Resource &&
 							f.Severity == triage.Critical {
-							for _, g := range f.Groups[1:] {
+							for _, g := range x.Groups[1:] {
 								for _, n := range g.Instances {
 									want[n] = true
 								}

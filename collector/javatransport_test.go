@@ -283,12 +283,13 @@ func TestJavaRuleDriftAcrossGateways(t *testing.T) {
 	if drift == nil {
 		t.Fatalf("no rule-drift finding in %+v", c.Findings())
 	}
+	groups := drift.Facts.(*triage.RuleDriftFacts).Groups
 	if drift.App != "gateway" || drift.Resource != "db" || drift.Severity != triage.Critical || len(drift.Instances) != 8 ||
-		len(drift.Groups) != 2 || len(drift.Groups[0].Instances) != 5 || len(drift.Groups[1].Instances) != 3 {
+		len(groups) != 2 || len(groups[0].Instances) != 5 || len(groups[1].Instances) != 3 {
 		t.Fatalf("drift %+v", drift)
 	}
-	if g := drift.Groups[0].Rule.Breakers; len(g) != 1 || g[0].Threshold != 0.5 || drift.Groups[1].Rule.Breakers[0].Threshold != 0.3 {
-		t.Fatalf("groups %+v", drift.Groups)
+	if g := groups[0].Rule.Breakers; len(g) != 1 || g[0].Threshold != 0.5 || groups[1].Rule.Breakers[0].Threshold != 0.3 {
+		t.Fatalf("groups %+v", groups)
 	}
 	snap := c.Publish()
 	if snap.Apps != 1 || snap.Instances != 8 {

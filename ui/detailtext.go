@@ -111,39 +111,27 @@ func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, sele
 	return out
 }
 
-// evidence renders a finding's own fields.
+// evidence renders a finding's own facts on one line: "label value; ...",
+// input strings sanitized and elided.
 func evidence(f *triage.Finding) string {
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	switch f.Kind {
-	case triage.KindSawtooth:
-		return "longest run " + i64(f.Count) + " failed probes, every " + fmtMs(f.PeriodMs)
-	case triage.KindSyncHalfOpen:
-		return i64(f.Count) + " occasions, spread up to " + fmtMs(f.SpreadMs)
-	case triage.KindLowConfidenceTrip:
-		return i64(f.Count) + " trips; weakest " + i64(f.Worst.K) + " of " + i64(f.Worst.N) +
-			", 90% lower bound " + strconv.FormatFloat(f.Worst.Lower, 'f', 2, 64)
-	case triage.KindRuleDrift:
-		var parts []string
-		for _, g := range f.Groups {
-			parts = append(parts, "version "+safeName(g.Version, 16)+": "+strconv.Itoa(len(g.Instances))+
-				" ("+joinNames(g.Instances, 32)+")")
-		}
-		return strings.Join(parts, "; ")
-	case triage.KindUnprotected:
-		return i64(f.Passed) + " entries passed without a rule"
-	case triage.KindSharedResource:
-		return "apps " + joinNames(f.Apps, 60)
-	case triage.KindWindowMisaligned:
-		return "statIntervalMs " + strconv.FormatUint(uint64(f.Rule.StatIntervalMs), 10) +
-			" with " + strconv.FormatUint(uint64(f.Rule.StatSlidingWindowBucketCount), 10) + " buckets"
-	case triage.KindRuleAdvice:
-		s := "median " + fmtRate(f.QPS) + " req/s, " + strconv.FormatFloat(f.WindowRequests, 'f', 1, 64) + " per window"
-		if f.P99Ms > 0 {
-			s += ", p99 " + fmtMs(f.P99Ms) + ", maxAllowedRtMs/p99 " + strconv.FormatFloat(f.RtOverP99, 'f', 2, 64)
-		}
-		return s
+	if f.Facts == nil {
+		return ""
 	}
-	return ""
+	var parts []string
+	for _, fact := range f.Facts.Evidence() {
+		var b strings.Builder
+		b.WriteString(strings.ToLower(fact.Label[:1]) + fact.Label[1:])
+		b.WriteByte(' ')
+		for _, p := range fact.Parts {
+			if p.Input != nil {
+				b.WriteString(joinNames(p.Input, 32))
+			} else {
+				b.WriteString(p.Text)
+			}
+		}
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, "; ")
 }
 
 // joinNames lists sanitized names in about w cells: "a, b, c +5".

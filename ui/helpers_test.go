@@ -128,21 +128,22 @@ func testSnapshot() *collector.Snapshot {
 	}
 	findings := []triage.Finding{
 		{Kind: triage.KindSawtooth, Severity: triage.Critical, App: "order", Resource: "GET:/member/info",
-			Instances: []string{"order-1", "order-2"}, From: t0 - 170_000, To: t0 - 10_000, Count: 6, PeriodMs: 10040,
+			Instances: []string{"order-1", "order-2"}, From: t0 - 170_000, To: t0 - 10_000,
+			Facts:   &triage.SawtoothFacts{Count: 6, PeriodMs: 10040},
 			Summary: "6 failed half-open probes in a row, every 10.0 s",
 			Advice:  "retryTimeoutMs 10000 is shorter than the downstream outage (>= 120 s): raise it, or back off exponentially"},
 		{Kind: triage.KindRuleDrift, Severity: triage.Warning, App: "order", Resource: "POST:/order/create",
 			Instances: []string{"order-1", "order-2", "order-3", "order-4"}, From: t0 - 250_000, To: t0,
-			Groups: []triage.RuleGroup{
+			Facts: &triage.RuleDriftFacts{Groups: []triage.RuleGroup{
 				{Version: "v12", Instances: []string{"order-1", "order-2", "order-4"}},
 				{Version: "v11", Instances: []string{"order-3"}},
-			},
+			}},
 			Summary: "1 of 4 instances runs rules version v11 instead of v12",
 			Advice:  "push the rules again to the instances still on the old version"},
 		{Kind: triage.KindRuleAdvice, Severity: triage.Info, App: "payment",
 			Resource:  "POST:/pay/charge/with/a/rather/long/path/that/does/not/fit/anywhere",
 			Instances: []string{"payment-1", "payment-2"}, From: t0 - 300_000, To: t0,
-			QPS: 760, WindowRequests: 760, P99Ms: 230, RtOverP99: 0.87,
+			Facts:   &triage.RuleAdviceFacts{QPS: 760, WindowRequests: 760, P99Ms: 230, RtOverP99: 0.87},
 			Summary: "maxAllowedRtMs 200 is under the observed p99 of 230 ms",
 			Advice:  "raise maxAllowedRtMs to at least 460 (2x p99)"},
 	}

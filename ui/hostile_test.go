@@ -67,7 +67,7 @@ func hostileSource() *staticSource {
 		}
 	}
 	d.Findings = []triage.Finding{s.Findings[0], {Kind: triage.KindRuleDrift, Severity: triage.Warning,
-		App: hostile[3], Resource: hostile[1], Groups: []triage.RuleGroup{{Version: hostile[0], Instances: hostile}},
+		App: hostile[3], Resource: hostile[1], Facts: &triage.RuleDriftFacts{Groups: []triage.RuleGroup{{Version: hostile[0], Instances: hostile}}},
 		Timelines: []triage.Timeline{{Instance: hostile[6], Start: core.Open}}}}
 	src := newStaticSource(s)
 	src.details[d.App+"\x00"+d.Resource] = d

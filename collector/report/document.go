@@ -110,36 +110,21 @@ func sections(r *Report) []section {
 		add := func(label string, value ...seg) { s.parts = append(s.parts, part{label: label, value: value}) }
 		add(fmt.Sprintf("Instances (%d)", len(f.Instances)), nameList(f.Instances)...)
 		add("When", prose("%s", fmtRange(f.From, f.To)))
-		switch f.Kind {
-		case triage.KindSawtooth:
-			add("Longest run", prose("%d failed probes", f.Count))
-			add("Period", prose("%d ms (median OPEN to OPEN)", f.PeriodMs))
-		case triage.KindSyncHalfOpen:
-			add("Occasions", prose("%d", f.Count))
-			add("Largest spread", prose("%d ms", f.SpreadMs))
-		case triage.KindLowConfidenceTrip:
-			add("Trips", prose("%d", f.Count))
-			add("Weakest", prose("%d bad of %d, 90%% lower bound %s", f.Worst.K, f.Worst.N, fmtFloat(f.Worst.Lower, 2)))
-		case triage.KindRuleDrift:
-			for j, g := range f.Groups {
-				n := len(g.Instances)
-				value := append([]seg{prose("version "), input(g.Version), prose(", %d %s: ", n, plural(n, "instance", "instances"))}, nameList(g.Instances)...)
-				s.parts = append(s.parts,
-					part{label: fmt.Sprintf("Group %d", j+1), value: value},
-					part{block: ruleLines(g.Rule.Breakers, g.Rule.Flows)})
+		if f.Facts != nil {
+			for _, fact := range f.Facts.Evidence() {
+				var value []seg
+				for _, p := range fact.Parts {
+					if p.Input != nil {
+						value = append(value, nameList(p.Input)...)
+					} else {
+						value = append(value, prose("%s", p.Text))
+					}
+				}
+				s.parts = append(s.parts, part{label: fact.Label, value: value})
+				if fact.Rules != nil {
+					s.parts = append(s.parts, part{block: ruleLines(fact.Rules.Breakers, fact.Rules.Flows)})
+				}
 			}
-		case triage.KindUnprotected:
-			add("Passed without a rule", prose("%d entries", f.Passed))
-		case triage.KindSharedResource:
-			add(fmt.Sprintf("Apps (%d)", len(f.Apps)), nameList(f.Apps)...)
-		case triage.KindWindowMisaligned:
-			s.parts = append(s.parts, part{label: "Rule", value: []seg{prose("as loaded")}},
-				part{block: ruleLines([]core.BreakerRule{f.Rule}, nil)})
-		case triage.KindRuleAdvice:
-			add("QPS", prose("%s (median per instance)", fmtFloat(f.QPS, 1)))
-			add("Window requests", prose("%s", fmtFloat(f.WindowRequests, 1)))
-			add("p99", prose("%d ms", f.P99Ms))
-			add("maxAllowedRtMs / p99", prose("%s", fmtFloat(f.RtOverP99, 2)))
 		}
 		if len(f.Timelines) > 0 {
 			lo, hi := timelineSpan(f.From, f.To)

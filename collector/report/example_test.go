@@ -17,7 +17,8 @@ func ExampleText() {
 		Apps: 1, Instances: 1, Resources: 1, Messages: 1200,
 		Findings: []triage.Finding{{
 			Kind: triage.KindSawtooth, Severity: triage.Critical, App: "order", Resource: "GET:/member/info",
-			Instances: []string{"order-1\x1b[2J"}, From: start + 10000, To: start + 70000, Count: 6, PeriodMs: 10000,
+			Instances: []string{"order-1\x1b[2J"}, From: start + 10000, To: start + 70000,
+			Facts:   &triage.SawtoothFacts{Count: 6, PeriodMs: 10000},
 			Summary: "6 failed half-open probes in a row, every 10.0 s",
 			Advice:  "retryTimeoutMs 10000 is shorter than the downstream outage (>= 60 s): raise it, or back off exponentially",
 			Timelines: []triage.Timeline{{Instance: "order-1\x1b[2J", Start: core.Closed, Steps: []triage.Step{

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
-	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // The JSON shapes of spec/findings-v1.md. Each kind has its own struct so a
@@ -18,16 +17,16 @@ import (
 // spec's order.
 
 type jsonReport struct {
-	V         int    `json:"v"`
-	Source    string `json:"source"`
-	From      int64  `json:"from"`
-	To        int64  `json:"to"`
-	Apps      int    `json:"apps"`
-	Instances int    `json:"instances"`
-	Resources int    `json:"resources"`
-	Messages  int64  `json:"messages"`
-	Rejected  int64  `json:"rejected"`
-	Findings  []any  `json:"findings"`
+	V         int               `json:"v"`
+	Source    string            `json:"source"`
+	From      int64             `json:"from"`
+	To        int64             `json:"to"`
+	Apps      int               `json:"apps"`
+	Instances int               `json:"instances"`
+	Resources int               `json:"resources"`
+	Messages  int64             `json:"messages"`
+	Rejected  int64             `json:"rejected"`
+	Findings  []json.RawMessage `json:"findings"`
 }
 
 type jsonHead struct {
@@ -45,77 +44,6 @@ type jsonTail struct {
 	Advice  string `json:"advice"`
 }
 
-type jsonSawtooth struct {
-	jsonHead
-	Count    int64 `json:"count"`
-	PeriodMs int64 `json:"periodMs"`
-	jsonTail
-}
-
-type jsonSyncHalfOpen struct {
-	jsonHead
-	Count    int64 `json:"count"`
-	SpreadMs int64 `json:"spreadMs"`
-	jsonTail
-}
-
-type jsonLowConfidence struct {
-	jsonHead
-	Count int64     `json:"count"`
-	Worst jsonWorst `json:"worst"`
-	jsonTail
-}
-
-type jsonWorst struct {
-	K     int64   `json:"k"`
-	N     int64   `json:"n"`
-	Lower float64 `json:"lower"`
-}
-
-type jsonRuleDrift struct {
-	jsonHead
-	Groups []jsonGroup `json:"groups"`
-	jsonTail
-}
-
-type jsonGroup struct {
-	Version   string      `json:"version"`
-	Rule      jsonRuleSet `json:"rule"`
-	Instances []string    `json:"instances"`
-}
-
-type jsonRuleSet struct {
-	Breakers []core.BreakerRule `json:"breakers"`
-	Flows    []core.FlowRule    `json:"flows"`
-}
-
-type jsonUnprotected struct {
-	jsonHead
-	Passed int64 `json:"passed"`
-	jsonTail
-}
-
-type jsonSharedResource struct {
-	jsonHead
-	Apps []string `json:"apps"`
-	jsonTail
-}
-
-type jsonWindowMisaligned struct {
-	jsonHead
-	Rule core.BreakerRule `json:"rule"`
-	jsonTail
-}
-
-type jsonRuleAdvice struct {
-	jsonHead
-	QPS            float64 `json:"qps"`
-	WindowRequests float64 `json:"windowRequests"`
-	P99Ms          int64   `json:"p99Ms"`
-	RtOverP99      float64 `json:"rtOverP99"`
-	jsonTail
-}
-
 func nonNil[T any](xs []T) []T {
 	if xs == nil {
 		return []T{}
@@ -123,42 +51,39 @@ func nonNil[T any](xs []T) []T {
 	return xs
 }
 
-func ruleSetJSON(rs triage.RuleSet) jsonRuleSet {
-	return jsonRuleSet{Breakers: nonNil(rs.Breakers), Flows: nonNil(rs.Flows)}
-}
-
-func findingJSON(f *triage.Finding) any {
+// findingJSON is a finding as spec/findings-v1.md has it: the common
+// fields, the kind's own (its facts' JSON, spliced in after them), then
+// summary and advice.
+func findingJSON(f *triage.Finding) (json.RawMessage, error) {
 	h := jsonHead{
 		Kind: f.Kind, Severity: f.Severity.String(), App: f.App, Resource: f.Resource,
 		Instances: nonNil(f.Instances), From: f.From, To: f.To,
 	}
-	t := jsonTail{Summary: f.Summary, Advice: f.Advice}
-	switch f.Kind {
-	case triage.KindSawtooth:
-		return jsonSawtooth{h, f.Count, f.PeriodMs, t}
-	case triage.KindSyncHalfOpen:
-		return jsonSyncHalfOpen{h, f.Count, f.SpreadMs, t}
-	case triage.KindLowConfidenceTrip:
-		return jsonLowConfidence{h, f.Count, jsonWorst{f.Worst.K, f.Worst.N, f.Worst.Lower}, t}
-	case triage.KindRuleDrift:
-		groups := make([]jsonGroup, len(f.Groups))
-		for i, g := range f.Groups {
-			groups[i] = jsonGroup{Version: g.Version, Rule: ruleSetJSON(g.Rule), Instances: nonNil(g.Instances)}
+	var out []byte
+	for _, v := range []any{h, f.Facts, jsonTail{Summary: f.Summary, Advice: f.Advice}} {
+		if v == nil {
+			continue
 		}
-		return jsonRuleDrift{h, groups, t}
-	case triage.KindUnprotected:
-		return jsonUnprotected{h, f.Passed, t}
-	case triage.KindSharedResource:
-		return jsonSharedResource{h, nonNil(f.Apps), t}
-	case triage.KindWindowMisaligned:
-		return jsonWindowMisaligned{h, f.Rule, t}
-	case triage.KindRuleAdvice:
-		return jsonRuleAdvice{h, f.QPS, f.WindowRequests, f.P99Ms, f.RtOverP99, t}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as the report's own encoder
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+		b := bytes.TrimSpace(buf.Bytes())
+		if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+			return nil, fmt.Errorf("report: %s facts are not an object", f.Kind)
+		}
+		if len(b) == 2 {
+			continue
+		}
+		if out == nil {
+			out = append(out, b[:len(b)-1]...)
+		} else {
+			out = append(append(out, ','), b[1:len(b)-1]...)
+		}
 	}
-	return struct {
-		jsonHead
-		jsonTail
-	}{h, t}
+	return append(out, '}'), nil
 }
 
 // JSON writes the report as the JSON of spec/findings-v1.md, indented, with
@@ -171,10 +96,14 @@ func JSON(w io.Writer, r *Report) error {
 		V: Version, Source: r.Source, From: r.From, To: r.To,
 		Apps: r.Apps, Instances: r.Instances, Resources: r.Resources,
 		Messages: r.Messages, Rejected: r.Rejected,
-		Findings: make([]any, len(r.Findings)),
+		Findings: make([]json.RawMessage, len(r.Findings)),
 	}
 	for i := range r.Findings {
-		out.Findings[i] = findingJSON(&r.Findings[i])
+		f, err := findingJSON(&r.Findings[i])
+		if err != nil {
+			return err
+		}
+		out.Findings[i] = f
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

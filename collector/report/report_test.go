@@ -306,7 +306,7 @@ func TestJSONEmptyListsAreArrays(t *testing.T) {
 	if !bytes.Contains(out, []byte(`"findings": []`)) {
 		t.Fatalf("%s", out)
 	}
-	out = render(t, js, &Report{Findings: []triage.Finding{{Kind: triage.KindRuleDrift, Groups: []triage.RuleGroup{{Version: "v"}}}}})
+	out = render(t, js, &Report{Findings: []triage.Finding{{Kind: triage.KindRuleDrift, Facts: &triage.RuleDriftFacts{Groups: []triage.RuleGroup{{Version: "v"}}}}}})
 	for _, want := range []string{`"instances": []`, `"breakers": []`, `"flows": []`} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("missing %s in %s", want, out)

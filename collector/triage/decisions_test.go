@@ -51,8 +51,8 @@ func TestRuleAdviceCountsBlockedTraffic(t *testing.T) {
 		}
 	}
 	f := one(t, e.Findings(t0+60000), KindRuleAdvice)
-	if f.QPS != 50 {
-		t.Fatalf("qps %v, want 50 (25 offered per 500 ms bucket)", f.QPS)
+	if f.qps() != 50 {
+		t.Fatalf("qps %v, want 50 (25 offered per 500 ms bucket)", f.qps())
 	}
 }
 

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -59,8 +60,8 @@ func (s Severity) String() string {
 }
 
 // Finding is one named failure pattern for one app and resource, with the
-// instances that show it merged. The common fields are set for every kind;
-// the kind's own fields (see each) are zero for the other kinds.
+// instances that show it merged: the common fields, and the kind's own in
+// Facts.
 type Finding struct {
 	Kind     Kind
 	Severity Severity
@@ -75,31 +76,9 @@ type Finding struct {
 	// structured fields, where they can sanitize them.
 	Summary, Advice string
 
-	// Count is the longest run of failed probes on any instance (sawtooth),
-	// the number of occasions (sync-half-open) or of trips
-	// (low-confidence-trip).
-	Count int64
-	// PeriodMs is the median OPEN->OPEN spacing within runs (sawtooth).
-	PeriodMs int64
-	// SpreadMs is the largest spread of one occasion (sync-half-open).
-	SpreadMs int64
-	// Worst is the trip with the least evidence (low-confidence-trip).
-	Worst Evidence
-	// Groups are the instances by rule version, largest first (rule-drift).
-	Groups []RuleGroup
-	// Passed counts entries admitted without a rule (unprotected).
-	Passed int64
-	// Apps reporting the resource, sorted (shared-resource).
-	Apps []string
-	// Rule is the misaligned breaker rule (window-misaligned).
-	Rule core.BreakerRule
-	// QPS is the median per-instance QPS; WindowRequests the requests it
-	// puts in one statistic window; P99Ms the p99 response time; RtOverP99
-	// maxAllowedRtMs divided by P99Ms, 0 when P99Ms is unknown (rule-advice).
-	QPS            float64
-	WindowRequests float64
-	P99Ms          int64
-	RtOverP99      float64
+	// Facts are the kind's own evidence (*SawtoothFacts for a sawtooth,
+	// and so on); Summary and Advice are made from them.
+	Facts Facts
 
 	// Timelines are the breaker state changes of (up to MaxTimelines of)
 	// the instances over [From, To]: evidence for renderers, not part of the
@@ -110,23 +89,47 @@ type Finding struct {
 // Evidence is the window of a breaker trip: K bad of N requests, and the
 // one-sided 90 % Wilson lower bound of K/N, rounded to 2 decimals.
 type Evidence struct {
-	K, N  int64
-	Lower float64
+	K     int64   `json:"k"`
+	N     int64   `json:"n"`
+	Lower float64 `json:"lower"`
 }
 
 // RuleGroup is the instances that report one rule version, and that
 // version's rules for the finding's resource.
 type RuleGroup struct {
-	Version   string
-	Rule      RuleSet
-	Instances []string
+	Version   string   `json:"version"`
+	Rule      RuleSet  `json:"rule"`
+	Instances []string `json:"instances"`
 }
 
 // RuleSet is an instance's rules for one resource; both lists are empty when
 // it has none.
 type RuleSet struct {
-	Breakers []core.BreakerRule
-	Flows    []core.FlowRule
+	Breakers []core.BreakerRule `json:"breakers"`
+	Flows    []core.FlowRule    `json:"flows"`
+}
+
+// MarshalJSON writes an empty list of instances as [], never null.
+func (g RuleGroup) MarshalJSON() ([]byte, error) {
+	type plain RuleGroup
+	p := plain(g)
+	if p.Instances == nil {
+		p.Instances = []string{}
+	}
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes empty lists as [], never null.
+func (r RuleSet) MarshalJSON() ([]byte, error) {
+	type plain RuleSet
+	p := plain(r)
+	if p.Breakers == nil {
+		p.Breakers = []core.BreakerRule{}
+	}
+	if p.Flows == nil {
+		p.Flows = []core.FlowRule{}
+	}
+	return json.Marshal(p)
 }
 
 // MaxTimelines bounds the timelines attached to one finding.

@@ -86,3 +86,32 @@ func one(t *testing.T, fs []Finding, kind Kind) Finding {
 	}
 	return got[0]
 }
+
+// Accessors of a finding's facts, whatever its kind, for tests.
+func (f Finding) count() int64 {
+	switch x := f.Facts.(type) {
+	case *SawtoothFacts:
+		return x.Count
+	case *SyncHalfOpenFacts:
+		return x.Count
+	case *LowConfidenceFacts:
+		return x.Count
+	}
+	return 0
+}
+func (f Finding) periodMs() int64 { return f.Facts.(*SawtoothFacts).PeriodMs }
+func (f Finding) spreadMs() int64 { return f.Facts.(*SyncHalfOpenFacts).SpreadMs }
+func (f Finding) worst() Evidence { return f.Facts.(*LowConfidenceFacts).Worst }
+func (f Finding) groups() []RuleGroup {
+	if x, ok := f.Facts.(*RuleDriftFacts); ok {
+		return x.Groups
+	}
+	return nil
+}
+func (f Finding) passed() int64           { return f.Facts.(*UnprotectedFacts).Passed }
+func (f Finding) apps() []string          { return f.Facts.(*SharedResourceFacts).Apps }
+func (f Finding) rule() core.BreakerRule  { return f.Facts.(*WindowMisalignedFacts).Rule }
+func (f Finding) qps() float64            { return f.Facts.(*RuleAdviceFacts).QPS }
+func (f Finding) windowRequests() float64 { return f.Facts.(*RuleAdviceFacts).WindowRequests }
+func (f Finding) p99Ms() int64            { return f.Facts.(*RuleAdviceFacts).P99Ms }
+func (f Finding) rtOverP99() float64      { return f.Facts.(*RuleAdviceFacts).RtOverP99 }

@@ -83,7 +83,7 @@ func TestLowConfidenceTrip(t *testing.T) {
 				return
 			}
 			f := got[0]
-			if f.Severity != Warning || f.Count != 1 || f.Worst != (Evidence{K: c.k, N: c.n, Lower: round(WilsonLower(c.k, c.n), 2)}) {
+			if f.Severity != Warning || f.count() != 1 || f.worst() != (Evidence{K: c.k, N: c.n, Lower: round(WilsonLower(c.k, c.n), 2)}) {
 				t.Fatalf("finding = %+v", f)
 			}
 		})
@@ -104,8 +104,8 @@ func TestLowConfidenceTripMerged(t *testing.T) {
 		e.Transition(c.inst, trans("r", core.HalfOpen, core.Closed, t0+int64(i+1)*20000+10001))
 	}
 	f := one(t, e.Findings(t0+100000), KindLowConfidenceTrip)
-	if f.Count != 3 || f.Worst != (Evidence{K: 2, N: 3, Lower: 0.32}) {
-		t.Fatalf("count %d worst %+v", f.Count, f.Worst)
+	if f.count() != 3 || f.worst() != (Evidence{K: 2, N: 3, Lower: 0.32}) {
+		t.Fatalf("count %d worst %+v", f.count(), f.worst())
 	}
 	if !slices.Equal(f.Instances, []string{"order-1", "order-2"}) || f.From != t0+20000 || f.To != t0+60000 {
 		t.Fatalf("finding = %+v", f)
@@ -177,8 +177,8 @@ func TestSawtooth(t *testing.T) {
 			if (len(got) == 1) != c.want {
 				t.Fatalf("got %d findings, want fires=%v: %+v", len(got), c.want, got)
 			}
-			if c.want && (got[0].Severity != c.severity || got[0].Count != c.count) {
-				t.Fatalf("severity %v count %d, want %v %d", got[0].Severity, got[0].Count, c.severity, c.count)
+			if c.want && (got[0].Severity != c.severity || got[0].count() != c.count) {
+				t.Fatalf("severity %v count %d, want %v %d", got[0].Severity, got[0].count(), c.severity, c.count)
 			}
 		})
 	}
@@ -193,7 +193,8 @@ func TestSawtoothSpecExample(t *testing.T) {
 	f := one(t, e.Findings(end+5000), KindSawtooth)
 	want := Finding{
 		Kind: KindSawtooth, Severity: Critical, App: "order", Resource: res,
-		Instances: []string{"order-1"}, From: from, To: end, Count: 6, PeriodMs: 10040,
+		Instances: []string{"order-1"}, From: from, To: end,
+		Facts:   &SawtoothFacts{Count: 6, PeriodMs: 10040, RetryTimeoutMs: 10000, OutageMs: end - from},
 		Summary: "6 failed half-open probes in a row, every 10.0 s",
 		Advice:  "retryTimeoutMs 10000 is shorter than the downstream outage (>= 60 s): raise it, or back off exponentially",
 	}
@@ -300,8 +301,8 @@ func TestSyncHalfOpen(t *testing.T) {
 				return
 			}
 			f := got[0]
-			if f.Severity != c.severity || f.Count != c.count || f.SpreadMs != c.spread {
-				t.Fatalf("severity %v count %d spread %d, want %v %d %d", f.Severity, f.Count, f.SpreadMs, c.severity, c.count, c.spread)
+			if f.Severity != c.severity || f.count() != c.count || f.spreadMs() != c.spread {
+				t.Fatalf("severity %v count %d spread %d, want %v %d %d", f.Severity, f.count(), f.spreadMs(), c.severity, c.count, c.spread)
 			}
 		})
 	}
@@ -391,8 +392,8 @@ func TestRuleDrift(t *testing.T) {
 			if f.Severity != c.severity {
 				t.Fatalf("severity %v, want %v", f.Severity, c.severity)
 			}
-			if !reflect.DeepEqual(f.Groups, c.groups) {
-				t.Fatalf("groups\n got %+v\nwant %+v", f.Groups, c.groups)
+			if !reflect.DeepEqual(f.groups(), c.groups) {
+				t.Fatalf("groups\n got %+v\nwant %+v", f.groups(), c.groups)
 			}
 		})
 	}
@@ -477,8 +478,8 @@ func TestUnprotected(t *testing.T) {
 				return
 			}
 			f := got[0]
-			if f.Severity != c.severity || f.Passed != c.passed || !slices.Equal(f.Instances, []string{"price-3"}) {
-				t.Fatalf("severity %v passed %d instances %v, want %v %d", f.Severity, f.Passed, f.Instances, c.severity, c.passed)
+			if f.Severity != c.severity || f.passed() != c.passed || !slices.Equal(f.Instances, []string{"price-3"}) {
+				t.Fatalf("severity %v passed %d instances %v, want %v %d", f.Severity, f.passed(), f.Instances, c.severity, c.passed)
 			}
 		})
 	}
@@ -495,7 +496,7 @@ func TestSharedResource(t *testing.T) {
 	traffic(e, a, "GET:/own", t0, t0+5000, 1)
 	fs := e.Findings(t0 + 6000)
 	f := one(t, fs, KindSharedResource)
-	if f.App != "alpha" || !slices.Equal(f.Apps, []string{"alpha", "beta", "zeta"}) || f.Resource != "GET:/shared" {
+	if f.App != "alpha" || !slices.Equal(f.apps(), []string{"alpha", "beta", "zeta"}) || f.Resource != "GET:/shared" {
 		t.Fatalf("finding %+v", f)
 	}
 	if !slices.Equal(f.Instances, []string{"alpha-1", "alpha-2", "beta-1", "zeta-1"}) || f.Severity != Warning {
@@ -531,7 +532,7 @@ func TestWindowMisaligned(t *testing.T) {
 			continue
 		}
 		f := got[0]
-		if f.Rule != r || f.Severity != Warning || f.Advice != c.advice || len(f.Instances) != 2 {
+		if f.rule() != r || f.Severity != Warning || f.Advice != c.advice || len(f.Instances) != 2 {
 			t.Fatalf("%d/%d: finding %+v", c.interval, c.buckets, f)
 		}
 	}
@@ -578,8 +579,8 @@ func TestRuleAdvice(t *testing.T) {
 				return
 			}
 			f := got[0]
-			if f.Severity != Info || f.QPS != c.qps || f.WindowRequests != c.wr || f.P99Ms != c.p99 || f.RtOverP99 != c.over {
-				t.Fatalf("qps %v wr %v p99 %v over %v", f.QPS, f.WindowRequests, f.P99Ms, f.RtOverP99)
+			if f.Severity != Info || f.qps() != c.qps || f.windowRequests() != c.wr || f.p99Ms() != c.p99 || f.rtOverP99() != c.over {
+				t.Fatalf("qps %v wr %v p99 %v over %v", f.qps(), f.windowRequests(), f.p99Ms(), f.rtOverP99())
 			}
 			if f.Summary != c.prefix || len(f.Instances) != 3 || f.From != t0 || f.To != t0+30000 {
 				t.Fatalf("finding %+v", f)
@@ -609,7 +610,7 @@ func TestRuleAdviceMedianQPS(t *testing.T) {
 		e.Bucket("c", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 100})
 	}
 	f := one(t, e.Findings(t0+60000), KindRuleAdvice)
-	if f.QPS != 6 || f.WindowRequests != 6 || f.P99Ms != 0 || f.RtOverP99 != 0 {
+	if f.qps() != 6 || f.windowRequests() != 6 || f.p99Ms() != 0 || f.rtOverP99() != 0 {
 		t.Fatalf("finding %+v", f)
 	}
 	// A duplicate bucket is ignored.
@@ -719,7 +720,7 @@ func TestBoundedState(t *testing.T) {
 		t.Fatalf("ring %d spacings %d run %d", b.nring, b.nspacing, b.maxRun)
 	}
 	f := one(t, e.Findings(t0+20_000_000), KindSawtooth)
-	if f.PeriodMs != 1000 || f.Count != 10000 || len(f.Timelines[0].Steps) > timelineLen {
+	if f.periodMs() != 1000 || f.count() != 10000 || len(f.Timelines[0].Steps) > timelineLen {
 		t.Fatalf("finding %+v", f)
 	}
 }

@@ -121,9 +121,9 @@ func TestSawtoothRunLength(t *testing.T) {
 				t.Fatalf("%d sawtooth findings, want 1: %+v", len(got), got)
 			}
 			f := got[0]
-			if f.Count != c.count || f.Severity != c.severity || f.App != app || f.Resource != res || !slices.Equal(f.Instances, c.instances) {
+			if f.Facts.(*triage.SawtoothFacts).Count != c.count || f.Severity != c.severity || f.App != app || f.Resource != res || !slices.Equal(f.Instances, c.instances) {
 				t.Fatalf("sawtooth %s %s/%s count %d on %v, want %s count %d on %v",
-					f.Severity, f.App, f.Resource, f.Count, f.Instances, c.severity, c.count, c.instances)
+					f.Severity, f.App, f.Resource, f.Facts.(*triage.SawtoothFacts).Count, f.Instances, c.severity, c.count, c.instances)
 			}
 		})
 	}
@@ -147,7 +147,7 @@ func TestFixtureSawtoothCounts(t *testing.T) {
 			got := map[string]string{}
 			for _, f := range res.Findings {
 				if f.Kind == triage.KindSawtooth {
-					got[f.App+" "+f.Resource] = fmt.Sprintf("count %d on %v", f.Count, f.Instances)
+					got[f.App+" "+f.Resource] = fmt.Sprintf("count %d on %v", f.Facts.(*triage.SawtoothFacts).Count, f.Instances)
 				}
 			}
 			wantText := map[string]string{}

@@ -1,0 +1,146 @@
+package triage
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A detector finds one kind of pattern. Each lives in its own file
+// (sawtooth.go, herd.go, ...) with the state it keeps, which the engine's
+// events update as they are applied; find turns that state into findings
+// judged at now, appending them to out. Adding a kind is a detector, its
+// facts and their words (facts.go, text.go), and a line here.
+type detector struct {
+	kind Kind
+	find func(e *Engine, now int64, out []Finding) []Finding
+}
+
+// detectors are every kind's, in the spec's order.
+var detectors = [...]detector{
+	{KindSawtooth, (*Engine).sawtoothFindings},
+	{KindSyncHalfOpen, (*Engine).herdFindings},
+	{KindLowConfidenceTrip, (*Engine).lowFindings},
+	{KindRuleDrift, (*Engine).driftFindings},
+	{KindUnprotected, (*Engine).unprotectedFindings},
+	{KindSharedResource, (*Engine).sharedFindings},
+	{KindWindowMisaligned, (*Engine).misalignedFindings},
+	{KindRuleAdvice, (*Engine).adviceFindings},
+}
+
+// Findings returns the findings of everything fed so far, judged at now (the
+// end of the input for a report, the current time when live), in report
+// order: severity, critical first, then From, then kind, app and resource.
+// Its cost grows with the number of findings and of slow-ratio rules, not
+// with the history fed. The result belongs to the caller.
+func (e *Engine) Findings(now int64) []Finding {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Finding
+	for _, d := range detectors {
+		out = d.find(e, now, out)
+	}
+	slices.SortFunc(out, func(a, b Finding) int { return compareFindings(&a, &b) })
+	return out
+}
+
+func severity(ongoing bool) Severity {
+	if ongoing {
+		return Critical
+	}
+	return Warning
+}
+
+// sortInsts sorts instances by name (then age) without duplicates.
+func sortInsts(insts []*instState) []*instState {
+	slices.SortFunc(insts, func(a, b *instState) int {
+		return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.seq, b.seq))
+	})
+	return slices.Compact(insts)
+}
+
+func setInsts(set map[*instState]struct{}) []*instState {
+	insts := make([]*instState, 0, len(set))
+	for in := range set {
+		insts = append(insts, in)
+	}
+	return sortInsts(insts)
+}
+
+// names returns the sorted, distinct names of sorted instances.
+func names(insts []*instState) []string {
+	out := make([]string, 0, len(insts))
+	for _, in := range insts {
+		if len(out) == 0 || out[len(out)-1] != in.name {
+			out = append(out, in.name)
+		}
+	}
+	return out
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func fmtFloat(x float64, decimals int) string { return strconv.FormatFloat(x, 'f', decimals, 64) }
+
+func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// timelines collects the state changes over [from, to] of up to
+// MaxTimelines instances (sorted), preferring breakers for which prefer
+// returns true.
+func (e *Engine) timelines(insts []*instState, resource string, from, to int64, prefer func(*breaker) bool) []Timeline {
+	var out []Timeline
+	for _, in := range insts {
+		if len(out) == MaxTimelines {
+			break
+		}
+		s := in.series[resource]
+		if s == nil {
+			continue
+		}
+		var b *breaker
+		for _, c := range s.breakers {
+			if c.nring > 0 && (b == nil || (prefer != nil && prefer(c) && !prefer(b))) {
+				b = c
+			}
+		}
+		if b == nil {
+			continue
+		}
+		tl := Timeline{Instance: in.name, RuleID: b.ruleID}
+		known := false
+		b.steps(func(st step) {
+			switch {
+			case st.at < from:
+				tl.Start, known = st.to, true
+			case st.at <= to:
+				if !known {
+					tl.Start, known = st.from, true
+				}
+				tl.Steps = append(tl.Steps, Step{AtMs: st.at, To: st.to})
+			}
+		})
+		if known {
+			out = append(out, tl)
+		}
+	}
+	return out
+}
+
+// ruleRetry is the retryTimeoutMs of the instance's breaker for a resource
+// and rule id, 0 if unknown.
+func ruleRetry(in *instState, resource, ruleID string) uint32 {
+	if rr := in.rules[resource]; rr != nil {
+		for _, b := range rr.breakers {
+			if b.ID == ruleID || ruleID == "" {
+				return b.RetryTimeoutMs
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,277 @@
+package triage
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The rule-drift detector, and the rule comparison it rests on.
+
+type drift struct {
+	listed    bool
+	active    bool
+	since     int64
+	groups    []RuleGroup // while active
+	peak      []RuleGroup // the groups holding the most instances in the episode
+	reported  bool
+	from, to  int64
+	repGroups []RuleGroup
+}
+
+// canonicalize sorts the rules by content, so that equal rule sets compare
+// equal whatever their order, and computes the comparison key.
+func (rr *resRules) canonicalize() {
+	enc := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil { // NaN or Inf: keep them distinguishable all the same
+			return "!"
+		}
+		return string(b)
+	}
+	// retryTimeoutMs is left out of the comparison: jittering it per
+	// instance is the fix for synchronized half-open probes, not drift.
+	bk := make([]string, len(rr.breakers))
+	for i := range rr.breakers {
+		r := rr.breakers[i]
+		r.RetryTimeoutMs = 0
+		bk[i] = enc(r)
+	}
+	fk := make([]string, len(rr.flows))
+	for i := range rr.flows {
+		fk[i] = enc(rr.flows[i])
+	}
+	sortBy(rr.breakers, bk)
+	sortBy(rr.flows, fk)
+	var buf bytes.Buffer
+	for _, k := range bk {
+		buf.WriteString(k)
+		buf.WriteByte(0)
+	}
+	buf.WriteByte(1)
+	for _, k := range fk {
+		buf.WriteString(k)
+		buf.WriteByte(0)
+	}
+	rr.key = buf.String()
+}
+
+// sortBy sorts xs and keys together by keys.
+func sortBy[T any](xs []T, keys []string) {
+	if len(xs) < 2 {
+		return
+	}
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	xs2 := make([]T, len(xs))
+	ks2 := make([]string, len(xs))
+	for i, j := range idx {
+		xs2[i], ks2[i] = xs[j], keys[j]
+	}
+	copy(xs, xs2)
+	copy(keys, ks2)
+}
+
+// recomputeDrift compares the rules of the app's instances at time ts after
+// instance x (nil: none) joined or changed its rules for the resources in
+// only (nil: all). Resources drifting are regrouped (their groups carry
+// versions). The others were agreed on by every instance but x, so x is
+// compared with one of them.
+func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[string]struct{}) {
+	var insts []*instState
+	for _, in := range a.insts {
+		if in.hasRules {
+			insts = append(insts, in)
+		}
+	}
+	slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.name, y.name) })
+	var ref *instState // an instance other than x
+	for _, in := range insts {
+		if in != x {
+			ref = in
+			break
+		}
+	}
+	for _, ar := range a.ars {
+		d := &ar.drift
+		if !d.active {
+			if x == nil || ref == nil || ar.ruleCount == 0 {
+				continue
+			}
+			if _, ok := only[ar.resource]; only != nil && !ok {
+				continue
+			}
+			if ruleKey(x, ar.resource) == ruleKey(ref, ar.resource) {
+				continue
+			}
+		}
+		groups, contents := groupRules(insts, ar.resource)
+		if contents >= 2 {
+			if !d.active {
+				d.active, d.since = true, ts
+				if !d.listed {
+					d.listed = true
+					e.drifts = append(e.drifts, ar)
+				}
+			}
+			d.groups = groups
+			if groupedInstances(groups) >= groupedInstances(d.peak) {
+				d.peak = groups
+			}
+			continue
+		}
+		if d.active {
+			d.active = false
+			if ts-d.since >= e.cfg.GraceMs {
+				if !d.reported {
+					d.reported, d.from, d.to = true, d.since, ts
+				}
+				d.from, d.to = min(d.from, d.since), max(d.to, ts)
+				// Instances leaving can end an episode: report it as it
+				// stood at its widest, not as the last one left saw it.
+				d.repGroups = d.peak
+			}
+			d.groups, d.peak = nil, nil
+		}
+	}
+}
+
+// groupedInstances counts the instances in groups.
+func groupedInstances(groups []RuleGroup) int {
+	n := 0
+	for _, g := range groups {
+		n += len(g.Instances)
+	}
+	return n
+}
+
+// ruleKey is the content of an instance's rules for a resource ("" for
+// none). Contents are interned, so comparing equal ones is cheap.
+func ruleKey(in *instState, resource string) string {
+	if rr := in.rules[resource]; rr != nil {
+		return rr.key
+	}
+	return ""
+}
+
+// groupRules groups instances (sorted by name) by rule version and content
+// for one resource, largest group first, and counts the distinct contents.
+func groupRules(insts []*instState, resource string) ([]RuleGroup, int) {
+	type group struct {
+		key string
+		g   RuleGroup
+	}
+	var groups []*group
+	contents := map[string]struct{}{}
+	for _, in := range insts {
+		content := ""
+		rr := in.rules[resource]
+		if rr != nil {
+			content = rr.key
+		}
+		contents[content] = struct{}{}
+		key := in.version + "\x00" + content
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.key == key })
+		if i < 0 {
+			g := &group{key: key, g: RuleGroup{Version: in.version}}
+			if rr != nil {
+				g.g.Rule = RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)}
+			}
+			groups = append(groups, g)
+			i = len(groups) - 1
+		}
+		groups[i].g.Instances = append(groups[i].g.Instances, in.name)
+	}
+	slices.SortStableFunc(groups, func(x, y *group) int {
+		if len(x.g.Instances) != len(y.g.Instances) {
+			return len(y.g.Instances) - len(x.g.Instances)
+		}
+		if c := strings.Compare(x.g.Version, y.g.Version); c != 0 {
+			return c
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	out := make([]RuleGroup, len(groups))
+	for i, g := range groups {
+		out[i] = g.g
+	}
+	return out, len(contents)
+}
+
+// RuleContent is the canonical content of one resource's rules, as rule
+// drift compares them: independent of order, and without retryTimeoutMs
+// (jittering it per instance is the fix for synchronized probes, not
+// drift). Equal contents, equal strings.
+func RuleContent(breakers []core.BreakerRule, flows []core.FlowRule) string {
+	rr := resRules{breakers: slices.Clone(breakers), flows: slices.Clone(flows)}
+	rr.canonicalize()
+	return rr.key
+}
+
+// rule-drift: an episode starts when the present instances of the app (those
+// with rules that have not left: see Bye) first disagree on the resource's
+// rules, and ends when they agree again or the disagreeing ones leave.
+// Episodes shorter than GraceMs (a push reaching the instances a moment
+// apart) are not reported. It is critical while an episode lasting GraceMs
+// is still open at now, with To = now and its current groups, or ended at
+// now; else a warning spanning the reported episodes, with the groups of the
+// latest at its widest.
+func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
+	for _, ar := range e.drifts {
+		d := &ar.drift
+		f := Finding{Kind: KindRuleDrift, App: ar.app.name, Resource: ar.resource}
+		var groups []RuleGroup
+		switch {
+		case d.active && now-d.since >= e.cfg.GraceMs:
+			f.Severity, groups = Critical, d.groups
+			f.From, f.To = d.since, max(now, d.since)
+			if d.reported {
+				f.From = min(d.from, d.since)
+			}
+		case d.reported:
+			// Still critical when it ended at now: the instances left at
+			// the very end of the input (a fleet stopped after the
+			// recording), not because they came to agree.
+			f.Severity, groups = severity(d.to >= now), d.repGroups
+			f.From, f.To = d.from, d.to
+		default:
+			continue
+		}
+		groups = cloneGroups(groups)
+		f.Facts = &RuleDriftFacts{Groups: groups}
+		var all []string
+		for _, g := range groups {
+			all = append(all, g.Instances...)
+		}
+		slices.Sort(all)
+		f.Instances = slices.Compact(all)
+		words(&f)
+		var insts []*instState
+		for _, n := range f.Instances {
+			if in := e.insts[n]; in != nil {
+				insts = append(insts, in)
+			}
+		}
+		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
+		out = append(out, f)
+	}
+	return out
+}
+
+func cloneGroups(gs []RuleGroup) []RuleGroup {
+	out := make([]RuleGroup, len(gs))
+	for i, g := range gs {
+		out[i] = RuleGroup{
+			Version:   g.Version,
+			Rule:      RuleSet{Breakers: slices.Clone(g.Rule.Breakers), Flows: slices.Clone(g.Rule.Flows)},
+			Instances: slices.Clone(g.Instances),
+		}
+	}
+	return out
+}

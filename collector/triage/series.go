@@ -1,0 +1,109 @@
+package triage
+
+import (
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The engine's view of one resource on one instance, and of each breaker on it.
+
+// series is one resource on one instance.
+type series struct {
+	inst     *instState
+	resource string
+	ar       *appRes
+	res      *resState
+
+	hasBucket      bool
+	lastStart      int64
+	bucketMs       int64
+	traffic        bool // some bucket passed entries
+	firstAt, endAt int64
+	pass           passHist
+	rt             [core.HistogramSlots]int64
+	rtMax          int64
+	hasHist        bool
+
+	up unprot
+
+	breakers []*breaker
+}
+
+// open reports whether any breaker of the series is not CLOSED.
+func (s *series) open() bool {
+	for _, b := range s.breakers {
+		if b.state != core.Closed {
+			return true
+		}
+	}
+	return false
+}
+
+type step struct {
+	at       int64
+	from, to core.State
+}
+
+// breaker follows one breaker (one resource and rule id on one instance).
+type breaker struct {
+	s      *series
+	ruleID string
+	state  core.State
+
+	// The current run of failed probes.
+	run      int64
+	runStart int64 // first OPEN of the run, 0 if not seen
+	lastOpen int64 // latest OPEN of the run, 0 if not seen
+	pending  [SawtoothRun]int64
+	npending int
+
+	// Qualifying runs (>= SawtoothRun failed probes).
+	listed      bool
+	qualFrom    int64
+	qualTo      int64
+	maxRun      int64
+	maxRunDur   int64
+	maxRunRetry uint32
+	retry       uint32
+	spacings    [spacingLen]int64
+	nspacing    int
+	spacingHead int
+
+	ring     [timelineLen]step
+	nring    int
+	ringHead int
+}
+
+func validState(s core.State) bool { return s == core.Closed || s == core.Open || s == core.HalfOpen }
+
+func (s *series) breaker(ruleID string) *breaker {
+	for _, b := range s.breakers {
+		if b.ruleID == ruleID {
+			return b
+		}
+	}
+	b := &breaker{s: s, ruleID: strings.Clone(ruleID)}
+	s.breakers = append(s.breakers, b)
+	return b
+}
+
+func (b *breaker) record(at int64, from, to core.State) {
+	b.ring[b.ringHead] = step{at: at, from: from, to: to}
+	b.ringHead = (b.ringHead + 1) % timelineLen
+	b.nring = min(b.nring+1, timelineLen)
+}
+
+// steps calls f for the transitions held, oldest first.
+func (b *breaker) steps(f func(step)) {
+	start := (b.ringHead - b.nring + timelineLen) % timelineLen
+	for i := range b.nring {
+		f(b.ring[(start+i)%timelineLen])
+	}
+}
+
+// restart is a process restart: the breaker is new, and CLOSED.
+func (b *breaker) restart() {
+	b.state = core.Closed
+	b.run, b.runStart, b.lastOpen, b.npending = 0, 0, 0, 0
+}

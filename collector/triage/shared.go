@@ -1,0 +1,48 @@
+package triage
+
+import (
+	"slices"
+)
+
+// The shared-resource detector: one resource name reported by several apps.
+
+// registerApp records that an app reports a resource.
+func (e *Engine) registerApp(r *resState, appName string, ts int64) {
+	if _, ok := r.apps[appName]; ok || appName == "" {
+		return
+	}
+	r.apps[appName] = struct{}{}
+	if len(r.apps) == 2 && !r.listed {
+		r.listed, r.since = true, ts
+		e.shared = append(e.shared, r)
+	}
+}
+
+// shared-resource: one finding per resource, whose app is the first of its
+// apps in name order (so the finding does not depend on which app connected
+// first); instances are those of all its apps. From is when a second app
+// reported the resource, To the latest report. Always a warning.
+func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
+	for _, r := range e.shared {
+		apps := make([]string, 0, len(r.apps))
+		for a := range r.apps {
+			apps = append(apps, a)
+		}
+		slices.Sort(apps)
+		var insts []*instState
+		for _, in := range r.insts {
+			if _, ok := r.apps[in.app.name]; ok {
+				insts = append(insts, in)
+			}
+		}
+		insts = sortInsts(insts)
+		f := Finding{
+			Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
+			Instances: names(insts), From: r.since, To: max(r.last, r.since), Facts: &SharedResourceFacts{Apps: apps},
+		}
+		words(&f)
+		f.Timelines = e.timelines(insts, r.name, f.From, f.To, nil)
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package triage
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The words of every finding, made from its facts: the one place where the
+// engine writes sentences. They never quote input strings (names,
+// versions): renderers print those from the facts, where they can sanitize
+// them.
+
+// words sets f's Summary and Advice from its facts.
+func words(f *Finding) {
+	n := int64(len(f.Instances))
+	switch x := f.Facts.(type) {
+	case *SawtoothFacts:
+		var sb strings.Builder
+		if n > 1 {
+			fmt.Fprintf(&sb, "up to %d failed half-open probes in a row on %d instances", x.Count, n)
+		} else {
+			fmt.Fprintf(&sb, "%d failed half-open probes in a row", x.Count)
+		}
+		if x.PeriodMs > 0 {
+			fmt.Fprintf(&sb, ", every %s s", fmtFloat(float64(x.PeriodMs)/1000, 1))
+		}
+		f.Summary = sb.String()
+		retry := "retryTimeoutMs"
+		if x.RetryTimeoutMs > 0 {
+			retry = fmt.Sprintf("retryTimeoutMs %d", x.RetryTimeoutMs)
+		}
+		f.Advice = fmt.Sprintf("%s is shorter than the downstream outage (>= %d s): raise it, or back off exponentially",
+			retry, max(x.OutageMs, 0)/1000)
+	case *SyncHalfOpenFacts:
+		f.Summary = fmt.Sprintf("%d instances entered HALF_OPEN within %d ms of each other, on %d occasions", x.MaxSize, x.SpreadMs, x.Count)
+		if x.RetryTimeoutMs > 0 {
+			f.Advice = fmt.Sprintf("give the instances different retryTimeoutMs (for example %d to %d ms) so that they do not all probe the recovering downstream at once",
+				x.RetryTimeoutMs, int64(x.RetryTimeoutMs)+int64(x.RetryTimeoutMs)*3/10)
+		} else {
+			f.Advice = fmt.Sprintf("give the %d instances different retryTimeoutMs so that they do not all probe the recovering downstream at once", n)
+		}
+	case *LowConfidenceFacts:
+		w := x.Worst
+		evidence := fmt.Sprintf("%d bad of %d has a 90%% lower bound of %s, not above the threshold %s",
+			w.K, w.N, fmtFloat(w.Lower, 2), fmtNum(x.Threshold))
+		if x.Count == 1 {
+			f.Summary = "1 trip rested on too few requests: " + evidence
+		} else {
+			f.Summary = fmt.Sprintf("%d trips rested on too few requests; the weakest, %s", x.Count, evidence)
+		}
+		if need := requestsForSignificance(float64(w.K)/float64(w.N), x.Threshold); need > 0 {
+			f.Advice = fmt.Sprintf("raise minRequestAmount to at least %d (or lengthen statIntervalMs) so that a trip at this ratio rests on enough requests", need)
+		} else {
+			f.Advice = fmt.Sprintf("a ratio of %d/%d is no evidence of being above the threshold %s: raise minRequestAmount or the threshold", w.K, w.N, fmtNum(x.Threshold))
+		}
+	case *RuleDriftFacts:
+		largest := 0
+		if len(x.Groups) > 0 {
+			largest = len(x.Groups[0].Instances)
+		}
+		f.Summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource, the largest group holding %d",
+			n, len(x.Groups), largest)
+		f.Advice = fmt.Sprintf("push the rules again until all %d instances report the same version", n)
+	case *UnprotectedFacts:
+		f.Summary = fmt.Sprintf("%d entries passed on %d %s with no rule for this resource, while other instances of the app had one",
+			x.Passed, n, plural(n, "instance", "instances"))
+		f.Advice = fmt.Sprintf("load the app's current rules on the %d %s (%s a rule push), or remove the rule from the others",
+			n, plural(n, "instance", "instances"), plural(n, "it missed", "they missed"))
+	case *SharedResourceFacts:
+		f.Summary = fmt.Sprintf("%d apps report this resource name, so Sentinel conflates their statistics and breakers", len(x.Apps))
+		f.Advice = fmt.Sprintf("give each of the %d apps its own resource name, for example prefixed with the app's name", len(x.Apps))
+	case *WindowMisalignedFacts:
+		iv, k := x.Rule.StatIntervalMs, x.Rule.StatSlidingWindowBucketCount
+		f.Summary = fmt.Sprintf("statIntervalMs %d is not divisible by statSlidingWindowBucketCount %d, so Sentinel silently uses 1 bucket", iv, k)
+		multiple := (iv/k + 1) * k
+		if d := nearestDivisor(iv, k); d > 1 {
+			f.Advice = fmt.Sprintf("set statSlidingWindowBucketCount to a divisor of %d such as %d, or statIntervalMs to a multiple of %d such as %d", iv, d, k, multiple)
+		} else {
+			f.Advice = fmt.Sprintf("set statIntervalMs to a multiple of %d such as %d", k, multiple)
+		}
+	case *RuleAdviceFacts:
+		f.Summary, f.Advice = adviceWords(x)
+	}
+}
+
+// adviceWords are rule-advice's clauses: one for each setting that does not
+// fit, each with its fix.
+func adviceWords(x *RuleAdviceFacts) (summary, advice string) {
+	r := x.Rule
+	var why, fix []string
+	if r.MinRequestAmount < AdviceMinRequests {
+		why = append(why, fmt.Sprintf("minRequestAmount %d is under %d", r.MinRequestAmount, AdviceMinRequests))
+		fix = append(fix, fmt.Sprintf("raise minRequestAmount to at least %d", AdviceMinRequests))
+	}
+	if x.WindowRequests < AdviceMinRequests {
+		why = append(why, fmt.Sprintf("a %d ms window holds only %s requests at %s QPS", r.StatIntervalMs, fmtFloat(x.WindowRequests, 1), fmtFloat(x.QPS, 1)))
+		if x.QPS > 0 {
+			fix = append(fix, fmt.Sprintf("lengthen statIntervalMs to at least %d ms", adviceInterval(x.QPS)))
+		} else {
+			fix = append(fix, "use an error-count breaker, as the traffic is too sparse for a ratio")
+		}
+	}
+	if x.P99Ms > 0 && r.MaxAllowedRtMs < uint64(AdviceRtFactor*x.P99Ms) {
+		why = append(why, fmt.Sprintf("maxAllowedRtMs %d is only %sx the p99 response time of %d ms", r.MaxAllowedRtMs, fmtFloat(x.RtOverP99, 2), x.P99Ms))
+		fix = append(fix, fmt.Sprintf("raise maxAllowedRtMs to at least %d ms (%dx p99)", AdviceRtFactor*x.P99Ms, AdviceRtFactor))
+	}
+	return joinAnd(why), joinAnd(fix)
+}
+
+// joinAnd joins clauses as "a, b and c".
+func joinAnd(xs []string) string {
+	switch len(xs) {
+	case 0:
+		return ""
+	case 1:
+		return xs[0]
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
