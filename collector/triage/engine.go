@@ -413,10 +413,13 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 		// traffic, a long one an instance that was away.
 		if gap := b.Start - s.lastStart; gap > bm && gap <= maxGapFillMs {
 			s.pass.add(0, uint64(gap/bm-1))
+			s.reportedMs += gap - bm // idle between reports, not away
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start
 	s.pass.add(offered, 1)
+	s.offered += offered
+	s.reportedMs += bm
 	if b.HasHist {
 		s.hasHist = true
 		for i, c := range b.RtHist {

@@ -27,7 +27,22 @@ type series struct {
 
 	up unprot
 
+	// offered sums pass + block over every bucket, and reportedMs the time
+	// the instance reported the resource (its buckets, and the silences of
+	// up to a minute between them, which are idle traffic): the QPS of
+	// findings-v1 is their ratio.
+	offered, reportedMs int64
+
 	breakers []*breaker
+}
+
+// qps is the mean offered load (pass + block per second) over the time the
+// instance reported the resource; 0 before any bucket.
+func (s *series) qps() float64 {
+	if s.reportedMs <= 0 {
+		return 0
+	}
+	return float64(s.offered) * 1000 / float64(s.reportedMs)
 }
 
 // open reports whether any breaker of the series is not CLOSED.
