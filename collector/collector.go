@@ -140,6 +140,7 @@ type Collector struct {
 	teeing    atomic.Bool
 	teeMu     sync.Mutex
 	recordErr error
+	recStart  int64 // the collector's clock when the recording began
 	restream  *restream
 
 	seq  uint64
@@ -159,6 +160,7 @@ func New(opts Options) *Collector {
 		overflow: map[string]*RejectCount{},
 	}
 	c.teeing.Store(opts.Record != nil)
+	c.recStart = c.clock.UnixMilli()
 	c.Publish()
 	return c
 }

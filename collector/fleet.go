@@ -37,6 +37,7 @@ type series struct {
 	resource string
 	app      *appSeries
 	seen     dedupe
+	seenMs   int64 // the bucket length seen's indexes are in
 	fine     ring
 	coarse   ring
 	tracks   []*track // one per breaker rule id, "" first

@@ -179,6 +179,11 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if s == nil {
 			continue
 		}
+		if s.seenMs != m.BucketMs {
+			// Indexes of another bucket length would collide (start 1000 of
+			// 500 ms and 2000 of 1000 ms are both 2): start over.
+			s.seen, s.seenMs = dedupe{}, m.BucketMs
+		}
 		dup, old := s.seen.mark(floorDiv(it.Start, m.BucketMs))
 		if dup {
 			c.dups++
@@ -274,13 +279,35 @@ func (c *Collector) tee(m wire.Message, now int64) {
 	c.teeMu.Lock()
 	defer c.teeMu.Unlock()
 	if c.opts.Record != nil && c.recordErr == nil {
-		if err := c.opts.Record.Write(m); err != nil {
+		if err := c.opts.Record.Write(c.sinceRecording(m)); err != nil {
 			c.recordErr = err
 		}
 	}
 	if c.restream != nil {
 		c.restream.publish(m, now)
 	}
+}
+
+// sinceRecording places a hello or rules message that carries a time
+// before the recording began (when the process started, when its rules were
+// loaded) at the recording's start: a recording covers what was recorded,
+// not the services' uptime. Other messages are written as they came.
+func (c *Collector) sinceRecording(m wire.Message) wire.Message {
+	switch x := m.(type) {
+	case *wire.Hello:
+		if x.Ts < c.recStart {
+			y := *x
+			y.Ts = c.recStart
+			return &y
+		}
+	case *wire.Rules:
+		if x.Ts < c.recStart {
+			y := *x
+			y.Ts = c.recStart
+			return &y
+		}
+	}
+	return m
 }
 
 // RecordError is the first error writing the recording, if any.

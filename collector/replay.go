@@ -140,6 +140,25 @@ func (r *Replay) countRejects() {
 	}
 }
 
+// Messages counts the messages the replay holds, meta lines left out: 0
+// means there is nothing to replay.
+func (r *Replay) Messages() int {
+	n := len(r.msgs)
+	if r.Meta() != nil {
+		n--
+	}
+	return n
+}
+
+// Rejects counts the input's unusable parts and returns the first, with
+// its place (file:line).
+func (r *Replay) Rejects() (n int, place string, err error) {
+	if len(r.rejects) == 0 {
+		return 0, "", nil
+	}
+	return len(r.rejects), r.rejects[0].place, r.rejects[0].err
+}
+
 // Collector is the collector the replay feeds.
 func (r *Replay) Collector() *Collector { return r.c }
 

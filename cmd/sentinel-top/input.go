@@ -266,6 +266,10 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 // openFixture opens a fixture file, or a built-in fixture by name.
 func openFixture(name string) (io.ReadCloser, string, error) {
 	if f, err := os.Open(name); err == nil {
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			f.Close()
+			return nil, "", fmt.Errorf("nothing replayable in %s: it is a directory; name a recording in it", name)
+		}
 		return f, name, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, "", fmt.Errorf("--replay: %w", err)

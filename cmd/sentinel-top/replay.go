@@ -29,6 +29,9 @@ func openReplay(spec string, speed float64, opts collector.Options) (*collector.
 		if err != nil {
 			return nil, "", fmt.Errorf("--replay: %w", err)
 		}
+		if err := replayable(rp, spec); err != nil {
+			return nil, "", err
+		}
 		return rp, spec, nil
 	}
 	rc, name, err := openFixture(spec)
@@ -40,7 +43,24 @@ func openReplay(spec string, speed float64, opts collector.Options) (*collector.
 	if err != nil {
 		return nil, "", fmt.Errorf("--replay: %w", err)
 	}
+	if err := replayable(rp, name); err != nil {
+		return nil, "", err
+	}
 	return rp, name, nil
+}
+
+// replayable refuses an input with nothing to replay, in one line that
+// says why: a dashboard or a report of nothing would look like a quiet
+// fleet.
+func replayable(rp *collector.Replay, name string) error {
+	if rp.Messages() > 0 {
+		return nil
+	}
+	n, place, err := rp.Rejects()
+	if n == 0 {
+		return fmt.Errorf("nothing replayable in %s: it holds no messages", name)
+	}
+	return fmt.Errorf("nothing replayable in %s: %d %s rejected, the first at %s: %w", name, n, plural(n, "line", "lines"), place, err)
 }
 
 // isMetricLog reports whether path is a Sentinel metric log, by its name or
@@ -53,4 +73,11 @@ func isMetricLog(path string) bool {
 	defer f.Close()
 	head, _ := bufio.NewReader(f).Peek(4096)
 	return metriclog.Detect(path, head)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
@@ -108,15 +111,29 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fmt.Fprintf(stderr, "%d messages accepted, %d rejected, %d duplicates dropped, in %s\n",
 		messages, rejected, dups, time.Since(began).Round(time.Millisecond))
 	snap := c.Publish() // the findings, judged once at the end of the input
-	if live {
-		for _, t := range snap.Targets {
-			if t.State != 1 { // not up at the end
-				fmt.Fprintf(stderr, "target %s: %s %s\n", report.Sanitize(t.Name), t.State, report.Sanitize(t.LastError))
-			}
+	var down []string
+	for _, t := range snap.Targets {
+		if t.State != collector.TargetUp {
+			down = append(down, report.Sanitize(t.Name)+": "+report.Sanitize(cmp.Or(t.LastError, t.State.String())))
 		}
+	}
+	if messages == 0 {
+		// A report of nothing would read as a quiet fleet: the input failed.
+		switch {
+		case len(snap.Targets) > 0 && len(down) == len(snap.Targets):
+			fmt.Fprintf(stderr, "sentinel-top report: no data: all %d %s down: %s\n", len(down), plural(len(down), "target", "targets"), strings.Join(down, "; "))
+		default:
+			fmt.Fprintf(stderr, "sentinel-top report: no data from %s in %s\n", report.Sanitize(s.source), *dur)
+		}
+		return exitRuntime
 	}
 	rep := report.New(s.source, c.Engine(), messages, rejected)
 	rep.Findings = snap.Findings
+	for _, d := range down {
+		w := "target " + d
+		fmt.Fprintln(stderr, "warning:", w)
+		rep.Warnings = append(rep.Warnings, w)
+	}
 	if err := render(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime

@@ -92,7 +92,7 @@ func fmtFloat(x float64, decimals int) string { return strconv.FormatFloat(x, 'f
 
 func headerParts(r *Report) []part {
 	c, w, i := r.severityCounts()
-	return []part{
+	parts := []part{
 		{label: "Source", value: []seg{input(r.Source)}},
 		{label: "Time range", value: []seg{prose("%s", fmtRange(r.From, r.To))}},
 		{label: "Seen", value: []seg{prose("%d %s, %d %s, %d %s; %d messages accepted, %d rejected",
@@ -100,6 +100,10 @@ func headerParts(r *Report) []part {
 			r.Resources, plural(r.Resources, "resource", "resources"), r.Messages, r.Rejected)}},
 		{label: "Findings", value: []seg{prose("%d critical, %d warning, %d info", c, w, i)}},
 	}
+	for _, w := range r.Warnings {
+		parts = append(parts, part{label: "Warning", value: []seg{input(w)}})
+	}
+	return parts
 }
 
 func sections(r *Report) []section {

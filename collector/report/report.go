@@ -19,6 +19,10 @@ type Report struct {
 	Messages, Rejected int64
 	// Findings in report order (as triage.Engine.Findings returns them).
 	Findings []triage.Finding
+	// Warnings say what the input lacked (a target down, say): one line
+	// each, in the text and Markdown headers. Input strings in them must
+	// already be sanitized.
+	Warnings []string
 }
 
 // New builds the report of an engine that has been fed the whole input:

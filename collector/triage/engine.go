@@ -198,6 +198,16 @@ func (e *Engine) observe(ts int64) {
 	e.last = max(e.last, ts)
 }
 
+// observeState notes the time of a message that describes standing state
+// (hello, rules): it may move the input's end, never its start, since it
+// may carry the time that state began, long before the input (a service up
+// for days sends its rules with the time they were loaded).
+func (e *Engine) observeState(ts int64) {
+	if e.seen {
+		e.last = max(e.last, ts)
+	}
+}
+
 // Hello records an instance's hello: which app it belongs to and when its
 // process started. A later startedAt means the process restarted: its
 // breakers start CLOSED again. A different app makes it a new instance of
@@ -205,7 +215,7 @@ func (e *Engine) observe(ts int64) {
 func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.observe(ts)
+	e.observeState(ts)
 	if app != "" {
 		e.appNames[app] = struct{}{}
 	}
@@ -394,6 +404,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 		bm = core.ResourceBucketMs
 	}
 	end := b.Start + bm
+	e.observe(b.Start)
 	e.observe(end)
 	in := e.instance(instance, end)
 	s := e.seriesFor(in, b.Resource, end)

@@ -25,7 +25,7 @@ type slowRef struct {
 func (e *Engine) Rules(instance string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.observe(ts)
+	e.observeState(ts)
 	in := e.instance(instance, ts)
 	a := in.app
 

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"crypto/rand"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// TestReportOfFailedInputExits3: an input that gave nothing is a failure
+// with one line that says why, never an empty report: unreachable targets,
+// a plain HTTP server, a directory, garbage, random bytes, an empty file.
+func TestReportOfFailedInputExits3(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.ndjson")
+	os.WriteFile(garbage, []byte("not json\n{\"v\":2}\n"), 0o600)
+	random := filepath.Join(dir, "random.bin")
+	b := make([]byte, 4096)
+	rand.Read(b)
+	os.WriteFile(random, b, 0o600)
+	empty := filepath.Join(dir, "empty.ndjson")
+	os.WriteFile(empty, nil, 0o600)
+	plain := &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Second}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go plain.Serve(ln)
+	defer plain.Close()
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--targets", "127.0.0.1:1", "--for", "1s", "--fail-on", "critical"}, "no data: all 1 target down: 127.0.0.1:1"},
+		{[]string{"--targets", ln.Addr().String(), "--for", "1s"}, "no data: all 1 target down: " + ln.Addr().String()},
+		{[]string{"--replay", dir}, "nothing replayable in " + dir + ": it is a directory"},
+		{[]string{"--replay", garbage}, "nothing replayable in " + garbage + ": 2 lines rejected, the first at " + garbage + ":1"},
+		{[]string{"--replay", random}, "nothing replayable in " + random},
+		{[]string{"--replay", empty}, "nothing replayable in " + empty + ": it holds no messages"},
+	} {
+		code, out, errOut := runCmd(t, append([]string{"report"}, c.args...)...)
+		if code != exitRuntime || !strings.Contains(errOut, c.want) || strings.Contains(out, "No findings") {
+			t.Errorf("report %v: exit %d, stdout %q, stderr %q; want exit 3 and %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	// The dashboard refuses the same before it needs a terminal.
+	if code, _, errOut := runCmd(t, "--replay", garbage); code != exitRuntime || !strings.Contains(errOut, "nothing replayable") {
+		t.Errorf("dashboard --replay garbage: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestReportWarnsOfATargetDown: one target of two down is a warning, in
+// the report's header and on stderr, and the report of the other goes on.
+func TestReportWarnsOfATargetDown(t *testing.T) {
+	a, err := agent.New(agent.Options{App: "order", Instance: "order-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.LoadRules([]core.BreakerRule{{Resource: "db", Strategy: core.ErrorRatio, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 10000, RetryTimeoutMs: 30000}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Serve(ln)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				if e, err := a.Entry("db"); err == nil {
+					e.Exit(nil)
+				}
+			}
+		}
+	}()
+	code, out, errOut := runCmd(t, "report", "--targets", ln.Addr().String()+",127.0.0.1:1", "--for", "2s")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "warning: target 127.0.0.1:1: ") || !strings.Contains(out, "Warning:") ||
+		!strings.Contains(out, "target 127.0.0.1:1: ") {
+		t.Fatalf("the down target is not a warning:\nstdout %s\nstderr %s", out, errOut)
+	}
+}
