@@ -38,6 +38,9 @@ func (f *inputFlags) openDemo(ctx context.Context, s *session, opts collector.Op
 		return nil, err
 	}
 	s.source = "demo " + sc.Name
+	if sc.Name == "demo" {
+		s.source = "demo" // not "demo demo"
+	}
 	opts.Mode, opts.Source, opts.Clock = collector.ModeLive, s.source, d.Clock()
 	s.c = collector.New(opts)
 	s.feed = func(ctx context.Context) error {

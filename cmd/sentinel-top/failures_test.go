@@ -97,3 +97,25 @@ func TestReportWarnsOfATargetDown(t *testing.T) {
 		t.Fatalf("the down target is not a warning:\nstdout %s\nstderr %s", out, errOut)
 	}
 }
+
+// TestReportUsageAndFailOnSaysWhy: --for with a replay is a usage error;
+// --fail-on names the findings that tripped it.
+func TestReportUsageAndFailOnSaysWhy(t *testing.T) {
+	if code, _, errOut := runCmd(t, "report", "--replay", "rule-push-partial", "--for", "3s"); code != exitUsage ||
+		!strings.Contains(errOut, "--for applies to live input") {
+		t.Errorf("--for with --replay: exit %d, %q", code, errOut)
+	}
+	code, _, errOut := runCmd(t, "report", "--replay", "rule-push-partial", "--fail-on", "warning")
+	if code != exitFailOn || !strings.Contains(errOut, "--fail-on warning: critical rule-drift gateway/createOrder") {
+		t.Errorf("--fail-on: exit %d, %q", code, errOut)
+	}
+	if _, out, _ := runCmd(t, "--version"); !strings.HasPrefix(out, "sentinel-top ") || strings.Contains(out, "(devel)") {
+		t.Errorf("--version: %q", out)
+	}
+	_, out, errOut := runCmd(t, "--help")
+	for _, sub := range []string{"report --help", "serve --help", "bench --help"} {
+		if !strings.Contains(out+errOut, sub) {
+			t.Errorf("--help does not name %q", sub)
+		}
+	}
+}

@@ -346,6 +346,12 @@ func TestServeEndpoints(t *testing.T) {
 	if code, body := get("/report", "tk"); code != 200 || !strings.Contains(body, `"kind": "sawtooth"`) {
 		t.Errorf("report: %d %.300s", code, body)
 	}
+	if code, body := get("/report?format=xml", "tk"); code != http.StatusBadRequest || !strings.Contains(body, "json, md or text") {
+		t.Errorf("report?format=xml: %d %.300s", code, body)
+	}
+	if code, body := get("/healthz", ""); code != 200 || body != "ok\n" {
+		t.Errorf("healthz without a token: %d %q", code, body)
+	}
 }
 
 // TestRecordThenReplay records a live demo over loopback and replays the

@@ -59,6 +59,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitUsage
 	}
 	live := in.replay == ""
+	if !live && *dur > 0 {
+		fmt.Fprintln(stderr, "sentinel-top report: --for applies to live input (--targets, --demo); a replay ends with its file")
+		return exitUsage
+	}
 	if live && *dur <= 0 {
 		fmt.Fprintln(stderr, "sentinel-top report: live input needs --for DURATION (e.g. --for 60s)")
 		return exitUsage
@@ -139,10 +143,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitRuntime
 	}
 	if hasThreshold {
+		var tripped []string
 		for _, f := range rep.Findings {
 			if f.Severity >= threshold {
-				return exitFailOn
+				tripped = append(tripped, fmt.Sprintf("%s %s %s/%s", f.Severity, f.Kind,
+					report.Sanitize(f.App), report.Sanitize(f.Resource)))
 			}
+		}
+		if len(tripped) > 0 {
+			fmt.Fprintf(stderr, "--fail-on %s: %s\n", *failOn, strings.Join(tripped, "; "))
+			return exitFailOn
 		}
 	}
 	return exitOK

@@ -27,11 +27,14 @@ Runs the collector without a terminal and serves what it knows:
   /sentinel/stream   the merged wire v1 stream: use this collector as a --targets
                      entry of another collector or dashboard (one per cluster, one view)
   /report            the findings (findings-v1 JSON; ?format=md or ?format=text)
-  /healthz           200 while serving
+  /healthz           200 while serving (needs no token)
 
 Examples:
-  sentinel-top serve --targets @cluster-a.txt --listen 0.0.0.0:9464 --token "$TOKEN" --tls-cert c.pem --tls-key k.pem
-  sentinel-top --targets wss://collector-a:9464,wss://collector-b:9464 --token "$TOKEN"
+  sentinel-top serve --targets @cluster-a.txt --listen 0.0.0.0:9464 --serve-token "$T" --tls-cert c.pem --tls-key k.pem
+  sentinel-top --targets wss://collector-a:9464,wss://collector-b:9464 --token "$T"
+
+--token is what this collector sends to its targets; --serve-token is what
+every client of this collector must send (/healthz excepted).
 
 Flags:
 `
@@ -92,15 +95,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		case "text":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			report.Text(w, rep)
-		default:
+		case "", "json":
 			w.Header().Set("Content-Type", "application/json")
 			report.JSON(w, rep)
+		default:
+			http.Error(w, "400 bad request: format must be json, md or text", http.StatusBadRequest)
 		}
 	})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	var handler http.Handler = mux
 	if *serveToken != "" {
-		handler = requireToken(*serveToken, mux)
+		handler = healthzOpen(mux, requireToken(*serveToken, mux))
 	}
 
 	feedCtx, cancel := context.WithCancel(ctx)
@@ -149,5 +154,17 @@ func requireToken(token string, next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// healthzOpen lets /healthz through without a token (a load balancer's
+// probe carries none; it tells nothing but that the process serves).
+func healthzOpen(health, rest http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			health.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
 	})
 }

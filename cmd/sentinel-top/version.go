@@ -9,6 +9,9 @@ import (
 // it the module version from the build info is used.
 var version = ""
 
+// baseVersion is the release the source is heading for.
+const baseVersion = "0.4.0"
+
 func versionString() string {
 	v := version
 	if bi, ok := debug.ReadBuildInfo(); ok && v == "" {
@@ -19,8 +22,8 @@ func versionString() string {
 			}
 		}
 	}
-	if v == "" {
-		v = "(devel)"
+	if v == "" || v == "(devel)" {
+		v = baseVersion + "-dev" // built from source, unstamped
 	}
 	return fmt.Sprintf("sentinel-top %s", v)
 }

@@ -6,7 +6,9 @@ import (
 )
 
 const watchUsage = `Usage: sentinel-top [--targets LIST | --replay FILE|NAME | --demo [NAME]] [flags]
-       sentinel-top report --help
+       sentinel-top report --help    findings of an input, for postmortems and CI
+       sentinel-top serve --help     the collector without a terminal: /metrics, /report, a merged stream
+       sentinel-top bench --help     a fleet of agents on loopback against a collector: rate, CPU, memory
 
 htop for circuit breakers: a live terminal dashboard of breaker states,
 ratios and timelines, with a triage engine that names failure patterns.
