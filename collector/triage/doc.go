@@ -65,11 +65,21 @@
 // the current cluster if the cluster would still span 1000 ms or less; an
 // instance counts once per cluster; a cluster is an occasion once it holds 3
 // instances and at least half of the app's instances that report the
-// resource (sent buckets or transitions for it).
+// resource (sent buckets or transitions for it). The advice's retry timeout
+// is the last counted occasion's, or the rule's when transitions do not
+// carry it; the range proposed starts there and spans 30 % more, rounded up
+// to whole seconds for Java rules.
 //
-// low-confidence-trip: only CLOSED->OPEN of strategies 0 and 1, judged
-// against the threshold carried by the transition; worst is the trip whose
-// lower bound is furthest under its threshold.
+// low-confidence-trip: only CLOSED->OPEN of strategies 0 and 1 with a
+// snapshot of 1 to 19 completions; a trip is held until the first probe
+// after it (the first HALF_OPEN -> OPEN or -> CLOSED): a failed one drops
+// it, a closing one counts it in closedAtFirstProbe, and a trip with no
+// probe yet (or none before the next trip or a restart) counts. worst is the
+// trip whose lower bound is furthest under its threshold. A trip is a cold
+// start when the instance's process started at most 60 s before it, or when
+// the resource's first traffic came at most 60 s before it while the
+// instance had been reporting other traffic for a second or more (else its
+// first traffic is unknown, and it is not counted).
 //
 // shared-resource: one finding per resource (not per app), whose app is the
 // first of its apps by name; an app reports a resource when one of its

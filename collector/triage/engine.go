@@ -467,12 +467,10 @@ func (e *Engine) Transition(instance string, t core.Transition) {
 	if t.RetryTimeoutMs > 0 {
 		b.retry = t.RetryTimeoutMs
 	}
+	e.lowConfidence(b, t)
 	switch {
 	case t.To == core.Open && t.From == core.Closed:
 		b.run, b.runStart, b.lastOpen, b.npending = 0, t.AtMs, t.AtMs, 0
-		if t.Strategy.IsRatio() {
-			e.lowConfidence(s, t)
-		}
 	case t.To == core.Open && t.From == core.HalfOpen:
 		e.failedProbe(b, t.AtMs)
 	case t.To == core.Closed:

@@ -61,48 +61,6 @@ func (f *SawtoothFacts) Evidence() []Fact {
 	}
 }
 
-// SyncHalfOpenFacts: instances probing together.
-type SyncHalfOpenFacts struct {
-	// Count is the occasions, SpreadMs the largest spread of one.
-	Count    int64 `json:"count"`
-	SpreadMs int64 `json:"spreadMs"`
-	// MaxSize is the most instances in one occasion; RetryTimeoutMs the
-	// retry timeout of the last counted occasion (0 when unknown).
-	MaxSize        int    `json:"-"`
-	RetryTimeoutMs uint32 `json:"-"`
-}
-
-// Kind is KindSyncHalfOpen.
-func (*SyncHalfOpenFacts) Kind() Kind { return KindSyncHalfOpen }
-
-// Evidence lists the occasions and the spread.
-func (f *SyncHalfOpenFacts) Evidence() []Fact {
-	return []Fact{
-		text("Occasions", itoa(f.Count)),
-		text("Largest spread", itoa(f.SpreadMs)+" ms"),
-	}
-}
-
-// LowConfidenceFacts: trips that rested on too few requests.
-type LowConfidenceFacts struct {
-	// Count is the trips, Worst the one with the least evidence.
-	Count int64    `json:"count"`
-	Worst Evidence `json:"worst"`
-	// Threshold is the worst trip's breaker threshold.
-	Threshold float64 `json:"-"`
-}
-
-// Kind is KindLowConfidenceTrip.
-func (*LowConfidenceFacts) Kind() Kind { return KindLowConfidenceTrip }
-
-// Evidence lists the trips and the weakest.
-func (f *LowConfidenceFacts) Evidence() []Fact {
-	return []Fact{
-		text("Trips", itoa(f.Count)),
-		text("Weakest", itoa(f.Worst.K)+" bad of "+itoa(f.Worst.N)+", 90% lower bound "+fmtFloat(f.Worst.Lower, 2)),
-	}
-}
-
 // RuleDriftFacts: instances of one app with different rules.
 type RuleDriftFacts struct {
 	// Groups are the instances by rule version, largest first.

@@ -1,7 +1,10 @@
 package triage
 
 import (
+	"cmp"
 	"slices"
+
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // The sync-half-open detector: instances of one app probing a resource
@@ -96,8 +99,14 @@ func (e *Engine) herdFindings(now int64, out []Finding) []Finding {
 		f := Finding{
 			Kind: KindSyncHalfOpen, App: ar.app.name, Resource: ar.resource,
 			Instances: names(insts), From: h.from, To: h.to,
-			Facts: &SyncHalfOpenFacts{Count: h.occasions, SpreadMs: h.spread, MaxSize: h.maxSize, RetryTimeoutMs: h.retry},
 		}
+		java, ruleRetry := herdRules(h.last, ar.resource)
+		x := &SyncHalfOpenFacts{Count: h.occasions, SpreadMs: h.spread, MaxSize: h.maxSize, Java: java,
+			RetryTimeoutMs: cmp.Or(h.retry, ruleRetry)} // the rule's when the transitions did not tell
+		if x.RetryTimeoutMs > 0 {
+			x.Suggest = &SyncHalfOpenSuggest{RetryTimeoutMs: retrySpread(x.RetryTimeoutMs, x.Java)}
+		}
+		f.Facts = x
 		open := 0
 		for _, in := range h.last {
 			if s := in.series[ar.resource]; s != nil && s.open() && e.alive(in, now) {
@@ -108,6 +117,84 @@ func (e *Engine) herdFindings(now int64, out []Finding) []Finding {
 		words(&f)
 		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
+	}
+	return out
+}
+
+// HerdSpreadPercent is how far apart, as a share of their value, the
+// instances' retry timeouts should spread.
+const HerdSpreadPercent = 30
+
+// retrySpread is the range of retry timeouts to spread the instances over:
+// from retry up by HerdSpreadPercent of it, rounded up; in whole seconds for
+// Java rules (timeWindow).
+func retrySpread(retry uint32, java bool) RetryRange {
+	lo := int64(retry)
+	unit := int64(1)
+	if java {
+		unit = 1000
+	}
+	lo = ceilTo(lo, unit)
+	return RetryRange{Min: lo, Max: lo + ceilTo((lo*HerdSpreadPercent+99)/100, unit)}
+}
+
+// ceilTo rounds x up to a multiple of unit.
+func ceilTo(x, unit int64) int64 { return (x + unit - 1) / unit * unit }
+
+// herdRules reports whether the first of the instances (by name) with a
+// breaker rule for the resource runs one with Java Sentinel's semantics,
+// and that rule's retry timeout.
+func herdRules(insts []*instState, resource string) (java bool, retry uint32) {
+	for _, in := range sortInsts(slices.Clone(insts)) {
+		if rr := in.rules[resource]; rr != nil && len(rr.breakers) > 0 {
+			i := max(slices.IndexFunc(rr.breakers, func(r core.BreakerRule) bool { return r.Semantics == core.SemanticsJava }), 0)
+			return rr.breakers[i].Semantics == core.SemanticsJava, rr.breakers[i].RetryTimeoutMs
+		}
+	}
+	return false, 0
+}
+
+// SyncHalfOpenFacts: instances probing together.
+type SyncHalfOpenFacts struct {
+	// Count is the occasions, SpreadMs the largest spread of one.
+	Count    int64 `json:"count"`
+	SpreadMs int64 `json:"spreadMs"`
+	// Suggest is the range to spread the instances' retry timeouts over,
+	// absent when the retry timeout is unknown.
+	Suggest *SyncHalfOpenSuggest `json:"suggest,omitempty"`
+	// MaxSize is the most instances in one occasion; RetryTimeoutMs the
+	// retry timeout of the last counted occasion, or else of the rule (0
+	// when unknown); Java whether the rule is Java Sentinel's (whose
+	// timeWindow is in seconds).
+	MaxSize        int    `json:"-"`
+	RetryTimeoutMs uint32 `json:"-"`
+	Java           bool   `json:"-"`
+}
+
+// SyncHalfOpenSuggest is sync-half-open's suggest: a retryTimeoutMs of
+// each instance's own within the range.
+type SyncHalfOpenSuggest struct {
+	RetryTimeoutMs RetryRange `json:"retryTimeoutMs"`
+}
+
+// RetryRange is a range of retry timeouts, in ms.
+type RetryRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// Kind is KindSyncHalfOpen.
+func (*SyncHalfOpenFacts) Kind() Kind { return KindSyncHalfOpen }
+
+// Evidence lists the occasions, the spread and the range proposed.
+func (f *SyncHalfOpenFacts) Evidence() []Fact {
+	out := []Fact{
+		text("Occasions", itoa(f.Count)),
+		text("Largest spread", itoa(f.SpreadMs)+" ms"),
+	}
+	if f.Suggest != nil {
+		r := f.Suggest.RetryTimeoutMs
+		out = append(out, text("Proposed", "retryTimeoutMs "+itoa(r.Min)+" to "+itoa(r.Max)+", one per instance"))
 	}
 	return out
 }

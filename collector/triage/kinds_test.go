@@ -11,42 +11,26 @@ import (
 
 func TestWilsonLower(t *testing.T) {
 	cases := []struct {
-		k, n  int64
-		want  float64 // rounded to 2 decimals
-		fires bool    // at threshold 0.5
+		k, n int64
+		want float64 // rounded to 2 decimals
 	}{
-		{3, 5, 0.33, true},
-		{30, 50, 0.51, false},
-		{5, 5, 0.75, false},
-		{1, 1, 0.38, true},
-		{0, 10, 0, true},
-		{60, 100, 0.54, false},
-		{6, 10, 0.40, true},
+		{3, 5, 0.33},
+		{30, 50, 0.51},
+		{5, 5, 0.75},
+		{1, 1, 0.38},
+		{0, 10, 0},
+		{60, 100, 0.54},
+		{6, 10, 0.40},
+		{31, 62, 0.42},
+		{364, 728, 0.48},
 	}
 	for _, c := range cases {
-		got := WilsonLower(c.k, c.n)
-		if round(got, 2) != c.want {
+		if got := WilsonLower(c.k, c.n); round(got, 2) != c.want {
 			t.Errorf("WilsonLower(%d, %d) = %.4f, want %.2f", c.k, c.n, got, c.want)
-		}
-		if (got <= 0.5) != c.fires {
-			t.Errorf("WilsonLower(%d, %d) = %.4f: fires = %v, want %v", c.k, c.n, got, got <= 0.5, c.fires)
 		}
 	}
 	if WilsonLower(1, 0) != 0 {
 		t.Error("n = 0 must give 0")
-	}
-}
-
-func TestRequestsForSignificance(t *testing.T) {
-	n := requestsForSignificance(0.6, 0.5)
-	if WilsonLower(int64(math.Round(0.6*float64(n))), n) <= 0.5 && wilsonLowerP(0.6, float64(n)) <= 0.5 {
-		t.Fatalf("n = %d is not enough", n)
-	}
-	if wilsonLowerP(0.6, float64(n-1)) > 0.5 {
-		t.Fatalf("n = %d is not the smallest", n)
-	}
-	if requestsForSignificance(0.5, 0.5) != 0 {
-		t.Fatal("a ratio at the threshold is never significant")
 	}
 }
 
@@ -65,7 +49,9 @@ func TestLowConfidenceTrip(t *testing.T) {
 		{"no requests is not judged", core.SlowRequestRatio, 0, 0, 0.5, false},
 		{"bad above total is refused", core.SlowRequestRatio, 6, 5, 0.5, false},
 		{"threshold above 1 is refused", core.SlowRequestRatio, 3, 5, 1.5, false},
-		{"5 of 5 at 0.5 does not", core.SlowRequestRatio, 5, 5, 0.5, false},
+		{"5 of 5 at 0.5 fires: 5 calls are few", core.SlowRequestRatio, 5, 5, 0.5, true},
+		{"19 of 19 fires", core.SlowRequestRatio, 19, 19, 0.5, true},
+		{"10 of 20 does not", core.SlowRequestRatio, 10, 20, 0.5, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,7 +96,7 @@ func TestLowConfidenceTripMerged(t *testing.T) {
 	if !slices.Equal(f.Instances, []string{"order-1", "order-2"}) || f.From != t0+20000 || f.To != t0+60000 {
 		t.Fatalf("finding = %+v", f)
 	}
-	want := "3 trips rested on too few requests; the weakest, 2 bad of 3 has a 90% lower bound of 0.32, not above the threshold 0.5"
+	want := "3 trips rested on fewer than 20 calls, the weakest on 2 slow of 3 (90% lower bound 0.32, threshold 0.5); 3 closed at the first probe and 2 came within 60 s of the instance's first traffic"
 	if f.Summary != want {
 		t.Fatalf("summary %q", f.Summary)
 	}

@@ -6,59 +6,310 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
-// The low-confidence-trip detector: trips of ratio breakers that rested on
-// too little evidence.
+// The low-confidence-trip detector: trips of ratio breakers whose window
+// held too few completions to tell a failing downstream from a few unlucky
+// calls. A sliding window crosses the threshold one call at a time, so a
+// trip's ratio sits at the threshold however strong the evidence: the size
+// of the window is what is judged, and the first probe after the trip, which
+// shows whether the downstream really was failing.
+
+// ColdStartMs is how soon after an instance's first traffic on a resource a
+// trip counts as a cold start.
+const ColdStartMs = 60_000
+
+// coldSeenMs is how long before a resource's first reported traffic the
+// instance must have been reporting other traffic for that first report to
+// be its first traffic (buckets of every active resource ship together, every
+// half second).
+const coldSeenMs = 1000
+
+// lowTrip is one trip on fewer than AdviceMinRequests completions.
+type lowTrip struct {
+	b        *breaker
+	at       int64
+	ev       Evidence
+	margin   float64 // the unrounded lower bound minus the threshold
+	thr      float64
+	strategy core.Strategy
+	atThr    bool
+	cold     bool
+	rule     core.BreakerRule // the instance's rule for the breaker at the trip
+	hasRule  bool
+}
+
+// weaker reports whether t rested on less evidence than u: a lower bound
+// further under its threshold, then a smaller window, then earlier.
+func (t *lowTrip) weaker(u *lowTrip) bool {
+	if t.margin != u.margin {
+		return t.margin < u.margin
+	}
+	if t.ev.N != u.ev.N {
+		return t.ev.N < u.ev.N
+	}
+	return t.at < u.at
+}
+
+// lowTally sums trips.
+type lowTally struct {
+	count, atThr, closed, cold int64
+	worst                      lowTrip
+	from, to                   int64
+}
+
+func (c *lowTally) add(t *lowTrip, closed bool) {
+	if c.count == 0 {
+		c.worst, c.from, c.to = *t, t.at, t.at
+	} else if t.weaker(&c.worst) {
+		c.worst = *t
+	}
+	c.from, c.to = min(c.from, t.at), max(c.to, t.at)
+	c.count++
+	c.atThr += b2i(t.atThr)
+	c.closed += b2i(closed)
+	c.cold += b2i(t.cold)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 type lowConf struct {
-	count       int64
-	worst       Evidence
-	worstMargin float64
-	worstThr    float64
-	from, to    int64
-	insts       map[*instState]struct{}
+	listed  bool
+	settled lowTally                // trips whose first probe closed the breaker, or that never had one
+	insts   map[*instState]struct{} // of the settled trips
+	pending []lowTrip               // trips awaiting their first probe, one per breaker at most
 }
 
-func (e *Engine) lowConfidence(s *series, t core.Transition) {
-	n, k, thr := t.Snapshot.Total, t.Snapshot.Bad, t.Threshold
-	if n <= 0 || k < 0 || k > n || math.IsNaN(thr) || thr < 0 || thr > 1 {
+// lowConfidence follows a breaker's trips and the first probe after each:
+// a trip on too few completions is held until its first probe decides. A
+// failed probe shows the downstream was failing and drops the trip; a probe
+// that closes the breaker, or a new trip before any probe, settles it.
+func (e *Engine) lowConfidence(b *breaker, t core.Transition) {
+	l := &b.s.ar.low
+	switch {
+	case t.From == core.Closed && t.To == core.Open:
+		l.settle(b, false)
+		if tr, ok := lowTripOf(b, t); ok {
+			l.pending = append(l.pending, tr)
+			if !l.listed {
+				l.listed = true
+				e.lows = append(e.lows, b.s.ar)
+			}
+		}
+	case t.From == core.HalfOpen && t.To == core.Open:
+		l.take(b)
+	case t.To == core.Closed:
+		l.settle(b, t.From == core.HalfOpen)
+	}
+}
+
+// take removes the breaker's pending trip, reporting whether it had one.
+func (l *lowConf) take(b *breaker) (lowTrip, bool) {
+	for i := range l.pending {
+		if l.pending[i].b == b {
+			t := l.pending[i]
+			last := len(l.pending) - 1
+			l.pending[i] = l.pending[last]
+			l.pending[last] = lowTrip{}
+			l.pending = l.pending[:last]
+			return t, true
+		}
+	}
+	return lowTrip{}, false
+}
+
+// settle counts the breaker's pending trip, closed at its first probe or not.
+func (l *lowConf) settle(b *breaker, closed bool) {
+	t, ok := l.take(b)
+	if !ok {
 		return
+	}
+	l.settled.add(&t, closed)
+	if l.insts == nil {
+		l.insts = map[*instState]struct{}{}
+	}
+	l.insts[b.s.inst] = struct{}{}
+}
+
+// lowTripOf judges a CLOSED -> OPEN: a ratio breaker whose window held
+// fewer than AdviceMinRequests completions (and at least one: a trip
+// without a snapshot is not judged).
+func lowTripOf(b *breaker, t core.Transition) (lowTrip, bool) {
+	n, k, thr := t.Snapshot.Total, t.Snapshot.Bad, t.Threshold
+	if !t.Strategy.IsRatio() || n <= 0 || n >= AdviceMinRequests || k < 0 || k > n ||
+		math.IsNaN(thr) || thr < 0 || thr > 1 {
+		return lowTrip{}, false
 	}
 	lower := WilsonLower(k, n)
-	if lower > thr {
-		return
+	tr := lowTrip{
+		b: b, at: t.AtMs, ev: Evidence{K: k, N: n, Lower: round(lower, 2)}, margin: lower - thr,
+		thr: thr, strategy: t.Strategy, atThr: float64(k)/float64(n) == thr,
+		cold: coldStart(b.s, t.AtMs),
 	}
-	l := &s.ar.low
-	margin := lower - thr
-	if l.count == 0 {
-		l.from, l.to = t.AtMs, t.AtMs
-		l.insts = map[*instState]struct{}{}
-		e.lows = append(e.lows, s.ar)
-	}
-	if l.count == 0 || margin < l.worstMargin || (margin == l.worstMargin && n < l.worst.N) {
-		l.worst = Evidence{K: k, N: n, Lower: round(lower, 2)}
-		l.worstMargin, l.worstThr = margin, thr
-	}
-	l.count++
-	l.from, l.to = min(l.from, t.AtMs), max(l.to, t.AtMs)
-	l.insts[s.inst] = struct{}{}
+	tr.rule, tr.hasRule = tripRule(b.s.inst, t)
+	return tr, true
 }
 
-// low-confidence-trip: count is the trips, worst the one whose lower bound
-// sits furthest under its threshold (then the smaller window, then the
-// earliest). Always a warning.
+// coldStart reports whether a trip at `at` came within ColdStartMs of the
+// instance's first traffic on the resource, as far as the input tells: the
+// first traffic reported is the first only if the process started shortly
+// before, or the instance was already reporting other traffic.
+func coldStart(s *series, at int64) bool {
+	in := s.inst
+	if in.startedAt > 0 && at >= in.startedAt && at-in.startedAt <= ColdStartMs {
+		return true // any traffic of this process came after its start
+	}
+	first := at
+	if s.traffic {
+		first = min(s.firstAt, at)
+	}
+	if at-first > ColdStartMs || (in.startedAt > 0 && in.startedAt > first) {
+		return false // too late, or a restart after the first traffic seen
+	}
+	for _, o := range in.seriesList {
+		if o != s && o.traffic && o.firstAt+coldSeenMs <= first {
+			return true
+		}
+	}
+	return false
+}
+
+// tripRule is the instance's breaker rule that tripped: same resource, id
+// and strategy, the same threshold if one has it.
+func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
+	rr := in.rules[t.Resource]
+	if rr == nil {
+		return core.BreakerRule{}, false
+	}
+	found := -1
+	for i, r := range rr.breakers {
+		if r.ID != t.RuleID || r.Strategy != t.Strategy {
+			continue
+		}
+		if r.Threshold == t.Threshold {
+			return r, true
+		}
+		if found < 0 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return core.BreakerRule{}, false
+	}
+	return rr.breakers[found], true
+}
+
+// low-confidence-trip: count is the trips settled and those still awaiting
+// their first probe; worst the one whose lower bound sits furthest under
+// its threshold (then the smaller window, then the earliest); From and To
+// the first and last of them. The advice's QPS is the median over the
+// instances of each one's QPS for the resource, and its current values are
+// the weakest trip's rule. Always a warning.
 func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
 	for _, ar := range e.lows {
 		l := &ar.low
-		insts := setInsts(l.insts)
-		w := l.worst
+		c := l.settled
+		insts := make([]*instState, 0, len(l.insts)+len(l.pending))
+		for in := range l.insts {
+			insts = append(insts, in)
+		}
+		for i := range l.pending {
+			c.add(&l.pending[i], false)
+			insts = append(insts, l.pending[i].b.s.inst)
+		}
+		if c.count == 0 {
+			continue
+		}
+		insts = sortInsts(insts)
+		qps := make([]float64, 0, len(insts))
+		for _, in := range insts {
+			if s := in.series[ar.resource]; s != nil {
+				qps = append(qps, s.qps())
+			}
+		}
+		w := &c.worst
+		x := &LowConfidenceFacts{
+			Count: c.count, Worst: w.ev, AtThreshold: c.atThr, ClosedAtFirstProbe: c.closed, ColdStart: c.cold,
+			Threshold: w.thr, Strategy: w.strategy, QPS: round(medianOf(qps), 1),
+		}
+		if w.hasRule {
+			x.Rule = &w.rule
+		}
+		x.Suggest = lowSuggest(x.Rule, x.QPS)
 		f := Finding{
 			Kind: KindLowConfidenceTrip, Severity: Warning, App: ar.app.name, Resource: ar.resource,
-			Instances: names(insts), From: l.from, To: l.to,
-			Facts: &LowConfidenceFacts{Count: l.count, Worst: w, Threshold: l.worstThr},
+			Instances: names(insts), From: c.from, To: c.to, Facts: x,
 		}
 		words(&f)
 		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
 	return out
+}
+
+// lowSuggest: minRequestAmount AdviceMinRequests, and a statIntervalMs
+// that holds that many requests at qps when the rule's does not (or is
+// unknown).
+func lowSuggest(r *core.BreakerRule, qps float64) LowConfidenceSuggest {
+	s := LowConfidenceSuggest{MinRequestAmount: AdviceMinRequests}
+	if qps > 0 {
+		if need := adviceInterval(qps); r == nil || int64(r.StatIntervalMs) < need {
+			s.StatIntervalMs = uint32(min(need, math.MaxUint32))
+		}
+	}
+	return s
+}
+
+// LowConfidenceFacts: trips that rested on too few requests.
+type LowConfidenceFacts struct {
+	// Count is the trips, Worst the one with the least evidence.
+	Count int64    `json:"count"`
+	Worst Evidence `json:"worst"`
+	// AtThreshold counts trips whose ratio equalled the threshold exactly
+	// (sentinel-golang trips at >=, Java Sentinel 1.8 only above);
+	// ClosedAtFirstProbe those whose first probe closed the breaker;
+	// ColdStart those within ColdStartMs of the instance's first traffic.
+	AtThreshold        int64 `json:"atThreshold"`
+	ClosedAtFirstProbe int64 `json:"closedAtFirstProbe"`
+	ColdStart          int64 `json:"coldStart"`
+	// Suggest is the rule values the advice proposes.
+	Suggest LowConfidenceSuggest `json:"suggest"`
+
+	// Threshold and Strategy are the weakest trip's; Rule its instance's
+	// rule at the trip (nil when unknown); QPS the observed load, 0 when
+	// unknown.
+	Threshold float64           `json:"-"`
+	Strategy  core.Strategy     `json:"-"`
+	Rule      *core.BreakerRule `json:"-"`
+	QPS       float64           `json:"-"`
+}
+
+// LowConfidenceSuggest is low-confidence-trip's suggest: StatIntervalMs
+// is 0 (left out) when the rule's window already holds the requests.
+type LowConfidenceSuggest struct {
+	MinRequestAmount uint64 `json:"minRequestAmount"`
+	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
+}
+
+// Kind is KindLowConfidenceTrip.
+func (*LowConfidenceFacts) Kind() Kind { return KindLowConfidenceTrip }
+
+// Evidence lists the trips, the weakest, how they ended and began, and the
+// values proposed.
+func (f *LowConfidenceFacts) Evidence() []Fact {
+	proposed := "minRequestAmount " + itoa(int64(f.Suggest.MinRequestAmount))
+	if f.Suggest.StatIntervalMs > 0 {
+		proposed += ", statIntervalMs " + itoa(int64(f.Suggest.StatIntervalMs))
+	}
+	return []Fact{
+		text("Trips", itoa(f.Count)+" on fewer than "+itoa(AdviceMinRequests)+" calls"),
+		text("Weakest", itoa(f.Worst.K)+" bad of "+itoa(f.Worst.N)+", 90% lower bound "+fmtFloat(f.Worst.Lower, 2)),
+		text("At the threshold exactly", itoa(f.AtThreshold)),
+		text("Closed at the first probe", itoa(f.ClosedAtFirstProbe)),
+		text("Cold start", itoa(f.ColdStart)+" within "+itoa(ColdStartMs/1000)+" s of first traffic"),
+		text("Proposed", proposed),
+	}
 }

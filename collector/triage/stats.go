@@ -24,29 +24,6 @@ func wilsonLowerP(p, n float64) float64 {
 	return max(lower, 0)
 }
 
-// requestsForSignificance is the smallest window size n at which the
-// observed ratio p would have a lower bound above threshold, or 0 when no n
-// up to ten million would do (p at or under the threshold).
-func requestsForSignificance(p, threshold float64) int64 {
-	const limit = 10_000_000
-	if !(p > threshold) || wilsonLowerP(p, limit) <= threshold {
-		return 0
-	}
-	lo, hi := int64(1), int64(limit) // lower(lo) may pass; lower(hi) passes
-	if wilsonLowerP(p, 1) > threshold {
-		return 1
-	}
-	for hi-lo > 1 { // invariant: lower(lo) <= threshold < lower(hi)
-		mid := lo + (hi-lo)/2
-		if wilsonLowerP(p, float64(mid)) > threshold {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
-}
-
 // passHist counts buckets by the entries they passed, exactly below 32 and
 // in 8 sub-bins per power of two above (values within 12.5 %): enough to
 // take the median QPS of a whole input in fixed memory.

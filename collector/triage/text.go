@@ -3,6 +3,8 @@ package triage
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // The words of every finding, made from its facts: the one place where the
@@ -33,26 +35,9 @@ func words(f *Finding) {
 			retry, max(x.OutageMs, 0)/1000)
 	case *SyncHalfOpenFacts:
 		f.Summary = fmt.Sprintf("%d instances entered HALF_OPEN within %d ms of each other, on %d occasions", x.MaxSize, x.SpreadMs, x.Count)
-		if x.RetryTimeoutMs > 0 {
-			f.Advice = fmt.Sprintf("give the instances different retryTimeoutMs (for example %d to %d ms) so that they do not all probe the recovering downstream at once",
-				x.RetryTimeoutMs, int64(x.RetryTimeoutMs)+int64(x.RetryTimeoutMs)*3/10)
-		} else {
-			f.Advice = fmt.Sprintf("give the %d instances different retryTimeoutMs so that they do not all probe the recovering downstream at once", n)
-		}
+		f.Advice = herdAdvice(x, n)
 	case *LowConfidenceFacts:
-		w := x.Worst
-		evidence := fmt.Sprintf("%d bad of %d has a 90%% lower bound of %s, not above the threshold %s",
-			w.K, w.N, fmtFloat(w.Lower, 2), fmtNum(x.Threshold))
-		if x.Count == 1 {
-			f.Summary = "1 trip rested on too few requests: " + evidence
-		} else {
-			f.Summary = fmt.Sprintf("%d trips rested on too few requests; the weakest, %s", x.Count, evidence)
-		}
-		if need := requestsForSignificance(float64(w.K)/float64(w.N), x.Threshold); need > 0 {
-			f.Advice = fmt.Sprintf("raise minRequestAmount to at least %d (or lengthen statIntervalMs) so that a trip at this ratio rests on enough requests", need)
-		} else {
-			f.Advice = fmt.Sprintf("a ratio of %d/%d is no evidence of being above the threshold %s: raise minRequestAmount or the threshold", w.K, w.N, fmtNum(x.Threshold))
-		}
+		f.Summary, f.Advice = lowConfidenceWords(x)
 	case *RuleDriftFacts:
 		largest := 0
 		if len(x.Groups) > 0 {
@@ -81,6 +66,85 @@ func words(f *Finding) {
 	case *RuleAdviceFacts:
 		f.Summary, f.Advice = adviceWords(x)
 	}
+}
+
+// herdAdvice spreads the n instances' retry timeouts over the suggested
+// range: timeWindow in whole seconds for Java rules.
+func herdAdvice(x *SyncHalfOpenFacts, n int64) string {
+	const why = "so that they do not all probe the recovering downstream at once"
+	if x.Suggest == nil {
+		return fmt.Sprintf("give each of the %d instances its own retryTimeoutMs, spread over at least %d %% of its value, %s", n, HerdSpreadPercent, why)
+	}
+	r := x.Suggest.RetryTimeoutMs
+	if x.Java {
+		return fmt.Sprintf("the instances probe %s s after they open: give each of the %d its own timeWindow from %d to %d s (a spread of %d %%) %s",
+			fmtNum(float64(x.RetryTimeoutMs)/1000), n, r.Min/1000, r.Max/1000, HerdSpreadPercent, why)
+	}
+	return fmt.Sprintf("the instances probe %d ms after they open: give each of the %d its own retryTimeoutMs from %d to %d ms (a spread of %d %%) %s",
+		x.RetryTimeoutMs, n, r.Min, r.Max, HerdSpreadPercent, why)
+}
+
+// lowConfidenceWords: the trips, the weakest, how they ended and began;
+// and the rule values that make a trip rest on AdviceMinRequests calls, in
+// seconds of the traffic seen.
+func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
+	w := x.Worst
+	bad := "slow"
+	if x.Strategy == core.ErrorRatio {
+		bad = "failed"
+	}
+	weakest := fmt.Sprintf("%d %s of %d (90%% lower bound %s, threshold %s)", w.K, bad, w.N, fmtFloat(w.Lower, 2), fmtNum(x.Threshold))
+	if x.Count == 1 {
+		summary = fmt.Sprintf("1 trip rested on fewer than %d calls: %s", AdviceMinRequests, weakest)
+	} else {
+		summary = fmt.Sprintf("%d trips rested on fewer than %d calls, the weakest on %s", x.Count, AdviceMinRequests, weakest)
+	}
+	var also []string
+	clause := func(k int64, verb string) {
+		switch {
+		case k == 0:
+		case x.Count == 1:
+			also = append(also, verb)
+		default:
+			also = append(also, fmt.Sprintf("%d %s", k, verb))
+		}
+	}
+	clause(x.ClosedAtFirstProbe, "closed at the first probe")
+	clause(x.AtThreshold, "tripped at the threshold exactly (Java Sentinel 1.8 trips only above it)")
+	clause(x.ColdStart, fmt.Sprintf("came within %d s of the instance's first traffic", ColdStartMs/1000))
+	if len(also) > 0 {
+		sep := "; "
+		if x.Count == 1 {
+			sep = "; it "
+		}
+		summary += sep + joinAnd(also)
+	}
+
+	s := x.Suggest
+	raise := []string{fmt.Sprintf("minRequestAmount to %d", s.MinRequestAmount)}
+	if x.Rule != nil {
+		raise[0] = fmt.Sprintf("minRequestAmount from %d to %d", x.Rule.MinRequestAmount, s.MinRequestAmount)
+	}
+	if s.StatIntervalMs > 0 {
+		if x.Rule != nil {
+			raise = append(raise, fmt.Sprintf("statIntervalMs from %d to %d ms", x.Rule.StatIntervalMs, s.StatIntervalMs))
+		} else {
+			raise = append(raise, fmt.Sprintf("statIntervalMs to %d ms", s.StatIntervalMs))
+		}
+	}
+	advice = fmt.Sprintf("raise %s so that a trip rests on at least %d calls", joinAnd(raise), s.MinRequestAmount)
+	if x.QPS > 0 {
+		window := fmt.Sprintf("a %d ms window", s.StatIntervalMs)
+		if s.StatIntervalMs == 0 && x.Rule != nil {
+			window = fmt.Sprintf("the %d ms window", x.Rule.StatIntervalMs)
+		}
+		advice += fmt.Sprintf(" (%s s of traffic at %s QPS, which %s holds)", fmtFloat(float64(s.MinRequestAmount)/x.QPS, 1), fmtFloat(x.QPS, 1), window)
+	}
+	advice += fmt.Sprintf(", not on a few %s ones", bad)
+	if x.ColdStart > 0 {
+		advice += ", and warm the connections (a few calls at startup) before taking traffic"
+	}
+	return summary, advice
 }
 
 // adviceWords are rule-advice's clauses: one for each setting that does not
