@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -134,18 +136,62 @@ func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opt
 	}
 }
 
-// describeDialError turns a dial or read error into one line for the UI.
+// describeDialError turns a dial or read error into one line for the UI:
+// what went wrong in words first (refused, DNS, TLS, timed out), then the
+// error's own text where it adds something.
 func describeDialError(err error) string {
-	var ne net.Error
+	var (
+		ne   net.Error
+		op   *net.OpError
+		dns  *net.DNSError
+		rec  tls.RecordHeaderError
+		host x509.HostnameError
+		cert *tls.CertificateVerificationError
+		auth x509.UnknownAuthorityError
+	)
 	switch {
 	case err == nil:
 		return "closed by the peer"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		where := "there"
+		if errors.As(err, &op) && op.Addr != nil {
+			where = "on " + op.Addr.String()
+		}
+		return "refused: nothing listens " + where + " (connection refused)"
+	case errors.As(err, &dns):
+		if dns.IsNotFound {
+			return "DNS: no such host " + dns.Name
+		}
+		return "DNS: cannot resolve " + dns.Name + ": " + dns.Err
+	case errors.As(err, &rec):
+		return "TLS: the target does not speak TLS (ws:// instead of wss://?)"
+	case errors.As(err, &host):
+		return "TLS: the certificate is not for this host: " + host.Error()
+	case errors.As(err, &auth), errors.As(err, &cert):
+		return "TLS: the certificate is not trusted (--ca names the CA that signed it): " + err.Error()
+	case errors.Is(err, syscall.ECONNRESET):
+		return "reset by the peer: " + err.Error()
 	case errors.Is(err, websocket.ErrBadHandshake):
-		return err.Error()
+		return "not a websocket: " + err.Error()
 	case errors.As(err, &ne) && ne.Timeout():
 		return "timed out: " + err.Error()
 	}
 	return err.Error()
+}
+
+// describeHTTPStatus says why a target answered HTTP without upgrading to
+// a stream.
+func describeHTTPStatus(code int) error {
+	status := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+	switch {
+	case code == http.StatusUnauthorized:
+		return fmt.Errorf("%s: the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong", status)
+	case code == http.StatusForbidden:
+		return fmt.Errorf("%s: the token is not allowed on this target", status)
+	case code >= 500:
+		return fmt.Errorf("not a sentinel-top stream: %s: the server, or a proxy before it, failed", status)
+	}
+	return fmt.Errorf("plain HTTP server, not a sentinel-top stream: %s (agents serve it at %s)", status, DefaultStreamPath)
 }
 
 // connect runs one connection until it fails.
@@ -161,12 +207,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	conn, resp, err := d.DialContext(ctx, t.URL, header)
 	if err != nil {
 		if resp != nil {
-			switch resp.StatusCode {
-			case http.StatusUnauthorized:
-				return fmt.Errorf("HTTP 401: the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong")
-			default:
-				return fmt.Errorf("not a sentinel-top stream: HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-			}
+			return describeHTTPStatus(resp.StatusCode)
 		}
 		return err
 	}

@@ -26,6 +26,7 @@ func (c *Collector) Publish() *Snapshot {
 		s.Replay = c.replay
 		s.Replay.Pos = now
 	}
+	s.Recording = c.opts.Record != nil
 	if err := c.RecordError(); err != nil {
 		s.RecordError = err.Error()
 	}

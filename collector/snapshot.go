@@ -49,6 +49,9 @@ type Snapshot struct {
 	Overflow []RejectCount
 	// Warnings are one-line notices (clock skew, incompatible sources).
 	Warnings []string
+	// Recording is set while everything accepted is being recorded
+	// (Options.Record); RecordError says when that stopped.
+	Recording bool
 	// RecordError is why the recording stopped ("" while it works or when
 	// there is none): nothing has been written since.
 	RecordError string

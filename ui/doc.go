@@ -19,6 +19,10 @@
 //     block per second, of the slow or error ratio against the rule's
 //     threshold and of p99 against maxAllowedRtMs, each instance's rules with
 //     drift marked, and the resource's findings with evidence and advice;
+//   - targets (t): every dialed target, down ones first, with its state and
+//     for how long, why it is down in words (refused, DNS, TLS, an HTTP
+//     status, a missing token, a plain HTTP server), its reconnects and how
+//     long since its last message;
 //   - help (?): every key binding, generated from the keymap, and the glyphs.
 //
 // Every state has a glyph and a word (● CLOSED, ◐ HALF, ✖ OPEN), so the
@@ -28,14 +32,15 @@
 // control and format characters and bidi overrides are shown as \xNN or
 // \uNNNN, and long names are elided in the middle.
 //
-// The three screens implement one small interface, screen (screen.go):
+// The four screens implement one small interface, screen (screen.go):
 // Update(msg) (screen, tea.Cmd), View, SetSize, Keys (the help.KeyMap the
 // screen offers, which writes its footer's hints), Footer and Modal. The
 // Model draws the status bar, takes the keys that apply everywhere (quit,
 // help, freeze, zoom, replay) and routes the others to the active screen,
 // which answers with the screen to show next: mainScreen (mainscreen.go),
-// detailScreen (detailscreen.go, which also fetches the Detail) and
-// helpScreen (help.go, over the screen it was opened from). They share
+// detailScreen (detailscreen.go, which also fetches the Detail),
+// targetsScreen (targets.go) and helpScreen (help.go), the last two over
+// the screen they were opened from. They share
 // the styles, the keymap and the view the model keeps through common.
 //
 // Within the screens, panels are concrete types shaped alike: Update(msg)

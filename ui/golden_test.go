@@ -89,14 +89,18 @@ func TestGoldenFixtures(t *testing.T) {
 }
 
 // TestGoldenHandmade covers what the fixtures do not: wide (Chinese)
-// names, names longer than any column, a target down, drifted rules.
+// names, names longer than any column, a target down and the targets
+// screen, drifted rules.
 func TestGoldenHandmade(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {120, 40}} {
-		for _, screen := range []string{"main", "detail"} {
+		for _, screen := range []string{"main", "detail", "targets"} {
 			t.Run(fmt.Sprintf("%s_%dx%d", screen, size[0], size[1]), func(t *testing.T) {
 				m := newTestModel(goldenSource(), size[0], size[1])
-				if screen == "detail" {
+				switch screen {
+				case "detail":
 					press(m, "<enter><pgdown>")
+				case "targets":
+					press(m, "t")
 				}
 				checkFrame(t, m.View(), size[0], size[1])
 				golden.RequireEqual(t, []byte(screenText(m)))

@@ -150,10 +150,14 @@ func testSnapshot() *collector.Snapshot {
 	return &collector.Snapshot{
 		At: t0, Seq: 42, Mode: collector.ModeLive, Source: "4 targets",
 		Targets: []collector.TargetStatus{
-			{Name: "10.0.0.1:8719", State: collector.TargetUp},
-			{Name: "10.0.0.2:8719", State: collector.TargetUp},
-			{Name: "10.0.0.3:8719", State: collector.TargetUp},
-			{Name: "10.0.0.4:8719", State: collector.TargetDown, LastError: "connection refused"},
+			{Name: "10.0.0.1:8719", State: collector.TargetUp, Since: t0 - 600_000, Instance: "order-1",
+				Messages: 24_001, Bytes: 9_800_000},
+			{Name: "10.0.0.2:8719", State: collector.TargetUp, Since: t0 - 95_000, Instance: "order-2",
+				Messages: 1_900, Bytes: 770_000, Reconnects: 1},
+			{Name: "sentinel://10.0.0.3:8719?app=payment", State: collector.TargetUp, Since: t0 - 600_000,
+				Instance: "payment-1", Note: collector.JavaBreakerStatesNote, Messages: 600, Bytes: 120_000},
+			{Name: "10.0.0.4:8719", State: collector.TargetDown, Since: t0 - 12_000, RetryAt: t0 + 4_000, Reconnects: 5,
+				LastError: "refused: nothing listens on 10.0.0.4:8719 (connection refused)"},
 		},
 		Apps: 2, Instances: 6, Resources: 5, Messages: 48213, Rows: rows, Findings: findings,
 	}

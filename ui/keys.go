@@ -12,7 +12,7 @@ import (
 type keyMap struct {
 	Quit, Help, Filter, ClearFilter   key.Binding
 	Up, Down, Top, Bottom, PgUp, PgDn key.Binding
-	Open, Back, Tab, Alerts           key.Binding
+	Open, Back, Tab, Alerts, Targets  key.Binding
 	Freeze                            key.Binding
 	ZoomIn, ZoomOut, ZoomReset        key.Binding
 	Sort, Reverse                     key.Binding
@@ -41,6 +41,7 @@ func newKeyMap() *keyMap {
 		Back:        b([]string{"esc", "backspace"}, "esc", "back"),
 		Tab:         b([]string{"tab", "shift+tab"}, "tab", "panel"),
 		Alerts:      b([]string{"a"}, "a", "alerts"),
+		Targets:     b([]string{"t"}, "t", "targets"),
 		Freeze:      b([]string{" "}, "space", "freeze"),
 		ZoomIn:      b([]string{"+"}, "+", "shorter range"),
 		ZoomOut:     b([]string{"-"}, "-", "longer range"),
@@ -54,6 +55,9 @@ func newKeyMap() *keyMap {
 		SeekFwd:     b([]string{"]"}, "]", "forward 10s"),
 	}
 }
+
+// setTargets enables the targets' binding when there are targets to list.
+func (k *keyMap) setTargets(on bool) { k.Targets.SetEnabled(on) }
 
 // setReplay enables the replay's bindings or not.
 func (k *keyMap) setReplay(on bool) {
@@ -75,6 +79,16 @@ func (k *keyMap) forMain(filtered bool) *keyMap {
 func (k *keyMap) forDetail() *keyMap {
 	c := *k
 	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse} {
+		b.SetEnabled(false)
+	}
+	return &c
+}
+
+// forTargets is the targets screen's: moves, back, and the keys that
+// apply everywhere.
+func (k *keyMap) forTargets() *keyMap {
+	c := *k
+	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.Tab, &c.Alerts} {
 		b.SetEnabled(false)
 	}
 	return &c
@@ -102,7 +116,7 @@ func (k helpKeys) FullHelp() [][]key.Binding { return k.groups.FullHelp() }
 // ShortHelp is the footer: the keys that matter most on this screen.
 func (k *keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{
-		k.Help, k.Quit, k.Open, k.Back, k.Filter, k.ClearFilter, k.Tab,
+		k.Help, k.Quit, k.Open, k.Back, k.Targets, k.Filter, k.ClearFilter, k.Tab,
 		k.Freeze, k.Sort, k.ZoomIn, k.ZoomOut, k.Pause, k.Slower, k.Faster,
 		k.SeekBack, k.SeekFwd,
 	}
@@ -112,7 +126,7 @@ func (k *keyMap) ShortHelp() []key.Binding {
 func (k *keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PgUp, k.PgDn},
-		{k.Open, k.Back, k.Tab, k.Alerts, k.Filter, k.ClearFilter, k.Help, k.Quit},
+		{k.Open, k.Back, k.Tab, k.Alerts, k.Targets, k.Filter, k.ClearFilter, k.Help, k.Quit},
 		{k.Freeze, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Sort, k.Reverse},
 		{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd},
 	}

@@ -75,12 +75,30 @@ func emptyText(s *collector.Snapshot) string {
 	switch {
 	case s.Messages == 0 && s.Mode == collector.ModeReplay:
 		return "nothing replayed yet"
+	case s.Messages == 0 && len(s.Targets) > 0:
+		return waitingText(s.Targets)
 	case s.Messages == 0:
-		return "waiting for the targets' first messages"
+		return "waiting for the first messages"
 	case s.Instances == 0:
 		return "no instance is reporting: all said bye or went quiet"
 	}
 	return "no resource reported recently"
+}
+
+// waitingText says why no message came from the targets: none is up, and
+// the first one down's error, or the first messages are awaited.
+func waitingText(ts []collector.TargetStatus) string {
+	up, down, _ := targetCounts(ts)
+	if up > 0 || down == 0 {
+		return "waiting for the targets' first messages (t lists the targets)"
+	}
+	for i := range ts {
+		if ts[i].State == collector.TargetDown {
+			return "no target is up, " + strconv.Itoa(down) + " down: " + sanitize(ts[i].Name) + ": " +
+				sanitize(targetWhy(&ts[i])) + " (t lists the targets)"
+		}
+	}
+	return ""
 }
 
 // SetSize gives the alerts up to a third of the screen and the table the

@@ -43,11 +43,12 @@ type Model struct {
 
 	latest *collector.Snapshot // the newest, ahead of the shown one when frozen
 
-	header statusBar
-	main   *mainScreen
-	detail *detailScreen
-	help   *helpScreen
-	active screen
+	header  statusBar
+	main    *mainScreen
+	detail  *detailScreen
+	help    *helpScreen
+	targets *targetsScreen
+	active  screen
 
 	replay replaySteer
 
@@ -70,14 +71,15 @@ func newModel(src Source, opts Options) *Model {
 	opts = opts.withDefaults()
 	c := newCommon(src, newStyles(opts.termProfile()), opts.Location, opts.Range)
 	m := &Model{
-		common: c,
-		opts:   opts,
-		header: newStatusBar(c.st, opts.Location),
-		main:   newMainScreen(c),
-		detail: newDetailScreen(c),
-		help:   newHelpScreen(c),
-		replay: replaySteer{ctrl: opts.Replay},
-		dirty:  true,
+		common:  c,
+		opts:    opts,
+		header:  newStatusBar(c.st, opts.Location),
+		main:    newMainScreen(c),
+		detail:  newDetailScreen(c),
+		help:    newHelpScreen(c),
+		targets: newTargetsScreen(c),
+		replay:  replaySteer{ctrl: opts.Replay},
+		dirty:   true,
 	}
 	m.main.detail, m.detail.main = m.detail, m.main
 	m.active = m.main
@@ -111,6 +113,8 @@ func (m *Model) replaying() bool {
 func (m *Model) setSnapshot(s *collector.Snapshot) {
 	m.snap = s
 	m.main.Show(s)
+	m.targets.Show(s)
+	m.keys.setTargets(len(s.Targets) > 0)
 	m.header = m.header.SetSnapshot(s, m.latest, m.frozen)
 	m.replayKeys = m.replaying()
 	m.keys.setReplay(m.replayKeys)
@@ -179,7 +183,8 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 	return cmd
 }
 
-// globalKey handles quit, help, freeze, zoom and the replay's keys.
+// globalKey handles quit, help, the targets, freeze, zoom and the
+// replay's keys.
 func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	k := m.keys
 	switch {
@@ -187,6 +192,13 @@ func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return tea.Quit, true
 	case key.Matches(msg, k.Help):
 		m.active = m.help.Open(m.active)
+		return nil, true
+	case key.Matches(msg, k.Targets):
+		if m.active == m.targets {
+			m.active = m.targets.under
+		} else {
+			m.active = m.targets.Open(m.active)
+		}
 		return nil, true
 	case key.Matches(msg, k.Freeze):
 		m.frozen = !m.frozen
@@ -235,7 +247,7 @@ func (m *Model) layout() {
 	m.keys.setReplay(m.replaying())
 	m.header = m.header.SetSize(w, headerLines)
 	body := max(0, h-headerLines-1)
-	for _, s := range []screen{m.main, m.detail, m.help} {
+	for _, s := range []screen{m.main, m.detail, m.help, m.targets} {
 		s.SetSize(w, body)
 	}
 }

@@ -21,7 +21,7 @@ func TestHelpGoesBackWhereItWasOpened(t *testing.T) {
 	if m.active != m.help || !strings.Contains(screenText(m), "GLYPHS") {
 		t.Fatalf("? did not open the help:\n%s", screenText(m))
 	}
-	if got := footerOf(m); !strings.HasPrefix(got, "? help · q quit · esc back · tab panel") {
+	if got := footerOf(m); !strings.HasPrefix(got, "? help · q quit · esc back · t targets · tab panel") {
 		t.Errorf("the help's footer %q is not the detail's", got)
 	}
 	press(m, "jjj+") // the help takes every key but its own

@@ -58,6 +58,9 @@ func (s statusBar) View() string {
 	var right string
 	for _, full := range []bool{true, false} {
 		right = s.mode(full) + "  " + clock
+		if rec := s.recording(); rec != "" {
+			right = rec + "  " + right
+		}
 		if full {
 			right += "  range " + fmtSpan(s.rng)
 		}
@@ -119,34 +122,47 @@ func (s statusBar) mode(full bool) string {
 	return b.String()
 }
 
-// source names the targets (up/down) or the replayed file in w cells.
+// source names the replayed file, or counts the targets up and down and
+// names the down ones in w cells (the targets screen lists them all).
 func (s statusBar) source(w int) string {
-	snap := s.snap
+	snap, st := s.snap, s.st
 	if snap.Mode == collector.ModeReplay {
 		return "replay " + safeName(snap.Source, max(8, w-7))
-	}
-	up, down := 0, 0
-	firstDown := ""
-	for i := range snap.Targets {
-		switch snap.Targets[i].State {
-		case collector.TargetUp:
-			up++
-		case collector.TargetDown:
-			down++
-			if firstDown == "" {
-				firstDown = snap.Targets[i].Name
-			}
-		}
 	}
 	if len(snap.Targets) == 0 {
 		return "live " + safeName(snap.Source, max(8, w-5))
 	}
+	up, down, conn := targetCounts(snap.Targets)
 	t := "targets " + strconv.Itoa(up) + "/" + strconv.Itoa(len(snap.Targets)) + " up"
-	if down > 0 {
-		t += " " + s.st.open.on(glyphOpen+" "+strconv.Itoa(down)+" down") + " " +
-			safeName(firstDown, max(8, w-width(t)-10))
+	if conn > 0 {
+		t += " " + st.half.on(glyphConnecting+" "+strconv.Itoa(conn)+" connecting")
+	}
+	if down == 0 {
+		return t
+	}
+	t += " " + st.open.on(glyphOpen+" "+strconv.Itoa(down)+" down")
+	var names []string
+	for i := range snap.Targets {
+		if snap.Targets[i].State == collector.TargetDown {
+			names = append(names, snap.Targets[i].Name)
+		}
+	}
+	if room := w - width(t) - 2; room >= 12 {
+		t += ": " + joinNames(names, room)
 	}
 	return t
+}
+
+// recording is what the header says of the recording: REC while it goes
+// on, REC FAILED once it stopped ("" when there is none).
+func (s statusBar) recording() string {
+	switch {
+	case s.snap.RecordError != "":
+		return s.st.open.on(glyphOpen + " REC FAILED")
+	case s.snap.Recording:
+		return s.st.open.on("● REC")
+	}
+	return ""
 }
 
 // counts renders the second line: what the collector has seen.
@@ -161,10 +177,10 @@ func (s statusBar) counts() string {
 		b.WriteByte(' ')
 		b.WriteString(what)
 	}
-	item(int64(snap.Apps), "apps")
-	item(int64(snap.Instances), "instances")
-	item(int64(snap.Resources), "resources")
-	item(snap.Messages, "msgs")
+	item(int64(snap.Apps), plural(snap.Apps, "app", "apps"))
+	item(int64(snap.Instances), plural(snap.Instances, "instance", "instances"))
+	item(int64(snap.Resources), plural(snap.Resources, "resource", "resources"))
+	item(snap.Messages, plural(snap.Messages, "msg", "msgs"))
 	if snap.Rejected > 0 {
 		b.WriteString(st.dim.on(" · "))
 		b.WriteString(st.warn.on(fmtCount(snap.Rejected) + " rejected"))
@@ -180,6 +196,10 @@ func (s statusBar) counts() string {
 	if over > 0 {
 		b.WriteString(st.dim.on(" · "))
 		b.WriteString(st.warn.on(fmtCount(over) + " over limits"))
+	}
+	if snap.RecordError != "" {
+		b.WriteString("  ")
+		b.WriteString(st.open.on("recording stopped: " + sanitize(snap.RecordError)))
 	}
 	if len(snap.Warnings) > 0 {
 		b.WriteString("  ")

@@ -229,3 +229,23 @@ func fmtSpeed(x float64) string {
 	}
 	return "×" + strconv.FormatFloat(x, 'g', 3, 64)
 }
+
+// fmtAge formats how long ago, or for how long, in ms: 0.3s, 2.5s, 45s,
+// 1m12s.
+func fmtAge(ms int64) string {
+	switch {
+	case ms < 0:
+		ms = 0
+	case ms >= 10_000:
+		return fmtSpan(time.Duration(ms) * time.Millisecond)
+	}
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) + "s"
+}
+
+// plural is one when n is 1, else many.
+func plural[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,163 @@
+package ui
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector"
+)
+
+// wsURL is the stream URL of an httptest server.
+func wsURL(s *httptest.Server, scheme string) string {
+	return scheme + "://" + s.Listener.Addr().String() + collector.DefaultStreamPath
+}
+
+// dialed runs a real collector dialing targets until every target but up
+// is down with an error, and up (if any) has sent messages; the collector
+// is then the source of a dashboard, as in the binary.
+func dialed(t *testing.T, targets []collector.Target, up string) *collector.Collector {
+	t.Helper()
+	c := collector.New(collector.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		c.Dial(ctx, targets, collector.DialOptions{Seed: 7, HandshakeTimeout: 5 * time.Second})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ready := true
+		ts := c.Publish().Targets
+		for _, st := range ts {
+			if st.Name == up {
+				ready = ready && st.State == collector.TargetUp && st.Messages > 0
+			} else {
+				ready = ready && st.State == collector.TargetDown && st.LastError != ""
+			}
+		}
+		if ready && len(ts) == len(targets) {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the targets did not settle: %+v", ts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestTargetsSayWhyTheyAreDown dials one target of each class of failure
+// over loopback (and one that works) and reads the targets screen: each
+// says why in words, the header counts them, and the empty table names
+// the first one down.
+func TestTargetsSayWhyTheyAreDown(t *testing.T) {
+	refused := closedAddr(t)
+	serve := func(code int) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, http.StatusText(code), code)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html>hello</html>"))
+	}))
+	t.Cleanup(plain.Close)
+	untrusted := httptest.NewUnstartedServer(http.NotFoundHandler())
+	untrusted.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake the test fails on purpose
+	untrusted.StartTLS()
+	t.Cleanup(untrusted.Close)
+	a, err := agent.New(agent.Options{App: "order", Instance: "order-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	good := httptest.NewServer(a.Handler())
+	t.Cleanup(good.Close)
+
+	cases := []struct {
+		target collector.Target
+		words  string
+	}{
+		{collector.Target{Name: refused, URL: "ws://" + refused + collector.DefaultStreamPath}, "refused: nothing listens on " + refused},
+		{collector.Target{Name: "nohost.invalid:8720", URL: "ws://nohost.invalid:8720" + collector.DefaultStreamPath}, "DNS: "},
+		{collector.Target{Name: "tls-to-plain", URL: wsURL(plain, "wss")}, "TLS: the target does not speak TLS"},
+		{collector.Target{Name: "untrusted", URL: wsURL(untrusted, "wss")}, "TLS: the certificate is not trusted"},
+		{collector.Target{Name: "failing", URL: wsURL(serve(http.StatusServiceUnavailable), "ws")}, "HTTP 503 Service Unavailable"},
+		{collector.Target{Name: "locked", URL: wsURL(serve(http.StatusUnauthorized), "ws")}, "HTTP 401 Unauthorized: the target wants a token (--token"},
+		{collector.Target{Name: "plain", URL: wsURL(plain, "ws")}, "plain HTTP server, not a sentinel-top stream: HTTP 200 OK"},
+		{collector.Target{Name: "web", URL: wsURL(serve(http.StatusNotFound), "ws")}, "plain HTTP server, not a sentinel-top stream: HTTP 404"},
+	}
+	var targets []collector.Target
+	for _, c := range cases {
+		targets = append(targets, c.target)
+	}
+	targets = append(targets, collector.Target{Name: "good", URL: wsURL(good, "ws")})
+	c := dialed(t, targets, "good")
+	m := newTestModel(c, 200, 50)
+	if head := strings.Split(screenText(m), "\n")[0]; !strings.Contains(head, "targets 1/9 up ✖ 8 down: "+refused+", nohost.invalid:8720") {
+		t.Errorf("the header does not count and name the targets down: %q", head)
+	}
+	press(m, "t")
+	screen := screenText(m)
+	lines := strings.Split(screen, "\n")
+	for _, c := range cases {
+		found := false
+		for _, l := range lines {
+			f := strings.Fields(strings.TrimPrefix(l, glyphCursor))
+			if len(f) > 3 && f[0] == glyphOpen && f[1] == "down" && f[3] == c.target.Name {
+				found = true
+				if !strings.Contains(l, c.words) {
+					t.Errorf("%s: the row does not say %q:\n%s", c.target.Name, c.words, l)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no row for %s:\n%s", c.target.Name, screen)
+		}
+	}
+	if !strings.Contains(screen, "● up") || !strings.Contains(screen, "order-1") || !strings.Contains(screen, "TARGETS  1/9 up · ✖ 8 down") {
+		t.Errorf("the target up is not listed with its instance:\n%s", screen)
+	}
+	// the selected (first) target's story, in full.
+	if !strings.Contains(screen, "    refused: nothing listens on "+refused+" (connection refused)") {
+		t.Errorf("the selected target's error is not told in full:\n%s", screen)
+	}
+	press(m, "t")
+	if m.active != m.main {
+		t.Errorf("t did not close the targets")
+	}
+}
+
+// TestNoTargetUpSaysWhy: with every target down, the empty table names
+// the first one and why, not "waiting".
+func TestNoTargetUpSaysWhy(t *testing.T) {
+	addr := closedAddr(t)
+	c := dialed(t, []collector.Target{{Name: addr, URL: "ws://" + addr + collector.DefaultStreamPath}}, "")
+	s := screenText(newTestModel(c, 120, 40))
+	if !strings.Contains(s, "no target is up, 1 down: "+addr+": refused: nothing listens") || strings.Contains(s, "waiting") {
+		t.Errorf("the empty table does not say why:\n%s", s)
+	}
+	if !strings.Contains(s, "targets 0/1 up ✖ 1 down: "+addr) {
+		t.Errorf("the header does not name the target down:\n%s", s)
+	}
+}
