@@ -28,6 +28,10 @@ func Run(ctx context.Context, src Source, opts Options) error {
 	}
 	popts := []tea.ProgramOption{
 		tea.WithContext(ctx),
+		// The caller's ctx carries SIGINT and SIGTERM (cmd uses
+		// signal.NotifyContext): a second handler here would race it, its
+		// QuitMsg sent to a loop that ctx already ended, and hold the exit.
+		tea.WithoutSignalHandler(),
 		tea.WithAltScreen(),
 		tea.WithOutput(opts.Output),
 	}
