@@ -24,6 +24,8 @@ var detectors = [...]detector{
 	{KindLowConfidenceTrip, (*Engine).lowFindings},
 	{KindRuleDrift, (*Engine).driftFindings},
 	{KindUnprotected, (*Engine).unprotectedFindings},
+	{KindRulesLost, (*Engine).rulesLostFindings},
+	{KindInertRule, (*Engine).inertFindings},
 	{KindSharedResource, (*Engine).sharedFindings},
 	{KindWindowMisaligned, (*Engine).misalignedFindings},
 	{KindRuleAdvice, (*Engine).adviceFindings},

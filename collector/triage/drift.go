@@ -187,6 +187,9 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, int) {
 			i = len(groups) - 1
 		}
 		groups[i].g.Instances = append(groups[i].g.Instances, in.name)
+		if len(groups[i].g.Instances) == 1 || in.ruleHist.versionAt < groups[i].g.FirstSeen {
+			groups[i].g.FirstSeen = in.ruleHist.versionAt
+		}
 	}
 	slices.SortStableFunc(groups, func(x, y *group) int {
 		if len(x.g.Instances) != len(y.g.Instances) {
@@ -244,7 +247,7 @@ func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
 			continue
 		}
 		groups = cloneGroups(groups)
-		f.Facts = &RuleDriftFacts{Groups: groups}
+		f.Facts = &RuleDriftFacts{Groups: groups, Newest: newest(groups)}
 		var all []string
 		for _, g := range groups {
 			all = append(all, g.Instances...)
@@ -271,7 +274,74 @@ func cloneGroups(gs []RuleGroup) []RuleGroup {
 			Version:   g.Version,
 			Rule:      RuleSet{Breakers: slices.Clone(g.Rule.Breakers), Flows: slices.Clone(g.Rule.Flows)},
 			Instances: slices.Clone(g.Instances),
+			FirstSeen: g.FirstSeen,
 		}
+	}
+	return out
+}
+
+// newest is the version first seen last among the groups with rules for the
+// resource (the one the push was meant to spread; an empty rule set is an
+// instance that has not loaded its rules, or lost them), the larger group
+// on a tie.
+func newest(groups []RuleGroup) string {
+	best := -1
+	for i, g := range groups {
+		if len(g.Rule.Breakers)+len(g.Rule.Flows) > 0 && (best < 0 || g.FirstSeen > groups[best].FirstSeen) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return groups[best].Version
+}
+
+// RuleGroup is the instances that report one rule version, and that
+// version's rules for the finding's resource.
+type RuleGroup struct {
+	Version   string   `json:"version"`
+	Rule      RuleSet  `json:"rule"`
+	Instances []string `json:"instances"`
+	// FirstSeen is when the earliest of the instances first sent the
+	// version, Unix ms.
+	FirstSeen int64 `json:"firstSeen"`
+}
+
+// MarshalJSON writes an empty list of instances as [], never null.
+func (g RuleGroup) MarshalJSON() ([]byte, error) {
+	type plain RuleGroup
+	p := plain(g)
+	if p.Instances == nil {
+		p.Instances = []string{}
+	}
+	return json.Marshal(p)
+}
+
+// RuleDriftFacts: instances of one app with different rules.
+type RuleDriftFacts struct {
+	// Groups are the instances by rule version, largest first.
+	Groups []RuleGroup `json:"groups"`
+	// Newest is the version first seen last among the groups with rules
+	// for the resource: the one the push was meant to spread.
+	Newest string `json:"newest"`
+}
+
+// Kind is KindRuleDrift.
+func (*RuleDriftFacts) Kind() Kind { return KindRuleDrift }
+
+// Evidence lists the newest version, and every group with when it was
+// first seen and its rules.
+func (f *RuleDriftFacts) Evidence() []Fact {
+	out := make([]Fact, 0, len(f.Groups)+1)
+	if f.Newest != "" {
+		out = append(out, Fact{Label: "Newest", Parts: []Part{{Text: "version "}, {Input: []string{f.Newest}}}})
+	}
+	for i, g := range f.Groups {
+		n := int64(len(g.Instances))
+		out = append(out, Fact{Label: "Group " + itoa(int64(i+1)), Rules: &f.Groups[i].Rule, Parts: []Part{
+			{Text: "version "}, {Input: []string{g.Version}},
+			{Text: ", first seen " + fmtTime(g.FirstSeen) + ", " + itoa(n) + " " + plural(n, "instance", "instances") + ": "}, {Input: g.Instances}}})
 	}
 	return out
 }

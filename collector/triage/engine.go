@@ -94,13 +94,15 @@ type Engine struct {
 	ars       map[arKey]*appRes
 	keys      map[string]string // interned rule contents: equal contents, one string
 
-	sawtooth []*breaker  // breakers that had a run of SawtoothRun failed probes
-	herds    []*appRes   // app x resource with a counted recovery flood
-	lows     []*appRes   // ... with a low-confidence trip
-	drifts   []*appRes   // ... that had rule drift
-	unprot   []*series   // series with unprotected traffic lasting GraceMs
-	shared   []*resState // resources reported by two or more apps
-	misalign []*appRes   // app x resource with a misaligned breaker window
+	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
+	herds    []*appRes    // app x resource with a counted recovery flood
+	lows     []*appRes    // ... with a low-confidence trip
+	drifts   []*appRes    // ... that had rule drift
+	unprot   []*series    // series with unprotected traffic lasting GraceMs
+	shared   []*resState  // resources reported by two or more apps
+	misalign []*appRes    // app x resource with a misaligned breaker window
+	lost     []*lostRules // instance x resource whose rules went, with traffic for GraceMs after
+	inert    inertIndex
 }
 
 type instState struct {
@@ -118,6 +120,7 @@ type instState struct {
 	version  string
 	rules    map[string]*resRules
 	slow     []slowRef // slow-ratio breakers, by resource
+	ruleHist ruleHistory
 
 	series     map[string]*series
 	seriesList []*series
@@ -147,11 +150,12 @@ type arKey struct{ app, resource string }
 
 // appRes is the state of one resource within one app.
 type appRes struct {
-	app       *appState
-	resource  string
-	reporters map[*instState]struct{} // attached instances that sent buckets or transitions
-	ruleCount int                     // attached instances with a rule for the resource
-	ruledTo   int64                   // when ruleCount last fell to 0
+	app        *appState
+	resource   string
+	reporters  map[*instState]struct{} // attached instances that sent buckets or transitions
+	ruleCount  int                     // attached instances with a rule for the resource
+	ruledTo    int64                   // when ruleCount last fell to 0
+	ruledSince int64                   // when ruleCount last rose from 0
 
 	herd  herd
 	low   lowConf
@@ -332,7 +336,7 @@ func (e *Engine) attach(in *instState, ts int64) {
 	}
 	if in.hasRules {
 		for r := range in.rules {
-			e.appRes(a, r).ruleCount++
+			e.appRes(a, r).addRule(ts)
 		}
 		e.recomputeDrift(a, ts, in, nil)
 	}
@@ -439,6 +443,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	}
 	s.rtMax = max(s.rtMax, b.RtMax)
 	s.res.last = max(s.res.last, end)
+	e.inertBucket(s, b.Start, bm, b.Complete, offered)
 	if pass == 0 {
 		return
 	}
@@ -447,6 +452,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	}
 	s.endAt = max(s.endAt, end)
 	e.unprotectedBucket(s, b.Start, end, pass)
+	e.lostBucket(s, b.Start, end, pass)
 }
 
 // Transition records one breaker state change. In steady state it does not

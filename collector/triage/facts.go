@@ -61,41 +61,6 @@ func (f *SawtoothFacts) Evidence() []Fact {
 	}
 }
 
-// RuleDriftFacts: instances of one app with different rules.
-type RuleDriftFacts struct {
-	// Groups are the instances by rule version, largest first.
-	Groups []RuleGroup `json:"groups"`
-}
-
-// Kind is KindRuleDrift.
-func (*RuleDriftFacts) Kind() Kind { return KindRuleDrift }
-
-// Evidence lists every group with its rules.
-func (f *RuleDriftFacts) Evidence() []Fact {
-	out := make([]Fact, len(f.Groups))
-	for i, g := range f.Groups {
-		n := int64(len(g.Instances))
-		out[i] = Fact{Label: "Group " + itoa(int64(i+1)), Rules: &f.Groups[i].Rule, Parts: []Part{
-			{Text: "version "}, {Input: []string{g.Version}},
-			{Text: ", " + itoa(n) + " " + plural(n, "instance", "instances") + ": "}, {Input: g.Instances}}}
-	}
-	return out
-}
-
-// UnprotectedFacts: traffic passed without a rule.
-type UnprotectedFacts struct {
-	// Passed counts entries admitted without a rule.
-	Passed int64 `json:"passed"`
-}
-
-// Kind is KindUnprotected.
-func (*UnprotectedFacts) Kind() Kind { return KindUnprotected }
-
-// Evidence lists what passed.
-func (f *UnprotectedFacts) Evidence() []Fact {
-	return []Fact{text("Passed without a rule", itoa(f.Passed)+" entries")}
-}
-
 // SharedResourceFacts: one resource name in several apps.
 type SharedResourceFacts struct {
 	// Apps reporting the resource, sorted.

@@ -19,6 +19,8 @@ const (
 	KindLowConfidenceTrip Kind = "low-confidence-trip"
 	KindRuleDrift         Kind = "rule-drift"
 	KindUnprotected       Kind = "unprotected"
+	KindRulesLost         Kind = "rules-lost"
+	KindInertRule         Kind = "inert-rule"
 	KindSharedResource    Kind = "shared-resource"
 	KindWindowMisaligned  Kind = "window-misaligned"
 	KindRuleAdvice        Kind = "rule-advice"
@@ -27,7 +29,7 @@ const (
 // Kinds lists every kind in the spec's order.
 var Kinds = []Kind{
 	KindSawtooth, KindSyncHalfOpen, KindLowConfidenceTrip, KindRuleDrift,
-	KindUnprotected, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
+	KindUnprotected, KindRulesLost, KindInertRule, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
 }
 
 func (k Kind) rank() int {
@@ -94,29 +96,11 @@ type Evidence struct {
 	Lower float64 `json:"lower"`
 }
 
-// RuleGroup is the instances that report one rule version, and that
-// version's rules for the finding's resource.
-type RuleGroup struct {
-	Version   string   `json:"version"`
-	Rule      RuleSet  `json:"rule"`
-	Instances []string `json:"instances"`
-}
-
 // RuleSet is an instance's rules for one resource; both lists are empty when
 // it has none.
 type RuleSet struct {
 	Breakers []core.BreakerRule `json:"breakers"`
 	Flows    []core.FlowRule    `json:"flows"`
-}
-
-// MarshalJSON writes an empty list of instances as [], never null.
-func (g RuleGroup) MarshalJSON() ([]byte, error) {
-	type plain RuleGroup
-	p := plain(g)
-	if p.Instances == nil {
-		p.Instances = []string{}
-	}
-	return json.Marshal(p)
 }
 
 // MarshalJSON writes empty lists as [], never null.

@@ -311,8 +311,8 @@ func TestRuleDrift(t *testing.T) {
 			e.Rules("order-2", t0+10100, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
 		}, true, Critical, []RuleGroup{
-			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}},
-			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}},
+			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}, FirstSeen: t0 + 10000},
+			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
 		{"a push that converged within the grace period", func(e *Engine) int64 {
 			fleet(e, "order", 3, t0, "v1", old)
@@ -328,8 +328,8 @@ func TestRuleDrift(t *testing.T) {
 			e.Rules("order-3", t0+30000, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
 		}, true, Warning, []RuleGroup{ // as the episode ended
-			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}},
-			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}},
+			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}, FirstSeen: t0 + 10000},
+			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
 		{"a new rule missing on one instance", func(e *Engine) int64 {
 			fleet(e, "order", 3, t0, "v1")
@@ -337,8 +337,8 @@ func TestRuleDrift(t *testing.T) {
 			e.Rules("order-2", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
 		}, true, Critical, []RuleGroup{
-			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}},
-			{Version: "v1", Instances: []string{"order-3"}},
+			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}, FirstSeen: t0 + 10000},
+			{Version: "v1", Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
 		{"same rules in another order, other versions: no drift", func(e *Engine) int64 {
 			other := slowRule("other")
@@ -359,8 +359,8 @@ func TestRuleDrift(t *testing.T) {
 			e.Bye("order-1", t0+30000)
 			return t0 + 60000
 		}, true, Warning, []RuleGroup{
-			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-2", "order-3"}},
-			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1"}},
+			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-2", "order-3"}, FirstSeen: t0},
+			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1"}, FirstSeen: t0 + 10000},
 		}},
 	}
 	for _, c := range cases {

@@ -95,11 +95,13 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		}
 		for r := range rules {
 			if _, ok := in.rules[r]; !ok || !in.hasRules {
-				e.appRes(a, r).ruleCount++
+				e.appRes(a, r).addRule(ts)
 			}
 		}
 	}
+	e.noteRules(in, ts, version, rules)
 	in.rules, in.hasRules, in.version, in.slow = rules, true, strings.Clone(version), slow
+	e.inertRules(in)
 
 	// Traffic of a resource that now has a rule is protected from here on.
 	for r := range rules {

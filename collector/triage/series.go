@@ -25,7 +25,8 @@ type series struct {
 	rtMax          int64
 	hasHist        bool
 
-	up unprot
+	up  unprot
+	win windows // inert-rule: the most completions its statistic windows held
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of

@@ -39,21 +39,20 @@ func words(f *Finding) {
 	case *LowConfidenceFacts:
 		f.Summary, f.Advice = lowConfidenceWords(x)
 	case *RuleDriftFacts:
-		largest := 0
-		if len(x.Groups) > 0 {
-			largest = len(x.Groups[0].Instances)
-		}
-		f.Summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource, the largest group holding %d",
-			n, len(x.Groups), largest)
-		f.Advice = fmt.Sprintf("push the rules again until all %d instances report the same version", n)
+		f.Summary, f.Advice = driftWords(x, n)
 	case *UnprotectedFacts:
-		f.Summary = fmt.Sprintf("%d entries passed on %d %s with no rule for this resource, while other instances of the app had one",
-			x.Passed, n, plural(n, "instance", "instances"))
-		f.Advice = fmt.Sprintf("load the app's current rules on the %d %s (%s a rule push), or remove the rule from the others",
-			n, plural(n, "instance", "instances"), plural(n, "it missed", "they missed"))
+		f.Summary, f.Advice = unprotectedWords(x, n, f.Severity == Critical)
+	case *RulesLostFacts:
+		f.Summary, f.Advice = rulesLostWords(x, n, f.To-f.From, f.Severity == Critical)
+	case *InertRuleFacts:
+		f.Summary, f.Advice = inertWords(x)
 	case *SharedResourceFacts:
-		f.Summary = fmt.Sprintf("%d apps report this resource name, so Sentinel conflates their statistics and breakers", len(x.Apps))
-		f.Advice = fmt.Sprintf("give each of the %d apps its own resource name, for example prefixed with the app's name", len(x.Apps))
+		// Each process has its own statistics and breakers: what one name
+		// conflates is what is keyed by name alone.
+		f.Summary = fmt.Sprintf("%d apps report this resource name: their statistics and breakers are separate, each process keeping its own, "+
+			"but rules pushed by resource name and dashboards or alerts keyed by it conflate them", len(x.Apps))
+		f.Advice = fmt.Sprintf("give each of the %d apps its own resource name (for example prefixed with the app's name), "+
+			"or key every rule push, dashboard and alert by app as well as resource", len(x.Apps))
 	case *WindowMisalignedFacts:
 		iv, k := x.Rule.StatIntervalMs, x.Rule.StatSlidingWindowBucketCount
 		f.Summary = fmt.Sprintf("statIntervalMs %d is not divisible by statSlidingWindowBucketCount %d, so Sentinel silently uses 1 bucket", iv, k)
@@ -143,6 +142,81 @@ func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 	advice += fmt.Sprintf(", not on a few %s ones", bad)
 	if x.ColdStart > 0 {
 		advice += ", and warm the connections (a few calls at startup) before taking traffic"
+	}
+	return summary, advice
+}
+
+// driftWords: the split, and the newest version to push again.
+func driftWords(x *RuleDriftFacts, n int64) (summary, advice string) {
+	var on int64
+	for _, g := range x.Groups {
+		if g.Version == x.Newest {
+			on += int64(len(g.Instances))
+		}
+	}
+	summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource; %d of them run the newest version with rules for it",
+		n, len(x.Groups), on)
+	advice = fmt.Sprintf("push the newest version again until all %d instances report it (%d do not)", n, n-on)
+	return summary, advice
+}
+
+// unprotectedWords: what passed, and by cause the fix: a readiness gate
+// for an instance that took traffic before its rules, a push again for one
+// that missed it.
+func unprotectedWords(x *UnprotectedFacts, n int64, ongoing bool) (summary, advice string) {
+	insts := plural(n, "instance", "instances")
+	secs := fmtFloat(float64(x.LongestMs)/1000, 1)
+	if x.Cause == CauseMissedPush {
+		summary = fmt.Sprintf("%d entries passed on %d %s with no rule for this resource, for up to %s s: the app's other instances received one in a push %s missed",
+			x.Passed, n, insts, secs, plural(n, "it", "they"))
+		advice = fmt.Sprintf("push the app's current rules again until the %d %s %s a rule for this resource, and check %s subscription to the rule source",
+			n, insts, plural(n, "reports", "report"), plural(n, "its", "their"))
+		return summary, advice
+	}
+	summary = fmt.Sprintf("%d entries passed on %d %s that took traffic for this resource before loading rules for it, for up to %s s, while other instances of the app had them",
+		x.Passed, n, insts, secs)
+	advice = "add a readiness gate that returns 503 until the rules are loaded, so that a starting instance takes no traffic without them"
+	if ongoing {
+		advice = fmt.Sprintf("load the app's rules on the %d %s now, and %s", n, insts, advice)
+	}
+	return summary, advice
+}
+
+// rulesLostWords: what passed after the rules went, and where to look.
+func rulesLostWords(x *RulesLostFacts, n, spanMs int64, ongoing bool) (summary, advice string) {
+	summary = fmt.Sprintf("%d %s reported rules without this resource's, which %s had, while %s traffic went on: %d entries passed without them over %s s",
+		n, plural(n, "instance", "instances"), plural(n, "it", "they"), plural(n, "its", "their"), x.Passed, fmtFloat(float64(spanMs)/1000, 1))
+	advice = "check the push that removed them: a malformed entry, or a second loadRules that replaced the rule set"
+	if ongoing {
+		advice = "push this resource's rules again now, and " + advice
+	}
+	return summary, advice
+}
+
+// inertWords: why the rule cannot act, and the change that lets it.
+func inertWords(x *InertRuleFacts) (summary, advice string) {
+	switch x.Reason {
+	case InertCannotTrip:
+		if len(x.Rule.Breakers) == 0 || x.Suggest == nil {
+			break
+		}
+		r, s := x.Rule.Breakers[0], x.Suggest
+		summary = fmt.Sprintf("minRequestAmount %d is more than the %d completions the busiest %d ms window held, so this breaker cannot trip at the traffic seen, however the downstream fails",
+			r.MinRequestAmount, x.MaxWindowRequests, r.StatIntervalMs)
+		switch {
+		case s.StatIntervalMs > 0:
+			advice = fmt.Sprintf("lower minRequestAmount from %d to %d and lengthen statIntervalMs from %d to %d ms, so that a window holds that many completions at the traffic seen",
+				r.MinRequestAmount, s.MinRequestAmount, r.StatIntervalMs, s.StatIntervalMs)
+		case s.MinRequestAmount > AdviceMinRequests:
+			advice = fmt.Sprintf("lower minRequestAmount from %d to %d, a tenth of the busiest window, so that the breaker can trip down to a tenth of the traffic seen",
+				r.MinRequestAmount, s.MinRequestAmount)
+		default:
+			advice = fmt.Sprintf("lower minRequestAmount from %d to %d, the fewest completions a trip should rest on", r.MinRequestAmount, s.MinRequestAmount)
+		}
+	case InertNameMismatch:
+		summary = fmt.Sprintf("no traffic reached this rule's resource, while one whose name differs only in case or surrounding spaces was offered %d entries: "+
+			"Sentinel matches resource names exactly, so the rule never acts", x.NearEntries)
+		advice = "name the rule's resource exactly as the traffic does (shown as near), character for character"
 	}
 	return summary, advice
 }

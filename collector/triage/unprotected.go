@@ -10,12 +10,21 @@ import (
 type unprot struct {
 	on      bool // the latest bucket with traffic passed without a rule
 	epStart int64
+	cause   UnprotectedCause // of the latest episode
 	passed  int64
 	seen    bool
 	from    int64
 	to      int64
 	maxSpan int64
 	listed  bool
+}
+
+// addRule counts one attached instance more with a rule for the resource.
+func (ar *appRes) addRule(ts int64) {
+	if ar.ruleCount == 0 {
+		ar.ruledSince = ts
+	}
+	ar.ruleCount++
 }
 
 // dropRule counts one attached instance fewer with a rule for the resource.
@@ -39,12 +48,20 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 		return // rules not known yet: nothing to judge
 	}
 	u := &s.up
-	if _, has := in.rules[s.resource]; has || s.ar.ruleCount == 0 || !in.attached {
+	// Rules this process had and lost are rules-lost's.
+	if _, has := in.rules[s.resource]; has || s.ar.ruleCount == 0 || !in.attached || in.lostRules(s.resource) != nil {
 		u.on = false
 		return
 	}
 	if !u.on {
 		u.on, u.epStart = true, start
+		// The app had rules for the resource when this process sent its
+		// first rules: it started without them. Else they came to the
+		// others while it was there: it missed their push.
+		u.cause = CauseMissedPush
+		if in.ruleHist.from >= s.ar.ruledSince {
+			u.cause = CauseStartedWithoutRules
+		}
 	}
 	if !u.seen {
 		u.seen, u.from = true, start
@@ -60,10 +77,11 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 
 // unprotected: passed counts every entry admitted without a rule, From and
 // To bound those buckets. Reported once an instance passed traffic without a
-// rule for GraceMs in a row. It is critical when, on an instance still
-// there, the latest bucket with traffic passed without a rule, ended within
-// StaleMs of the instance's end (now, or its bye), and the instance still
-// has no rule while others of the app do.
+// rule for GraceMs in a row. The cause is missed-push when an instance's
+// latest episode was, else started-without-rules. It is critical when, on
+// an instance still there, the latest bucket with traffic passed without a
+// rule, ended within StaleMs of the instance's end (now, or its bye), and
+// the instance still has no rule while others of the app do.
 func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 	byAR := map[*appRes][]*series{}
 	var order []*appRes
@@ -75,7 +93,7 @@ func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 	}
 	for _, ar := range order {
 		f := Finding{Kind: KindUnprotected, App: ar.app.name, Resource: ar.resource, From: math.MaxInt64}
-		x := &UnprotectedFacts{}
+		x := &UnprotectedFacts{Cause: CauseStartedWithoutRules}
 		f.Facts = x
 		var insts []*instState
 		ongoing := false
@@ -83,6 +101,10 @@ func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 			in, u := s.inst, &s.up
 			insts = append(insts, in)
 			x.Passed += u.passed
+			x.LongestMs = max(x.LongestMs, u.maxSpan)
+			if u.cause == CauseMissedPush {
+				x.Cause = CauseMissedPush
+			}
 			f.From, f.To = min(f.From, u.from), max(f.To, u.to)
 			_, has := in.rules[ar.resource]
 			if u.on && !has && ar.ruled(now) && e.alive(in, now) && u.to >= in.end(now)-e.cfg.StaleMs {
@@ -97,4 +119,39 @@ func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// UnprotectedCause says why an instance had no rule.
+type UnprotectedCause string
+
+// The causes of unprotected.
+const (
+	// CauseStartedWithoutRules: its traffic began before its first rules
+	// for the resource, which the app's other instances had.
+	CauseStartedWithoutRules UnprotectedCause = "started-without-rules"
+	// CauseMissedPush: the app's other instances received rules for the
+	// resource while it was there, and it did not.
+	CauseMissedPush UnprotectedCause = "missed-push"
+)
+
+// UnprotectedFacts: traffic passed without a rule.
+type UnprotectedFacts struct {
+	// Passed counts entries admitted without a rule.
+	Passed int64 `json:"passed"`
+	// Cause is why the instances had none.
+	Cause UnprotectedCause `json:"cause"`
+	// LongestMs is the longest run of traffic without a rule on one
+	// instance.
+	LongestMs int64 `json:"-"`
+}
+
+// Kind is KindUnprotected.
+func (*UnprotectedFacts) Kind() Kind { return KindUnprotected }
+
+// Evidence lists what passed, for how long, and why.
+func (f *UnprotectedFacts) Evidence() []Fact {
+	return []Fact{
+		text("Passed without a rule", itoa(f.Passed)+" entries, for up to "+fmtFloat(float64(f.LongestMs)/1000, 1)+" s on one instance"),
+		text("Cause", string(f.Cause)),
+	}
 }

@@ -1,0 +1,402 @@
+package triage
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The inert-rule detector: rules that cannot act on the traffic seen. Each
+// reason is a check of its own (cannotTrip, nameMismatch) feeding one
+// finding per app and resource.
+
+// InertReason says why a rule cannot act.
+type InertReason string
+
+// The reasons of inert-rule.
+const (
+	// InertCannotTrip: a breaker's minRequestAmount exceeds the most
+	// completions any of its statistic windows held.
+	InertCannotTrip InertReason = "cannot-trip"
+	// InertNameMismatch: the rule's resource saw no traffic, while a
+	// resource with traffic has the same name ignoring case and
+	// surrounding spaces.
+	InertNameMismatch InertReason = "name-mismatch"
+	// InertOriginMismatch: a Java rule whose limitApp is the app's own
+	// name, which limits only the calls the app makes to itself. Not
+	// produced yet: the wire's rules do not carry limitApp. Its check
+	// belongs beside nameMismatch, keyed by the rule, once they do.
+	InertOriginMismatch InertReason = "origin-mismatch"
+)
+
+// InertMinReportMs is how long the traffic a rule is judged against must
+// have been reported: a rule is not inert for a minute of quiet.
+const InertMinReportMs = 60_000
+
+// Bounds of the windows followed per series.
+const (
+	windowSlots = 32 // counts kept per window: exact up to windowSlots buckets
+	maxWindows  = 4  // distinct statIntervalMs followed per series
+)
+
+// inertIndex is what Findings reads: the windows whose breakers have not
+// yet seen minRequestAmount completions, and the pairs of a rule without
+// traffic and a resource of nearly its name with traffic.
+type inertIndex struct {
+	windows []*windowMax
+	names   map[nameCand]struct{}
+}
+
+type nameCand struct {
+	in         *instState
+	rule, near string
+}
+
+// windows are a series' windowMax, one per statIntervalMs of the
+// instance's breakers for the resource.
+type windows struct {
+	synced bool
+	ws     []*windowMax
+}
+
+// windowMax follows the most completions one resource on one instance held
+// in any window of statIntervalMs, at the resolution of its buckets: the
+// sum over a sliding run of ceil(interval / bucket) buckets. Windows longer
+// than windowSlots buckets sum slots of several buckets, over one slot more
+// than the window: an upper bound, so that cannot-trip never overstates.
+type windowMax struct {
+	s        *series
+	interval int64  // statIntervalMs
+	need     uint64 // the largest minRequestAmount of the breakers with this interval
+	live     bool   // still one of the series' windows
+	listed   bool   // in the engine's inertIndex
+
+	bucketMs, slotMs, span int64
+	ring                   [windowSlots]int64
+	head                   int64 // index of the newest slot: its start / slotMs
+	has                    bool
+	sum, max               int64
+}
+
+// setup starts the ring over for buckets of bm ms; max is kept.
+func (w *windowMax) setup(bm int64) {
+	w.bucketMs, w.has, w.sum, w.ring = bm, false, 0, [windowSlots]int64{}
+	n := (w.interval + bm - 1) / bm
+	if n <= windowSlots {
+		w.slotMs, w.span = bm, n
+		return
+	}
+	c := (n + windowSlots - 2) / (windowSlots - 1)
+	w.slotMs = bm * c
+	w.span = (w.interval+w.slotMs-1)/w.slotMs + 1
+}
+
+// add counts the completions of a bucket starting at start.
+func (w *windowMax) add(start, bm, n int64) {
+	if w.bucketMs != bm {
+		w.setup(bm)
+	}
+	idx := start / w.slotMs
+	switch {
+	case !w.has:
+		w.has, w.head = true, idx
+	case idx > w.head:
+		if idx-w.head >= w.span {
+			w.ring, w.sum = [windowSlots]int64{}, 0
+		} else {
+			for k := w.head + 1; k <= idx; k++ {
+				w.sum -= w.ring[(k-w.span)%windowSlots] // the slot leaving the window
+				w.ring[k%windowSlots] = 0
+			}
+		}
+		w.head = idx
+	case idx <= w.head-w.span:
+		return // older than the window
+	}
+	w.ring[idx%windowSlots] += n
+	w.sum += n
+	w.max = max(w.max, w.sum)
+}
+
+// syncWindows gives a series one window per statIntervalMs of the
+// instance's breakers for its resource (rr, nil for none), keeping the
+// maxima of the intervals it already followed.
+func (e *Engine) syncWindows(s *series, rr *resRules) {
+	w := &s.win
+	w.synced = true
+	old := w.ws
+	w.ws = nil
+	if rr != nil {
+		for _, b := range rr.breakers {
+			iv := int64(b.StatIntervalMs)
+			i := slices.IndexFunc(w.ws, func(x *windowMax) bool { return x.interval == iv })
+			if i < 0 {
+				if iv <= 0 || len(w.ws) == maxWindows {
+					continue
+				}
+				x := &windowMax{s: s, interval: iv}
+				if j := slices.IndexFunc(old, func(x *windowMax) bool { return x.interval == iv }); j >= 0 {
+					x = old[j]
+					x.need = 0
+				}
+				w.ws = append(w.ws, x)
+				i = len(w.ws) - 1
+			}
+			w.ws[i].need = max(w.ws[i].need, b.MinRequestAmount)
+		}
+	}
+	for _, x := range old {
+		x.live = false
+	}
+	for _, x := range w.ws {
+		x.live = true
+		if !x.listed && x.need > uint64(x.max) {
+			x.listed = true
+			e.inert.windows = append(e.inert.windows, x)
+		}
+	}
+}
+
+// inertRules follows an instance's new rules: its series' windows, and
+// the rules whose resource has no traffic while one of nearly its name has.
+func (e *Engine) inertRules(in *instState) {
+	for _, s := range in.seriesList {
+		e.syncWindows(s, in.rules[s.resource])
+	}
+	if len(in.seriesList) == 0 {
+		return
+	}
+	byFold := map[string][]string{}
+	for r := range in.rules {
+		if !hasTraffic(in.series[r]) {
+			k := foldName(r)
+			byFold[k] = append(byFold[k], r)
+		}
+	}
+	for _, s := range in.seriesList {
+		if hasTraffic(s) {
+			for _, r := range byFold[foldName(s.resource)] {
+				e.addNameCand(in, r, s.resource)
+			}
+		}
+	}
+}
+
+// inertBucket counts a bucket's completions in the series' windows; the
+// series' first traffic (offered is this bucket's) may be what a rule of
+// nearly its name misses.
+func (e *Engine) inertBucket(s *series, start, bm, complete, offered int64) {
+	if !s.win.synced {
+		e.syncWindows(s, s.inst.rules[s.resource])
+	}
+	for _, w := range s.win.ws {
+		w.add(start, bm, max(complete, 0))
+	}
+	if offered > 0 && s.offered == offered {
+		k := foldName(s.resource)
+		for r := range s.inst.rules {
+			if r != s.resource && foldName(r) == k && !hasTraffic(s.inst.series[r]) {
+				e.addNameCand(s.inst, r, s.resource)
+			}
+		}
+	}
+}
+
+func (e *Engine) addNameCand(in *instState, rule, near string) {
+	if e.inert.names == nil {
+		e.inert.names = map[nameCand]struct{}{}
+	}
+	e.inert.names[nameCand{in: in, rule: rule, near: near}] = struct{}{}
+}
+
+// foldName is a resource name ignoring case and surrounding spaces.
+func foldName(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// hasTraffic reports whether a series was offered entries.
+func hasTraffic(s *series) bool { return s != nil && s.offered > 0 }
+
+// inertHit is one instance's inert rule.
+type inertHit struct {
+	in       *instState
+	resource string
+	facts    InertRuleFacts
+	from, to int64
+}
+
+// cannotTrip judges a window's breakers: the first (in rule order) whose
+// minRequestAmount exceeds the window's maximum, on a series reported for
+// InertMinReportMs whose completions reached the window and whose breaker
+// for that rule never left CLOSED.
+func cannotTrip(w *windowMax) (inertHit, bool) {
+	s := w.s
+	rr := s.inst.rules[s.resource]
+	if rr == nil || w.max <= 0 || s.reportedMs < InertMinReportMs {
+		return inertHit{}, false
+	}
+	for _, b := range rr.breakers {
+		if int64(b.StatIntervalMs) != w.interval || b.MinRequestAmount <= uint64(w.max) || tripped(s, b.ID) {
+			continue
+		}
+		x := InertRuleFacts{Reason: InertCannotTrip, Rule: RuleSet{Breakers: []core.BreakerRule{b}}, MaxWindowRequests: w.max}
+		x.Suggest = cannotTripSuggest(b, w.max)
+		return inertHit{in: s.inst, resource: s.resource, facts: x, from: s.firstAt, to: s.endAt}, true
+	}
+	return inertHit{}, false
+}
+
+// tripped reports whether the series' breaker of that rule id changed state.
+func tripped(s *series, ruleID string) bool {
+	return slices.ContainsFunc(s.breakers, func(b *breaker) bool { return b.nring > 0 && (b.ruleID == ruleID || ruleID == "") })
+}
+
+// cannotTripSuggest is a minRequestAmount a busiest window held ten times
+// over (so that the breaker can still trip at a tenth of the traffic seen),
+// at least AdviceMinRequests; with fewer completions than that in the
+// busiest window, also a statIntervalMs, in whole seconds, that holds them.
+func cannotTripSuggest(b core.BreakerRule, most int64) *InertSuggest {
+	s := &InertSuggest{MinRequestAmount: uint64(max(most/10, AdviceMinRequests))}
+	if most < AdviceMinRequests {
+		iv := (int64(b.StatIntervalMs)*AdviceMinRequests + most - 1) / most
+		s.StatIntervalMs = uint32(min((iv+999)/1000*1000, math.MaxUint32))
+	}
+	return s
+}
+
+// nameMismatch judges a candidate: the rule is still loaded and its
+// resource still has no traffic, while the near resource's traffic was
+// reported for InertMinReportMs. Candidates that can no longer hold are
+// reported as gone.
+func nameMismatch(c nameCand) (hit inertHit, ok, gone bool) {
+	rr := c.in.rules[c.rule]
+	if rr == nil || hasTraffic(c.in.series[c.rule]) {
+		return inertHit{}, false, true
+	}
+	s := c.in.series[c.near]
+	if !hasTraffic(s) || s.reportedMs < InertMinReportMs {
+		return inertHit{}, false, false
+	}
+	x := InertRuleFacts{
+		Reason: InertNameMismatch, Near: c.near, NearEntries: s.offered,
+		Rule: RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)},
+	}
+	return inertHit{in: c.in, resource: c.rule, facts: x, from: s.firstAt, to: s.endAt}, true, false
+}
+
+// inert-rule: one finding per app and resource, whose reason, rule and near
+// resource are those of its first instance by name; the instances with the
+// same reason are merged, maxWindowRequests is the largest of theirs, From
+// and To bound their traffic (of the near resource for name-mismatch).
+// Always a warning.
+func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
+	var hits []inertHit
+	kept := e.inert.windows[:0]
+	for _, w := range e.inert.windows {
+		if !w.live || w.need <= uint64(w.max) {
+			w.listed = false // its breakers trip, or are gone: Rules lists it again if need be
+			continue
+		}
+		kept = append(kept, w)
+		if h, ok := cannotTrip(w); ok {
+			hits = append(hits, h)
+		}
+	}
+	clear(e.inert.windows[len(kept):])
+	e.inert.windows = kept
+	for c := range e.inert.names {
+		h, ok, gone := nameMismatch(c)
+		switch {
+		case gone:
+			delete(e.inert.names, c)
+		case ok:
+			hits = append(hits, h)
+		}
+	}
+	slices.SortFunc(hits, func(a, b inertHit) int {
+		return cmp.Or(strings.Compare(a.in.app.name, b.in.app.name), strings.Compare(a.resource, b.resource),
+			strings.Compare(a.in.name, b.in.name), cmp.Compare(a.in.seq, b.in.seq), strings.Compare(a.facts.Near, b.facts.Near))
+	})
+	for i := 0; i < len(hits); {
+		first := hits[i]
+		x := first.facts
+		f := Finding{Kind: KindInertRule, Severity: Warning, App: first.in.app.name, Resource: first.resource, From: first.from, To: first.to}
+		var insts []*instState
+		j := i
+		for ; j < len(hits) && hits[j].in.app == first.in.app && hits[j].resource == first.resource; j++ {
+			h := &hits[j]
+			if h.facts.Reason != x.Reason {
+				continue
+			}
+			insts = append(insts, h.in)
+			f.From, f.To = min(f.From, h.from), max(f.To, h.to)
+			if j > i {
+				x.MaxWindowRequests = max(x.MaxWindowRequests, h.facts.MaxWindowRequests)
+				if h.facts.Near == x.Near {
+					x.NearEntries += h.facts.NearEntries
+				}
+			}
+		}
+		i = j
+		if x.Suggest != nil {
+			x.Suggest = cannotTripSuggest(x.Rule.Breakers[0], x.MaxWindowRequests)
+		}
+		f.Facts = &x
+		insts = sortInsts(insts)
+		f.Instances = names(insts)
+		words(&f)
+		f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
+		out = append(out, f)
+	}
+	return out
+}
+
+// InertRuleFacts: a rule that cannot act on the traffic seen.
+type InertRuleFacts struct {
+	// Reason is why it cannot act.
+	Reason InertReason `json:"reason"`
+	// Rule is the breaker that cannot trip, or every rule of the resource
+	// without traffic.
+	Rule RuleSet `json:"rule"`
+	// MaxWindowRequests (cannot-trip) is the most completions any of the
+	// breaker's statistic windows held.
+	MaxWindowRequests int64 `json:"maxWindowRequests,omitempty"`
+	// Near (name-mismatch) is the resource with traffic whose name differs
+	// only in case or surrounding spaces, and NearEntries the entries it was
+	// offered.
+	Near        string `json:"near,omitempty"`
+	NearEntries int64  `json:"-"`
+	// Suggest (cannot-trip) is the rule values the advice proposes.
+	Suggest *InertSuggest `json:"suggest,omitempty"`
+}
+
+// InertSuggest is cannot-trip's suggest: a minRequestAmount the windows
+// reach, and the statIntervalMs that holds it when the current one does
+// not.
+type InertSuggest struct {
+	MinRequestAmount uint64 `json:"minRequestAmount"`
+	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
+}
+
+// Kind is KindInertRule.
+func (*InertRuleFacts) Kind() Kind { return KindInertRule }
+
+// Evidence lists the reason, the rule and what it misses.
+func (f *InertRuleFacts) Evidence() []Fact {
+	out := []Fact{{Label: "Reason", Parts: []Part{{Text: string(f.Reason)}}, Rules: &f.Rule}}
+	switch f.Reason {
+	case InertCannotTrip:
+		out = append(out, text("Busiest window", itoa(f.MaxWindowRequests)+" completions"))
+		if s := f.Suggest; s != nil {
+			p := "minRequestAmount " + itoa(int64(s.MinRequestAmount))
+			if s.StatIntervalMs > 0 {
+				p += ", statIntervalMs " + itoa(int64(s.StatIntervalMs))
+			}
+			out = append(out, text("Proposed", p))
+		}
+	case InertNameMismatch:
+		out = append(out, Fact{Label: "Traffic under", Parts: []Part{{Input: []string{f.Near}}, {Text: ", " + itoa(f.NearEntries) + " entries"}}})
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package triage
+
+import (
+	"math"
+	"time"
+)
+
+// The rules-lost detector: an instance that had breaker or flow rules for a
+// resource reports rules without them (a malformed push, or a second
+// loadRules wiping them) while traffic for the resource goes on.
+
+// ruleHistory is what an instance's rules messages told over time: when
+// its process began sending rules, when its version changed (rule-drift's
+// firstSeen) and the resources whose rules this process lost. A process
+// restart (a later startedAt) starts it over: a new process has no rules
+// to lose.
+type ruleHistory struct {
+	proc      int64                 // the startedAt of the process that sent the rules held
+	from      int64                 // when that process sent its first rules
+	versionAt int64                 // when the instance first sent the version it holds
+	lost      map[string]*lostRules // by resource
+}
+
+// lostRules is one resource's rules lost on one instance.
+type lostRules struct {
+	in       *instState
+	resource string
+	on       bool  // the rules are still gone
+	at       int64 // when they went, the latest time
+	first    int64 // the first loss followed by traffic
+	passed   int64 // entries admitted in buckets that started while they were gone
+	to       int64 // end of the latest such bucket
+	listed   bool
+}
+
+// noteRules records a rules message of an instance before it replaces the
+// rules held: a new process, a new version, rules lost and rules back.
+func (e *Engine) noteRules(in *instState, ts int64, version string, rules map[string]*resRules) {
+	h := &in.ruleHist
+	if !in.hasRules || h.proc != in.startedAt {
+		// The first rules of this process: nothing held is its own.
+		for _, l := range h.lost {
+			l.on = false
+		}
+		*h = ruleHistory{proc: in.startedAt, from: ts, versionAt: ts}
+		return
+	}
+	if version != in.version {
+		h.versionAt = ts
+	}
+	for res := range in.rules {
+		if _, kept := rules[res]; kept {
+			continue
+		}
+		l := h.lost[res]
+		if l == nil {
+			if h.lost == nil {
+				h.lost = map[string]*lostRules{}
+			}
+			l = &lostRules{in: in, resource: res}
+			h.lost[res] = l
+		}
+		if !l.on {
+			l.on, l.at = true, ts
+		}
+	}
+	for res := range rules {
+		if l := h.lost[res]; l != nil {
+			l.on = false
+		}
+	}
+}
+
+// lostRules returns the instance's loss of the resource's rules while it
+// lasts, nil otherwise.
+func (in *instState) lostRules(resource string) *lostRules {
+	if len(in.ruleHist.lost) == 0 {
+		return nil
+	}
+	if l := in.ruleHist.lost[resource]; l != nil && l.on {
+		return l
+	}
+	return nil
+}
+
+// lostBucket counts a bucket that passed entries. A loss is reported once
+// the traffic after it spans GraceMs.
+func (e *Engine) lostBucket(s *series, start, end, pass int64) {
+	l := s.inst.lostRules(s.resource)
+	if l == nil || start < l.at {
+		return
+	}
+	if l.passed == 0 {
+		l.first = l.at
+	}
+	l.passed += pass
+	l.to = max(l.to, end)
+	if !l.listed && l.to-l.at >= e.cfg.GraceMs {
+		l.listed = true
+		e.lost = append(e.lost, l)
+	}
+}
+
+// rules-lost: one finding per app and resource, merging the instances that
+// lost the resource's rules; passed counts the entries admitted in buckets
+// that started while the rules were gone, lostAt is the earliest loss
+// followed by traffic, From is lostAt and To the end of the latest such
+// bucket. It is critical when, on an instance still there, the rules are
+// still gone and its latest bucket with traffic after the loss ended within
+// StaleMs of the instance's end (now, or its bye).
+func (e *Engine) rulesLostFindings(now int64, out []Finding) []Finding {
+	type key struct{ app, resource string }
+	byKey := map[key][]*lostRules{}
+	var order []key
+	for _, l := range e.lost {
+		k := key{l.in.app.name, l.resource}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], l)
+	}
+	for _, k := range order {
+		f := Finding{Kind: KindRulesLost, App: k.app, Resource: k.resource, From: math.MaxInt64}
+		x := &RulesLostFacts{LostAt: math.MaxInt64}
+		var insts []*instState
+		ongoing := false
+		for _, l := range byKey[k] {
+			in := l.in
+			insts = append(insts, in)
+			x.Passed += l.passed
+			x.LostAt = min(x.LostAt, l.first)
+			f.To = max(f.To, l.to)
+			if in.lostRules(l.resource) == l && e.alive(in, now) && l.to >= in.end(now)-e.cfg.StaleMs {
+				ongoing = true
+			}
+		}
+		f.From = x.LostAt
+		f.Facts = x
+		insts = sortInsts(insts)
+		f.Instances = names(insts)
+		f.Severity = severity(ongoing)
+		words(&f)
+		f.Timelines = e.timelines(insts, k.resource, f.From, f.To, nil)
+		out = append(out, f)
+	}
+	return out
+}
+
+// RulesLostFacts: an instance's rules for a resource gone while its
+// traffic went on.
+type RulesLostFacts struct {
+	// Passed counts the entries admitted after the loss.
+	Passed int64 `json:"passed"`
+	// LostAt is when the rules went (the earliest loss, Unix ms).
+	LostAt int64 `json:"lostAt"`
+}
+
+// Kind is KindRulesLost.
+func (*RulesLostFacts) Kind() Kind { return KindRulesLost }
+
+// Evidence lists when the rules went and what passed since.
+func (f *RulesLostFacts) Evidence() []Fact {
+	return []Fact{
+		text("Rules lost at", fmtTime(f.LostAt)),
+		text("Passed since", itoa(f.Passed)+" entries"),
+	}
+}
+
+// fmtTime is a Unix ms time as UTC wall time to the millisecond.
+func fmtTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") + " UTC"
+}

@@ -1,0 +1,67 @@
+package triage
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+func TestUnprotectedCause(t *testing.T) {
+	const res = "queryPrice"
+	cases := []struct {
+		name     string
+		feed     func(e *Engine) int64
+		cause    UnprotectedCause
+		severity Severity
+		advice   string
+	}{
+		{"a new instance takes traffic before its rules load", func(e *Engine) int64 {
+			in := fleet(e, "price", 2, t0, "v1", slowRule(res))
+			traffic(e, in, res, t0, t0+30000, 5)
+			e.Hello("price-3", "price", t0+30000, t0+29000)
+			e.Rules("price-3", t0+30000, "v0", nil, nil)
+			traffic(e, append(in, "price-3"), res, t0+30000, t0+45000, 5)
+			e.Rules("price-3", t0+45000, "v1", []core.BreakerRule{slowRule(res)}, nil)
+			traffic(e, append(in, "price-3"), res, t0+45000, t0+60000, 5)
+			return t0 + 60000
+		}, CauseStartedWithoutRules, Warning, "readiness gate that returns 503"},
+		{"a restarted instance serves before its rules load, to the end", func(e *Engine) int64 {
+			in := fleet(e, "price", 3, t0, "v1", slowRule(res))
+			traffic(e, in, res, t0, t0+30000, 5)
+			e.Hello("price-3", "price", t0+30000, t0+29000)
+			e.Rules("price-3", t0+30000, "v0", nil, nil)
+			traffic(e, in, res, t0+30000, t0+60000, 5)
+			return t0 + 60000
+		}, CauseStartedWithoutRules, Critical, "load the app's rules on the 1 instance now, and add a readiness gate"},
+		{"a push reaches 2 of 3 instances", func(e *Engine) int64 {
+			in := fleet(e, "price", 3, t0, "v1")
+			traffic(e, in, res, t0, t0+20000, 5)
+			e.Rules("price-1", t0+20000, "v2", []core.BreakerRule{slowRule(res)}, nil)
+			e.Rules("price-2", t0+20010, "v2", []core.BreakerRule{slowRule(res)}, nil)
+			traffic(e, in, res, t0+20000, t0+60000, 5)
+			return t0 + 60000
+		}, CauseMissedPush, Critical, "push the app's current rules again"},
+		{"one started without rules, another missed the push", func(e *Engine) int64 {
+			in := fleet(e, "price", 3, t0, "v1")
+			e.Rules("price-1", t0+10000, "v2", []core.BreakerRule{slowRule(res)}, nil)
+			e.Hello("price-4", "price", t0+20000, t0+20000)
+			e.Rules("price-4", t0+20000, "v0", nil, nil)
+			traffic(e, append(in, "price-4"), res, t0+20000, t0+60000, 5)
+			return t0 + 60000
+		}, CauseMissedPush, Critical, "push the app's current rules again"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(Config{})
+			f := one(t, e.Findings(c.feed(e)), KindUnprotected)
+			x := f.Facts.(*UnprotectedFacts)
+			if x.Cause != c.cause || f.Severity != c.severity || !strings.Contains(f.Advice, c.advice) {
+				t.Fatalf("cause %s severity %v advice %q, want %s %v %q", x.Cause, f.Severity, f.Advice, c.cause, c.severity, c.advice)
+			}
+			if ev := x.Evidence(); len(ev) != 2 || ev[1].Parts[0].Text != string(c.cause) {
+				t.Fatalf("evidence %+v", ev)
+			}
+		})
+	}
+}
