@@ -113,33 +113,36 @@ const priceRes = "priceService:queryPrice"
 
 // PriceFalseTrip: a healthy price service tripped by the gateways' own
 // breaker. Slow ratio 0.5 over 200 ms, minRequestAmount 5, a one-second
-// window and a ten-second timeWindow, at 8-12 requests per second per
+// window and a ten-second timeWindow, at 10-12 requests per second per
 // gateway: a neighbour pulling images jitters the network, three slow calls
 // in a window of five trip it, and a probe that meets the next jitter trips
-// it again, while the price service itself answers in 68 ms at p99.
+// it again, while the price service itself answers in 68 ms at p99. The
+// gateways have been up for over a minute when the jitter starts: no trip is
+// a cold start.
 func PriceFalseTrip() *Scenario {
 	return &Scenario{
 		Name:  "price-false-trip",
 		Title: "price service tripped while healthy",
-		Description: "Four gateways call priceService:queryPrice at 8-12 req/s each with a slow-ratio breaker of " +
+		Description: "Four gateways call priceService:queryPrice at 10-12 req/s each with a slow-ratio breaker of " +
 			"threshold 0.5, maxAllowedRtMs 200, minRequestAmount 5, a 1 s window and a 10 s retry timeout. " +
-			"The price service is healthy (p99 68 ms), but from 0:20 a neighbour on the gateways' nodes pulls " +
+			"The price service is healthy (p99 68 ms), but from 1:20 to 4:20 a neighbour on the gateways' nodes pulls " +
 			"images and the network jitters: for a second or so, about 3 calls in 5 take 300-400 ms. Three slow " +
-			"calls out of five trip the breaker; probes that land in the next jitter trip it again.",
-		Duration: 4 * mn,
-		Seed:     1,
+			"calls out of five or six trip the breaker, dozens of times; the probe 10 s later mostly finds the " +
+			"service fast and closes it, but three times it lands in the next jitter and trips it again.",
+		Duration: 5 * mn,
+		Seed:     17,
 		Downstreams: []*Downstream{{
 			Name:    "price-service",
 			Latency: LogNormal{Median: 22 * ms, P99: 68 * ms},
 			Jitter: &Jitter{
 				Every: 12 * sec, Length: Uniform{800 * ms, 1800 * ms},
-				Share: 0.6, Latency: Uniform{300 * ms, 400 * ms}, From: 20 * sec, To: 200 * sec,
+				Share: 0.6, Latency: Uniform{300 * ms, 400 * ms}, From: 80 * sec, To: 260 * sec,
 			},
 		}},
 		Instances: fleetOf("gateway", 4, func(i int, in *Instance) {
 			in.Calls = []Call{{
 				Resource: priceRes, Downstream: "price-service",
-				Traffic: Diurnal{Mean: 10, Swing: 0.2, Period: 4 * mn, Phase: time.Duration(i) * mn},
+				Traffic: Diurnal{Mean: 11, Swing: 0.1, Period: 5 * mn, Phase: time.Duration(i) * mn},
 			}}
 			in.Rules = always([]core.BreakerRule{slowRule(priceRes, 200, 0.5, 5, 1000, 2, 10000)}, nil)
 		}),
