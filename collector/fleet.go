@@ -1,6 +1,9 @@
 package collector
 
 import (
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -30,6 +33,9 @@ type instance struct {
 	// next message. goneAt is when, on the collector's clock.
 	gone   bool
 	goneAt int64
+	// statesUnknown: the source cannot report breaker transitions (its
+	// hello's sdk is Java Sentinel's transport or a metric log).
+	statesUnknown bool
 }
 
 // series is one instance x resource.
@@ -41,6 +47,7 @@ type series struct {
 	fine     ring
 	coarse   ring
 	tracks   []*track // one per breaker rule id, "" first
+	inferred bool     // some transition was inferred from counts
 	// Totals of everything accepted, for exact accounting.
 	total counts
 }
@@ -114,6 +121,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello) {
 		in.series = map[string]*series{}
 	}
 	in.app = app
+	in.statesUnknown = strings.HasPrefix(m.SDK, javaSDK) || m.SDK == metriclog.SDK
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}
@@ -163,6 +171,17 @@ func (in *instance) observeOffset(d int64) {
 // dataEndSecond is the end of the instance's complete data, on a second.
 func (in *instance) dataEndSecond() int64 {
 	return in.dataEnd - floorMod(in.dataEnd, fineStepMs)
+}
+
+// provenance is where the series' breaker state comes from.
+func (s *series) provenance(in *instance) Provenance {
+	switch {
+	case s.inferred:
+		return ProvenanceInferred
+	case in.statesUnknown:
+		return ProvenanceUnknown
+	}
+	return ProvenanceExact
 }
 
 func worstState(tracks []*track) core.State {

@@ -219,3 +219,53 @@ func countPrefix(m map[string]float64, prefix string) int {
 	}
 	return n
 }
+
+// TestUnknownStatesAreNotClosed: an instance whose source cannot tell
+// breaker states (Java Sentinel's transport, a metric log) is counted as
+// unknown in its row, has provenance unknown in the snapshot and the
+// detail, and exports no state to Prometheus; an inferred transition makes
+// it inferred.
+func TestUnknownStatesAreNotClosed(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc})
+	rule := core.BreakerRule{Resource: "r", Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 100, Threshold: 0.5,
+		MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 10000, Semantics: core.SemanticsJava}
+	for _, sdk := range []string{javaSDK + "/1.8.9", "sentinel-metric-log"} {
+		name := "j-" + sdk[:4]
+		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, App: "a", SDK: sdk, BucketMs: 1000})
+		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: name}, Version: "v", Breakers: []core.BreakerRule{rule}})
+		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 1000, Instance: name}, BucketMs: 1000,
+			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Pass: 5, Complete: 5}}})
+	}
+	vc.Set(time.UnixMilli(t0ms + 1000))
+	s := c.Publish()
+	if len(s.Rows) != 1 || s.Rows[0].Breakers != (StateCounts{Unknown: 2}) {
+		t.Fatalf("rows %+v", s.Rows)
+	}
+	for _, b := range s.Breakers {
+		if b.Provenance != ProvenanceUnknown {
+			t.Fatalf("breaker %+v", b)
+		}
+	}
+	if n := countPrefix(scrape(t, c), "sentinel_top_breaker_state{"); n != 0 {
+		t.Fatalf("%d state series exported for unknown states", n)
+	}
+	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 2000, Instance: "j-java"}, Resource: "r",
+		From: core.Closed, To: core.Open, Threshold: 0.5, RetryTimeoutMs: 10000, Inferred: true})
+	s = c.Publish()
+	if s.Rows[0].Breakers != (StateCounts{Open: 1, Unknown: 1}) {
+		t.Fatalf("after an inferred trip: %+v", s.Rows[0].Breakers)
+	}
+	d := c.Detail("a", "r", t0ms, t0ms+3000)
+	got := map[string]Provenance{}
+	for _, id := range d.Instances {
+		got[id.Instance] = id.Provenance
+	}
+	if got["j-java"] != ProvenanceInferred || got["j-sent"] != ProvenanceUnknown {
+		t.Fatalf("detail provenance %v", got)
+	}
+	m := scrape(t, c)
+	if m["sentinel_top_breaker_state{app=a,instance=j-java,provenance=inferred,resource=r,state=OPEN}"] != 1 {
+		t.Fatalf("the inferred state is not exported as such: %v", m)
+	}
+}

@@ -240,7 +240,8 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		t = &track{ruleID: m.RuleID, state: core.Closed}
 		s.tracks = append(s.tracks, t)
 	}
-	tr := Transition{AtMs: m.Ts, From: m.From, To: m.To, RuleID: m.RuleID}
+	tr := Transition{AtMs: m.Ts, From: m.From, To: m.To, RuleID: m.RuleID, Inferred: m.Inferred}
+	s.inferred = s.inferred || m.Inferred
 	ct := core.Transition{Resource: m.Resource, RuleID: m.RuleID, Strategy: m.Strategy, From: m.From, To: m.To,
 		AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1))}
 	if m.Snapshot != nil {

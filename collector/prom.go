@@ -26,8 +26,8 @@ var (
 	promP99 = prometheus.NewDesc("sentinel_top_resource_rt_p99_seconds",
 		"p99 response time over the rate window, from the agents' histograms.", []string{"app", "resource"}, nil)
 	promState = prometheus.NewDesc("sentinel_top_breaker_state",
-		"1 for the breaker state an instance is in (worst of its breakers for the resource), 0 for the others.",
-		[]string{"app", "resource", "instance", "state"}, nil)
+		"1 for the breaker state an instance is in (worst of its breakers for the resource), 0 for the others; provenance is exact or inferred (from Java Sentinel's counts). Instances whose states are unknown have none.",
+		[]string{"app", "resource", "instance", "state", "provenance"}, nil)
 	promTransitions = prometheus.NewDesc("sentinel_top_breaker_transitions_total",
 		"Breaker state transitions, per app and resource.", []string{"app", "resource", "from", "to"}, nil)
 	promFindings = prometheus.NewDesc("sentinel_top_findings",
@@ -111,12 +111,15 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, b := range snap.Breakers {
+		if b.Provenance == ProvenanceUnknown {
+			continue // never a CLOSED the source did not say
+		}
 		for _, s := range []core.State{core.Closed, core.HalfOpen, core.Open} {
 			v := 0.0
 			if s == b.State {
 				v = 1
 			}
-			gauge(promState, v, b.App, b.Resource, b.Instance, s.String())
+			gauge(promState, v, b.App, b.Resource, b.Instance, s.String(), b.Provenance.String())
 		}
 	}
 }

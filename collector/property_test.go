@@ -219,7 +219,7 @@ func checkViews(t *testing.T, c *Collector, o *fleetOracle, apps map[string]stri
 			t.Fatalf("%s: %s is %s, want %s (known %v)", at, key, b.State, want, ok)
 		}
 		for _, st := range []core.State{core.Closed, core.HalfOpen, core.Open} {
-			v := m[fmt.Sprintf("sentinel_top_breaker_state{app=%s,instance=%s,resource=%s,state=%s}", b.App, b.Instance, b.Resource, st)]
+			v := m[fmt.Sprintf("sentinel_top_breaker_state{app=%s,instance=%s,provenance=exact,resource=%s,state=%s}", b.App, b.Instance, b.Resource, st)]
 			if (v == 1) != (st == b.State) {
 				t.Fatalf("%s: /metrics has %s %s = %v, the snapshot %s", at, key, st, v, b.State)
 			}

@@ -139,12 +139,14 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 			}
 			row.Instances++
 			if len(in.breakers[res]) > 0 {
-				st := worstState(se.tracks)
-				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st})
-				switch st {
-				case core.Open:
+				st, prov := worstState(se.tracks), se.provenance(in)
+				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st, Provenance: prov})
+				switch {
+				case prov == ProvenanceUnknown:
+					row.Breakers.Unknown++
+				case st == core.Open:
 					row.Breakers.Open++
-				case core.HalfOpen:
+				case st == core.HalfOpen:
 					row.Breakers.HalfOpen++
 				default:
 					row.Breakers.Closed++

@@ -46,6 +46,7 @@ type Replay struct {
 	done   bool
 	seekTo *int64
 	gen    uint64 // statuses told to the collector
+	stay   bool   // Run stays after the end, for the controls
 	wake   chan struct{}
 }
 
@@ -185,6 +186,11 @@ func (r *Replay) poke() {
 	}
 }
 
+// Stay makes Run stay after the end until its context ends, even at speed
+// 0, so that a user can still seek back (a dashboard); without it, Run at
+// speed 0 returns once everything was fed (a report).
+func (r *Replay) Stay() { r.control(func() { r.stay = true }) }
+
 // Pause stops feeding until Resume.
 func (r *Replay) Pause() { r.control(func() { r.paused = true }) }
 
@@ -247,9 +253,9 @@ func (r *Replay) Done() bool {
 	return r.done
 }
 
-// Run feeds the fixture until ctx ends. At speed 0 and with nothing paused
-// it returns as soon as everything has been fed; otherwise it stays until
-// ctx ends, so the user can seek back.
+// Run feeds the fixture until ctx ends. At speed 0, with nothing paused and
+// without Stay, it returns as soon as everything has been fed; otherwise it
+// stays until ctx ends, so the user can seek back.
 //
 // Only Run's goroutine moves the position and feeds the collector, and it
 // does so holding no lock of the replay's: the controls only set what Run
@@ -279,7 +285,10 @@ func (r *Replay) Run(ctx context.Context) error {
 		}
 		if r.pos >= len(r.msgs) {
 			r.setDone(true)
-			if speed == 0 && !paused {
+			r.mu.Lock()
+			stay := r.stay
+			r.mu.Unlock()
+			if speed == 0 && !paused && !stay {
 				return nil
 			}
 			if !r.sleep(ctx, time.Hour) {

@@ -276,3 +276,39 @@ func TestReplayPublishAndDetailWhileFeeding(t *testing.T) {
 		t.Fatalf("replay status after the end: %+v", s.Replay)
 	}
 }
+
+// TestReplaySeekBackAfterTheEnd: once everything was fed, paused or not,
+// seeking back still works (the dashboard's [ after the end); unpaused, it
+// plays on from there.
+func TestReplaySeekBackAfterTheEnd(t *testing.T) {
+	for _, paused := range []bool{false, true} {
+		r, err := NewReplay("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 0, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Stay() // as the dashboard does
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		eventually(t, "the end", func() error {
+			if !r.Done() {
+				return fmt.Errorf("not done")
+			}
+			return nil
+		})
+		if paused {
+			r.Pause()
+		}
+		r.SetSpeed(1)
+		_, to := r.Range()
+		r.SeekBy(-10_000)
+		eventually(t, "seek back after the end", func() error {
+			if pos := r.Collector().Publish().Replay.Pos; pos < to-10_000 || pos > to-8_000 || (paused && pos != to-10_000) {
+				return fmt.Errorf("paused=%v: at %d, want %d", paused, pos-to, -10_000)
+			}
+			return nil
+		})
+		cancel()
+		<-done
+	}
+}

@@ -71,7 +71,9 @@ type Snapshot struct {
 // BreakerState is one live instance's breaker state for a resource.
 type BreakerState struct {
 	App, Resource, Instance string
-	State                   core.State
+	// State is meaningless when Provenance is ProvenanceUnknown.
+	State      core.State
+	Provenance Provenance
 }
 
 // ResourceTotals are exact sums over everything accepted for an app x
@@ -147,13 +149,41 @@ type RejectCount struct {
 }
 
 // StateCounts counts instances by breaker state. An instance with several
-// breakers for a resource counts once, in its worst state.
+// breakers for a resource counts once, in its worst state. Unknown counts
+// the instances whose source cannot tell breaker states (Java Sentinel's
+// transport and metric logs, until states are inferred): never CLOSED.
 type StateCounts struct {
 	Closed, HalfOpen, Open int
+	Unknown                int
+}
+
+// Provenance says where a breaker state comes from.
+type Provenance uint8
+
+// The provenances.
+const (
+	// ProvenanceExact: the source reports every transition.
+	ProvenanceExact Provenance = iota
+	// ProvenanceInferred: derived from per-second counts (wire v1
+	// "inferred"), accurate to the second.
+	ProvenanceInferred
+	// ProvenanceUnknown: the source cannot tell breaker states.
+	ProvenanceUnknown
+)
+
+// String is "exact", "inferred" or "unknown".
+func (p Provenance) String() string {
+	switch p {
+	case ProvenanceInferred:
+		return "inferred"
+	case ProvenanceUnknown:
+		return "unknown"
+	}
+	return "exact"
 }
 
 // Total is the number of instances counted.
-func (c StateCounts) Total() int { return c.Closed + c.HalfOpen + c.Open }
+func (c StateCounts) Total() int { return c.Closed + c.HalfOpen + c.Open + c.Unknown }
 
 // ResourceRow is one app x resource in the main table. Rates and ratios are
 // over the last RateWindowMs of each instance's data.
@@ -231,6 +261,9 @@ type InstanceDetail struct {
 	// minus ts); Gone is set after bye or when it went silent.
 	ClockOffsetMs int64
 	Gone          bool
+	// Provenance says whether State and Transitions are exact, inferred
+	// from counts, or unknown (then State means nothing).
+	Provenance Provenance
 }
 
 // Transition is one breaker state change as the collector keeps it.
@@ -238,6 +271,9 @@ type Transition struct {
 	AtMs     int64
 	From, To core.State
 	RuleID   string
+	// Inferred is set for a transition derived from counts (wire v1
+	// "inferred"): accurate to the second, no Snapshot.
+	Inferred bool
 	// Snapshot is set for CLOSED -> OPEN, Probe for HALF_OPEN -> OPEN|CLOSED.
 	Snapshot *core.WindowSnapshot
 	Probe    *core.Probe

@@ -22,6 +22,9 @@ func dashboard(ctx context.Context, in *inputFlags, noColor bool, stdout, stderr
 		}
 		return exitRuntime
 	}
+	if s.replay != nil {
+		s.replay.Stay() // seeking back after the end, even at --speed max
+	}
 	feedCtx, cancel := context.WithCancel(ctx)
 	fed := make(chan error, 1)
 	go func() { fed <- s.feed(feedCtx) }()

@@ -319,7 +319,7 @@ func TestServeEndpoints(t *testing.T) {
 			t.Fatalf("metrics: %d %s", code, body)
 		}
 		sawOpen = sawOpen || strings.Contains(body,
-			`sentinel_top_breaker_state{app="order",instance="order-1",resource="GET:http://member-service/api/user/info",state="OPEN"} 1`)
+			`sentinel_top_breaker_state{app="order",instance="order-1",provenance="exact",resource="GET:http://member-service/api/user/info",state="OPEN"} 1`)
 		if strings.Contains(body, `sentinel_top_findings{kind="sawtooth",severity="warning"} 1`) {
 			for _, want := range []string{
 				`sentinel_top_resource_pass_total{app="order",resource="GET:http://member-service/api/user/info"}`,

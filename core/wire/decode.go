@@ -148,6 +148,7 @@ type stdState struct {
 	Probe          *stdProbe    `json:"probe"`
 	Threshold      float64      `json:"threshold"`
 	RetryTimeoutMs int64        `json:"retryTimeoutMs"`
+	Inferred       bool         `json:"inferred"`
 }
 
 type stdSnapshot struct {
@@ -308,7 +309,7 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 		if err := unmarshalStd(data, &s, kind); err != nil {
 			return nil, err
 		}
-		m := &State{Resource: s.Resource, RuleID: s.RuleID, Threshold: s.Threshold, RetryTimeoutMs: s.RetryTimeoutMs}
+		m := &State{Resource: s.Resource, RuleID: s.RuleID, Threshold: s.Threshold, RetryTimeoutMs: s.RetryTimeoutMs, Inferred: s.Inferred}
 		if err := s.header(&m.Header, kind); err != nil {
 			return nil, err
 		}

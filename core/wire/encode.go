@@ -275,6 +275,9 @@ func appendState(dst []byte, m *State) ([]byte, error) {
 		return dst, err
 	}
 	dst = appendIntField(dst, `,"retryTimeoutMs":`, m.RetryTimeoutMs)
+	if m.Inferred {
+		dst = append(dst, `,"inferred":true`...)
+	}
 	return append(dst, '}'), nil
 }
 

@@ -223,6 +223,7 @@ func (g *gen) state() *State {
 	if t[0] == core.HalfOpen || g.r.IntN(5) == 0 {
 		m.Probe = &Probe{RtMs: g.count(), Error: g.r.IntN(2) == 0}
 	}
+	m.Inferred = g.r.IntN(4) == 0
 	return m
 }
 

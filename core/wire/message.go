@@ -144,6 +144,10 @@ type State struct {
 	Probe          *Probe  `json:"probe,omitempty"`
 	Threshold      float64 `json:"threshold"`
 	RetryTimeoutMs int64   `json:"retryTimeoutMs"`
+	// Inferred is set when the source cannot report transitions and this
+	// one was derived from per-second counts (Java Sentinel): its time is
+	// accurate to the second and it has no Snapshot.
+	Inferred bool `json:"inferred,omitempty"`
 }
 
 // Snapshot is the window totals that tripped a breaker.
