@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/guptarohit/asciigraph"
@@ -18,9 +19,10 @@ type series struct {
 }
 
 // chart plots series over the detail's time range with asciigraph, one
-// column per step. When there are more steps than columns it keeps the
-// largest value of each group of steps (spikes survive); it never stretches
-// or interpolates. A horizontal line marks the threshold when there is one.
+// column per cell of a grid anchored to absolute time (grid.go), with the
+// clock under it. A cell holds the largest value of its steps (spikes
+// survive); a cell without data is a gap, never 0; nothing is stretched or
+// interpolated. A horizontal line marks the threshold when there is one.
 type chart struct {
 	st     *Styles
 	title  string
@@ -32,8 +34,12 @@ type chart struct {
 	// format labels the y axis.
 	format func(float64) string
 	// floor is the least top of the y axis (a flat zero line gets some room).
-	floor         float64
-	stepMs        int64
+	floor float64
+	// g is the chart's grid, its columns; the series' steps are stepMs long,
+	// the first beginning at start.
+	g             grid
+	start, stepMs int64
+	loc           *time.Location
 	width, height int
 }
 
@@ -47,23 +53,19 @@ func (c chart) SetSize(w, h int) chart { c.width, c.height = w, h; return c }
 // Update does nothing: a chart has no state of its own.
 func (c chart) Update(tea.Msg) (chart, tea.Cmd) { return c, nil }
 
-// View renders the title, the plot and the legend.
+// chartPoints is how many columns a chart of w cells plots.
+func chartPoints(w int) int { return w - labelW - 3 }
+
+// View renders the title, the plot, the clock and the legend.
 func (c chart) View() string {
 	st := c.st
-	plotH := max(2, c.height-2)
-	points := c.width - labelW - 3
+	fullH := max(2, c.height-3)
+	plotH := fullH
+	points := chartPoints(c.width)
 	var b strings.Builder
-	n := 0
-	for _, s := range c.series {
-		n = max(n, len(s.values))
-	}
-	group := 1
-	if points > 0 && n > points {
-		group = (n + points - 1) / points
-	}
 	title := c.title
-	if group > 1 && c.stepMs > 0 {
-		title += st.dim.on("  (max per " + fmtMs(c.stepMs*int64(group)) + ")")
+	if c.g.step > c.stepMs {
+		title += st.dim.on("  (max per " + fmtMs(c.g.step) + ")")
 	}
 	b.WriteString(fitLine(st.title.on(title), c.width))
 	data := make([][]float64, 0, len(c.series)+1)
@@ -76,7 +78,7 @@ func (c chart) View() string {
 	// the first series is the main one: drawn last, on top of the others.
 	for i := len(c.series) - 1; i >= 0; i-- {
 		s := c.series[i]
-		v := maxPool(s.values, group)
+		v := c.g.pool(s.values, c.start, c.stepMs, false)
 		for _, x := range v {
 			if !math.IsNaN(x) {
 				hasData = true
@@ -148,9 +150,11 @@ func (c chart) View() string {
 		b.WriteByte('\n')
 		b.WriteString(fitLine(l, c.width))
 	}
-	for i := min(len(lines), plotH); i < max(2, c.height-2); i++ {
+	for i := min(len(lines), plotH); i < fullH; i++ {
 		b.WriteByte('\n')
 	}
+	b.WriteByte('\n')
+	b.WriteString(st.dim.on(fitLine(strings.Repeat(" ", labelW+2)+c.g.axis(c.loc), c.width)))
 	// the legend: glyphs, never colour alone.
 	var lg strings.Builder
 	lg.WriteString(strings.Repeat(" ", labelW+2))
@@ -202,25 +206,6 @@ func limitTop(limit, need float64, rows int) (float64, int) {
 		return need, rows
 	}
 	return bestTop, bestRows
-}
-
-// maxPool keeps the largest value of each group of n values (NaN when the
-// whole group is NaN). With n == 1 it returns vs itself.
-func maxPool(vs []float64, n int) []float64 {
-	if n <= 1 {
-		return vs
-	}
-	out := make([]float64, 0, (len(vs)+n-1)/n)
-	for i := 0; i < len(vs); i += n {
-		m := math.NaN()
-		for _, v := range vs[i:min(i+n, len(vs))] {
-			if !math.IsNaN(v) && (math.IsNaN(m) || v > m) {
-				m = v
-			}
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // Label formats of the charts' y axes.

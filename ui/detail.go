@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,20 @@ func (v detailView) SetDetail(d *collector.Detail) detailView {
 	}
 	return v.build()
 }
+
+// detailHeadLines are the detail's lines above the timeline: the title,
+// the rule and a blank line.
+const detailHeadLines = 3
+
+// SetRange sets the time range shown.
+func (v detailView) SetRange(rng time.Duration) detailView {
+	v.tl = v.tl.SetRange(rng)
+	return v.build()
+}
+
+// FetchFrom is where the Detail for data up to `to` should begin: the
+// first cell of the timeline's grid, so that every cell drawn is whole.
+func (v detailView) FetchFrom(to int64) int64 { return v.tl.Grid(to).from() }
 
 // SetSize sets the screen area of the view.
 func (v detailView) SetSize(w, h int) detailView {
@@ -227,21 +242,25 @@ func (v detailView) ruleLine(d *collector.Detail) string {
 // screen is wide.
 func (v *detailView) charts(add func(string)) {
 	d, st := v.d, v.st
-	h := 6
+	h := 7
 	if v.height >= 30 {
-		h = 8
+		h = 9
 	}
 	cols := 1
 	if v.width >= 110 {
 		cols = 2
 	}
 	cw := (v.width - (cols-1)*2) / cols
+	g := newGrid(d.To, v.tl.rng.Milliseconds(), chartPoints(cw), d.StepMs)
+	start := floorDiv(d.From, d.StepMs) * d.StepMs // the ring's step the series begins in
 	mk := func(title string, fmt func(float64) string, floor float64, ss ...series) chart {
-		return chart{st: st, title: title, series: ss, format: fmt, floor: floor, stepMs: d.StepMs}.SetSize(cw, h)
+		return chart{st: st, title: title, series: ss, format: fmt, floor: floor, g: g, start: start,
+			stepMs: d.StepMs, loc: v.loc}.SetSize(cw, h)
 	}
+	pass, block := traffic(d)
 	traffic := mk("PASS/S and BLOCK/S", fmtRateLabel, 1,
-		series{name: "pass/s", values: d.PassQPS, color: asciigraph.Green},
-		series{name: "block/s", values: d.BlockQPS, glyph: "•", color: asciigraph.Yellow})
+		series{name: "pass/s", values: pass, color: asciigraph.Green},
+		series{name: "block/s", values: block, glyph: "•", color: asciigraph.Yellow})
 	var ratio chart
 	switch {
 	case d.HasBreaker && d.Strategy == core.ErrorRatio:
@@ -282,6 +301,27 @@ func (v *detailView) charts(add func(string)) {
 			add(fitLine(l, cw) + "  " + r)
 		}
 	}
+}
+
+// traffic is the pass and block series with NaN, not 0, in the steps
+// without any traffic: no data is a gap in the chart.
+func traffic(d *collector.Detail) (pass, block []float64) {
+	pass = make([]float64, len(d.PassQPS))
+	block = make([]float64, len(d.PassQPS))
+	for i := range d.PassQPS {
+		pass[i], block[i] = d.PassQPS[i], d.BlockQPS[i]
+		if !hasTraffic(d, i) {
+			pass[i], block[i] = math.NaN(), math.NaN()
+		}
+	}
+	return pass, block
+}
+
+// hasTraffic reports whether step i of d saw any request: passed, blocked
+// or completed.
+func hasTraffic(d *collector.Detail, i int) bool {
+	return d.PassQPS[i] > 0 || (i < len(d.BlockQPS) && d.BlockQPS[i] > 0) ||
+		(i < len(d.SlowRatio) && !math.IsNaN(d.SlowRatio[i]))
 }
 
 // rules adds each instance's rules for the resource, drift marked.
@@ -369,7 +409,7 @@ func (v *detailView) findings(add func(string)) {
 		f := &d.Findings[i]
 		selected := v.focus == panelFindings && i == v.fcur.Pos()
 		start := len(v.lines)
-		for _, l := range findingLines(st, f, v.width, v.loc, selected) {
+		for _, l := range findingLines(st, f, v.width, v.loc, selected, &v.tl) {
 			add(l)
 		}
 		if selected {

@@ -31,6 +31,9 @@ type detailScreen struct {
 	busy   bool   // a Detail is being fetched
 	wanted bool   // fetch again when it arrives
 	seq    uint64 // the snapshot the shown Detail was fetched for
+	// refetched is set when the Detail shown was fetched again at once
+	// because its grid moved, so that it is not done twice in a row.
+	refetched bool
 }
 
 var _ screen = (*detailScreen)(nil)
@@ -71,6 +74,12 @@ func (d *detailScreen) Receive(msg detailMsg) (changed bool, cmd tea.Cmd) {
 	if d.open && d.view.Is(msg.app, msg.res) {
 		d.view = d.view.SetDetail(msg.d)
 		changed = true
+		// the instances' names moved the timeline's grid: fetch for it.
+		if msg.d != nil && d.view.FetchFrom(msg.d.To) != msg.d.From && !d.refetched {
+			d.refetched, d.wanted = true, true
+		} else {
+			d.refetched = false
+		}
 	}
 	if d.wanted {
 		cmd = d.fetch()
@@ -88,9 +97,10 @@ func (d *detailScreen) fetch() tea.Cmd {
 	}
 	d.busy, d.wanted = true, false
 	d.seq = d.snap.Seq
+	d.view = d.view.SetRange(d.rng)
 	src, app, res := d.src, d.view.app, d.view.res
 	to := d.snap.At
-	from := to - d.rng.Milliseconds()
+	from := d.view.FetchFrom(to)
 	return func() tea.Msg {
 		return detailMsg{app: app, res: res, d: src.Detail(app, res, from, to)}
 	}

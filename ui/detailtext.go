@@ -59,17 +59,14 @@ func flowText(r *core.FlowRule) string {
 	return b.String()
 }
 
-// findingLines renders a finding: its headline, summary, evidence, the
-// instances' timelines and the advice.
-func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, selected bool) []string {
+// findingLines renders a finding: its headline, summary, evidence, its
+// instances' bands as the timeline draws them with the finding's span
+// marked under them, and the advice.
+func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, selected bool, tl *timeline) []string {
 	var out []string
 	clock := func(ms int64) string { return time.UnixMilli(ms).In(loc).Format("15:04:05") }
 	var h strings.Builder
-	if selected {
-		h.WriteString(glyphCursor + " ")
-	} else {
-		h.WriteString("  ")
-	}
+	h.WriteString(listMark(selected, true))
 	st.sevPaint(f.Severity).write(&h, sevMark(f.Severity)+" "+sevWord(f.Severity))
 	h.WriteString(" " + st.bold.on(string(f.Kind)))
 	h.WriteString("  " + clock(f.From) + "–" + clock(f.To))
@@ -90,23 +87,36 @@ func findingLines(st *Styles, f *triage.Finding, w int, loc *time.Location, sele
 			out = append(out, indent+st.dim.on(l))
 		}
 	}
-	if len(f.Timelines) > 0 && w > 40 {
-		nameW := min(16, w/5)
-		bandW := max(4, w-len(indent)-nameW-2)
-		for i := range f.Timelines {
-			tl := &f.Timelines[i]
-			var b strings.Builder
-			b.WriteString(indent)
-			padRight(&b, safeName(tl.Instance, nameW), nameW)
-			b.WriteString("  ")
-			drawBand(&b, st, tl.Start, len(tl.Steps), func(j int) (int64, core.State) {
-				return tl.Steps[j].AtMs, tl.Steps[j].To
-			}, f.From, f.To, f.From, bandW)
-			out = append(out, b.String())
-		}
-	}
+	out = append(out, findingBands(st, f, tl)...)
 	for _, l := range wrap("advice: "+sanitize(f.Advice), w-len(indent)) {
 		out = append(out, indent+l)
+	}
+	return out
+}
+
+// findingBands are the bands of a finding's instances (up to
+// triage.MaxTimelines) in the timeline's columns, the same cells the
+// timeline shows, and a ruler marking the finding's span under them.
+func findingBands(st *Styles, f *triage.Finding, tl *timeline) []string {
+	var out []string
+	row := func(name, band string) string {
+		var b strings.Builder
+		b.WriteString("  ")
+		padRight(&b, name, tl.nameW)
+		b.WriteByte(' ')
+		b.WriteString(band)
+		return fitLine(b.String(), tl.width)
+	}
+	for _, name := range f.Instances {
+		if len(out) == triage.MaxTimelines {
+			break
+		}
+		if band, ok := tl.band(name); ok {
+			out = append(out, row(safeName(name, tl.nameW), band))
+		}
+	}
+	if len(out) > 0 {
+		out = append(out, row(st.dim.on("span"), st.dim.on(tl.ruler(f.From, f.To))))
 	}
 	return out
 }

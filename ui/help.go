@@ -107,8 +107,7 @@ func (h *helpScreen) View() string {
 	}
 	b.WriteString(st.title.on("GLYPHS") + "\n")
 	b.WriteString("breakers  " + st.state(core.Closed) + "  " + st.state(core.HalfOpen) + "  " + st.state(core.Open) + "\n")
-	b.WriteString("timeline  " + st.closed.on(bandClosed+" closed") + "  " + st.half.on(bandHalf+" half-open (probe)") +
-		"  " + st.open.on(bandOpen+" open") + "  " + st.dim.on(bandNone+" no data") + "\n")
+	b.WriteString("timeline  " + stateLegend(st) + "  a cell shows the worst state in it\n")
 	b.WriteString("findings  " + st.crit.on("!! critical") + "  " + st.warning.on("!  warning") + "  " +
 		st.info.on("i  info") + "\n")
 	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app"))

@@ -94,9 +94,10 @@ const (
 	bandClosed = "▁"
 	bandHalf   = "▄"
 	bandOpen   = "█"
-	bandNone   = "·" // before the resource's first data
-	// The cursor of a list.
-	glyphCursor = "▸"
+	bandNone   = "·" // no state known: before the first one seen
+	// The cursor of a list: in the panel with the keyboard, in another.
+	glyphCursor     = "▸"
+	glyphCursorIdle = "▹"
 	// A rule that differs from most instances'.
 	glyphDrift = "≠"
 )

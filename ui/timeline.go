@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -10,16 +9,17 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // maxListedTransitions bounds the transitions listed for the selected
 // instance (the newest are kept).
 const maxListedTransitions = 12
 
-// timeline draws one band per instance over the detail's time range, each
-// cell the state the breaker was in during its slice of time, and lists the
-// exact transitions of the selected instance.
+// timeline draws one band per instance over the detail's time range, on a
+// grid anchored to absolute time (grid.go), each cell the most severe
+// state the breaker held within it, and lists the exact transitions of the
+// selected instance. The bands are drawn once per data, size and range;
+// the findings' evidence shows the same bands (band, ruler).
 type timeline struct {
 	st   *Styles
 	keys *keyMap
@@ -29,13 +29,20 @@ type timeline struct {
 	cur     cursor // over the instances, all in sight
 	focused bool
 	width   int
+	height  int // the detail screen's, which the transitions listed fit in
 	listMax int
-	// dataFrom is when the resource's first data in the range is.
-	dataFrom int64
+	rng     time.Duration
+
+	// drawn by prepare: the grid, the column widths and each instance's band.
+	g             grid
+	nameW, bandW  int
+	bands         []string
+	dataFrom      int64 // when the resource's first data in the range is
+	bandInstances map[string]int
 }
 
 func newTimeline(st *Styles, keys *keyMap, loc *time.Location) timeline {
-	return timeline{st: st, keys: keys, loc: loc, listMax: maxListedTransitions}
+	return timeline{st: st, keys: keys, loc: loc, listMax: maxListedTransitions, rng: DefaultRange}
 }
 
 // SetDetail sets the data, keeping the selected instance when it is still
@@ -52,9 +59,8 @@ func (t timeline) SetDetail(d *collector.Detail) timeline {
 		}
 	}
 	t.d = d
-	t.dataFrom = firstData(d)
 	t.cur = t.cur.SetCount(t.instances()).Select(pos)
-	return t
+	return t.prepare()
 }
 
 // instances is the number of instances shown.
@@ -66,11 +72,108 @@ func (t timeline) instances() int {
 }
 
 // SetSize sets the width and, through the height, how many transitions the
-// selected instance lists.
+// selected instance lists: as many as fit under the bands in one screen.
 func (t timeline) SetSize(w, h int) timeline {
-	t.width = w
-	t.listMax = max(3, min(maxListedTransitions, h/3))
+	t.width, t.height = w, h
+	return t.prepare()
+}
+
+// SetRange sets the time range the bands cover.
+func (t timeline) SetRange(rng time.Duration) timeline {
+	t.rng = rng
+	return t.prepare()
+}
+
+// timelineLines are the timeline's lines besides the bands and the
+// transitions: the legend, the axis and the selected instance's heading.
+const timelineLines = 3
+
+// Grid is the grid the bands are drawn on for data up to `to`: what the
+// detail is fetched for, from its first cell on.
+func (t timeline) Grid(to int64) grid {
+	_, bandW := t.layout()
+	return newGrid(to, t.rng.Milliseconds(), bandW, 1)
+}
+
+// prepare draws the bands for the data, the width and the range.
+func (t timeline) prepare() timeline {
+	if t.d == nil || t.width <= 0 {
+		t.bands = nil
+		return t
+	}
+	d := t.d
+	t.listMax = max(3, min(maxListedTransitions, t.height-detailHeadLines-timelineLines-len(d.Instances)))
+	t.nameW, t.bandW = t.layout()
+	t.g = t.Grid(d.To)
+	t.dataFrom = firstData(d)
+	t.bands = make([]string, len(d.Instances))
+	t.bandInstances = make(map[string]int, len(d.Instances))
+	pad := strings.Repeat(" ", t.bandW-t.g.n)
+	for i := range d.Instances {
+		in := &d.Instances[i]
+		t.bandInstances[in.Instance] = i
+		var b strings.Builder
+		if !in.HasBreaker {
+			padRight(&b, t.st.dim.on("no breaker rule"), t.bandW)
+		} else {
+			b.WriteString(pad)
+			known := max(d.From, knownFrom(in, t.dataFrom))
+			drawStates(&b, t.st, t.g.states(in.Start, in.Transitions, known, d.To))
+		}
+		t.bands[i] = b.String()
+	}
 	return t
+}
+
+// knownFrom is when an instance's breaker state is first known: from the
+// resource's first data when the state before its first transition is the
+// one it started in (breakers start CLOSED), else only from that first
+// transition: what came before it was not seen.
+func knownFrom(in *collector.InstanceDetail, dataFrom int64) int64 {
+	if len(in.Transitions) == 0 {
+		return dataFrom
+	}
+	first := &in.Transitions[0]
+	if first.From != in.Start {
+		return first.AtMs
+	}
+	return min(dataFrom, first.AtMs)
+}
+
+// band is an instance's band as the timeline draws it, in bandW cells.
+func (t timeline) band(instance string) (string, bool) {
+	i, ok := t.bandInstances[instance]
+	if !ok || t.bands == nil {
+		return "", false
+	}
+	return t.bands[i], true
+}
+
+// ruler marks [from, to] on the bands' grid in bandW cells: ├──┤, with ◂
+// or ▸ where the span runs past the range.
+func (t timeline) ruler(from, to int64) string {
+	g := t.g
+	a, z := g.cell(from), g.cell(to)
+	cells := []rune(strings.Repeat(" ", g.n))
+	if z < 0 || a >= g.n {
+		return strings.Repeat(" ", t.bandW)
+	}
+	for i := max(0, a); i <= min(z, g.n-1); i++ {
+		cells[i] = '─'
+	}
+	switch {
+	case a < 0:
+		cells[0] = '◂'
+	default:
+		cells[a] = '├'
+	}
+	switch {
+	case z >= g.n:
+		cells[g.n-1] = '▸'
+	case z > a:
+		cells[z] = '┤'
+	}
+	return strings.Repeat(" ", t.bandW-g.n) + string(cells)
 }
 
 // Focus marks whether the timeline has the keyboard.
@@ -87,8 +190,10 @@ func (t timeline) Update(msg tea.Msg) (timeline, tea.Cmd) {
 // layout returns the widths of the name column and of the band.
 func (t timeline) layout() (nameW, bandW int) {
 	nameW = 8
-	for i := range t.d.Instances {
-		nameW = max(nameW, width(sanitize(t.d.Instances[i].Instance)))
+	if t.d != nil {
+		for i := range t.d.Instances {
+			nameW = max(nameW, width(sanitize(t.d.Instances[i].Instance)))
+		}
 	}
 	nameW = min(nameW, max(8, t.width/4))
 	const stateW = 1 + 8 + 9 // " ✖ OPEN  " and "since hh:mm:ss"
@@ -105,7 +210,7 @@ func (t timeline) View() string {
 
 func (t timeline) render() (string, int) {
 	st, d := t.st, t.d
-	if d == nil || t.width <= 0 {
+	if d == nil || t.width <= 0 || t.bands == nil {
 		return "", 0
 	}
 	var b strings.Builder
@@ -113,9 +218,8 @@ func (t timeline) render() (string, int) {
 	if t.focused {
 		title = glyphCursor + " TIMELINE"
 	}
-	legend := st.title.on(title) + "  " + st.closed.on(bandClosed+" CLOSED") + "  " + st.half.on(bandHalf+" HALF") +
-		"  " + st.open.on(bandOpen+" OPEN") + "  " + st.dim.on(bandNone+" no data")
-	if note := st.dim.on("  (a probe or a trip shows in its cell)"); width(legend)+width(note) <= t.width {
+	legend := st.title.on(title) + "  " + stateLegend(st)
+	if note := st.dim.on("  a cell (" + fmtMs(t.g.step) + ") shows the worst state in it"); width(legend)+width(note) <= t.width {
 		legend += note
 	}
 	b.WriteString(fitLine(legend, t.width))
@@ -123,7 +227,7 @@ func (t timeline) render() (string, int) {
 		b.WriteString("\n" + st.dim.on("  no instance reports this resource in the range"))
 		return b.String(), 1
 	}
-	nameW, bandW := t.layout()
+	nameW := t.nameW
 	selLine, sel := 0, t.cur.Pos()
 	for i := range d.Instances {
 		in := &d.Instances[i]
@@ -133,11 +237,7 @@ func (t timeline) render() (string, int) {
 			selLine = i + 1
 		}
 		var line strings.Builder
-		if selected {
-			line.WriteString(glyphCursor + " ")
-		} else {
-			line.WriteString("  ")
-		}
+		line.WriteString(listMark(selected, t.focused))
 		nm := safeName(in.Instance, nameW)
 		if in.Drift {
 			padRight(&line, st.drift.on(nm), nameW)
@@ -145,11 +245,7 @@ func (t timeline) render() (string, int) {
 			padRight(&line, nm, nameW)
 		}
 		line.WriteByte(' ')
-		if !in.HasBreaker {
-			padRight(&line, st.dim.on("no breaker rule"), bandW)
-		} else {
-			t.band(&line, in.Start, in.Transitions, d.From, d.To, bandW)
-		}
+		line.WriteString(t.bands[i])
 		line.WriteByte(' ')
 		switch {
 		case in.Gone:
@@ -166,26 +262,9 @@ func (t timeline) render() (string, int) {
 		}
 		b.WriteString(s)
 	}
-	// the axis: the range's ends and its middle.
+	// the axis: clock times where round times begin.
 	b.WriteByte('\n')
-	from, to := t.clock(d.From), t.clock(d.To)
-	var ax strings.Builder
-	ax.WriteString(strings.Repeat(" ", 2+nameW+1))
-	if bandW >= len(from)+len(to)+2 {
-		ax.WriteString(from)
-		mid := t.clock((d.From + d.To) / 2)
-		gap := bandW - len(from) - len(to)
-		if gap >= len(mid)+4 {
-			l := (gap - len(mid)) / 2
-			ax.WriteString(strings.Repeat(" ", l))
-			ax.WriteString(mid)
-			ax.WriteString(strings.Repeat(" ", gap-len(mid)-l))
-		} else {
-			ax.WriteString(strings.Repeat(" ", gap))
-		}
-		ax.WriteString(to)
-	}
-	b.WriteString(st.dim.on(fitLine(ax.String(), t.width)))
+	b.WriteString(st.dim.on(fitLine(strings.Repeat(" ", 2+nameW+1+t.bandW-t.g.n)+t.g.axis(t.loc), t.width)))
 	// the selected instance's transitions, newest last.
 	in := &d.Instances[sel]
 	b.WriteByte('\n')
@@ -210,6 +289,24 @@ func (t timeline) render() (string, int) {
 		b.WriteString(fitLine(t.transition(&tr[i]), t.width))
 	}
 	return b.String(), selLine
+}
+
+// stateLegend names the bands' glyphs, worst first.
+func stateLegend(st *Styles) string {
+	return st.open.on(bandOpen+" OPEN") + "  " + st.half.on(bandHalf+" HALF") + "  " +
+		st.closed.on(bandClosed+" CLOSED") + "  " + st.dim.on(bandNone+" unknown")
+}
+
+// listMark is the mark before a list's item: ▸ on the selected one of the
+// panel with the keyboard, ▹ on the selected one of another.
+func listMark(selected, focused bool) string {
+	switch {
+	case selected && focused:
+		return glyphCursor + " "
+	case selected:
+		return glyphCursorIdle + " "
+	}
+	return "  "
 }
 
 // ansiStripIfColor drops the cells' own colours so the selection's reverse
@@ -253,84 +350,16 @@ func (t timeline) clock(ms int64) string {
 	return time.UnixMilli(ms).In(t.loc).Format("15:04:05")
 }
 
-// band draws the states over [from, to] in w cells. A cell shows HALF when
-// a probe happened within it, else OPEN when the breaker was open at any
-// time within it, else CLOSED: short events stay visible at any zoom.
-func (t timeline) band(b *strings.Builder, start core.State, tr []collector.Transition, from, to int64, w int) {
-	drawBand(b, t.st, start, len(tr), func(i int) (int64, core.State) { return tr[i].AtMs, tr[i].To }, from, to, t.dataFrom, w)
-}
-
-// drawBand is band over any list of steps. Cells wholly before dataFrom, when
-// nothing happened in them, show bandNone: no data yet.
-func drawBand(b *strings.Builder, st *Styles, start core.State, n int, step func(int) (int64, core.State), from, to, dataFrom int64, w int) {
-	span := max(1, to-from)
-	cur := start
-	j := 0
-	// skip steps before the range: they set the state at from.
-	for j < n {
-		at, s := step(j)
-		if at >= from {
-			break
-		}
-		cur = s
-		j++
-	}
-	prev := paint{}
-	for i := 0; i < w; i++ {
-		end := from + span*int64(i+1)/int64(w)
-		if i == w-1 {
-			end = to + 1
-		}
-		cell := cur
-		changed := false
-		for j < n {
-			at, s := step(j)
-			if at >= end {
-				break
-			}
-			cur = s
-			changed = true
-			if bandRank(s) > bandRank(cell) {
-				cell = s
-			}
-			j++
-		}
-		p, g := st.statePaint(cell), stateBand(cell)
-		if end <= dataFrom && !changed {
-			p, g = st.dim, bandNone
-		}
-		if p != prev {
-			b.WriteString(prev.post)
-			b.WriteString(p.pre)
-			prev = p
-		}
-		b.WriteString(g)
-	}
-	b.WriteString(prev.post)
-}
-
-// firstData is the start of the detail's first step with any traffic or
-// completion (From when it has none).
+// firstData is the start of the detail's first step with any traffic
+// (From when it has none).
 func firstData(d *collector.Detail) int64 {
 	if d == nil {
 		return 0
 	}
 	for i := range d.PassQPS {
-		if d.PassQPS[i] > 0 || (i < len(d.BlockQPS) && d.BlockQPS[i] > 0) ||
-			(i < len(d.SlowRatio) && !math.IsNaN(d.SlowRatio[i])) {
-			return d.From + int64(i)*d.StepMs
+		if hasTraffic(d, i) {
+			return floorDiv(d.From, d.StepMs)*d.StepMs + int64(i)*d.StepMs
 		}
 	}
 	return d.From
-}
-
-// bandRank orders what a band cell shows: probes, then trips, then calm.
-func bandRank(s core.State) int {
-	switch s {
-	case core.HalfOpen:
-		return 2
-	case core.Open:
-		return 1
-	}
-	return 0
 }
