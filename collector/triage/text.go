@@ -156,7 +156,7 @@ func driftWords(x *RuleDriftFacts, n int64) (summary, advice string) {
 	}
 	summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource; %d of them run the newest version with rules for it",
 		n, len(x.Groups), on)
-	advice = fmt.Sprintf("push the newest version again until all %d instances report it (%d do not)", n, n-on)
+	advice = fmt.Sprintf("push the newest version again until all %d instances report it (%d %s not)", n, n-on, plural(n-on, "does", "do"))
 	return summary, advice
 }
 
@@ -173,7 +173,7 @@ func unprotectedWords(x *UnprotectedFacts, n int64, ongoing bool) (summary, advi
 			n, insts, plural(n, "reports", "report"), plural(n, "its", "their"))
 		return summary, advice
 	}
-	summary = fmt.Sprintf("%d entries passed on %d %s that took traffic for this resource before loading rules for it, for up to %s s, while other instances of the app had them",
+	summary = fmt.Sprintf("%d entries passed on %d %s that started taking traffic for this resource without rules for it (for up to %s s), while other instances of the app had them",
 		x.Passed, n, insts, secs)
 	advice = "add a readiness gate that returns 503 until the rules are loaded, so that a starting instance takes no traffic without them"
 	if ongoing {
@@ -184,8 +184,8 @@ func unprotectedWords(x *UnprotectedFacts, n int64, ongoing bool) (summary, advi
 
 // rulesLostWords: what passed after the rules went, and where to look.
 func rulesLostWords(x *RulesLostFacts, n, spanMs int64, ongoing bool) (summary, advice string) {
-	summary = fmt.Sprintf("%d %s reported rules without this resource's, which %s had, while %s traffic went on: %d entries passed without them over %s s",
-		n, plural(n, "instance", "instances"), plural(n, "it", "they"), plural(n, "its", "their"), x.Passed, fmtFloat(float64(spanMs)/1000, 1))
+	summary = fmt.Sprintf("the rules for this resource went from the rule sets of %d %s while %s traffic went on: %d entries passed without them over %s s",
+		n, plural(n, "instance", "instances"), plural(n, "its", "their"), x.Passed, fmtFloat(float64(spanMs)/1000, 1))
 	advice = "check the push that removed them: a malformed entry, or a second loadRules that replaced the rule set"
 	if ongoing {
 		advice = "push this resource's rules again now, and " + advice

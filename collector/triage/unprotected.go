@@ -53,6 +53,9 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 		u.on = false
 		return
 	}
+	if end <= s.ar.ruledSince {
+		return // admitted before any instance of the app had a rule
+	}
 	if !u.on {
 		u.on, u.epStart = true, start
 		// The app had rules for the resource when this process sent its
