@@ -66,6 +66,11 @@ type Options struct {
 	// reconnect's backlog passes); the excess is dropped unread and counted.
 	// Default 1,000; negative: no limit.
 	MaxMessageRate float64
+	// MaxClockSkew, when positive, rejects a message from a dialed target
+	// (see Bound) whose ts is further than this from Clock (reason
+	// clock_skew). Default 0: no check; sentinel-top sets
+	// DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
 	// Triage tunes the triage engine.
 	Triage triage.Config
 	// Record, when set, receives every accepted message, in arrival order.

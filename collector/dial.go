@@ -199,6 +199,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	if isJavaTarget(t) {
 		return c.pollJava(ctx, t, st, opts) // javatransport.go
 	}
+	sink := c.Bound(t.Name) // the instances this target announces are its own
 	header := http.Header{}
 	if opts.Token != "" {
 		header.Set("Authorization", "Bearer "+opts.Token)
@@ -280,7 +281,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 				name := h.Instance
 				st.update(func(s *TargetStatus) { s.Instance = name })
 			}
-			if c.Ingest(t.Name, m) {
+			if sink.Ingest(t.Name, m) {
 				accepted++
 			}
 		}

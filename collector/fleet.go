@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"math"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
@@ -33,6 +34,9 @@ type instance struct {
 	// next message. goneAt is when, on the collector's clock.
 	gone   bool
 	goneAt int64
+	// owner is the connection (dialed target) that announced it, "" for
+	// sources without one; see Bound.
+	owner string
 	// statesUnknown: the source cannot report breaker transitions (its
 	// hello's sdk is Java Sentinel's transport or a metric log).
 	statesUnknown bool
@@ -75,9 +79,23 @@ type appSeries struct {
 
 type arKey struct{ app, resource string }
 
-// totals are exact 64-bit sums.
+// totals are 64-bit sums, exact below 2^63 and saturating there (a peer
+// sending absurd counts cannot wrap a Prometheus counter negative).
 type totals struct {
 	pass, block, complete, err, slow int64
+}
+
+func (t *totals) add(pass, block, complete, errs, slow int64) {
+	t.pass, t.block, t.complete = sat64(t.pass, pass), sat64(t.block, block), sat64(t.complete, complete)
+	t.err, t.slow = sat64(t.err, errs), sat64(t.slow, slow)
+}
+
+// sat64 is a + b for non-negative b, stopping at math.MaxInt64.
+func sat64(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + max(b, 0)
 }
 
 // instanceFor returns the instance named by a message, creating it within

@@ -2,7 +2,9 @@ package collector
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -27,14 +29,48 @@ const (
 	ReasonMaxResources = "max_resources" // Options.MaxResourcesPerInstance
 	ReasonDedupeSpan   = "dedupe_span"   // a bucket older than dedupe can tell
 	ReasonMaxRate      = "max_rate"      // Options.MaxMessageRate
+	// Rejected messages that were well formed but not believable.
+	ReasonImpersonation = "impersonation" // names an instance another target announced
+	ReasonClockSkew     = "clock_skew"    // ts further than Options.MaxClockSkew from the collector's clock
 )
+
+// DefaultMaxClockSkew is what sentinel-top sets Options.MaxClockSkew to:
+// one peer's year-9999 timestamps must not stretch every report's range.
+const DefaultMaxClockSkew = 24 * time.Hour
+
+// Sink is what a source writes to: Ingest a decoded, valid message (false:
+// turned away, and counted), or Reject what could not be used, with its
+// place (file:line or target). *Collector is one; Bound gives one that
+// holds a connection to the instances it announced.
+type Sink interface {
+	Ingest(place string, m wire.Message) bool
+	Reject(place string, err error)
+}
+
+// Bound returns a sink for one connection (a dialed target): the
+// instances it announces are bound to it while they live, so a message
+// naming an instance another connection announced, a bye included, is
+// rejected (ReasonImpersonation) instead of moving, ending or feeding it.
+func (c *Collector) Bound(owner string) Sink { return boundSink{c, owner} }
+
+type boundSink struct {
+	c     *Collector
+	owner string
+}
+
+func (b boundSink) Ingest(place string, m wire.Message) bool {
+	return b.c.ingestFrom(b.owner, place, m)
+}
+func (b boundSink) Reject(place string, err error) { b.c.Reject(place, err) }
 
 // Reject counts a message that could not be used: err's class is the
 // reason, place says where (file:line or target).
-func (c *Collector) Reject(place string, err error) {
+func (c *Collector) Reject(place string, err error) { c.rejectReason(place, reasonOf(err), err) }
+
+func (c *Collector) rejectReason(place, reason string, err error) {
 	c.mu.Lock()
 	c.rejected++
-	count(c.rejects, reasonOf(err), place+": "+err.Error())
+	count(c.rejects, reason, place+": "+err.Error())
 	c.mu.Unlock()
 	if c.opts.OnReject != nil {
 		c.opts.OnReject(place, err)
@@ -80,18 +116,36 @@ func reasonOf(err error) string {
 // tees), outside the store's lock: a buckets message only with the items
 // the store took, so each (instance, resource, start) is written once
 // whatever the reconnects re-sent.
-func (c *Collector) Ingest(place string, m wire.Message) bool {
+func (c *Collector) Ingest(place string, m wire.Message) bool { return c.ingestFrom("", place, m) }
+
+// ingestFrom is Ingest for a message that came over the connection owner
+// ("" for sources without one: files, the demo's own recordings).
+func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 	if _, ok := m.(*wire.Meta); ok {
 		return true // fixture annotations: nothing to aggregate
 	}
 	now := c.clock.UnixMilli()
+	if skew := c.opts.MaxClockSkew.Milliseconds(); owner != "" && skew > 0 {
+		if d := m.Head().Ts - now; d > skew || -d > skew {
+			c.rejectReason(place, ReasonClockSkew, fmt.Errorf("ts %d is %s from the collector's clock", m.Head().Ts, time.Duration(d)*time.Millisecond))
+			return false
+		}
+	}
 	c.mu.Lock()
+	if in := c.insts[m.Head().Instance]; owner != "" && in != nil && !in.gone && in.owner != "" && in.owner != owner {
+		c.mu.Unlock()
+		c.rejectReason(place, ReasonImpersonation, fmt.Errorf("instance %q belongs to target %s", m.Head().Instance, in.owner))
+		return false
+	}
 	tee := c.teeing.Load()
 	var kept []int
 	if tee {
 		kept = c.keptBuf[:0]
 	}
 	ok := c.ingest(place, m, now, tee, &kept)
+	if ok && owner != "" {
+		c.insts[m.Head().Instance].owner = owner
+	}
 	if tee {
 		c.keptBuf = kept[:0]
 	}
@@ -198,8 +252,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		in.dataEnd = max(in.dataEnd, it.Start+m.BucketMs)
 		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
-		at := &s.app.total
-		at.pass, at.block, at.complete, at.err, at.slow = at.pass+it.Pass, at.block+it.Block, at.complete+it.Complete, at.err+it.Error, at.slow+it.Slow
+		s.app.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow)
 		for _, r := range []*ring{&s.fine, &s.coarse} {
 			if sl, _ := r.slot(it.Start); sl != nil {
 				sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)

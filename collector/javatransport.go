@@ -349,7 +349,7 @@ func (p *javaPoller) ingest(m wire.Message) {
 		return
 	}
 	p.st.update(func(s *TargetStatus) { s.Messages++ })
-	p.c.Ingest(p.t.Name, m)
+	p.c.Bound(p.t.Name).Ingest(p.t.Name, m)
 }
 
 // hello synthesizes the connection's hello: the host the service reports

@@ -133,6 +133,7 @@ func (f *inputFlags) limits(opts *collector.Options) {
 	if f.maxRate == 0 {
 		opts.MaxMessageRate = -1 // no limit
 	}
+	opts.MaxClockSkew = collector.DefaultMaxClockSkew
 }
 
 func (f *inputFlags) parseSpeed() (float64, error) {

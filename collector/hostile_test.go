@@ -1,0 +1,84 @@
+package collector
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// TestImpersonationRefused: once a target announced an instance, another
+// target's messages naming it (a hello moving it to another app, buckets,
+// a bye) are rejected as impersonation and change nothing; once the
+// instance is gone, a new target may announce it.
+func TestImpersonationRefused(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc})
+	a, evil := c.Bound("gw-1:8720"), c.Bound("evil:8720")
+	hello := func(app string) *wire.Hello {
+		return &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: app, StartedAt: t0ms, BucketMs: 500}
+	}
+	bucket := func(pass int64, start int64) *wire.Buckets {
+		return &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "gw-1"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "r", Start: start, Pass: pass}}}
+	}
+	if !a.Ingest("gw-1:8720", hello("gateway")) || !a.Ingest("gw-1:8720", bucket(5, t0ms)) {
+		t.Fatal("the owner was refused")
+	}
+	for _, m := range []wire.Message{hello("evil"), bucket(1_000_000, t0ms+500),
+		&wire.Bye{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}}} {
+		if evil.Ingest("evil:8720", m) {
+			t.Fatalf("%s from another target accepted", m.Kind())
+		}
+	}
+	s := c.Publish()
+	if p, _, _, _, _, _ := c.Totals("gw-1", "r"); p != 5 || s.Instances != 1 || s.Rows[0].App != "gateway" {
+		t.Fatalf("impersonation changed the instance: pass %d, %+v", p, s.Rows)
+	}
+	rc := map[string]int64{}
+	for _, r := range s.Rejects {
+		rc[r.Reason] = r.Count
+	}
+	if rc[ReasonImpersonation] != 3 {
+		t.Fatalf("rejects %v", s.Rejects)
+	}
+	// Gone (silent past the stale period), it may come back elsewhere.
+	vc.Set(time.UnixMilli(t0ms + 60_000))
+	c.Publish()
+	if !evil.Ingest("evil:8720", hello("gateway")) {
+		t.Fatal("a gone instance could not be announced anew")
+	}
+}
+
+// TestTimePoisonAndAbsurdCounts: a live message stamped far from the
+// collector's clock is rejected (reason clock_skew) and leaves the time
+// range alone; counts near MaxInt64 saturate instead of wrapping.
+func TestTimePoisonAndAbsurdCounts(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc, MaxClockSkew: DefaultMaxClockSkew})
+	year9999 := int64(253402300799000)
+	if c.Bound("t").Ingest("t", &wire.Hello{Header: wire.Header{Ts: year9999, Instance: "x"}, App: "a"}) {
+		t.Fatal("a year-9999 hello was accepted")
+	}
+	for i := range 3 {
+		start := t0ms + int64(i)*500
+		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "x"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "r", Start: start, Pass: math.MaxInt64 / 2}}})
+	}
+	s := c.Publish()
+	if got := s.Totals[0].Pass; got != math.MaxInt64 {
+		t.Fatalf("pass total %d, want it saturated at MaxInt64", got)
+	}
+	rc := map[string]int64{}
+	for _, r := range s.Rejects {
+		rc[r.Reason] = r.Count
+	}
+	if rc[ReasonClockSkew] != 1 {
+		t.Fatalf("rejects %v", s.Rejects)
+	}
+	if from, to := c.Engine().Counts().From, c.Engine().Counts().To; from < t0ms || to > t0ms+2000 {
+		t.Fatalf("time range %d..%d poisoned", from, to)
+	}
+}
