@@ -54,6 +54,29 @@ func severity(ongoing bool) Severity {
 	return Warning
 }
 
+// groupBy groups xs by key, the keys in the order first seen.
+func groupBy[T any, K comparable](xs []T, key func(T) K) ([]K, map[K][]T) {
+	var order []K
+	groups := map[K][]T{}
+	for _, x := range xs {
+		k := key(x)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], x)
+	}
+	return order, groups
+}
+
+// complete sets a finding's instances (sorted, distinct), its words and the
+// timelines of its instances over [From, To].
+func (e *Engine) complete(f *Finding, insts []*instState) {
+	insts = sortInsts(insts)
+	f.Instances = names(insts)
+	words(f)
+	f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
+}
+
 // sortInsts sorts instances by name (then age) without duplicates.
 func sortInsts(insts []*instState) []*instState {
 	slices.SortFunc(insts, func(a, b *instState) int {

@@ -44,8 +44,7 @@ func TestRuleDriftNewest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
-			f := one(t, e.Findings(c.feed(e)), KindRuleDrift)
+			f, _ := fires(t, c.feed, KindRuleDrift, true)
 			x := f.Facts.(*RuleDriftFacts)
 			var seen []int64
 			for _, g := range x.Groups {

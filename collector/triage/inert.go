@@ -343,10 +343,7 @@ func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
 			x.Suggest = cannotTripSuggest(x.Rule.Breakers[0], x.MaxWindowRequests)
 		}
 		f.Facts = &x
-		insts = sortInsts(insts)
-		f.Instances = names(insts)
-		words(&f)
-		f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
+		e.complete(&f, insts)
 		out = append(out, f)
 	}
 	return out

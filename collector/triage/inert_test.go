@@ -63,16 +63,10 @@ func TestInertCannotTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
-			now := c.feed(e)
-			got := only(t, e.Findings(now), KindInertRule)
-			if (len(got) == 1) != c.want {
-				t.Fatalf("got %d findings, want fires=%v: %+v", len(got), c.want, got)
-			}
+			f, _ := fires(t, c.feed, KindInertRule, c.want)
 			if !c.want {
 				return
 			}
-			f := got[0]
 			x := f.Facts.(*InertRuleFacts)
 			if f.Severity != Warning || x.Reason != InertCannotTrip || x.MaxWindowRequests != c.most || *x.Suggest != c.suggest || len(x.Rule.Breakers) != 1 {
 				t.Fatalf("%v %+v suggest %+v", f.Severity, x, *x.Suggest)
@@ -134,16 +128,10 @@ func TestInertNameMismatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
-			now := c.feed(e)
-			got := only(t, e.Findings(now), KindInertRule)
-			if (len(got) == 1) != c.want {
-				t.Fatalf("got %d findings, want fires=%v: %+v", len(got), c.want, got)
-			}
+			f, _ := fires(t, c.feed, KindInertRule, c.want)
 			if !c.want {
 				return
 			}
-			f := got[0]
 			b, err := json.Marshal(f.Facts)
 			if err != nil {
 				t.Fatal(err)

@@ -110,15 +110,7 @@ func (e *Engine) lostBucket(s *series, start, end, pass int64) {
 // StaleMs of the instance's end (now, or its bye).
 func (e *Engine) rulesLostFindings(now int64, out []Finding) []Finding {
 	type key struct{ app, resource string }
-	byKey := map[key][]*lostRules{}
-	var order []key
-	for _, l := range e.lost {
-		k := key{l.in.app.name, l.resource}
-		if _, ok := byKey[k]; !ok {
-			order = append(order, k)
-		}
-		byKey[k] = append(byKey[k], l)
-	}
+	order, byKey := groupBy(e.lost, func(l *lostRules) key { return key{l.in.app.name, l.resource} })
 	for _, k := range order {
 		f := Finding{Kind: KindRulesLost, App: k.app, Resource: k.resource, From: math.MaxInt64}
 		x := &RulesLostFacts{LostAt: math.MaxInt64}
@@ -134,13 +126,8 @@ func (e *Engine) rulesLostFindings(now int64, out []Finding) []Finding {
 				ongoing = true
 			}
 		}
-		f.From = x.LostAt
-		f.Facts = x
-		insts = sortInsts(insts)
-		f.Instances = names(insts)
-		f.Severity = severity(ongoing)
-		words(&f)
-		f.Timelines = e.timelines(insts, k.resource, f.From, f.To, nil)
+		f.From, f.Facts, f.Severity = x.LostAt, x, severity(ongoing)
+		e.complete(&f, insts)
 		out = append(out, f)
 	}
 	return out

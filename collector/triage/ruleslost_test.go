@@ -79,20 +79,13 @@ func TestRulesLost(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
-			now := c.feed(e)
-			fs := e.Findings(now)
-			got := only(t, fs, KindRulesLost)
-			if (len(got) == 1) != c.want {
-				t.Fatalf("got %d findings, want fires=%v: %+v", len(got), c.want, got)
-			}
-			if len(only(t, fs, KindUnprotected)) > 0 {
-				t.Fatalf("rules lost are not unprotected traffic: %+v", fs)
+			f, all := fires(t, c.feed, KindRulesLost, c.want)
+			if len(only(t, all, KindUnprotected)) > 0 {
+				t.Fatalf("rules lost are not unprotected traffic: %+v", all)
 			}
 			if !c.want {
 				return
 			}
-			f := got[0]
 			x := f.Facts.(*RulesLostFacts)
 			if f.Severity != c.severity || !slices.Equal(f.Instances, c.instances) || x.Passed != c.passed || x.LostAt != c.lostAt || f.From != c.lostAt {
 				t.Fatalf("%v %v passed %d lostAt %d, want %v %v %d %d", f.Severity, f.Instances, x.Passed, x.LostAt-t0, c.severity, c.instances, c.passed, c.lostAt-t0)
@@ -102,6 +95,23 @@ func TestRulesLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fires feeds a new engine and judges at the time feed returns: the
+// finding of the kind, which must be there exactly when want, and all the
+// findings.
+func fires(t *testing.T, feed func(*Engine) int64, kind Kind, want bool) (Finding, []Finding) {
+	t.Helper()
+	e := New(Config{})
+	all := e.Findings(feed(e))
+	got := only(t, all, kind)
+	if (len(got) == 1) != want {
+		t.Fatalf("got %d %s findings, want fires=%v: %+v", len(got), kind, want, all)
+	}
+	if !want {
+		return Finding{}, all
+	}
+	return got[0], all
 }
 
 // A fleet wiped at once does not drift: its instances agree on no rules.

@@ -35,13 +35,11 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 				insts = append(insts, in)
 			}
 		}
-		insts = sortInsts(insts)
 		f := Finding{
 			Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
-			Instances: names(insts), From: r.since, To: max(r.last, r.since), Facts: &SharedResourceFacts{Apps: apps},
+			From: r.since, To: max(r.last, r.since), Facts: &SharedResourceFacts{Apps: apps},
 		}
-		words(&f)
-		f.Timelines = e.timelines(insts, r.name, f.From, f.To, nil)
+		e.complete(&f, insts)
 		out = append(out, f)
 	}
 	return out

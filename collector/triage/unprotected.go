@@ -86,14 +86,7 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 // rule, ended within StaleMs of the instance's end (now, or its bye), and
 // the instance still has no rule while others of the app do.
 func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
-	byAR := map[*appRes][]*series{}
-	var order []*appRes
-	for _, s := range e.unprot {
-		if _, ok := byAR[s.ar]; !ok {
-			order = append(order, s.ar)
-		}
-		byAR[s.ar] = append(byAR[s.ar], s)
-	}
+	order, byAR := groupBy(e.unprot, func(s *series) *appRes { return s.ar })
 	for _, ar := range order {
 		f := Finding{Kind: KindUnprotected, App: ar.app.name, Resource: ar.resource, From: math.MaxInt64}
 		x := &UnprotectedFacts{Cause: CauseStartedWithoutRules}
@@ -114,11 +107,8 @@ func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 				ongoing = true
 			}
 		}
-		insts = sortInsts(insts)
-		f.Instances = names(insts)
 		f.Severity = severity(ongoing)
-		words(&f)
-		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
+		e.complete(&f, insts)
 		out = append(out, f)
 	}
 	return out
