@@ -142,11 +142,12 @@ type Collector struct {
 
 	// The tees: what was accepted goes on to the recording and the
 	// re-served stream, under teeMu (never while waiting for mu).
-	teeing    atomic.Bool
-	teeMu     sync.Mutex
-	recordErr error
-	recStart  int64 // the collector's clock when the recording began
-	restream  *restream
+	teeing     atomic.Bool
+	teeMu      sync.Mutex
+	recordErr  error
+	recStart   int64 // the collector's clock when the recording began
+	recFlushed int64 // when the recording was last flushed
+	restream   *restream
 
 	seq  uint64
 	snap atomic.Pointer[Snapshot]

@@ -335,12 +335,22 @@ func (c *Collector) tee(m wire.Message, now int64) {
 	if c.opts.Record != nil && c.recordErr == nil {
 		if err := c.opts.Record.Write(c.sinceRecording(m)); err != nil {
 			c.recordErr = err
+		} else if now-c.recFlushed >= recordFlushMs {
+			// At least once a second (a gzip sync flush): a recording killed
+			// with the process loses at most its last second.
+			c.recFlushed = now
+			if err := c.opts.Record.Flush(); err != nil {
+				c.recordErr = err
+			}
 		}
 	}
 	if c.restream != nil {
 		c.restream.publish(m, now)
 	}
 }
+
+// recordFlushMs is how often, at most, the recording is flushed to disk.
+const recordFlushMs = 1000
 
 // sinceRecording places a hello or rules message that carries a time
 // before the recording began (when the process started, when its rules were

@@ -2,9 +2,11 @@ package main
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,5 +119,73 @@ func TestReportUsageAndFailOnSaysWhy(t *testing.T) {
 		if !strings.Contains(out+errOut, sub) {
 			t.Errorf("--help does not name %q", sub)
 		}
+	}
+}
+
+// TestRecordingSurvivesKill9 runs a recording report in a child process,
+// kills it with SIGKILL after a few seconds, and replays what is on disk:
+// flushed every second, the .gz recording holds data up to about the
+// kill, not the 10 bytes of a gzip header.
+func TestRecordingSurvivesKill9(t *testing.T) {
+	if path := os.Getenv("SENTINEL_TOP_TEST_RECORD_CHILD"); path != "" {
+		// The child: record a demo for far longer than the parent waits.
+		runCmd(t, "report", "--demo", "recovery-herd", "--for", "10m", "--speed", "5", "--record", path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "killed.ndjson.gz")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRecordingSurvivesKill9$")
+	cmd.Env = append(os.Environ(), "SENTINEL_TOP_TEST_RECORD_CHILD="+path)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	code, out, errOut := runCmd(t, "report", "--replay", path, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("replaying the killed recording: exit %d, %s", code, errOut)
+	}
+	var rep struct {
+		Messages int64 `json:"messages"`
+		From, To int64
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// 4 s of wall time at 5x is about 20 s of demo: at least a few
+	// seconds of it must be on disk.
+	if rep.Messages < 20 || rep.To-rep.From < 5_000 {
+		t.Fatalf("the killed recording holds %d messages over %d ms (%s)", rep.Messages, rep.To-rep.From, errOut)
+	}
+	t.Logf("killed after 4 s: %d messages over %d ms replayable", rep.Messages, rep.To-rep.From)
+}
+
+// TestRecordRefusesToOverwriteOrFollowLinks: --record never replaces an
+// existing file unless --record-overwrite, and never writes through a
+// symbolic link.
+func TestRecordRefusesToOverwriteOrFollowLinks(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "old.ndjson")
+	os.WriteFile(existing, []byte("precious\n"), 0o600)
+	link := filepath.Join(dir, "link.ndjson")
+	os.Symlink(existing, link)
+	for _, args := range [][]string{
+		{"--record", existing},
+		{"--record", link},
+		{"--record", link, "--record-overwrite"},
+	} {
+		code, _, errOut := runCmd(t, append([]string{"report", "--demo", "recovery-herd", "--for", "1s"}, args...)...)
+		if code == exitOK {
+			t.Errorf("%v: exit 0 (%s)", args, errOut)
+		}
+		if b, _ := os.ReadFile(existing); string(b) != "precious\n" {
+			t.Fatalf("%v: the existing file was changed", args)
+		}
+	}
+	code, _, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "1s", "--speed", "10", "--record", existing, "--record-overwrite")
+	if b, _ := os.ReadFile(existing); code != exitOK || string(b) == "precious\n" {
+		t.Fatalf("--record-overwrite: exit %d (%s)", code, errOut)
 	}
 }

@@ -31,6 +31,7 @@ type inputFlags struct {
 	caFile       string
 	speed        string
 	record       string
+	recordOver   bool
 	maxInstances int
 	maxResources int
 	maxFrame     int
@@ -49,7 +50,8 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.token, "token", "", "bearer token for the targets (env SENTINEL_TOP_TOKEN)")
 	fs.StringVar(&f.caFile, "ca", "", "PEM file of the CA that signs wss:// targets (default: system roots)")
 	fs.StringVar(&f.speed, "speed", "1", "replay speed: a factor (1 = real time) or max")
-	fs.StringVar(&f.record, "record", "", "record every accepted message to FILE (.ndjson, or .ndjson.gz), replayable later")
+	fs.StringVar(&f.record, "record", "", "record every accepted message to FILE (.ndjson, or .ndjson.gz), replayable later; flushed every second, so a crash loses at most the last")
+	fs.BoolVar(&f.recordOver, "record-overwrite", false, "let --record replace an existing file (never through a symbolic link)")
 	fs.IntVar(&f.maxInstances, "max-instances", collector.DefaultMaxInstances, "most instances tracked; more are counted and ignored")
 	fs.IntVar(&f.maxResources, "max-resources", collector.DefaultMaxResourcesPerApp, "most resources tracked per instance")
 	fs.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest message (frame or fixture line); a larger frame drops its connection")
@@ -192,7 +194,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	}
 	f.limits(&opts)
 	if f.record != "" {
-		w, err := wire.Create(f.record)
+		w, err := wire.CreateRecording(f.record, f.recordOver)
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}

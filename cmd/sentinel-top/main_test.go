@@ -390,7 +390,7 @@ func TestRecordWriteErrorFails(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full here")
 	}
-	code, _, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "3s", "--speed", "20", "--record", "/dev/full")
+	code, _, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "3s", "--speed", "20", "--record", "/dev/full", "--record-overwrite")
 	if code != exitRuntime || !strings.Contains(errOut, "--record /dev/full") {
 		t.Fatalf("report --record /dev/full: exit %d, stderr %q", code, errOut)
 	}

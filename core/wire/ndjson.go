@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Pos is a place in a fixture: file name and 1-based line number.
@@ -251,6 +252,37 @@ func Create(path string) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newFileWriter(f, path), nil
+}
+
+// ErrExists is returned by CreateRecording for a path that already exists
+// when overwriting was not asked for.
+var ErrExists = errors.New("already exists (overwrite it explicitly, or name another file)")
+
+// CreateRecording creates a recording at path, as Create does, but never
+// through a symbolic link (so a link planted where a recording goes cannot
+// make it truncate another file), and, unless overwrite is set, only when
+// nothing is there yet.
+func CreateRecording(path string, overwrite bool) (*Writer, error) {
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
+	if overwrite {
+		flags |= os.O_TRUNC
+	} else {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	switch {
+	case errors.Is(err, os.ErrExist):
+		return nil, fmt.Errorf("%s: %w", path, ErrExists)
+	case errors.Is(err, syscall.ELOOP):
+		return nil, fmt.Errorf("%s: is a symbolic link; a recording is never written through one", path)
+	case err != nil:
+		return nil, err
+	}
+	return newFileWriter(f, path), nil
+}
+
+func newFileWriter(f *os.File, path string) *Writer {
 	w := &Writer{closer: f}
 	if strings.HasSuffix(path, ".gz") {
 		w.zw = gzip.NewWriter(f)
@@ -258,7 +290,7 @@ func Create(path string) (*Writer, error) {
 	} else {
 		w.bw = bufio.NewWriter(f)
 	}
-	return w, nil
+	return w
 }
 
 // Write appends m as one line. A Meta may only be the first line.
