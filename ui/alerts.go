@@ -128,11 +128,7 @@ func (a alertsPanel) line(f *triage.Finding, selected bool) string {
 	st := a.st
 	sel := selected && a.focused
 	var b strings.Builder
-	if selected && a.focused {
-		b.WriteString(glyphCursor)
-	} else {
-		b.WriteByte(' ')
-	}
+	b.WriteString(strings.TrimSuffix(listMark(selected, a.focused), " "))
 	sev := sevMark(f.Severity) + " " + sevWord(f.Severity)
 	if sel {
 		b.WriteString(sev)
@@ -142,7 +138,7 @@ func (a alertsPanel) line(f *triage.Finding, selected bool) string {
 	b.WriteByte(' ')
 	padRight(&b, cut(string(f.Kind), a.kindW), a.kindW)
 	b.WriteByte(' ')
-	nameW := max(12, min(40, a.width/3))
+	nameW := max(16, min(40, a.width/4))
 	where := findingWhere(f, nameW)
 	padRight(&b, where, nameW)
 	b.WriteByte(' ')
@@ -157,10 +153,9 @@ func (a alertsPanel) line(f *triage.Finding, selected bool) string {
 // findingWhere names a finding's app and resource in w cells.
 func findingWhere(f *triage.Finding, w int) string {
 	app := sanitize(f.App)
-	res := sanitize(f.Resource)
 	if app == "" {
-		return elide(res, w)
+		return resourceName(f.Resource, w)
 	}
 	appW := min(width(app), max(4, w/3))
-	return elide(app, appW) + "/" + elide(res, max(1, w-appW-1))
+	return elide(app, appW) + "/" + resourceName(f.Resource, max(1, w-appW-1))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/guptarohit/asciigraph"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -39,6 +40,9 @@ type detailView struct {
 	tl    timeline
 	focus detailPanel
 	fcur  cursor // over the findings, all in the document
+	// goTo is the finding to select when the data arrives (opened from
+	// the alerts), nil when none.
+	goTo *triage.Finding
 
 	width, height int
 	scroll        window // over lines
@@ -51,12 +55,13 @@ func newDetailView(st *Styles, keys *keyMap, loc *time.Location) detailView {
 	return detailView{st: st, keys: keys, loc: loc, tl: newTimeline(st, keys, loc).Focus(true)}
 }
 
-// Open starts showing a resource; its data arrives with SetDetail.
-func (v detailView) Open(app, res string) detailView {
+// Open starts showing a resource; its data arrives with SetDetail. With
+// a finding, the view opens on it, its whole text in sight.
+func (v detailView) Open(app, res string, f *triage.Finding) detailView {
 	v.app, v.res = app, res
 	v.d, v.loaded = nil, false
 	v.tl = v.tl.SetDetail(nil).Focus(true)
-	v.focus, v.fcur, v.scroll = panelTimeline, cursor{}, window{}
+	v.focus, v.fcur, v.scroll, v.goTo = panelTimeline, cursor{}, window{}, f
 	return v.build()
 }
 
@@ -67,8 +72,19 @@ func (v detailView) Is(app, res string) bool { return v.app == app && v.res == r
 func (v detailView) SetDetail(d *collector.Detail) detailView {
 	v.d, v.loaded = d, true
 	v.tl = v.tl.SetDetail(d)
-	if d != nil {
-		v.fcur = v.fcur.SetCount(len(d.Findings))
+	if d == nil {
+		return v.build()
+	}
+	v.fcur = v.fcur.SetCount(len(d.Findings))
+	if f := v.goTo; f != nil {
+		v.goTo = nil
+		for i := range d.Findings {
+			if d.Findings[i].Kind == f.Kind && d.Findings[i].From == f.From {
+				v.focus, v.fcur = panelFindings, v.fcur.Select(i)
+				v.tl = v.tl.Focus(false)
+				return v.build().reveal()
+			}
+		}
 	}
 	return v.build()
 }
@@ -210,10 +226,7 @@ func (v detailView) build() detailView {
 	base := len(v.lines)
 	add(tl)
 	if v.focus == panelTimeline {
-		v.selLine, v.selEnd = base+sel, base+sel
-		if sel == 0 {
-			v.selLine, v.selEnd = base, base
-		}
+		v.selLine, v.selEnd = base, base+sel // the legend to the selected band
 	}
 	add("")
 	v.charts(add)

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
 // detailMsg carries a Detail fetched by a command.
@@ -42,10 +43,11 @@ func newDetailScreen(c *common) *detailScreen {
 	return &detailScreen{common: c, view: newDetailView(c.st, c.keys, c.loc)}
 }
 
-// Open starts showing app x res and returns the command fetching it.
-func (d *detailScreen) Open(app, res string) tea.Cmd {
+// Open starts showing app x res, on the finding f when it is not nil, and
+// returns the command fetching it.
+func (d *detailScreen) Open(app, res string, f *triage.Finding) tea.Cmd {
 	d.open = true
-	d.view = d.view.Open(app, res)
+	d.view = d.view.Open(app, res, f)
 	return d.fetch()
 }
 

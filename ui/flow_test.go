@@ -184,3 +184,56 @@ func TestFlowHelp(t *testing.T) {
 		t.Errorf("? did not close the help:\n%s", screen)
 	}
 }
+
+// TestFlowTargets opens the targets screen, moves to a target up and goes
+// back.
+func TestFlowTargets(t *testing.T) {
+	tm := startFlow(t, goldenSource())
+	waitText(t, tm, "targets 3/4 up ✖ 1 down: 10.0.0.4:8719", "t targets")
+	typeKeys(tm, "t")
+	waitText(t, tm, "TARGETS  3/4 up · ✖ 1 down", "refused: nothing listens on 10.0.0.4:8719 (connection refused)",
+		"down for 12s, retry in 4.0s · 5 reconnects")
+	typeKeys(tm, "j")
+	waitText(t, tm, "10.0.0.1:8719  ● up for 10m · 0 reconnects · instance order-1")
+	typeKeys(tm, "<esc>")
+	screen := finalScreen(t, tm)
+	if !strings.Contains(screen, "BREAKERS") || strings.Contains(screen, "TARGETS") {
+		t.Errorf("esc did not go back from the targets:\n%s", screen)
+	}
+}
+
+// TestFlowSortStartsOnTheWorst: in the first seconds of an incident the
+// OPEN breaker is the first row, marked, and selected, ahead of a healthy
+// row whose name sorts first; the selection stays on the worst row as the
+// incident moves until the user moves it, and s sorts by another column.
+func TestFlowSortStartsOnTheWorst(t *testing.T) {
+	snap := func(seq uint64, openRes string) *collector.Snapshot {
+		s := &collector.Snapshot{At: t0 + int64(seq)*1000, Seq: seq, Apps: 1, Instances: 2, Resources: 3, Messages: 10}
+		for _, res := range []string{"a-healthy", "b-db", "c-cache"} {
+			r := collector.ResourceRow{App: "order", Resource: res, Instances: 2, PassQPS: 50, HasBreaker: true,
+				Breakers: collector.StateCounts{Closed: 2}, AvgRtMs: 20, P99Ms: 40}
+			if res == openRes {
+				r.PassQPS, r.BlockQPS, r.AvgRtMs, r.P99Ms = 0, 80, 0, 0
+				r.Breakers = collector.StateCounts{Open: 2}
+			}
+			s.Rows = append(s.Rows, r)
+		}
+		return s
+	}
+	src := newStaticSource(snap(1, "b-db"))
+	tm := startFlow(t, src)
+	// the OPEN row: first, selected, a warning without any finding, and no
+	// 0% where nothing completed.
+	waitText(t, tm, "▸!  order b-db", "80.0      –     –     – ✖2")
+	src.set(snap(2, "c-cache"))
+	waitText(t, tm, "▸!  order c-cache")
+	typeKeys(tm, "j") // the user moves: the selection now follows its row
+	src.set(snap(3, "b-db"))
+	waitText(t, tm, " !  order b-db", "▸   order a-healthy")
+	typeKeys(tm, "s")
+	waitText(t, tm, "BREAKERS▼")
+	screen := finalScreen(t, tm)
+	if !strings.Contains(screen, "▸   order a-healthy") {
+		t.Errorf("the selection left the row the user chose:\n%s", screen)
+	}
+}

@@ -28,8 +28,8 @@ var goldenScreens = []struct {
 	setup func(t *testing.T, m *Model, fr *fixtureReplay)
 }{
 	{"main", func(*testing.T, *Model, *fixtureReplay) {}},
-	{"detail", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<enter>") }},
-	{"detail_findings", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<enter><tab>") }},
+	{"detail", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "<enter>") }},
+	{"detail_findings", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<enter>") }},
 	{"help", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "?") }},
 	{"filter", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "/member") }},
 	{"alerts", func(_ *testing.T, m *Model, _ *fixtureReplay) { press(m, "a<down>") }},
@@ -45,8 +45,12 @@ var goldenScreens = []struct {
 	}},
 }
 
+// goldenSizes are the terminals every screen is shown in: the smallest,
+// the classic, a laptop's and a wide one.
+var goldenSizes = [][2]int{{MinWidth, MinHeight}, {80, 24}, {120, 40}, {200, 50}}
+
 func TestGolden(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+	for _, size := range goldenSizes {
 		for _, g := range goldenScreens {
 			t.Run(fmt.Sprintf("%s_%dx%d", g.name, size[0], size[1]), func(t *testing.T) {
 				fr := replayFixture(t, goldenFixture, goldenOffsetMs)
@@ -59,10 +63,9 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestGoldenSmall covers the reduced layout at the minimum size and the
-// message below it.
+// TestGoldenSmall covers the message below the minimum size.
 func TestGoldenSmall(t *testing.T) {
-	for _, size := range [][2]int{{MinWidth, MinHeight}, {MinWidth - 1, MinHeight}, {MinWidth, MinHeight - 1}, {40, 10}} {
+	for _, size := range [][2]int{{MinWidth - 1, MinHeight}, {MinWidth, MinHeight - 1}, {40, 10}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			fr := replayFixture(t, goldenFixture, goldenOffsetMs)
 			m := newTestModel(fr, size[0], size[1])
@@ -92,7 +95,7 @@ func TestGoldenFixtures(t *testing.T) {
 // names, names longer than any column, a target down and the targets
 // screen, drifted rules.
 func TestGoldenHandmade(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+	for _, size := range goldenSizes {
 		for _, screen := range []string{"main", "detail", "targets"} {
 			t.Run(fmt.Sprintf("%s_%dx%d", screen, size[0], size[1]), func(t *testing.T) {
 				m := newTestModel(goldenSource(), size[0], size[1])

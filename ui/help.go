@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -17,6 +18,7 @@ type helpScreen struct {
 	*common
 	under screen
 
+	scroll        window // over the lines, when they do not all fit
 	width, height int
 }
 
@@ -27,22 +29,34 @@ func newHelpScreen(c *common) *helpScreen { return &helpScreen{common: c} }
 // Open shows the help over under.
 func (h *helpScreen) Open(under screen) screen {
 	h.under = under
+	h.scroll = window{}
 	return h
 }
 
 // SetSize sets the screen area of the help.
 func (h *helpScreen) SetSize(w, hh int) { h.width, h.height = w, hh }
 
-// Update quits on q and goes back on ?, esc or backspace; the mouse wheel
-// still reaches the screen underneath.
+// Update quits on q, goes back on ?, esc or backspace, and scrolls with
+// the moves when the help does not fit; the mouse wheel still reaches the
+// screen underneath.
 func (h *helpScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
+		k := h.keys
+		h.scroll = h.window()
 		switch {
-		case key.Matches(msg, h.keys.Quit):
+		case key.Matches(msg, k.Quit):
 			return h, tea.Quit
-		case key.Matches(msg, h.keys.Help), msg.Type == tea.KeyEsc, msg.Type == tea.KeyBackspace:
+		case key.Matches(msg, k.Help), msg.Type == tea.KeyEsc, msg.Type == tea.KeyBackspace:
 			return h.under, nil
+		case key.Matches(msg, k.Up):
+			h.scroll = h.scroll.ScrollBy(-1)
+		case key.Matches(msg, k.Down):
+			h.scroll = h.scroll.ScrollBy(1)
+		case key.Matches(msg, k.PgUp), key.Matches(msg, k.Top):
+			h.scroll = h.scroll.ScrollBy(-h.scroll.Len())
+		case key.Matches(msg, k.PgDn), key.Matches(msg, k.Bottom):
+			h.scroll = h.scroll.ScrollBy(h.scroll.Len())
 		}
 	case tea.MouseMsg:
 		var cmd tea.Cmd
@@ -60,12 +74,34 @@ func (h *helpScreen) Keys() help.KeyMap {
 // Modal is true: the help takes every key.
 func (h *helpScreen) Modal() bool { return true }
 
-// Footer is the hints of the screen under the help.
-func (h *helpScreen) Footer(w int) string { return h.footer(h.Keys(), "", "", w) }
+// Footer is the hints of the screen under the help, and the lines in
+// sight when they do not all fit.
+func (h *helpScreen) Footer(w int) string {
+	right := ""
+	if win := h.window(); win.Len() > h.height {
+		from, to := win.Bounds()
+		right = h.st.dim.on(" " + strconv.Itoa(from+1) + "-" + strconv.Itoa(to) + "/" + strconv.Itoa(win.Len()))
+	}
+	return h.footer(h.Keys(), "", right, w)
+}
 
-// View lays out the keymap's groups in as many columns as fit, then the
-// legend of glyphs.
+// window is the scroll over the help's lines as they are now.
+func (h *helpScreen) window() window { return h.scroll.Resize(len(h.lines()), h.height) }
+
+// View renders the lines in sight.
 func (h *helpScreen) View() string {
+	lines := h.lines()
+	from, to := h.scroll.Resize(len(lines), h.height).Bounds()
+	lines = lines[from:to]
+	for i := range lines {
+		lines[i] = fitLine(lines[i], h.width)
+	}
+	return padLines(lines, h.width, h.height)
+}
+
+// lines lays out the keymap's groups in as many columns as fit, then the
+// legend of glyphs.
+func (h *helpScreen) lines() []string {
 	st := h.st
 	groups := h.Keys().FullHelp()
 	hm := h.hints
@@ -85,7 +121,7 @@ func (h *helpScreen) View() string {
 		blocks = append(blocks, st.title.on(names[i])+"\n"+hm.FullHelpView([][]key.Binding{enabled}))
 	}
 	var b strings.Builder
-	b.WriteString(st.title.on("sentinel-top keys") + st.dim.on("  (? or esc closes)"))
+	b.WriteString(st.title.on("sentinel-top keys") + st.dim.on("  (? or esc closes · j/k scroll)"))
 	b.WriteString("\n\n")
 	// greedy columns: as many blocks side by side as the width allows.
 	const gap = 4
@@ -107,21 +143,16 @@ func (h *helpScreen) View() string {
 	}
 	b.WriteString(st.title.on("GLYPHS") + "\n")
 	b.WriteString("breakers  " + st.state(core.Closed) + "  " + st.state(core.HalfOpen) + "  " + st.state(core.Open) + "\n")
-	b.WriteString("timeline  " + stateLegend(st) + "  a cell shows the worst state in it\n")
+	b.WriteString("timeline  " + stateLegend(st) + "\n")
+	b.WriteString("          a cell shows the worst state it held\n")
 	b.WriteString("findings  " + st.crit.on("!! critical") + "  " + st.warning.on("!  warning") + "  " +
 		st.info.on("i  info") + "\n")
-	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app"))
-	lines := strings.Split(b.String(), "\n")
-	for i := range lines {
-		lines[i] = fitLine(lines[i], h.width)
-	}
-	for len(lines) < h.height {
-		lines = append(lines, strings.Repeat(" ", h.width))
-	}
-	if len(lines) > h.height {
-		lines = lines[:h.height]
-	}
-	return strings.Join(lines, "\n")
+	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app") + "\n")
+	b.WriteString("trend     " + sparks[1] + "…" + sparks[len(sparks)-1] + " pass/s  " + sparks[0] +
+		" none passed  blank: no traffic\n")
+	b.WriteString("targets   " + st.closed.on(glyphClosed+" up") + "  " + st.half.on(glyphConnecting+" connecting") +
+		"  " + st.open.on(glyphOpen+" down"))
+	return strings.Split(b.String(), "\n")
 }
 
 func blockWidth(s string) int {

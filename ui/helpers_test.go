@@ -43,11 +43,33 @@ func (s *staticSource) Detail(app, res string, from, to int64) *collector.Detail
 	s.detailCalls++
 	d := s.details[app+"\x00"+res]
 	if d == nil {
-		return nil
+		return s.rowDetail(app, res, from, to)
 	}
 	c := *d
 	c.From, c.To = from, to
 	return &c
+}
+
+// rowDetail is a Detail made of a row's Trend (pass/s for the 60 s before
+// the snapshot's time), nil without such a row.
+func (s *staticSource) rowDetail(app, res string, from, to int64) *collector.Detail {
+	for i := range s.snap.Rows {
+		r := &s.snap.Rows[i]
+		if r.App != app || r.Resource != res {
+			continue
+		}
+		d := &collector.Detail{App: app, Resource: res, From: from, To: to, StepMs: 1000}
+		for at := from - from%1000; at < to; at += 1000 {
+			pass, slow := 0.0, math.NaN()
+			if k := len(r.Trend) - int((s.snap.At-at)/1000); k >= 0 && k < len(r.Trend) {
+				pass, slow = r.Trend[k], 0
+			}
+			d.PassQPS, d.BlockQPS = append(d.PassQPS, pass), append(d.BlockQPS, 0)
+			d.SlowRatio, d.ErrorRatio, d.P99Ms = append(d.SlowRatio, slow), append(d.ErrorRatio, slow), append(d.P99Ms, slow)
+		}
+		return d
+	}
+	return nil
 }
 
 // control is the fake replay as the dashboard's options take it: nil when
@@ -245,7 +267,7 @@ func newTestModel(src Source, w, h int) *Model {
 	}
 	m := newModel(src, opts)
 	m.noTick = true
-	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	send(m, tea.WindowSizeMsg{Width: w, Height: h})
 	return m
 }
 

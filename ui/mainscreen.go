@@ -28,6 +28,7 @@ const (
 // Enter opens the detail screen of the selected row or finding.
 type mainScreen struct {
 	*common
+	trends trends
 	table  resourceTable
 	alerts alertsPanel
 	focus  focusPanel
@@ -55,12 +56,14 @@ func newMainScreen(c *common) *mainScreen {
 	ti.Cursor.Style = st.r.NewStyle().Reverse(true)
 	ti.Cursor.TextStyle = st.r.NewStyle()
 	ti.Cursor.SetMode(textcursor.CursorStatic) // a blinking cursor would wake the program twice a second
-	return &mainScreen{
+	s := &mainScreen{
 		common: c,
-		table:  newResourceTable(st, c.keys),
+		trends: newTrends(),
 		alerts: newAlertsPanel(st, c.keys),
 		filter: ti,
 	}
+	s.table = newResourceTable(st, c.keys, &s.trends)
+	return s
 }
 
 // Show shows a snapshot's rows and findings.
@@ -68,6 +71,29 @@ func (s *mainScreen) Show(snap *collector.Snapshot) {
 	s.table = s.table.SetRows(snap.Rows).SetEmptyText(emptyText(snap))
 	s.alerts = s.alerts.SetFindings(snap.Findings)
 	s.SetSize(s.width, s.height) // the alerts' share follows their number
+}
+
+// Refresh follows a change of the time range.
+func (s *mainScreen) Refresh() { s.table = s.table.SetTrend(s.rng, s.snap.At) }
+
+// FetchTrends returns the command fetching the TREND of the rows in sight,
+// nil when there is nothing new to fetch.
+func (s *mainScreen) FetchTrends() tea.Cmd {
+	g, ok := s.table.TrendGrid()
+	if !ok {
+		return nil
+	}
+	return s.trends.fetch(s.src, s.table.InSight(), g, s.snap.At)
+}
+
+// ReceiveTrends shows the TREND fetched, and fetches again if wanted.
+func (s *mainScreen) ReceiveTrends(msg trendMsg) tea.Cmd {
+	again := s.trends.receive(msg)
+	s.Refresh()
+	if again {
+		return s.FetchTrends()
+	}
+	return nil
 }
 
 // emptyText says why a snapshot has no rows.
@@ -109,7 +135,7 @@ func (s *mainScreen) SetSize(w, h int) {
 	if n := len(s.snap.Findings); n > 0 {
 		ah = min(n+1, max(2, h/3))
 	}
-	s.table = s.table.SetSize(w, max(1, h-ah))
+	s.table = s.table.SetSize(w, max(1, h-ah)).SetTrend(s.rng, s.snap.At)
 	s.alerts = s.alerts.SetSize(w, ah)
 	s.filter.Width = max(8, w/2)
 }
@@ -198,23 +224,21 @@ func (s *mainScreen) setFocus(f focusPanel) {
 	s.alerts = s.alerts.Focus(f == focusAlerts)
 }
 
-// open opens the detail screen of the selected row or finding.
+// open opens the detail screen of the selected row, or of the selected
+// finding's resource on that finding.
 func (s *mainScreen) open() (screen, tea.Cmd) {
-	var app, res string
 	if s.focus == focusAlerts {
 		f, ok := s.alerts.Selected()
 		if !ok {
 			return s, nil
 		}
-		app, res = f.App, f.Resource
-	} else {
-		r, ok := s.table.Selected()
-		if !ok {
-			return s, nil
-		}
-		app, res = r.App, r.Resource
+		return s.detail, s.detail.Open(f.App, f.Resource, &f)
 	}
-	return s.detail, s.detail.Open(app, res)
+	r, ok := s.table.Selected()
+	if !ok {
+		return s, nil
+	}
+	return s.detail, s.detail.Open(r.App, r.Resource, nil)
 }
 
 // View renders the table above the alerts.
@@ -238,8 +262,14 @@ func (s *mainScreen) Footer(w int) string {
 	if f := s.filter.Value(); f != "" {
 		left = st.key.on("/"+sanitize(f)) + " "
 	}
-	if n := s.table.Len(); n > 0 {
-		right = st.dim.on(" " + strconv.Itoa(s.table.Cursor()+1) + "/" + strconv.Itoa(n))
+	// where the keyboard is: the table's rows or the alerts.
+	switch n := len(s.snap.Findings); {
+	case s.focus == focusAlerts && n > 0:
+		right = st.dim.on(" alerts " + strconv.Itoa(s.alerts.cur.Pos()+1) + "/" + strconv.Itoa(n))
+	case s.focus == focusAlerts:
+		right = st.dim.on(" alerts")
+	case s.table.Len() > 0:
+		right = st.dim.on(" rows " + strconv.Itoa(s.table.Cursor()+1) + "/" + strconv.Itoa(s.table.Len()))
 	}
 	return s.footer(s.Keys(), left, right, w)
 }

@@ -121,8 +121,19 @@ func (m *Model) setSnapshot(s *collector.Snapshot) {
 	m.dirty = true
 }
 
-// Update handles a message.
+// Update handles a message; while the main screen is shown, it also
+// fetches the TREND of the rows in sight when they or their data changed.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if m.active == m.main {
+		if trend := m.main.FetchTrends(); trend != nil {
+			cmd = tea.Batch(cmd, trend)
+		}
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height, m.sized = msg.Width, msg.Height, true
@@ -149,6 +160,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case replayDoneMsg:
 		return m, m.replay.Done()
+	case trendMsg:
+		m.dirty = true
+		return m, m.main.ReceiveTrends(msg)
 	case tea.KeyMsg:
 		m.dirty = true
 		return m, m.handleKey(msg)
@@ -239,6 +253,7 @@ func (m *Model) zoom(msg tea.KeyMsg) {
 		}
 	}
 	m.header = m.header.SetRange(m.rng)
+	m.main.Refresh()
 }
 
 // layout sizes the status bar and the screens for the terminal.

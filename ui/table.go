@@ -1,10 +1,10 @@
 package ui
 
 import (
-	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -37,15 +37,16 @@ type column struct {
 	sort  sortKey
 }
 
-// allColumns in display order, with their natural widths.
+// allColumns in display order, with their natural widths: a sorted
+// column's arrow follows its title inside the column ("PASS/S▼").
 var allColumns = []column{
 	{id: colMark, title: " !", w: 3, prio: 100, sort: sortSeverity},
 	{id: colApp, title: "APP", w: 4, prio: 90, sort: sortName},
 	{id: colResource, title: "RESOURCE", w: 16, prio: 90, sort: numSortKeys},
 	{id: colInstances, title: "INST", w: 4, right: true, prio: 40, sort: numSortKeys},
-	{id: colPass, title: "PASS/S", w: 6, right: true, prio: 70, sort: sortPass},
-	{id: colBlock, title: "BLOCK/S", w: 7, right: true, prio: 50, sort: sortBlock},
-	{id: colSlow, title: "SLOW%", w: 5, right: true, prio: 55, sort: sortSlow},
+	{id: colPass, title: "PASS/S", w: 7, right: true, prio: 70, sort: sortPass},
+	{id: colBlock, title: "BLOCK/S", w: 8, right: true, prio: 65, sort: sortBlock},
+	{id: colSlow, title: "SLOW%", w: 6, right: true, prio: 55, sort: sortSlow},
 	{id: colError, title: "ERR%", w: 5, right: true, prio: 45, sort: sortError},
 	{id: colP99, title: "P99", w: 5, right: true, prio: 60, sort: sortP99},
 	{id: colBreakers, title: "BREAKERS", w: 9, prio: 80, sort: sortBreakers},
@@ -53,9 +54,10 @@ var allColumns = []column{
 }
 
 const (
-	minResourceW = 16
-	maxAppW      = 16
-	maxTrendW    = 30
+	maxAppW = 16
+	// the resource column's least width: enough at 80 columns for a URL's
+	// host and path tail ("member-service…/user/info").
+	minResourceW, maxMinResourceW = 16, 24
 )
 
 // resourceTable is the main screen's list of app x resource rows. It keeps
@@ -75,16 +77,22 @@ type resourceTable struct {
 
 	cur            cursor // over view
 	selApp, selRes string // the selected row, kept across snapshots
+	moved          bool   // the user moved the cursor: until then it stays on the worst row
 	focused        bool
 
 	width, height int
 	cols          []column
 	appW, digits  int
+	resW          int    // the widest resource name
 	empty         string // what an empty table says
+
+	trend *trends // the TREND column's data
+	tg    grid    // its grid, over rng
+	rng   time.Duration
 }
 
-func newResourceTable(st *Styles, keys *keyMap) resourceTable {
-	return resourceTable{st: st, keys: keys, focused: true, digits: 1, empty: "no resources yet"}
+func newResourceTable(st *Styles, keys *keyMap, tr *trends) resourceTable {
+	return resourceTable{st: st, keys: keys, focused: true, digits: 1, empty: "no resources yet", trend: tr, rng: DefaultRange}
 }
 
 // SetEmptyText sets what the table says when it has no row.
@@ -94,15 +102,16 @@ func (t resourceTable) SetEmptyText(s string) resourceTable { t.empty = s; retur
 func (t resourceTable) SetRows(rows []collector.ResourceRow) resourceTable {
 	t.rows = rows
 	t.lower = t.lower[:0]
-	appW, d := 4, 1
+	appW, d, resW := 4, 1, 0
 	for i := range rows {
 		r := &rows[i]
 		appW = max(appW, width(sanitize(r.App)))
+		resW = max(resW, width(sanitize(r.Resource)))
 		d = max(d, digits(r.Breakers.Open), digits(r.Breakers.HalfOpen), digits(r.Breakers.Closed))
 	}
 	appW = min(appW, maxAppW)
-	if appW != t.appW || d != t.digits {
-		t.appW, t.digits = appW, d
+	if appW != t.appW || d != t.digits || resW != t.resW {
+		t.appW, t.digits, t.resW = appW, d, resW
 		t = t.layout()
 	}
 	return t.rebuild()
@@ -133,6 +142,38 @@ func (t resourceTable) SetSize(w, h int) resourceTable {
 	return t
 }
 
+// SetTrend sets the TREND's range and the time its grid ends at.
+func (t resourceTable) SetTrend(rng time.Duration, to int64) resourceTable {
+	t.rng = rng
+	for _, c := range t.cols {
+		if c.id == colTrend {
+			t.tg = t.trend.grid(to, rng, c.w)
+		}
+	}
+	return t
+}
+
+// TrendGrid is the TREND's grid; ok is false when the column is not shown.
+func (t resourceTable) TrendGrid() (grid, bool) {
+	for _, c := range t.cols {
+		if c.id == colTrend {
+			return t.tg, true
+		}
+	}
+	return grid{}, false
+}
+
+// InSight are the rows in sight.
+func (t resourceTable) InSight() []rowKey {
+	from := t.cur.Offset()
+	to := min(len(t.view), from+max(0, t.height-1))
+	out := make([]rowKey, 0, max(0, to-from))
+	for _, v := range t.view[from:to] {
+		out = append(out, rowKey{t.rows[v].App, t.rows[v].Resource})
+	}
+	return out
+}
+
 // Focus marks whether the table has the keyboard.
 func (t resourceTable) Focus(on bool) resourceTable { t.focused = on; return t }
 
@@ -155,6 +196,7 @@ func (t resourceTable) Selected() (collector.ResourceRow, bool) {
 func (t resourceTable) Update(msg tea.Msg) (resourceTable, tea.Cmd) {
 	var moved bool
 	if t.cur, moved = t.cur.Update(msg, t.keys); moved {
+		t.moved = true
 		t = t.remember()
 	}
 	return t, nil
@@ -195,9 +237,12 @@ func (t resourceTable) rebuild() resourceTable {
 			return compareNames(&rows[a], &rows[b])
 		})
 	}
-	// find the selection again
+	// find the selection again, or stay on the first (worst) row until the
+	// user moves.
 	t.cur = t.cur.SetCount(len(t.view))
-	if t.selApp != "" || t.selRes != "" {
+	if !t.moved {
+		t.cur = t.cur.Top()
+	} else if t.selApp != "" || t.selRes != "" {
 		for i, v := range t.view {
 			if t.rows[v].App == t.selApp && t.rows[v].Resource == t.selRes {
 				t.cur = t.cur.Select(i)
@@ -208,28 +253,29 @@ func (t resourceTable) rebuild() resourceTable {
 	return t.remember()
 }
 
-// layout picks the columns that fit the width.
+// layout picks the columns that fit the width, dropping the least
+// important first; the resource column gets up to its widest name, and the
+// TREND what is left.
 func (t resourceTable) layout() resourceTable {
+	minRes := max(minResourceW, min(maxMinResourceW, t.width*3/10))
 	cols := make([]column, 0, len(allColumns))
 	for _, c := range allColumns {
 		switch c.id {
 		case colApp:
 			c.w = t.appW
+		case colResource:
+			c.w = minRes
 		case colBreakers:
 			c.w = max(c.w, 3*(1+t.digits)+2)
 		}
 		cols = append(cols, c)
 	}
 	total := func() int {
-		n := 0
+		n := len(cols) - 1
 		for _, c := range cols {
-			if c.id == colResource {
-				n += minResourceW
-			} else {
-				n += c.w
-			}
+			n += c.w
 		}
-		return n + len(cols) - 1
+		return n
 	}
 	for total() > t.width && len(cols) > 3 {
 		low := -1
@@ -243,18 +289,25 @@ func (t resourceTable) layout() resourceTable {
 		}
 		cols = slices.Delete(cols, low, low+1)
 	}
-	// the resource column takes what is left, shared with the trend.
-	spare := t.width - total()
+	spare := max(0, t.width-total())
 	for i := range cols {
-		if cols[i].id == colTrend && spare > 0 {
-			grow := min(spare/2, maxTrendW-cols[i].w)
-			cols[i].w += max(0, grow)
-			spare -= max(0, grow)
+		if cols[i].id == colResource {
+			// up to its widest name, and a third of the width: the rest
+			// goes to the TREND.
+			grow := min(spare, max(0, min(t.resW, t.width/3)-cols[i].w))
+			cols[i].w += grow
+			spare -= grow
+		}
+	}
+	for i := range cols {
+		if cols[i].id == colTrend {
+			cols[i].w += spare
+			spare = 0
 		}
 	}
 	for i := range cols {
 		if cols[i].id == colResource {
-			cols[i].w = minResourceW + max(0, spare)
+			cols[i].w += spare // no TREND: the names take the rest
 		}
 	}
 	t.cols = cols
@@ -294,27 +347,28 @@ func (t resourceTable) View() string {
 func (t resourceTable) header(b *strings.Builder) {
 	var h strings.Builder
 	for i, c := range t.cols {
+		if i > 0 {
+			h.WriteByte(' ')
+		}
 		title := c.title
-		sorted := c.sort == t.sort && c.sort != numSortKeys
-		arrow := ""
-		if sorted {
-			arrow = "▼"
+		switch {
+		case c.id == colTrend:
+			title += " " + fmtSpan(t.rng)
+			if c.w >= width(title)+len(" pass/s") {
+				title += " pass/s"
+			}
+		case c.sort == t.sort:
 			if (t.sort == sortName) != t.reverse {
-				arrow = "▲"
+				title += "▲"
+			} else {
+				title += "▼"
 			}
 		}
-		switch {
-		case c.right && sorted:
-			// the arrow takes the separator's cell: "▼PASS/S".
-			padLeft(&h, arrow+cut(title, c.w), c.w+1)
-		case c.right:
-			h.WriteByte(' ')
-			padLeft(&h, cut(title, c.w), c.w)
-		default:
-			if i > 0 {
-				h.WriteByte(' ')
-			}
-			padRight(&h, cut(title+arrow, c.w), c.w)
+		title = cut(title, c.w)
+		if c.right {
+			padLeft(&h, title, c.w)
+		} else {
+			padRight(&h, title, c.w)
 		}
 	}
 	b.WriteString(t.st.bold.on(fitLine(h.String(), t.width)))
@@ -340,20 +394,16 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 		}
 		switch c.id {
 		case colMark:
-			if selected {
-				line.WriteString(glyphCursor)
-			} else {
-				line.WriteByte(' ')
-			}
-			if r.HasFinding {
-				p(st.sevPaint(r.Worst)).write(&line, sevMark(r.Worst))
+			line.WriteString(strings.TrimSuffix(listMark(selected, t.focused), " "))
+			if sev, ok := rowSeverity(r); ok {
+				p(st.sevPaint(sev)).write(&line, sevMark(sev))
 			} else {
 				line.WriteString("  ")
 			}
 		case colApp:
 			padRight(&line, safeName(r.App, c.w), c.w)
 		case colResource:
-			padRight(&line, safeName(r.Resource, c.w), c.w)
+			padRight(&line, resourceName(r.Resource, c.w), c.w)
 		case colInstances:
 			padLeft(&line, strconv.Itoa(r.Instances), c.w)
 		case colPass:
@@ -365,15 +415,15 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 			}
 			padLeft(&line, s, c.w)
 		case colSlow:
-			padLeft(&line, fmtPct(r.SlowRatio), c.w)
+			padLeft(&line, ifCompleted(r, fmtPct(r.SlowRatio)), c.w)
 		case colError:
-			padLeft(&line, fmtPct(r.ErrorRatio), c.w)
+			padLeft(&line, ifCompleted(r, fmtPct(r.ErrorRatio)), c.w)
 		case colP99:
-			padLeft(&line, fmtMs(r.P99Ms), c.w)
+			padLeft(&line, ifCompleted(r, fmtMs(r.P99Ms)), c.w)
 		case colBreakers:
 			t.breakers(&line, r, c.w, p)
 		case colTrend:
-			sparkline(&line, r.Trend, c.w)
+			sparkline(&line, t.trend.cells(rowKey{r.App, r.Resource}, t.tg), c.w)
 		}
 		used += c.w
 	}
@@ -421,31 +471,19 @@ func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w 
 	}
 }
 
-var sparks = [...]string{"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
+// noData is what a cell shows for a value that was not measured.
+const noData = "–"
 
-// sparkline renders the newest w values of vs, right-aligned, scaled to
-// their maximum; one cell per value, nothing interpolated.
-func sparkline(b *strings.Builder, vs []float64, w int) {
-	if len(vs) > w {
-		vs = vs[len(vs)-w:]
+// ifCompleted is s when the row's ratios and latency were measured: some
+// call completed in the rate window. With none (a breaker OPEN, or no
+// traffic) they are not 0 but unknown. The row carries no completion
+// count: nothing completed shows as every figure of completions at zero
+// with nothing passed.
+func ifCompleted(r *collector.ResourceRow, s string) string {
+	if r.PassQPS == 0 && r.SlowRatio == 0 && r.ErrorRatio == 0 && r.AvgRtMs == 0 && r.P99Ms == 0 {
+		return noData
 	}
-	for i := len(vs); i < w; i++ {
-		b.WriteByte(' ')
-	}
-	hi := 0.0
-	for _, v := range vs {
-		if v > hi {
-			hi = v
-		}
-	}
-	for _, v := range vs {
-		i := 0
-		if hi > 0 && v > 0 {
-			i = int(math.Ceil(v/hi*float64(len(sparks)))) - 1
-			i = max(0, min(i, len(sparks)-1))
-		}
-		b.WriteString(sparks[i])
-	}
+	return s
 }
 
 func digits(n int) int {

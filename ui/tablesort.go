@@ -7,25 +7,27 @@ import (
 	"math"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
 // sortKey is a column the resource table can be sorted by.
 type sortKey uint8
 
-// The sort keys, in the order s cycles through them.
+// The sort keys, in the order s cycles through them; the first is the
+// default: the worst rows first.
 const (
-	sortName sortKey = iota
-	sortSeverity
+	sortSeverity sortKey = iota
 	sortBreakers
 	sortPass
 	sortBlock
 	sortSlow
 	sortError
 	sortP99
+	sortName
 	numSortKeys
 )
 
-var sortNames = [numSortKeys]string{"name", "severity", "breakers", "pass/s", "block/s", "slow%", "err%", "p99"}
+var sortNames = [numSortKeys]string{"severity", "breakers", "pass/s", "block/s", "slow%", "err%", "p99", "name"}
 
 func (k sortKey) String() string { return sortNames[k] }
 
@@ -42,13 +44,16 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 	num := func(x, y float64) int { return cmp.Compare(noNaN(y), noNaN(x)) }
 	switch k {
 	case sortSeverity:
-		if a.HasFinding != b.HasFinding {
-			if a.HasFinding {
+		// the worst mark, then the worst state, then the most blocked.
+		as, aok := rowSeverity(a)
+		bs, bok := rowSeverity(b)
+		if aok != bok {
+			if aok {
 				return -1
 			}
 			return 1
 		}
-		return cmp.Compare(b.Worst, a.Worst)
+		return cmp.Or(cmp.Compare(bs, as), compareRows(a, b, sortBreakers), num(a.BlockQPS, b.BlockQPS))
 	case sortBreakers:
 		if c := cmp.Compare(b.Breakers.Open, a.Breakers.Open); c != 0 {
 			return c
@@ -66,6 +71,17 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 		return cmp.Compare(b.P99Ms, a.P99Ms)
 	}
 	return compareNames(a, b)
+}
+
+// rowSeverity is a row's mark: its worst finding's severity, raised to a
+// warning while one of its breakers is OPEN (a breaker open is never just
+// information); ok is false for a row with neither.
+func rowSeverity(r *collector.ResourceRow) (sev triage.Severity, ok bool) {
+	sev, ok = r.Worst, r.HasFinding
+	if r.Breakers.Open > 0 && (!ok || sev < triage.Warning) {
+		return triage.Warning, true
+	}
+	return sev, ok
 }
 
 // noNaN puts a missing value below every other.

@@ -91,6 +91,46 @@ func elide(s string, w int) string {
 // safeName sanitizes and elides an untrusted name to w cells.
 func safeName(s string, w int) string { return elide(sanitize(s), w) }
 
+// resourceName sanitizes a resource name and fits it into w cells keeping
+// what tells resources apart: for a URL, "GET:http://member-service/api/
+// user/info", the host and the tail of the path (without the method and
+// the scheme when they do not fit: "member-service…user/info"); for any
+// other name, its two ends.
+func resourceName(name string, w int) string {
+	s := sanitize(name)
+	if width(s) <= w {
+		return s
+	}
+	rest := s
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest = s[i+3:]
+	}
+	slash := strings.IndexByte(rest, '/')
+	if rest == s || slash <= 0 {
+		return elide(s, w)
+	}
+	host, path := rest[:slash], rest[slash:]
+	if width(rest) <= w {
+		return rest
+	}
+	if tailW := w - width(host) - 1; tailW >= min(5, width(path)) {
+		return host + "…" + tailCells(path, tailW)
+	}
+	// a host too long to keep whole: its head, and the path's tail.
+	tail := tailCells(path, min(width(path), (w-1)/2))
+	return ansi.Truncate(host, w-1-width(tail), "") + "…" + tail
+}
+
+// tailCells is the end of s in at most w cells, starting at a "/" when
+// that loses no more than a few cells.
+func tailCells(s string, w int) string {
+	t := ansi.TruncateLeft(s, max(0, width(s)-w), "")
+	if i := strings.IndexByte(t, '/'); i > 0 && i <= 3 && i < len(t)-1 {
+		t = t[i:]
+	}
+	return t
+}
+
 // cut fits trusted text into w cells, ending it in "…" when it is longer.
 func cut(s string, w int) string {
 	if w <= 0 {
