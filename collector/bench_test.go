@@ -99,9 +99,16 @@ func TestMemoryFiftyThousandSeries(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	heap := after.HeapInuse - before.HeapInuse
-	t.Logf("50,000 series: heap in use %.0f MB (%.1f KB per series)", float64(heap)/(1<<20), float64(heap)/50000/1024)
+	est := c.Snapshot().MemoryUsed
+	t.Logf("50,000 series: heap in use %.0f MB (%.1f KB per series); the memory budget's estimate %.0f MB",
+		float64(heap)/(1<<20), float64(heap)/50000/1024, float64(est)/(1<<20))
 	if heap > 512<<20 {
 		t.Fatalf("heap %d MB over the 512 MB goal", heap>>20)
+	}
+	// The budget is only as good as its estimate: within a quarter of
+	// the heap measured.
+	if r := float64(est) / float64(heap); r < 0.75 || r > 1.25 {
+		t.Fatalf("the budget's estimate %d MB is %.2fx the heap measured", est>>20, r)
 	}
 	runtime.KeepAlive(c)
 }

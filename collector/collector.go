@@ -59,6 +59,10 @@ type Options struct {
 	// MaxResourcesPerInstance caps the resources of one instance; items of
 	// further resources are turned away and counted. Default 5,000.
 	MaxResourcesPerInstance int
+	// MaxMemory bounds, in bytes, what peers can make the collector keep
+	// (instances, series, breaker tracks: see budget.go); what does not fit
+	// is turned away and counted (reason max_memory). Default 512 MiB.
+	MaxMemory int64
 	// Limits bound every message (wire.Limits; zero fields take its defaults).
 	Limits wire.Limits
 	// MaxMessageRate caps the messages a second taken from one dialed
@@ -105,6 +109,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxInstances <= 0 {
 		o.MaxInstances = DefaultMaxInstances
 	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
 	if o.MaxResourcesPerInstance <= 0 {
 		o.MaxResourcesPerInstance = DefaultMaxResourcesPerApp
 	}
@@ -135,6 +142,7 @@ type Collector struct {
 	overflow map[string]*RejectCount
 	targets  []*targetState
 	keptBuf  []int // Ingest's scratch: the bucket items taken
+	memUsed  int64 // bytes charged to the budget (budget.go)
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus
@@ -192,6 +200,7 @@ func (c *Collector) reset() {
 	c.insts = map[string]*instance{}
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
+	c.memUsed = 0
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}
 }

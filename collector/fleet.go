@@ -34,6 +34,10 @@ type instance struct {
 	// next message. goneAt is when, on the collector's clock.
 	gone   bool
 	goneAt int64
+	// helloed: a hello named its app; appChanges counts its moves to
+	// another app since appChangesSince (see appChangeAllowed).
+	helloed                     bool
+	appChanges, appChangesSince int64
 	// owner is the connection (dialed target) that announced it, "" for
 	// sources without one; see Bound.
 	owner string
@@ -72,6 +76,10 @@ type appSeries struct {
 	fine   ring
 	coarse ring
 	last   int64 // latest transition
+	// refs counts the instance series summed here; lastData is the
+	// collector's clock at the latest bucket (for pruning).
+	refs     int
+	lastData int64
 	// Exact totals since the collector started, for counters.
 	total       totals
 	transitions map[[2]core.State]int64 // (from, to) -> count
@@ -108,6 +116,9 @@ func (c *Collector) instanceFor(place, name string) *instance {
 		count(c.overflow, ReasonMaxInstances, place+": "+name)
 		return nil
 	}
+	if !c.charge(instanceBytes, place, name) {
+		return nil
+	}
 	in := &instance{name: name, app: name, breakers: map[string][]core.BreakerRule{},
 		flows: map[string][]core.FlowRule{}, series: map[string]*series{}, bucketMs: core.ResourceBucketMs}
 	c.insts[name] = in
@@ -127,18 +138,23 @@ func (c *Collector) sweep(now int64) {
 	}
 }
 
-func (c *Collector) hello(in *instance, m *wire.Hello) {
+// hello applies an instance's hello; false when it moves the instance to
+// another app more often than MaxAppChangesPerMinute (rejected).
+func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
 	app := m.App
 	if app == "" {
 		app = m.Instance
 	}
 	restarted := in.startedAt != 0 && m.StartedAt > in.startedAt
 	if in.app != app {
+		if in.helloed && !in.appChangeAllowed(now) {
+			return false
+		}
 		// Series belong to the app they were counted for; a renamed app
 		// starts fresh.
-		in.series = map[string]*series{}
+		c.releaseSeries(in)
 	}
-	in.app = app
+	in.app, in.helloed = app, true
 	in.statesUnknown = strings.HasPrefix(m.SDK, javaSDK) || m.SDK == metriclog.SDK
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
@@ -159,6 +175,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello) {
 		in.startedAt = m.StartedAt
 	}
 	c.engine.Hello(in.name, app, m.Ts, m.StartedAt)
+	return true
 }
 
 func (c *Collector) rules(in *instance, m *wire.Rules) {

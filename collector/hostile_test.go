@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -80,5 +81,46 @@ func TestTimePoisonAndAbsurdCounts(t *testing.T) {
 	}
 	if from, to := c.Engine().Counts().From, c.Engine().Counts().To; from < t0ms || to > t0ms+2000 {
 		t.Fatalf("time range %d..%d poisoned", from, to)
+	}
+}
+
+// TestMemoryBudgetHolds: an instance renaming its app on every message, a
+// new rule id on every transition, and resources past the budget are all
+// turned away and counted by reason, and the budget's estimate never
+// passes MaxMemory; what left is pruned after the retention and its bytes
+// given back.
+func TestMemoryBudgetHolds(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc, MaxMemory: 4 << 20, Retention: time.Minute})
+	for i := range 200 {
+		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "flap"}, App: fmt.Sprint("app-", i), BucketMs: 500})
+		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "flap"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Pass: 1}}})
+		c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms, Instance: "flap"}, Resource: "r", RuleID: fmt.Sprint("id-", i),
+			From: core.Closed, To: core.Open, Threshold: 0.5})
+	}
+	for i := range 2000 {
+		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "wide"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: fmt.Sprint("res-", i), Start: t0ms, Pass: 1}}})
+	}
+	s := c.Publish()
+	if s.MemoryUsed > s.MemoryBudget || s.MemoryBudget != 4<<20 {
+		t.Fatalf("memory %d of %d", s.MemoryUsed, s.MemoryBudget)
+	}
+	got := map[string]int64{}
+	for _, r := range append(s.Overflow, s.Rejects...) {
+		got[r.Reason] += r.Count
+	}
+	if got[ReasonAppFlap] < 190 || got[ReasonMaxRuleIDs] == 0 || got[ReasonMaxMemory] == 0 {
+		t.Fatalf("refusals %v", got)
+	}
+	if n := len(s.Rows); n > 1000 {
+		t.Fatalf("%d rows held", n)
+	}
+	// Everyone leaves; after the retention nothing is held.
+	vc.Set(time.UnixMilli(t0ms + 3*60_000))
+	c.Publish()
+	if s := c.Publish(); s.MemoryUsed != 0 || len(s.Totals) != 0 {
+		t.Fatalf("after the retention: %d bytes, %d app series held", s.MemoryUsed, len(s.Totals))
 	}
 }

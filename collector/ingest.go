@@ -182,7 +182,11 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	in.gone = false
 	switch m := m.(type) {
 	case *wire.Hello:
-		c.hello(in, m)
+		if !c.hello(in, m, now) {
+			c.rejected++
+			count(c.rejects, ReasonAppFlap, place+": "+in.name)
+			return false
+		}
 	case *wire.Rules:
 		c.rules(in, m)
 	case *wire.Buckets:
@@ -208,12 +212,20 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		return nil
 	}
 	key := arKey{in.app, resource}
-	coarse := int(c.opts.Retention.Milliseconds()/coarseStepMs) + 1
+	coarse := c.coarseSlots()
 	a := c.apps[key]
+	cost := c.seriesBytes()
+	if a == nil {
+		cost += c.appSeriesBytes()
+	}
+	if !c.charge(cost, place, in.name+" "+resource) {
+		return nil
+	}
 	if a == nil {
 		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true)}
 		c.apps[key] = a
 	}
+	a.refs++
 	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, instanceFineSlots, false), coarse: newRing(coarseStepMs, coarse, false)}
 	in.series[resource] = s
 	return s
@@ -251,6 +263,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 			*kept = append(*kept, i)
 		}
 		in.dataEnd = max(in.dataEnd, it.Start+m.BucketMs)
+		s.app.lastData = now
 		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
 		s.app.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow)
 		for _, r := range []*ring{&s.fine, &s.coarse} {
@@ -290,6 +303,13 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		}
 	}
 	if t == nil {
+		if len(s.tracks) >= MaxTracksPerSeries {
+			count(c.overflow, ReasonMaxRuleIDs, place+": "+in.name+" "+m.Resource)
+			return
+		}
+		if !c.charge(trackBytes, place, in.name+" "+m.Resource) {
+			return
+		}
 		t = &track{ruleID: m.RuleID, state: core.Closed}
 		s.tracks = append(s.tracks, t)
 	}

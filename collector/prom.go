@@ -42,6 +42,8 @@ var (
 		"Messages rejected, by reason (a stable token such as malformed, too_large).", []string{"reason"}, nil)
 	promDropped = prometheus.NewDesc("sentinel_top_messages_dropped_total",
 		"Messages agents dropped for this collector (they report it).", nil, nil)
+	promMemory = prometheus.NewDesc("sentinel_top_memory_bytes",
+		"The memory budget: what peers made the collector keep (an estimate) and the most it may.", []string{"of"}, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
 		"Messages or items turned away by the collector's limits, by limit (max_instances, max_resources, max_rate, dedupe_span).", []string{"limit"}, nil)
 )
@@ -55,7 +57,7 @@ type promCollector struct{ c *Collector }
 func (p promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{promPass, promBlock, promComplete, promError, promSlow, promSlowRatio,
 		promErrorRatio, promP99, promState, promTransitions, promFindings, promTargets, promInstances, promMessages,
-		promRejected, promDropped, promOverflow} {
+		promRejected, promDropped, promOverflow, promMemory} {
 		ch <- d
 	}
 }
@@ -92,6 +94,8 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(promTargets, float64(n), st)
 	}
 	gauge(promInstances, float64(snap.Instances))
+	gauge(promMemory, float64(snap.MemoryUsed), "used")
+	gauge(promMemory, float64(snap.MemoryBudget), "budget")
 	counter(promMessages, float64(snap.Messages))
 	counter(promDropped, float64(snap.Dropped))
 	for _, r := range snap.Rejects {

@@ -18,10 +18,12 @@ func (c *Collector) Publish() *Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sweep(now)
+	c.prune(now)
 	findings := c.engine.Findings(now)
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
-		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings}
+		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings,
+		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory}
 	if c.replay.Active {
 		s.Replay = c.replay
 		s.Replay.Pos = now

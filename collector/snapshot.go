@@ -55,6 +55,9 @@ type Snapshot struct {
 	// RecordError is why the recording stopped ("" while it works or when
 	// there is none): nothing has been written since.
 	RecordError string
+	// MemoryUsed is what the memory budget has charged (an estimate, in
+	// bytes) of MemoryBudget (Options.MaxMemory).
+	MemoryUsed, MemoryBudget int64
 	// Rows is one row per app x resource, sorted by app then resource.
 	Rows []ResourceRow
 	// Findings are the triage findings, most severe first.

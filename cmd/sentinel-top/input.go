@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type inputFlags struct {
 	maxFrame     int
 	maxName      int
 	maxRate      float64
+	maxMemory    int64
 	retention    time.Duration
 }
 
@@ -56,6 +58,15 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxResources, "max-resources", collector.DefaultMaxResourcesPerApp, "most resources tracked per instance")
 	fs.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest message (frame or fixture line); a larger frame drops its connection")
 	fs.IntVar(&f.maxName, "max-name-bytes", wire.DefaultMaxNameBytes, "longest resource, instance or app name; messages with longer ones are rejected")
+	f.maxMemory = collector.DefaultMaxMemory
+	fs.Func("max-memory", "most memory peers can make the collector keep, e.g. 512MiB or 2GiB (default 512MiB); what does not fit is counted and ignored", func(s string) error {
+		n, err := parseBytes(s)
+		if err != nil {
+			return err
+		}
+		f.maxMemory = n
+		return nil
+	})
 	fs.Float64Var(&f.maxRate, "max-rate", collector.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
 }
@@ -136,6 +147,28 @@ func (f *inputFlags) limits(opts *collector.Options) {
 		opts.MaxMessageRate = -1 // no limit
 	}
 	opts.MaxClockSkew = collector.DefaultMaxClockSkew
+	opts.MaxMemory = f.maxMemory
+}
+
+// parseBytes reads a size: a number of bytes, or with KiB, MiB, GiB (or
+// KB, MB, GB, taken as the same powers of two).
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a positive size such as 512MiB or 2GiB")
+	}
+	return n * mult, nil
 }
 
 func (f *inputFlags) parseSpeed() (float64, error) {

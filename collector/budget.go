@@ -1,0 +1,101 @@
+package collector
+
+import "time"
+
+// The memory budget: everything a peer can make the collector keep is
+// charged here when it is created and released when it is pruned, so no
+// peer, however hostile, can grow the collector past Options.MaxMemory.
+// The figures are estimates of the structures' sizes, checked by the scale
+// test (TestMemoryFiftyThousandSeries) against the heap measured.
+
+// DefaultMaxMemory is Options.MaxMemory when it is zero.
+const DefaultMaxMemory = 512 << 20
+
+// Estimated bytes of what the budget charges.
+const (
+	instanceBytes   = 1 << 10 // an instance: names, rules, offsets
+	seriesBaseBytes = 2200    // a series beyond its rings: dedupe, totals, maps, triage's view
+	ringSlotBytes   = 40      // a ring slot: its start and its counts
+	histSlotBytes   = 56      // a histogram beside an app ring's slot
+	trackBytes      = 200     // a breaker track beyond its steps
+	// MaxTracksPerSeries bounds the breakers (rule ids) followed on one
+	// instance x resource; transitions of further rule ids are counted
+	// (reason max_rule_ids) and dropped.
+	MaxTracksPerSeries = 16
+	// MaxAppChangesPerMinute bounds how often one instance may move to
+	// another app: each move starts its series anew, and a peer renaming
+	// its app on every frame would otherwise churn memory without end.
+	MaxAppChangesPerMinute = 2
+)
+
+// What the budget turned away, by reason.
+const (
+	ReasonMaxMemory  = "max_memory"
+	ReasonMaxRuleIDs = "max_rule_ids"
+	ReasonAppFlap    = "app_flapping"
+)
+
+// seriesBytes is the estimate for one instance x resource series.
+func (c *Collector) seriesBytes() int64 {
+	return seriesBaseBytes + int64(instanceFineSlots+c.coarseSlots())*ringSlotBytes
+}
+
+// appSeriesBytes is the estimate for one app x resource series.
+func (c *Collector) appSeriesBytes() int64 {
+	return int64(appFineSlots+c.coarseSlots()) * (ringSlotBytes + histSlotBytes)
+}
+
+func (c *Collector) coarseSlots() int {
+	return int(c.opts.Retention.Milliseconds()/coarseStepMs) + 1
+}
+
+// charge takes n bytes from the budget; false (and counted against place)
+// when they do not fit. c.mu is held.
+func (c *Collector) charge(n int64, place, what string) bool {
+	if c.memUsed+n > c.opts.MaxMemory {
+		count(c.overflow, ReasonMaxMemory, place+": "+what)
+		return false
+	}
+	c.memUsed += n
+	return true
+}
+
+// releaseSeries gives back an instance's series (it left, or moved to
+// another app). c.mu is held.
+func (c *Collector) releaseSeries(in *instance) {
+	for _, s := range in.series {
+		c.memUsed -= c.seriesBytes() + int64(len(s.tracks))*trackBytes
+		s.app.refs--
+	}
+	in.series = map[string]*series{}
+}
+
+// prune forgets instances gone for longer than the retention, and app x
+// resource series that no instance reports and whose data is older than the
+// retention, giving their bytes back. c.mu is held.
+func (c *Collector) prune(now int64) {
+	keep := c.opts.Retention.Milliseconds()
+	for name, in := range c.insts {
+		if in.gone && now-in.goneAt > keep {
+			c.releaseSeries(in)
+			c.memUsed -= instanceBytes
+			delete(c.insts, name)
+		}
+	}
+	for k, a := range c.apps {
+		if a.refs <= 0 && now-a.lastData > keep {
+			c.memUsed -= c.appSeriesBytes()
+			delete(c.apps, k)
+		}
+	}
+}
+
+// appChangeAllowed reports whether an instance may move to another app
+// now, counting the move. c.mu is held.
+func (in *instance) appChangeAllowed(now int64) bool {
+	if now-in.appChangesSince > time.Minute.Milliseconds() {
+		in.appChangesSince, in.appChanges = now, 0
+	}
+	in.appChanges++
+	return in.appChanges <= MaxAppChangesPerMinute
+}
