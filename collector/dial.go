@@ -204,8 +204,25 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	if opts.Token != "" {
 		header.Set("Authorization", "Bearer "+opts.Token)
 	}
-	d := websocket.Dialer{HandshakeTimeout: opts.HandshakeTimeout, TLSClientConfig: opts.TLS, Proxy: http.ProxyFromEnvironment}
+	var bounded *handshakeConn
+	d := websocket.Dialer{HandshakeTimeout: opts.HandshakeTimeout, TLSClientConfig: opts.TLS, Proxy: http.ProxyFromEnvironment,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			bounded = &handshakeConn{Conn: conn, left: handshakeLimit}
+			return bounded, nil
+		}}
 	conn, resp, err := d.DialContext(ctx, t.URL, header)
+	if bounded != nil && bounded.over {
+		c.Reject(t.Name, fmt.Errorf("%w: %w", wire.ErrTooLarge, errHandshakeTooLarge))
+		st.update(func(s *TargetStatus) { s.Rejected++ })
+		if conn != nil {
+			conn.Close()
+		}
+		return errHandshakeTooLarge
+	}
 	if err != nil {
 		if resp != nil {
 			return describeHTTPStatus(resp.StatusCode)
@@ -213,6 +230,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 		return err
 	}
 	defer conn.Close()
+	bounded.lift() // the stream's own limits take over
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	lim := c.opts.Limits
@@ -290,6 +308,42 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 		}
 	}
 }
+
+// handshakeLimit bounds what a target may send before its stream begins:
+// the upgrade response, and before it a proxy's answer and TLS's handshake.
+// A real one is a few hundred bytes (a few KiB with certificates).
+const handshakeLimit = 64 << 10
+
+var errHandshakeTooLarge = fmt.Errorf("upgrade response over %d KiB", handshakeLimit>>10)
+
+// handshakeConn fails reads past its limit until lifted, so that a peer
+// sending endless headers is cut off after handshakeLimit bytes rather than
+// buffered for the whole HandshakeTimeout. Reads and lift happen on the
+// dialing goroutine only.
+type handshakeConn struct {
+	net.Conn
+	left int64 // bytes still allowed; < 0 once lifted
+	over bool  // the limit was hit
+}
+
+func (c *handshakeConn) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return c.Conn.Read(p)
+	}
+	if c.left == 0 {
+		c.over = true
+		return 0, errHandshakeTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// lift ends the limit once the upgrade is complete.
+func (c *handshakeConn) lift() { c.left = -1 }
 
 // overRateReason is the overflow counter of messages dropped by
 // Options.MaxMessageRate.

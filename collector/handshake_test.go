@@ -1,0 +1,99 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// endlessHeaders is a target that answers every upgrade with 101 and then
+// header lines until the connection breaks. It reports the bytes it sent.
+func endlessHeaders(t *testing.T) (Target, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var sent atomic.Int64
+	line := []byte("X-Padding: " + strings.Repeat("a", 4000) + "\r\n")
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"); err != nil {
+					return
+				}
+				var buf bytes.Buffer
+				for buf.Len() < 256<<10 {
+					buf.Write(line)
+				}
+				for {
+					n, err := conn.Write(buf.Bytes())
+					sent.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	addr := ln.Addr().String()
+	return Target{Name: addr, URL: "ws://" + addr + DefaultStreamPath}, &sent
+}
+
+// TestDialBoundsTheUpgradeResponse: a target that answers the upgrade with
+// endless headers is cut off after 64 KiB, at once rather than at the end
+// of the 10 s handshake, and the collector's memory stays where it was.
+func TestDialBoundsTheUpgradeResponse(t *testing.T) {
+	target, sent := endlessHeaders(t)
+	c := New(Options{})
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	began := time.Now()
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	var st TargetStatus
+	eventually(t, "the target down", func() error {
+		if st = firstTarget(c.Publish()); st.LastError == "" {
+			return fmt.Errorf("target %+v", st)
+		}
+		return nil
+	})
+	took := time.Since(began)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("cut off after %v with %q; the target sent %d KiB; the collector allocated %d KiB meanwhile",
+		took.Round(time.Millisecond), st.LastError, sent.Load()>>10, allocated>>10)
+	if st.LastError != "upgrade response over 64 KiB" {
+		t.Fatalf("LastError %q", st.LastError)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("cut off after %v: the limit did not act before the handshake timeout", took)
+	}
+	if allocated > 16<<20 {
+		t.Fatalf("the collector allocated %d MiB while the target sent headers", allocated>>20)
+	}
+	if rc := byReason(c.Publish().Rejects); rc[ReasonTooLarge] == 0 {
+		t.Fatalf("rejects %v: the oversized handshake is not counted", rc)
+	}
+	if st.Rejected == 0 {
+		t.Fatalf("target %+v: the oversized handshake is not counted on the target", st)
+	}
+}
