@@ -59,6 +59,9 @@ type Options struct {
 	// MaxResourcesPerInstance caps the resources of one instance; items of
 	// further resources are turned away and counted. Default 5,000.
 	MaxResourcesPerInstance int
+	// MaxReplayBytes bounds what a replay reads, decompressed, and holds:
+	// a gzip bomb or /dev/zero ends with an error. Default 512 MiB.
+	MaxReplayBytes int64
 	// MaxMemory bounds, in bytes, what peers can make the collector keep
 	// (instances, series, breaker tracks: see budget.go); what does not fit
 	// is turned away and counted (reason max_memory). Default 512 MiB.

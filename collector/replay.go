@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -23,6 +25,9 @@ type ReplayControl interface {
 
 // MaxReplayMessages bounds what one replay holds in memory.
 const MaxReplayMessages = 5_000_000
+
+// DefaultMaxReplayBytes is Options.MaxReplayBytes when it is zero.
+const DefaultMaxReplayBytes = 512 << 20
 
 // Replay feeds a recorded fixture into a collector on a virtual clock, at a
 // chosen speed, with pause and seek. Create it with NewReplay and start it
@@ -68,10 +73,15 @@ func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay
 	var places []int
 	var rejects []error
 	rd := wire.NewReaderLimits(src, name, opts.Limits)
+	rd.LimitInput(cmp.Or(opts.MaxReplayBytes, DefaultMaxReplayBytes))
 	for {
 		m, err := rd.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if errors.Is(err, wire.ErrInputTooLarge) {
+			return nil, fmt.Errorf("%s: over %d MiB of messages (decompressed): split the recording, or raise the bound: %w",
+				name, cmp.Or(opts.MaxReplayBytes, DefaultMaxReplayBytes)>>20, err)
 		}
 		if err != nil {
 			var le *wire.LineError

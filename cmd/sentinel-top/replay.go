@@ -66,6 +66,11 @@ func replayable(rp *collector.Replay, name string) error {
 // isMetricLog reports whether path is a Sentinel metric log, by its name or
 // its first line.
 func isMetricLog(path string) bool {
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		// A pipe (<(zcat ...), a FIFO) or a device cannot be read twice:
+		// judge it by its name alone, and read it once, later.
+		return err == nil && metriclog.Detect(path, nil)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false

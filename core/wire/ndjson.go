@@ -68,6 +68,35 @@ type Reader struct {
 	done    bool
 	first   bool // no non-blank line seen yet
 	meta    *Meta
+	limit   int64 // most bytes to read, decompressed (0: no limit)
+}
+
+// ErrInputTooLarge is returned by Next when the input passed the bound
+// LimitInput set: a gzip bomb, /dev/zero, or a recording to split.
+var ErrInputTooLarge = errors.New("input too large")
+
+// LimitInput bounds the bytes Next reads, after decompression: past n,
+// Next returns an error wrapping ErrInputTooLarge and reading stops. Call
+// it before the first Next.
+func (r *Reader) LimitInput(n int64) { r.limit = n }
+
+// limitedReader fails once more than n bytes were read through it.
+type limitedReader struct {
+	r    io.Reader
+	n    int64
+	name string
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, fmt.Errorf("%s: %w: more than the bytes allowed, decompressed", l.name, ErrInputTooLarge)
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	k, err := l.r.Read(p)
+	l.n -= int64(k)
+	return k, err
 }
 
 // NewReader returns a Reader of r; name is the file name in positions and
@@ -120,11 +149,19 @@ func (r *Reader) start() error {
 		if err != nil {
 			return err
 		}
-		r.br = bufio.NewReaderSize(zr, size)
+		r.br = bufio.NewReaderSize(r.bounded(zr), size)
 	} else {
-		r.br = bufio.NewReaderSize(br, size)
+		r.br = bufio.NewReaderSize(r.bounded(br), size)
 	}
 	return nil
+}
+
+// bounded applies LimitInput's bound to the decompressed stream.
+func (r *Reader) bounded(src io.Reader) io.Reader {
+	if r.limit <= 0 {
+		return src
+	}
+	return &limitedReader{r: src, n: r.limit + 1, name: r.name}
 }
 
 // Next returns the next message. A line that cannot be used gives a
