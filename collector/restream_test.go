@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
-	"github.com/sentinel-top/sentinel-top/internal/wsstream"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // TestCollectorOfCollectors: two collectors each dial half of the agents
@@ -32,7 +33,7 @@ func TestCollectorOfCollectors(t *testing.T) {
 		for _, fa := range agents[2*half : 2*half+2] {
 			targets = append(targets, Target{Name: fa.addr, URL: "ws://" + fa.addr + DefaultStreamPath})
 		}
-		srv := c.Restream(wsstream.Options{})
+		srv := c.Restream(RestreamOptions{})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -81,5 +82,69 @@ func TestCollectorOfCollectors(t *testing.T) {
 	snap := top.Publish()
 	if snap.Instances != 4 || snap.Apps != 1 {
 		t.Fatalf("top collector sees %d instances in %d apps", snap.Instances, snap.Apps)
+	}
+}
+
+// TestRestreamBacklogBoundedInBytes: a burst of large buckets messages, all
+// accepted within a second (so neither the minute nor the frame count cuts
+// them), leaves the re-served backlog under its byte bound, holding encoded
+// frames only, and a new reader receives at most that much history.
+func TestRestreamBacklogBoundedInBytes(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(t0ms + 1000))
+	c := New(Options{Clock: clock})
+	const bound = 2 << 20
+	c.Restream(RestreamOptions{BacklogBytes: bound})
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("GET:http://hostile/%0200d", i)
+	}
+	var published int
+	for i := 0; i < 300; i++ {
+		instance := fmt.Sprintf("hostile-%d", i)
+		c.Ingest("burst", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: instance}, App: "burst", StartedAt: t0ms, BucketMs: 500})
+		b := &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: instance}, BucketMs: 500}
+		for _, n := range names {
+			b.Items = append(b.Items, wire.NewBucketItem(n, t0ms, core.Metrics{Pass: 1, Complete: 1}, true))
+		}
+		if !c.Ingest("burst", b) {
+			t.Fatalf("buckets of %s refused", instance)
+		}
+		published += len(wire.AppendBuckets(nil, b))
+	}
+	rs := c.restream
+	var held, frames int
+	rs.srv.Locked(func() {
+		for _, h := range rs.backlog {
+			held += len(h.f.Data)
+			frames++
+			if h.f.Msg != nil {
+				t.Errorf("a backlog frame keeps its decoded message")
+			}
+		}
+		if rs.bytes != int64(held+frames*heldOverhead) {
+			t.Errorf("backlog accounts %d bytes, holds %d in %d frames", rs.bytes, held, frames)
+		}
+	})
+	t.Logf("%d KiB accepted in a burst; the backlog keeps the newest %d frames, %d KiB", published>>10, frames, held>>10)
+	if published < 4*bound || rs.bytes > bound || frames == 0 {
+		t.Fatalf("backlog of %d bytes in %d frames after %d bytes published, bound %d", rs.bytes, frames, published, bound)
+	}
+	sub, err := rs.srv.Subscribe(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var history int
+	for {
+		data, ok := sub.Next()
+		if !ok {
+			break
+		}
+		if strings.Contains(string(data[:min(len(data), 64)]), `"kind":"buckets"`) {
+			history += len(data)
+		}
+	}
+	if history == 0 || history > bound {
+		t.Fatalf("a new reader receives %d bytes of buckets history, bound %d", history, bound)
 	}
 }

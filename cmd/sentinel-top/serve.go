@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
@@ -47,6 +48,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	certFile := fs.String("tls-cert", "", "TLS certificate (PEM) to serve https/wss")
 	keyFile := fs.String("tls-key", "", "TLS private key (PEM)")
 	maxReaders := fs.Int("max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
+	backlog := int64(collector.DefaultRestreamBacklogBytes)
+	fs.Func("max-stream-backlog", "most buckets history kept for new /sentinel/stream readers, e.g. 64MiB (default 64MiB); over it, the oldest goes first", func(v string) error {
+		n, err := parseBytes(v)
+		backlog = n
+		return err
+	})
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -78,7 +85,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitRuntime
 	}
-	stream := s.c.Restream(wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders})
+	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders},
+		BacklogBytes: backlog})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.c.PrometheusCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
