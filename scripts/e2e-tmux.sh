@@ -130,11 +130,17 @@ wait_gone "/user/info    "
 keys Escape
 wait_for "/user/info    "
 
-# the first alert's resource in detail, and back
-keys "a" Enter
+# the worst row (selected from the start) in detail, and back
+keys Enter
 wait_for "TIMELINE" "order-1" "order-2" "transitions in range" "PASS/S and BLOCK/S"
 keys PageDown PageDown
 wait_for "RULES" "FINDINGS"
+keys Escape
+wait_for "BREAKERS" "ALERTS"
+
+# the first alert opens the detail on its finding, its whole text in sight
+keys "a" Enter
+wait_for "▸ !! CRIT sawtooth" "advice: retryTimeoutMs" "span"
 keys Escape
 wait_for "BREAKERS" "ALERTS"
 
@@ -156,6 +162,18 @@ wait_for "need 60x15"
 tmux -L "$sock" resize-window -t e2e -x 120 -y 40
 wait_for "BREAKERS"
 
+keys "q"
+wait_for "EXIT=0"
+
+# A target that refuses connections: the header counts it down and names
+# it, the empty table says why, and the targets screen (t) says refused.
+# Port 1 on loopback: nothing listens there.
+run_pane "$bin --targets 127.0.0.1:1"
+wait_for "targets 0/1 up" "✖ 1 down: 127.0.0.1:1" "no target is up, 1 down: 127.0.0.1:1: refused"
+keys "t"
+wait_for "TARGETS  0/1 up · ✖ 1 down" "refused: nothing listens on 127.0.0.1:1 (connection refused)" "reconnect"
+keys Escape
+wait_gone "TARGETS  0/1 up"
 keys "q"
 wait_for "EXIT=0"
 

@@ -2,19 +2,24 @@
 // for circuit breakers.
 //
 // It reads data only through a Source (a *collector.Collector in the
-// binary): the latest Snapshot on every tick, and a Detail of one resource,
-// fetched in a command while the detail screen is open. Rendering is pure:
+// binary): the latest Snapshot on every tick, and Details, fetched in
+// commands: one resource's while the detail screen is open, and those of
+// the rows in sight for the TREND column while the main screen is (at most
+// once per second of data). Rendering is pure:
 // View never does I/O and renders a new frame only when the snapshot, the
 // terminal size or the user changed something, so an idle dashboard costs a
 // tick and nothing else.
 //
 // Screens:
 //
-//   - main: a status bar (targets up/down or the replayed file; LIVE,
-//     REPLAY ×speed, PAUSED, FROZEN; clock; time range), the resource table
-//     (rates, ratios, p99, breakers per state "✖3 ◐1 ●4", trend), the
-//     alerts panel (findings by severity) and the key hints;
-//   - detail (enter on a resource or an alert): per-instance timeline bands
+//   - main: a status bar (targets up and down, naming those down, or the
+//     replayed file; REC; LIVE, REPLAY ×speed, PAUSED, FROZEN; clock; time
+//     range), the resource table (rates, ratios and p99, "–" where nothing
+//     completed, breakers per state "✖3 ◐1 ●4", pass/s over the time
+//     range), sorted worst first (a breaker OPEN is at least a warning),
+//     the alerts panel (findings by severity) and the key hints;
+//   - detail (enter on a resource; on an alert, opened on its finding):
+//     per-instance timeline bands
 //     with the exact transitions of the selected instance, charts of pass and
 //     block per second, of the slow or error ratio against the rule's
 //     threshold and of p99 against maxAllowedRtMs, each instance's rules with
@@ -25,18 +30,26 @@
 //     long since its last message;
 //   - help (?): every key binding, generated from the keymap, and the glyphs.
 //
+// Time is drawn on grids anchored to absolute time (grid.go): cell k of a
+// step covers [k*step, (k+1)*step), so the past keeps its shape as time
+// goes on. A band's cell shows the worst state the breaker held in it, and
+// nothing before the first state seen; the findings' evidence reuses the
+// timeline's bands. No data is never drawn as 0: "–" in the table, blank
+// in the TREND, gaps in the charts.
+//
 // Every state has a glyph and a word (● CLOSED, ◐ HALF, ✖ OPEN), so the
 // dashboard reads the same without colour (NO_COLOR, Options.NoColor).
 // Every name from the network (apps, resources, instances, targets,
 // versions) is sanitized before it reaches the terminal: escape sequences,
 // control and format characters and bidi overrides are shown as \xNN or
-// \uNNNN, and long names are elided in the middle.
+// \uNNNN, and long names are elided in the middle (a URL keeps its host
+// and its path's tail).
 //
 // The four screens implement one small interface, screen (screen.go):
 // Update(msg) (screen, tea.Cmd), View, SetSize, Keys (the help.KeyMap the
 // screen offers, which writes its footer's hints), Footer and Modal. The
 // Model draws the status bar, takes the keys that apply everywhere (quit,
-// help, freeze, zoom, replay) and routes the others to the active screen,
+// help, targets, freeze, zoom, replay) and routes the others to the active screen,
 // which answers with the screen to show next: mainScreen (mainscreen.go),
 // detailScreen (detailscreen.go, which also fetches the Detail),
 // targetsScreen (targets.go) and helpScreen (help.go), the last two over

@@ -253,3 +253,31 @@ func TestTooSmall(t *testing.T) {
 		t.Errorf("60x15 does not show the dashboard:\n%s", s)
 	}
 }
+
+// TestHeaderSaysRecording: REC while a recording goes on; once it failed,
+// REC FAILED and the reason at once.
+func TestHeaderSaysRecording(t *testing.T) {
+	src := goldenSource()
+	s := testSnapshot()
+	s.Recording = true
+	src.set(s)
+	m := newTestModel(src, 120, 40)
+	head := strings.Split(screenText(m), "\n")
+	if !strings.Contains(head[0], "● REC   LIVE") || strings.Contains(head[0], "FAILED") {
+		t.Errorf("recording: %q", head[0])
+	}
+	failed := testSnapshot()
+	failed.Seq++
+	failed.Recording, failed.RecordError = true, "write incident.ndjson.gz: no space left on device"
+	src.set(failed)
+	send(m, tickMsg{})
+	head = strings.Split(screenText(m), "\n")
+	if !strings.Contains(head[0], "✖ REC FAILED   LIVE") || !strings.Contains(head[1], "recording stopped: write incident.ndjson.gz: no space left on device") {
+		t.Errorf("recording failed:\n%s\n%s", head[0], head[1])
+	}
+	s = testSnapshot()
+	src.set(s)
+	if m = newTestModel(src, 120, 40); strings.Contains(screenText(m), "REC") {
+		t.Errorf("REC without a recording:\n%s", screenText(m))
+	}
+}
