@@ -33,5 +33,4 @@ func ExampleNewReplay() {
 	// Output:
 	// 0 live instances, 2 resources
 	// warning sawtooth GET:http://member-service/api/user/info
-	// info rule-advice GET:http://member-service/api/user/info
 }

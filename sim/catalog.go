@@ -28,6 +28,7 @@ func Catalog() []*Scenario {
 		SharedResourceName(),
 		RealOutage(),
 		HealthyBaseline(),
+		OutageErrorRamp(), OutageDBSlow(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {
@@ -148,7 +149,13 @@ func PriceFalseTrip() *Scenario {
 		}),
 		Expect: []Expect{
 			{Kind: "low-confidence-trip", Severity: "warning", App: "gateway", Resource: priceRes},
-			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: priceRes},
+			// Healthy calls' p99 is at most 100 ms: maxAllowedRtMs 200 fits;
+			// the minimum and the 1 s window (11.1 calls) do not.
+			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: priceRes,
+				Instances: names("gateway", 4), Facts: map[string]any{
+					"qps": 11.1, "windowRequests": 11.1, "minRequestSeconds": 0.45, "p99Ms": 100, "rtOverP99": 2,
+					"suggest": map[string]any{"minRequestAmount": 20, "statIntervalMs": 2000, "maxAllowedRtMs": nil},
+				}},
 		},
 	}
 }
@@ -191,7 +198,13 @@ func GrayColdStart() *Scenario {
 		}),
 		Expect: []Expect{
 			{Kind: "low-confidence-trip", Severity: "warning", App: "order", Resource: grayRes},
-			{Kind: "rule-advice", Severity: "info", App: "order", Resource: grayRes},
+			// The handshakes are left out with the trips' windows: healthy
+			// calls' p99 is at most 200 ms, under half of maxAllowedRtMs 1000.
+			{Kind: "rule-advice", Severity: "info", App: "order", Resource: grayRes,
+				Instances: names("order", 3), Facts: map[string]any{
+					"qps": 4, "windowRequests": 40, "minRequestSeconds": 1.25, "p99Ms": 200, "rtOverP99": 5,
+					"suggest": map[string]any{"minRequestAmount": 20, "statIntervalMs": nil, "maxAllowedRtMs": nil},
+				}},
 		},
 	}
 }
@@ -231,7 +244,14 @@ func SawtoothDBSlow() *Scenario {
 			}, nil)
 		}),
 		Expect: []Expect{
-			{Kind: "sawtooth", Severity: "warning", App: "order", Resource: memberRes},
+			// Probes of over 2 s against maxAllowedRtMs 500: the database
+			// is still slow, so the retry timeout is what to change. No
+			// rule-advice: the healthy p99 (at most 100 ms) fits the rule.
+			{Kind: "sawtooth", Severity: "warning", App: "order", Resource: memberRes,
+				Instances: names("order", 2), Facts: map[string]any{
+					"count": 9, "periodMs": 12269, "probeRtMs": 2252,
+					"suggest": map[string]any{"retryTimeoutMs": 30000, "maxAllowedRtMs": nil},
+				}},
 		},
 	}
 }
@@ -280,7 +300,8 @@ func RecoveryHerd() *Scenario {
 		}),
 		Expect: []Expect{
 			{Kind: "sync-half-open", Severity: "warning", App: "gateway", Resource: herdRes},
-			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: herdRes},
+			// No rule-advice: the 2 s timeouts are outages, and the healthy
+			// p99 (at most 200 ms) fits maxAllowedRtMs 500.
 		},
 	}
 }

@@ -99,6 +99,12 @@ type Expect struct {
 	Severity string `json:"severity"`
 	App      string `json:"app"`
 	Resource string `json:"resource"`
+	// Instances, when set, are the finding's instances exactly.
+	Instances []string `json:"instances,omitempty"`
+	// Facts, when set, are values the finding's own fields must have, by
+	// their JSON names in findings-v1 ("count", "suggest", ...); a value
+	// that is an object is compared key by key.
+	Facts map[string]any `json:"facts,omitempty"`
 }
 
 // ErrScenario is wrapped by every error about an unusable scenario.

@@ -7,70 +7,126 @@ import (
 )
 
 // The rule-advice detector: ratio breakers whose settings do not fit the
-// traffic seen.
+// healthy traffic seen.
 
-// rule-advice: for every app and resource with a slow-ratio breaker (on
-// each instance, its breaker with the smallest maxAllowedRtMs, as the wire's
-// slow count uses), the instances running it that passed traffic are judged
-// together. qps is the median over those instances of each one's median QPS
-// (its buckets' pass counts, silences between buckets up to a minute counted
-// as idle buckets); windowRequests is qps x statIntervalMs / 1000; p99Ms is
-// the p99 of all their rtHist counts pooled (0 without histograms);
-// rtOverP99 is maxAllowedRtMs / p99Ms. The rule judged is that of the first
-// instance by name. It fires when minRequestAmount < 20, windowRequests < 20
-// or maxAllowedRtMs < 2 x p99Ms, and is always info.
+// adviceJudgment is one instance's ratio breaker judged against its series.
+type adviceJudgment struct {
+	in     *instState
+	rule   *core.BreakerRule // in the instance's rules, never modified
+	qps    float64
+	p99    int64 // healthy, slow-ratio rules only; 0 without one
+	window bool  // fewer than AdviceMinRequests requests in a window
+	rt     bool  // maxAllowedRtMs under AdviceRtFactor x the healthy p99
+}
+
+// judgeAdvice judges the instance's ratio breakers of the series' resource,
+// in their canonical order, and returns the first that does not fit.
+func judgeAdvice(in *instState, s *series) (j adviceJudgment, fires bool) {
+	rr := in.rules[s.resource]
+	if rr == nil || !s.traffic {
+		return j, false
+	}
+	qps := s.qps()
+	p99, hasP99 := s.healthyP99()
+	for i := range rr.breakers {
+		r := &rr.breakers[i]
+		if !r.Strategy.IsRatio() {
+			continue
+		}
+		j = adviceJudgment{in: in, rule: r, qps: qps}
+		j.window = qps*float64(r.StatIntervalMs)/1000 < AdviceMinRequests
+		if r.Strategy == core.SlowRequestRatio {
+			if hasP99 {
+				j.p99 = p99
+				j.rt = r.MaxAllowedRtMs < uint64(AdviceRtFactor*p99)
+			}
+			j.rt = j.rt || ratioAsRt(*r)
+		}
+		if r.MinRequestAmount < AdviceMinRequests || j.window || j.rt {
+			return j, true
+		}
+	}
+	return j, false
+}
+
+// ratioAsRt reports whether a slow-ratio rule's maxAllowedRtMs is a ratio
+// typed where a response time belongs: Java rounds count 0.5 to 1 ms.
+func ratioAsRt(r core.BreakerRule) bool {
+	return r.Strategy == core.SlowRequestRatio && r.MaxAllowedRtMs <= 1
+}
+
+// rule-advice: every instance's ratio breakers of a resource are judged
+// against that instance's traffic (the first of them in canonical order
+// that does not fit counts); the instances where one does not fit are
+// merged into one finding per app and resource, quoting the rule of the
+// first of them by name. qps is the median of their QPS (series.qps: the
+// mean offered load, as low-confidence-trip takes it), windowRequests qps x
+// statIntervalMs / 1000, minRequestSeconds minRequestAmount / qps, p99Ms
+// the highest of their healthy p99s (slow-ratio only, absent without one:
+// the RT a rule must allow on all of them) and rtOverP99 maxAllowedRtMs /
+// p99Ms. It fires when
+// minRequestAmount < AdviceMinRequests, windowRequests <
+// AdviceMinRequests, or (slow-ratio) maxAllowedRtMs < AdviceRtFactor x the
+// healthy p99 or at most 1 ms; it suggests minRequestAmount
+// AdviceMinRequests, the statIntervalMs (whole seconds) that holds
+// AdviceMinRequests requests at qps, and maxAllowedRtMs AdviceRtFactor x
+// p99Ms, each where it does not fit. Always info.
 func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
 	type acc struct {
-		ar       *appRes
-		insts    []*instState
-		qps      []float64
-		rt       [core.HistogramSlots]int64
-		rtMax    int64
-		hasHist  bool
-		from, to int64
-		rule     core.BreakerRule
-		ruleOf   *instState
+		ar         *appRes
+		first      adviceJudgment // of the first instance by name
+		insts      []*instState
+		qps        []float64
+		p99        int64
+		window, rt bool
+		from, to   int64
 	}
 	byAR := map[*appRes]*acc{}
 	var order []*acc
 	for _, in := range e.instList {
-		for _, sr := range in.slow {
-			s := in.series[sr.resource]
-			if s == nil || !s.traffic {
+		for _, s := range in.seriesList {
+			j, fires := judgeAdvice(in, s)
+			if !fires {
 				continue
 			}
 			a := byAR[s.ar]
 			if a == nil {
-				a = &acc{ar: s.ar, from: math.MaxInt64}
+				a = &acc{ar: s.ar, first: j, from: math.MaxInt64}
 				byAR[s.ar] = a
 				order = append(order, a)
 			}
-			a.insts = append(a.insts, in)
-			a.qps = append(a.qps, s.pass.median()*1000/float64(s.bucketMs))
-			for i, c := range s.rt {
-				a.rt[i] += c
+			if in.name < a.first.in.name {
+				a.first = j
 			}
-			a.rtMax = max(a.rtMax, s.rtMax)
-			a.hasHist = a.hasHist || s.hasHist
+			a.insts, a.qps = append(a.insts, in), append(a.qps, j.qps)
+			a.p99 = max(a.p99, j.p99)
+			a.window, a.rt = a.window || j.window, a.rt || j.rt
 			a.from, a.to = min(a.from, s.firstAt), max(a.to, s.endAt)
-			if a.ruleOf == nil || in.name < a.ruleOf.name {
-				a.rule, a.ruleOf = sr.rule, in
-			}
 		}
 	}
 	for _, a := range order {
-		r := a.rule
-		qps := round(medianOf(a.qps), 1)
-		x := &RuleAdviceFacts{QPS: qps, WindowRequests: round(qps*float64(r.StatIntervalMs)/1000, 1), Rule: r}
-		if a.hasHist {
-			x.P99Ms = core.HistogramQuantile(&a.rt, 0.99, a.rtMax)
+		r, qps := *a.first.rule, medianOf(a.qps)
+		x := &RuleAdviceFacts{Rule: r, P99Ms: a.p99}
+		// The numbers derive from the QPS shown, so that they can be checked.
+		x.QPS = round(qps, 1)
+		if x.QPS > 0 {
+			qps = x.QPS
 		}
+		x.WindowRequests = round(qps*float64(r.StatIntervalMs)/1000, 1)
+		x.MinRequestSeconds = round(float64(r.MinRequestAmount)/qps, 2)
 		if x.P99Ms > 0 {
 			x.RtOverP99 = round(float64(r.MaxAllowedRtMs)/float64(x.P99Ms), 2)
 		}
-		if r.MinRequestAmount >= AdviceMinRequests && x.WindowRequests >= AdviceMinRequests &&
-			(x.P99Ms == 0 || r.MaxAllowedRtMs >= uint64(AdviceRtFactor*x.P99Ms)) {
-			continue
+		if r.MinRequestAmount < AdviceMinRequests {
+			x.Suggest.MinRequestAmount = AdviceMinRequests
+		}
+		if need := int64(0); a.window {
+			if need = adviceInterval(qps); need > int64(r.StatIntervalMs) {
+				x.Suggest.StatIntervalMs = uint32(min(need, math.MaxUint32))
+			}
+		}
+		if a.rt && x.P99Ms > 0 {
+			x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * x.P99Ms)
 		}
 		insts := sortInsts(a.insts)
 		f := Finding{
@@ -88,4 +144,65 @@ func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
 // AdviceMinRequests requests at qps.
 func adviceInterval(qps float64) int64 {
 	return int64(math.Ceil(AdviceMinRequests*1000/qps/1000)) * 1000
+}
+
+// RuleAdviceFacts: a ratio breaker's settings against the healthy traffic
+// of the instances it does not fit.
+type RuleAdviceFacts struct {
+	// QPS is the median of the instances' mean offered loads;
+	// WindowRequests the requests it puts in one statistic window;
+	// MinRequestSeconds the seconds of it minRequestAmount takes.
+	QPS               float64 `json:"qps"`
+	WindowRequests    float64 `json:"windowRequests"`
+	MinRequestSeconds float64 `json:"minRequestSeconds"`
+	// P99Ms is the highest healthy p99 among the instances (the upper
+	// bound of its histogram slot), 0 (left out) without one or for an
+	// error-ratio rule; RtOverP99 is maxAllowedRtMs / P99Ms.
+	P99Ms     int64   `json:"p99Ms,omitempty"`
+	RtOverP99 float64 `json:"rtOverP99,omitempty"`
+	// Suggest is the rule values the advice proposes; left out when it
+	// proposes none (maxAllowedRtMs 1 without a healthy p99).
+	Suggest RuleAdviceSuggest `json:"suggest,omitzero"`
+	// Rule is the rule judged.
+	Rule core.BreakerRule `json:"-"`
+}
+
+// RuleAdviceSuggest is rule-advice's suggest: the fields whose values do
+// not fit, with the rule's JSON names; the others are 0 (left out).
+type RuleAdviceSuggest struct {
+	MinRequestAmount uint64 `json:"minRequestAmount,omitempty"`
+	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
+	MaxAllowedRtMs   uint64 `json:"maxAllowedRtMs,omitempty"`
+}
+
+// Kind is KindRuleAdvice.
+func (*RuleAdviceFacts) Kind() Kind { return KindRuleAdvice }
+
+// Evidence lists the traffic, the healthy response times and the values
+// proposed.
+func (f *RuleAdviceFacts) Evidence() []Fact {
+	out := []Fact{
+		text("QPS", fmtFloat(f.QPS, 1)+" (mean offered load, median instance)"),
+		text("Window requests", fmtFloat(f.WindowRequests, 1)),
+		text("minRequestAmount", fmtFloat(f.MinRequestSeconds, 2)+" s of traffic"),
+	}
+	if f.P99Ms > 0 {
+		out = append(out,
+			text("Healthy p99", "at most "+itoa(f.P99Ms)+" ms"),
+			text("maxAllowedRtMs / p99", fmtFloat(f.RtOverP99, 2)))
+	}
+	var proposed []string
+	if s := f.Suggest; s.MinRequestAmount > 0 {
+		proposed = append(proposed, "minRequestAmount "+itoa(int64(s.MinRequestAmount)))
+	}
+	if s := f.Suggest; s.StatIntervalMs > 0 {
+		proposed = append(proposed, "statIntervalMs "+itoa(int64(s.StatIntervalMs)))
+	}
+	if s := f.Suggest; s.MaxAllowedRtMs > 0 {
+		proposed = append(proposed, "maxAllowedRtMs "+itoa(int64(s.MaxAllowedRtMs)))
+	}
+	if len(proposed) > 0 {
+		out = append(out, text("Proposed", joinAnd(proposed)))
+	}
+	return out
 }

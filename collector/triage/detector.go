@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // A detector finds one kind of pattern. Each lives in its own file
@@ -34,7 +36,7 @@ var detectors = [...]detector{
 // Findings returns the findings of everything fed so far, judged at now (the
 // end of the input for a report, the current time when live), in report
 // order: severity, critical first, then From, then kind, app and resource.
-// Its cost grows with the number of findings and of slow-ratio rules, not
+// Its cost grows with the number of findings and of series, not
 // with the history fed. The result belongs to the caller.
 func (e *Engine) Findings(now int64) []Finding {
 	e.mu.Lock()
@@ -157,15 +159,15 @@ func (e *Engine) timelines(insts []*instState, resource string, from, to int64, 
 	return out
 }
 
-// ruleRetry is the retryTimeoutMs of the instance's breaker for a resource
-// and rule id, 0 if unknown.
-func ruleRetry(in *instState, resource, ruleID string) uint32 {
+// breakerRule is the instance's breaker rule for a resource and rule id
+// (its first one when the id is empty); ok is false if it has none.
+func breakerRule(in *instState, resource, ruleID string) (r core.BreakerRule, ok bool) {
 	if rr := in.rules[resource]; rr != nil {
 		for _, b := range rr.breakers {
 			if b.ID == ruleID || ruleID == "" {
-				return b.RetryTimeoutMs
+				return b, true
 			}
 		}
 	}
-	return 0
+	return r, false
 }

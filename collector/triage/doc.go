@@ -5,9 +5,11 @@
 //
 // An Engine is fed wire-level facts in time order — Hello, Rules, Bucket,
 // Transition and Bye, one call per wire message or bucket item — and keeps a
-// bounded state per instance and resource: counters, a small histogram, the
+// bounded state per instance and resource: counters, the histogram of its
+// healthy traffic and the buckets held back for it (see healthy.go), the
 // current run of failed probes, the last 64 transitions and the last 32
-// OPEN->OPEN spacings of each breaker. Findings(now) assembles the findings
+// OPEN->OPEN spacings and failed probes' response times of each breaker.
+// Findings(now) assembles the findings
 // from that state; it never rescans history. Feeding a bucket or a
 // transition does not allocate once its instance and resource are known.
 // The engine keeps every instance and resource it is told about: bounding
@@ -58,8 +60,9 @@
 // sawtooth: From is the trip that started the first run of 3 or more failed
 // probes, To its latest failed probe; periodMs is the median of the
 // OPEN->OPEN spacings (the trip to the first failed probe included) of the
-// qualifying runs; the outage in the advice is the longest such run, from
-// its trip to its last failed probe.
+// qualifying runs, probeRtMs the median response time of their failed
+// probes; the outage in the advice is the longest such run, from its trip to
+// its last failed probe, and the rule judged is that run's breaker's.
 //
 // sync-half-open: entries are clustered from the first one: an entry joins
 // the current cluster if the cluster would still span 1000 ms or less; an
@@ -85,15 +88,13 @@
 // first of its apps by name; an app reports a resource when one of its
 // instances sends buckets or transitions for it.
 //
-// rule-advice: the slow-ratio breaker judged on an instance is its one with
-// the smallest maxAllowedRtMs (the one the wire's slow count uses); the
-// instances of the app that run one for the resource and passed traffic are
-// judged together, with the rule of the first of them by name. qps is the
-// median over those instances of each one's median QPS (the median of its
-// buckets' offered counts (pass + block) per second, silences of up to a minute between
-// buckets counted as idle buckets; kept in a fixed-size histogram, exact
-// under 32 entries per bucket and within 12.5 % above); windowRequests is
-// qps x statIntervalMs / 1000; p99Ms is the p99 of their rtHist counts
-// pooled (0 without histograms, and then not judged); rtOverP99 is
-// maxAllowedRtMs / p99Ms. From and To bound the buckets with traffic.
+// rule-advice: each instance's ratio breakers of a resource are judged on
+// that instance's traffic, the first in the rules' canonical order that
+// does not fit counting; the instances where one does not fit are merged,
+// with the rule of the first of them by name. qps is the median of their
+// mean offered loads (series.qps), rounded to 0.1, and windowRequests,
+// minRequestSeconds and the statIntervalMs suggested derive from that
+// rounded value; p99Ms is the highest of their healthy p99s, so that the
+// maxAllowedRtMs suggested fits every one. From and To bound the buckets
+// with traffic.
 package triage

@@ -119,7 +119,6 @@ type instState struct {
 	hasRules bool
 	version  string
 	rules    map[string]*resRules
-	slow     []slowRef // slow-ratio breakers, by resource
 	ruleHist ruleHistory
 
 	series     map[string]*series
@@ -246,6 +245,7 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 			for _, b := range s.breakers {
 				b.restart()
 			}
+			s.hz.close(startedAt)
 		}
 	}
 	in.helloSeen = true
@@ -387,6 +387,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		e.res[r.name] = r
 	}
 	s := &series{inst: in, resource: ar.resource, ar: ar, res: r}
+	s.setHold()
 	in.series[s.resource] = s
 	in.seriesList = append(in.seriesList, s)
 	if in.attached {
@@ -421,27 +422,19 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	offered := pass + max(b.Block, 0)
 	switch {
 	case s.bucketMs != bm:
-		s.pass = passHist{} // a new bucket length: rates start over
 		s.bucketMs = bm
+		s.setHold()
 	case s.hasBucket:
 		// Buckets are sent only for active resources: a short silence is idle
 		// traffic, a long one an instance that was away.
 		if gap := b.Start - s.lastStart; gap > bm && gap <= maxGapFillMs {
-			s.pass.add(0, uint64(gap/bm-1))
 			s.reportedMs += gap - bm // idle between reports, not away
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start
-	s.pass.add(offered, 1)
 	s.offered += offered
 	s.reportedMs += bm
-	if b.HasHist {
-		s.hasHist = true
-		for i, c := range b.RtHist {
-			s.rt[i] += max(c, 0)
-		}
-	}
-	s.rtMax = max(s.rtMax, b.RtMax)
+	s.hz.bucket(b.Start, end, &b)
 	s.res.last = max(s.res.last, end)
 	e.inertBucket(s, b.Start, bm, b.Complete, offered)
 	if pass == 0 {
@@ -468,7 +461,9 @@ func (e *Engine) Transition(instance string, t core.Transition) {
 	s := e.seriesFor(in, t.Resource, t.AtMs)
 	s.res.last = max(s.res.last, t.AtMs)
 	b := s.breaker(t.RuleID)
+	wasOpen := s.open()
 	b.state = t.To
+	s.healthyTransition(b, &t, wasOpen)
 	b.record(t.AtMs, t.From, t.To)
 	if t.RetryTimeoutMs > 0 {
 		b.retry = t.RetryTimeoutMs
@@ -476,11 +471,11 @@ func (e *Engine) Transition(instance string, t core.Transition) {
 	e.lowConfidence(b, t)
 	switch {
 	case t.To == core.Open && t.From == core.Closed:
-		b.run, b.runStart, b.lastOpen, b.npending = 0, t.AtMs, t.AtMs, 0
+		b.startRun(t.AtMs)
 	case t.To == core.Open && t.From == core.HalfOpen:
-		e.failedProbe(b, t.AtMs)
+		e.failedProbe(b, t.AtMs, t.Probe)
 	case t.To == core.Closed:
-		b.run, b.runStart, b.lastOpen, b.npending = 0, 0, 0, 0
+		b.startRun(0)
 	case t.To == core.HalfOpen:
 		e.halfOpen(s.ar, in, t.AtMs, b.retry)
 	}

@@ -38,6 +38,6 @@ func ExampleEngine() {
 	}
 	// Output:
 	// critical sawtooth order GET:/member/info [order-1]
-	// 6 failed half-open probes in a row, every 10.0 s
-	// retryTimeoutMs 10000 is shorter than the downstream outage (>= 60 s): raise it, or back off exponentially
+	// 6 failed half-open probes in a row, every 10.0 s; each probe took 40 ms
+	// the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)
 }

@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -13,11 +12,6 @@ type resRules struct {
 	breakers []core.BreakerRule
 	flows    []core.FlowRule
 	key      string // canonical content, for comparing instances
-}
-
-type slowRef struct {
-	resource string
-	rule     core.BreakerRule
 }
 
 // Rules records an instance's complete rule set (a wire v1 "rules"
@@ -50,7 +44,6 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		rr := get(f.Resource)
 		rr.flows = append(rr.flows, f)
 	}
-	var slow []slowRef
 	for res, rr := range rules {
 		rr.canonicalize()
 		if k, ok := e.keys[rr.key]; ok {
@@ -63,17 +56,7 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		}
 		e.resNames[res] = struct{}{}
 		e.appRes(a, res) // drift compares every resource with rules
-		best := -1
-		for i, b := range rr.breakers {
-			if b.Strategy == core.SlowRequestRatio && (best < 0 || b.MaxAllowedRtMs < rr.breakers[best].MaxAllowedRtMs) {
-				best = i
-			}
-		}
-		if best >= 0 {
-			slow = append(slow, slowRef{resource: res, rule: rr.breakers[best]})
-		}
 	}
-	slices.SortFunc(slow, func(x, y slowRef) int { return strings.Compare(x.resource, y.resource) })
 
 	var changed map[string]struct{} // resources whose comparison may change; nil: all
 	if in.hasRules && in.attached {
@@ -100,8 +83,11 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		}
 	}
 	e.noteRules(in, ts, version, rules)
-	in.rules, in.hasRules, in.version, in.slow = rules, true, strings.Clone(version), slow
+	in.rules, in.hasRules, in.version = rules, true, strings.Clone(version)
 	e.inertRules(in)
+	for _, s := range in.seriesList {
+		s.setHold() // buckets wait out the rules' statIntervalMs
+	}
 
 	// Traffic of a resource that now has a rule is protected from here on.
 	for r := range rules {

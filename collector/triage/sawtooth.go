@@ -2,6 +2,7 @@ package triage
 
 import (
 	"math"
+	"slices"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -9,13 +10,12 @@ import (
 // The sawtooth detector: runs of failed half-open probes on one breaker
 // (the avalanche restart).
 
-func (b *breaker) addSpacing(d int64) {
-	b.spacings[b.spacingHead] = d
-	b.spacingHead = (b.spacingHead + 1) % spacingLen
-	b.nspacing = min(b.nspacing+1, spacingLen)
-}
+// SawtoothRetryMs is the least retryTimeoutMs a sawtooth's advice proposes
+// when the downstream is still down; each instance gets its own value in
+// [SawtoothRetryMs, 4/3 of it].
+const SawtoothRetryMs = 30_000
 
-func (e *Engine) failedProbe(b *breaker, at int64) {
+func (e *Engine) failedProbe(b *breaker, at int64, p *core.Probe) {
 	b.run++
 	if b.runStart == 0 {
 		b.runStart = at // joined mid-run: the run starts with this probe
@@ -31,12 +31,19 @@ func (e *Engine) failedProbe(b *breaker, at int64) {
 			b.pending[b.npending] = spacing
 			b.npending++
 		}
+		if p != nil {
+			b.pendRt[b.npendRt] = p.RtMs
+			b.npendRt++
+		}
 		return
 	case b.run == SawtoothRun:
 		for _, d := range b.pending[:b.npending] {
-			b.addSpacing(d)
+			b.spacings.add(d)
 		}
-		b.npending = 0
+		for _, rt := range b.pendRt[:b.npendRt] {
+			b.probeRts.add(rt)
+		}
+		b.npending, b.npendRt = 0, 0
 		if !b.listed {
 			b.listed, b.qualFrom = true, b.runStart
 			e.sawtooth = append(e.sawtooth, b)
@@ -44,7 +51,10 @@ func (e *Engine) failedProbe(b *breaker, at int64) {
 		b.qualFrom = min(b.qualFrom, b.runStart)
 	}
 	if spacing >= 0 {
-		b.addSpacing(spacing)
+		b.spacings.add(spacing)
+	}
+	if p != nil {
+		b.probeRts.add(p.RtMs)
 	}
 	b.qualTo = max(b.qualTo, at)
 	b.maxRun = max(b.maxRun, b.run)
@@ -58,10 +68,18 @@ func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state != cor
 
 // sawtooth: count is the longest qualifying run on any instance, periodMs
 // the median of the OPEN->OPEN spacings kept (the last spacingLen per
-// breaker) of qualifying runs, From the start (the trip) of the first
-// qualifying run and To its latest failed probe. It is critical when a
-// breaker is still in a qualifying run (no CLOSED since) on an instance that
-// is still there.
+// breaker) of qualifying runs, probeRtMs the median response time of their
+// failed probes (the last spacingLen per breaker; absent when no probe said
+// it), From the start (the trip) of the first qualifying run and To its
+// latest failed probe. It is critical when a breaker is still in a
+// qualifying run (no CLOSED since) on an instance that is still there.
+//
+// The advice judges the rule of the breaker with the longest run: when it
+// is a slow-ratio rule, the failed probes took under 2 x maxAllowedRtMs and
+// the highest healthy p99 among the instances is above half of
+// maxAllowedRtMs, the probe criterion is too strict (suggest maxAllowedRtMs
+// 2 x that p99); otherwise the downstream is still down (suggest a
+// retryTimeoutMs of at least SawtoothRetryMs, per instance up to 4/3 of it).
 func (e *Engine) sawtoothFindings(now int64, out []Finding) []Finding {
 	byAR := map[*appRes][]*breaker{}
 	var order []*appRes
@@ -78,24 +96,19 @@ func (e *Engine) sawtoothFindings(now int64, out []Finding) []Finding {
 		x := &SawtoothFacts{}
 		f.Facts = x
 		var insts []*instState
-		var spacings []int64
+		var spacings, rts []int64
 		ongoing := false
 		var dur int64 = -1
-		var retry uint32
+		var longest *breaker
 		for _, b := range bs {
 			in := b.s.inst
 			insts = append(insts, in)
-			start := (b.spacingHead - b.nspacing + spacingLen) % spacingLen
-			for i := range b.nspacing {
-				spacings = append(spacings, b.spacings[(start+i)%spacingLen])
-			}
+			spacings = b.spacings.appendTo(spacings)
+			rts = b.probeRts.appendTo(rts)
 			f.From, f.To = min(f.From, b.qualFrom), max(f.To, b.qualTo)
 			x.Count = max(x.Count, b.maxRun)
 			if b.maxRunDur > dur {
-				dur, retry = b.maxRunDur, b.maxRunRetry
-				if retry == 0 {
-					retry = ruleRetry(in, ar.resource, b.ruleID)
-				}
+				dur, longest = b.maxRunDur, b
 			}
 			ongoing = ongoing || (b.ongoing() && e.alive(in, now))
 		}
@@ -103,10 +116,98 @@ func (e *Engine) sawtoothFindings(now int64, out []Finding) []Finding {
 		f.Instances = names(insts)
 		f.Severity = severity(ongoing)
 		x.PeriodMs = medianInt(spacings)
-		x.RetryTimeoutMs, x.OutageMs = retry, max(dur, 0)
+		if len(rts) > 0 {
+			x.ProbesAlike = slices.Min(rts) == slices.Max(rts)
+			m := medianInt(rts)
+			x.ProbeRtMs = &m
+		}
+		x.OutageMs = max(dur, 0)
+		rule, hasRule := breakerRule(longest.s.inst, ar.resource, longest.ruleID)
+		x.RetryTimeoutMs = longest.maxRunRetry
+		if x.RetryTimeoutMs == 0 {
+			x.RetryTimeoutMs = rule.RetryTimeoutMs
+		}
+		p99, ok := highestHealthyP99(insts, ar.resource)
+		maxRt := int64(rule.MaxAllowedRtMs)
+		if hasRule && rule.Strategy == core.SlowRequestRatio && x.ProbeRtMs != nil && *x.ProbeRtMs < 2*maxRt && ok && 2*p99 > maxRt {
+			x.MaxAllowedRtMs, x.P99Ms = rule.MaxAllowedRtMs, p99
+			x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * p99)
+		} else {
+			x.Suggest.RetryTimeoutMs = max(SawtoothRetryMs, x.RetryTimeoutMs)
+		}
 		words(&f)
 		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, func(b *breaker) bool { return b.listed })
 		out = append(out, f)
+	}
+	return out
+}
+
+// highestHealthyP99 is the highest healthy p99 of the instances' series of
+// a resource; ok is false when none has one.
+func highestHealthyP99(insts []*instState, resource string) (p99 int64, ok bool) {
+	for _, in := range insts {
+		if s := in.series[resource]; s != nil {
+			if ms, has := s.healthyP99(); has {
+				p99, ok = max(p99, ms), true
+			}
+		}
+	}
+	return p99, ok
+}
+
+// retrySpreadTo is the top of the per-instance range of retry timeouts
+// starting at from: 4/3 of it, in whole seconds (Java's timeWindow).
+func retrySpreadTo(from uint32) uint32 {
+	return uint32(int64(from) * 4 / 3 / 1000 * 1000)
+}
+
+// SawtoothFacts: a run of failed half-open probes.
+type SawtoothFacts struct {
+	// Count is the longest run of failed probes on any instance.
+	Count int64 `json:"count"`
+	// PeriodMs is the median OPEN->OPEN spacing within runs.
+	PeriodMs int64 `json:"periodMs"`
+	// ProbeRtMs is the median response time of the failed probes, nil when
+	// no probe said it; ProbesAlike tells that they all took that long.
+	ProbeRtMs   *int64 `json:"probeRtMs,omitempty"`
+	ProbesAlike bool   `json:"-"`
+	// Suggest is the rule values the advice proposes: MaxAllowedRtMs when
+	// the probe criterion is too strict, else RetryTimeoutMs.
+	Suggest SawtoothSuggest `json:"suggest"`
+
+	// RetryTimeoutMs is the breaker's retry timeout during the longest run
+	// (0 when unknown), and OutageMs how long that run lasted. When the
+	// probe criterion is too strict, MaxAllowedRtMs is the rule's and
+	// P99Ms the healthy p99 the suggestion comes from.
+	RetryTimeoutMs uint32 `json:"-"`
+	OutageMs       int64  `json:"-"`
+	MaxAllowedRtMs uint64 `json:"-"`
+	P99Ms          int64  `json:"-"`
+}
+
+// SawtoothSuggest is sawtooth's suggest: one of its fields is set.
+type SawtoothSuggest struct {
+	MaxAllowedRtMs uint64 `json:"maxAllowedRtMs,omitempty"`
+	RetryTimeoutMs uint32 `json:"retryTimeoutMs,omitempty"`
+}
+
+// Kind is KindSawtooth.
+func (*SawtoothFacts) Kind() Kind { return KindSawtooth }
+
+// Evidence lists the run, its period, the probes and the values proposed.
+func (f *SawtoothFacts) Evidence() []Fact {
+	out := []Fact{
+		text("Longest run", itoa(f.Count)+" failed probes"),
+		text("Period", itoa(f.PeriodMs)+" ms (median OPEN to OPEN)"),
+	}
+	if f.ProbeRtMs != nil {
+		out = append(out, text("Failed probes", itoa(*f.ProbeRtMs)+" ms (median response time)"))
+	}
+	switch s := f.Suggest; {
+	case s.MaxAllowedRtMs > 0:
+		out = append(out, text("Proposed", "maxAllowedRtMs "+itoa(int64(s.MaxAllowedRtMs))))
+	case s.RetryTimeoutMs > 0:
+		out = append(out, text("Proposed", "retryTimeoutMs "+itoa(int64(s.RetryTimeoutMs))+" to "+itoa(int64(retrySpreadTo(s.RetryTimeoutMs)))+", one per instance"))
 	}
 	return out
 }

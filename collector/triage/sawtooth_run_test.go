@@ -184,45 +184,33 @@ func TestFixtureSawtoothCounts(t *testing.T) {
 // a failed probe, each instance's longest run of them.
 func longestRuns(t *testing.T, name string) map[string]map[string]int64 {
 	t.Helper()
-	rc, err := fixtures.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	type breaker struct{ inst, res, rule string }
-	app := map[string]string{}
-	started := map[string]int64{}
 	runs := map[breaker]int64{}
 	out := map[string]map[string]int64{}
-	for m, err := range wire.NewReader(rc, name).All() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch m := m.(type) {
-		case *wire.Hello:
-			app[m.Instance] = m.App
-			if started[m.Instance] != 0 && m.StartedAt > started[m.Instance] {
-				for b := range runs {
-					if b.inst == m.Instance {
-						runs[b] = 0
-					}
-				}
-			}
-			started[m.Instance] = max(started[m.Instance], m.StartedAt)
-		case *wire.State:
-			b := breaker{m.Instance, m.Resource, m.RuleID}
-			switch {
-			case m.From == core.HalfOpen && m.To == core.Open:
-				runs[b]++
-				ar := app[m.Instance] + " " + m.Resource
-				if out[ar] == nil {
-					out[ar] = map[string]int64{}
-				}
-				out[ar][m.Instance] = max(out[ar][m.Instance], runs[b])
-			case m.To == core.Closed:
+	restart := func(inst string, _ int64) {
+		for b := range runs {
+			if b.inst == inst {
 				runs[b] = 0
 			}
 		}
 	}
+	readFixture(t, name, restart, func(msg wire.Message, app map[string]string) {
+		m, ok := msg.(*wire.State)
+		if !ok {
+			return
+		}
+		b := breaker{m.Instance, m.Resource, m.RuleID}
+		switch {
+		case m.From == core.HalfOpen && m.To == core.Open:
+			runs[b]++
+			ar := app[m.Instance] + " " + m.Resource
+			if out[ar] == nil {
+				out[ar] = map[string]int64{}
+			}
+			out[ar][m.Instance] = max(out[ar][m.Instance], runs[b])
+		case m.To == core.Closed:
+			runs[b] = 0
+		}
+	})
 	return out
 }

@@ -20,13 +20,10 @@ type series struct {
 	bucketMs       int64
 	traffic        bool // some bucket passed entries
 	firstAt, endAt int64
-	pass           passHist
-	rt             [core.HistogramSlots]int64
-	rtMax          int64
-	hasHist        bool
 
 	up  unprot
 	win windows // inert-rule: the most completions its statistic windows held
+	hz  healthy // its healthy traffic (healthy.go)
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of
@@ -67,12 +64,15 @@ type breaker struct {
 	ruleID string
 	state  core.State
 
-	// The current run of failed probes.
+	// The current run of failed probes, and the spacings and probe times of
+	// its first failed probes, kept until it qualifies.
 	run      int64
 	runStart int64 // first OPEN of the run, 0 if not seen
 	lastOpen int64 // latest OPEN of the run, 0 if not seen
 	pending  [SawtoothRun]int64
 	npending int
+	pendRt   [SawtoothRun]int64
+	npendRt  int
 
 	// Qualifying runs (>= SawtoothRun failed probes).
 	listed      bool
@@ -82,9 +82,8 @@ type breaker struct {
 	maxRunDur   int64
 	maxRunRetry uint32
 	retry       uint32
-	spacings    [spacingLen]int64
-	nspacing    int
-	spacingHead int
+	spacings    recent // OPEN->OPEN spacings of qualifying runs
+	probeRts    recent // response times of their failed probes, where told
 
 	ring     [timelineLen]step
 	nring    int
@@ -101,6 +100,7 @@ func (s *series) breaker(ruleID string) *breaker {
 	}
 	b := &breaker{s: s, ruleID: strings.Clone(ruleID)}
 	s.breakers = append(s.breakers, b)
+	s.setHold() // a breaker of unknown rule is held for longest
 	return b
 }
 
@@ -118,8 +118,34 @@ func (b *breaker) steps(f func(step)) {
 	}
 }
 
+// startRun starts a run of failed probes with a trip at at (0: no run).
+func (b *breaker) startRun(at int64) {
+	b.run, b.runStart, b.lastOpen, b.npending, b.npendRt = 0, at, at, 0, 0
+}
+
 // restart is a process restart: the breaker is new, and CLOSED.
 func (b *breaker) restart() {
 	b.state = core.Closed
-	b.run, b.runStart, b.lastOpen, b.npending = 0, 0, 0, 0
+	b.startRun(0)
+}
+
+// recent keeps the last spacingLen values added.
+type recent struct {
+	v       [spacingLen]int64
+	n, head int
+}
+
+func (r *recent) add(x int64) {
+	r.v[r.head] = x
+	r.head = (r.head + 1) % spacingLen
+	r.n = min(r.n+1, spacingLen)
+}
+
+// appendTo appends the values kept, oldest first.
+func (r *recent) appendTo(out []int64) []int64 {
+	start := (r.head - r.n + spacingLen) % spacingLen
+	for i := range r.n {
+		out = append(out, r.v[(start+i)%spacingLen])
+	}
+	return out
 }

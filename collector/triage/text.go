@@ -17,22 +17,7 @@ func words(f *Finding) {
 	n := int64(len(f.Instances))
 	switch x := f.Facts.(type) {
 	case *SawtoothFacts:
-		var sb strings.Builder
-		if n > 1 {
-			fmt.Fprintf(&sb, "up to %d failed half-open probes in a row on %d instances", x.Count, n)
-		} else {
-			fmt.Fprintf(&sb, "%d failed half-open probes in a row", x.Count)
-		}
-		if x.PeriodMs > 0 {
-			fmt.Fprintf(&sb, ", every %s s", fmtFloat(float64(x.PeriodMs)/1000, 1))
-		}
-		f.Summary = sb.String()
-		retry := "retryTimeoutMs"
-		if x.RetryTimeoutMs > 0 {
-			retry = fmt.Sprintf("retryTimeoutMs %d", x.RetryTimeoutMs)
-		}
-		f.Advice = fmt.Sprintf("%s is shorter than the downstream outage (>= %d s): raise it, or back off exponentially",
-			retry, max(x.OutageMs, 0)/1000)
+		f.Summary, f.Advice = sawtoothWords(x, n)
 	case *SyncHalfOpenFacts:
 		f.Summary = fmt.Sprintf("%d instances entered HALF_OPEN within %d ms of each other, on %d occasions", x.MaxSize, x.SpreadMs, x.Count)
 		f.Advice = herdAdvice(x, n)
@@ -146,6 +131,43 @@ func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 	return summary, advice
 }
 
+// sawtoothWords: the run, its period and its probes; and either the
+// probe criterion to relax or the retry timeout to lengthen and spread.
+// Neither Sentinel 1.8 nor sentinel-golang 1.0 can back off, so the advice
+// never says so.
+func sawtoothWords(x *SawtoothFacts, n int64) (summary, advice string) {
+	var sb strings.Builder
+	if n > 1 {
+		fmt.Fprintf(&sb, "up to %d failed half-open probes in a row on %d instances", x.Count, n)
+	} else {
+		fmt.Fprintf(&sb, "%d failed half-open probes in a row", x.Count)
+	}
+	if x.PeriodMs > 0 {
+		fmt.Fprintf(&sb, ", every %s s", fmtFloat(float64(x.PeriodMs)/1000, 1))
+	}
+	if p := x.ProbeRtMs; p != nil && x.ProbesAlike {
+		fmt.Fprintf(&sb, "; each probe took %d ms", *p)
+	} else if p != nil {
+		fmt.Fprintf(&sb, "; the probes took %d ms (median)", *p)
+	}
+	s := x.Suggest
+	if s.MaxAllowedRtMs > 0 && x.ProbeRtMs != nil {
+		return sb.String(), fmt.Sprintf("the probe criterion is too strict: the failed probes took %d ms, under %dx maxAllowedRtMs, and healthy calls' p99 is at most %d ms, so raise maxAllowedRtMs from %d to %d (%dx that p99)",
+			*x.ProbeRtMs, AdviceRtFactor, x.P99Ms, x.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor)
+	}
+	down := fmt.Sprintf("the downstream stayed down for >= %d s", max(x.OutageMs, 0)/1000)
+	spread := fmt.Sprintf("give each instance its own value (%d-%d ms)", s.RetryTimeoutMs, retrySpreadTo(s.RetryTimeoutMs))
+	switch cur := x.RetryTimeoutMs; {
+	case cur == 0:
+		advice = fmt.Sprintf("%s: set retryTimeoutMs to %d and %s", down, s.RetryTimeoutMs, spread)
+	case cur < s.RetryTimeoutMs:
+		advice = fmt.Sprintf("%s: raise retryTimeoutMs from %d to %d and %s", down, cur, s.RetryTimeoutMs, spread)
+	default:
+		advice = fmt.Sprintf("%s: keep retryTimeoutMs at %d and %s", down, cur, spread)
+	}
+	return sb.String(), advice
+}
+
 // driftWords: the split, and the newest version to push again.
 func driftWords(x *RuleDriftFacts, n int64) (summary, advice string) {
 	var on int64
@@ -221,26 +243,33 @@ func inertWords(x *InertRuleFacts) (summary, advice string) {
 	return summary, advice
 }
 
-// adviceWords are rule-advice's clauses: one for each setting that does not
-// fit, each with its fix.
+// adviceWords are rule-advice's clauses: for each setting that does not
+// fit the healthy traffic, why (summary) and the change, from the current
+// value to the proposed one, with its reason (advice).
 func adviceWords(x *RuleAdviceFacts) (summary, advice string) {
-	r := x.Rule
+	r, s := x.Rule, x.Suggest
+	qps := fmtFloat(x.QPS, 1)
 	var why, fix []string
-	if r.MinRequestAmount < AdviceMinRequests {
-		why = append(why, fmt.Sprintf("minRequestAmount %d is under %d", r.MinRequestAmount, AdviceMinRequests))
-		fix = append(fix, fmt.Sprintf("raise minRequestAmount to at least %d", AdviceMinRequests))
-	}
-	if x.WindowRequests < AdviceMinRequests {
-		why = append(why, fmt.Sprintf("a %d ms window holds only %s requests at %s QPS", r.StatIntervalMs, fmtFloat(x.WindowRequests, 1), fmtFloat(x.QPS, 1)))
-		if x.QPS > 0 {
-			fix = append(fix, fmt.Sprintf("lengthen statIntervalMs to at least %d ms", adviceInterval(x.QPS)))
-		} else {
-			fix = append(fix, "use an error-count breaker, as the traffic is too sparse for a ratio")
+	if ratioAsRt(r) {
+		why = append(why, fmt.Sprintf("maxAllowedRtMs %d counts nearly every call as slow", r.MaxAllowedRtMs))
+		to := fmt.Sprintf("a response time in ms (%dx the healthy p99, known after %d healthy calls)", AdviceRtFactor, HealthyMinCompletions)
+		if s.MaxAllowedRtMs > 0 {
+			to = fmt.Sprintf("%d ms (%dx the healthy p99 of at most %d ms)", s.MaxAllowedRtMs, AdviceRtFactor, x.P99Ms)
 		}
+		fix = append(fix, fmt.Sprintf("set maxAllowedRtMs from %d to %s and the ratio in threshold, as %d ms is a ratio typed where a response time belongs (Java rounds count 0.5 to 1)",
+			r.MaxAllowedRtMs, to, r.MaxAllowedRtMs))
 	}
-	if x.P99Ms > 0 && r.MaxAllowedRtMs < uint64(AdviceRtFactor*x.P99Ms) {
-		why = append(why, fmt.Sprintf("maxAllowedRtMs %d is only %sx the p99 response time of %d ms", r.MaxAllowedRtMs, fmtFloat(x.RtOverP99, 2), x.P99Ms))
-		fix = append(fix, fmt.Sprintf("raise maxAllowedRtMs to at least %d ms (%dx p99)", AdviceRtFactor*x.P99Ms, AdviceRtFactor))
+	if s.MinRequestAmount > 0 {
+		why = append(why, fmt.Sprintf("minRequestAmount %d is under %d (%s s of traffic at %s QPS)", r.MinRequestAmount, AdviceMinRequests, fmtFloat(x.MinRequestSeconds, 2), qps))
+		fix = append(fix, fmt.Sprintf("raise minRequestAmount from %d to %d so that no trip rests on fewer than %d calls", r.MinRequestAmount, s.MinRequestAmount, s.MinRequestAmount))
+	}
+	if s.StatIntervalMs > 0 {
+		why = append(why, fmt.Sprintf("a %d ms window holds only %s requests at %s QPS", r.StatIntervalMs, fmtFloat(x.WindowRequests, 1), qps))
+		fix = append(fix, fmt.Sprintf("lengthen statIntervalMs from %d to %d ms so that a window holds %d requests at %s QPS", r.StatIntervalMs, s.StatIntervalMs, AdviceMinRequests, qps))
+	}
+	if s.MaxAllowedRtMs > 0 && !ratioAsRt(r) {
+		why = append(why, fmt.Sprintf("maxAllowedRtMs %d is only %sx the healthy p99 of at most %d ms", r.MaxAllowedRtMs, fmtFloat(x.RtOverP99, 2), x.P99Ms))
+		fix = append(fix, fmt.Sprintf("raise maxAllowedRtMs from %d to %d (%dx the healthy p99) so that healthy calls do not count as slow", r.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor))
 	}
 	return joinAnd(why), joinAnd(fix)
 }

@@ -1,0 +1,197 @@
+package triage
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// adviceTraffic feeds every instance a bucket of 500 ms every everyMs over
+// [t0, t0+durMs), each with pass completions in one rtHist slot.
+func adviceTraffic(e *Engine, insts []string, res string, pass, everyMs, durMs int64, slot int) {
+	for ts := t0; ts < t0+durMs; ts += everyMs {
+		for _, in := range insts {
+			e.Bucket(in, bucketAt(res, ts, hist(pass, slot), 0))
+		}
+	}
+}
+
+// TestRuleAdvice judges one rule on three instances with the same traffic.
+// QPS is the mean offered load over the time reported: pass per 500 ms
+// bucket, so 10 per bucket is 20 QPS; with a bucket every 1000 ms the
+// silent 500 ms between buckets count as idle, so 1 per bucket is 1 QPS
+// (240 over 239.5 s: 1.002, shown 1.0). windowRequests = QPS x
+// statIntervalMs / 1000; minRequestSeconds = minRequestAmount / QPS; the
+// healthy p99 is the upper bound of the one slot used (slot 4: 20 ms,
+// slot 7: 200 ms), given 200 completions or more.
+func TestRuleAdvice(t *testing.T) {
+	const res = "queryPrice"
+	fine := slowRule(res) // minRequestAmount 20, 10 s window, 200 ms
+	with := func(f func(r *core.BreakerRule)) core.BreakerRule { r := fine; f(&r); return r }
+	cases := []struct {
+		name                  string
+		rule                  core.BreakerRule
+		pass, everyMs, durMs  int64
+		slot                  int
+		json, summary, advice string // json "": no finding
+	}{
+		{"a rule that fits", fine, 10, 500, 30000, 4, "", "", ""},
+		// 600 completions at 20 QPS: minRequestAmount 5 is 5 / 20 = 0.25 s.
+		{"minRequestAmount 5", with(func(r *core.BreakerRule) { r.MinRequestAmount = 5 }), 10, 500, 30000, 4,
+			`{"qps":20,"windowRequests":200,"minRequestSeconds":0.25,"p99Ms":20,"rtOverP99":10,"suggest":{"minRequestAmount":20}}`,
+			"minRequestAmount 5 is under 20 (0.25 s of traffic at 20.0 QPS)",
+			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls"},
+		// 5 per bucket is 10 QPS: a 1 s window holds 10; 20 take 2 s.
+		{"a window of too few requests", with(func(r *core.BreakerRule) { r.StatIntervalMs = 1000 }), 5, 500, 30000, 4,
+			`{"qps":10,"windowRequests":10,"minRequestSeconds":2,"p99Ms":20,"rtOverP99":10,"suggest":{"statIntervalMs":2000}}`,
+			"a 1000 ms window holds only 10.0 requests at 10.0 QPS",
+			"lengthen statIntervalMs from 1000 to 2000 ms so that a window holds 20 requests at 10.0 QPS"},
+		// Healthy p99 at most 200 ms: maxAllowedRtMs 200 is 1.00x; 2x is 400.
+		{"maxAllowedRtMs under twice the healthy p99", fine, 10, 500, 30000, 7,
+			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":200,"rtOverP99":1,"suggest":{"maxAllowedRtMs":400}}`,
+			"maxAllowedRtMs 200 is only 1.00x the healthy p99 of at most 200 ms",
+			"raise maxAllowedRtMs from 200 to 400 (2x the healthy p99) so that healthy calls do not count as slow"},
+		// The spec's example of suggest: 1 QPS needs a 20 s window.
+		{"everything at once", with(func(r *core.BreakerRule) { r.MinRequestAmount, r.StatIntervalMs = 5, 1000 }), 1, 1000, 240000, 7,
+			`{"qps":1,"windowRequests":1,"minRequestSeconds":5,"p99Ms":200,"rtOverP99":1,"suggest":{"minRequestAmount":20,"statIntervalMs":20000,"maxAllowedRtMs":400}}`,
+			"minRequestAmount 5 is under 20 (5.00 s of traffic at 1.0 QPS), a 1000 ms window holds only 1.0 requests at 1.0 QPS and maxAllowedRtMs 200 is only 1.00x the healthy p99 of at most 200 ms",
+			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls, lengthen statIntervalMs from 1000 to 20000 ms so that a window holds 20 requests at 1.0 QPS and raise maxAllowedRtMs from 200 to 400 (2x the healthy p99) so that healthy calls do not count as slow"},
+		// Java's count 0.5 rounded: 1 ms. rtOverP99 = 1 / 20 = 0.05.
+		{"maxAllowedRtMs 1: a ratio typed where an RT belongs", with(func(r *core.BreakerRule) { r.MaxAllowedRtMs = 1 }), 10, 500, 30000, 4,
+			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":20,"rtOverP99":0.05,"suggest":{"maxAllowedRtMs":40}}`,
+			"maxAllowedRtMs 1 counts nearly every call as slow",
+			"set maxAllowedRtMs from 1 to 40 ms (2x the healthy p99 of at most 20 ms) and the ratio in threshold, as 1 ms is a ratio typed where a response time belongs (Java rounds count 0.5 to 1)"},
+		// 3 per bucket for 30 s: 180 completions, no healthy p99, and no
+		// value to propose; still called out.
+		{"maxAllowedRtMs 1 without a healthy p99", with(func(r *core.BreakerRule) { r.MaxAllowedRtMs = 1 }), 3, 500, 30000, 4,
+			`{"qps":6,"windowRequests":60,"minRequestSeconds":3.33}`,
+			"maxAllowedRtMs 1 counts nearly every call as slow",
+			"set maxAllowedRtMs from 1 to a response time in ms (2x the healthy p99, known after 200 healthy calls) and the ratio in threshold, as 1 ms is a ratio typed where a response time belongs (Java rounds count 0.5 to 1)"},
+		{"an error-ratio rule has no p99", core.BreakerRule{Resource: res, Strategy: core.ErrorRatio, Threshold: 0.5,
+			MinRequestAmount: 5, StatIntervalMs: 10000, RetryTimeoutMs: 10000}, 10, 500, 30000, 7,
+			`{"qps":20,"windowRequests":200,"minRequestSeconds":0.25,"suggest":{"minRequestAmount":20}}`,
+			"minRequestAmount 5 is under 20 (0.25 s of traffic at 20.0 QPS)",
+			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls"},
+		// 180 completions of at most 200 ms: too few for a p99, so no RT
+		// advice; the rest fits (60 requests per window).
+		{"too few healthy calls for RT advice", fine, 3, 500, 30000, 7, "", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(Config{})
+			insts := fleet(e, "price", 3, t0, "v1", c.rule)
+			adviceTraffic(e, insts, res, c.pass, c.everyMs, c.durMs, c.slot)
+			got := only(t, e.Findings(t0+c.durMs), KindRuleAdvice)
+			if (len(got) == 1) != (c.json != "") {
+				t.Fatalf("got %d findings, want fires=%v: %+v", len(got), c.json != "", got)
+			}
+			if c.json == "" {
+				return
+			}
+			f := got[0]
+			b, err := json.Marshal(f.Facts)
+			if err != nil || string(b) != c.json {
+				t.Errorf("facts %s (%v)\nwant  %s", b, err, c.json)
+			}
+			if f.Summary != c.summary || f.Advice != c.advice {
+				t.Errorf("summary %q\nadvice  %q", f.Summary, f.Advice)
+			}
+			if f.Severity != Info || len(f.Instances) != 3 || f.From != t0 || f.Facts.(*RuleAdviceFacts).Rule != c.rule {
+				t.Errorf("finding %+v", f)
+			}
+		})
+	}
+}
+
+// An outage never turns into RT advice: the rule is judged on the healthy
+// traffic only.
+//
+// Three instances, maxAllowedRtMs 200, 10 calls of at most 20 ms per
+// 500 ms bucket; from 60 s to 90 s every call takes up to 5 s, the
+// breakers trip at 65 s and close at 95 s. Over the whole input, 600 of
+// 2400 calls per instance were slow: a p99 of at most 5000 ms, which would
+// have advised maxAllowedRtMs 10000, a threshold that never sees a 5 s
+// outage. Healthy traffic leaves out 55 s to 95 s: 1600 calls of at most
+// 20 ms, p99 20, and 200 >= 2 x 20 fits.
+func TestRuleAdviceNeverFromAnOutage(t *testing.T) {
+	const res = "db"
+	e := New(Config{})
+	insts := fleet(e, "order", 3, t0, "v1", slowRule(res))
+	hists := func(start int64) [core.HistogramSlots]int64 {
+		if start >= t0+60000 && start < t0+90000 {
+			return hist(10, 11)
+		}
+		return hist(10, 4)
+	}
+	feed(e, insts, res, t0, t0+120000, hists, arrivals(0,
+		trans(res, core.Closed, core.Open, t0+65000),
+		trans(res, core.Open, core.HalfOpen, t0+94990),
+		trans(res, core.HalfOpen, core.Closed, t0+95000)))
+	if got := only(t, e.Findings(t0+120000), KindRuleAdvice); len(got) != 0 {
+		t.Fatalf("advice from an outage: %+v", got)
+	}
+	if n := healthyN(e, "order-1", res); n != 1600 {
+		t.Fatalf("%d healthy completions, want 1600", n)
+	}
+}
+
+// QPS is the median of the mean offered loads of the instances the rule
+// does not fit, and what it suggests derives from the QPS shown.
+//
+// a passes 1 entry every 2 s: 30 buckets, the last starting at 58 s, so it
+// reported 58.5 s (30 x 500 ms of buckets and 29 x 1.5 s of idle between
+// them): 30 / 58.5 = 0.513 QPS. b passes 3 per 500 ms bucket: 6 QPS. c
+// passes 100 per bucket (200 QPS): a 1 s window holds 200, and its rule
+// fits. The median of a and b is (0.513 + 6) / 2 = 3.256, shown 3.3; a 1 s
+// window holds 3.3 requests; 20 need ceil(20 / 3.3) = 7 s; minRequestAmount
+// 20 is 20 / 3.3 = 6.06 s of traffic.
+func TestRuleAdviceQPS(t *testing.T) {
+	const res = "r"
+	r := slowRule(res)
+	r.StatIntervalMs = 1000
+	e := New(Config{})
+	for _, in := range []string{"a", "b", "c"} {
+		e.Hello(in, "app", t0, t0)
+		e.Rules(in, t0, "v1", []core.BreakerRule{r}, nil)
+	}
+	for ts := t0; ts < t0+60000; ts += 2000 {
+		e.Bucket("a", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 1})
+	}
+	for ts := t0; ts < t0+60000; ts += 500 {
+		e.Bucket("b", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 3})
+		e.Bucket("c", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 100})
+	}
+	f := one(t, e.Findings(t0+60000), KindRuleAdvice)
+	x := f.Facts.(*RuleAdviceFacts)
+	want := RuleAdviceFacts{QPS: 3.3, WindowRequests: 3.3, MinRequestSeconds: 6.06, Suggest: RuleAdviceSuggest{StatIntervalMs: 7000}, Rule: r}
+	if *x != want || !reflect.DeepEqual(f.Instances, []string{"a", "b"}) {
+		t.Fatalf("facts %+v on %v\nwant  %+v", *x, f.Instances, want)
+	}
+	// A duplicate bucket is ignored.
+	e.Bucket("b", BucketStat{Resource: res, Start: t0 + 59500, BucketMs: 500, Pass: 1000})
+	if g := one(t, e.Findings(t0+60000), KindRuleAdvice); !reflect.DeepEqual(f, g) {
+		t.Fatalf("a duplicate changed the finding: %+v", g)
+	}
+}
+
+// The finding quotes the highest healthy p99 of its instances: the value
+// that the suggested maxAllowedRtMs must cover on all of them.
+//
+// order-1's calls take at most 100 ms (p99 100: maxAllowedRtMs 150 is
+// under 200), order-2's at most 200 ms (p99 200: under 400): both are
+// judged, and the finding suggests 2 x 200 = 400; rtOverP99 = 150 / 200.
+func TestRuleAdviceHighestHealthyP99(t *testing.T) {
+	const res = "db"
+	r := slowRule(res)
+	r.MaxAllowedRtMs = 150
+	e := New(Config{})
+	fleet(e, "order", 2, t0, "v1", r)
+	adviceTraffic(e, []string{"order-1"}, res, 10, 500, 30000, 6)
+	adviceTraffic(e, []string{"order-2"}, res, 10, 500, 30000, 7)
+	x := one(t, e.Findings(t0+30000), KindRuleAdvice).Facts.(*RuleAdviceFacts)
+	if x.P99Ms != 200 || x.RtOverP99 != 0.75 || x.Suggest != (RuleAdviceSuggest{MaxAllowedRtMs: 400}) {
+		t.Fatalf("facts %+v", *x)
+	}
+}

@@ -1,0 +1,239 @@
+package triage
+
+import (
+	"math"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Healthy traffic (spec/findings-v1.md): the buckets of a series during
+// which every breaker of the resource on that instance was CLOSED, leaving
+// out the statIntervalMs before each CLOSED -> OPEN and every OPEN or
+// HALF_OPEN spell. Advice is computed from it, never from an incident.
+
+const (
+	// HealthyMinCompletions is the fewest healthy completions a healthy p99
+	// rests on: with fewer there is no healthy p99 and no RT advice.
+	HealthyMinCompletions = 200
+	// maxHoldMs bounds how long buckets are held back waiting for a trip: a
+	// statIntervalMs longer than that excludes only the last maxHoldMs
+	// before a trip from buckets already counted.
+	maxHoldMs = 120_000
+)
+
+// healthy is a series' healthy traffic. Buckets arrive interleaved with
+// transitions and roughly in time order, a bucket after its end and a
+// transition at its time: a bucket is held back for holdMs, until no trip
+// can reach back to it any more, and dropped if one does. Held buckets
+// count as healthy until then, as far as the input tells.
+type healthy struct {
+	// holdMs is the longest statIntervalMs of the series' breakers (a
+	// breaker of unknown rule counts maxHoldMs), at most maxHoldMs.
+	holdMs int64
+	// held is a ring of the buckets held back, oldest at head.
+	held     []heldBucket
+	head, nh int
+	// hist and n sum up every healthy bucket, held or released (a dropped
+	// one is taken out again); rtMax is the slowest call of those released.
+	hist  [core.HistogramSlots]int64
+	n     int64
+	rtMax int64
+
+	// The latest excluded span [exFrom, exTo): from statIntervalMs before a
+	// trip to the end of the spell; exTo is math.MaxInt64 while a breaker
+	// is not CLOSED. prevTo is where the span before it ended.
+	hasEx        bool
+	exFrom, exTo int64
+	prevTo       int64
+}
+
+// heldBucket is a bucket held back: when it ends, its calls and its
+// slowest; 32 bits hold a bucket's counts and keep the ring small.
+type heldBucket struct {
+	end   int64
+	n     int32
+	rtMax int32
+	hist  [core.HistogramSlots]int32
+}
+
+// spell reports whether a breaker of the series is not CLOSED.
+func (h *healthy) spell() bool { return h.hasEx && h.exTo == math.MaxInt64 }
+
+// setHold sets how long buckets of bucketMs are held back, keeping those
+// held. It allocates only when the hold grows.
+func (h *healthy) setHold(holdMs, bucketMs int64) {
+	h.holdMs = min(max(holdMs, 0), maxHoldMs)
+	if h.holdMs == 0 || bucketMs <= 0 {
+		return
+	}
+	need := int(h.holdMs/bucketMs) + 2
+	if need <= len(h.held) {
+		return
+	}
+	held := make([]heldBucket, need)
+	for i := range h.nh {
+		held[i] = h.held[(h.head+i)%len(h.held)]
+	}
+	h.held, h.head = held, 0
+}
+
+// bucket takes one bucket of the series over [start, end).
+func (h *healthy) bucket(start, end int64, b *BucketStat) {
+	h.release(end - h.holdMs)
+	if !b.HasHist || h.excluded(start, end) {
+		return
+	}
+	if h.holdMs == 0 || len(h.held) == 0 {
+		for i, c := range b.RtHist {
+			h.hist[i] += max(c, 0)
+			h.n += max(c, 0)
+		}
+		h.rtMax = max(h.rtMax, b.RtMax)
+		return
+	}
+	if h.nh == len(h.held) {
+		h.releaseOldest() // buckets in order never fill it: keep the bound all the same
+	}
+	hb := &h.held[(h.head+h.nh)%len(h.held)]
+	var n int32
+	for i, c := range b.RtHist {
+		c32 := int32(min(max(c, 0), math.MaxInt32/core.HistogramSlots))
+		hb.hist[i] = c32
+		h.hist[i] += int64(c32)
+		n += c32
+	}
+	if n == 0 {
+		return
+	}
+	hb.end, hb.n, hb.rtMax = end, n, int32(min(max(b.RtMax, 0), math.MaxInt32))
+	h.nh++
+	h.n += int64(n)
+}
+
+func (h *healthy) excluded(start, end int64) bool {
+	return h.hasEx && ((end > h.exFrom && start < h.exTo) || start < h.prevTo)
+}
+
+// release counts the held buckets ending at or before until for good.
+func (h *healthy) release(until int64) {
+	for h.nh > 0 && h.held[h.head].end <= until {
+		h.releaseOldest()
+	}
+}
+
+// releaseOldest counts the oldest held bucket for good: its calls are in
+// hist already.
+func (h *healthy) releaseOldest() {
+	h.rtMax = max(h.rtMax, int64(h.held[h.head].rtMax))
+	h.head = (h.head + 1) % len(h.held)
+	h.nh--
+}
+
+// trip excludes from from on, until the spell ends: a breaker tripped (from
+// is statIntervalMs before the trip) or was found not CLOSED. Held buckets
+// ending after from are dropped.
+func (h *healthy) trip(from int64) {
+	switch {
+	case h.spell():
+		h.exFrom = min(h.exFrom, from)
+	case h.hasEx && h.exTo > from: // the windows overlap: one span
+		h.exFrom = min(h.exFrom, from)
+	default:
+		if h.hasEx {
+			h.prevTo = h.exTo
+		}
+		h.exFrom = from
+	}
+	h.hasEx, h.exTo = true, math.MaxInt64
+	for h.nh > 0 {
+		last := (h.head + h.nh - 1) % len(h.held)
+		hb := &h.held[last]
+		if hb.end <= h.exFrom {
+			break
+		}
+		for i, c := range hb.hist {
+			h.hist[i] -= int64(c)
+		}
+		h.n -= int64(hb.n)
+		h.nh--
+	}
+}
+
+// close ends the spell at at: every breaker of the series is CLOSED again.
+func (h *healthy) close(at int64) {
+	if h.spell() {
+		h.exTo = max(at, h.exFrom)
+	}
+}
+
+// healthyP99 is the p99 response time of the series' healthy traffic: the
+// upper bound of the histogram slot it falls in (200 means "at most 200
+// ms"; in the open-ended last slot, the slowest healthy completion). ok is
+// false with fewer than HealthyMinCompletions healthy completions.
+func (s *series) healthyP99() (ms int64, ok bool) {
+	h := &s.hz
+	if h.n < HealthyMinCompletions {
+		return 0, false
+	}
+	ms = core.HistogramQuantile(&h.hist, 0.99, 0)
+	if ms == 0 { // the open-ended slot: rare enough to look at the held buckets
+		ms = h.rtMax
+		for i := range h.nh {
+			ms = max(ms, int64(h.held[(h.head+i)%len(h.held)].rtMax))
+		}
+	}
+	return ms, ms > 0
+}
+
+// statInterval is the longest statIntervalMs among the instance's breaker
+// rules for the series' resource with that rule id (all of them when the id
+// is empty), 0 when none is known.
+func (s *series) statInterval(ruleID string) int64 {
+	rr := s.inst.rules[s.resource]
+	if rr == nil {
+		return 0
+	}
+	var ms int64
+	for _, b := range rr.breakers {
+		if ruleID == "" || b.ID == ruleID {
+			ms = max(ms, int64(b.StatIntervalMs))
+		}
+	}
+	return ms
+}
+
+// setHold sets the series' hold from its rules and breakers: called when
+// they or the bucket length change.
+func (s *series) setHold() {
+	hold := s.statInterval("")
+	for _, b := range s.breakers {
+		if s.statInterval(b.ruleID) == 0 {
+			hold = maxHoldMs
+		}
+	}
+	s.hz.setHold(hold, s.bucketMs)
+}
+
+// healthyTransition follows the series into and out of spells: the state
+// of breaker b has just changed by t, and wasOpen tells whether a breaker of
+// the series was not CLOSED before.
+func (s *series) healthyTransition(b *breaker, t *core.Transition, wasOpen bool) {
+	open := s.open()
+	switch {
+	case t.From == core.Closed && t.To == core.Open:
+		w := s.statInterval(b.ruleID)
+		if w == 0 {
+			w = s.hz.holdMs
+		}
+		s.hz.trip(t.AtMs - w)
+	case open && !wasOpen:
+		// Not CLOSED without a trip seen: the spell began earlier.
+		s.hz.trip(t.AtMs - s.hz.holdMs)
+	case !open && wasOpen:
+		s.hz.close(t.AtMs)
+	case !open && t.From != core.Closed:
+		// Back to CLOSED from a spell never seen beginning.
+		s.hz.trip(t.AtMs - s.hz.holdMs)
+		s.hz.close(t.AtMs)
+	}
+}

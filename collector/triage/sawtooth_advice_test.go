@@ -1,0 +1,159 @@
+package triage
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// failedProbes trips the breaker of inst at start, then fails one probe
+// per rt, period ms apart (each probe starts rt ms before its OPEN; rt < 0:
+// the probe's response time is not told). retry is the transitions'
+// retryTimeoutMs (0: not told). It returns the time of the last OPEN.
+func failedProbes(e *Engine, inst, res string, start, period int64, retry uint32, strategy core.Strategy, rts ...int64) int64 {
+	tr := func(from, to core.State, at int64) core.Transition {
+		return core.Transition{Resource: res, Strategy: strategy, From: from, To: to, AtMs: at, Threshold: 0.5, RetryTimeoutMs: retry}
+	}
+	trip := tr(core.Closed, core.Open, start)
+	trip.Snapshot = core.WindowSnapshot{Total: 100, Bad: 90, Value: 0.9}
+	e.Transition(inst, trip)
+	at := start
+	for _, rt := range rts {
+		at += period
+		e.Transition(inst, tr(core.Open, core.HalfOpen, at-max(rt, 5)))
+		p := tr(core.HalfOpen, core.Open, at)
+		if rt >= 0 {
+			p.Probe = &core.Probe{RtMs: rt, Error: strategy == core.ErrorRatio}
+		}
+		e.Transition(inst, p)
+	}
+	return at
+}
+
+// The spec's example: 6 failed probes of 2000 ms every 10.04 s against
+// maxAllowedRtMs 200: 2000 >= 2 x 200, so the downstream is still down.
+// The run lasts 6 x 10.04 = 60.24 s, from the trip to the last probe.
+func TestSawtoothSpecExample(t *testing.T) {
+	const res = "GET:/member/info"
+	e := New(Config{})
+	fleet(e, "order", 1, t0, "v1", slowRule(res))
+	from := t0 + 10000
+	end := failedProbes(e, "order-1", res, from, 10040, 10000, core.SlowRequestRatio, 2000, 2000, 2000, 2000, 2000, 2000)
+	f := one(t, e.Findings(end+5000), KindSawtooth)
+	rt := int64(2000)
+	want := Finding{
+		Kind: KindSawtooth, Severity: Critical, App: "order", Resource: res,
+		Instances: []string{"order-1"}, From: from, To: end,
+		Facts: &SawtoothFacts{Count: 6, PeriodMs: 10040, ProbeRtMs: &rt, ProbesAlike: true,
+			Suggest: SawtoothSuggest{RetryTimeoutMs: 30000}, RetryTimeoutMs: 10000, OutageMs: end - from},
+		Summary: "6 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
+		Advice:  "the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)",
+	}
+	tl := f.Timelines
+	f.Timelines = nil
+	if !reflect.DeepEqual(f, want) {
+		t.Fatalf("got  %+v\nwant %+v", f, want)
+	}
+	if b, _ := json.Marshal(f.Facts); string(b) != `{"count":6,"periodMs":10040,"probeRtMs":2000,"suggest":{"retryTimeoutMs":30000}}` {
+		t.Fatalf("facts %s", b)
+	}
+	if len(tl) != 1 || tl[0].Instance != "order-1" || tl[0].Start != core.Closed || tl[0].End() != core.Open || len(tl[0].Steps) != 13 {
+		t.Fatalf("timeline %+v", tl)
+	}
+}
+
+// TestSawtoothAdvice: with maxAllowedRtMs 200, probes under 400 ms and a
+// healthy p99 over 100 ms mean the probe criterion is too strict; anything
+// else, that the downstream is still down. Healthy traffic, when given, is
+// 60 s of 10 calls per 500 ms bucket in one rtHist slot before the trip:
+// 120 buckets less the 20 of the 10 s before it, 1000 calls, their p99 the
+// slot's bound. The run is 3 probes 10 s apart: 30 s.
+func TestSawtoothAdvice(t *testing.T) {
+	const res = "db"
+	const strict = "the probe criterion is too strict: the failed probes took 300 ms, under 2x maxAllowedRtMs, and healthy calls' p99 is at most 200 ms, so raise maxAllowedRtMs from 200 to 400 (2x that p99)"
+	const down = "the downstream stayed down for >= 30 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)"
+	cases := []struct {
+		name           string
+		strategy       core.Strategy
+		retry          uint32 // rule and transitions; 0: neither tells
+		slot           int    // healthy traffic's slot, -1: none
+		rts            []int64
+		facts, summary string
+		advice         string
+	}{
+		{"probes over 2x maxAllowedRtMs: still down", core.SlowRequestRatio, 10000, 7, []int64{2000, 2100, 1900},
+			`{"count":3,"periodMs":10000,"probeRtMs":2000,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; the probes took 2000 ms (median)", down},
+		{"probes under 2x, healthy p99 over half: too strict", core.SlowRequestRatio, 10000, 7, []int64{300, 300, 300},
+			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"maxAllowedRtMs":400}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 300 ms", strict},
+		// Healthy calls take at most 20 ms: 300 ms probes are the outage.
+		{"probes under 2x, healthy p99 under half: still down", core.SlowRequestRatio, 10000, 4, []int64{300, 300, 300},
+			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 300 ms", down},
+		{"probes under 2x, no healthy p99: still down", core.SlowRequestRatio, 10000, -1, []int64{300, 300, 300},
+			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 300 ms", down},
+		{"probe times not told", core.SlowRequestRatio, 10000, 7, []int64{-1, -1, -1},
+			`{"count":3,"periodMs":10000,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s", down},
+		{"an error-ratio breaker: its probes failed", core.ErrorRatio, 10000, 7, []int64{300, 300, 300},
+			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 300 ms", down},
+		// 40000 x 4/3 = 53333, in whole seconds 53000.
+		{"a retry timeout of 30 s or more is kept", core.SlowRequestRatio, 40000, 7, []int64{2000, 2000, 2000},
+			`{"count":3,"periodMs":10000,"probeRtMs":2000,"suggest":{"retryTimeoutMs":40000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
+			"the downstream stayed down for >= 30 s: keep retryTimeoutMs at 40000 and give each instance its own value (40000-53000 ms)"},
+		{"an unknown retry timeout", core.SlowRequestRatio, 0, 7, []int64{2000, 2000, 2000},
+			`{"count":3,"periodMs":10000,"probeRtMs":2000,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
+			"the downstream stayed down for >= 30 s: set retryTimeoutMs to 30000 and give each instance its own value (30000-40000 ms)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := New(Config{})
+			r := slowRule(res)
+			r.Strategy, r.RetryTimeoutMs = c.strategy, c.retry
+			if c.retry > 0 {
+				fleet(e, "order", 1, t0, "v1", r)
+			} else {
+				fleet(e, "order", 1, t0, "v1")
+			}
+			if c.slot >= 0 {
+				adviceTraffic(e, []string{"order-1"}, res, 10, 500, 60000, c.slot)
+			}
+			end := failedProbes(e, "order-1", res, t0+60000, 10000, c.retry, c.strategy, c.rts...)
+			f := one(t, e.Findings(end), KindSawtooth)
+			if b, _ := json.Marshal(f.Facts); string(b) != c.facts {
+				t.Errorf("facts %s\nwant  %s", b, c.facts)
+			}
+			if f.Summary != c.summary || f.Advice != c.advice {
+				t.Errorf("summary %q\nadvice  %q", f.Summary, f.Advice)
+			}
+			if strings.Contains(f.Advice, "back off") || strings.Contains(f.Advice, "exponential") {
+				t.Errorf("advice %q: neither Sentinel 1.8 nor sentinel-golang 1.0 backs off", f.Advice)
+			}
+		})
+	}
+}
+
+// probeRtMs is the median over every instance's failed probes of
+// qualifying runs: order-1's 100, 200, 300 and order-2's 400, 500, 600,
+// 700 give 400. A failed probe of a run that never qualified (order-3's two)
+// does not count.
+func TestSawtoothProbeRtMedian(t *testing.T) {
+	const res = "db"
+	e := New(Config{})
+	fleet(e, "order", 3, t0, "v1", slowRule(res))
+	failedProbes(e, "order-1", res, t0, 10000, 10000, core.SlowRequestRatio, 100, 200, 300)
+	failedProbes(e, "order-2", res, t0, 10000, 10000, core.SlowRequestRatio, 400, 500, 600, 700)
+	end := failedProbes(e, "order-3", res, t0, 10000, 10000, core.SlowRequestRatio, 5000, 5000)
+	x := one(t, e.Findings(end), KindSawtooth).Facts.(*SawtoothFacts)
+	if x.ProbeRtMs == nil || *x.ProbeRtMs != 400 || x.ProbesAlike {
+		t.Fatalf("facts %+v", *x)
+	}
+}
