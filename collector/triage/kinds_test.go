@@ -92,7 +92,7 @@ func TestLowConfidenceTripMerged(t *testing.T) {
 	if f.count() != 3 || f.worst() != (Evidence{K: 2, N: 3, Lower: 0.32}) {
 		t.Fatalf("count %d worst %+v", f.count(), f.worst())
 	}
-	if !slices.Equal(f.Instances, []string{"order-1", "order-2"}) || f.From != t0+20000 || f.To != t0+60000 {
+	if !slices.Equal(f.Instances, []string{"order-1", "order-2"}) || f.From != t0+20000 || f.To != t0+70001 {
 		t.Fatalf("finding = %+v", f)
 	}
 	want := "3 trips rested on fewer than 20 calls, the weakest on 2 slow of 3 (90% lower bound 0.32, threshold 0.5); 3 closed at the first probe and 2 came within 60 s of the instance's first traffic"

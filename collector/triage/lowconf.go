@@ -56,13 +56,15 @@ type lowTally struct {
 	from, to                   int64
 }
 
-func (c *lowTally) add(t *lowTrip, closed bool) {
+// add counts a trip, closed at its first probe at end or not (end 0).
+func (c *lowTally) add(t *lowTrip, closed bool, end int64) {
+	end = max(end, t.at)
 	if c.count == 0 {
-		c.worst, c.from, c.to = *t, t.at, t.at
+		c.worst, c.from, c.to = *t, t.at, end
 	} else if t.weaker(&c.worst) {
 		c.worst = *t
 	}
-	c.from, c.to = min(c.from, t.at), max(c.to, t.at)
+	c.from, c.to = min(c.from, t.at), max(c.to, end)
 	c.count++
 	c.atThr += b2i(t.atThr)
 	c.closed += b2i(closed)
@@ -91,7 +93,7 @@ func (e *Engine) lowConfidence(b *breaker, t core.Transition) {
 	l := &b.s.ar.low
 	switch {
 	case t.From == core.Closed && t.To == core.Open:
-		l.settle(b, false)
+		l.settle(b, false, 0)
 		if tr, ok := lowTripOf(b, t); ok {
 			l.pending = append(l.pending, tr)
 			if !l.listed {
@@ -102,7 +104,7 @@ func (e *Engine) lowConfidence(b *breaker, t core.Transition) {
 	case t.From == core.HalfOpen && t.To == core.Open:
 		l.take(b)
 	case t.To == core.Closed:
-		l.settle(b, t.From == core.HalfOpen)
+		l.settle(b, t.From == core.HalfOpen, t.AtMs)
 	}
 }
 
@@ -121,13 +123,14 @@ func (l *lowConf) take(b *breaker) (lowTrip, bool) {
 	return lowTrip{}, false
 }
 
-// settle counts the breaker's pending trip, closed at its first probe or not.
-func (l *lowConf) settle(b *breaker, closed bool) {
+// settle counts the breaker's pending trip, closed at end (at its first
+// probe or not) or still open (end 0).
+func (l *lowConf) settle(b *breaker, closed bool, end int64) {
 	t, ok := l.take(b)
 	if !ok {
 		return
 	}
-	l.settled.add(&t, closed)
+	l.settled.add(&t, closed, end)
 	if l.insts == nil {
 		l.insts = map[*instState]struct{}{}
 	}
@@ -204,8 +207,8 @@ func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
 
 // low-confidence-trip: count is the trips settled and those still awaiting
 // their first probe; worst the one whose lower bound sits furthest under
-// its threshold (then the smaller window, then the earliest); From and To
-// the first and last of them. The advice's QPS is the median over the
+// its threshold (then the smaller window, then the earliest); From is the
+// first of them, To the last of them or of the CLOSED that ended one. The advice's QPS is the median over the
 // instances of each one's QPS for the resource, and its current values are
 // the weakest trip's rule. Always a warning.
 func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
@@ -217,7 +220,7 @@ func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
 			insts = append(insts, in)
 		}
 		for i := range l.pending {
-			c.add(&l.pending[i], false)
+			c.add(&l.pending[i], false, 0)
 			insts = append(insts, l.pending[i].b.s.inst)
 		}
 		if c.count == 0 {
