@@ -71,7 +71,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 		se := in.series[resource]
 		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(in.breakers[resource]) > 0,
 			Breakers: in.breakers[resource], Flows: in.flows[resource], RulesVersion: in.version,
-			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed,
+			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed, FirstSeen: se.first,
 			Provenance: se.provenance(in)}
 		for _, t := range se.tracks {
 			if t.state == id.State {

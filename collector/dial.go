@@ -187,7 +187,7 @@ func describeHTTPStatus(code int) error {
 	case code == http.StatusUnauthorized:
 		return fmt.Errorf("%s: the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong", status)
 	case code == http.StatusForbidden:
-		return fmt.Errorf("%s: the token is not allowed on this target", status)
+		return fmt.Errorf("%s: the target refuses this host name (the agent's AllowHosts, serve's --allow-host) or this token", status)
 	case code >= 500:
 		return fmt.Errorf("not a sentinel-top stream: %s: the server, or a proxy before it, failed", status)
 	}
@@ -273,7 +273,8 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 			return err
 		}
 		idle()
-		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)) })
+		at := c.clock.UnixMilli()
+		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
 		if !rate.allow(c.opts.WallClock.Now()) {
 			// Dropped before decoding: a flood costs its reading only.
 			if overRate++; overRate >= 1000 {

@@ -56,6 +56,7 @@ type series struct {
 	coarse   ring
 	tracks   []*track // one per breaker rule id, "" first
 	inferred bool     // some transition was inferred from counts
+	first    int64    // the earliest bucket start or transition seen (0: none)
 	// Totals of everything accepted, for exact accounting.
 	total counts
 }

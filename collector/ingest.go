@@ -264,6 +264,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		in.dataEnd = max(in.dataEnd, it.Start+m.BucketMs)
 		s.app.lastData = now
+		if s.first == 0 || it.Start < s.first {
+			s.first = it.Start
+		}
 		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
 		s.app.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow)
 		for _, r := range []*ring{&s.fine, &s.coarse} {
@@ -314,6 +317,9 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		s.tracks = append(s.tracks, t)
 	}
 	tr := Transition{AtMs: m.Ts, From: m.From, To: m.To, RuleID: m.RuleID, Inferred: m.Inferred}
+	if s.first == 0 || m.Ts < s.first {
+		s.first = m.Ts
+	}
 	s.inferred = s.inferred || m.Inferred
 	ct := core.Transition{Resource: m.Resource, RuleID: m.RuleID, Strategy: m.Strategy, From: m.From, To: m.To,
 		AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1))}

@@ -62,6 +62,7 @@ func (c *Collector) Publish() *Snapshot {
 		a := c.apps[k]
 		end := ends[k]
 		sum, hist := window(&a.fine, end-rateMs, end)
+		row.Completed = int64(sum.complete)
 		if sum.complete > 0 {
 			row.SlowRatio = float64(sum.slow) / float64(sum.complete)
 			row.ErrorRatio = float64(sum.err) / float64(sum.complete)

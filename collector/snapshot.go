@@ -138,6 +138,9 @@ type TargetStatus struct {
 	Bytes      int64
 	Rejected   int64
 	Reconnects int64
+	// LastMessageAt is when its latest message arrived (the collector's
+	// clock, Unix ms; 0 before any).
+	LastMessageAt int64
 	// RetryAt is when the next dial happens while down, Unix ms.
 	RetryAt int64
 }
@@ -197,6 +200,9 @@ type ResourceRow struct {
 	Instances int
 	PassQPS   float64
 	BlockQPS  float64
+	// Completed counts the completions over the rate window: with none,
+	// the ratios and latencies below mean nothing (show "–", never 0).
+	Completed int64
 	// SlowRatio and ErrorRatio are of completions; AvgRtMs their mean.
 	SlowRatio, ErrorRatio float64
 	AvgRtMs               float64
@@ -247,7 +253,10 @@ type InstanceDetail struct {
 	State      core.State
 	StateSince int64
 	HasBreaker bool
-	// Start is the state at Detail.From; Transitions those within the range.
+	// Start is the state at Detail.From; Transitions those within the
+	// range. FirstSeen is the start of the instance's first bucket or
+	// transition for the resource: nothing is known of it before.
+	FirstSeen   int64
 	Start       core.State
 	Transitions []Transition
 	// Rules are the instance's rules for the resource; RulesVersion the
