@@ -148,7 +148,13 @@ func PriceFalseTrip() *Scenario {
 			in.Rules = always([]core.BreakerRule{slowRule(priceRes, 200, 0.5, 5, 1000, 2, 10000)}, nil)
 		}),
 		Expect: []Expect{
-			{Kind: "low-confidence-trip", Severity: "warning", App: "gateway", Resource: priceRes},
+			{Kind: "low-confidence-trip", Severity: "warning", App: "gateway", Resource: priceRes,
+				Instances: names("gateway", 4),
+				Facts: map[string]any{
+					"count": 26, "atThreshold": 10, "closedAtFirstProbe": 26, "coldStart": 0,
+					"worst":   map[string]any{"k": 3, "n": 6, "lower": 0.27},
+					"suggest": map[string]any{"minRequestAmount": 20, "statIntervalMs": 2000},
+				}},
 			// Healthy calls' p99 is at most 100 ms: maxAllowedRtMs 200 fits;
 			// the minimum and the 1 s window (11.1 calls) do not.
 			{Kind: "rule-advice", Severity: "info", App: "gateway", Resource: priceRes,
@@ -197,7 +203,13 @@ func GrayColdStart() *Scenario {
 			}, nil)
 		}),
 		Expect: []Expect{
-			{Kind: "low-confidence-trip", Severity: "warning", App: "order", Resource: grayRes},
+			{Kind: "low-confidence-trip", Severity: "warning", App: "order", Resource: grayRes,
+				Instances: names("order", 3),
+				Facts: map[string]any{
+					"count": 3, "atThreshold": 1, "closedAtFirstProbe": 3, "coldStart": 3,
+					"worst":   map[string]any{"k": 3, "n": 6, "lower": 0.27},
+					"suggest": map[string]any{"minRequestAmount": 20},
+				}},
 			// The handshakes are left out with the trips' windows: healthy
 			// calls' p99 is at most 200 ms, under half of maxAllowedRtMs 1000.
 			{Kind: "rule-advice", Severity: "info", App: "order", Resource: grayRes,
