@@ -51,6 +51,18 @@ type Options struct {
 	// TLSConfig, when set, makes Serve and ListenAndServe speak TLS (wss://).
 	// Default: plain TCP.
 	TLSConfig *tls.Config
+	// AllowOrigins lists the browser origins ("https://dash.example.com")
+	// whose pages may read the stream; "*" allows any. Clients that send no
+	// Origin header, as collectors do, need no listing. Default: none (HTTP
+	// 403 to every web page).
+	AllowOrigins []string
+	// AllowHosts lists the names collectors use to reach the stream
+	// ("svc-1.internal", or with a port); "*" allows any. A request whose
+	// Host header gives another name than these, the address it arrived on,
+	// or localhost on loopback gets HTTP 403: a web page that rebinds its
+	// own name to this address (DNS rebinding) cannot read the stream.
+	// Default: none (addresses, and localhost on loopback, only).
+	AllowHosts []string
 	// Backlog is how much closed-bucket history a new connection receives
 	// first, so a collector that reconnects fills its gap. Default: 60 s.
 	Backlog time.Duration
@@ -167,6 +179,8 @@ func New(opts Options) (*Agent, error) {
 	a.stream = wsstream.New(wsstream.Options{
 		Token:        opts.Token,
 		TLS:          opts.TLSConfig,
+		AllowOrigins: opts.AllowOrigins,
+		AllowHosts:   opts.AllowHosts,
 		QueueLen:     opts.QueueLen,
 		QueueBytes:   opts.QueueBytes,
 		MaxReaders:   opts.MaxReaders,

@@ -20,9 +20,12 @@ func encodeFrame(m wire.Message) (*wsstream.Frame, error) { return wsstream.Enco
 // Handler returns the stream endpoint as an http.Handler, for services that
 // mount it on their own server (at StreamPath, by convention).
 //
-// Origin policy: browsers must be same-origin (gorilla/websocket's default
-// check); clients that send no Origin header, as collectors do, are accepted.
-// The token, when set, is checked first, in constant time.
+// Origin and host policy: a browser's Origin must be listed in
+// Options.AllowOrigins, and the Host header must name the address the
+// request arrived on, localhost on loopback, or a name in Options.AllowHosts
+// (HTTP 403 otherwise); clients that send no Origin header, as collectors
+// do, need no listing. The token, when set, is checked next, in constant
+// time.
 func (a *Agent) Handler() http.Handler { return a.stream }
 
 // initialFrames is what a new connection receives before live messages:

@@ -31,11 +31,13 @@ Runs the collector without a terminal and serves what it knows:
   /healthz           200 while serving (needs no token)
 
 Examples:
-  sentinel-top serve --targets @cluster-a.txt --listen 0.0.0.0:9464 --serve-token "$T" --tls-cert c.pem --tls-key k.pem
+  sentinel-top serve --targets @cluster-a.txt --listen 0.0.0.0:9464 --allow-host collector-a --serve-token "$T" --tls-cert c.pem --tls-key k.pem
   sentinel-top --targets wss://collector-a:9464,wss://collector-b:9464 --token "$T"
 
 --token is what this collector sends to its targets; --serve-token is what
-every client of this collector must send (/healthz excepted).
+every client of this collector must send (/healthz excepted). A request
+naming this server by another name than its listen address (or localhost on
+loopback) gets 403 unless --allow-host lists the name.
 
 Flags:
 `
@@ -48,6 +50,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	certFile := fs.String("tls-cert", "", "TLS certificate (PEM) to serve https/wss")
 	keyFile := fs.String("tls-key", "", "TLS private key (PEM)")
 	maxReaders := fs.Int("max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
+	var origins, hosts []string
+	fs.Func("allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none", appendList(&origins))
+	fs.Func("allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas", appendList(&hosts))
 	backlog := int64(collector.DefaultRestreamBacklogBytes)
 	fs.Func("max-stream-backlog", "most buckets history kept for new /sentinel/stream readers, e.g. 64MiB (default 64MiB); over it, the oldest goes first", func(v string) error {
 		n, err := parseBytes(v)
@@ -85,7 +90,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitRuntime
 	}
-	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders},
+	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders,
+		AllowOrigins: origins, AllowHosts: hosts},
 		BacklogBytes: backlog})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.c.PrometheusCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -149,6 +155,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		code = exitRuntime
 	}
 	return code
+}
+
+// appendList is a flag that adds its comma-separated values to *dst.
+func appendList(dst *[]string) func(string) error {
+	return func(v string) error {
+		for _, x := range strings.Split(v, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				*dst = append(*dst, x)
+			}
+		}
+		return nil
+	}
 }
 
 // requireToken guards every endpoint with a bearer token, compared in

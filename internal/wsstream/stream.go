@@ -50,6 +50,17 @@ type Options struct {
 	Token string
 	// TLS, when set, makes Serve speak TLS.
 	TLS *tls.Config
+	// AllowOrigins lists the browser origins ("https://dash.example.com")
+	// whose pages may use the server; "*" allows any. A request without an
+	// Origin header (a collector, a command-line tool) needs none. Others
+	// get HTTP 403. Default: none, so no web page may.
+	AllowOrigins []string
+	// AllowHosts lists the names ("collector.example.com", or with a port)
+	// a request's Host may give besides the address it arrived on (and
+	// localhost on loopback); "*" allows any. Others get HTTP 403, which
+	// defeats DNS rebinding: a page whose name resolves to this address
+	// still sends its own name. Default: none.
+	AllowHosts []string
 	// QueueLen is each reader's queue, in messages.
 	QueueLen int
 	// QueueBytes bounds the bytes queued for one reader, whatever the size
@@ -239,19 +250,85 @@ func (s *Server) authorized(req *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
 }
 
+// refused answers HTTP 403 and says true when req may not be served: a
+// browser's Origin must be listed in AllowOrigins, and Host must name the
+// address the request arrived on, localhost on loopback, or a name in
+// AllowHosts.
+func (s *Server) refused(w http.ResponseWriter, req *http.Request) bool {
+	why := ""
+	if o := req.Header.Get("Origin"); o != "" && !listed(s.opts.AllowOrigins, strings.TrimSuffix(o, "/")) {
+		why = "403 forbidden: web pages of this origin may not use this server (allow it with AllowOrigins or --allow-origin)"
+	} else if !s.hostAllowed(req) {
+		why = "403 forbidden: the Host header names none of this server's addresses (allow the name with AllowHosts or --allow-host)"
+	}
+	if why != "" {
+		http.Error(w, why, http.StatusForbidden)
+	}
+	return why != ""
+}
+
+func (s *Server) hostAllowed(req *http.Request) bool {
+	host := req.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if listed(s.opts.AllowHosts, req.Host) || listed(s.opts.AllowHosts, host) {
+		return true
+	}
+	local, _ := req.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	tcp, ok := local.(*net.TCPAddr)
+	if local != nil && !ok {
+		return true // a Unix socket: no browser reaches it by a name
+	}
+	if !ok {
+		return false
+	}
+	ip := net.ParseIP(host)
+	if ip != nil && ip.Equal(tcp.IP) {
+		return true
+	}
+	localhost := strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost")
+	return tcp.IP.IsLoopback() && (localhost || ip != nil && ip.IsLoopback())
+}
+
+// listed says whether v is in list (case-insensitively), or list has "*".
+func listed(list []string, v string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return x == "*" || strings.EqualFold(x, v) })
+}
+
+// Guard refuses, with HTTP 403, requests whose Origin or Host the server's
+// options do not allow, and hands the others to next. Serve guards
+// everything it serves with it.
+func (s *Server) Guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !s.refused(w, req) {
+			next.ServeHTTP(w, req)
+		}
+	})
+}
+
 var upgrader = websocket.Upgrader{
 	ReadBufferSize:   1024,
 	WriteBufferSize:  32 << 10,
 	HandshakeTimeout: 10 * time.Second,
+	// ServeHTTP has checked the Origin (refused), more strictly than
+	// gorilla/websocket's same-origin default.
+	CheckOrigin: func(*http.Request) bool { return true },
 }
 
 // ServeHTTP serves one stream connection.
 //
-// Origin policy: browsers must be same-origin (gorilla/websocket's default
-// check); clients that send no Origin header, as collectors do, are
-// accepted. The token, when set, is checked first, in constant time.
+// Origin and host policy (refused): a browser's Origin must be listed in
+// AllowOrigins, and the Host header must name the address the request
+// arrived on, localhost on loopback, or a name in AllowHosts (HTTP 403
+// otherwise); clients that send no Origin header, as collectors do, need no
+// listing. The token, when set, is checked next, in constant time.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer s.recoverPanic() // not into the owner's server
+	if s.refused(w, req) {
+		return
+	}
 	if !s.authorized(req) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sentinel-top"`)
 		http.Error(w, "401 unauthorized: a valid bearer token is required", http.StatusUnauthorized)
@@ -368,8 +445,9 @@ func withDropped(r *reader, f *Frame) []byte {
 	return wire.AppendBuckets(nil, &c)
 }
 
-// Serve serves mux on ln (with TLS when Options.TLS is set) until Close. It
-// returns http.ErrServerClosed after Close.
+// Serve serves mux on ln (with TLS when Options.TLS is set) until Close,
+// every path under the origin and host policy of ServeHTTP. It returns
+// http.ErrServerClosed after Close.
 func (s *Server) Serve(ln net.Listener, mux http.Handler) error {
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
@@ -378,7 +456,7 @@ func (s *Server) Serve(ln net.Listener, mux http.Handler) error {
 	// owner's business: the server's own log is discarded.
 	// Bounded per connection: headers, the time to send them, and how long
 	// a connection that is not a stream may idle.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10,
+	srv := &http.Server{Handler: s.Guard(mux), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10,
 		IdleTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
 	if !s.track() {
 		_ = ln.Close()

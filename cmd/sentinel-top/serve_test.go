@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestServeRefusesRebindingPages: `serve` without a token answers 403 to a
+// request naming it by another name than its address (a page whose name
+// was rebound to 127.0.0.1) or sent from a web page, on every endpoint, and
+// serves the names --allow-host lists.
+func TestServeRefusesRebindingPages(t *testing.T) {
+	addr := freePort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--replay", "sawtooth-db-slow", "--listen", addr, "--allow-host", "collector-a"},
+			nil, io.Discard, &errb)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exit %d: %s", code, errb.String())
+		}
+	}()
+	client := &http.Client{Timeout: 10 * time.Second}
+	status := func(path, host, origin string) int {
+		req, err := http.NewRequest("GET", "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for status("/healthz", addr, "") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, path := range []string{"/metrics", "/report", "/sentinel/stream", "/healthz"} {
+		if got := status(path, "evil.example:"+port, "http://evil.example:"+port); got != http.StatusForbidden {
+			t.Errorf("%s from a rebound page: %d", path, got)
+		}
+		if got := status(path, "localhost:"+port, "http://localhost:3000"); got != http.StatusForbidden {
+			t.Errorf("%s from another local page: %d", path, got)
+		}
+	}
+	for _, host := range []string{addr, "localhost:" + port, "collector-a:" + port} {
+		if got := status("/metrics", host, ""); got != http.StatusOK {
+			t.Errorf("/metrics as %s: %d", host, got)
+		}
+	}
+}
