@@ -241,20 +241,7 @@ func freePort(t *testing.T) string {
 // TestServeEndpoints replays a fixture through `serve` at 60 times real
 // time and reads its merged stream, metrics and report, token required.
 func TestServeEndpoints(t *testing.T) {
-	addr := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var errb bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"serve", "--replay", "sawtooth-db-slow", "--speed", "60", "--listen", addr, "--serve-token", "tk"},
-			nil, io.Discard, &errb)
-	}()
-	defer func() {
-		cancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("serve exit %d: %s", code, errb.String())
-		}
-	}()
+	addr, _ := startServe(t, "--replay", "sawtooth-db-slow", "--speed", "60", "--serve-token", "tk")
 	client := &http.Client{Timeout: 10 * time.Second}
 	get := func(path, token string) (int, string) {
 		req, err := http.NewRequest("GET", "http://"+addr+path, nil)

@@ -10,26 +10,31 @@ import (
 	"time"
 )
 
+// startServe runs `serve` with args on a free loopback port until the test
+// ends, when it must exit cleanly; its stderr is in the buffer returned.
+func startServe(t *testing.T, args ...string) (addr string, stderr *bytes.Buffer) {
+	t.Helper()
+	addr = freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	stderr = &bytes.Buffer{}
+	go func() { done <- run(ctx, append([]string{"serve", "--listen", addr}, args...), nil, io.Discard, stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exit %d: %s", code, stderr.String())
+		}
+	})
+	return addr, stderr
+}
+
 // TestServeRefusesRebindingPages: `serve` without a token answers 403 to a
 // request naming it by another name than its address (a page whose name
 // was rebound to 127.0.0.1) or sent from a web page, on every endpoint, and
 // serves the names --allow-host lists.
 func TestServeRefusesRebindingPages(t *testing.T) {
-	addr := freePort(t)
+	addr, errb := startServe(t, "--replay", "sawtooth-db-slow", "--allow-host", "collector-a")
 	_, port, _ := net.SplitHostPort(addr)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	var errb bytes.Buffer
-	go func() {
-		done <- run(ctx, []string{"serve", "--replay", "sawtooth-db-slow", "--listen", addr, "--allow-host", "collector-a"},
-			nil, io.Discard, &errb)
-	}()
-	defer func() {
-		cancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("serve exit %d: %s", code, errb.String())
-		}
-	}()
 	client := &http.Client{Timeout: 10 * time.Second}
 	status := func(path, host, origin string) int {
 		req, err := http.NewRequest("GET", "http://"+addr+path, nil)
