@@ -81,6 +81,9 @@ type appSeries struct {
 	// collector's clock at the latest bucket (for pruning).
 	refs     int
 	lastData int64
+	// someUnknown, someInferred: an instance reporting it could not tell
+	// breaker states, or had them inferred (for ResourceTotals.States).
+	someUnknown, someInferred bool
 	// Exact totals since the collector started, for counters.
 	total       totals
 	transitions map[[2]core.State]int64 // (from, to) -> count

@@ -134,6 +134,12 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 			row.BlockQPS += float64(sum.block) * 1000 / float64(rateMs)
 			ends[k] = max(ends[k], end)
 			row.LastTransition = max(row.LastTransition, se.app.last)
+			switch se.provenance(in) {
+			case ProvenanceUnknown:
+				se.app.someUnknown = true
+			case ProvenanceInferred:
+				se.app.someInferred = true
+			}
 			if len(in.breakers[res]) > 0 {
 				row.HasBreaker = true
 			}
@@ -171,6 +177,12 @@ func (c *Collector) appTotals() []ResourceTotals {
 	for k, a := range c.apps {
 		t := ResourceTotals{App: k.app, Resource: k.resource, Pass: a.total.pass, Block: a.total.block,
 			Complete: a.total.complete, Error: a.total.err, Slow: a.total.slow}
+		switch {
+		case a.someUnknown:
+			t.States = ProvenanceUnknown
+		case a.someInferred:
+			t.States = ProvenanceInferred
+		}
 		for ft, n := range a.transitions {
 			t.Transitions = append(t.Transitions, TransitionCount{From: ft[0], To: ft[1], Count: n})
 		}

@@ -85,6 +85,10 @@ type ResourceTotals struct {
 	App, Resource                      string
 	Pass, Block, Complete, Error, Slow int64
 	Transitions                        []TransitionCount
+	// States is where its breaker states came from: unknown when any
+	// instance reporting it could not tell them, else inferred when any
+	// had them inferred, else exact.
+	States Provenance
 }
 
 // TransitionCount counts the transitions from one state to another.

@@ -132,7 +132,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitRuntime
 	}
 	rep := report.New(s.source, c.Engine(), messages, rejected)
-	rep.Findings = snap.Findings
+	rep.Findings, rep.ResourcesSeen = snap.Findings, resourcesSeen(snap)
 	for _, d := range down {
 		w := "target " + d
 		fmt.Fprintln(stderr, "warning:", w)
@@ -156,4 +156,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	return exitOK
+}
+
+// resourcesSeen is the report's list of app x resource totals, with where
+// their breaker states came from.
+func resourcesSeen(snap *collector.Snapshot) []report.ResourceSeen {
+	out := make([]report.ResourceSeen, 0, len(snap.Totals))
+	for _, t := range snap.Totals {
+		out = append(out, report.ResourceSeen{App: t.App, Resource: t.Resource, Pass: t.Pass, Block: t.Block,
+			Complete: t.Complete, Error: t.Error, Slow: t.Slow, States: t.States.String()})
+	}
+	return out
 }

@@ -101,7 +101,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
 		messages, rejected, _ := s.c.Counters()
 		rep := report.New(s.source, s.c.Engine(), messages, rejected)
-		rep.Findings = s.c.Snapshot().Findings // as published: what /metrics and a dashboard see
+		snap := s.c.Snapshot() // as published: what /metrics and a dashboard see
+		rep.Findings, rep.ResourcesSeen = snap.Findings, resourcesSeen(snap)
 		switch r.URL.Query().Get("format") {
 		case "md", "markdown":
 			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")

@@ -100,6 +100,9 @@ func headerParts(r *Report) []part {
 			r.Resources, plural(r.Resources, "resource", "resources"), r.Messages, r.Rejected)}},
 		{label: "Findings", value: []seg{prose("%d critical, %d warning, %d info", c, w, i)}},
 	}
+	if line := r.cannotJudge(); line != "" {
+		parts = append(parts, part{label: "Breaker states", value: []seg{prose("%s", line)}})
+	}
 	for _, w := range r.Warnings {
 		parts = append(parts, part{label: "Warning", value: []seg{input(w)}})
 	}

@@ -17,16 +17,19 @@ import (
 // spec's order.
 
 type jsonReport struct {
-	V         int               `json:"v"`
-	Source    string            `json:"source"`
-	From      int64             `json:"from"`
-	To        int64             `json:"to"`
-	Apps      int               `json:"apps"`
-	Instances int               `json:"instances"`
-	Resources int               `json:"resources"`
-	Messages  int64             `json:"messages"`
-	Rejected  int64             `json:"rejected"`
-	Findings  []json.RawMessage `json:"findings"`
+	V         int    `json:"v"`
+	Source    string `json:"source"`
+	From      int64  `json:"from"`
+	To        int64  `json:"to"`
+	Apps      int    `json:"apps"`
+	Instances int    `json:"instances"`
+	Resources int    `json:"resources"`
+	Messages  int64  `json:"messages"`
+	Rejected  int64  `json:"rejected"`
+	// ResourcesSeen: every app x resource with its totals and the
+	// provenance of its breaker states.
+	ResourcesSeen []ResourceSeen    `json:"resourcesSeen"`
+	Findings      []json.RawMessage `json:"findings"`
 }
 
 type jsonHead struct {
@@ -95,7 +98,7 @@ func JSON(w io.Writer, r *Report) error {
 	out := jsonReport{
 		V: Version, Source: r.Source, From: r.From, To: r.To,
 		Apps: r.Apps, Instances: r.Instances, Resources: r.Resources,
-		Messages: r.Messages, Rejected: r.Rejected,
+		Messages: r.Messages, Rejected: r.Rejected, ResourcesSeen: nonNil(r.ResourcesSeen),
 		Findings: make([]json.RawMessage, len(r.Findings)),
 	}
 	for i := range r.Findings {

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
@@ -19,6 +21,10 @@ type Report struct {
 	Messages, Rejected int64
 	// Findings in report order (as triage.Engine.Findings returns them).
 	Findings []triage.Finding
+	// ResourcesSeen lists every app x resource with its totals over the
+	// input and where its breaker states came from (findings-v1
+	// "resourcesSeen"); empty when the caller has none to give.
+	ResourcesSeen []ResourceSeen
 	// Warnings say what the input lacked (a target down, say): one line
 	// each, in the text and Markdown headers. Input strings in them must
 	// already be sanitized.
@@ -56,4 +62,49 @@ func (r *Report) severityCounts() (critical, warning, info int) {
 		}
 	}
 	return
+}
+
+// ResourceSeen is one app x resource of the input: its totals, and States,
+// "exact", "inferred" or "unknown".
+type ResourceSeen struct {
+	App      string `json:"app"`
+	Resource string `json:"resource"`
+	Pass     int64  `json:"pass"`
+	Block    int64  `json:"block"`
+	Complete int64  `json:"complete"`
+	Error    int64  `json:"error"`
+	Slow     int64  `json:"slow"`
+	States   string `json:"states"`
+}
+
+// unknownStates counts the resources whose breaker states the input could
+// not tell.
+func (r *Report) unknownStates() int {
+	n := 0
+	for _, rs := range r.ResourcesSeen {
+		if rs.States == "unknown" {
+			n++
+		}
+	}
+	return n
+}
+
+// noFindings is what an empty report says: never an unqualified "No
+// findings" where breaker states were unknown.
+func noFindings(r *Report) string {
+	if n := r.unknownStates(); n > 0 {
+		return "\nNo findings, but " + r.cannotJudge() + ".\n"
+	}
+	return "\nNo findings.\n"
+}
+
+// cannotJudge is the line said instead of, or beside, "No findings" when
+// breaker states are unknown for some resources.
+func (r *Report) cannotJudge() string {
+	n := r.unknownStates()
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("breaker states are unknown for %d of %d %s (the source cannot report them): breaker behaviour cannot be judged from this input",
+		n, len(r.ResourcesSeen), plural(len(r.ResourcesSeen), "resource", "resources"))
 }

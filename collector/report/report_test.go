@@ -187,16 +187,26 @@ func TestByteIdentical(t *testing.T) {
 
 // specReport is the report of spec/findings-v1.md, every field any kind has.
 type specReport struct {
-	V         int           `json:"v"`
-	Source    string        `json:"source"`
-	From      int64         `json:"from"`
-	To        int64         `json:"to"`
-	Apps      int           `json:"apps"`
-	Instances int           `json:"instances"`
-	Resources int           `json:"resources"`
-	Messages  int64         `json:"messages"`
-	Rejected  int64         `json:"rejected"`
-	Findings  []specFinding `json:"findings"`
+	V             int    `json:"v"`
+	Source        string `json:"source"`
+	From          int64  `json:"from"`
+	To            int64  `json:"to"`
+	Apps          int    `json:"apps"`
+	Instances     int    `json:"instances"`
+	Resources     int    `json:"resources"`
+	Messages      int64  `json:"messages"`
+	Rejected      int64  `json:"rejected"`
+	ResourcesSeen []struct {
+		App      string `json:"app"`
+		Resource string `json:"resource"`
+		Pass     int64  `json:"pass"`
+		Block    int64  `json:"block"`
+		Complete int64  `json:"complete"`
+		Error    int64  `json:"error"`
+		Slow     int64  `json:"slow"`
+		States   string `json:"states"`
+	} `json:"resourcesSeen"`
+	Findings []specFinding `json:"findings"`
 }
 
 type specFinding struct {
@@ -434,5 +444,29 @@ func TestJSONEscapesInvisibleLosslessly(t *testing.T) {
 	var back struct{ Source string }
 	if err := json.Unmarshal(out, &back); err != nil || back.Source != name {
 		t.Fatalf("round trip: %q, %v", back.Source, err)
+	}
+}
+
+// TestUnknownStatesSaidOutLoud: a report whose resources' breaker states
+// are unknown says so in its header and never says an unqualified "No
+// findings"; resourcesSeen carries each resource's provenance.
+func TestUnknownStatesSaidOutLoud(t *testing.T) {
+	r := &Report{Source: "order-metrics.log", ResourcesSeen: []ResourceSeen{
+		{App: "order", Resource: "db", Pass: 20, States: "unknown"},
+		{App: "order", Resource: "cache", Pass: 5, States: "exact"},
+	}}
+	for name, f := range map[string]func(*bytes.Buffer, *Report) error{"md": md, "text": text} {
+		out := string(render(t, f, r))
+		if !strings.Contains(out, "breaker states are unknown for 1 of 2 resources") || strings.Contains(out, "No findings.\n") {
+			t.Errorf("%s:\n%s", name, out)
+		}
+	}
+	out := render(t, js, r)
+	if !bytes.Contains(out, []byte(`"states": "unknown"`)) || !bytes.Contains(out, []byte(`"resourcesSeen": [`)) {
+		t.Errorf("json:\n%s", out)
+	}
+	r.ResourcesSeen[0].States = "inferred"
+	if out := string(render(t, text, r)); !strings.Contains(out, "No findings.\n") || strings.Contains(out, "cannot be judged") {
+		t.Errorf("inferred states are not unknown:\n%s", out)
 	}
 }

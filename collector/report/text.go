@@ -21,7 +21,7 @@ func Text(w io.Writer, r *Report) error {
 	}
 	secs := sections(r)
 	if len(secs) == 0 {
-		bw.WriteString("\nNo findings.\n")
+		bw.WriteString(noFindings(r))
 	}
 	for i, s := range secs {
 		f := s.f
