@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -74,8 +75,12 @@ func BenchmarkIngest(b *testing.B) {
 
 // TestMemoryFiftyThousandSeries measures the heap of a collector holding
 // 50,000 instance x resource series (500 instances x 100 resources, in 10
-// apps) with two minutes of data each. It takes about a minute, so it runs
-// only with SENTINEL_TOP_SCALE=1; docs/BENCHMARKS.md has the figure.
+// apps, every resource under a slow-ratio breaker with a 10 s window, so
+// triage holds its healthy-traffic buckets) with two minutes of data each.
+// It runs only with SENTINEL_TOP_SCALE=1 (.ci/run sets it, without -race);
+// docs/BENCHMARKS.md has the figure. It holds 6 KB a series (measured
+// 5.0 KB: the instance's seconds, triage's held healthy buckets, the app
+// rings shared); the scale goal is 4 KB.
 func TestMemoryFiftyThousandSeries(t *testing.T) {
 	if os.Getenv("SENTINEL_TOP_SCALE") == "" {
 		t.Skip("set SENTINEL_TOP_SCALE=1 to measure memory at 50,000 series")
@@ -86,8 +91,15 @@ func TestMemoryFiftyThousandSeries(t *testing.T) {
 	c := New(Options{})
 	names := benchNames(100)
 	const instances = 500
+	var rules []core.BreakerRule
+	for _, n := range names {
+		rules = append(rules, core.BreakerRule{Resource: n, Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
+			StatIntervalMs: 10000, StatSlidingWindowBucketCount: 10, MaxAllowedRtMs: 200, Threshold: 0.5, MinRequestAmount: 20})
+	}
 	for i := 0; i < instances; i++ {
-		benchHello(c, fmt.Sprintf("gw-%d", i), fmt.Sprintf("app-%d", i%10))
+		name := fmt.Sprintf("gw-%d", i)
+		benchHello(c, name, fmt.Sprintf("app-%d", i%10))
+		c.Ingest("bench", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: name}, Version: "v2", Breakers: rules})
 	}
 	for k := int64(0); k < 240; k++ { // 2 minutes of 500 ms buckets
 		for i := 0; i < instances; i++ {
@@ -99,11 +111,17 @@ func TestMemoryFiftyThousandSeries(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	heap := after.HeapInuse - before.HeapInuse
+	if path := os.Getenv("SENTINEL_TOP_HEAP_PROFILE"); path != "" { // where the bytes go
+		if f, err := os.Create(path); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	est := c.Snapshot().MemoryUsed
 	t.Logf("50,000 series: heap in use %.0f MB (%.1f KB per series); the memory budget's estimate %.0f MB",
 		float64(heap)/(1<<20), float64(heap)/50000/1024, float64(est)/(1<<20))
-	if heap > 512<<20 {
-		t.Fatalf("heap %d MB over the 512 MB goal", heap>>20)
+	if perSeries := float64(heap) / 50000; perSeries > 6<<10 {
+		t.Fatalf("%.1f KB per series, over 6 KB", perSeries/1024)
 	}
 	// The budget is only as good as its estimate: within a quarter of
 	// the heap measured.

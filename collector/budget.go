@@ -14,7 +14,7 @@ const DefaultMaxMemory = 512 << 20
 // Estimated bytes of what the budget charges.
 const (
 	instanceBytes   = 1 << 10 // an instance: names, rules, offsets
-	seriesBaseBytes = 2200    // a series beyond its rings: dedupe, totals, maps, triage's view
+	seriesBaseBytes = 3600    // a series beyond its ring: dedupe, totals, maps, triage's view (held healthy buckets of a 10 s window)
 	ringSlotBytes   = 40      // a ring slot: its start and its counts
 	histSlotBytes   = 56      // a histogram beside an app ring's slot
 	trackBytes      = 200     // a breaker track beyond its steps
@@ -37,12 +37,19 @@ const (
 
 // seriesBytes is the estimate for one instance x resource series.
 func (c *Collector) seriesBytes() int64 {
-	return seriesBaseBytes + int64(instanceFineSlots+c.coarseSlots())*ringSlotBytes
+	return seriesBaseBytes + int64(c.instanceFineSlots())*ringSlotBytes
 }
 
 // appSeriesBytes is the estimate for one app x resource series.
 func (c *Collector) appSeriesBytes() int64 {
 	return int64(appFineSlots+c.coarseSlots()) * (ringSlotBytes + histSlotBytes)
+}
+
+// instanceFineSlots is the per-second slots an instance x resource keeps:
+// its rates over RateWindow, with room for data arriving late. The history
+// the detail draws is the app x resource's, summed over instances.
+func (c *Collector) instanceFineSlots() int {
+	return int(c.opts.RateWindow/time.Second) + 8
 }
 
 func (c *Collector) coarseSlots() int {

@@ -31,7 +31,6 @@ const (
 // retention, per coarseStepMs.
 const (
 	fineStepMs        = 1000
-	instanceFineSlots = 60  // per instance x resource: the last minute per second
 	appFineSlots      = 310 // per app x resource: a little over 5 minutes per second, so a 5-minute range stays fine
 	coarseStepMs      = 15000
 )
@@ -144,6 +143,7 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*targetState
+	notices  map[noticeKey]*Notice // kept across reset: they describe the input
 	keptBuf  []int // Ingest's scratch: the bucket items taken
 	memUsed  int64 // bytes charged to the budget (budget.go)
 	// replay is what a replay feeding this collector last told it

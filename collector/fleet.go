@@ -44,6 +44,10 @@ type instance struct {
 	// statesUnknown: the source cannot report breaker transitions (its
 	// hello's sdk is Java Sentinel's transport or a metric log).
 	statesUnknown bool
+	// polled: the collector polls it (Java Sentinel's transport) and
+	// stamps its messages' ts itself, so ts tells how far its data lags,
+	// not its clock: no clock-skew warning.
+	polled bool
 }
 
 // series is one instance x resource.
@@ -51,9 +55,8 @@ type series struct {
 	resource string
 	app      *appSeries
 	seen     dedupe
-	seenMs   int64 // the bucket length seen's indexes are in
-	fine     ring
-	coarse   ring
+	seenMs   int64    // the bucket length seen's indexes are in
+	fine     ring     // the last seconds, for the per-instance rates (instanceFineSlots)
 	tracks   []*track // one per breaker rule id, "" first
 	inferred bool     // some transition was inferred from counts
 	first    int64    // the earliest bucket start or transition seen (0: none)
@@ -160,6 +163,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
 	}
 	in.app, in.helloed = app, true
 	in.statesUnknown = strings.HasPrefix(m.SDK, javaSDK) || m.SDK == metriclog.SDK
+	in.polled = strings.HasPrefix(m.SDK, javaSDK)
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}

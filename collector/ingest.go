@@ -226,7 +226,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		c.apps[key] = a
 	}
 	a.refs++
-	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, instanceFineSlots, false), coarse: newRing(coarseStepMs, coarse, false)}
+	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, c.instanceFineSlots(), false)}
 	in.series[resource] = s
 	return s
 }
@@ -269,10 +269,8 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
 		s.app.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow)
-		for _, r := range []*ring{&s.fine, &s.coarse} {
-			if sl, _ := r.slot(it.Start); sl != nil {
-				sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
-			}
+		if sl, _ := s.fine.slot(it.Start); sl != nil {
+			sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
 		}
 		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
 			if sl, h := r.slot(it.Start); sl != nil {
