@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,6 +93,10 @@ type Options struct {
 	// use it to stay deterministic. Default: ship automatically at every
 	// bucket boundary.
 	ManualShip bool
+	// Logf receives the agent's rare log lines: today, once, the warning
+	// that the stream is served beyond loopback without a token.
+	// Default: the standard library's log.Printf.
+	Logf func(format string, args ...any)
 	// OnTransition, when set, also receives every breaker transition,
 	// synchronously on the goroutine that caused it. It must not block. A
 	// panic in it is recovered and counted (Stats.ListenerPanics): it
@@ -134,6 +139,9 @@ func (o Options) withDefaults() Options {
 	if o.PingInterval <= 0 {
 		o.PingInterval = DefaultPingInterval
 	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
 	return o
 }
 
@@ -159,6 +167,7 @@ type Agent struct {
 
 	panics         atomic.Int64
 	listenerPanics atomic.Int64
+	warning        atomic.Pointer[string] // Stats.Warning
 }
 
 // New returns a running Agent: its guard has no rules yet, and it ships
@@ -321,13 +330,24 @@ type Stats struct {
 	Overflow int64 // entries that passed untracked because MaxResources was reached
 	// ListenerPanics counts panics of Options.OnTransition, recovered.
 	ListenerPanics int64
+	// Evicted counts the stream connections the agent cut to protect the
+	// service: they sent data or more than a few pings a second, or did
+	// not read (never answered a ping) while another reader wanted a slot.
+	Evicted int64
+	// Warning, when set, says how the stream is exposed: served beyond
+	// loopback without a token. It is also logged once (Options.Logf).
+	Warning string
 }
 
 // Stats returns the stream's counters.
 func (a *Agent) Stats() Stats {
 	readers, dropped := a.stream.Stats()
-	return Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
-		ListenerPanics: a.listenerPanics.Load()}
+	st := Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
+		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted()}
+	if w := a.warning.Load(); w != nil {
+		st.Warning = *w
+	}
+	return st
 }
 
 // Close sends bye to every reader, stops shipping buckets, closes the

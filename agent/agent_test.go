@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,6 +99,40 @@ func mustDial(t *testing.T, url string) *client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// keepReading reads the connection in the background until the test ends
+// (the client's next may not be used any more), counting the messages, and
+// returns once the agent has had the pong of its first ping: its own pong
+// to a later ping says so. ended is closed when the connection ends.
+func (c *client) keepReading() (messages *atomic.Int64, ended <-chan struct{}) {
+	c.t.Helper()
+	first, pong, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	messages = new(atomic.Int64)
+	var once sync.Once
+	c.conn.SetPongHandler(func(string) error { once.Do(func() { close(pong) }); return nil })
+	go func() {
+		defer close(done)
+		for {
+			if _, _, err := c.conn.NextReader(); err != nil {
+				return
+			}
+			if messages.Add(1) == 1 {
+				close(first) // after the ping, answered while reading
+			}
+		}
+	}()
+	wait := func(ch chan struct{}) {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			c.t.Fatal("the agent did not take the reader's pong")
+		}
+	}
+	wait(first)
+	_ = c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(5*time.Second))
+	wait(pong)
+	return messages, done
 }
 
 // next reads one message, keeping it (decoders reuse buffers).
@@ -441,7 +476,7 @@ func TestConcurrentReadersGetTheSameStream(t *testing.T) {
 
 func TestMaxReaders(t *testing.T) {
 	ta := startAgent(t, Options{MaxReaders: 1})
-	mustDial(t, ta.url)
+	mustDial(t, ta.url).keepReading() // a reader that reads keeps its slot
 	_, resp, err := dial(t, ta.url, nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("second reader: err=%v resp=%v", err, resp)

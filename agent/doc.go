@@ -10,5 +10,8 @@
 // The service is never slowed by its readers: Entry and Exit touch only
 // core's lock-free windows, and each reader has a bounded queue; a reader
 // that cannot keep up loses messages, which are counted and reported to it
-// as "dropped" in its next buckets message.
+// as "dropped" in its next buckets message. A reader that sends data or
+// floods pings is disconnected, one that does not read gives its slot up to
+// one that does, and a web page (another origin, or a name rebound to the
+// agent's address) is refused: see docs/SECURITY.md.
 package agent

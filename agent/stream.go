@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 
@@ -26,7 +27,28 @@ func encodeFrame(m wire.Message) (*wsstream.Frame, error) { return wsstream.Enco
 // (HTTP 403 otherwise); clients that send no Origin header, as collectors
 // do, need no listing. The token, when set, is checked next, in constant
 // time.
-func (a *Agent) Handler() http.Handler { return a.stream }
+func (a *Agent) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if local, ok := req.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			a.warnIfExposed(local)
+		}
+		a.stream.ServeHTTP(w, req)
+	})
+}
+
+// warnIfExposed says, once, through Stats.Warning and Options.Logf, that
+// the stream is served beyond loopback without a token.
+func (a *Agent) warnIfExposed(addr net.Addr) {
+	tcp, ok := addr.(*net.TCPAddr)
+	if a.opts.Token != "" || !ok || tcp.IP.IsLoopback() || a.warning.Load() != nil {
+		return
+	}
+	w := fmt.Sprintf("sentinel-top agent: the stream on %s has no token: anyone who can reach it reads this service's "+
+		"statistics and takes reader slots; set agent.Options.Token (and TLSConfig beyond a trusted network)", addr)
+	if a.warning.CompareAndSwap(nil, &w) {
+		a.opts.Logf("%s", w)
+	}
+}
 
 // initialFrames is what a new connection receives before live messages:
 // hello, the rules, then the backlog.
@@ -51,6 +73,7 @@ func (a *Agent) initialFrames() []*wsstream.Frame {
 // Options.TLSConfig is set) until Close. It returns http.ErrServerClosed
 // after Close.
 func (a *Agent) Serve(ln net.Listener) error {
+	a.warnIfExposed(ln.Addr())
 	mux := http.NewServeMux()
 	mux.Handle(StreamPath, a.stream)
 	return a.stream.Serve(ln, mux)

@@ -9,4 +9,12 @@
 // the owner's Initial function returns (hello, rules, a backlog), registered
 // under the same lock as broadcasts made through Locked, so that nothing is
 // both in its initial frames and its queue, and nothing falls in between.
+//
+// A reader only reads. Its first ping goes out before anything else, and
+// the pong proves it reads: until then (or while it is late answering), it
+// gives its slot up to a newcomer when MaxReaders are connected, and it is
+// dropped after PongTimeout. One that sends data, or more than a few pings
+// or pongs a second, is cut off: a hostile peer cannot make the service
+// spend a core answering it. Requests whose Origin or Host the options do
+// not allow get HTTP 403 (DNS rebinding).
 package wsstream

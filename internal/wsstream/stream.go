@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,8 @@ const (
 	DefaultMaxReaders   = 16
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultPingInterval = 15 * time.Second
+	DefaultPongTimeout  = 10 * time.Second
+	DefaultControlRate  = 4
 )
 
 // Options configures a Server. Zero fields take the defaults above.
@@ -73,6 +77,16 @@ type Options struct {
 	WriteTimeout time.Duration
 	// PingInterval is how often connections are pinged.
 	PingInterval time.Duration
+	// PongTimeout is how long a new reader has to answer its first ping,
+	// sent before anything else: one that does not is dropped. Until it
+	// answers (or while it is later that long late), it gives its slot up
+	// to a newcomer when MaxReaders are connected, so that readers that
+	// never read cannot hold every slot.
+	PongTimeout time.Duration
+	// ControlRate is how many pings and pongs a reader may send a second,
+	// in bursts of twice that; one sending more is disconnected, as is one
+	// sending any data frame (readers only read).
+	ControlRate float64
 	// Initial returns what a new reader receives before live messages. It
 	// runs under the registration lock.
 	Initial func() []*Frame
@@ -86,6 +100,13 @@ type reader struct {
 	bytes   atomic.Int64 // of the frames in queue
 	dropped atomic.Int64 // since the last buckets message it was told about
 	bye     chan *Frame  // receives the bye frame on Close
+
+	// A connection's proof that it reads: the pong of a ping it was sent.
+	conn   bool          // a websocket connection, not a Subscription
+	pinged atomic.Int64  // unix ns of the oldest ping not answered; 0: none
+	ponged atomic.Bool   // it has answered a ping
+	salt   int64         // makes the pings' payloads unguessable
+	evict  chan struct{} // closed (under Server.mu) to take its slot back
 }
 
 // Server fans frames out to readers and serves them over websockets.
@@ -94,6 +115,7 @@ type Server struct {
 	mu       sync.Mutex // orders registration against Locked broadcasts
 	readers  atomic.Pointer[[]*reader]
 	dropped  atomic.Int64
+	evicted  atomic.Int64
 	closing  bool
 	closed   chan struct{}
 	lifeMu   sync.Mutex // orders goroutine starts against Close
@@ -118,6 +140,12 @@ func New(opts Options) *Server {
 	}
 	if opts.PingInterval <= 0 {
 		opts.PingInterval = DefaultPingInterval
+	}
+	if opts.PongTimeout <= 0 {
+		opts.PongTimeout = DefaultPongTimeout
+	}
+	if opts.ControlRate <= 0 {
+		opts.ControlRate = DefaultControlRate
 	}
 	if opts.Initial == nil {
 		opts.Initial = func() []*Frame { return nil }
@@ -169,7 +197,7 @@ var (
 	ErrFull = errors.New("too many stream readers")
 )
 
-func (s *Server) register(queueLen int) (*reader, []*Frame, error) {
+func (s *Server) register(queueLen int, conn bool) (*reader, []*Frame, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := *s.readers.Load()
@@ -177,13 +205,40 @@ func (s *Server) register(queueLen int) (*reader, []*Frame, error) {
 		return nil, nil, ErrClosed
 	}
 	if len(cur) >= s.opts.MaxReaders {
-		return nil, nil, ErrFull
+		idle := s.idlest(cur, time.Now().UnixNano())
+		if idle == nil {
+			return nil, nil, ErrFull
+		}
+		cur = slices.DeleteFunc(slices.Clone(cur), func(r *reader) bool { return r == idle })
+		close(idle.evict)
+		s.evicted.Add(1)
 	}
-	r := &reader{queue: make(chan *Frame, queueLen), bye: make(chan *Frame, 1)}
+	r := &reader{queue: make(chan *Frame, queueLen), bye: make(chan *Frame, 1),
+		conn: conn, salt: rand.Int64(), evict: make(chan struct{})}
+	if conn {
+		r.pinged.Store(time.Now().UnixNano()) // its first ping is on its way
+	}
 	initial := s.opts.Initial()
 	next := append(slices.Clip(cur), r)
 	s.readers.Store(&next)
 	return r, initial, nil
+}
+
+// idlest is the connection to give its slot up to a newcomer: of those
+// with a ping unanswered, that never answered one or are PongTimeout late,
+// the one waited for longest. It is nil when every reader reads.
+func (s *Server) idlest(readers []*reader, now int64) *reader {
+	var idle *reader
+	for _, r := range readers {
+		p := r.pinged.Load()
+		if !r.conn || p == 0 || r.ponged.Load() && now-p < int64(s.opts.PongTimeout) {
+			continue
+		}
+		if idle == nil || p < idle.pinged.Load() {
+			idle = r
+		}
+	}
+	return idle
 }
 
 func (s *Server) unregister(r *reader) {
@@ -202,6 +257,10 @@ func (s *Server) unregister(r *reader) {
 func (s *Server) Stats() (readers int, dropped int64) {
 	return len(*s.readers.Load()), s.dropped.Load()
 }
+
+// Evicted counts the connections the server cut for misbehaving: sending
+// data or too many control frames, or not reading (giving their slot up).
+func (s *Server) Evicted() int64 { return s.evicted.Load() }
 
 // track counts a goroutine about to start, unless the server is closing.
 func (s *Server) track() bool {
@@ -338,7 +397,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "this is a sentinel-top wire v1 websocket stream; connect with a websocket client", http.StatusUpgradeRequired)
 		return
 	}
-	r, initial, err := s.register(s.opts.QueueLen)
+	r, initial, err := s.register(s.opts.QueueLen, true)
 	if err != nil {
 		http.Error(w, "503 "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -364,24 +423,13 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 	defer s.recoverPanic()
 	defer s.unregister(r)
 
-	// The peer sends nothing but control frames; reading processes them and
-	// notices when it goes away.
-	conn.SetReadLimit(4 << 10)
-	_ = conn.SetReadDeadline(time.Now().Add(3 * s.opts.PingInterval))
-	conn.SetPongHandler(func(string) error {
-		return conn.SetReadDeadline(time.Now().Add(3 * s.opts.PingInterval))
-	})
 	peerGone := make(chan struct{})
 	s.wg.Add(1) // within serveConn's own tracked lifetime: Close is still waiting for it
 	go func() {
 		defer s.wg.Done()
 		defer close(peerGone)
 		defer s.recoverPanic()
-		for {
-			if _, _, err := conn.NextReader(); err != nil {
-				return
-			}
-		}
+		s.readPeer(conn, r)
 	}()
 	defer func() {
 		conn.Close() // ends the read loop too
@@ -392,13 +440,26 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 		_ = conn.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 		return conn.WriteMessage(websocket.TextMessage, data) == nil
 	}
+	ping := func() bool {
+		// The payload of the oldest ping unanswered: any pong of a reader
+		// that reads answers it.
+		now := time.Now().UnixNano()
+		r.pinged.CompareAndSwap(0, now)
+		return conn.WriteControl(websocket.PingMessage, r.pingPayload(r.pinged.Load()), time.Now().Add(s.opts.WriteTimeout)) == nil
+	}
+	// First a ping, before anything else: a reader that reads answers it
+	// at once, and one that does not is dropped after PongTimeout.
+	_ = conn.SetReadDeadline(time.Now().Add(s.opts.PongTimeout))
+	if !ping() {
+		return
+	}
 	for _, f := range initial {
 		if f != nil && !write(f.Data) {
 			return
 		}
 	}
-	ping := time.NewTicker(s.opts.PingInterval)
-	defer ping.Stop()
+	tick := time.NewTicker(s.opts.PingInterval)
+	defer tick.Stop()
 	for {
 		select {
 		case f := <-r.queue:
@@ -423,14 +484,91 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 			_ = conn.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutdown"), time.Now().Add(time.Second))
 			return
-		case <-ping.C:
-			if conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.opts.WriteTimeout)) != nil {
+		case <-tick.C:
+			if !ping() {
 				return
 			}
+		case <-r.evict:
+			_ = conn.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "slot given to a reader that reads"), time.Now().Add(time.Second))
+			return
 		case <-peerGone:
 			return
 		}
 	}
+}
+
+var errControlFlood = errors.New("too many pings or pongs")
+
+// pingPayload is what a ping sent at ns carries, and its pong must.
+func (r *reader) pingPayload(ns int64) []byte {
+	return strconv.AppendInt(nil, ns^r.salt, 36)
+}
+
+// readPeer reads what the peer sends until it fails or misbehaves. A reader
+// sends nothing but control frames: pongs, at most ControlRate of them
+// (with pings) a second. Data, or more, costs the service and is cut off.
+func (s *Server) readPeer(conn *websocket.Conn, r *reader) {
+	conn.SetReadLimit(4 << 10)
+	control := newRateLimit(s.opts.ControlRate, time.Now())
+	conn.SetPongHandler(func(data string) error {
+		if !control.allow(time.Now()) {
+			return errControlFlood
+		}
+		if p := r.pinged.Load(); p != 0 && data == string(r.pingPayload(p)) {
+			r.ponged.Store(true)
+			r.pinged.Store(0)
+			return conn.SetReadDeadline(time.Now().Add(3 * s.opts.PingInterval))
+		}
+		return nil
+	})
+	conn.SetPingHandler(func(data string) error {
+		if !control.allow(time.Now()) {
+			return errControlFlood
+		}
+		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) {
+			return nil // as gorilla's default handler: the write loop sees a broken connection
+		}
+		return err
+	})
+	_, _, err := conn.NextReader()
+	why := "readers send no data"
+	switch {
+	case errors.Is(err, errControlFlood):
+		why = errControlFlood.Error()
+	case errors.Is(err, websocket.ErrReadLimit):
+		why = "frame over 4 KiB" // gorilla has sent the close
+	case err != nil:
+		return
+	}
+	s.evicted.Add(1)
+	_ = conn.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(websocket.ClosePolicyViolation, why), time.Now().Add(time.Second))
+	conn.Close() // stops a write in progress too
+}
+
+// rateLimit is a token bucket of rate tokens a second, holding two
+// seconds' worth.
+type rateLimit struct {
+	rate, tokens float64
+	last         time.Time
+}
+
+func newRateLimit(rate float64, now time.Time) *rateLimit {
+	return &rateLimit{rate: rate, tokens: 2 * rate, last: now}
+}
+
+// allow takes a token if there is one.
+func (l *rateLimit) allow(now time.Time) bool {
+	l.tokens = min(2*l.rate, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	l.last = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
 }
 
 // withDropped re-encodes a buckets frame with the count of messages this
@@ -485,7 +623,7 @@ func (s *Server) Subscribe(queueLen int) (*Subscription, error) {
 	if queueLen <= 0 {
 		queueLen = s.opts.QueueLen
 	}
-	r, initial, err := s.register(queueLen)
+	r, initial, err := s.register(queueLen, false)
 	if err != nil {
 		return nil, err
 	}
