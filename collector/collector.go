@@ -143,13 +143,14 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*targetState
-	notices  map[noticeKey]*Notice // kept across reset: they describe the input
 	keptBuf  []int // Ingest's scratch: the bucket items taken
 	memUsed  int64 // bytes charged to the budget (budget.go)
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus
 	replayGen uint64
+	// notices describe the input, so a reset keeps them (notice.go).
+	notices map[noticeKey]*Notice
 
 	// The tees: what was accepted goes on to the recording and the
 	// re-served stream, under teeMu (never while waiting for mu).

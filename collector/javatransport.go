@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,22 +32,30 @@ import (
 // JavaMetricEvery and GET /getRules?type=degrade and ?type=flow every
 // JavaRulesEvery, turned into wire v1 messages of instance HOST:PORT.
 //
-// What the API does not give is not made up. It has no breaker states, so a
-// Java instance never sends a state message (the target's status says so,
-// see JavaBreakerStatesNote); no slow counts and no histogram (see package
-// metriclog for the mapping of its metric lines); no app name, hence ?app=
-// (without it the app is the instance, and instances of one service are not
-// compared with each other). The bearer token of --token is never sent to
-// these targets: the command API has no authentication, and the token
-// belongs to the wire streams.
+// What the API does not give is not made up. It has no breaker states: they
+// are inferred from the per-second counts (metriclog.Inference) and sent as
+// state messages marked inferred, for resources whose only rules are
+// degrade rules (the target's status says so, see JavaBreakerStatesNote);
+// no slow counts and no histogram (see package metriclog for the mapping of
+// its metric lines); no app name, hence ?app= (without it the app is the
+// instance, and instances of one service are not compared with each
+// other). The bearer token of --token is never sent to these targets: the
+// command API has no authentication, and the token belongs to the wire
+// streams.
+//
+// Lines of one second that share a name (Java writes "|" as "_") are
+// summed, and each such name is a Notice. Regex rules (Sentinel 1.8.7+)
+// are listed once for each resource of the app their pattern fully
+// matches, with Pattern set; rules of a service before 1.8 (by /version)
+// keep their meaning (core.SemanticsJava16).
 const (
 	// JavaScheme is the scheme of Java Sentinel targets.
 	JavaScheme = "sentinel"
 	// JavaDefaultPort is the transport API's default port (csp.sentinel.api.port).
 	JavaDefaultPort = "8719"
 	// JavaBreakerStatesNote is what the status of an up Java target says
-	// in LastError, for want of a field of its own.
-	JavaBreakerStatesNote = "breaker states not exposed by Java Sentinel"
+	// in Note.
+	JavaBreakerStatesNote = "breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules"
 )
 
 // Polling periods and bounds of Java targets.
@@ -66,6 +76,11 @@ const (
 	// javaEndSlack is how far past the collector's clock a poll asks for,
 	// so a service whose clock is ahead is not cut off.
 	javaEndSlack = 60 * time.Second
+	// javaGrace is how long a second may stay unwritten before it counts as
+	// empty: Java writes a second's lines when its metric timer runs, about
+	// a second after the second ends, later under load; a service without
+	// traffic writes none.
+	javaGrace = 3 * time.Second
 	// javaColdFactor is Java's csp.sentinel.flow.cold.factor default.
 	javaColdFactor = 3
 	// javaSDK prefixes the hello's sdk of Java targets.
@@ -149,11 +164,30 @@ type javaPoller struct {
 	// accepted counts metric lines accepted, to tell a Sentinel API from
 	// something else answering 200.
 	accepted int64
+	// written is the end of the newest second Java has written, Unix ms
+	// (any line counts but the CPU and load lines, which carry the current
+	// second): the data is complete up to there.
+	written int64
 	// rulesKey identifies the last rule answers seen, rulesVersion the
-	// last rule set sent.
+	// last rule set sent; breakers and flows are the rules read, regex
+	// rules (Pattern set) not yet listed per resource.
 	rulesKey     [sha256.Size]byte
 	rulesVersion string
 	rulesErr     string
+	breakers     []core.BreakerRule
+	flows        []core.FlowRule
+	// version is the service's Sentinel version ("" when /version did not
+	// say).
+	version string
+	// seen are the resources the target reported; patterns the compiled
+	// regex rules.
+	seen     map[string]bool
+	patterns map[string]*regexp.Regexp
+	// inf infers breaker states from the counts; fed is the next second to
+	// feed it and pending the items delivered for it.
+	inf     *metriclog.Inference
+	fed     int64
+	pending []wire.BucketItem
 }
 
 // pollJava polls a Java target until it fails or ctx ends; dialLoop
@@ -167,11 +201,12 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 2,
 		DialContext: (&net.Dialer{Timeout: opts.HandshakeTimeout}).DialContext, ResponseHeaderTimeout: opts.HandshakeTimeout}
 	defer tr.CloseIdleConnections()
-	p := &javaPoller{c: c, t: t, st: st, jt: jt,
+	p := &javaPoller{c: c, t: t, st: st, jt: jt, seen: map[string]bool{}, patterns: map[string]*regexp.Regexp{},
 		client: &http.Client{Transport: tr, Timeout: 2 * opts.HandshakeTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	now := c.clock.UnixMilli()
 	p.next = floorDown(now-javaBacklog.Milliseconds(), metriclog.BucketMs)
+	p.inf, p.fed = c.javaResume(jt.instance, p.next)
 
 	// The first answer decides whether this is a Sentinel command API.
 	body, err := p.get(ctx, p.metricPath(now))
@@ -206,6 +241,9 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		items, err := p.parseMetrics(body)
 		if err != nil {
 			return err
+		}
+		if len(p.patterns) > 0 {
+			p.sendRules() // regex rules may govern a resource just seen
 		}
 		p.deliver(items)
 		if now >= rulesDue {
@@ -275,6 +313,9 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 			}
 			continue
 		}
+		if l.Resource != metriclog.CPUUsage && l.Resource != metriclog.SystemLoad {
+			p.written = max(p.written, floorDown(l.Timestamp, metriclog.BucketMs)+metriclog.BucketMs)
+		}
 		if metriclog.Internal(l.Resource) {
 			continue
 		}
@@ -309,35 +350,67 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 		}
 	}
 	p.next = newest + metriclog.BucketMs
+	items, collided := metriclog.Merge(items)
+	for _, x := range collided {
+		p.c.Notice(Notice{Kind: NoticeNameCollision, Instance: p.jt.instance, Resource: x.Resource, At: x.Start, Count: 1})
+	}
+	for i := range items {
+		p.seen[items[i].Resource] = true
+	}
 	return items, nil
 }
 
 // deliver sends items as buckets messages, or a heartbeat when there are
-// none.
+// none, then feeds the inference the seconds now complete.
 //
-// The collector takes a buckets message's ts for the sender's clock (it
-// warns when ts and arrival differ by more than a bucket) and as the end of
-// the instance's data (rates are taken up to there). A polled service's
-// data always lags its clock: Java writes a second's line within a second
-// after it ends, and the poll reads it up to a second later. So ts is the
-// poll time, moved back to the end of the data when that is less than a
-// bucket ago: never more than a bucket off the arrival, and never claiming
-// data beyond what has arrived by more than the lag.
+// The collector takes a buckets message's ts as the end of the instance's
+// data (rates are taken up to there). A polled service's data lags: Java
+// writes a second's lines when its metric timer runs, about a second after
+// the second ends and later under load. So the data is complete up to the
+// newest second Java has written, or, when it wrote nothing for javaGrace
+// (no traffic, or a stalled timer), up to javaGrace ago; ts is the last
+// millisecond of that, never past the poll time. A second not written yet
+// is never read as a second without traffic. (The collector does not take
+// a polled instance's ts for its clock: it stamped it.)
 func (p *javaPoller) deliver(items []wire.BucketItem) {
 	now := p.c.clock.UnixMilli()
-	ts := now - (metriclog.BucketMs - 1)
-	if len(items) > 0 {
-		if end := items[len(items)-1].Start + 2*metriclog.BucketMs - 1; end > ts {
-			ts = min(end, now)
+	end := max(p.written, floorDown(now-javaGrace.Milliseconds(), metriclog.BucketMs))
+	ts := min(end+metriclog.BucketMs-1, now)
+	for batch := items; ; {
+		n := min(len(batch), wire.DefaultMaxItems)
+		p.ingest(&wire.Buckets{Header: wire.Header{Ts: ts, Instance: p.jt.instance}, BucketMs: metriclog.BucketMs, Items: batch[:n:n]})
+		batch = batch[n:]
+		if len(batch) == 0 {
+			break
 		}
 	}
-	for {
-		n := min(len(items), wire.DefaultMaxItems)
-		p.ingest(&wire.Buckets{Header: wire.Header{Ts: ts, Instance: p.jt.instance}, BucketMs: metriclog.BucketMs, Items: items[:n:n]})
-		items = items[n:]
-		if len(items) == 0 {
-			return
+	p.infer(items, min(end, floorDown(now, metriclog.BucketMs)+metriclog.BucketMs))
+}
+
+// infer feeds the inference every second before end, each with its items,
+// and sends the transitions it decides. A second delivered after it was
+// fed (written more than javaGrace late) is not fed again.
+func (p *javaPoller) infer(items []wire.BucketItem, end int64) {
+	p.pending = append(p.pending, items...)
+	if end-p.fed > javaBacklog.Milliseconds() {
+		p.fed = end - javaBacklog.Milliseconds() // a long gap: its start is gone anyway
+	}
+	for ; p.fed < end; p.fed += metriclog.BucketMs {
+		i := 0
+		for i < len(p.pending) && p.pending[i].Start < p.fed {
+			i++
 		}
+		k := i
+		for k < len(p.pending) && p.pending[k].Start == p.fed {
+			k++
+		}
+		for _, m := range p.inf.Second(p.fed, p.pending[i:k]) {
+			p.ingest(m)
+		}
+		p.pending = p.pending[k:]
+	}
+	if len(p.pending) == 0 {
+		p.pending = nil // let the backing array go
 	}
 }
 
@@ -366,6 +439,7 @@ func (p *javaPoller) hello(ctx context.Context) *wire.Hello {
 	if body, err := p.get(ctx, "/version"); err == nil {
 		if v := cleanName(string(bytes.TrimSpace(body)), 64); v != "" && !strings.ContainsAny(v, " <{\t") {
 			h.SDK = javaSDK + "/" + v
+			p.version = v
 		}
 	}
 	return h
@@ -415,21 +489,142 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	h.Write(flow)
 	var key [sha256.Size]byte
 	h.Sum(key[:0])
-	if key == p.rulesKey && p.rulesVersion != "" {
-		return
+	if key != p.rulesKey || p.rulesVersion == "" {
+		p.rulesKey = key
+		breakers, flows, problems := javaRules(degrade, flow, p.version)
+		for _, err := range problems {
+			p.c.Reject(p.t.Name, err)
+		}
+		p.breakers, p.flows = breakers, flows
+		clear(p.patterns)
+		for _, r := range breakers {
+			p.compile(r.Pattern)
+		}
+		for _, r := range flows {
+			p.compile(r.Pattern)
+		}
 	}
-	p.rulesKey = key
-	breakers, flows, problems := javaRules(degrade, flow)
-	for _, err := range problems {
-		p.c.Reject(p.t.Name, err)
+	p.sendRules()
+}
+
+// compile keeps a regex rule's pattern, as Java matches it: the whole name.
+// javaRules has checked that it compiles.
+func (p *javaPoller) compile(pattern string) {
+	if pattern != "" && p.patterns[pattern] == nil {
+		p.patterns[pattern] = regexp.MustCompile(`^(?:` + pattern + `)$`)
+	}
+}
+
+// sendRules sends the rules read, regex rules listed per resource they
+// govern, when that rule set changed; the inference takes it too.
+func (p *javaPoller) sendRules() {
+	breakers, flows := p.breakers, p.flows
+	if len(p.patterns) > 0 {
+		names := p.c.javaAppResources(p.jt.app, p.seen)
+		breakers = javaExpand(breakers, names, p.matches)
+		flows = javaExpand(flows, names, p.matches)
 	}
 	version := wire.RulesVersion(breakers, flows)
 	if version == p.rulesVersion {
 		return
 	}
 	p.rulesVersion = version
-	p.ingest(&wire.Rules{Header: wire.Header{Ts: p.c.clock.UnixMilli(), Instance: p.jt.instance},
+	now := p.c.clock.UnixMilli()
+	p.ingest(&wire.Rules{Header: wire.Header{Ts: now, Instance: p.jt.instance},
 		Version: version, Breakers: breakers, Flows: flows})
+	for _, m := range p.inf.SetRules(now, breakers, flows) {
+		p.ingest(m)
+	}
+}
+
+// matches reports whether a regex rule's pattern governs a resource, as
+// Java's Pattern.matches does on the name the application gave. The name
+// seen has every "|" written as "_", so a name with "_" is also tried
+// with "|" there.
+func (p *javaPoller) matches(pattern, name string) bool {
+	re := p.patterns[pattern]
+	if re == nil {
+		return false
+	}
+	return re.MatchString(name) || strings.Contains(name, "_") && re.MatchString(strings.ReplaceAll(name, "_", "|"))
+}
+
+// javaRule is a core rule a Java rule maps to.
+type javaRule interface {
+	core.BreakerRule | core.FlowRule
+}
+
+// javaExpand lists each regex rule of rules (Pattern set) once for every
+// name it governs, naming it; other rules are kept as they are. Names are
+// sorted, so the list is stable.
+func javaExpand[R javaRule](rules []R, names []string, matches func(pattern, name string) bool) []R {
+	var out []R
+	for _, r := range rules {
+		resource, pattern := ruleNames(&r)
+		if *pattern == "" {
+			out = append(out, r)
+			continue
+		}
+		for _, name := range names {
+			if matches(*pattern, name) {
+				*resource = name
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// ruleNames points at a rule's resource and pattern.
+func ruleNames[R javaRule](r *R) (resource, pattern *string) {
+	switch x := any(r).(type) {
+	case *core.BreakerRule:
+		return &x.Resource, &x.Pattern
+	case *core.FlowRule:
+		return &x.Resource, &x.Pattern
+	}
+	panic("unreachable")
+}
+
+// javaAppResources lists the resources the instances of app reported and
+// those in seen, sorted.
+func (c *Collector) javaAppResources(app string, seen map[string]bool) []string {
+	names := make(map[string]bool, len(seen))
+	for n := range seen {
+		names[n] = true
+	}
+	c.mu.Lock()
+	for k := range c.apps {
+		if k.app == app {
+			names[k.resource] = true
+		}
+	}
+	c.mu.Unlock()
+	return slices.Sorted(maps.Keys(names))
+}
+
+// javaResume starts the inference of a connection to instance: where the
+// previous connection's left off, from the states and the data the
+// collector holds, or at from for a new instance.
+func (c *Collector) javaResume(instance string, from int64) (*metriclog.Inference, int64) {
+	inf := metriclog.NewInference(instance)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in := c.insts[instance]
+	if in == nil {
+		return inf, from
+	}
+	for name, se := range in.series {
+		if !se.inferred {
+			continue
+		}
+		for _, t := range se.tracks {
+			if t.state != core.Closed {
+				inf.Restore(name, t.state, t.since)
+			}
+		}
+	}
+	return inf, max(from, in.dataEndSecond())
 }
 
 // javaDegradeRule is Java Sentinel's DegradeRule as /getRules?type=degrade
@@ -442,6 +637,10 @@ type javaDegradeRule struct {
 	MinRequestAmount   int64   `json:"minRequestAmount"`
 	SlowRatioThreshold float64 `json:"slowRatioThreshold"`
 	StatIntervalMs     int64   `json:"statIntervalMs"`
+	Regex              bool    `json:"regex"` // 1.8.7+: Resource is a pattern
+	// RtSlowRequestAmount is 1.7's: how many entries in a row over the
+	// average RT cut the resource off (always 5 in 1.6).
+	RtSlowRequestAmount int64 `json:"rtSlowRequestAmount"`
 }
 
 // javaFlowRule is Java Sentinel's FlowRule as /getRules?type=flow writes it.
@@ -456,17 +655,22 @@ type javaFlowRule struct {
 	WarmUpPeriodSec   int64   `json:"warmUpPeriodSec"`
 	MaxQueueingTimeMs int64   `json:"maxQueueingTimeMs"`
 	ClusterMode       bool    `json:"clusterMode"`
+	Regex             bool    `json:"regex"`
 }
 
-// javaRules maps the two /getRules answers to core rules. Resource names
+// javaRules maps the two /getRules answers of a service of Sentinel
+// version (as /version says; "" unknown) to core rules. Resource names
 // are mapped as the metric lines map them (LegalName), so rules and
 // statistics meet. Breakers keep Java's semantics (Semantics "java": one
-// bucket per window, as Java's circuit breakers use). Flow rule attributes
-// core has no field for (thread grade, relate/chain strategy, limitApp,
-// cluster mode) go into the rule's id, "java:" and a list, so that rules
-// differing in them do not look alike. Rules that do not map are left out
-// and reported as problems.
-func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.FlowRule, problems []error) {
+// bucket per window, as Java's circuit breakers use), or, for a service
+// before 1.8, the meaning its degrade rules had (see javaLegacyRule). Flow
+// rule attributes core has no field for (thread grade, relate/chain
+// strategy, limitApp, cluster mode) go into the rule's id, "java:" and a
+// list, so that rules differing in them do not look alike. A regex rule
+// (1.8.7+) keeps its pattern as Resource and Pattern, for javaExpand to
+// list it per resource it governs. Rules that do not map are left out and
+// reported as problems.
+func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRule, flows []core.FlowRule, problems []error) {
 	bad := func(kind string, i int, format string, args ...any) {
 		problems = append(problems, fmt.Errorf("%w: /getRules?type=%s: rule %d: %s", wire.ErrInvalid, kind, i, fmt.Sprintf(format, args...)))
 	}
@@ -476,7 +680,7 @@ func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.
 		raws = nil
 	}
 	for i, raw := range raws {
-		j := javaDegradeRule{MinRequestAmount: 5, SlowRatioThreshold: 1, StatIntervalMs: 1000}
+		j := javaDegradeRule{MinRequestAmount: 5, SlowRatioThreshold: 1, StatIntervalMs: 1000, RtSlowRequestAmount: 5}
 		if err := json.Unmarshal(raw, &j); err != nil {
 			bad("degrade", i, "%v", err)
 			continue
@@ -489,8 +693,20 @@ func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.
 			StatSlidingWindowBucketCount: 1,
 			Semantics:                    core.SemanticsJava,
 		}
-		switch j.Grade {
-		case 0: // slow ratio: count is the RT bound, slowRatioThreshold the ratio
+		if j.Regex {
+			if err := javaPattern(j.Resource); err != nil {
+				bad("degrade", i, "%v", err)
+				continue
+			}
+			r.Resource, r.Pattern = j.Resource, j.Resource
+		}
+		switch {
+		case javaLegacy(version, raw):
+			if !javaLegacyRule(&r, &j) {
+				bad("degrade", i, "grade %d is not 0, 1 or 2", j.Grade)
+				continue
+			}
+		case j.Grade == 0: // slow ratio: count is the RT bound, slowRatioThreshold the ratio
 			r.Strategy = core.SlowRequestRatio
 			if j.Count < 0 || math.IsNaN(j.Count) || j.Count > math.MaxInt64 {
 				bad("degrade", i, "count %v is not a response time", j.Count)
@@ -498,9 +714,9 @@ func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.
 			}
 			// Java rounds (Math.round: half up), so count 0.5 is a 1 ms bound.
 			r.MaxAllowedRtMs, r.Threshold = uint64(math.Floor(j.Count+0.5)), j.SlowRatioThreshold
-		case 1:
+		case j.Grade == 1:
 			r.Strategy, r.Threshold = core.ErrorRatio, j.Count
-		case 2:
+		case j.Grade == 2:
 			r.Strategy, r.Threshold = core.ErrorCount, j.Count
 		default:
 			bad("degrade", i, "grade %d is not 0, 1 or 2", j.Grade)
@@ -528,6 +744,13 @@ func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.
 			continue
 		}
 		r := core.FlowRule{Resource: metriclog.LegalName(j.Resource), Threshold: j.Count}
+		if j.Regex {
+			if err := javaPattern(j.Resource); err != nil {
+				bad("flow", i, "%v", err)
+				continue
+			}
+			r.Resource, r.Pattern = j.Resource, j.Resource
+		}
 		switch j.ControlBehavior {
 		case 0:
 		case 1:
@@ -584,6 +807,59 @@ func javaRules(degrade, flow []byte) (breakers []core.BreakerRule, flows []core.
 		flows = append(flows, r)
 	}
 	return breakers, flows, problems
+}
+
+// javaPattern checks a regex rule's pattern: Go's regexp must be able to
+// match it (Java's lookarounds and backreferences it cannot).
+func javaPattern(pattern string) error {
+	if _, err := regexp.Compile(`^(?:` + pattern + `)$`); err != nil {
+		return fmt.Errorf("regex %q cannot be matched here: %v", pattern, err)
+	}
+	return nil
+}
+
+// javaLegacy reports whether a degrade rule is one of Sentinel before 1.8:
+// by the version /version gave, or, when it gave none, by the fields only
+// those versions write (passCount, rtSlowRequestAmount) where 1.8's are
+// missing.
+func javaLegacy(version string, raw json.RawMessage) bool {
+	if version != "" {
+		var major, minor int
+		if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err == nil {
+			return major < 1 || major == 1 && minor < 8
+		}
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return false
+	}
+	_, pass := fields["passCount"]
+	_, amount := fields["rtSlowRequestAmount"]
+	_, ratio := fields["slowRatioThreshold"]
+	return (pass || amount) && !ratio
+}
+
+// javaLegacyRule maps a degrade rule of Sentinel before 1.8 (1.6, 1.7),
+// whose DegradeRule cuts the resource off for timeWindow when its
+// condition holds at an entry, with no probe: grade 0 is the average
+// response time of the last second reaching count (ms) for
+// rtSlowRequestAmount entries in a row (5 in 1.6), never a slow-request
+// ratio; grade 1 the exception ratio of the last second reaching count
+// with minRequestAmount entries (5 in 1.6); grade 2 the exceptions of the
+// last minute reaching count. False for another grade.
+func javaLegacyRule(r *core.BreakerRule, j *javaDegradeRule) bool {
+	r.Semantics, r.Threshold, r.StatIntervalMs = core.SemanticsJava16, j.Count, 1000
+	switch j.Grade {
+	case 0:
+		r.Strategy, r.MinRequestAmount = core.AverageRT, uint64(max(j.RtSlowRequestAmount, 0))
+	case 1:
+		r.Strategy = core.ErrorRatio
+	case 2:
+		r.Strategy, r.MinRequestAmount, r.StatIntervalMs = core.ErrorCount, 0, 60000
+	default:
+		return false
+	}
+	return true
 }
 
 // orNull reads an empty answer as no rules.

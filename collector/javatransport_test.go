@@ -333,7 +333,7 @@ func TestJavaRulesMapping(t *testing.T) {
 		`{"resource":"f|g","count":3,"grade":0,"strategy":1,"refResource":"h|i","limitApp":"app-a","clusterMode":true},` +
 		`{"resource":"j","count":30,"controlBehavior":3,"warmUpPeriodSec":20,"maxQueueingTimeMs":100},` +
 		`{"resource":"k","count":1,"controlBehavior":9}]`
-	breakers, flows, problems := javaRules([]byte(degrade), []byte(flow))
+	breakers, flows, problems := javaRules([]byte(degrade), []byte(flow), "1.8.8")
 	wantB := []core.BreakerRule{{Resource: "a", Strategy: core.ErrorCount, RetryTimeoutMs: 60000, MinRequestAmount: 5,
 		StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Threshold: 5, Semantics: core.SemanticsJava}}
 	wantF := []core.FlowRule{
@@ -359,11 +359,11 @@ func TestJavaRulesMapping(t *testing.T) {
 			t.Errorf("problem %d: %q, want %q", i, msgs[i], want[i])
 		}
 	}
-	b, f, p := javaRules([]byte("[]"), nil)
+	b, f, p := javaRules([]byte("[]"), nil, "")
 	if b != nil || f != nil || p != nil {
 		t.Fatalf("%v %v %v", b, f, p)
 	}
-	if _, _, p := javaRules([]byte("<html>"), []byte("[]")); len(p) != 1 {
+	if _, _, p := javaRules([]byte("<html>"), []byte("[]"), ""); len(p) != 1 {
 		t.Fatalf("%v", p)
 	}
 }
@@ -409,7 +409,7 @@ func FuzzJavaRules(f *testing.F) {
 	f.Add([]byte(`[{"grade":0,"count":"NaN"}]`), []byte(`{"not":"a list"}`))
 	f.Add([]byte("null"), []byte(`[{"resource":"x","controlBehavior":3,"warmUpPeriodSec":-4,"strategy":2,"refResource":"\u0000"}]`))
 	f.Fuzz(func(t *testing.T, degrade, flow []byte) {
-		breakers, flows, _ := javaRules(degrade, flow)
+		breakers, flows, _ := javaRules(degrade, flow, "")
 		m := &wire.Rules{Header: wire.Header{Ts: javaT0, Instance: "i"}, Version: wire.RulesVersion(breakers, flows),
 			Breakers: breakers, Flows: flows}
 		if err := wire.Validate(m, wire.Limits{}); err != nil {
@@ -424,7 +424,7 @@ func FuzzJavaRules(f *testing.F) {
 func TestJavaSlowRatioCountRounds(t *testing.T) {
 	for count, want := range map[string]uint64{"0.5": 1, "0.4": 0, "100.4": 100, "150.5": 151, "199.6": 200, "200": 200} {
 		degrade := `[{"resource":"a","grade":0,"count":` + count + `,"slowRatioThreshold":0.5,"timeWindow":10}]`
-		b, _, p := javaRules([]byte(degrade), nil)
+		b, _, p := javaRules([]byte(degrade), nil, "1.8.8")
 		if len(p) != 0 || len(b) != 1 || b[0].MaxAllowedRtMs != want {
 			t.Errorf("count %s: %+v %v, want maxAllowedRtMs %d", count, b, p, want)
 		}

@@ -56,6 +56,10 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	slices.Sort(noteList)
 	s.Warnings = append(warnings, noteList...)
+	s.Notices = c.sortedNotices()
+	for _, n := range s.Notices {
+		s.Warnings = append(s.Warnings, n.String())
+	}
 	rateMs := c.opts.RateWindow.Milliseconds()
 	s.Rows = make([]ResourceRow, 0, len(rows))
 	for k, row := range rows {
@@ -112,7 +116,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 		apps[in.app] = true
 		if live {
 			s.Instances++
-			if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive {
+			if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive && !in.polled {
 				dir := "behind"
 				if off < 0 {
 					dir, off = "ahead of", -off

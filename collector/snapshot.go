@@ -49,6 +49,9 @@ type Snapshot struct {
 	Overflow []RejectCount
 	// Warnings are one-line notices (clock skew, incompatible sources).
 	Warnings []string
+	// Notices are the typed warnings about the input (name collisions),
+	// sorted by instance and resource; each is also in Warnings.
+	Notices []Notice
 	// Recording is set while everything accepted is being recorded
 	// (Options.Record); RecordError says when that stopped.
 	Recording bool

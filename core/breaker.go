@@ -55,6 +55,9 @@ func NewBreaker(rule BreakerRule, listeners ...TransitionListener) (*Breaker, er
 	if err := rule.Validate(); err != nil {
 		return nil, err
 	}
+	if err := rule.enforceable(); err != nil {
+		return nil, err
+	}
 	stat, err := NewWindow[breakerCounter](rule.BucketCount(), int64(rule.StatIntervalMs))
 	if err != nil {
 		return nil, err

@@ -178,6 +178,9 @@ func (g *Guard) LoadBreakerRules(rules []BreakerRule) error {
 		if err := rules[i].Validate(); err != nil {
 			return fmt.Errorf("breaker rule %d: %w", i, err)
 		}
+		if err := rules[i].enforceable(); err != nil {
+			return fmt.Errorf("breaker rule %d: %w", i, err)
+		}
 		byRes[rules[i].Resource] = append(byRes[rules[i].Resource], rules[i])
 		if len(byRes[rules[i].Resource]) > maxRulesPerResource {
 			return fmt.Errorf("breaker rule %d: %w: more than %d breakers for %q", i, ErrInvalidRule, maxRulesPerResource, rules[i].Resource)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 )
 
 // Strategy is how a circuit breaker judges its window. The numeric codes are
@@ -15,6 +16,14 @@ const (
 	SlowRequestRatio Strategy = iota // trips on the ratio of completions slower than MaxAllowedRtMs
 	ErrorRatio                       // trips on the ratio of completions that ended in an error
 	ErrorCount                       // trips on the number of completions that ended in an error
+	// AverageRT is Java Sentinel's degrade grade 0 before 1.8 (1.6, 1.7):
+	// the resource is cut off when its average response time over the
+	// last second reaches Threshold (ms) for MinRequestAmount entries in a
+	// row (rtSlowRequestAmount; always 5 in 1.6). It exists only with
+	// SemanticsJava16: rules read from such services, which core does not
+	// enforce. It is not a slow-request ratio and must never be advised as
+	// one.
+	AverageRT
 )
 
 func (s Strategy) String() string {
@@ -25,6 +34,8 @@ func (s Strategy) String() string {
 		return "error-ratio"
 	case ErrorCount:
 		return "error-count"
+	case AverageRT:
+		return "average-rt"
 	default:
 		return fmt.Sprintf("strategy(%d)", uint32(s))
 	}
@@ -50,6 +61,17 @@ const (
 	// lets exactly one probe through (ProbeNum is ignored), forgets its one
 	// bucket when it closes, and never hands its window to a changed rule.
 	SemanticsJava Semantics = "java"
+	// SemanticsJava16 describes a degrade rule of Java Sentinel before 1.8
+	// (1.6 and 1.7, whose DegradeRule has no circuit breaker): when its
+	// condition holds at an entry the resource is cut off for
+	// RetryTimeoutMs, then everything passes again, with no HALF_OPEN and
+	// no probe. Strategy AverageRT is grade 0; ErrorRatio (grade 1) is the
+	// exception ratio of the last second (StatIntervalMs 1000), ErrorCount
+	// (grade 2) the exceptions of the last minute (StatIntervalMs 60000).
+	// Such rules describe what a Java service runs, for display and
+	// triage: core does not implement them, and NewBreaker and
+	// Guard.LoadBreakerRules refuse them.
+	SemanticsJava16 Semantics = "java-1.6"
 )
 
 // BreakerRule is a circuit-breaking rule. Its JSON is sentinel-golang's
@@ -81,7 +103,8 @@ type BreakerRule struct {
 	// MaxAllowedRtMs is the response time above which a completion is slow
 	// (SlowRequestRatio only).
 	MaxAllowedRtMs uint64 `json:"maxAllowedRtMs"`
-	// Threshold is the ratio (0..1) or error count at which the breaker trips.
+	// Threshold is the ratio (0..1) or error count at which the breaker trips
+	// (AverageRT: the average response time, ms).
 	Threshold float64 `json:"threshold"`
 	// ProbeNum is how many successful probes in HALF_OPEN close the breaker;
 	// with ProbeNum > 0 every request in HALF_OPEN passes. Java semantics
@@ -89,6 +112,13 @@ type BreakerRule struct {
 	ProbeNum uint64 `json:"probeNum"`
 	// Semantics selects Java Sentinel 1.8 behaviour where it differs.
 	Semantics Semantics `json:"semantics,omitempty"`
+	// Pattern is set on a rule read from a Java regex rule (Sentinel
+	// 1.8.7+, "regex": true): the rule's regular expression, which fully
+	// matches Resource (Java's Pattern.matches). Such a rule governs each
+	// matching resource with a breaker of its own, so it is listed once per
+	// resource it governs, each copy naming its resource. Informative: core
+	// enforces the rule on Resource, and rule comparisons include it.
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // ErrInvalidRule is wrapped by every rule validation error.
@@ -104,8 +134,8 @@ func (r *BreakerRule) Validate() error {
 	switch {
 	case r.Resource == "":
 		return ruleErr("breaker", r.Resource, "resource is empty")
-	case r.Strategy > ErrorCount:
-		return ruleErr("breaker", r.Resource, "strategy %d is not 0 (slow ratio), 1 (error ratio) or 2 (error count)", r.Strategy)
+	case r.Strategy > AverageRT || r.Strategy == AverageRT && r.Semantics != SemanticsJava16:
+		return ruleErr("breaker", r.Resource, "strategy %d is not 0 (slow ratio), 1 (error ratio) or 2 (error count), or 3 (average RT) with semantics \"java-1.6\"", r.Strategy)
 	case r.StatIntervalMs == 0:
 		return ruleErr("breaker", r.Resource, "statIntervalMs must be positive")
 	case r.RetryTimeoutMs == 0:
@@ -114,8 +144,29 @@ func (r *BreakerRule) Validate() error {
 		return ruleErr("breaker", r.Resource, "threshold %v must be a non-negative number", r.Threshold)
 	case r.Strategy.IsRatio() && r.Threshold > 1:
 		return ruleErr("breaker", r.Resource, "threshold %v is a ratio and must be within [0, 1]", r.Threshold)
-	case r.Semantics != SemanticsGo && r.Semantics != SemanticsJava:
-		return ruleErr("breaker", r.Resource, "semantics %q is not \"\" (sentinel-golang) or \"java\"", r.Semantics)
+	case r.Semantics != SemanticsGo && r.Semantics != SemanticsJava && r.Semantics != SemanticsJava16:
+		return ruleErr("breaker", r.Resource, "semantics %q is not \"\" (sentinel-golang), \"java\" or \"java-1.6\"", r.Semantics)
+	}
+	return checkPattern("breaker", r.Resource, r.Pattern)
+}
+
+// checkPattern validates a rule's Pattern: empty, or a regular expression
+// Go can match.
+func checkPattern(kind, resource, pattern string) error {
+	if pattern == "" {
+		return nil
+	}
+	if _, err := regexp.Compile(pattern); err != nil {
+		return ruleErr(kind, resource, "pattern %q: %v", pattern, err)
+	}
+	return nil
+}
+
+// enforceable reports why core cannot enforce a valid rule: one that only
+// describes a Java service of another version.
+func (r *BreakerRule) enforceable() error {
+	if r.Semantics == SemanticsJava16 {
+		return ruleErr("breaker", r.Resource, "semantics \"java-1.6\" describes Java Sentinel before 1.8, which core does not implement")
 	}
 	return nil
 }
@@ -243,6 +294,10 @@ type FlowRule struct {
 	WarmUpColdFactor uint32 `json:"warmUpColdFactor"`
 	// StatIntervalInMs is the statistic window of a Reject rule.
 	StatIntervalInMs uint32 `json:"statIntervalInMs"`
+	// Pattern is set on a rule read from a Java regex rule, as for
+	// BreakerRule.Pattern: the regular expression that fully matches
+	// Resource. Informative: core enforces the rule on Resource.
+	Pattern string `json:"pattern,omitempty"`
 }
 
 // Validate reports the first problem that makes the rule unusable.
@@ -263,5 +318,5 @@ func (r *FlowRule) Validate() error {
 	case r.TokenCalculateStrategy == WarmUp && r.WarmUpColdFactor == 1:
 		return ruleErr("flow", r.Resource, "warmUpColdFactor must be greater than 1")
 	}
-	return nil
+	return checkPattern("flow", r.Resource, r.Pattern)
 }

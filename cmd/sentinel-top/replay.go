@@ -12,27 +12,15 @@ import (
 
 // openReplay opens what --replay names: a wire v1 fixture file (.ndjson,
 // .ndjson.gz), a built-in fixture, or Sentinel metric log files
-// (app-metrics.log.YYYY-MM-DD and its rotations, comma-separated), as
-// Java Sentinel and sentinel-golang write them.
+// (app-metrics.log[.pidPID].YYYY-MM-DD and its rotations, comma-separated,
+// each optionally @INSTANCE), as Java Sentinel and sentinel-golang write
+// them: each process's files are an instance of their own.
 func openReplay(spec string, speed float64, opts collector.Options) (*collector.Replay, string, error) {
-	if paths := strings.Split(spec, ","); isMetricLog(paths[0]) {
-		for _, p := range paths[1:] {
-			if !isMetricLog(p) {
-				return nil, "", usagef("--replay %q: %s is not a Sentinel metric log like %s", spec, p, paths[0])
-			}
-		}
-		msgs, errs := metriclog.ConvertFiles(paths, "", "")
-		if len(msgs) == 0 && len(errs) > 0 {
-			return nil, "", fmt.Errorf("--replay %s: no usable line: %w", spec, errs[0])
-		}
-		rp, err := collector.NewReplayMessages(spec, msgs, errs, speed, opts)
-		if err != nil {
-			return nil, "", fmt.Errorf("--replay: %w", err)
-		}
-		if err := replayable(rp, spec); err != nil {
-			return nil, "", err
-		}
-		return rp, spec, nil
+	if specs := strings.Split(spec, ","); isMetricLog(metricLogPath(specs[0])) {
+		return openMetricLogs(spec, specs, speed, opts)
+	}
+	if log, ok := metriclog.IndexOf(spec); ok {
+		return nil, "", fmt.Errorf("nothing replayable in %s: it is the index of a Sentinel metric log, not the log: replay %s", spec, log)
 	}
 	rc, name, err := openFixture(spec)
 	if err != nil {
@@ -47,6 +35,50 @@ func openReplay(spec string, speed float64, opts collector.Options) (*collector.
 		return nil, "", err
 	}
 	return rp, name, nil
+}
+
+// openMetricLogs opens the Sentinel metric logs of --replay: each PATH or
+// PATH@INSTANCE of specs, grouped into the processes that wrote them (one
+// instance each: see metriclog.Group).
+func openMetricLogs(spec string, specs []string, speed float64, opts collector.Options) (*collector.Replay, string, error) {
+	for _, s := range specs {
+		p := metricLogPath(s)
+		if log, ok := metriclog.IndexOf(p); ok {
+			return nil, "", fmt.Errorf("nothing replayable in %s: it is the index of a Sentinel metric log, not the log: replay %s", p, log)
+		}
+		if !isMetricLog(p) {
+			return nil, "", usagef("--replay %q: %s is not a Sentinel metric log like %s", spec, p, metricLogPath(specs[0]))
+		}
+	}
+	srcs, err := metriclog.Group(specs)
+	if err != nil {
+		return nil, "", usagef("--replay %q: %v", spec, err)
+	}
+	r := metriclog.ConvertSources(srcs)
+	if len(r.Messages) == 0 {
+		if len(r.Errors) > 0 {
+			return nil, "", fmt.Errorf("nothing replayable in %s: no usable line: %w", spec, r.Errors[0])
+		}
+		return nil, "", fmt.Errorf("nothing replayable in %s: it holds no metric lines", spec)
+	}
+	rp, err := collector.NewReplayMessages(spec, r.Messages, r.Errors, speed, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("--replay: %w", err)
+	}
+	for _, c := range r.Collisions {
+		rp.Collector().Notice(collector.Notice{Kind: collector.NoticeNameCollision, Instance: c.Instance,
+			Resource: c.Resource, At: c.First, Count: int64(c.Seconds)})
+	}
+	if err := replayable(rp, spec); err != nil {
+		return nil, "", err
+	}
+	return rp, spec, nil
+}
+
+// metricLogPath is the path of a --replay item, PATH or PATH@INSTANCE.
+func metricLogPath(spec string) string {
+	p, _ := metriclog.SplitSpec(spec)
+	return p
 }
 
 // replayable refuses an input with nothing to replay, in one line that

@@ -14,9 +14,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
+
+// idleSeconds is how many seconds without a line the inference is told of
+// in a row: enough for what waits on silence (a probe without traffic
+// after it).
+const idleSeconds = 5
 
 // SDK is the hello's sdk of a converted metric log.
 const SDK = "sentinel-metric-log"
@@ -105,23 +111,62 @@ func Detect(name string, head []byte) bool {
 	return false
 }
 
+// Result is what a conversion gives.
+type Result struct {
+	// Messages are, for each instance, a hello, then one buckets message per
+	// second, each stamped with its bucket's end and followed by the
+	// breaker transitions that second let the Inference decide (stamped
+	// with their own, earlier, seconds); instances are interleaved in that
+	// order.
+	Messages []wire.Message
+	// Errors are the lines that could not be used, each a *wire.LineError
+	// (file:line).
+	Errors []error
+	// Collisions are the resource names that several lines of one second
+	// carried (their counts were summed), once per instance and name.
+	Collisions []Collision
+}
+
+// Collision is a resource name written on several lines of one second by
+// one process: Java Sentinel writes "|" as "_", so "a|b" and "a_b" both
+// come out as "a_b". The lines are summed, as Sentinel's dashboard does.
+type Collision struct {
+	Instance, Resource string
+	// First is the first second it happened, Unix ms; Seconds counts the
+	// seconds it happened in.
+	First   int64
+	Seconds int
+}
+
+func (c Collision) String() string {
+	return fmt.Sprintf("%s: several lines a second named %q, summed (a \"|\" in a name is written \"_\"): %d %s from %s",
+		c.Instance, c.Resource, c.Seconds, plural(c.Seconds, "second", "seconds"),
+		time.UnixMilli(c.First).UTC().Format("2006-01-02 15:04:05 UTC"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Convert reads a whole metric log (gzip-compressed or not) named name and
-// returns it as wire messages: a hello for instance of app (both from
-// Identify(name) when empty), then one buckets message per second, in time
-// order, each stamped with its bucket's end. Lines of the same second are
-// merged into one message, whatever their order in the file. Pseudo
-// resources (Internal) are skipped. Every line that cannot be used is a
-// *wire.LineError (file:line) in errs, and reading goes on; an I/O error
+// returns it as wire messages of instance of app (both from Identify(name)
+// when empty). Lines of the same second are merged into one message,
+// whatever their order in the file, and lines of one second naming the
+// same resource are summed. Pseudo resources (Internal) are skipped. Every
+// line that cannot be used is an error, and reading goes on; an I/O error
 // ends the reading, reported the same way. A file without a usable line
 // gives no messages.
-func Convert(r io.Reader, name, app, instance string) (msgs []wire.Message, errs []error) {
+func Convert(r io.Reader, name, app, instance string) Result {
 	if app == "" || instance == "" {
 		a, in := Identify(name)
 		app, instance = cmp.Or(app, a), cmp.Or(instance, in)
 	}
 	var cv converter
 	cv.read(r, name)
-	return cv.messages(app, instance), cv.report()
+	return cv.result(app, instance)
 }
 
 // ConvertFiles is Convert over the files of one instance's metric log, a
@@ -129,7 +174,7 @@ func Convert(r io.Reader, name, app, instance string) (msgs []wire.Message, errs
 // they are read in the order they were written (SortFiles) and make one
 // stream with one hello. app and instance default to Identify of the first
 // file.
-func ConvertFiles(paths []string, app, instance string) (msgs []wire.Message, errs []error) {
+func ConvertFiles(paths []string, app, instance string) Result {
 	paths = slices.Clone(paths)
 	SortFiles(paths)
 	if len(paths) > 0 && (app == "" || instance == "") {
@@ -146,7 +191,52 @@ func ConvertFiles(paths []string, app, instance string) (msgs []wire.Message, er
 		cv.read(f, p)
 		f.Close()
 	}
-	return cv.messages(app, instance), cv.report()
+	return cv.result(app, instance)
+}
+
+// ConvertSources converts the metric logs of several processes (see
+// Group), each its own instance, into one stream in time order.
+func ConvertSources(srcs []Source) Result {
+	var out Result
+	var streams [][]wire.Message
+	for _, src := range srcs {
+		r := ConvertFiles(src.Paths, src.App, src.Instance)
+		streams = append(streams, r.Messages)
+		out.Errors = append(out.Errors, r.Errors...)
+		out.Collisions = append(out.Collisions, r.Collisions...)
+	}
+	out.Messages = interleave(streams)
+	return out
+}
+
+// interleave merges streams by the time each message was known: a hello's
+// or buckets message's ts, and for a transition the ts of the buckets
+// message before it. Ties keep the streams' order.
+func interleave(streams [][]wire.Message) []wire.Message {
+	if len(streams) == 1 {
+		return streams[0]
+	}
+	type keyed struct {
+		at     int64
+		stream int
+		m      wire.Message
+	}
+	var all []keyed
+	for i, s := range streams {
+		at := int64(0)
+		for _, m := range s {
+			if _, isState := m.(*wire.State); !isState {
+				at = m.Head().Ts
+			}
+			all = append(all, keyed{at, i, m})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b keyed) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.stream, b.stream)) })
+	out := make([]wire.Message, len(all))
+	for i, k := range all {
+		out[i] = k.m
+	}
+	return out
 }
 
 // SortFiles orders metric log names as their writer created them: by
@@ -252,32 +342,63 @@ func (cv *converter) report() []error {
 	return errs
 }
 
-// messages turns the items into a hello and one buckets message per second.
-func (cv *converter) messages(app, instance string) []wire.Message {
+// result turns the items into a hello and one buckets message per second,
+// lines of a second naming one resource summed, each followed by the
+// transitions the Inference decided from it; and the errors and collisions.
+func (cv *converter) result(app, instance string) Result {
+	r := Result{Errors: cv.report()}
 	items := cv.items
 	if len(items) == 0 {
-		return nil
+		return r
 	}
 	slices.SortStableFunc(items, func(a, b wire.BucketItem) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.Resource, b.Resource))
 	})
-	msgs := []wire.Message{&wire.Hello{
+	items, collided := Merge(items)
+	r.Messages = []wire.Message{&wire.Hello{
 		Header:   wire.Header{Ts: items[0].Start, Instance: instance},
 		App:      app,
 		SDK:      SDK,
 		BucketMs: BucketMs,
 	}}
+	byName := map[string]int{}
+	for _, c := range collided {
+		if i, ok := byName[c.Resource]; ok {
+			r.Collisions[i].Seconds++
+			continue
+		}
+		byName[c.Resource] = len(r.Collisions)
+		r.Collisions = append(r.Collisions, Collision{Instance: instance, Resource: c.Resource, First: c.Start, Seconds: 1})
+	}
+	inf := NewInference(instance)
 	for len(items) > 0 {
 		k := 1
-		for k < len(items) && k < wire.DefaultMaxItems && items[k].Start == items[0].Start {
+		for k < len(items) && items[k].Start == items[0].Start {
 			k++
 		}
-		msgs = append(msgs, &wire.Buckets{
-			Header:   wire.Header{Ts: items[0].Start + BucketMs, Instance: instance},
-			BucketMs: BucketMs,
-			Items:    items[:k:k],
-		})
+		second := items[:k:k]
+		// The seconds without a line: a few settle what waited for them.
+		for s := inf.Last() + BucketMs; inf.Last() != 0 && s < min(second[0].Start, inf.Last()+idleSeconds*BucketMs); s += BucketMs {
+			r.Messages = appendStates(r.Messages, inf.Second(s, nil))
+		}
+		for rest := second; len(rest) > 0; {
+			n := min(len(rest), wire.DefaultMaxItems)
+			r.Messages = append(r.Messages, &wire.Buckets{
+				Header:   wire.Header{Ts: second[0].Start + BucketMs, Instance: instance},
+				BucketMs: BucketMs,
+				Items:    rest[:n:n],
+			})
+			rest = rest[n:]
+		}
+		r.Messages = appendStates(r.Messages, inf.Second(second[0].Start, second))
 		items = items[k:]
+	}
+	return r
+}
+
+func appendStates(msgs []wire.Message, states []*wire.State) []wire.Message {
+	for _, s := range states {
+		msgs = append(msgs, s)
 	}
 	return msgs
 }

@@ -19,13 +19,13 @@ not a metric line
 `
 	name := "order-metrics.log.2025-11-30"
 	fmt.Println(metriclog.Detect(name, nil))
-	msgs, errs := metriclog.Convert(strings.NewReader(log), name, "", "")
-	for _, err := range errs {
+	r := metriclog.Convert(strings.NewReader(log), name, "", "")
+	for _, err := range r.Errors {
 		fmt.Println("bad line:", err)
 	}
 	var ndjson bytes.Buffer
 	w := wire.NewWriter(&ndjson)
-	for _, m := range msgs {
+	for _, m := range r.Messages {
 		w.Write(m)
 	}
 	w.Flush()

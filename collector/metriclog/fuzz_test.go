@@ -67,7 +67,7 @@ func FuzzConvert(f *testing.F) {
 	f.Add(strings.Join(fuzzSeeds, "\n"))
 	f.Add("\x1f\x8b\x08")
 	f.Fuzz(func(t *testing.T, s string) {
-		msgs, errs := Convert(strings.NewReader(s), "f", "", "")
+		msgs, errs := split(Convert(strings.NewReader(s), "f", "", ""))
 		for _, m := range msgs {
 			if err := wire.Validate(m, wire.Limits{}); err != nil {
 				t.Fatalf("%+v: %v", m, err)

@@ -217,3 +217,42 @@ func (l *Line) Item() wire.BucketItem {
 	}
 	return it
 }
+
+// Merge sums the items of one second that name the same resource, as
+// Sentinel's dashboard does with lines whose names met when "|" was
+// written as "_". items must be sorted by start, then resource; the
+// merged items are written over them. collided lists one item per merge
+// (its resource and start).
+func Merge(items []wire.BucketItem) (merged []wire.BucketItem, collided []wire.BucketItem) {
+	merged = items[:0]
+	for i := range items {
+		it := items[i]
+		if n := len(merged); n > 0 && merged[n-1].Start == it.Start && merged[n-1].Resource == it.Resource {
+			m := &merged[n-1]
+			if len(collided) == 0 || collided[len(collided)-1].Start != it.Start || collided[len(collided)-1].Resource != it.Resource {
+				collided = append(collided, wire.BucketItem{Resource: it.Resource, Start: it.Start})
+			}
+			switch {
+			case m.Complete == 0:
+				m.RtMin, m.RtMax = it.RtMin, it.RtMax
+			case it.Complete > 0:
+				m.RtMin, m.RtMax = min(m.RtMin, it.RtMin), max(m.RtMax, it.RtMax)
+			}
+			m.Pass, m.Block = satAdd(m.Pass, it.Pass), satAdd(m.Block, it.Block)
+			m.Complete, m.Error = satAdd(m.Complete, it.Complete), satAdd(m.Error, it.Error)
+			m.Concurrency = satAdd(m.Concurrency, it.Concurrency)
+			m.RtSum = satAdd(m.RtSum, it.RtSum)
+			continue
+		}
+		merged = append(merged, it)
+	}
+	return merged, collided
+}
+
+// satAdd adds two counts, saturating at MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

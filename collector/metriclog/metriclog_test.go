@@ -137,7 +137,7 @@ this line is not a metric line
 `
 
 func TestConvert(t *testing.T) {
-	msgs, errs := Convert(strings.NewReader(sampleLog), "/var/log/csp/order-service-metrics.log.pid4242.2025-11-30.1", "", "")
+	msgs, errs := split(Convert(strings.NewReader(sampleLog), "/var/log/csp/order-service-metrics.log.pid4242.2025-11-30.1", "", ""))
 	if len(errs) != 2 {
 		t.Fatalf("errors: %v", errs)
 	}
@@ -178,7 +178,7 @@ func TestConvert(t *testing.T) {
 		}
 	}
 	// The app and instance given win over the file name.
-	msgs, _ = Convert(strings.NewReader(sampleLog), "x.log", "gw", "gw-1")
+	msgs, _ = split(Convert(strings.NewReader(sampleLog), "x.log", "gw", "gw-1"))
 	if h := msgs[0].(*wire.Hello); h.App != "gw" || h.Instance != "gw-1" {
 		t.Fatalf("%+v", h)
 	}
@@ -189,7 +189,7 @@ func TestConvertGzipLongLinesAndEmpty(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(strings.Repeat("y", MaxLineBytes+10) + "\n" + sampleLog))
 	zw.Close()
-	msgs, errs := Convert(&gz, "app-metrics.log.2025-11-30.gz", "", "")
+	msgs, errs := split(Convert(&gz, "app-metrics.log.2025-11-30.gz", "", ""))
 	if len(msgs) != 3 || len(errs) != 3 || !strings.Contains(errs[0].Error(), ":1: ") || !errors.Is(errs[0], wire.ErrTooLarge) {
 		t.Fatalf("%d messages, errors %v", len(msgs), errs)
 	}
@@ -199,11 +199,11 @@ func TestConvertGzipLongLinesAndEmpty(t *testing.T) {
 	if h := msgs[0].(*wire.Hello); h.App != "app" || h.Instance != "app" {
 		t.Fatalf("%+v", h)
 	}
-	msgs, errs = Convert(strings.NewReader("\n\n"), "empty", "", "")
+	msgs, errs = split(Convert(strings.NewReader("\n\n"), "empty", "", ""))
 	if msgs != nil || errs != nil {
 		t.Fatalf("%v %v", msgs, errs)
 	}
-	msgs, errs = Convert(strings.NewReader("garbage\n"), "g", "", "")
+	msgs, errs = split(Convert(strings.NewReader("garbage\n"), "g", "", ""))
 	if msgs != nil || len(errs) != 1 {
 		t.Fatalf("%v %v", msgs, errs)
 	}
@@ -294,7 +294,7 @@ func TestConvertFilesInWritingOrder(t *testing.T) {
 	if got := strings.Join(names, " "); got != "gw-metrics.log.2025-11-30 gw-metrics.log.2025-11-30.1 gw-metrics.log.2025-11-30.2 gw-metrics.log.2025-12-01 gw-metrics.log.2025-11-29.absent" {
 		t.Fatalf("order: %s", got)
 	}
-	msgs, errs := ConvertFiles(paths, "", "")
+	msgs, errs := split(ConvertFiles(paths, "", ""))
 	if len(errs) != 2 || !strings.Contains(errs[0].Error(), "gw-metrics.log.2025-11-30:2: ") || !errors.Is(errs[1], os.ErrNotExist) {
 		t.Fatalf("errors %v", errs)
 	}
@@ -312,3 +312,6 @@ func TestConvertFilesInWritingOrder(t *testing.T) {
 		t.Fatalf("starts %v", starts)
 	}
 }
+
+// split is a Result's messages and errors.
+func split(r Result) ([]wire.Message, []error) { return r.Messages, r.Errors }

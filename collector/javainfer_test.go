@@ -1,0 +1,276 @@
+package collector
+
+import (
+	"bufio"
+	"cmp"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// The recording of a Java Sentinel 1.8.9 application (docs/JAVA.md says
+// how it was made): its transport API as the poller reads it, its metric
+// log, and every transition its breakers made, as its
+// CircuitBreakerStateChangeObserver logged them.
+const javaRecording = "testdata/java/price-1.8.9"
+
+// javaTransition is one breaker transition, real or inferred.
+type javaTransition struct {
+	at       int64
+	resource string
+	from, to core.State
+}
+
+func (t javaTransition) String() string {
+	return fmt.Sprintf("%d %s %s->%s", t.at, t.resource, t.from, t.to)
+}
+
+// javaRealTransitions reads the observer's log: ms,resource,grade,from,to,value.
+func javaRealTransitions(t *testing.T) []javaTransition {
+	t.Helper()
+	f, err := os.Open(filepath.Join(javaRecording, "transitions.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []javaTransition
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ",")
+		at, err1 := strconv.ParseInt(fields[0], 10, 64)
+		from, err2 := core.ParseState(fields[3])
+		to, err3 := core.ParseState(fields[4])
+		if len(fields) != 6 || err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("transitions.csv: %q", sc.Text())
+		}
+		out = append(out, javaTransition{at, fields[1], from, to})
+	}
+	return out
+}
+
+// javaMatch pairs real and inferred transitions of the same resource and
+// states, each used once, nearest first within tol ms. It returns the real
+// ones matched within 1 s and the inferred ones with no real one within
+// 2 s.
+func javaMatch(real, inferred []javaTransition) (matched int, lone []javaTransition) {
+	pair := func(a, b []javaTransition, tol int64) []bool {
+		used := make([]bool, len(b))
+		got := make([]bool, len(a))
+		for d := int64(0); d <= tol; d += 50 {
+			for i, x := range a {
+				if got[i] {
+					continue
+				}
+				for j, y := range b {
+					if !used[j] && x.resource == y.resource && x.from == y.from && x.to == y.to && abs64(x.at-y.at) <= d {
+						used[j], got[i] = true, true
+						break
+					}
+				}
+			}
+		}
+		return got
+	}
+	for _, ok := range pair(real, inferred, 1000) {
+		if ok {
+			matched++
+		}
+	}
+	for i, ok := range pair(inferred, real, 2000) {
+		if !ok {
+			lone = append(lone, inferred[i])
+		}
+	}
+	return matched, lone
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// javaCheckMatch requires 90 % of the real transitions matched within 1 s
+// and every inferred one to have a real one within 2 s.
+func javaCheckMatch(t *testing.T, real, inferred []javaTransition) {
+	t.Helper()
+	matched, lone := javaMatch(real, inferred)
+	t.Logf("%d real transitions, %d inferred: %d real matched within 1 s (%.1f %%), %d inferred without a real one within 2 s",
+		len(real), len(inferred), matched, 100*float64(matched)/float64(len(real)), len(lone))
+	if matched*10 < len(real)*9 {
+		t.Errorf("only %d of %d real transitions matched", matched, len(real))
+	}
+	for _, x := range lone {
+		t.Errorf("inferred %v has no real transition within 2 s", x)
+	}
+}
+
+// javaOpenGzip opens a gzip file of the recording.
+func javaOpenGzip(t *testing.T, name string) io.Reader {
+	t.Helper()
+	f, err := os.Open(filepath.Join(javaRecording, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zr
+}
+
+func TestJavaInferenceFromMetricLog(t *testing.T) {
+	r := metriclog.Convert(javaOpenGzip(t, "price-service-metrics.log.2026-12-01.gz"), "price-service-metrics.log.2026-12-01", "", "")
+	var inferred []javaTransition
+	for _, m := range r.Messages {
+		if s, ok := m.(*wire.State); ok {
+			inferred = append(inferred, javaTransition{s.Ts, s.Resource, s.From, s.To})
+		}
+	}
+	javaCheckMatch(t, javaRealTransitions(t), inferred)
+}
+
+// javaReplayServer answers like the recorded Java transport, on the
+// collector's virtual clock: /metric gives the recorded lines of the
+// seconds asked for that had been written by then (the recording says when
+// each line was first answered), the other commands the last answer
+// recorded by then.
+type javaReplayServer struct {
+	clock   core.Clock
+	lines   []javaRecordedLine
+	answers map[string][]javaExchange // by path, in time order
+	mu      sync.Mutex
+	polls   int
+}
+
+type javaRecordedLine struct {
+	second, seen int64
+	text         string
+}
+
+func newJavaReplayServer(t *testing.T, clock core.Clock) (*javaReplayServer, int64) {
+	t.Helper()
+	srv := &javaReplayServer{clock: clock, answers: map[string][]javaExchange{}}
+	dec := json.NewDecoder(javaOpenGzip(t, "transport.ndjson.gz"))
+	first := int64(0)
+	seen := map[string]bool{}
+	for {
+		var e javaExchange
+		if err := dec.Decode(&e); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if first == 0 {
+			first = e.At
+		}
+		path, _, _ := strings.Cut(e.Path, "?startTime")
+		if path != "/metric" {
+			srv.answers[e.Path] = append(srv.answers[e.Path], e)
+			continue
+		}
+		for _, line := range strings.Split(e.Body, "\n") {
+			l, err := metriclog.ParseThin(line)
+			if err != nil || l.Resource == metriclog.CPUUsage || l.Resource == metriclog.SystemLoad || seen[line] {
+				continue
+			}
+			seen[line] = true
+			srv.lines = append(srv.lines, javaRecordedLine{l.Timestamp / 1000 * 1000, e.At, line})
+		}
+	}
+	return srv, first
+}
+
+func (s *javaReplayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := s.clock.UnixMilli()
+	if r.URL.Path == "/metric" {
+		start, _ := strconv.ParseInt(r.URL.Query().Get("startTime"), 10, 64)
+		end, _ := strconv.ParseInt(r.URL.Query().Get("endTime"), 10, 64)
+		var b strings.Builder
+		for _, l := range s.lines {
+			if l.seen <= now && l.second/1000 >= start/1000 && l.second/1000 <= end/1000 {
+				b.WriteString(l.text + "\n")
+			}
+		}
+		s.mu.Lock()
+		s.polls++
+		s.mu.Unlock()
+		io.WriteString(w, b.String())
+		return
+	}
+	list := s.answers[r.URL.RequestURI()]
+	if len(list) == 0 {
+		http.Error(w, "Unknown command", http.StatusBadRequest)
+		return
+	}
+	e := list[0]
+	for _, x := range list {
+		if x.At <= now {
+			e = x
+		}
+	}
+	w.WriteHeader(e.Status)
+	io.WriteString(w, e.Body)
+}
+
+func (s *javaReplayServer) metricPolls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polls
+}
+
+// TestJavaInferenceFromTransport plays the recorded transport API to a
+// poller, second by second, and measures the transitions it infers against
+// those Java's breakers made.
+func TestJavaInferenceFromTransport(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(0))
+	srv, first := newJavaReplayServer(t, clock)
+	clock.Set(time.UnixMilli(first))
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	host := strings.TrimPrefix(hs.URL, "http://")
+	c := New(Options{Clock: clock})
+	javaDial(t, c, "sentinel://"+host+"?app=price-service")
+	real := javaRealTransitions(t)
+	last := real[len(real)-1].at
+	for i := 1; clock.UnixMilli() < last+5000; i++ {
+		javaWaitFor(t, "poll", func() error {
+			if n := srv.metricPolls(); n < i {
+				return fmt.Errorf("%d polls", n)
+			}
+			return nil
+		})
+		clock.Advance(JavaMetricEvery)
+	}
+	var inferred []javaTransition
+	for _, res := range []string{"queryPrice", "checkStock", "GET:/api/v1/items", "GET:/api/v1/users", "listPrices", "price_cache"} {
+		d := c.Detail("price-service", res, first-60000, clock.UnixMilli())
+		for _, in := range d.Instances {
+			for _, tr := range in.Transitions {
+				if !tr.Inferred {
+					t.Errorf("%s: a transition not marked inferred: %+v", res, tr)
+				}
+				inferred = append(inferred, javaTransition{tr.AtMs, res, tr.From, tr.To})
+			}
+		}
+	}
+	slices.SortFunc(inferred, func(a, b javaTransition) int { return cmp.Compare(a.at, b.at) })
+	javaCheckMatch(t, real, inferred)
+}

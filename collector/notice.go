@@ -1,0 +1,84 @@
+package collector
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// NoticeKind names what a Notice is about.
+type NoticeKind uint8
+
+// The notice kinds.
+const (
+	// NoticeNameCollision: one process wrote lines of one second under one
+	// resource name, because Java Sentinel writes "|" as "_" ("a|b" and
+	// "a_b" are both "a_b"). The lines were summed, as Sentinel's dashboard
+	// does; the name's counts are those of the resources together.
+	NoticeNameCollision NoticeKind = iota + 1
+)
+
+// Notice is a typed warning about the input: each is also one line of
+// Snapshot.Warnings (its String), and views that show more read its fields.
+// A notice is kept once per kind, instance and resource; what repeats adds
+// to Count.
+type Notice struct {
+	Kind               NoticeKind
+	Instance, Resource string
+	// At is when it first happened (the sender's clock, Unix ms); Count
+	// how many times (for a name collision, the seconds summed).
+	At    int64
+	Count int64
+}
+
+// String is the notice in one line.
+func (n Notice) String() string {
+	switch n.Kind {
+	case NoticeNameCollision:
+		return fmt.Sprintf("%s: lines of one second named %q were summed (Java writes \"|\" as \"_\", so two resources share the name): %d %s from %s",
+			n.Instance, n.Resource, n.Count, plural(int(min(n.Count, 2)), "second", "seconds"),
+			time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	return fmt.Sprintf("%s: notice %d about %q", n.Instance, n.Kind, n.Resource)
+}
+
+// maxNotices bounds the notices kept; further ones are dropped.
+const maxNotices = 1000
+
+type noticeKey struct {
+	kind               NoticeKind
+	instance, resource string
+}
+
+// Notice records a notice. The notices of an input outlive a replay
+// seeking back (they describe the input, like its rejected lines).
+func (c *Collector) Notice(n Notice) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := noticeKey{n.Kind, n.Instance, n.Resource}
+	if old := c.notices[k]; old != nil {
+		old.At, old.Count = min(old.At, n.At), old.Count+n.Count
+		return
+	}
+	if len(c.notices) >= maxNotices {
+		return
+	}
+	if c.notices == nil {
+		c.notices = map[noticeKey]*Notice{}
+	}
+	c.notices[k] = &n
+}
+
+// sortedNotices lists the notices by instance, resource and kind. c.mu is
+// held.
+func (c *Collector) sortedNotices() []Notice {
+	out := make([]Notice, 0, len(c.notices))
+	for _, n := range c.notices {
+		out = append(out, *n)
+	}
+	slices.SortFunc(out, func(a, b Notice) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Kind, b.Kind))
+	})
+	return out
+}
