@@ -37,7 +37,8 @@ Examples:
 --token is what this collector sends to its targets; --serve-token is what
 every client of this collector must send (/healthz excepted). A request
 naming this server by another name than its listen address (or localhost on
-loopback) gets 403 unless --allow-host lists the name.
+loopback) gets 403 unless --allow-host lists the name (a name given to
+--listen is listed).
 
 Flags:
 `
@@ -79,6 +80,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top serve:", err)
 		return exitRuntime
+	}
+	if host, _, _ := net.SplitHostPort(*listen); host != "" && net.ParseIP(host) == nil {
+		hosts = append(hosts, host) // --listen collector-a:9464: clients use that name
 	}
 	s, err := in.open(ctx, -1)
 	if err != nil {

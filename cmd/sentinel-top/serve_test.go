@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,5 +73,35 @@ func TestServeRefusesRebindingPages(t *testing.T) {
 		if got := status("/metrics", host, ""); got != http.StatusOK {
 			t.Errorf("/metrics as %s: %d", host, got)
 		}
+	}
+}
+
+// TestServeAllowsTheNameItListensOn: --listen NAME:PORT lists NAME, the
+// name its clients use (here the machine's, which localhost is not).
+func TestServeAllowsTheNameItListensOn(t *testing.T) {
+	name, err := os.Hostname()
+	if err != nil || strings.EqualFold(name, "localhost") {
+		t.Skip("no host name")
+	}
+	if _, err := net.LookupHost(name); err != nil {
+		t.Skipf("the host name %s does not resolve: %v", name, err)
+	}
+	_, port, _ := net.SplitHostPort(freePort(t))
+	startServe(t, "--replay", "sawtooth-db-slow", "--listen", net.JoinHostPort(name, port))
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := client.Get("http://" + net.JoinHostPort(name, port) + "/metrics")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("/metrics as %s: %d", name, resp.StatusCode)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
