@@ -20,7 +20,9 @@ func startServe(t *testing.T, args ...string) (addr string, stderr *bytes.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	stderr = &bytes.Buffer{}
-	go func() { done <- run(ctx, append([]string{"serve", "--listen", addr}, args...), nil, io.Discard, stderr) }()
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--listen", addr}, args...), nil, io.Discard, stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != exitOK {
