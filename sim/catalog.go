@@ -28,6 +28,11 @@ func Catalog() []*Scenario {
 		SharedResourceName(),
 		RealOutage(),
 		HealthyBaseline(),
+		RulesWiped(),
+		BreakerCannotTrip(),
+		RuleNameCase(),
+		PushMissed(),
+		StartWithoutRules(),
 		OutageErrorRamp(), OutageDBSlow(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
@@ -349,7 +354,15 @@ func RulePushPartial() *Scenario {
 			}
 		}),
 		Expect: []Expect{
-			{Kind: "rule-drift", Severity: "critical", App: "gateway", Resource: orderRes},
+			// The newest version is the one the push meant to spread.
+			{Kind: "rule-drift", Severity: "critical", App: "gateway", Resource: orderRes,
+				Instances: names("gateway", 8), Facts: map[string]any{
+					"newest": version(RuleChange{Flows: []core.FlowRule{qpsRule(orderRes, 200)}}),
+					"groups": []any{
+						ruleGroup(RuleChange{Flows: []core.FlowRule{qpsRule(orderRes, 200)}}, orderRes, names("gateway", 5), 40*sec),
+						ruleGroup(RuleChange{Flows: []core.FlowRule{qpsRule(orderRes, 1000)}}, orderRes, names("gateway", 8)[5:], 0),
+					},
+				}},
 		},
 	}
 }
@@ -369,15 +382,22 @@ func StartupNaked() *Scenario {
 			Name: "order-service", Latency: LogNormal{Median: 30 * ms, P99: 90 * ms},
 		}},
 		Instances: fleetOf("gateway", 5, func(i int, in *Instance) {
-			in.Calls = []Call{{
-				Resource: orderRes, Downstream: "order-service",
-				Traffic: Bursts{Base: 120, Peak: 320, Every: 20 * sec, Length: 4 * sec, Offset: 5 * sec},
-			}}
+			in.Calls = createOrderCalls()
 			in.Rules = always(nil, []core.FlowRule{qpsRule(orderRes, 200)})
 		}),
 		Expect: []Expect{
-			{Kind: "rule-drift", Severity: "warning", App: "gateway", Resource: orderRes},
-			{Kind: "unprotected", Severity: "warning", App: "gateway", Resource: orderRes},
+			// gateway-5's empty rule set is not the newest version: it had
+			// not loaded the app's yet.
+			{Kind: "rule-drift", Severity: "warning", App: "gateway", Resource: orderRes,
+				Instances: names("gateway", 5), Facts: map[string]any{
+					"newest": version(RuleChange{Flows: []core.FlowRule{qpsRule(orderRes, 200)}}),
+					"groups": []any{
+						ruleGroup(RuleChange{Flows: []core.FlowRule{qpsRule(orderRes, 200)}}, orderRes, names("gateway", 4), 0),
+						ruleGroup(RuleChange{}, orderRes, []string{"gateway-5"}, 60*sec),
+					},
+				}},
+			{Kind: "unprotected", Severity: "warning", App: "gateway", Resource: orderRes,
+				Instances: []string{"gateway-5"}, Facts: map[string]any{"cause": "started-without-rules", "passed": 5118}},
 		},
 	}
 	late := s.Instances[4]
@@ -406,7 +426,8 @@ func SharedResourceName() *Scenario {
 		Title: "two apps name their resource risk-check",
 		Description: "Three gateways guard their calls to the risk service as risk-check; the two risk service " +
 			"instances guard their own calls to a third-party risk vendor under the same name. Both sides are " +
-			"healthy, but Sentinel would conflate the two resources' statistics and breakers.",
+			"healthy, and each process keeps its own statistics and breakers, but a rule pushed for risk-check by " +
+			"name, or a dashboard or alert keyed by it, takes the two for one.",
 		Duration: 3 * mn,
 		Seed:     7,
 		Downstreams: []*Downstream{
@@ -415,7 +436,8 @@ func SharedResourceName() *Scenario {
 		},
 		Instances: append(gateways, risks...),
 		Expect: []Expect{
-			{Kind: "shared-resource", Severity: "warning", App: "gateway", Resource: riskRes},
+			{Kind: "shared-resource", Severity: "warning", App: "gateway", Resource: riskRes,
+				Instances: append(names("gateway", 3), names("risk", 2)...), Facts: map[string]any{"apps": []any{"gateway", "risk"}}},
 		},
 	}
 }
