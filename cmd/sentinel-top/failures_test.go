@@ -1,19 +1,23 @@
 package main
 
 import (
+	"compress/gzip"
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
 // TestReportOfFailedInputExits3: an input that gave nothing is a failure
@@ -187,5 +191,34 @@ func TestRecordRefusesToOverwriteOrFollowLinks(t *testing.T) {
 	code, _, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "1s", "--speed", "10", "--record", existing, "--record-overwrite")
 	if b, _ := os.ReadFile(existing); code != exitOK || string(b) == "precious\n" {
 		t.Fatalf("--record-overwrite: exit %d (%s)", code, errOut)
+	}
+}
+
+// TestReplayFromAPipe: a gzipped recording read from a FIFO (as
+// <(zcat ...) or a named pipe gives it) is read once, not sniffed first and
+// then read again from a stream that cannot rewind.
+func TestReplayFromAPipe(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "recording.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	src, err := fixtures.Open("sawtooth-db-slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		zw := gzip.NewWriter(w)
+		io.Copy(zw, src)
+		zw.Close()
+		w.Close()
+	}()
+	code, out, errOut := runCmd(t, "report", "--replay", fifo, "--format", "json", "--fail-on", "warning")
+	if code != exitFailOn || !strings.Contains(out, `"kind": "sawtooth"`) || strings.Contains(errOut, "rejected:") {
+		t.Fatalf("replay from a FIFO: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
