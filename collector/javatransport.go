@@ -180,9 +180,10 @@ type javaPoller struct {
 	// say).
 	version string
 	// seen are the resources the target reported; patterns the compiled
-	// regex rules.
-	seen     map[string]bool
-	patterns map[string]*regexp.Regexp
+	// regex rules; governable the names they were last listed over.
+	seen       map[string]bool
+	patterns   map[string]*regexp.Regexp
+	governable []string
 	// inf infers breaker states from the counts; fed is the next second to
 	// feed it and pending the items delivered for it.
 	inf     *metriclog.Inference
@@ -243,7 +244,7 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 			return err
 		}
 		if len(p.patterns) > 0 {
-			p.sendRules() // regex rules may govern a resource just seen
+			p.sendRules(false) // regex rules may govern a resource just seen
 		}
 		p.deliver(items)
 		if now >= rulesDue {
@@ -503,8 +504,8 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 		for _, r := range flows {
 			p.compile(r.Pattern)
 		}
+		p.sendRules(true)
 	}
-	p.sendRules()
 }
 
 // compile keeps a regex rule's pattern, as Java matches it: the whole name.
@@ -516,11 +517,16 @@ func (p *javaPoller) compile(pattern string) {
 }
 
 // sendRules sends the rules read, regex rules listed per resource they
-// govern, when that rule set changed; the inference takes it too.
-func (p *javaPoller) sendRules() {
+// govern, when that rule set changed: when the rules read did (changed),
+// or the app's resources did; the inference takes it too.
+func (p *javaPoller) sendRules(changed bool) {
 	breakers, flows := p.breakers, p.flows
 	if len(p.patterns) > 0 {
 		names := p.c.javaAppResources(p.jt.app, p.seen)
+		if !changed && slices.Equal(names, p.governable) {
+			return
+		}
+		p.governable = names
 		breakers = javaExpand(breakers, names, p.matches)
 		flows = javaExpand(flows, names, p.matches)
 	}
