@@ -235,8 +235,15 @@ type specFinding struct {
 			Flows    []core.FlowRule    `json:"flows"`
 		} `json:"rule"`
 		Instances []string `json:"instances"`
+		FirstSeen int64    `json:"firstSeen"`
 	} `json:"groups"`
+	Newest         *string           `json:"newest"`
 	Passed         *int64            `json:"passed"`
+	Cause          *string           `json:"cause"`
+	LostAt         *int64            `json:"lostAt"`
+	Reason         *string           `json:"reason"`
+	Near           *string           `json:"near"`
+	MaxWindows     *int64            `json:"maxWindowRequests"`
 	Apps           []string          `json:"apps"`
 	Rule           *core.BreakerRule `json:"rule"`
 	QPS            *float64          `json:"qps"`

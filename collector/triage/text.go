@@ -176,8 +176,8 @@ func driftWords(x *RuleDriftFacts, n int64) (summary, advice string) {
 			on += int64(len(g.Instances))
 		}
 	}
-	summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource; %d of them run the newest version with rules for it",
-		n, len(x.Groups), on)
+	summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource; %d of them %s the newest version with rules for it",
+		n, len(x.Groups), on, plural(on, "runs", "run"))
 	advice = fmt.Sprintf("push the newest version again until all %d instances report it (%d %s not)", n, n-on, plural(n-on, "does", "do"))
 	return summary, advice
 }
