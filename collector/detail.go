@@ -17,7 +17,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.UnixMilli()
-	d := &Detail{App: app, Resource: resource, From: from, To: to}
+	d := &Detail{App: app, Resource: resource, From: from, To: to, StepMs: fineStepMs}
 	a := c.apps[arKey{app, resource}]
 	if a == nil || to <= from {
 		return d

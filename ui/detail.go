@@ -255,6 +255,10 @@ func (v detailView) ruleLine(d *collector.Detail) string {
 // screen is wide.
 func (v *detailView) charts(add func(string)) {
 	d, st := v.d, v.st
+	if d.StepMs <= 0 || len(d.PassQPS) == 0 {
+		add(st.dim.on("no traffic recorded for this resource in the range"))
+		return
+	}
 	h := 7
 	if v.height >= 30 {
 		h = 9

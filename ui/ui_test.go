@@ -281,3 +281,17 @@ func TestHeaderSaysRecording(t *testing.T) {
 		t.Errorf("REC without a recording:\n%s", screenText(m))
 	}
 }
+
+// TestDetailWithoutDataDoesNotPanic: a resource known only from its rules
+// (no bucket yet, or its name differs from the traffic's) has a detail of
+// no steps; it says so instead of dividing by a step of zero.
+func TestDetailWithoutDataDoesNotPanic(t *testing.T) {
+	src := goldenSource()
+	row := src.snap.Rows[0]
+	src.details[row.App+"\x00"+row.Resource] = &collector.Detail{App: row.App, Resource: row.Resource}
+	m := newTestModel(src, 120, 40)
+	press(m, "<enter>")
+	if s := screenText(m); !strings.Contains(s, "no traffic recorded") {
+		t.Fatalf("detail without data:\n%s", s)
+	}
+}
