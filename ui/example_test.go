@@ -32,8 +32,12 @@ func ExampleNew() {
 	m, _ = m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	frame := strings.Split(m.View(), "\n")
 	fmt.Println(frame[0])
-	fmt.Println(strings.TrimSpace(frame[len(frame)-4]))
+	for _, line := range frame {
+		if strings.HasPrefix(line, "ALERTS") {
+			fmt.Println(strings.TrimSpace(line))
+		}
+	}
 	// Output:
 	// sentinel-top  replay sawtooth-db-slow     REPLAY done 4m/4m   00:04:00  range 5m
-	// ALERTS  0 critical  1 warning  1 info
+	// ALERTS  0 critical  1 warning  0 info
 }
