@@ -73,6 +73,9 @@ func (c *Collector) Publish() *Snapshot {
 			row.AvgRtMs = float64(sum.rtSum) / float64(sum.complete)
 		}
 		row.P50Ms, row.P99Ms = quantiles(&hist, int64(sum.rtMax))
+		for _, v := range hist {
+			row.HasP99 = row.HasP99 || v > 0
+		}
 		row.Trend = make([]float64, TrendLen)
 		for i := range row.Trend {
 			t := end - int64(TrendLen-i)*fineStepMs

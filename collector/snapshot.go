@@ -214,6 +214,9 @@ type ResourceRow struct {
 	SlowRatio, ErrorRatio float64
 	AvgRtMs               float64
 	P50Ms, P99Ms          int64
+	// HasP99 is set when P50Ms and P99Ms come from an RT histogram: Java
+	// Sentinel and metric logs report averages only (then P99 is unknown).
+	HasP99 bool
 	// Breakers counts the live instances by state; HasBreaker is false
 	// when no instance listed (live, or gone within the stale period) has a
 	// breaker rule for the resource.
