@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -94,7 +95,12 @@ const (
 	bandClosed = "▁"
 	bandHalf   = "▄"
 	bandOpen   = "█"
-	bandNone   = "·" // no state known: before the first one seen
+	bandNone   = "·" // no data: before the instance's first, or after now
+	// A breaker whose source cannot tell its state (Java Sentinel's
+	// transport, metric logs): never drawn as CLOSED.
+	glyphUnknown = "?"
+	// A state inferred from per-second counts, accurate to the second.
+	markInferred = "~"
 	// The cursor of a list: in the panel with the keyboard, in another.
 	glyphCursor     = "▸"
 	glyphCursorIdle = "▹"
@@ -149,6 +155,18 @@ func (st *Styles) statePaint(s core.State) paint {
 // state renders "● CLOSED", "◐ HALF" or "✖ OPEN", coloured.
 func (st *Styles) state(s core.State) string {
 	return st.statePaint(s).on(stateGlyph(s) + " " + stateWord(s))
+}
+
+// stateOf renders a state as its source knows it: "? unknown" when the
+// source cannot tell it, "✖ OPEN~" when it was inferred from counts.
+func (st *Styles) stateOf(s core.State, p collector.Provenance) string {
+	switch p {
+	case collector.ProvenanceUnknown:
+		return st.dim.on(glyphUnknown + " unknown")
+	case collector.ProvenanceInferred:
+		return st.statePaint(s).on(stateGlyph(s) + " " + stateWord(s) + markInferred)
+	}
+	return st.state(s)
 }
 
 // Finding severities: a two-cell mark and a word.

@@ -85,6 +85,8 @@ type resourceTable struct {
 	appW, digits  int
 	resW          int    // the widest resource name
 	empty         string // what an empty table says
+	marks         breakerMarks
+	latW          int // the P99 column's widest cell
 
 	trend *trends // the TREND column's data
 	tg    grid    // its grid, over rng
@@ -98,22 +100,28 @@ func newResourceTable(st *Styles, keys *keyMap, tr *trends) resourceTable {
 // SetEmptyText sets what the table says when it has no row.
 func (t resourceTable) SetEmptyText(s string) resourceTable { t.empty = s; return t }
 
-// SetRows replaces the rows with a new snapshot's, keeping the selection.
-func (t resourceTable) SetRows(rows []collector.ResourceRow) resourceTable {
+// SetRows replaces the rows with a new snapshot's, keeping the selection;
+// states are the snapshot's breakers, which tell the inferred states.
+func (t resourceTable) SetRows(rows []collector.ResourceRow, states []collector.BreakerState) resourceTable {
 	t.rows = rows
 	t.lower = t.lower[:0]
-	appW, d, resW := 4, 1, 0
+	appW, d, resW, latW := 4, 1, 0, 0
+	marks := newBreakerMarks(states)
 	for i := range rows {
 		r := &rows[i]
 		appW = max(appW, width(sanitize(r.App)))
 		resW = max(resW, width(sanitize(r.Resource)))
-		d = max(d, digits(r.Breakers.Open), digits(r.Breakers.HalfOpen), digits(r.Breakers.Closed))
+		d = max(d, digits(r.Breakers.Open), digits(r.Breakers.HalfOpen), digits(r.Breakers.Closed), digits(r.Breakers.Unknown))
+		marks.unknown = marks.unknown || (r.Instances > 0 && r.HasBreaker && r.Breakers.Unknown > 0)
+		latW = max(latW, width(latencyCell(r)))
 	}
 	appW = min(appW, maxAppW)
-	if appW != t.appW || d != t.digits || resW != t.resW {
-		t.appW, t.digits, t.resW = appW, d, resW
+	if appW != t.appW || d != t.digits || resW != t.resW || latW != t.latW || !marks.sameLayout(t.marks) {
+		t.appW, t.digits, t.resW, t.latW = appW, d, resW, latW
+		t.marks = marks
 		t = t.layout()
 	}
+	t.marks = marks
 	return t.rebuild()
 }
 
@@ -266,7 +274,9 @@ func (t resourceTable) layout() resourceTable {
 		case colResource:
 			c.w = minRes
 		case colBreakers:
-			c.w = max(c.w, 3*(1+t.digits)+2)
+			c.w = max(c.w, t.breakersWidth())
+		case colP99:
+			c.w = max(c.w, t.latW)
 		}
 		cols = append(cols, c)
 	}
@@ -419,7 +429,7 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 		case colError:
 			padLeft(&line, ifCompleted(r, fmtPct(r.ErrorRatio)), c.w)
 		case colP99:
-			padLeft(&line, ifCompleted(r, fmtMs(r.P99Ms)), c.w)
+			padLeft(&line, latencyCell(r), c.w)
 		case colBreakers:
 			t.breakers(&line, r, c.w, p)
 		case colTrend:
@@ -435,62 +445,4 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 		s = st.selected.on(s)
 	}
 	b.WriteString(s)
-}
-
-// breakers renders the instance counts per state, "✖3 ◐1 ●4", with a
-// blank slot for a zero count so the columns line up.
-func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w int, p func(paint) paint) {
-	switch {
-	case r.Instances == 0:
-		padRight(b, "gone", w) // every instance left: no state to count
-		return
-	case !r.HasBreaker:
-		padRight(b, "no rule", w)
-		return
-	}
-	slot := 1 + t.digits
-	n := 0
-	write := func(g string, count int, pt paint) {
-		if n > 0 {
-			b.WriteByte(' ')
-		}
-		n++
-		if count == 0 {
-			b.WriteString(strings.Repeat(" ", slot))
-			return
-		}
-		s := strconv.Itoa(count)
-		p(pt).write(b, g+s)
-		b.WriteString(strings.Repeat(" ", slot-1-len(s)))
-	}
-	write(glyphOpen, r.Breakers.Open, t.st.open)
-	write(glyphHalf, r.Breakers.HalfOpen, t.st.half)
-	write(glyphClosed, r.Breakers.Closed, t.st.closed)
-	for used := 3*slot + 2; used < w; used++ {
-		b.WriteByte(' ')
-	}
-}
-
-// noData is what a cell shows for a value that was not measured.
-const noData = "–"
-
-// ifCompleted is s when the row's ratios and latency were measured: some
-// call completed in the rate window. With none (a breaker OPEN, or no
-// traffic) they are not 0 but unknown. The row carries no completion
-// count: nothing completed shows as every figure of completions at zero
-// with nothing passed.
-func ifCompleted(r *collector.ResourceRow, s string) string {
-	if r.PassQPS == 0 && r.SlowRatio == 0 && r.ErrorRatio == 0 && r.AvgRtMs == 0 && r.P99Ms == 0 {
-		return noData
-	}
-	return s
-}
-
-func digits(n int) int {
-	d := 1
-	for n >= 10 {
-		n /= 10
-		d++
-	}
-	return d
 }

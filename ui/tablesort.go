@@ -55,10 +55,9 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 		}
 		return cmp.Or(cmp.Compare(bs, as), compareRows(a, b, sortBreakers), num(a.BlockQPS, b.BlockQPS))
 	case sortBreakers:
-		if c := cmp.Compare(b.Breakers.Open, a.Breakers.Open); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Breakers.HalfOpen, a.Breakers.HalfOpen)
+		// then the states not known: any of them may be OPEN.
+		return cmp.Or(cmp.Compare(b.Breakers.Open, a.Breakers.Open), cmp.Compare(b.Breakers.HalfOpen, a.Breakers.HalfOpen),
+			cmp.Compare(b.Breakers.Unknown, a.Breakers.Unknown))
 	case sortPass:
 		return num(a.PassQPS, b.PassQPS)
 	case sortBlock:
@@ -68,9 +67,25 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 	case sortError:
 		return num(a.ErrorRatio, b.ErrorRatio)
 	case sortP99:
-		return cmp.Compare(b.P99Ms, a.P99Ms)
+		// the p99s, then the averages of the sources without one, then
+		// the rows where nothing completed.
+		ak, av := latencyKey(a)
+		bk, bv := latencyKey(b)
+		return cmp.Or(cmp.Compare(bk, ak), cmp.Compare(bv, av))
 	}
 	return compareNames(a, b)
+}
+
+// latencyKey is what the P99 column shows, to sort by: its kind (2 a
+// p99, 1 an average, 0 nothing) and its value.
+func latencyKey(r *collector.ResourceRow) (kind int, v float64) {
+	switch {
+	case r.Completed == 0:
+		return 0, 0
+	case r.HasP99:
+		return 2, float64(r.P99Ms)
+	}
+	return 1, r.AvgRtMs
 }
 
 // rowSeverity is a row's mark: its worst finding's severity, raised to a

@@ -30,22 +30,14 @@ type targetsScreen struct {
 
 	order []int // indices into the snapshot's targets, down first
 	cur   cursor
-	// last is when each target's message count last grew, by name, as
-	// seen from snapshot to snapshot (the collector does not keep it).
-	last map[string]targetSeen
 
 	width, height int
-}
-
-type targetSeen struct {
-	msgs int64
-	at   int64 // Unix ms; 0: not seen growing yet
 }
 
 var _ screen = (*targetsScreen)(nil)
 
 func newTargetsScreen(c *common) *targetsScreen {
-	return &targetsScreen{common: c, last: map[string]targetSeen{}}
+	return &targetsScreen{common: c}
 }
 
 // Open shows the targets over under.
@@ -54,18 +46,10 @@ func (t *targetsScreen) Open(under screen) screen {
 	return t
 }
 
-// Show takes a new snapshot: it notes which targets sent messages since
-// the last one, and orders them.
+// Show takes a new snapshot and orders its targets.
 func (t *targetsScreen) Show(s *collector.Snapshot) {
 	t.order = t.order[:0]
 	for i := range s.Targets {
-		ts := &s.Targets[i]
-		seen, ok := t.last[ts.Name]
-		if ok && ts.Messages > seen.msgs {
-			seen.at = s.At
-		}
-		seen.msgs = ts.Messages
-		t.last[ts.Name] = seen
 		t.order = append(t.order, i)
 	}
 	slices.SortStableFunc(t.order, func(a, b int) int {
@@ -151,6 +135,7 @@ func (t *targetsScreen) cols(ts []collector.TargetStatus) targetCols {
 		c.state = max(c.state, width(targetState(ts[i].State)))
 		c.name = max(c.name, width(sanitize(ts[i].Name)))
 		c.inst = max(c.inst, width(sanitize(ts[i].Instance)))
+		c.last = max(c.last, width(t.lastMessage(&ts[i])))
 	}
 	c.name = min(c.name, max(12, t.width/4))
 	c.inst = min(c.inst, 16)
@@ -288,14 +273,13 @@ func (t *targetsScreen) age(ms int64) string {
 	return fmtAge(t.snap.At - ms)
 }
 
-// lastMessage is how long ago the target's last message came, "–" before
-// one is seen.
+// lastMessage is how long ago the target's last message came (both times
+// on the collector's clock), "–" before any.
 func (t *targetsScreen) lastMessage(ts *collector.TargetStatus) string {
-	seen := t.last[ts.Name]
-	if seen.at == 0 {
+	if ts.LastMessageAt <= 0 {
 		return "–"
 	}
-	return fmtAge(t.snap.At-seen.at) + " ago"
+	return fmtAge(t.snap.At-ts.LastMessageAt) + " ago"
 }
 
 // targetWhy is the target's error, or its standing note when it has none.

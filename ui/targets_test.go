@@ -161,3 +161,28 @@ func TestNoTargetUpSaysWhy(t *testing.T) {
 		t.Errorf("the header does not name the target down:\n%s", s)
 	}
 }
+
+// TestTargetsLastMessageIsTheCollectors: the age of a target's last
+// message is the collector's own LastMessageAt, known from the first
+// snapshot on (a message count need not be seen growing), and "–" for a
+// target that never sent one.
+func TestTargetsLastMessageIsTheCollectors(t *testing.T) {
+	m := newTestModel(newStaticSource(testSnapshot()), 120, 40)
+	press(m, "t")
+	want := map[string]string{"10.0.0.1:8719": "0.3s ago", "10.0.0.2:8719": "1.2s ago",
+		"sentinel://": "1m15s ago", "10.0.0.4:8719": "–"}
+	for _, line := range strings.Split(screenText(m), "\n")[3:8] {
+		for target, age := range want {
+			if !strings.Contains(line, target) {
+				continue
+			}
+			if !strings.Contains(line, " "+age+" ") || (age == "–" && strings.Contains(line, "ago")) {
+				t.Errorf("%s: want last message %q: %q", target, age, line)
+			}
+			delete(want, target)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("targets not listed: %v", want)
+	}
+}

@@ -1,0 +1,142 @@
+// The resource table's cells that say what is not known: the breakers per
+// state with the unknown and inferred ones marked, and "–" for figures
+// nothing measured.
+
+package ui
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// breakerMarks are what the BREAKERS column shows besides the counts:
+// which states of each row were inferred from counts (a bit per state),
+// and whether any row has instances of unknown state. Either takes room
+// in every row, so that the column lines up: a slot "?2" after the
+// states, a "~" after each count.
+type breakerMarks struct {
+	inferred map[rowKey]uint8
+	unknown  bool
+}
+
+// newBreakerMarks notes the inferred states of a snapshot's breakers.
+func newBreakerMarks(states []collector.BreakerState) breakerMarks {
+	var m breakerMarks
+	for i := range states {
+		b := &states[i]
+		if b.Provenance != collector.ProvenanceInferred || b.State < core.Closed || b.State > core.Open {
+			continue
+		}
+		if m.inferred == nil {
+			m.inferred = map[rowKey]uint8{}
+		}
+		m.inferred[rowKey{b.App, b.Resource}] |= 1 << b.State
+	}
+	return m
+}
+
+// sameLayout reports whether m and o take the same room.
+func (m breakerMarks) sameLayout(o breakerMarks) bool {
+	return m.unknown == o.unknown && (len(m.inferred) > 0) == (len(o.inferred) > 0)
+}
+
+// slots is the number of counts a row shows; slot the width of one.
+func (t resourceTable) slots() (n, slot int) {
+	n, slot = 3, 1+t.digits
+	if t.marks.unknown {
+		n++
+	}
+	if len(t.marks.inferred) > 0 {
+		slot++
+	}
+	return n, slot
+}
+
+// breakersWidth is the room the counts take.
+func (t resourceTable) breakersWidth() int {
+	n, slot := t.slots()
+	return n*slot + n - 1
+}
+
+// breakers renders the instance counts per state, "✖3 ◐1 ●4", with a
+// blank slot for a zero count so the columns line up; instances whose
+// source cannot tell their state count as "?2", never as CLOSED, and a
+// count with states inferred from counts is marked "✖1~".
+func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w int, p func(paint) paint) {
+	switch {
+	case r.Instances == 0:
+		padRight(b, "gone", w) // every instance left: no state to count
+		return
+	case !r.HasBreaker:
+		padRight(b, "no rule", w)
+		return
+	}
+	n, slot := t.slots()
+	inferred := t.marks.inferred[rowKey{r.App, r.Resource}]
+	written := 0
+	write := func(g string, count int, pt paint, mark bool) {
+		if written > 0 {
+			b.WriteByte(' ')
+		}
+		written++
+		if count == 0 {
+			b.WriteString(strings.Repeat(" ", slot))
+			return
+		}
+		s := g + strconv.Itoa(count)
+		if mark {
+			s += markInferred
+		}
+		p(pt).write(b, s)
+		b.WriteString(strings.Repeat(" ", slot-width(s)))
+	}
+	st := t.st
+	write(glyphOpen, r.Breakers.Open, st.open, inferred&(1<<core.Open) != 0)
+	write(glyphHalf, r.Breakers.HalfOpen, st.half, inferred&(1<<core.HalfOpen) != 0)
+	write(glyphClosed, r.Breakers.Closed, st.closed, inferred&(1<<core.Closed) != 0)
+	if t.marks.unknown {
+		write(glyphUnknown, r.Breakers.Unknown, st.dim, false)
+	}
+	for used := n*slot + n - 1; used < w; used++ {
+		b.WriteByte(' ')
+	}
+}
+
+// noData is what a cell shows for a value that was not measured.
+const noData = "–"
+
+// ifCompleted is s when the row's ratios and latency were measured: some
+// call completed in the rate window. With none (a breaker OPEN, or no
+// traffic) they are not 0 but unknown.
+func ifCompleted(r *collector.ResourceRow, s string) string {
+	if r.Completed == 0 {
+		return noData
+	}
+	return s
+}
+
+// latencyCell is the P99 column's cell: the p99, or where the source
+// reports averages only (no RT histogram: Java Sentinel, metric logs) the
+// average RT, said so: "avg 35ms"; "–" when nothing completed.
+func latencyCell(r *collector.ResourceRow) string {
+	switch {
+	case r.Completed == 0:
+		return noData
+	case r.HasP99:
+		return fmtMs(r.P99Ms)
+	}
+	return "avg " + fmtMs(int64(math.Round(r.AvgRtMs)))
+}
+
+func digits(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
+}
