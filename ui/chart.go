@@ -35,6 +35,8 @@ type chart struct {
 	format func(float64) string
 	// floor is the least top of the y axis (a flat zero line gets some room).
 	floor float64
+	// empty is what the chart says without data ("" for "no data in range").
+	empty string
 	// g is the chart's grid, its columns; the series' steps are stepMs long,
 	// the first beginning at start.
 	g             grid
@@ -94,14 +96,19 @@ func (c chart) View() string {
 		}
 	}
 	if points < 4 || !hasData {
-		b.WriteByte('\n')
 		msg := "no data in range"
-		if points < 4 {
+		switch {
+		case points < 4:
 			msg = "too narrow to plot"
+		case c.empty != "":
+			msg = c.empty
 		}
-		b.WriteString(fitLine(st.dim.on(strings.Repeat(" ", labelW)+"  "+msg), c.width))
-		for i := 2; i < c.height; i++ {
+		lines := wrap(msg, c.width-labelW-2)
+		for i := 1; i < c.height; i++ {
 			b.WriteByte('\n')
+			if i <= len(lines) {
+				b.WriteString(fitLine(st.dim.on(strings.Repeat(" ", labelW)+"  "+lines[i-1]), c.width))
+			}
 		}
 		return b.String()
 	}

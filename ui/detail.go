@@ -36,6 +36,10 @@ type detailView struct {
 	app, res string
 	d        *collector.Detail
 	loaded   bool
+	// row is the resource's row in the snapshot shown (for the average RT
+	// where the source has no p99); hasRow is false when there is none.
+	row    collector.ResourceRow
+	hasRow bool
 
 	tl    timeline
 	focus detailPanel
@@ -87,6 +91,12 @@ func (v detailView) SetDetail(d *collector.Detail) detailView {
 		}
 	}
 	return v.build()
+}
+
+// SetRow sets the resource's row of the snapshot shown.
+func (v detailView) SetRow(r collector.ResourceRow, ok bool) detailView {
+	v.row, v.hasRow = r, ok
+	return v
 }
 
 // detailHeadLines are the detail's lines above the timeline: the title,
@@ -292,7 +302,14 @@ func (v *detailView) charts(add func(string)) {
 			ratio.hasLimit, ratio.limit, ratio.limitName = true, d.Threshold, "threshold "+fmtPct(d.Threshold)
 		}
 	}
-	p99 := mk("P99 RT", fmtMsLabel, 1, series{name: "p99", values: d.P99Ms, color: asciigraph.Blue})
+	p99s, averagesOnly := p99Series(d)
+	p99 := mk("P99 RT", fmtMsLabel, 1, series{name: "p99", values: p99s, color: asciigraph.Blue})
+	if averagesOnly {
+		p99.empty = "p99 unknown: the source reports average RTs only (Java Sentinel, metric logs)"
+		if v.hasRow && v.row.Completed > 0 && !v.row.HasP99 {
+			p99.empty += "; avg RT " + fmtMs(int64(math.Round(v.row.AvgRtMs))) + " now"
+		}
+	}
 	if d.HasBreaker && d.Strategy == core.SlowRequestRatio && d.MaxAllowedRtMs > 0 {
 		p99.hasLimit, p99.limit, p99.limitName = true, float64(d.MaxAllowedRtMs), "maxAllowedRtMs "+strconv.FormatUint(d.MaxAllowedRtMs, 10)
 	}
@@ -318,6 +335,26 @@ func (v *detailView) charts(add func(string)) {
 			add(fitLine(l, cw) + "  " + r)
 		}
 	}
+}
+
+// p99Series is the p99 per step, NaN where it is not known: no call
+// completed, or the calls that did came without an RT histogram (the
+// collector's p99 of an empty histogram is 0, and of any other at least
+// 1 ms). averagesOnly is set when calls completed in the range and none
+// came with a histogram.
+func p99Series(d *collector.Detail) (p99 []float64, averagesOnly bool) {
+	p99 = make([]float64, len(d.P99Ms))
+	completed, measured := false, false
+	for i, v := range d.P99Ms {
+		done := i < len(d.SlowRatio) && !math.IsNaN(d.SlowRatio[i])
+		completed = completed || done
+		if !done || v == 0 {
+			v = math.NaN()
+		}
+		measured = measured || !math.IsNaN(v)
+		p99[i] = v
+	}
+	return p99, completed && !measured
 }
 
 // traffic is the pass and block series with NaN, not 0, in the steps

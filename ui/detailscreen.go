@@ -74,7 +74,7 @@ func (d *detailScreen) Refresh() tea.Cmd {
 func (d *detailScreen) Receive(msg detailMsg) (changed bool, cmd tea.Cmd) {
 	d.busy = false
 	if d.open && d.view.Is(msg.app, msg.res) {
-		d.view = d.view.SetDetail(msg.d)
+		d.view = d.view.SetRow(snapshotRow(d.snap, msg.app, msg.res)).SetDetail(msg.d)
 		changed = true
 		// the instances' names moved the timeline's grid: fetch for it.
 		if msg.d != nil && d.view.FetchFrom(msg.d.To) != msg.d.From && !d.refetched {
@@ -146,4 +146,14 @@ func (d *detailScreen) Footer(w int) string {
 		right = d.st.dim.on(" " + strconv.Itoa(first+1) + "-" + strconv.Itoa(min(total, first+h)) + "/" + strconv.Itoa(total))
 	}
 	return d.footer(d.Keys(), "", right, w)
+}
+
+// snapshotRow is app x res's row in s.
+func snapshotRow(s *collector.Snapshot, app, res string) (collector.ResourceRow, bool) {
+	for i := range s.Rows {
+		if s.Rows[i].App == app && s.Rows[i].Resource == res {
+			return s.Rows[i], true
+		}
+	}
+	return collector.ResourceRow{}, false
 }

@@ -15,30 +15,41 @@
 //   - main: a status bar (targets up and down, naming those down, or the
 //     replayed file; REC; LIVE, REPLAY ×speed, PAUSED, FROZEN; clock; time
 //     range), the resource table (rates, ratios and p99, "–" where nothing
-//     completed, breakers per state "✖3 ◐1 ●4", pass/s over the time
-//     range), sorted worst first (a breaker OPEN is at least a warning),
+//     completed and "avg 35ms" where the source has average RTs only;
+//     breakers per state "✖3 ◐1 ●4", "?2" for instances whose source
+//     cannot tell their state and "✖1~" for states inferred from counts;
+//     pass/s over the time range), sorted worst first (a breaker OPEN is
+//     at least a warning),
 //     the alerts panel (findings by severity) and the key hints;
 //   - detail (enter on a resource; on an alert, opened on its finding):
 //     per-instance timeline bands
-//     with the exact transitions of the selected instance, charts of pass and
+//     with the transitions of the selected instance (those inferred from
+//     counts marked "inferred, ±1 s"; an instance whose source cannot
+//     tell states says so in place of its band), charts of pass and
 //     block per second, of the slow or error ratio against the rule's
-//     threshold and of p99 against maxAllowedRtMs, each instance's rules with
+//     threshold and of p99 against maxAllowedRtMs (or why p99 is
+//     unknown), each instance's rules with
 //     drift marked, and the resource's findings with evidence and advice;
 //   - targets (t): every dialed target, down ones first, with its state and
 //     for how long, why it is down in words (refused, DNS, TLS, an HTTP
 //     status, a missing token, a plain HTTP server), its reconnects and how
-//     long since its last message;
+//     long since its last message (the collector's LastMessageAt);
 //   - help (?): every key binding, generated from the keymap, and the glyphs.
 //
 // Time is drawn on grids anchored to absolute time (grid.go): cell k of a
 // step covers [k*step, (k+1)*step), so the past keeps its shape as time
 // goes on. A band's cell shows the worst state the breaker held in it, and
-// nothing before the first state seen; the findings' evidence reuses the
-// timeline's bands. No data is never drawn as 0: "–" in the table, blank
-// in the TREND, gaps in the charts.
+// nothing (·) before the instance's first data (FirstSeen) or a first
+// transition that contradicts the state the range starts in; the
+// findings' evidence reuses the timeline's bands. No data is never drawn
+// as 0: "–" in the table, blank in the TREND, gaps in the charts. Unknown
+// is not CLOSED: where the source cannot tell breaker states (Java
+// Sentinel's transport, metric logs: collector.ProvenanceUnknown) every
+// view says "? unknown", and states inferred from per-second counts are
+// shown marked "~".
 //
-// Every state has a glyph and a word (● CLOSED, ◐ HALF, ✖ OPEN), so the
-// dashboard reads the same without colour (NO_COLOR, Options.NoColor).
+// Every state has a glyph and a word (● CLOSED, ◐ HALF, ✖ OPEN, ? unknown),
+// so the dashboard reads the same without colour (NO_COLOR, Options.NoColor).
 // Every name from the network (apps, resources, instances, targets,
 // versions) is sanitized before it reaches the terminal: escape sequences,
 // control and format characters and bidi overrides are shown as \xNN or

@@ -67,20 +67,29 @@ func TestGridWorstStateWins(t *testing.T) {
 	}
 }
 
-// TestGridUnknownBeforeTheFirstStateSeen: a recording that begins mid
-// incident (the first transition seen leaves HALF_OPEN, not CLOSED) draws
-// nothing before it; one that begins CLOSED draws CLOSED from the first
-// data.
+// TestGridUnknownBeforeTheFirstStateSeen: nothing is drawn before the
+// instance's first data (FirstSeen), nor before its first transition when
+// that one leaves another state than the range starts in (a recording
+// that begins mid incident: the first transition seen leaves HALF_OPEN,
+// not CLOSED); an instance never seen draws nothing.
 func TestGridUnknownBeforeTheFirstStateSeen(t *testing.T) {
-	in := collector.InstanceDetail{Start: core.Closed, HasBreaker: true, Transitions: []collector.Transition{
-		{AtMs: t0 - 30_000, From: core.HalfOpen, To: core.Open}}}
+	in := collector.InstanceDetail{Start: core.Closed, HasBreaker: true, FirstSeen: t0 - 50_000,
+		Transitions: []collector.Transition{{AtMs: t0 - 30_000, From: core.HalfOpen, To: core.Open}}}
 	g := newGrid(t0, 60_000, 6, 1) // 10 s cells
-	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0-60_000), t0)); got != "···███" {
+	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "···███" {
 		t.Errorf("mid incident: %s", got)
 	}
 	in.Transitions[0].From = core.Closed
-	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0-50_000), t0)); got != "·▁▁███" {
+	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "·▁▁███" {
 		t.Errorf("from CLOSED: %s", got)
+	}
+	in.FirstSeen, in.Transitions = t0-25_000, nil
+	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "···▁▁▁" {
+		t.Errorf("first data 25 s ago: %s", got)
+	}
+	in.FirstSeen = 0
+	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "······" {
+		t.Errorf("never seen: %s", got)
 	}
 }
 

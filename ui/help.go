@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -142,9 +143,15 @@ func (h *helpScreen) lines() []string {
 		i = j
 	}
 	b.WriteString(st.title.on("GLYPHS") + "\n")
-	b.WriteString("breakers  " + st.state(core.Closed) + "  " + st.state(core.HalfOpen) + "  " + st.state(core.Open) + "\n")
-	b.WriteString("timeline  " + stateLegend(st) + "\n")
+	b.WriteString("breakers  " + st.state(core.Closed) + "  " + st.state(core.HalfOpen) + "  " + st.state(core.Open) +
+		"  " + st.open.on(glyphOpen+"1") + " " + st.closed.on(glyphClosed+"2") + ": instances per state\n")
+	b.WriteString("          " + st.stateOf(core.Closed, collector.ProvenanceUnknown) + " " + st.dim.on(glyphUnknown+"2") +
+		": Java Sentinel and metric logs do not report states\n")
+	b.WriteString("          " + st.stateOf(core.Open, collector.ProvenanceInferred) + " " + st.open.on(glyphOpen+"1"+markInferred) +
+		": inferred from per-second counts, ±1 s\n")
+	b.WriteString("timeline  " + stateLegend(st, true, true) + "\n")
 	b.WriteString("          a cell shows the worst state it held\n")
+	b.WriteString("p99       avg 35ms: no p99, the source has averages only  " + noData + ": none completed\n")
 	b.WriteString("findings  " + st.crit.on("!! critical") + "  " + st.warning.on("!  warning") + "  " +
 		st.info.on("i  info") + "\n")
 	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app") + "\n")

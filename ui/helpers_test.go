@@ -250,6 +250,9 @@ func testDetail() *collector.Detail {
 		{Instance: "order-4", State: core.Open, StateSince: t0 - 8000, HasBreaker: true, Start: core.Open,
 			Breakers: []core.BreakerRule{rule}, Flows: []core.FlowRule{flow}, RulesVersion: "v12", PassQPS: 46},
 	}
+	for i := range d.Instances {
+		d.Instances[i].FirstSeen = from - 3_600_000 // seen long before the range
+	}
 	d.Findings = []triage.Finding{testSnapshot().Findings[0]}
 	d.Findings[0].Timelines = []triage.Timeline{
 		{Instance: "order-1", Start: core.Closed, Steps: []triage.Step{{AtMs: t0 - 170_000, To: core.Open},

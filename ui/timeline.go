@@ -37,7 +37,6 @@ type timeline struct {
 	g             grid
 	nameW, bandW  int
 	bands         []string
-	dataFrom      int64 // when the resource's first data in the range is
 	bandInstances map[string]int
 }
 
@@ -105,7 +104,6 @@ func (t timeline) prepare() timeline {
 	t.listMax = max(3, min(maxListedTransitions, t.height-detailHeadLines-timelineLines-len(d.Instances)))
 	t.nameW, t.bandW = t.layout()
 	t.g = t.Grid(d.To)
-	t.dataFrom = firstData(d)
 	t.bands = make([]string, len(d.Instances))
 	t.bandInstances = make(map[string]int, len(d.Instances))
 	pad := strings.Repeat(" ", t.bandW-t.g.n)
@@ -113,31 +111,76 @@ func (t timeline) prepare() timeline {
 		in := &d.Instances[i]
 		t.bandInstances[in.Instance] = i
 		var b strings.Builder
-		if !in.HasBreaker {
+		switch {
+		case in.Provenance == collector.ProvenanceUnknown && in.HasBreaker:
+			padRight(&b, t.st.dim.on(unknownBand(t.bandW)), t.bandW)
+		case !in.HasBreaker && in.Provenance == collector.ProvenanceUnknown:
+			padRight(&b, t.st.dim.on("no breaker rule known"), t.bandW) // a metric log tells none
+		case !in.HasBreaker && in.Provenance == collector.ProvenanceExact:
 			padRight(&b, t.st.dim.on("no breaker rule"), t.bandW)
-		} else {
+		default:
 			b.WriteString(pad)
-			known := max(d.From, knownFrom(in, t.dataFrom))
-			drawStates(&b, t.st, t.g.states(in.Start, in.Transitions, known, d.To))
+			drawStates(&b, t.st, t.g.states(in.Start, in.Transitions, max(d.From, knownFrom(in, d.To)), d.To))
 		}
 		t.bands[i] = b.String()
 	}
 	return t
 }
 
-// knownFrom is when an instance's breaker state is first known: from the
-// resource's first data when the state before its first transition is the
-// one it started in (breakers start CLOSED), else only from that first
-// transition: what came before it was not seen.
-func knownFrom(in *collector.InstanceDetail, dataFrom int64) int64 {
-	if len(in.Transitions) == 0 {
-		return dataFrom
+// knownFrom is when an instance's breaker state is first known: from its
+// first data (FirstSeen: nothing is known before it; never, without
+// any), unless the first transition seen leaves another state than the
+// one the range starts in (a collector that connects mid-incident sees a
+// HALF_OPEN -> OPEN first, and the state before it is not CLOSED): then
+// only from that transition.
+func knownFrom(in *collector.InstanceDetail, never int64) int64 {
+	known := never
+	if in.FirstSeen > 0 {
+		known = in.FirstSeen
 	}
-	first := &in.Transitions[0]
-	if first.From != in.Start {
-		return first.AtMs
+	if len(in.Transitions) > 0 && in.Transitions[0].From != in.Start {
+		known = max(known, in.Transitions[0].AtMs)
 	}
-	return min(dataFrom, first.AtMs)
+	return known
+}
+
+// hasStates reports whether an instance's band draws states: it has a
+// breaker rule, or states were inferred for it (from a metric log, which
+// tells no rules), and its source can tell them.
+func hasStates(in *collector.InstanceDetail) bool {
+	return in.Provenance == collector.ProvenanceInferred || (in.HasBreaker && in.Provenance == collector.ProvenanceExact)
+}
+
+// unknownBand is the band of an instance whose source cannot tell breaker
+// states, in w cells: the longest of its reasons that fits.
+func unknownBand(w int) string {
+	for _, s := range []string{
+		glyphUnknown + " breaker states unknown: Java Sentinel and metric logs do not report them",
+		glyphUnknown + " states unknown: this source does not report them",
+		glyphUnknown + " states unknown",
+	} {
+		if width(s) <= w {
+			return s
+		}
+	}
+	return cut(glyphUnknown+" unknown", w)
+}
+
+// provenances reports whether any instance's states are unknown, and
+// whether any were inferred.
+func provenances(d *collector.Detail) (unknown, inferred bool) {
+	if d == nil {
+		return false, false
+	}
+	for i := range d.Instances {
+		switch d.Instances[i].Provenance {
+		case collector.ProvenanceUnknown:
+			unknown = unknown || d.Instances[i].HasBreaker
+		case collector.ProvenanceInferred:
+			inferred = true
+		}
+	}
+	return unknown, inferred
 }
 
 // band is an instance's band as the timeline draws it, in bandW cells.
@@ -196,9 +239,18 @@ func (t timeline) layout() (nameW, bandW int) {
 		}
 	}
 	nameW = min(nameW, max(8, t.width/4))
-	const stateW = 1 + 8 + 9 // " ✖ OPEN  " and "since hh:mm:ss"
-	bandW = max(4, t.width-2-nameW-1-stateW)
+	bandW = max(4, t.width-2-nameW-1-1-t.stateW()-9) // " ✖ OPEN  " and " hh:mm:ss"
 	return nameW, bandW
+}
+
+// stateW is the width of the state after the bands: "● CLOSED", or
+// "? unknown" and "● CLOSED~" when some instance's state is unknown or
+// inferred.
+func (t timeline) stateW() int {
+	if unknown, inferred := provenances(t.d); unknown || inferred {
+		return 9
+	}
+	return 8
 }
 
 // View renders the legend, the bands, the time axis and the selected
@@ -214,11 +266,12 @@ func (t timeline) render() (string, int) {
 		return "", 0
 	}
 	var b strings.Builder
+	unknown, inferred := provenances(d)
 	title := "TIMELINE"
 	if t.focused {
 		title = glyphCursor + " TIMELINE"
 	}
-	legend := st.title.on(title) + "  " + stateLegend(st)
+	legend := st.title.on(title) + "  " + stateLegend(st, unknown, inferred)
 	if note := st.dim.on("  a cell (" + fmtMs(t.g.step) + ") shows the worst state in it"); width(legend)+width(note) <= t.width {
 		legend += note
 	}
@@ -250,9 +303,9 @@ func (t timeline) render() (string, int) {
 		switch {
 		case in.Gone:
 			line.WriteString(st.dim.on("gone"))
-		case in.HasBreaker:
-			padRight(&line, st.state(in.State), 8)
-			if in.StateSince > 0 {
+		case in.HasBreaker || hasStates(in):
+			padRight(&line, st.stateOf(in.State, in.Provenance), t.stateW())
+			if in.StateSince > 0 && in.Provenance != collector.ProvenanceUnknown {
 				line.WriteString(st.dim.on(" " + t.clock(in.StateSince)))
 			}
 		}
@@ -271,8 +324,13 @@ func (t timeline) render() (string, int) {
 	tr := in.Transitions
 	head := safeName(in.Instance, max(8, t.width/3)) + ": "
 	switch {
-	case !in.HasBreaker:
+	case in.Provenance == collector.ProvenanceUnknown && in.HasBreaker:
+		head += "breaker states unknown: Java Sentinel's transport and metric logs do not report them, and none was inferred from its counts"
+	case !hasStates(in):
 		head += "no breaker rule"
+		if in.Provenance == collector.ProvenanceUnknown {
+			head += " known"
+		}
 	case len(tr) == 0:
 		head += "no transition in range, " + stateWord(in.Start) + " throughout"
 	default:
@@ -280,6 +338,9 @@ func (t timeline) render() (string, int) {
 		if len(tr) > t.listMax {
 			head += ", the last " + strconv.Itoa(t.listMax) + " below"
 		}
+	}
+	if in.Provenance == collector.ProvenanceInferred {
+		head += " (inferred from counts, ±1 s)"
 	}
 	b.WriteString(fitLine(st.bold.on(head), t.width))
 	// the newest: a list of a page, at its bottom.
@@ -291,10 +352,18 @@ func (t timeline) render() (string, int) {
 	return b.String(), selLine
 }
 
-// stateLegend names the bands' glyphs, worst first.
-func stateLegend(st *Styles) string {
-	return st.open.on(bandOpen+" OPEN") + "  " + st.half.on(bandHalf+" HALF") + "  " +
-		st.closed.on(bandClosed+" CLOSED") + "  " + st.dim.on(bandNone+" unknown")
+// stateLegend names the bands' glyphs, worst first, then the marks of
+// unknown and inferred states when some instance has them.
+func stateLegend(st *Styles, unknown, inferred bool) string {
+	s := st.open.on(bandOpen+" OPEN") + "  " + st.half.on(bandHalf+" HALF") + "  " +
+		st.closed.on(bandClosed+" CLOSED") + "  " + st.dim.on(bandNone+" no data")
+	if unknown {
+		s += "  " + st.dim.on(glyphUnknown+" unknown")
+	}
+	if inferred {
+		s += "  " + markInferred + " inferred"
+	}
+	return s
 }
 
 // listMark is the mark before a list's item: ▸ on the selected one of the
@@ -323,7 +392,12 @@ func (t timeline) transition(tr *collector.Transition) string {
 	st := t.st
 	var b strings.Builder
 	b.WriteString("    ")
-	b.WriteString(time.UnixMilli(tr.AtMs).In(t.loc).Format("15:04:05.000"))
+	if tr.Inferred {
+		// dated to the second in which counts showed it.
+		b.WriteString(time.UnixMilli(tr.AtMs).In(t.loc).Format("15:04:05") + "    ")
+	} else {
+		b.WriteString(time.UnixMilli(tr.AtMs).In(t.loc).Format("15:04:05.000"))
+	}
 	b.WriteString("  ")
 	b.WriteString(st.state(tr.From))
 	b.WriteString(" → ")
@@ -343,23 +417,12 @@ func (t timeline) transition(tr *collector.Transition) string {
 	if tr.RuleID != "" {
 		b.WriteString(st.dim.on("  rule " + safeName(tr.RuleID, 24)))
 	}
+	if tr.Inferred {
+		b.WriteString("  " + markInferred + " inferred, ±1 s")
+	}
 	return b.String()
 }
 
 func (t timeline) clock(ms int64) string {
 	return time.UnixMilli(ms).In(t.loc).Format("15:04:05")
-}
-
-// firstData is the start of the detail's first step with any traffic
-// (From when it has none).
-func firstData(d *collector.Detail) int64 {
-	if d == nil {
-		return 0
-	}
-	for i := range d.PassQPS {
-		if hasTraffic(d, i) {
-			return floorDiv(d.From, d.StepMs)*d.StepMs + int64(i)*d.StepMs
-		}
-	}
-	return d.From
 }
