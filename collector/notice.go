@@ -36,9 +36,12 @@ type Notice struct {
 func (n Notice) String() string {
 	switch n.Kind {
 	case NoticeNameCollision:
+		seconds := "seconds"
+		if n.Count == 1 {
+			seconds = "second"
+		}
 		return fmt.Sprintf("%s: lines of one second named %q were summed (Java writes \"|\" as \"_\", so two resources share the name): %d %s from %s",
-			n.Instance, n.Resource, n.Count, plural(int(min(n.Count, 2)), "second", "seconds"),
-			time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
+			n.Instance, n.Resource, n.Count, seconds, time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
 	return fmt.Sprintf("%s: notice %d about %q", n.Instance, n.Kind, n.Resource)
 }

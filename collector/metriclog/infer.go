@@ -60,6 +60,19 @@ func (r inferRules) legacy() bool {
 	return len(r.breakers) > 0 && r.breakers[0].Semantics == core.SemanticsJava16
 }
 
+// cannotTrip reports whether no breaker of the resource could trip in a
+// second with complete completions: Java 1.8's breakers count in one
+// tumbling bucket of statIntervalMs (whole seconds when it is 1000) and
+// need minRequestAmount completions in it.
+func (r inferRules) cannotTrip(complete int64) bool {
+	for _, b := range r.breakers {
+		if b.Semantics != core.SemanticsJava || b.StatIntervalMs != BucketMs || complete >= int64(max(b.MinRequestAmount, 1)) {
+			return false
+		}
+	}
+	return len(r.breakers) > 0
+}
+
 // minRetry is the shortest retry timeout of the resource's breakers, ms.
 func (r inferRules) minRetry() int64 {
 	m := int64(0)
@@ -79,7 +92,9 @@ type inferState struct {
 	doneAt    int64 // the probe's completion second; 0 until seen
 	probe     wire.Probe
 	clean     bool  // probe is the probe's own: it completed alone in its second
-	lastBlock int64 // the last second with blocks (unknown rules)
+	lastBlock int64 // the last second with blocks
+	lastLine  int64 // the last second with a line
+	lastDone  int64 // the last second with completions
 }
 
 // NewInference returns the inference of one instance, whose rules are
@@ -153,13 +168,20 @@ func (x *Inference) Second(start int64, items []wire.BucketItem) []*wire.State {
 		seen[it.Resource] = true
 		st := x.res[it.Resource]
 		if st == nil {
-			if it.Block == 0 || x.known && !x.rules[it.Resource].eligible() {
-				continue // nothing to tell until something blocks
+			if x.known && !x.rules[it.Resource].eligible() {
+				continue
 			}
 			st = &inferState{}
 			x.res[it.Resource] = st
 		}
 		out = x.step(out, start, it.Resource, st, it)
+		st.lastLine = start
+		if it.Block > 0 {
+			st.lastBlock = start
+		}
+		if it.Complete > 0 {
+			st.lastDone = start
+		}
 	}
 	for name, st := range x.res {
 		if !seen[name] && st.state != core.Closed {
@@ -172,75 +194,128 @@ func (x *Inference) Second(start int64, items []wire.BucketItem) []*wire.State {
 	return out
 }
 
-// step moves one resource's inferred breaker over second s.
+// step moves one resource's inferred breaker over second s. A state
+// decided from an earlier second (the probe's completion) leaves the rest
+// of s to the new state.
 func (x *Inference) step(out []*wire.State, s int64, name string, st *inferState, it *wire.BucketItem) []*wire.State {
 	rules := x.rules[name]
 	emit := func(at int64, to core.State, probe *wire.Probe) {
 		out = append(out, x.state(at, name, st.state, to, rules, probe))
 		st.state = to
 	}
-	switch st.state {
-	case core.Closed:
-		switch {
-		case x.known && it.Block > 0:
-			emit(s, core.Open, nil)
-			st.openAt = s
-		case !x.known && it.Block > 0 && it.Pass == 0:
-			at := s
-			if st.lastBlock == s-BucketMs {
-				at = st.lastBlock
+	for {
+		switch st.state {
+		case core.Closed:
+			if it.Block == 0 || !x.known && it.Pass > 1 {
+				return out
+			}
+			at := x.tripAt(s, st, rules)
+			// A trip needs minRequestAmount completions in its window:
+			// with too few in s, it came before, and a pass in s after
+			// the retry time is the probe. Without rules, a trip dated
+			// before s makes s's one pass the probe.
+			earlier := at < s
+			if at == s && x.known && rules.cannotTrip(it.Complete) && st.lastDone > 0 &&
+				s-st.lastDone < rules.minRetry()+BucketMs && (it.Pass == 0 || s >= st.lastDone+rules.minRetry()-BucketMs) {
+				at, earlier = st.lastDone, true
 			}
 			emit(at, core.Open, nil)
 			st.openAt = at
+			if !earlier || it.Pass == 0 {
+				return out
+			}
+		case core.Open:
+			if it.Pass == 0 {
+				return out
+			}
+			if rules.legacy() || x.known && s < st.openAt+rules.minRetry()-BucketMs {
+				emit(s, core.Closed, nil)
+				return out
+			}
+			emit(s, core.HalfOpen, nil)
+			st.probeAt, st.doneAt, st.clean = s, 0, false
+		default: // HALF_OPEN
+			to, again := x.judge(s, st, rules, it)
+			if to == core.HalfOpen {
+				return out
+			}
+			var probe *wire.Probe
+			if st.clean {
+				p := st.probe
+				probe = &p
+			}
+			emit(st.doneAt, to, probe)
+			st.openAt = st.doneAt
+			if !again {
+				return out
+			}
 		}
-		if it.Block > 0 {
-			st.lastBlock = s
-		}
-		return out
-	case core.Open:
-		if it.Pass == 0 {
-			return out
-		}
-		if rules.legacy() || x.known && s < st.openAt+rules.minRetry()-BucketMs {
-			emit(s, core.Closed, nil)
-			return out
-		}
-		emit(s, core.HalfOpen, nil)
-		st.probeAt, st.doneAt, st.clean = s, 0, false
 	}
-	// HALF_OPEN: wait for the probe's completion and what follows it.
+}
+
+// tripAt dates a trip whose first blocks are in second s. A Java breaker
+// trips at a completion: when the seconds just before s had no line, the
+// trip came at the last completion before them (no request arrived after
+// it), if that was recent enough for s's requests to be blocked (within the
+// shortest timeWindow). Without rules, when the second before s already had
+// blocks (the trip is confirmed by a second of blocks and no pass), the
+// blocks began there.
+func (x *Inference) tripAt(s int64, st *inferState, rules inferRules) int64 {
+	window := rules.minRetry()
+	if !x.known {
+		window = idleSeconds * BucketMs
+	}
+	switch {
+	case !x.known && st.lastBlock == s-BucketMs:
+		return st.lastBlock
+	case st.lastLine < s-BucketMs && st.lastDone > 0 && s-st.lastDone < window+BucketMs:
+		return st.lastDone
+	}
+	return s
+}
+
+// judge tells what a HALF_OPEN breaker's probe led to, as second s shows
+// it: HALF_OPEN while that is not known yet, else the state the probe's
+// completion (st.doneAt) left, and whether s is to be read again in it
+// (s came after the completion). A probe that completed alone in its
+// second is judged as the rules would; otherwise the traffic tells: a pass
+// beyond the probe, by its completion's second, means it closed; after
+// that second, passes without blocks mean CLOSED and blocks without passes
+// OPEN; both at once mean a trip after a close, unless a new probe could be
+// due (one pass, no earlier than the shortest timeWindow after the
+// completion).
+func (x *Inference) judge(s int64, st *inferState, rules inferRules, it *wire.BucketItem) (to core.State, again bool) {
 	others := it.Pass
 	if s == st.probeAt {
 		others-- // the probe itself
 	}
-	if st.doneAt == 0 && it.Complete > 0 {
-		st.doneAt = s
-		st.clean = it.Complete == 1
+	if st.doneAt == 0 {
+		if it.Complete == 0 && others == 0 {
+			return core.HalfOpen, false
+		}
+		st.doneAt, st.clean = s, it.Complete == 1
 		if st.clean {
 			st.probe = wire.Probe{RtMs: it.RtSum, Error: it.Error > 0}
 		}
 	}
-	var probe *wire.Probe
-	if st.clean {
-		p := st.probe
-		probe = &p
-	}
+	after := s > st.doneAt
 	switch {
-	case others > 0:
-		emit(cmp.Or(st.doneAt, s), core.Closed, probe)
-	case st.doneAt != 0 && s > st.doneAt && it.Block > 0:
-		emit(st.doneAt, core.Open, probe)
-		st.openAt = st.doneAt
-	case st.doneAt != 0 && s > st.doneAt && it.Block == 0 && st.clean && x.known:
-		// No traffic after the probe: judge it as the breakers would.
+	case st.clean && x.known && len(rules.breakers) > 0:
 		if failed(rules, st.probe) {
-			emit(st.doneAt, core.Open, probe)
-			st.openAt = st.doneAt
-		} else {
-			emit(st.doneAt, core.Closed, probe)
+			return core.Open, after
 		}
+		return core.Closed, after
+	case !after && others > 0, after && it.Pass > 0 && it.Block == 0:
+		return core.Closed, after
+	case after && it.Pass == 0 && it.Block > 0:
+		return core.Open, after
+	case after && it.Pass > 0:
+		if it.Pass == 1 && (!x.known || s >= st.doneAt+rules.minRetry()-BucketMs) {
+			return core.Open, true
+		}
+		return core.Closed, true
 	}
-	return out
+	return core.HalfOpen, false
 }
 
 // failed judges a probe by the resource's rules: too slow for a slow-ratio

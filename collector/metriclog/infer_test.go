@@ -66,6 +66,9 @@ func slowRule(retryMs uint32) core.BreakerRule {
 		RetryTimeoutMs: retryMs, MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Semantics: core.SemanticsJava}
 }
 
+// sparseRule is the slow-ratio rule of testdata/java/sparse-1.8.9.
+var sparseRule = func() core.BreakerRule { r := slowRule(1000); r.MinRequestAmount = 3; return r }()
+
 func known(breakers []core.BreakerRule, flows []core.FlowRule) *Inference {
 	x := NewInference("i")
 	x.SetRules(inferT0-BucketMs, breakers, flows)
@@ -106,6 +109,13 @@ func TestInferenceKnownRules(t *testing.T) {
 			RetryTimeoutMs: 2000, MinRequestAmount: 5, StatIntervalMs: 1000, Semantics: core.SemanticsJava}}, nil),
 			[]inferSecond{"20/2", "0/20", "1/20/1/10/1", ""},
 			"0 C>O 2 O>H 2 H>O(error)"},
+		{"timeWindow 1 s: failed probes a second apart, a close, a trip in the close's second", known([]core.BreakerRule{sparseRule}, nil),
+			[]inferSecond{"8/0", "4/2/4/182", "1/8/0", "0/1/1/340", "1/8/1/170", "4/9/2/99", "1/5/1/239", "0/4/0"},
+			"1 C>O 2 O>H 3 H>O(340) 4 O>H 4 H>O(170) 5 O>H 5 H>C 5 C>O 6 O>H 6 H>O(239)"},
+		{"a trip after silence: at the last completion", known([]core.BreakerRule{{Resource: "r", Strategy: core.ErrorCount, Threshold: 3,
+			RetryTimeoutMs: 4000, MinRequestAmount: 5, StatIntervalMs: 1000, Semantics: core.SemanticsJava}}, nil),
+			[]inferSecond{"5/0/5/27/4", "", "", "0/2", "1/3/1/15", "1/0/1/28/1", "7/0"},
+			"0 C>O 4 O>H 4 H>C(15)"},
 		{"Java before 1.8 has no probe", known([]core.BreakerRule{{Resource: "r", Strategy: core.AverageRT, Threshold: 100,
 			RetryTimeoutMs: 5000, MinRequestAmount: 5, StatIntervalMs: 1000, Semantics: core.SemanticsJava16}}, nil),
 			[]inferSecond{"5/5", "0/20", "0/20", "0/20", "0/20", "5/5", "0/19"},
@@ -136,6 +146,9 @@ func TestInferenceUnknownRules(t *testing.T) {
 		{"blocks with passes, then a trip: dated to the last second with passes",
 			[]inferSecond{"20/5", "20/8", "12/9", "0/30", "1/29/1/500", "0/25"},
 			"2 C>O 4 O>H 4 H>O(500)"},
+		{"a pass among blocks: the probe of a trip dated to the blocks before it",
+			[]inferSecond{"8/0", "4/2/4/182", "1/8/0", "0/1/1/340", "1/8/1/170", "1/7/1/184"},
+			"1 C>O 2 O>H 3 H>O(340) 4 O>H 4 H>O(170) 5 O>H"},
 		{"no traffic after the probe: undecided without rules",
 			[]inferSecond{"20/0", "0/22", "0/22", "1/20/1/300", "", "", ""},
 			"1 C>O 3 O>H"},
