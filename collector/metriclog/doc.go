@@ -11,9 +11,17 @@
 //     form, without the date-time field;
 //
 // ParseFat and ParseThin read one line each; Line.Item maps it to a wire v1
-// bucket item of 1000 ms; Convert turns a whole metric log into wire
-// messages (a hello, then one buckets message per second) that a replay can
-// feed to a collector; Detect tells a metric log from an NDJSON recording.
+// bucket item of 1000 ms; Merge sums the items of one second that share a
+// name; Convert turns a whole metric log into wire messages (a hello, then
+// one buckets message per second, with the breaker transitions Inference
+// derives from the counts) that a replay can feed to a collector; Group
+// sorts files into the processes that wrote them, one instance each, for
+// ConvertSources; Detect tells a metric log from an NDJSON recording, and
+// IndexOf Java's binary index from a log.
+//
+// Inference is shared with the collector's Java poller, which knows the
+// rules: see its documentation and docs/JAVA.md for the rule and how it
+// was measured against Java Sentinel's own transitions.
 //
 // # Mapping
 //
@@ -26,7 +34,10 @@
 //
 // Both writers replace every "|" of a resource name with "_", so a line
 // always has its fields in place; rule files still carry the original
-// names, which LegalName maps the same way. Lines of the pseudo resources
+// names, which LegalName maps the same way. Two resources whose names meet
+// that way ("a|b", "a_b") write two lines of one second under one name:
+// they are summed, as Sentinel's dashboard does, and reported as a
+// Collision. Lines of the pseudo resources
 // __total_inbound_traffic__, __cpu_usage__ and __system_load__ (the latter
 // two carry the host's load x 10000 in passQps) are not resources: Internal
 // reports them and Convert skips them. Missing trailing fields (older

@@ -213,3 +213,39 @@ func TestInferenceStateFields(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzInference: whatever the counts, the inference never panics, and each
+// resource's transitions form one chain from CLOSED, in time order, each a
+// valid wire message.
+func FuzzInference(f *testing.F) {
+	f.Add([]byte{20, 0, 18, 6, 0, 22, 0, 22, 1, 30, 0, 24, 1, 23, 25, 0}, true, uint8(3))
+	f.Add([]byte{8, 0, 4, 2, 1, 8, 0, 1, 1, 8, 4, 9, 1, 5, 0, 4}, false, uint8(1))
+	f.Fuzz(func(t *testing.T, counts []byte, withRules bool, retry uint8) {
+		x := NewInference("i")
+		if withRules {
+			r := slowRule(uint32(retry%8+1) * 1000)
+			r.MinRequestAmount = uint64(retry % 6)
+			x.SetRules(inferT0-BucketMs, []core.BreakerRule{r}, nil)
+		}
+		state, last := core.Closed, int64(0)
+		for i := 0; i+1 < len(counts); i += 2 {
+			start := inferT0 + int64(i/2)*BucketMs
+			it := wire.BucketItem{Resource: "r", Start: start, Pass: int64(counts[i] % 16), Block: int64(counts[i+1] % 16)}
+			it.Complete = it.Pass
+			it.RtSum, it.RtMin, it.RtMax = it.Complete*int64(counts[i]), int64(counts[i]), int64(counts[i])
+			var items []wire.BucketItem
+			if counts[i] != 0 || counts[i+1] != 0 {
+				items = append(items, it)
+			}
+			for _, m := range x.Second(start, items) {
+				if m.From != state || m.Ts < last || m.Ts > start {
+					t.Fatalf("second %d: %s after %s at %d", i/2, stateText(m), state, last)
+				}
+				if err := wire.Validate(m, wire.Limits{}); err != nil {
+					t.Fatal(err)
+				}
+				state, last = m.To, m.Ts
+			}
+		}
+	})
+}
