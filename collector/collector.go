@@ -30,9 +30,9 @@ const (
 // Series resolutions. Recent data is kept per second; older data, up to the
 // retention, per coarseStepMs.
 const (
-	fineStepMs        = 1000
-	appFineSlots      = 310 // per app x resource: a little over 5 minutes per second, so a 5-minute range stays fine
-	coarseStepMs      = 15000
+	fineStepMs   = 1000
+	appFineSlots = 310 // per app x resource: a little over 5 minutes per second, so a 5-minute range stays fine
+	coarseStepMs = 15000
 )
 
 // Options configures a Collector. Every field is optional.
