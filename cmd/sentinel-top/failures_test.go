@@ -222,3 +222,13 @@ func TestReplayFromAPipe(t *testing.T) {
 		t.Fatalf("replay from a FIFO: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestEnvErrorsSayTheFormat: a SENTINEL_TOP_* variable that does not parse
+// says what it should look like.
+func TestEnvErrorsSayTheFormat(t *testing.T) {
+	t.Setenv("SENTINEL_TOP_RETENTION", "5")
+	code, _, errOut := runCmd(t, "report", "--demo", "--for", "1s")
+	if code != exitUsage || !strings.Contains(errOut, `SENTINEL_TOP_RETENTION="5"`) || !strings.Contains(errOut, "a duration such as 90s") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

@@ -99,10 +99,29 @@ func applyEnv(fs *flag.FlagSet) error {
 		if v, ok := os.LookupEnv(key); ok {
 			if e := fs.Set(fl.Name, v); e != nil {
 				err = usagef("%s=%q: %v", key, v, e)
+				if want := valueFormat(fl); want != "" {
+					err = usagef("%s=%q: %v; want %s, as --%s takes", key, v, e, want, fl.Name)
+				}
 			}
 		}
 	})
 	return err
+}
+
+// valueFormat says what a flag's value looks like, for an error message
+// ("" when its own error says so).
+func valueFormat(fl *flag.Flag) string {
+	switch fmt.Sprintf("%T", fl.Value) {
+	case "*flag.durationValue":
+		return "a duration such as 90s, 5m or 1h30m"
+	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
+		return "a whole number"
+	case "*flag.float64Value":
+		return "a number"
+	case "*flag.boolValue":
+		return "true or false"
+	}
+	return "" // a flag of its own parsing says what it wants itself
 }
 
 func (f *inputFlags) validate() error {
