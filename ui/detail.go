@@ -229,7 +229,7 @@ func (v detailView) build() detailView {
 		return v.clampScroll()
 	}
 	add(title)
-	add(v.ruleLine(d) + st.dim.on(" · "+strconv.Itoa(len(d.Instances))+" instances · "+
+	add(v.ruleLine(d) + st.dim.on(" · "+strconv.Itoa(len(d.Instances))+" "+plural(len(d.Instances), "instance", "instances")+" · "+
 		v.clock(d.From)+"–"+v.clock(d.To)+" · step "+fmtMs(d.StepMs)))
 	add("")
 	tl, sel := v.tl.render()
@@ -252,6 +252,9 @@ func (v detailView) clock(ms int64) string { return time.UnixMilli(ms).In(v.loc)
 // ruleLine describes the breaker most instances have.
 func (v detailView) ruleLine(d *collector.Detail) string {
 	if !d.HasBreaker {
+		if !allExact(d) {
+			return v.st.dim.on(noRuleKnown) // the source may not report rules
+		}
 		return v.st.dim.on("no breaker rule")
 	}
 	s := d.Strategy.String() + " " + fmtThreshold(d.Strategy, d.Threshold)
@@ -335,6 +338,16 @@ func (v *detailView) charts(add func(string)) {
 			add(fitLine(l, cw) + "  " + r)
 		}
 	}
+}
+
+// allExact reports whether every instance's source reports its states.
+func allExact(d *collector.Detail) bool {
+	for i := range d.Instances {
+		if d.Instances[i].Provenance != collector.ProvenanceExact {
+			return false
+		}
+	}
+	return true
 }
 
 // p99Series is the p99 per step, NaN where it is not known: no call

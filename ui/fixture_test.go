@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
@@ -39,6 +40,22 @@ func replayFixture(t testing.TB, name string, offsetMs int64) *fixtureReplay {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return holdReplay(t, r, offsetMs)
+}
+
+// replayMessages replays msgs as replayFixture replays a fixture.
+func replayMessages(t testing.TB, name string, msgs []wire.Message, offsetMs int64) *fixtureReplay {
+	t.Helper()
+	r, err := collector.NewReplayMessages(name, msgs, nil, 0, collector.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holdReplay(t, r, offsetMs)
+}
+
+// holdReplay feeds r up to offsetMs (as replayFixture) and holds it there.
+func holdReplay(t testing.TB, r *collector.Replay, offsetMs int64) *fixtureReplay {
+	t.Helper()
 	fr := &fixtureReplay{r: r, c: r.Collector()}
 	from, to := r.Range()
 	if offsetMs < 0 {

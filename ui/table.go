@@ -100,19 +100,21 @@ func newResourceTable(st *Styles, keys *keyMap, tr *trends) resourceTable {
 // SetEmptyText sets what the table says when it has no row.
 func (t resourceTable) SetEmptyText(s string) resourceTable { t.empty = s; return t }
 
-// SetRows replaces the rows with a new snapshot's, keeping the selection;
-// states are the snapshot's breakers, which tell the inferred states.
-func (t resourceTable) SetRows(rows []collector.ResourceRow, states []collector.BreakerState) resourceTable {
+// SetRows shows a snapshot's rows, keeping the selection; its breakers
+// and totals tell which states were inferred and which rows' sources
+// cannot tell states.
+func (t resourceTable) SetRows(snap *collector.Snapshot) resourceTable {
+	rows := snap.Rows
 	t.rows = rows
 	t.lower = t.lower[:0]
 	appW, d, resW, latW := 4, 1, 0, 0
-	marks := newBreakerMarks(states)
+	marks := newBreakerMarks(snap.Breakers, snap.Totals)
 	for i := range rows {
 		r := &rows[i]
 		appW = max(appW, width(sanitize(r.App)))
 		resW = max(resW, width(sanitize(r.Resource)))
 		d = max(d, digits(r.Breakers.Open), digits(r.Breakers.HalfOpen), digits(r.Breakers.Closed), digits(r.Breakers.Unknown))
-		marks.unknown = marks.unknown || (r.Instances > 0 && r.HasBreaker && r.Breakers.Unknown > 0)
+		marks.note(r)
 		latW = max(latW, width(latencyCell(r)))
 	}
 	appW = min(appW, maxAppW)

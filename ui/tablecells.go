@@ -15,17 +15,34 @@ import (
 
 // breakerMarks are what the BREAKERS column shows besides the counts:
 // which states of each row were inferred from counts (a bit per state),
-// and whether any row has instances of unknown state. Either takes room
-// in every row, so that the column lines up: a slot "?2" after the
-// states, a "~" after each count.
+// which rows come from sources that cannot tell states (Java Sentinel's
+// transport, metric logs: a metric log tells no rules either), and
+// whether any row has instances of unknown state or says "no rule known".
+// Each takes room in every row, so that the column lines up: a slot "?2"
+// after the states, a "~" after each count.
 type breakerMarks struct {
-	inferred map[rowKey]uint8
-	unknown  bool
+	inferred    map[rowKey]uint8
+	unsure      map[rowKey]bool
+	unknown     bool
+	noRuleKnown bool
 }
 
-// newBreakerMarks notes the inferred states of a snapshot's breakers.
-func newBreakerMarks(states []collector.BreakerState) breakerMarks {
+// noRuleKnown is what a row says when no rule was seen for it and its
+// source may not report rules.
+const noRuleKnown = "no rule known"
+
+// newBreakerMarks notes the inferred states of a snapshot's breakers, and
+// the resources whose states are not all exact.
+func newBreakerMarks(states []collector.BreakerState, totals []collector.ResourceTotals) breakerMarks {
 	var m breakerMarks
+	for i := range totals {
+		if totals[i].States != collector.ProvenanceExact {
+			if m.unsure == nil {
+				m.unsure = map[rowKey]bool{}
+			}
+			m.unsure[rowKey{totals[i].App, totals[i].Resource}] = true
+		}
+	}
 	for i := range states {
 		b := &states[i]
 		if b.Provenance != collector.ProvenanceInferred || b.State < core.Closed || b.State > core.Open {
@@ -39,27 +56,46 @@ func newBreakerMarks(states []collector.BreakerState) breakerMarks {
 	return m
 }
 
-// sameLayout reports whether m and o take the same room.
-func (m breakerMarks) sameLayout(o breakerMarks) bool {
-	return m.unknown == o.unknown && (len(m.inferred) > 0) == (len(o.inferred) > 0)
+// note notes what a row shows that takes room.
+func (m *breakerMarks) note(r *collector.ResourceRow) {
+	switch {
+	case r.Instances == 0:
+	case r.HasBreaker:
+		m.unknown = m.unknown || r.Breakers.Unknown > 0
+	default:
+		m.noRuleKnown = m.noRuleKnown || m.unsure[rowKey{r.App, r.Resource}]
+	}
 }
 
-// slots is the number of counts a row shows; slot the width of one.
-func (t resourceTable) slots() (n, slot int) {
-	n, slot = 3, 1+t.digits
-	if t.marks.unknown {
-		n++
-	}
+// sameLayout reports whether m and o take the same room.
+func (m breakerMarks) sameLayout(o breakerMarks) bool {
+	return m.unknown == o.unknown && m.noRuleKnown == o.noRuleKnown && (len(m.inferred) > 0) == (len(o.inferred) > 0)
+}
+
+// slots is the width of a state's count, and of the unknown count (0
+// when no row has one).
+func (t resourceTable) slots() (state, unknown int) {
+	state = 1 + t.digits
 	if len(t.marks.inferred) > 0 {
-		slot++
+		state++
 	}
-	return n, slot
+	if t.marks.unknown {
+		unknown = 1 + t.digits
+	}
+	return state, unknown
 }
 
 // breakersWidth is the room the counts take.
 func (t resourceTable) breakersWidth() int {
-	n, slot := t.slots()
-	return n*slot + n - 1
+	state, unknown := t.slots()
+	w := 3*state + 2
+	if unknown > 0 {
+		w += 1 + unknown
+	}
+	if t.marks.noRuleKnown {
+		w = max(w, width(noRuleKnown))
+	}
+	return w
 }
 
 // breakers renders the instance counts per state, "✖3 ◐1 ●4", with a
@@ -71,18 +107,22 @@ func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w 
 	case r.Instances == 0:
 		padRight(b, "gone", w) // every instance left: no state to count
 		return
+	case !r.HasBreaker && t.marks.unsure[rowKey{r.App, r.Resource}]:
+		padRight(b, noRuleKnown, w)
+		return
 	case !r.HasBreaker:
 		padRight(b, "no rule", w)
 		return
 	}
-	n, slot := t.slots()
+	slot, unknown := t.slots()
 	inferred := t.marks.inferred[rowKey{r.App, r.Resource}]
-	written := 0
-	write := func(g string, count int, pt paint, mark bool) {
-		if written > 0 {
+	used := 0
+	write := func(g string, count int, pt paint, mark bool, slot int) {
+		if used > 0 {
 			b.WriteByte(' ')
+			used++
 		}
-		written++
+		used += slot
 		if count == 0 {
 			b.WriteString(strings.Repeat(" ", slot))
 			return
@@ -95,15 +135,13 @@ func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w 
 		b.WriteString(strings.Repeat(" ", slot-width(s)))
 	}
 	st := t.st
-	write(glyphOpen, r.Breakers.Open, st.open, inferred&(1<<core.Open) != 0)
-	write(glyphHalf, r.Breakers.HalfOpen, st.half, inferred&(1<<core.HalfOpen) != 0)
-	write(glyphClosed, r.Breakers.Closed, st.closed, inferred&(1<<core.Closed) != 0)
-	if t.marks.unknown {
-		write(glyphUnknown, r.Breakers.Unknown, st.dim, false)
+	write(glyphOpen, r.Breakers.Open, st.open, inferred&(1<<core.Open) != 0, slot)
+	write(glyphHalf, r.Breakers.HalfOpen, st.half, inferred&(1<<core.HalfOpen) != 0, slot)
+	write(glyphClosed, r.Breakers.Closed, st.closed, inferred&(1<<core.Closed) != 0, slot)
+	if unknown > 0 {
+		write(glyphUnknown, r.Breakers.Unknown, st.dim, false, unknown)
 	}
-	for used := n*slot + n - 1; used < w; used++ {
-		b.WriteByte(' ')
-	}
+	b.WriteString(strings.Repeat(" ", max(0, w-used)))
 }
 
 // noData is what a cell shows for a value that was not measured.

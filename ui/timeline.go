@@ -156,10 +156,10 @@ func hasStates(in *collector.InstanceDetail) bool {
 func unknownBand(w int) string {
 	for _, s := range []string{
 		glyphUnknown + " breaker states unknown: Java Sentinel and metric logs do not report them",
-		glyphUnknown + " states unknown: this source does not report them",
+		glyphUnknown + " states unknown: not reported by this source",
 		glyphUnknown + " states unknown",
 	} {
-		if width(s) <= w {
+		if width(s) <= w-2 { // apart from the state after it
 			return s
 		}
 	}
@@ -325,7 +325,7 @@ func (t timeline) render() (string, int) {
 	head := safeName(in.Instance, max(8, t.width/3)) + ": "
 	switch {
 	case in.Provenance == collector.ProvenanceUnknown && in.HasBreaker:
-		head += "breaker states unknown: Java Sentinel's transport and metric logs do not report them, and none was inferred from its counts"
+		head += "states unknown: not reported, and none inferred from counts"
 	case !hasStates(in):
 		head += "no breaker rule"
 		if in.Provenance == collector.ProvenanceUnknown {
