@@ -237,7 +237,8 @@ func cannotTrip(w *windowMax) (inertHit, bool) {
 		return inertHit{}, false
 	}
 	for _, b := range rr.breakers {
-		if int64(b.StatIntervalMs) != w.interval || b.MinRequestAmount <= uint64(w.max) || tripped(s, b.ID) {
+		if int64(b.StatIntervalMs) != w.interval || b.MinRequestAmount <= uint64(w.max) || tripped(s, b.ID) ||
+			b.Strategy == core.AverageRT { // its minRequestAmount counts slow calls in a row, not a window
 			continue
 		}
 		x := InertRuleFacts{Reason: InertCannotTrip, Rule: RuleSet{Breakers: []core.BreakerRule{b}}, MaxWindowRequests: w.max}
