@@ -429,7 +429,11 @@ func (v *detailView) rules(add func(string)) {
 		for j := range in.Flows {
 			rules = append(rules, flowText(&in.Flows[j]))
 		}
-		if len(rules) == 0 {
+		switch {
+		case len(rules) > 0:
+		case in.Provenance != collector.ProvenanceExact:
+			rules = append(rules, noRuleKnown) // a metric log tells none
+		default:
 			rules = append(rules, "no rule")
 		}
 		for j, r := range rules {
