@@ -140,7 +140,7 @@ wait_for "BREAKERS" "ALERTS"
 
 # the first alert opens the detail on its finding, its whole text in sight
 keys "a" Enter
-wait_for "▸ !! CRIT sawtooth" "advice: retryTimeoutMs" "span"
+wait_for "▸ !! CRIT sawtooth" "advice: the downstream stayed down" "raise retryTimeoutMs" "span"
 keys Escape
 wait_for "BREAKERS" "ALERTS"
 
@@ -175,6 +175,19 @@ wait_for "TARGETS  0/1 up · ✖ 1 down" "refused: nothing listens on 127.0.0.1:
 keys Escape
 wait_gone "TARGETS  0/1 up"
 keys "q"
+wait_for "EXIT=0"
+
+# A replay of nothing is refused before the dashboard starts: one line,
+# exit 3.
+printf 'not json\n' > "$work/garbage.ndjson"
+run_pane "$bin --replay $work/garbage.ndjson"
+wait_for "nothing replayable in $work/garbage.ndjson" "EXIT=3"
+
+# SIGTERM ends the dashboard at once, its terminal restored.
+run_pane "$bin --replay sawtooth-db-slow --speed 8"
+wait_for "CRIT sawtooth"
+pid=$(pgrep -f "^$bin --replay sawtooth-db-slow --speed 8" | head -1)
+kill -TERM "$pid"
 wait_for "EXIT=0"
 
 # Without colour nothing but text reaches the terminal.
