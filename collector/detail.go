@@ -119,10 +119,18 @@ func (c *Collector) detailSeries(d *Detail, a *appSeries, now int64) {
 		d.PassQPS = append(d.PassQPS, float64(cnt.pass)*perSec)
 		d.BlockQPS = append(d.BlockQPS, float64(cnt.block)*perSec)
 		if cnt.complete > 0 {
-			d.SlowRatio = append(d.SlowRatio, float64(cnt.slow)/float64(cnt.complete))
+			slow := float64(cnt.slow) / float64(cnt.complete)
+			if a.someUnknown {
+				slow = nan // the source counts no slow calls
+			}
+			d.SlowRatio = append(d.SlowRatio, slow)
 			d.ErrorRatio = append(d.ErrorRatio, float64(cnt.err)/float64(cnt.complete))
-			_, p99 := quantiles(&hist, int64(cnt.rtMax))
-			d.P99Ms = append(d.P99Ms, float64(p99))
+			p99 := nan // no histogram: only averages were reported
+			if hist != ([histLen]uint32{}) {
+				_, q := quantiles(&hist, int64(cnt.rtMax))
+				p99 = float64(q)
+			}
+			d.P99Ms = append(d.P99Ms, p99)
 		} else {
 			d.SlowRatio = append(d.SlowRatio, nan)
 			d.ErrorRatio = append(d.ErrorRatio, nan)

@@ -154,6 +154,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 				continue
 			}
 			row.Instances++
+			row.SlowUnknown = row.SlowUnknown || in.statesUnknown
 			if len(in.breakers[res]) > 0 {
 				st, prov := worstState(se.tracks), se.provenance(in)
 				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st, Provenance: prov})

@@ -217,6 +217,10 @@ type ResourceRow struct {
 	// HasP99 is set when P50Ms and P99Ms come from an RT histogram: Java
 	// Sentinel and metric logs report averages only (then P99 is unknown).
 	HasP99 bool
+	// SlowUnknown is set when an instance counted in the row cannot tell
+	// slow calls (Java Sentinel's counts and metric logs have none): its
+	// SlowRatio is then no measurement (show "–").
+	SlowUnknown bool
 	// Breakers counts the live instances by state; HasBreaker is false
 	// when no instance listed (live, or gone within the stale period) has a
 	// breaker rule for the resource.

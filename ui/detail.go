@@ -301,6 +301,9 @@ func (v *detailView) charts(add func(string)) {
 			fmtPctLabel, 0.1, series{name: "error ratio", values: d.ErrorRatio, color: asciigraph.Blue})
 	default:
 		ratio = mk("SLOW RATIO", fmtPctLabel, 0.1, series{name: "slow ratio", values: d.SlowRatio, color: asciigraph.Blue})
+		if v.hasRow && v.row.SlowUnknown {
+			ratio.empty = "slow calls unknown: the source does not count them (Java Sentinel, metric logs)"
+		}
 		if d.HasBreaker {
 			ratio.hasLimit, ratio.limit, ratio.limitName = true, d.Threshold, "threshold "+fmtPct(d.Threshold)
 		}
@@ -359,9 +362,9 @@ func p99Series(d *collector.Detail) (p99 []float64, averagesOnly bool) {
 	p99 = make([]float64, len(d.P99Ms))
 	completed, measured := false, false
 	for i, v := range d.P99Ms {
-		done := i < len(d.SlowRatio) && !math.IsNaN(d.SlowRatio[i])
+		done := i < len(d.ErrorRatio) && !math.IsNaN(d.ErrorRatio[i]) // some call completed
 		completed = completed || done
-		if !done || v == 0 {
+		if !done || v == 0 || math.IsNaN(v) {
 			v = math.NaN()
 		}
 		measured = measured || !math.IsNaN(v)

@@ -153,7 +153,7 @@ func TestLatencyCellNeverZeroWhenUnknown(t *testing.T) {
 // is said to have averages only.
 func TestP99SeriesWithoutHistogram(t *testing.T) {
 	nan := math.NaN()
-	d := &collector.Detail{SlowRatio: []float64{nan, 0, 0.1}, P99Ms: []float64{nan, 0, 0}}
+	d := &collector.Detail{ErrorRatio: []float64{nan, 0, 0.1}, P99Ms: []float64{nan, nan, nan}}
 	p99, avgOnly := p99Series(d)
 	if !avgOnly || !math.IsNaN(p99[0]) || !math.IsNaN(p99[1]) || !math.IsNaN(p99[2]) {
 		t.Errorf("averages only: %v %v", p99, avgOnly)
@@ -163,7 +163,7 @@ func TestP99SeriesWithoutHistogram(t *testing.T) {
 	if avgOnly || p99[2] != 200 || !math.IsNaN(p99[1]) {
 		t.Errorf("one step measured: %v %v", p99, avgOnly)
 	}
-	d = &collector.Detail{SlowRatio: []float64{nan, nan}, P99Ms: []float64{nan, nan}}
+	d = &collector.Detail{ErrorRatio: []float64{nan, nan}, P99Ms: []float64{nan, nan}}
 	if _, avgOnly = p99Series(d); avgOnly {
 		t.Error("nothing completed is not averages only")
 	}

@@ -427,7 +427,11 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 			}
 			padLeft(&line, s, c.w)
 		case colSlow:
-			padLeft(&line, ifCompleted(r, fmtPct(r.SlowRatio)), c.w)
+			slow := ifCompleted(r, fmtPct(r.SlowRatio))
+			if r.SlowUnknown {
+				slow = "–" // the source counts no slow calls
+			}
+			padLeft(&line, slow, c.w)
 		case colError:
 			padLeft(&line, ifCompleted(r, fmtPct(r.ErrorRatio)), c.w)
 		case colP99:
