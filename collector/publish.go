@@ -147,7 +147,10 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 			case ProvenanceInferred:
 				se.app.someInferred = true
 			}
-			if len(in.breakers[res]) > 0 {
+			// A state inferred shows a breaker whose rules went unseen (a
+			// metric log carries none).
+			guarded := len(in.breakers[res]) > 0 || se.inferred
+			if guarded {
 				row.HasBreaker = true
 			}
 			if !live {
@@ -155,7 +158,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 			}
 			row.Instances++
 			row.SlowUnknown = row.SlowUnknown || in.statesUnknown
-			if len(in.breakers[res]) > 0 {
+			if guarded {
 				st, prov := worstState(se.tracks), se.provenance(in)
 				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st, Provenance: prov})
 				switch {
