@@ -28,6 +28,9 @@ func breakerText(r *core.BreakerRule) string {
 	b.WriteString(r.Strategy.String())
 	b.WriteString(" ")
 	b.WriteString(fmtThreshold(r.Strategy, r.Threshold))
+	if r.Strategy == core.AverageRT {
+		b.WriteString("ms avg (Java before 1.8: opens after min slow calls in a row)")
+	}
 	if r.Strategy == core.SlowRequestRatio {
 		b.WriteString(" maxRt " + fmtMs(int64(r.MaxAllowedRtMs)))
 	}
@@ -39,6 +42,9 @@ func breakerText(r *core.BreakerRule) string {
 	}
 	if r.ID != "" {
 		b.WriteString(" id " + safeName(r.ID, 16))
+	}
+	if r.Pattern != "" {
+		b.WriteString(" regex " + safeName(r.Pattern, 40)) // governs every resource it fully matches
 	}
 	return b.String()
 }
@@ -55,6 +61,9 @@ func flowText(r *core.FlowRule) string {
 	}
 	if r.ID != "" {
 		b.WriteString(" id " + safeName(r.ID, 16))
+	}
+	if r.Pattern != "" {
+		b.WriteString(" regex " + safeName(r.Pattern, 40))
 	}
 	return b.String()
 }

@@ -279,3 +279,20 @@ func TestJavaFleetNeverShowsUnknownAsClosed(t *testing.T) {
 		t.Errorf("queryPrice: %q", line)
 	}
 }
+
+// TestRuleTextSaysRegexAndAverageRT: a Java regex rule shows its pattern,
+// and a pre-1.8 average-RT rule says what it is, never a slow ratio.
+func TestRuleTextSaysRegexAndAverageRT(t *testing.T) {
+	r := core.BreakerRule{Resource: "GET:/api/x", Pattern: "GET:/api/.*", Strategy: core.ErrorCount, Threshold: 5}
+	if s := breakerText(&r); !strings.Contains(s, "regex GET:/api/.*") {
+		t.Errorf("regex rule: %q", s)
+	}
+	avg := core.BreakerRule{Resource: "db", Strategy: core.AverageRT, Threshold: 100, MinRequestAmount: 5}
+	if s := breakerText(&avg); !strings.Contains(s, "average-rt 100ms avg") || strings.Contains(s, "maxRt") {
+		t.Errorf("average-RT rule: %q", s)
+	}
+	f := core.FlowRule{Resource: "GET:/api/x", Pattern: "GET:/api/.*", Threshold: 10}
+	if s := flowText(&f); !strings.Contains(s, "regex GET:/api/.*") {
+		t.Errorf("regex flow rule: %q", s)
+	}
+}
