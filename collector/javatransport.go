@@ -200,7 +200,8 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		return err
 	}
 	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 2,
-		DialContext: (&net.Dialer{Timeout: opts.HandshakeTimeout}).DialContext, ResponseHeaderTimeout: opts.HandshakeTimeout}
+		DialContext: (&net.Dialer{Timeout: opts.HandshakeTimeout}).DialContext, ResponseHeaderTimeout: opts.HandshakeTimeout,
+		MaxResponseHeaderBytes: handshakeLimit} // as for a stream's upgrade: a target's headers are bounded
 	defer tr.CloseIdleConnections()
 	p := &javaPoller{c: c, t: t, st: st, jt: jt, seen: map[string]bool{}, patterns: map[string]*regexp.Regexp{},
 		client: &http.Client{Transport: tr, Timeout: 2 * opts.HandshakeTimeout,

@@ -84,6 +84,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if host, _, _ := net.SplitHostPort(*listen); host != "" && net.ParseIP(host) == nil {
 		hosts = append(hosts, host) // --listen collector-a:9464: clients use that name
 	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && *serveToken == "" {
+		fmt.Fprintf(stderr, "sentinel-top serve: warning: serving %s beyond loopback without --serve-token: anyone who reaches it reads every breaker, rule and finding\n", ln.Addr())
+	}
 	s, err := in.open(ctx, -1)
 	if err != nil {
 		ln.Close()
