@@ -130,3 +130,35 @@ func TestMemoryFiftyThousandSeries(t *testing.T) {
 	}
 	runtime.KeepAlive(c)
 }
+
+// BenchmarkPublish measures one snapshot of a fleet of instances x 20
+// resources (every resource under a breaker), as Run makes 4 a second. The
+// scale goal: 200,000 series in 50 ms.
+func BenchmarkPublish(b *testing.B) {
+	for _, instances := range []int{500, 2500, 10000} {
+		b.Run(fmt.Sprintf("series=%d", instances*20), func(b *testing.B) {
+			c := New(Options{MaxMemory: 4 << 30})
+			names := benchNames(20)
+			var rules []core.BreakerRule
+			for _, n := range names {
+				rules = append(rules, core.BreakerRule{Resource: n, Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
+					StatIntervalMs: 1000, MaxAllowedRtMs: 200, Threshold: 0.5, MinRequestAmount: 20})
+			}
+			for i := range instances {
+				name := fmt.Sprintf("gw-%d", i)
+				benchHello(c, name, fmt.Sprintf("app-%d", i%50))
+				c.Ingest("bench", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: name}, Version: "v2", Breakers: rules})
+			}
+			for k := int64(0); k < 20; k++ {
+				for i := range instances {
+					c.Ingest("bench", benchFrame(fmt.Sprintf("gw-%d", i), names, t0ms+k*500))
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				c.Publish()
+			}
+		})
+	}
+}

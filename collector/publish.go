@@ -175,9 +175,6 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow
 		}
 	}
 	s.Apps, s.Resources = len(apps), len(resources)
-	slices.SortFunc(s.Breakers, func(x, y BreakerState) int {
-		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource), cmp.Compare(x.Instance, y.Instance))
-	})
 	return rows, ends, warnings
 }
 

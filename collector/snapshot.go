@@ -67,7 +67,8 @@ type Snapshot struct {
 	Findings []triage.Finding
 	// Breakers is the current state of every live instance's breakers, one
 	// per instance x resource with a breaker rule (the worst of its
-	// breakers), sorted by app, resource and instance.
+	// breakers), grouped by instance in name order (not sorted further:
+	// at 200,000 series the sort cost a fifth of a snapshot).
 	Breakers []BreakerState
 	// Totals are the exact counters of every app x resource since the
 	// collector started (instances gone included), sorted.
