@@ -18,6 +18,9 @@ const (
 	ringSlotBytes   = 40      // a ring slot: its start and its counts
 	histSlotBytes   = 56      // a histogram beside an app ring's slot
 	trackBytes      = 200     // a breaker track beyond its steps
+	// ruleResourceBytes is an app x resource known from rules alone:
+	// triage's comparison state and the rules' copies.
+	ruleResourceBytes = 1 << 10
 	// MaxTracksPerSeries bounds the breakers (rule ids) followed on one
 	// instance x resource; transitions of further rule ids are counted
 	// (reason max_rule_ids) and dropped.

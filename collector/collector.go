@@ -143,8 +143,9 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*targetState
-	keptBuf  []int // Ingest's scratch: the bucket items taken
-	memUsed  int64 // bytes charged to the budget (budget.go)
+	keptBuf  []int              // Ingest's scratch: the bucket items taken
+	memUsed  int64              // bytes charged to the budget (budget.go)
+	ruleRes  map[arKey]struct{} // app x resource known with rules (charged to the budget)
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus
@@ -176,6 +177,7 @@ func New(opts Options) *Collector {
 		apps:     map[arKey]*appSeries{},
 		rejects:  map[string]*RejectCount{},
 		overflow: map[string]*RejectCount{},
+		ruleRes:  map[arKey]struct{}{},
 	}
 	c.teeing.Store(opts.Record != nil)
 	c.recStart = c.clock.UnixMilli()
@@ -205,6 +207,7 @@ func (c *Collector) reset() {
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
 	c.memUsed = 0
+	c.ruleRes = map[arKey]struct{}{}
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}
 }

@@ -186,17 +186,65 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
 	return true
 }
 
-func (c *Collector) rules(in *instance, m *wire.Rules) {
+func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	in.version = m.Version
 	in.breakers = map[string][]core.BreakerRule{}
 	in.flows = map[string][]core.FlowRule{}
-	for _, r := range m.Breakers {
+	breakers, flows := m.Breakers, m.Flows
+	if c.ruleResourcesNew(in.app, m) {
+		// Rules naming resources never seen with rules in this app are
+		// charged to the memory budget (triage keeps each app x resource
+		// with rules): a peer naming new ones in every rules message is
+		// refused past it, rather than growing without end.
+		breakers, flows = nil, nil
+		for _, r := range m.Breakers {
+			if c.ruleResource(place, in, r.Resource) {
+				breakers = append(breakers, r)
+			}
+		}
+		for _, r := range m.Flows {
+			if c.ruleResource(place, in, r.Resource) {
+				flows = append(flows, r)
+			}
+		}
+	}
+	for _, r := range breakers {
 		in.breakers[r.Resource] = append(in.breakers[r.Resource], r)
 	}
-	for _, r := range m.Flows {
+	for _, r := range flows {
 		in.flows[r.Resource] = append(in.flows[r.Resource], r)
 	}
-	c.engine.Rules(in.name, m.Ts, m.Version, m.Breakers, m.Flows)
+	c.engine.Rules(in.name, m.Ts, m.Version, breakers, flows)
+}
+
+// ruleResourcesNew reports whether a rules message names a resource not
+// yet known with rules in the instance's app. c.mu is held.
+func (c *Collector) ruleResourcesNew(app string, m *wire.Rules) bool {
+	for _, r := range m.Breakers {
+		if _, ok := c.ruleRes[arKey{app, r.Resource}]; !ok {
+			return true
+		}
+	}
+	for _, r := range m.Flows {
+		if _, ok := c.ruleRes[arKey{app, r.Resource}]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleResource admits an app x resource with rules, charging it to the
+// budget when new; false when it does not fit (counted). c.mu is held.
+func (c *Collector) ruleResource(place string, in *instance, resource string) bool {
+	k := arKey{in.app, resource}
+	if _, ok := c.ruleRes[k]; ok {
+		return true
+	}
+	if !c.charge(ruleResourceBytes, place, in.name+" rules for "+resource) {
+		return false
+	}
+	c.ruleRes[k] = struct{}{}
+	return true
 }
 
 // observeOffset keeps the smallest arrival-minus-ts of recent buckets

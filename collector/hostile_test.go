@@ -165,3 +165,36 @@ func TestReplayInputIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesNamingNewResourcesAreBounded: an instance whose every rules
+// message names thousands of new resources (so triage would keep each) is
+// held by the memory budget: the rules past it are refused and counted,
+// and the resources triage keeps stop growing.
+func TestRulesNamingNewResourcesAreBounded(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), MaxMemory: 8 << 20})
+	c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "x"}, App: "a"})
+	for k := range 50 {
+		var rules []core.BreakerRule
+		for i := range 2000 {
+			rules = append(rules, core.BreakerRule{Resource: fmt.Sprintf("r-%d-%d", k, i), Strategy: core.ErrorCount,
+				Threshold: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000})
+		}
+		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: "x"}, Version: fmt.Sprint(k), Breakers: rules})
+	}
+	s := c.Publish()
+	if s.MemoryUsed > 8<<20 {
+		t.Fatalf("memory %d over the budget", s.MemoryUsed)
+	}
+	refused := int64(0)
+	for _, o := range s.Overflow {
+		if o.Reason == ReasonMaxMemory {
+			refused = o.Count
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("nothing refused: %v", s.Overflow)
+	}
+	if n := c.Engine().Counts().Resources; n > (8<<20)/ruleResourceBytes {
+		t.Fatalf("triage keeps %d resources", n)
+	}
+}

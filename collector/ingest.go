@@ -188,7 +188,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 			return false
 		}
 	case *wire.Rules:
-		c.rules(in, m)
+		c.rules(place, in, m)
 	case *wire.Buckets:
 		c.buckets(place, in, m, now, tee, kept)
 	case *wire.State:
