@@ -14,6 +14,10 @@ var ErrOpen = errors.New("circuit breaker open")
 // ErrFlow is matched by errors from an entry blocked by flow control.
 var ErrFlow = errors.New("flow limit exceeded")
 
+// ErrHotParam is matched by errors from an entry blocked by a hot-parameter
+// rule.
+var ErrHotParam = errors.New("hot parameter limit exceeded")
+
 // BlockCause says which kind of rule blocked an entry.
 type BlockCause uint8
 
@@ -21,6 +25,7 @@ type BlockCause uint8
 const (
 	BlockedByFlow BlockCause = iota + 1
 	BlockedByBreaker
+	BlockedByHotParam
 )
 
 func (c BlockCause) String() string {
@@ -29,6 +34,8 @@ func (c BlockCause) String() string {
 		return "flow"
 	case BlockedByBreaker:
 		return "breaker"
+	case BlockedByHotParam:
+		return "hot-param"
 	}
 	return "unknown"
 }
@@ -39,8 +46,9 @@ func (c BlockCause) String() string {
 type BlockError struct {
 	Resource string
 	Cause    BlockCause
-	Breaker  *BreakerRule // set when Cause is BlockedByBreaker
-	Flow     *FlowRule    // set when Cause is BlockedByFlow
+	Breaker  *BreakerRule  // set when Cause is BlockedByBreaker
+	Flow     *FlowRule     // set when Cause is BlockedByFlow
+	HotParam *HotParamRule // set when Cause is BlockedByHotParam
 }
 
 func (e *BlockError) Error() string {
@@ -54,11 +62,13 @@ func (e *BlockError) Error() string {
 	case BlockedByFlow:
 		return fmt.Sprintf("%s: blocked by flow rule (%s, %s, threshold %g)", e.Resource,
 			e.Flow.TokenCalculateStrategy, e.Flow.ControlBehavior, e.Flow.Threshold)
+	case BlockedByHotParam:
+		return e.Resource + ": blocked by " + e.HotParam.describe()
 	}
 	return e.Resource + ": blocked"
 }
 
-// Is matches ErrBlocked, and ErrOpen or ErrFlow by cause.
+// Is matches ErrBlocked, and ErrOpen, ErrFlow or ErrHotParam by cause.
 func (e *BlockError) Is(target error) bool {
 	switch target {
 	case ErrBlocked:
@@ -67,6 +77,8 @@ func (e *BlockError) Is(target error) bool {
 		return e.Cause == BlockedByBreaker
 	case ErrFlow:
 		return e.Cause == BlockedByFlow
+	case ErrHotParam:
+		return e.Cause == BlockedByHotParam
 	}
 	return false
 }

@@ -29,8 +29,9 @@ type GuardOptions struct {
 }
 
 // Guard is the Entry/Exit API: it checks a resource's flow rules, then its
-// circuit breakers, records the outcome in the resource's statistic window,
-// and feeds completions back to the breakers, as sentinel-golang's slot chain
+// hot-parameter rules (for an entry with parameters), then its circuit
+// breakers, records the outcome in the resource's statistic window, and
+// feeds completions back to the breakers, as sentinel-golang's slot chain
 // does. The pass path does not allocate.
 type Guard struct {
 	clock     Clock
@@ -50,6 +51,7 @@ type Resource struct {
 	slowRtMs    atomic.Int64 // smallest MaxAllowedRtMs of its slow-ratio breakers; -1: none
 	breakers    atomic.Pointer[[]*Breaker]
 	flows       atomic.Pointer[[]*flowGate]
+	hots        atomic.Pointer[[]*HotParamController]
 }
 
 // flowGate is a flow controller with the error it blocks with.
@@ -241,22 +243,14 @@ func (g *Guard) rebuildBreaker(rule BreakerRule, old *[]*Breaker) *Breaker {
 // LoadFlowRules replaces every flow rule. Invalid rules are rejected as a
 // whole (nothing changes) with an error naming the first bad rule.
 func (g *Guard) LoadFlowRules(rules []FlowRule) error {
-	byRes := map[string][]FlowRule{}
-	for i := range rules {
-		if err := rules[i].Validate(); err != nil {
-			return fmt.Errorf("flow rule %d: %w", i, err)
-		}
-		byRes[rules[i].Resource] = append(byRes[rules[i].Resource], rules[i])
-		if len(byRes[rules[i].Resource]) > maxRulesPerResource {
-			return fmt.Errorf("flow rule %d: %w: more than %d flow rules for %q", i, ErrInvalidRule, maxRulesPerResource, rules[i].Resource)
-		}
+	byRes, err := byResource("flow", rules, (*FlowRule).Validate, func(r *FlowRule) string { return r.Resource })
+	if err != nil {
+		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for name := range byRes {
-		if g.resourceLocked(name) == nil {
-			return fmt.Errorf("flow rules for %q: more than %d resources", name, g.maxRes)
-		}
+	if err := trackLocked(g, "flow", byRes); err != nil {
+		return err
 	}
 	for name, r := range *g.resources.Load() {
 		var old []*flowGate
@@ -297,12 +291,17 @@ type Entry struct {
 	g       *Guard
 	res     *Resource
 	startMs int64
+	hot     []hotHeld // the values counted in flight by concurrency hot-parameter rules
 }
 
 // Entry asks to run one call of resource. It returns a *BlockError (matching
 // ErrBlocked, and ErrOpen or ErrFlow) when a rule blocks the call; the caller
 // then must not call Exit. Throttling flow rules may make Entry wait.
-func (g *Guard) Entry(resource string) (*Entry, error) {
+// Hot-parameter rules see no parameters: use EntryWithParam.
+func (g *Guard) Entry(resource string) (*Entry, error) { return g.entry(resource, nil) }
+
+// entry is Entry with the entry's parameters (nil: none).
+func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 	r := g.resource(resource)
 	if r == nil {
 		g.overflow.Add(1)
@@ -336,6 +335,15 @@ func (g *Guard) Entry(resource string) (*Entry, error) {
 		start = g.clock.UnixMilli()
 		now = start
 	}
+	var e *Entry // taken early when a hot-parameter rule counts the entry in flight
+	if p != nil {
+		if hp := r.hots.Load(); hp != nil {
+			var err error
+			if e, now, err = g.checkHotParams(r, *hp, p, now); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if bp := r.breakers.Load(); bp != nil {
 		var probes uint64
 		for i, b := range *bp {
@@ -349,6 +357,7 @@ func (g *Guard) Entry(resource string) (*Entry, error) {
 				if bucket := r.stat.Current(now); bucket != nil {
 					bucket.AddBlock(1)
 				}
+				g.release(e)
 				return nil, b.blocked
 			}
 			if probe {
@@ -367,7 +376,12 @@ func (g *Guard) Entry(resource string) (*Entry, error) {
 			fc.OnPass(now, 1)
 		}
 	}
-	e := g.pool.Get().(*Entry)
+	if e == nil {
+		e = g.pool.Get().(*Entry)
+	}
+	for i := range e.hot {
+		e.hot[i].c.OnPass(e.hot[i].key)
+	}
 	e.g, e.res, e.startMs = g, r, start
 	return e, nil
 }
@@ -379,8 +393,10 @@ func (e *Entry) Exit(err error) {
 	g, r := e.g, e.res
 	now := g.clock.UnixMilli()
 	rt := now - e.startMs
-	*e = Entry{}
-	g.pool.Put(e)
+	for i := range e.hot {
+		e.hot[i].c.OnExit(e.hot[i].key)
+	}
+	g.release(e)
 	if r == nil {
 		return
 	}
