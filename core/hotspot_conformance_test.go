@@ -294,7 +294,11 @@ func hotConfParams(r *rand.Rand, s *hotConfSeq) ([]any, map[string]any) {
 	if r.IntN(2) == 0 {
 		att = map[string]any{}
 		for _, k := range []string{"user", "tenant", "other"} {
-			if r.IntN(3) != 0 {
+			switch r.IntN(6) {
+			case 0: // absent
+			case 1:
+				att[k] = nil // present but nil: the rule falls back to its index
+			default:
 				att[k] = s.pool.draw(r)
 			}
 		}
