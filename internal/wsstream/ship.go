@@ -77,6 +77,22 @@ type Shipper struct {
 	mu   sync.Mutex
 	next int64 // the first bucket not shipped yet
 	init bool
+	sent map[string]*sentRing // what was sent of each series' latest buckets
+}
+
+// lateBuckets is how many shipped buckets per series are read again for
+// late additions: an Entry that read the clock in one bucket and added its
+// pass after the bucket was shipped (a goroutine paused between the two)
+// counts in a bucket already sent. Such a difference is sent with the next
+// bucket, so that every call is counted exactly once (re-sending the old
+// bucket would be dropped as a duplicate).
+const lateBuckets = 4
+
+// sentRing is what was sent of one series' latest buckets.
+type sentRing struct {
+	start [lateBuckets]int64
+	sent  [lateBuckets]core.Metrics
+	n     int // entries held, the newest at (n-1)%lateBuckets
 }
 
 // Begin makes the bucket holding now the first one shipped (Start does it
@@ -170,17 +186,35 @@ func (s *Shipper) arm(wake chan struct{}) core.Timer {
 // most ItemsPerFrame items; a frame with no items is a heartbeat.
 func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	var items []wire.BucketItem
+	if s.sent == nil {
+		s.sent = map[string]*sentRing{}
+	}
+	live := make(map[string]bool, len(series))
 	for _, r := range series {
 		inflight := r.Concurrency()
 		var m core.Metrics
 		if b, ok := r.Stat().Lookup(start); ok {
 			m = b.Snapshot()
 		}
+		ring := s.sent[r.Name()]
+		if ring == nil {
+			ring = &sentRing{}
+			s.sent[r.Name()] = ring
+		}
+		live[r.Name()] = true
+		late := ring.late(r.Stat())
+		ring.add(start, m)
+		m.Add(late)
 		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
 			continue
 		}
 		m.Concurrency = inflight // wire v1: what was in flight when the bucket closed
 		items = append(items, wire.NewBucketItem(r.Name(), start, m, true))
+	}
+	for name := range s.sent {
+		if !live[name] {
+			delete(s.sent, name) // a resource that went away
+		}
 	}
 	per := max(s.ItemsPerFrame, 1)
 	var frames []*Frame
@@ -195,4 +229,38 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			return frames
 		}
 	}
+}
+
+// add records what was sent of the bucket at start.
+func (r *sentRing) add(start int64, m core.Metrics) {
+	i := r.n % lateBuckets
+	r.start[i], r.sent[i] = start, m
+	r.n++
+}
+
+// late reads the buckets sent before again and returns what was added to
+// them since, remembering it as sent.
+func (r *sentRing) late(w *core.MetricWindow) core.Metrics {
+	var late core.Metrics
+	for k := 0; k < min(r.n, lateBuckets); k++ {
+		b, ok := w.Lookup(r.start[k])
+		if !ok {
+			continue
+		}
+		now, was := b.Snapshot(), &r.sent[k]
+		if now.Pass == was.Pass && now.Block == was.Block && now.Complete == was.Complete {
+			continue
+		}
+		d := core.Metrics{Pass: now.Pass - was.Pass, Block: now.Block - was.Block, Complete: now.Complete - was.Complete,
+			Error: now.Error - was.Error, Slow: now.Slow - was.Slow, RtSum: now.RtSum - was.RtSum, RtMin: now.RtMin, RtMax: now.RtMax}
+		for i := range d.Hist {
+			d.Hist[i] = now.Hist[i] - was.Hist[i]
+		}
+		if d.Pass < 0 || d.Block < 0 || d.Complete < 0 {
+			continue // the slot was reused for a newer bucket: nothing late
+		}
+		late.Add(d)
+		*was = now
+	}
+	return late
 }
