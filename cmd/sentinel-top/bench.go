@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ type benchConfig struct {
 	rate              float64 // calls a second per resource
 	duration          time.Duration
 	baseline          bool
+	cpuProfile        string // where to write a CPU profile of the measured window
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -60,6 +62,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource (errors: one in ten)")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to measure")
 	fs.BoolVar(&cfg.baseline, "baseline", true, "also measure the agents and their traffic without a collector")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the measured window, with the collector, to FILE")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -561,7 +564,21 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		}
 		return nil
 	}
-	if err := watch(time.Now().Add(cfg.duration)); err != nil {
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+	}
+	err = watch(time.Now().Add(cfg.duration))
+	if cfg.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		return err
 	}
 	p1 := sampleProc()
