@@ -11,9 +11,14 @@ type hotHeld struct {
 
 // EntryWithParam is Entry for a call with one parameter, which
 // hot-parameter rules see as argument 0 (sentinel-golang's
-// api.Entry(resource, api.WithArgs(param))). It does not allocate for a
-// value the rules already track: a string or an integer given here is not
-// kept, the rules keep a copy of each value they track.
+// api.Entry(resource, api.WithArgs(param))). An entry a hot-parameter rule
+// blocks gets a *BlockError matching ErrHotParam, with the rule in HotParam.
+//
+// It does not allocate for a value the rules already track: nothing of param
+// is kept (the rules keep a copy of each value they track), so the compiler
+// boxes a string or an integer on the caller's stack. Strings, bools,
+// integers, floats and named types of those kinds are tracked; a value of
+// another kind, or NaN, is let through by every rule (docs/SEMANTICS.md).
 func (g *Guard) EntryWithParam(resource string, param any) (*Entry, error) {
 	args := [1]any{param}
 	return g.entry(resource, &Params{Args: args[:]})

@@ -325,3 +325,19 @@ func TestHotParamParamExtraction(t *testing.T) {
 		t.Error("nil params")
 	}
 }
+
+// Throttling spaces entries by an integer number of milliseconds: above one
+// per millisecond (threshold > 1000*DurationInSec) the spacing is 0 and
+// nothing is limited, as in sentinel-golang.
+func TestHotParamThrottlingAboveOnePerMillisecondIsUnlimited(t *testing.T) {
+	c := mustHot(t, HotParamRule{Resource: "api", MetricType: HotParamQPS, ControlBehavior: Throttling,
+		Threshold: 2000, DurationInSec: 1})
+	if got := passes(c, flowT0, "a", 10_000); got != 10_000 {
+		t.Fatalf("%d of 10000 passed in one millisecond", got)
+	}
+	c = mustHot(t, HotParamRule{Resource: "api", MetricType: HotParamQPS, ControlBehavior: Throttling,
+		Threshold: 1000, DurationInSec: 1})
+	if got := passes(c, flowT0, "b", 3); got != 1 {
+		t.Fatalf("1000 per second: %d of 3 passed in one millisecond", got)
+	}
+}
