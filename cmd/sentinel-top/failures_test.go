@@ -270,3 +270,16 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestMissingRotationIsNamed: of several files named to --replay, the one
+// that does not exist is named.
+func TestMissingRotationIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "order-metrics.log.2026-11-30")
+	os.WriteFile(log, []byte("1764460800000|2026-11-30 00:00:00|db|10|0|10|0|5|0|0|0\n"), 0o600)
+	missing := log + ".1"
+	code, _, errOut := runCmd(t, "report", "--replay", missing+","+log)
+	if code != exitUsage || !strings.Contains(errOut, "--replay: "+missing+": no such file") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -16,6 +17,13 @@ import (
 // each optionally @INSTANCE), as Java Sentinel and sentinel-golang write
 // them: each process's files are an instance of their own.
 func openReplay(spec string, speed float64, opts collector.Options) (*collector.Replay, string, error) {
+	if specs := strings.Split(spec, ","); len(specs) > 1 {
+		for _, p := range specs {
+			if _, err := os.Stat(metricLogPath(p)); err != nil {
+				return nil, "", usagef("--replay: %s: %v (one of the files named in %q)", metricLogPath(p), errors.Unwrap(err), spec)
+			}
+		}
+	}
 	if specs := strings.Split(spec, ","); isMetricLog(metricLogPath(specs[0])) {
 		return openMetricLogs(spec, specs, speed, opts)
 	}
