@@ -204,3 +204,57 @@ func TestGuardHotParamEntryDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent callers over shared values: no race, and with every value
+// still tracked, every count in flight is back to 0 once all have exited.
+func TestGuardHotParamConcurrentCallers(t *testing.T) {
+	clock := &flowConfClock{res: 1}
+	clock.ns.Store(flowT0 * int64(time.Millisecond))
+	g := NewGuard(GuardOptions{Clock: flowConfGuardClock{clock}})
+	err := g.LoadHotParamRules([]HotParamRule{
+		{Resource: "api", Threshold: 3},
+		{Resource: "api", MetricType: HotParamQPS, Threshold: 50, BurstCount: 10, DurationInSec: 1, ParamIndex: 1},
+		{Resource: "api", MetricType: HotParamQPS, ControlBehavior: Throttling, Threshold: 500, DurationInSec: 1,
+			MaxQueueingTimeMs: 20, ParamKey: "k"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	for w := range 4 {
+		go func() {
+			passed := 0
+			var held []*Entry
+			for i := range 2000 {
+				clock.ns.Add(int64(time.Millisecond) / 4)
+				e, err := g.EntryWithParams("api", Params{Args: []any{i % 17, w}, Attachments: map[string]any{"k": i % 5}})
+				if err == nil {
+					passed++
+					held = append(held, e)
+				}
+				if len(held) > 3 || err != nil && len(held) > 0 {
+					held[0].Exit(nil)
+					held = held[1:]
+				}
+			}
+			for _, e := range held {
+				e.Exit(nil)
+			}
+			done <- passed
+		}()
+	}
+	total := 0
+	for range 4 {
+		total += <-done
+	}
+	r, _ := g.Resource("api")
+	r.HotParams()[0].Values(func(v any, s HotParamValue) bool {
+		if s.Concurrency != 0 {
+			t.Errorf("value %v: %d in flight after every exit", v, s.Concurrency)
+		}
+		return true
+	})
+	if total == 0 || total == 8000 {
+		t.Fatalf("%d of 8000 passed: the rules never decided", total)
+	}
+}
