@@ -443,6 +443,14 @@ func javaPolls(t *testing.T, clock *core.VirtualClock, fakes []*fakeJava, n int)
 		for k, f := range fakes {
 			want[k] = len(f.requests()) + 1
 		}
+		// Every poller waits on the clock before it moves, or a poller
+		// still busy (a loaded machine) would miss the period.
+		javaWaitFor(t, "pollers waiting", func() error {
+			if n := clock.Pending(); n < len(fakes) {
+				return fmt.Errorf("%d of %d pollers waiting", n, len(fakes))
+			}
+			return nil
+		})
 		clock.Advance(JavaMetricEvery)
 		javaWaitFor(t, "poll", func() error {
 			for k, f := range fakes {

@@ -60,17 +60,20 @@ func atoi(t *testing.T, s string) int64 {
 	return n
 }
 
-// A call counted into a bucket the agent has already shipped never reaches
-// the collector: bench must say which series came up short, and fail.
+// A call counted into a bucket the agent shipped more than its re-read
+// window ago (lateBuckets: 4 buckets, 2 s) never reaches the collector:
+// bench must say which series came up short, and fail. (A call added a
+// moment after its bucket was shipped is sent with the next bucket, and
+// counted: wsstream's TestLateAdditionsAreShippedOnce.)
 func TestBenchMissingCallsFail(t *testing.T) {
 	benchAfterTraffic = func(f *benchFleet) {
 		for _, r := range f.agents[1].Guard().Resources() {
 			if r.Name() != f.resources[2] {
 				continue
 			}
-			b := r.Stat().Current(time.Now().UnixMilli() - 1000) // shipped half a second ago or more
+			b := r.Stat().Current(time.Now().UnixMilli() - 3000) // shipped 2.5 s ago or more: past re-reading
 			if b == nil {
-				t.Error("no bucket a second back")
+				t.Error("no bucket three seconds back")
 				return
 			}
 			b.AddPass(1)
