@@ -281,6 +281,9 @@ func javaInferFromTransport(t *testing.T, dir string) {
 			}
 			return nil
 		})
+		if i == 1 {
+			javaTicking(t, clock, 1)
+		}
 		clock.Advance(JavaMetricEvery)
 	}
 	var inferred []javaTransition

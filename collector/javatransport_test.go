@@ -217,6 +217,7 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 	}
 	// The next seconds arrive once each, from where the last poll ended.
 	fake.add("1764460830000|GET:/api_v2|7|1|7|0|10|0|1|1", "1764460830000|db|1|0|1|0|2|0|0|0")
+	javaTicking(t, clock, 1)
 	clock.Advance(JavaMetricEvery)
 	javaWaitFor(t, "second poll", func() error {
 		if got := javaTotals(c, host, "GET:/api_v2"); got != "pass 29 block 3 complete 28 error 1 slow 0" {
@@ -273,6 +274,7 @@ func TestJavaRuleDriftAcrossGateways(t *testing.T) {
 		}
 		return nil
 	})
+	javaTicking(t, clock, 8)
 	for i := 0; i < 6; i++ {
 		clock.Advance(JavaMetricEvery)
 	}
@@ -443,14 +445,7 @@ func javaPolls(t *testing.T, clock *core.VirtualClock, fakes []*fakeJava, n int)
 		for k, f := range fakes {
 			want[k] = len(f.requests()) + 1
 		}
-		// Every poller waits on the clock before it moves, or a poller
-		// still busy (a loaded machine) would miss the period.
-		javaWaitFor(t, "pollers waiting", func() error {
-			if n := clock.Pending(); n < len(fakes) {
-				return fmt.Errorf("%d of %d pollers waiting", n, len(fakes))
-			}
-			return nil
-		})
+		javaTicking(t, clock, len(fakes))
 		clock.Advance(JavaMetricEvery)
 		javaWaitFor(t, "poll", func() error {
 			for k, f := range fakes {
@@ -461,6 +456,19 @@ func javaPolls(t *testing.T, clock *core.VirtualClock, fakes []*fakeJava, n int)
 			return nil
 		})
 	}
+}
+
+// javaTicking waits until n pollers wait on the clock (each creates its
+// ticker after its first poll): moving the clock before would leave a
+// poller a whole period behind on a loaded machine.
+func javaTicking(t *testing.T, clock *core.VirtualClock, n int) {
+	t.Helper()
+	javaWaitFor(t, "pollers waiting", func() error {
+		if got := clock.Pending(); got < n {
+			return fmt.Errorf("%d of %d pollers waiting", got, n)
+		}
+		return nil
+	})
 }
 
 // javaServe serves fakes and dials them as one app.
