@@ -80,9 +80,10 @@ func (c *Collector) releaseSeries(in *instance) {
 	in.series = map[string]*series{}
 }
 
-// prune forgets instances gone for longer than the retention, and app x
+// prune forgets instances gone for longer than the retention, app x
 // resource series that no instance reports and whose data is older than the
-// retention, giving their bytes back. c.mu is held.
+// retention, and the rules' resources of apps no instance belongs to any
+// more, giving their bytes back. c.mu is held.
 func (c *Collector) prune(now int64) {
 	keep := c.opts.Retention.Milliseconds()
 	for name, in := range c.insts {
@@ -90,8 +91,22 @@ func (c *Collector) prune(now int64) {
 			c.releaseSeries(in)
 			c.memUsed -= instanceBytes
 			delete(c.insts, name)
+			c.appsLeft = true
 		}
 	}
+	if c.appsLeft && len(c.ruleRes) > 0 {
+		apps := map[string]bool{}
+		for _, in := range c.insts {
+			apps[in.app] = true
+		}
+		for k := range c.ruleRes {
+			if !apps[k.app] {
+				delete(c.ruleRes, k)
+				c.memUsed -= ruleResourceBytes
+			}
+		}
+	}
+	c.appsLeft = false
 	for k, a := range c.apps {
 		if a.refs <= 0 && now-a.lastData > keep {
 			c.memUsed -= c.appSeriesBytes()

@@ -146,6 +146,7 @@ type Collector struct {
 	keptBuf  []int              // Ingest's scratch: the bucket items taken
 	memUsed  int64              // bytes charged to the budget (budget.go)
 	ruleRes  map[arKey]struct{} // app x resource known with rules (charged to the budget)
+	appsLeft bool               // an instance left or moved app since the last prune
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus

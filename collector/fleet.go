@@ -160,6 +160,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
 		// Series belong to the app they were counted for; a renamed app
 		// starts fresh.
 		c.releaseSeries(in)
+		c.appsLeft = true
 	}
 	in.app, in.helloed = app, true
 	in.statesUnknown = strings.HasPrefix(m.SDK, javaSDK) || m.SDK == metriclog.SDK

@@ -98,7 +98,12 @@ func TestTimePoisonAndAbsurdCounts(t *testing.T) {
 // given back.
 func TestMemoryBudgetHolds(t *testing.T) {
 	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
-	c := New(Options{Clock: vc, MaxMemory: 4 << 20, Retention: time.Minute})
+	moves := 0 // the app moves OnReject heard of
+	c := New(Options{Clock: vc, MaxMemory: 4 << 20, Retention: time.Minute, OnReject: func(_ string, err error) {
+		if strings.Contains(err.Error(), "moved to another app") {
+			moves++
+		}
+	}})
 	for i := range 200 {
 		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "flap"}, App: fmt.Sprint("app-", i), BucketMs: 500})
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "flap"}, BucketMs: 500,
@@ -120,6 +125,9 @@ func TestMemoryBudgetHolds(t *testing.T) {
 	}
 	if got[ReasonAppFlap] < 190 || got[ReasonMaxRuleIDs] == 0 || got[ReasonMaxMemory] == 0 {
 		t.Fatalf("refusals %v", got)
+	}
+	if int64(moves) != got[ReasonAppFlap] {
+		t.Fatalf("OnReject heard of %d app moves refused, the counters say %d", moves, got[ReasonAppFlap])
 	}
 	if n := len(s.Rows); n > 1000 {
 		t.Fatalf("%d rows held", n)
@@ -196,5 +204,12 @@ func TestRulesNamingNewResourcesAreBounded(t *testing.T) {
 	}
 	if n := c.Engine().Counts().Resources; n > (8<<20)/ruleResourceBytes {
 		t.Fatalf("triage keeps %d resources", n)
+	}
+	// Once the instance has gone for longer than the retention, its app's
+	// rules' resources give their bytes back with it.
+	c.Clock().(*core.VirtualClock).Set(time.UnixMilli(t0ms + 20*60_000))
+	c.Publish()
+	if s := c.Publish(); s.MemoryUsed != 0 {
+		t.Fatalf("%d bytes still charged after the retention", s.MemoryUsed)
 	}
 }

@@ -142,7 +142,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 	if tee {
 		kept = c.keptBuf[:0]
 	}
-	ok := c.ingest(place, m, now, tee, &kept)
+	ok, refused := c.ingest(place, m, now, tee, &kept)
 	if ok && owner != "" {
 		c.insts[m.Head().Instance].owner = owner
 	}
@@ -163,6 +163,9 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 		}
 	}
 	c.mu.Unlock()
+	if refused != nil && c.opts.OnReject != nil {
+		c.opts.OnReject(place, refused)
+	}
 	if ok && tee && out != nil {
 		c.tee(out, now)
 	}
@@ -170,12 +173,14 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 }
 
 // ingest applies m to the fleet model; c.mu is held. With tee set, kept
-// collects the indexes of the bucket items taken.
-func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, kept *[]int) bool {
+// collects the indexes of the bucket items taken. A message rejected (not
+// merely turned away by a limit) is counted here and returned as refused,
+// for OnReject once the lock is let go.
+func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, kept *[]int) (ok bool, refused error) {
 	h := m.Head()
 	in := c.instanceFor(place, h.Instance)
 	if in == nil {
-		return false
+		return false, nil
 	}
 	in.lastArrive = now
 	in.lastTs = max(in.lastTs, h.Ts)
@@ -183,9 +188,10 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	switch m := m.(type) {
 	case *wire.Hello:
 		if !c.hello(in, m, now) {
+			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.name, MaxAppChangesPerMinute)
 			c.rejected++
-			count(c.rejects, ReasonAppFlap, place+": "+in.name)
-			return false
+			count(c.rejects, ReasonAppFlap, place+": "+err.Error())
+			return false, err
 		}
 	case *wire.Rules:
 		c.rules(place, in, m)
@@ -198,7 +204,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 		c.engine.Bye(in.name, m.Ts)
 	}
 	c.messages++
-	return true
+	return true, nil
 }
 
 // seriesFor returns the instance's series for resource, creating it within
