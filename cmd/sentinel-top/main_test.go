@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/report/spectest"
+
 	"github.com/gorilla/websocket"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -28,82 +30,8 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// jsonReport is findings-v1's report (revision 2), decoded strictly.
-type jsonReport struct {
-	V             int               `json:"v"`
-	Source        string            `json:"source"`
-	From          int64             `json:"from"`
-	To            int64             `json:"to"`
-	Apps          int               `json:"apps"`
-	Instances     int               `json:"instances"`
-	Resources     int               `json:"resources"`
-	Messages      int64             `json:"messages"`
-	Rejected      int64             `json:"rejected"`
-	ResourcesSeen []jsonSeen        `json:"resourcesSeen"`
-	Findings      []json.RawMessage `json:"findings"`
-}
-
-type jsonSeen struct {
-	App      string `json:"app"`
-	Resource string `json:"resource"`
-	Pass     int64  `json:"pass"`
-	Block    int64  `json:"block"`
-	Complete int64  `json:"complete"`
-	Error    int64  `json:"error"`
-	Slow     int64  `json:"slow"`
-	States   string `json:"states"`
-}
-
-// jsonFinding is a finding of findings-v1 revision 2: the common fields
-// and every kind's own, decoded strictly (a field the spec does not have
-// fails the decode).
-type jsonFinding struct {
-	Kind      string   `json:"kind"`
-	Severity  string   `json:"severity"`
-	App       string   `json:"app"`
-	Resource  string   `json:"resource"`
-	Instances []string `json:"instances"`
-	From      int64    `json:"from"`
-	To        int64    `json:"to"`
-	Summary   string   `json:"summary"`
-	Advice    string   `json:"advice"`
-
-	Suggest   map[string]json.RawMessage `json:"suggest"`
-	Count     *int64                     `json:"count"`
-	PeriodMs  *int64                     `json:"periodMs"`
-	ProbeRtMs *int64                     `json:"probeRtMs"`
-	SpreadMs  *int64                     `json:"spreadMs"`
-	Worst     *struct {
-		K, N  int64
-		Lower float64
-	} `json:"worst"`
-	AtThreshold        *int64 `json:"atThreshold"`
-	ClosedAtFirstProbe *int64 `json:"closedAtFirstProbe"`
-	ColdStart          *int64 `json:"coldStart"`
-	Groups             []struct {
-		Version   string          `json:"version"`
-		Rule      json.RawMessage `json:"rule"`
-		Instances []string        `json:"instances"`
-		FirstSeen int64           `json:"firstSeen"`
-	} `json:"groups"`
-	Newest            *string         `json:"newest"`
-	Passed            *int64          `json:"passed"`
-	Cause             *string         `json:"cause"`
-	LostAt            *int64          `json:"lostAt"`
-	Reason            *string         `json:"reason"`
-	Rule              json.RawMessage `json:"rule"`
-	MaxWindowRequests *int64          `json:"maxWindowRequests"`
-	Near              *string         `json:"near"`
-	Param             *int64          `json:"param"`
-	Value             *string         `json:"value"`
-	BlockShare        *float64        `json:"blockShare"`
-	Apps              []string        `json:"apps"`
-	QPS               *float64        `json:"qps"`
-	WindowRequests    *float64        `json:"windowRequests"`
-	MinRequestSeconds *float64        `json:"minRequestSeconds"`
-	P99Ms             *int64          `json:"p99Ms"`
-	RtOverP99         *float64        `json:"rtOverP99"`
-}
+// jsonReport is findings-v1's report (revision 2), as spectest has it.
+type jsonReport = spectest.Report
 
 // TestReportEveryFixture replays every built-in fixture through the
 // collector, as `sentinel-top report --format json` does, and requires the
@@ -120,10 +48,8 @@ func TestReportEveryFixture(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			dec := json.NewDecoder(strings.NewReader(out))
-			dec.DisallowUnknownFields()
-			var rep jsonReport
-			if err := dec.Decode(&rep); err != nil {
+			rep, err := spectest.Decode([]byte(out)) // strictly: no field the spec lacks
+			if err != nil {
 				t.Fatal(err)
 			}
 			if rep.V != 1 || rep.Source != name || rep.Messages == 0 || rep.Rejected != 0 || rep.Instances == 0 {
@@ -137,15 +63,9 @@ func TestReportEveryFixture(t *testing.T) {
 				t.Error("no resourcesSeen")
 			}
 			var got []string
-			for _, raw := range rep.Findings {
-				var f jsonFinding
-				fd := json.NewDecoder(bytes.NewReader(raw))
-				fd.DisallowUnknownFields()
-				if err := fd.Decode(&f); err != nil {
-					t.Fatalf("%v: %s", err, raw)
-				}
+			for _, f := range rep.Findings {
 				if f.Summary == "" || f.Advice == "" || len(f.Instances) == 0 {
-					t.Errorf("finding without evidence: %s", raw)
+					t.Errorf("finding without evidence: %+v", f)
 				}
 				got = append(got, f.Severity+" "+f.Kind+" "+f.Resource)
 			}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sentinel-top/sentinel-top/collector/report/spectest"
+
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -185,88 +187,11 @@ func TestByteIdentical(t *testing.T) {
 	}
 }
 
-// specReport is the report of spec/findings-v1.md, every field any kind has.
-type specReport struct {
-	V             int    `json:"v"`
-	Source        string `json:"source"`
-	From          int64  `json:"from"`
-	To            int64  `json:"to"`
-	Apps          int    `json:"apps"`
-	Instances     int    `json:"instances"`
-	Resources     int    `json:"resources"`
-	Messages      int64  `json:"messages"`
-	Rejected      int64  `json:"rejected"`
-	ResourcesSeen []struct {
-		App      string `json:"app"`
-		Resource string `json:"resource"`
-		Pass     int64  `json:"pass"`
-		Block    int64  `json:"block"`
-		Complete int64  `json:"complete"`
-		Error    int64  `json:"error"`
-		Slow     int64  `json:"slow"`
-		States   string `json:"states"`
-	} `json:"resourcesSeen"`
-	Findings []specFinding `json:"findings"`
-}
-
-type specFinding struct {
-	Kind      string   `json:"kind"`
-	Severity  string   `json:"severity"`
-	App       string   `json:"app"`
-	Resource  string   `json:"resource"`
-	Instances []string `json:"instances"`
-	From      int64    `json:"from"`
-	To        int64    `json:"to"`
-	Summary   string   `json:"summary"`
-	Advice    string   `json:"advice"`
-
-	Suggest            map[string]json.RawMessage `json:"suggest"`
-	Count              *int64                     `json:"count"`
-	PeriodMs           *int64                     `json:"periodMs"`
-	ProbeRtMs          *int64                     `json:"probeRtMs"`
-	SpreadMs           *int64                     `json:"spreadMs"`
-	AtThreshold        *int64                     `json:"atThreshold"`
-	ClosedAtFirstProbe *int64                     `json:"closedAtFirstProbe"`
-	ColdStart          *int64                     `json:"coldStart"`
-	Worst              *struct {
-		K     int64   `json:"k"`
-		N     int64   `json:"n"`
-		Lower float64 `json:"lower"`
-	} `json:"worst"`
-	Groups []struct {
-		Version string `json:"version"`
-		Rule    struct {
-			Breakers []core.BreakerRule `json:"breakers"`
-			Flows    []core.FlowRule    `json:"flows"`
-		} `json:"rule"`
-		Instances []string `json:"instances"`
-		FirstSeen int64    `json:"firstSeen"`
-	} `json:"groups"`
-	Newest     *string  `json:"newest"`
-	Passed     *int64   `json:"passed"`
-	Cause      *string  `json:"cause"`
-	LostAt     *int64   `json:"lostAt"`
-	Reason     *string  `json:"reason"`
-	Near       *string  `json:"near"`
-	MaxWindows *int64   `json:"maxWindowRequests"`
-	Apps       []string `json:"apps"`
-	// Rule is a breaker rule (window-misaligned) or a rule set
-	// (inert-rule).
-	Rule              json.RawMessage `json:"rule"`
-	QPS               *float64        `json:"qps"`
-	WindowRequests    *float64        `json:"windowRequests"`
-	MinRequestSeconds *float64        `json:"minRequestSeconds"`
-	P99Ms             *int64          `json:"p99Ms"`
-	RtOverP99         *float64        `json:"rtOverP99"`
-}
-
 func TestJSONMatchesSpec(t *testing.T) {
 	r := scenario()
 	out := render(t, js, r)
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	var got specReport
-	if err := dec.Decode(&got); err != nil {
+	got, err := spectest.Decode(out)
+	if err != nil {
 		t.Fatalf("strict decode: %v\n%s", err, out)
 	}
 	if got.V != 1 || got.Source != r.Source || got.From != r.From || got.To != r.To || got.Messages != 48213 || got.Rejected != 2 ||
