@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,37 @@ import (
 	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
+// readMessages reads every message of a recording (meta lines left out);
+// any line that cannot be read fails the test.
+func readMessages(t *testing.T, r io.Reader, name string) []wire.Message {
+	t.Helper()
+	var out []wire.Message
+	rd := wire.NewReader(r, name)
+	for {
+		m, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.(*wire.Meta); !ok {
+			out = append(out, wire.Clone(m))
+		}
+	}
+}
+
+// readFile is readMessages of a file.
+func readFile(t *testing.T, path string) []wire.Message {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return readMessages(t, f, path)
+}
+
 // feedFixture ingests a fixture message by message on a virtual clock and
 // calls check every stepMs of fixture time (and at the end).
 func feedFixture(t *testing.T, name string, stepMs int64, check func(c *Collector, now int64)) {
@@ -26,21 +58,10 @@ func feedFixture(t *testing.T, name string, stepMs int64, check func(c *Collecto
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rd := wire.NewReader(f, name)
 	var vc *core.VirtualClock
 	var c *Collector
 	next := int64(0)
-	for {
-		m, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := m.(*wire.Meta); ok {
-			continue
-		}
+	for _, m := range readMessages(t, f, name) {
 		ts := m.Head().Ts
 		if c == nil {
 			vc = core.NewVirtualClock(time.UnixMilli(ts))
@@ -55,7 +76,7 @@ func feedFixture(t *testing.T, name string, stepMs int64, check func(c *Collecto
 		if ts > vc.UnixMilli() {
 			vc.Set(time.UnixMilli(ts))
 		}
-		c.Ingest(name, wire.Clone(m))
+		c.Ingest(name, m)
 	}
 	check(c, vc.UnixMilli())
 }

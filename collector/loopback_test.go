@@ -284,26 +284,13 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 	if err := c.RecordError(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(recording)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	type itemKey struct {
 		inst, res string
 		start     int64
 	}
 	seen := map[itemKey]bool{}
-	rd := wire.NewReader(f, recording)
 	items := 0
-	for {
-		m, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range readFile(t, recording) {
 		if b, ok := m.(*wire.Buckets); ok {
 			for _, it := range b.Items {
 				k := itemKey{b.Instance, it.Resource, it.Start}

@@ -2,8 +2,6 @@ package collector
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,20 +33,7 @@ func TestRecordingStartsWhenRecorded(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd := wire.NewReader(f, path)
-	for {
-		m, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, m := range readFile(t, path) {
 		switch m.(type) {
 		case *wire.Hello, *wire.Rules:
 			if ts := m.Head().Ts; ts != t0ms {
