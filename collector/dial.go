@@ -58,6 +58,9 @@ type DialOptions struct {
 type targetState struct {
 	mu sync.Mutex
 	st TargetStatus
+	// javaRules is a Java target's rules as last read; only the target's
+	// connection goroutine touches it.
+	javaRules javaRulesMemo
 }
 
 func (t *targetState) status() TargetStatus {

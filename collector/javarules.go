@@ -43,28 +43,58 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	h := sha256.New()
-	h.Write(degrade)
-	h.Write([]byte{0})
-	h.Write(flow)
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
-	if key != p.rulesKey || p.rulesVersion == "" {
-		p.rulesKey = key
-		breakers, flows, problems := javaRules(degrade, flow, p.version)
-		for _, err := range problems {
-			p.c.Reject(p.t.Name, err)
-		}
-		p.breakers, p.flows = breakers, flows
+	memo := &p.st.javaRules
+	degradeChanged, problems := memo.degrade.update(degrade, p.version, javaDegradeRules)
+	flowChanged, flowProblems := memo.flow.update(flow, "", func(body []byte, _ string) ([]core.FlowRule, []error) {
+		return javaFlowRules(body)
+	})
+	for _, err := range append(problems, flowProblems...) {
+		p.c.Reject(p.t.Name, err)
+	}
+	if degradeChanged || flowChanged || p.rulesVersion == "" {
+		p.breakers, p.flows = memo.degrade.rules, memo.flow.rules
 		clear(p.patterns)
-		for _, r := range breakers {
+		for _, r := range p.breakers {
 			p.compile(r.Pattern)
 		}
-		for _, r := range flows {
+		for _, r := range p.flows {
 			p.compile(r.Pattern)
 		}
 		p.sendRules(true)
 	}
+}
+
+// javaRulesMemo is what a Java target's rule answers were last mapped to,
+// per rule type. It outlives a connection (it is the target's), so that
+// neither a poll nor a reconnect parses an unchanged answer again: a
+// service with 30 MB of rules costs a read and a hash every JavaRulesEvery,
+// not a parse; and a rule that does not map is rejected once.
+type javaRulesMemo struct {
+	degrade javaRuleAnswer[core.BreakerRule]
+	flow    javaRuleAnswer[core.FlowRule]
+}
+
+// javaRuleAnswer is one rule type's last answer, by length and SHA-256,
+// and the rules it mapped to.
+type javaRuleAnswer[R javaRule] struct {
+	parsed  bool
+	size    int
+	sum     [sha256.Size]byte
+	version string // the service's version it was mapped for
+	rules   []R
+}
+
+// update maps body with parse unless it is the answer last mapped (same
+// length, hash and service version); changed says it was mapped anew, with
+// problems the rules that did not map.
+func (a *javaRuleAnswer[R]) update(body []byte, version string, parse func([]byte, string) ([]R, []error)) (changed bool, problems []error) {
+	sum := sha256.Sum256(body)
+	if a.parsed && a.size == len(body) && a.sum == sum && a.version == version {
+		return false, nil
+	}
+	rules, problems := parse(body, version)
+	*a = javaRuleAnswer[R]{parsed: true, size: len(body), sum: sum, version: version, rules: rules}
+	return true, problems
 }
 
 // compile keeps a regex rule's pattern, as Java matches it: the whole name.
@@ -236,8 +266,20 @@ type javaFlowRule struct {
 // list it per resource it governs. Rules that do not map are left out and
 // reported as problems.
 func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRule, flows []core.FlowRule, problems []error) {
+	breakers, problems = javaDegradeRules(degrade, version)
+	flows, flowProblems := javaFlowRules(flow)
+	return breakers, flows, append(problems, flowProblems...)
+}
+
+// javaRuleProblem is a rule of a /getRules answer that does not map.
+func javaRuleProblem(kind string, i int, format string, args ...any) error {
+	return fmt.Errorf("%w: /getRules?type=%s: rule %d: %s", wire.ErrInvalid, kind, i, fmt.Sprintf(format, args...))
+}
+
+// javaDegradeRules maps a /getRules?type=degrade answer (see javaRules).
+func javaDegradeRules(degrade []byte, version string) (breakers []core.BreakerRule, problems []error) {
 	bad := func(kind string, i int, format string, args ...any) {
-		problems = append(problems, fmt.Errorf("%w: /getRules?type=%s: rule %d: %s", wire.ErrInvalid, kind, i, fmt.Sprintf(format, args...)))
+		problems = append(problems, javaRuleProblem(kind, i, format, args...))
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(orNull(degrade), &raws); err != nil {
@@ -297,7 +339,15 @@ func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRul
 		}
 		breakers = append(breakers, r)
 	}
-	raws = nil
+	return breakers, problems
+}
+
+// javaFlowRules maps a /getRules?type=flow answer (see javaRules).
+func javaFlowRules(flow []byte) (flows []core.FlowRule, problems []error) {
+	bad := func(kind string, i int, format string, args ...any) {
+		problems = append(problems, javaRuleProblem(kind, i, format, args...))
+	}
+	var raws []json.RawMessage
 	if err := json.Unmarshal(orNull(flow), &raws); err != nil {
 		problems = append(problems, fmt.Errorf("%w: /getRules?type=flow: %v", wire.ErrMalformed, err))
 		raws = nil
@@ -371,7 +421,7 @@ func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRul
 		}
 		flows = append(flows, r)
 	}
-	return breakers, flows, problems
+	return flows, problems
 }
 
 // javaPattern checks a regex rule's pattern: Go's regexp must be able to

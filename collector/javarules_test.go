@@ -295,3 +295,69 @@ func TestJavaRulesBefore18(t *testing.T) {
 func short(s core.State) string {
 	return map[core.State]string{core.Closed: "C", core.Open: "O", core.HalfOpen: "H"}[s]
 }
+
+// TestJavaRulesUnchangedNotParsedAgain: a 30 MB rules answer that does not
+// change is parsed once however often it is polled, and across a
+// reconnect; a change of one rule type parses that type alone. Each parse
+// rejects the answer's one rule that does not map, so the rejects count
+// the parses.
+func TestJavaRulesUnchangedNotParsedAgain(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
+	degrade := "[" + strings.Repeat(" ", 30<<20) + `{"count":1,"grade":7,"resource":"db","timeWindow":10}]`
+	fake := &fakeJava{clock: clock, degrade: degrade, flow: `[{"count":1,"grade":1,"resource":"db","controlBehavior":9}]`}
+	c, _ := javaServe(t, clock, "order", fake)
+	polls := func(n int) { // n more /metric polls, the last one's rules handled
+		t.Helper()
+		want := len(fake.requests()) + n
+		for i := 0; i < n; i++ {
+			javaTicking(t, clock, 1)
+			clock.Advance(JavaMetricEvery)
+			javaWaitFor(t, "poll", func() error {
+				if got := len(fake.requests()); got < want-n+i+1 {
+					return fmt.Errorf("%d polls", got)
+				}
+				return nil
+			})
+		}
+	}
+	rejected := func() int64 { _, r, _ := c.Counters(); return r }
+	polls(16) // rules polled at 0, 5, 10 and 15 s
+	polls(1)  // the 15 s poll's rules handled
+	fake.mu.Lock()
+	flowPolls := fake.flowPolls
+	fake.mu.Unlock()
+	if flowPolls != 4 || rejected() != 2 {
+		t.Fatalf("%d rules polls, %d rejects; want 4 polls, 2 rejects (each answer parsed once)", flowPolls, rejected())
+	}
+	fake.mu.Lock()
+	fake.flow = `[{"count":1,"grade":1,"resource":"db","controlBehavior":8}]`
+	fake.mu.Unlock()
+	polls(5)
+	if got := rejected(); got != 3 {
+		t.Fatalf("%d rejects after the flow rules changed, want 3: the flow answer alone parsed again", got)
+	}
+	// A reconnect sends the rules again without parsing them.
+	fake.mu.Lock()
+	fake.failMetric = 1
+	fake.mu.Unlock()
+	before := len(fake.requests())
+	javaTicking(t, clock, 1)
+	clock.Advance(JavaMetricEvery)
+	javaWaitFor(t, "reconnect scheduled", func() error {
+		if st := c.Publish().Targets[0]; st.Reconnects != 1 || clock.Pending() != 1 {
+			return fmt.Errorf("reconnects %d, %d timers", st.Reconnects, clock.Pending())
+		}
+		return nil
+	})
+	clock.Advance(MinBackoff)
+	javaWaitFor(t, "reconnected", func() error {
+		if got := len(fake.requests()); got < before+2 {
+			return fmt.Errorf("%d polls", got-before)
+		}
+		return nil
+	})
+	polls(1)
+	if got := rejected(); got != 3 {
+		t.Errorf("%d rejects after a reconnect, want 3: unchanged answers parsed again", got)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -166,10 +165,8 @@ type javaPoller struct {
 	// (any line counts but the CPU and load lines, which carry the current
 	// second): the data is complete up to there.
 	written int64
-	// rulesKey identifies the last rule answers seen, rulesVersion the
-	// last rule set sent; breakers and flows are the rules read, regex
-	// rules (Pattern set) not yet listed per resource.
-	rulesKey     [sha256.Size]byte
+	// rulesVersion is the last rule set sent; breakers and flows are the
+	// rules read, regex rules (Pattern set) not yet listed per resource.
 	rulesVersion string
 	rulesErr     string
 	breakers     []core.BreakerRule

@@ -34,6 +34,10 @@ type fakeJava struct {
 	flow     string
 	version  string  // "" answers 1.8.8
 	metricAt []int64 // startTime of each /metric request
+	// flowPolls counts /getRules?type=flow requests; failMetric /metric
+	// requests still to answer HTTP 500.
+	flowPolls  int
+	failMetric int
 }
 
 func (f *fakeJava) add(lines ...string) {
@@ -55,6 +59,11 @@ func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.metricAt = append(f.metricAt, start)
+		if f.failMetric > 0 {
+			f.failMetric--
+			http.Error(w, "failing", http.StatusInternalServerError)
+			return
+		}
 		var b strings.Builder
 		for _, l := range f.lines {
 			ts, _ := strconv.ParseInt(l[:strings.IndexByte(l, '|')], 10, 64)
@@ -70,6 +79,7 @@ func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "degrade":
 			w.Write([]byte(f.degrade))
 		case "flow":
+			f.flowPolls++
 			w.Write([]byte(f.flow))
 		default:
 			http.Error(w, "invalid type", http.StatusBadRequest)
