@@ -17,8 +17,7 @@ func benchFrame(instance string, names []string, start int64) *wire.Buckets {
 	for i, name := range names {
 		var h [core.HistogramSlots]int64
 		h[4], h[5], h[7] = 5, 4, 1+int64(i%3)
-		b.Items = append(b.Items, wire.BucketItem{Resource: name, Start: start, Pass: 10 + int64(i%3), Block: int64(i % 2),
-			Complete: 10 + int64(i%3), Error: int64(i % 4), Slow: 1 + int64(i%3), RtSum: 600, RtMin: 11, RtMax: 180, Concurrency: 2, RtHist: &h})
+		b.Items = append(b.Items, wire.BucketItem{Resource: name, Start: start, Metrics: core.Metrics{Pass: 10 + int64(i%3), Block: int64(i % 2), Complete: 10 + int64(i%3), Error: int64(i % 4), Slow: 1 + int64(i%3), RtSum: 600, RtMin: 11, RtMax: 180, Concurrency: 2, Hist: h}, HasHist: true})
 	}
 	return b
 }

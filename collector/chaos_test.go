@@ -246,7 +246,8 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 	caughtUp := func(ca *chaosAgent) error {
 		for _, r := range resources {
 			w := ca.own[r]
-			pass, block, complete, errs, slow, _ := c.Totals(ca.name, r)
+			tpass, _ := c.Totals(ca.name, r)
+			pass, block, complete, errs, slow := tpass.Pass, tpass.Block, tpass.Complete, tpass.Error, tpass.Slow
 			if got := [5]int64{pass, block, complete, errs, slow}; got != *w {
 				return fmt.Errorf("%s %q: collector pass/block/complete/error/slow %v, agent %v", ca.name, r, got, *w)
 			}

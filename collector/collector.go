@@ -223,16 +223,18 @@ func (c *Collector) setReplay(st ReplayStatus, gen uint64) {
 	}
 }
 
-// Totals returns the sums of every bucket accepted for instance x resource.
-func (c *Collector) Totals(instance, resource string) (pass, block, complete, errs, slow int64, ok bool) {
+// Totals returns the sums of every bucket accepted for instance x resource:
+// Pass, Block, Complete, Error and Slow, exact below 2^63 (they saturate
+// there); the response times, histogram and concurrency are not summed.
+// ok is false when the collector has no such series.
+func (c *Collector) Totals(instance, resource string) (m core.Metrics, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	in := c.insts[instance]
 	if in == nil || in.series[resource] == nil {
-		return 0, 0, 0, 0, 0, false
+		return core.Metrics{}, false
 	}
-	t := in.series[resource].total
-	return int64(t.pass), int64(t.block), int64(t.complete), int64(t.err), int64(t.slow), true
+	return in.series[resource].total.metrics(), true
 }
 
 // Counters returns messages accepted, rejected, and duplicates dropped.

@@ -11,7 +11,7 @@ import (
 
 func bucketsAt(instance string, ts, start int64, pass int64) *wire.Buckets {
 	return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: instance}, BucketMs: 500,
-		Items: []wire.BucketItem{{Resource: "r", Start: start, Pass: pass}}}
+		Items: []wire.BucketItem{{Resource: "r", Start: start, Metrics: core.Metrics{Pass: pass}}}}
 }
 
 func TestClockOffsetWarning(t *testing.T) {
@@ -45,7 +45,8 @@ func TestRestartKeepsCountsAndResetsStates(t *testing.T) {
 	c.Ingest("a", &wire.Hello{Header: wire.Header{Ts: t0ms + 700, Instance: "i"}, App: "x", StartedAt: t0ms + 650, BucketMs: 500})
 	c.Ingest("a", bucketsAt("i", t0ms+1000, t0ms+500, 2))
 	c.Ingest("a", bucketsAt("i", t0ms+1000, t0ms, 3))
-	pass, _, _, _, _, _ := c.Totals("i", "r")
+	tpass, _ := c.Totals("i", "r")
+	pass := tpass.Pass
 	if pass != 10 {
 		t.Fatalf("pass %d, want 5 + 2 + 3", pass)
 	}
@@ -64,7 +65,7 @@ func TestLimitsCountOverflow(t *testing.T) {
 		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, BucketMs: 500})
 	}
 	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms, Instance: "a"}, BucketMs: 500,
-		Items: []wire.BucketItem{{Resource: "r1", Start: t0ms - 500, Pass: 1}, {Resource: "r2", Start: t0ms - 500, Pass: 1}}})
+		Items: []wire.BucketItem{{Resource: "r1", Start: t0ms - 500, Metrics: core.Metrics{Pass: 1}}, {Resource: "r2", Start: t0ms - 500, Metrics: core.Metrics{Pass: 1}}}})
 	s := c.Publish()
 	got := map[string]int64{}
 	for _, o := range s.Overflow {

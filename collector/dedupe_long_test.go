@@ -43,8 +43,7 @@ func TestDedupeLongSeries(t *testing.T) {
 	item := func(k int64) wire.BucketItem {
 		pass := 1 + k%13
 		return wire.BucketItem{Resource: res, Start: t0.UnixMilli() + k*bucketMs,
-			Pass: pass, Block: k % 5, Complete: pass, Error: k % 3 % (pass + 1), Slow: k % 2,
-			RtSum: pass * 20, RtMin: 20, RtMax: 20}
+			Metrics: core.Metrics{Pass: pass, Block: k % 5, Complete: pass, Error: k % 3 % (pass + 1), Slow: k % 2, RtSum: pass * 20, RtMin: 20, RtMax: 20}}
 	}
 	var sent []*wire.Buckets
 	var want [5]int64
@@ -83,7 +82,9 @@ func checkTotals(t *testing.T, c *collector.Collector, inst, res string, k int64
 	t.Helper()
 	var got [5]int64
 	var ok bool
-	got[0], got[1], got[2], got[3], got[4], ok = c.Totals(inst, res)
+	var tm core.Metrics
+	tm, ok = c.Totals(inst, res)
+	got = [5]int64{tm.Pass, tm.Block, tm.Complete, tm.Error, tm.Slow}
 	if !ok || got != want {
 		t.Fatalf("after bucket %d (%.0f s): totals (pass, block, complete, error, slow) %v, want %v", k, float64(k+1)/2, got, want)
 	}

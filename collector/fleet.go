@@ -61,7 +61,7 @@ type series struct {
 	inferred bool     // some transition was inferred from counts
 	first    int64    // the earliest bucket start or transition seen (0: none)
 	// Totals of everything accepted, for exact accounting.
-	total counts
+	total totals
 }
 
 // track is one breaker's timeline on one instance.
@@ -94,15 +94,23 @@ type appSeries struct {
 
 type arKey struct{ app, resource string }
 
-// totals are 64-bit sums, exact below 2^63 and saturating there (a peer
-// sending absurd counts cannot wrap a Prometheus counter negative).
+// totals are 64-bit sums of core.Metrics' counts, exact below 2^63 and
+// saturating there (a peer sending absurd counts cannot wrap a Prometheus
+// counter negative).
 type totals struct {
 	pass, block, complete, err, slow int64
 }
 
-func (t *totals) add(pass, block, complete, errs, slow int64) {
-	t.pass, t.block, t.complete = sat64(t.pass, pass), sat64(t.block, block), sat64(t.complete, complete)
-	t.err, t.slow = sat64(t.err, errs), sat64(t.slow, slow)
+// add folds one bucket's counts into t.
+func (t *totals) add(m *core.Metrics) {
+	t.pass, t.block, t.complete = sat64(t.pass, m.Pass), sat64(t.block, m.Block), sat64(t.complete, m.Complete)
+	t.err, t.slow = sat64(t.err, m.Error), sat64(t.slow, m.Slow)
+}
+
+// metrics returns the sums as core.Metrics: Pass, Block, Complete, Error
+// and Slow; the response times, histogram and concurrency are not kept.
+func (t *totals) metrics() core.Metrics {
+	return core.Metrics{Pass: t.pass, Block: t.block, Complete: t.complete, Error: t.err, Slow: t.slow}
 }
 
 // sat64 is a + b for non-negative b, stopping at math.MaxInt64.

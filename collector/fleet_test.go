@@ -185,7 +185,7 @@ func TestSilentInstanceLeavesEveryViewAtOnce(t *testing.T) {
 				continue
 			}
 			c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: ts + 500, Instance: n}, BucketMs: 500,
-				Items: []wire.BucketItem{{Resource: "r", Start: ts, Pass: 10, Complete: 10}}})
+				Items: []wire.BucketItem{{Resource: "r", Start: ts, Metrics: core.Metrics{Pass: 10, Complete: 10}}}})
 		}
 		now := ts + 500
 		s := c.Publish()
@@ -256,7 +256,7 @@ func TestUnknownStatesAreNotClosed(t *testing.T) {
 		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, App: "a", SDK: sdk, BucketMs: 1000})
 		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: name}, Version: "v", Breakers: []core.BreakerRule{rule}})
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 1000, Instance: name}, BucketMs: 1000,
-			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Pass: 5, Complete: 5}}})
+			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Metrics: core.Metrics{Pass: 5, Complete: 5}}}})
 	}
 	vc.Set(time.UnixMilli(t0ms + 1000))
 	s := c.Publish()

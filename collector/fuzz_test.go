@@ -107,8 +107,8 @@ func frameTotals(c *collector.Collector, m wire.Message) string {
 		names = append(names, m.Resource)
 	}
 	for _, res := range names {
-		pass, block, complete, errs, slow, ok := c.Totals(m.Head().Instance, res)
-		fmt.Fprintf(&sb, "[%q %d %d %d %d %d %v]", res, pass, block, complete, errs, slow, ok)
+		tm, ok := c.Totals(m.Head().Instance, res)
+		fmt.Fprintf(&sb, "[%q %d %d %d %d %d %v]", res, tm.Pass, tm.Block, tm.Complete, tm.Error, tm.Slow, ok)
 	}
 	return sb.String()
 }
@@ -195,7 +195,7 @@ func ingestStream(t *testing.T, data []byte) {
 				}
 				pass, complete := next(), next()%8
 				it := wire.BucketItem{Resource: fmt.Sprintf("r%d", next()%streamResources),
-					Start: streamT0 + (s.cursor-back)*s.bucketMs, Pass: pass, Block: next() % 16, Complete: complete}
+					Start: streamT0 + (s.cursor-back)*s.bucketMs, Metrics: core.Metrics{Pass: pass, Block: next() % 16, Complete: complete}}
 				it.Error, it.Slow = next()%(complete+1), next()%(complete+1)
 				if complete > 0 {
 					it.RtSum, it.RtMin, it.RtMax = complete*7, 1, 7
@@ -250,7 +250,9 @@ func feed(t *testing.T, c *collector.Collector, model *streamModel, m wire.Messa
 			res := fmt.Sprintf("r%d", r)
 			var got, want [5]int64
 			var ok bool
-			got[0], got[1], got[2], got[3], got[4], ok = c.Totals(inst, res)
+			var tm core.Metrics
+			tm, ok = c.Totals(inst, res)
+			got = [5]int64{tm.Pass, tm.Block, tm.Complete, tm.Error, tm.Slow}
 			se := model.series[[2]string{inst, res}]
 			if se != nil {
 				want = se.sums

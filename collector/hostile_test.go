@@ -30,7 +30,7 @@ func TestImpersonationRefused(t *testing.T) {
 	}
 	bucket := func(pass int64, start int64) *wire.Buckets {
 		return &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "gw-1"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: "r", Start: start, Pass: pass}}}
+			Items: []wire.BucketItem{{Resource: "r", Start: start, Metrics: core.Metrics{Pass: pass}}}}
 	}
 	if !a.Ingest("gw-1:8720", hello("gateway")) || !a.Ingest("gw-1:8720", bucket(5, t0ms)) {
 		t.Fatal("the owner was refused")
@@ -42,8 +42,8 @@ func TestImpersonationRefused(t *testing.T) {
 		}
 	}
 	s := c.Publish()
-	if p, _, _, _, _, _ := c.Totals("gw-1", "r"); p != 5 || s.Instances != 1 || s.Rows[0].App != "gateway" {
-		t.Fatalf("impersonation changed the instance: pass %d, %+v", p, s.Rows)
+	if tm, _ := c.Totals("gw-1", "r"); tm.Pass != 5 || s.Instances != 1 || s.Rows[0].App != "gateway" {
+		t.Fatalf("impersonation changed the instance: pass %d, %+v", tm.Pass, s.Rows)
 	}
 	rc := map[string]int64{}
 	for _, r := range s.Rejects {
@@ -73,7 +73,7 @@ func TestTimePoisonAndAbsurdCounts(t *testing.T) {
 	for i := range 3 {
 		start := t0ms + int64(i)*500
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "x"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: "r", Start: start, Pass: math.MaxInt64 / 2}}})
+			Items: []wire.BucketItem{{Resource: "r", Start: start, Metrics: core.Metrics{Pass: math.MaxInt64 / 2}}}})
 	}
 	s := c.Publish()
 	if got := s.Totals[0].Pass; got != math.MaxInt64 {
@@ -107,13 +107,13 @@ func TestMemoryBudgetHolds(t *testing.T) {
 	for i := range 200 {
 		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "flap"}, App: fmt.Sprint("app-", i), BucketMs: 500})
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "flap"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Pass: 1}}})
+			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Metrics: core.Metrics{Pass: 1}}}})
 		c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms, Instance: "flap"}, Resource: "r", RuleID: fmt.Sprint("id-", i),
 			From: core.Closed, To: core.Open, Threshold: 0.5})
 	}
 	for i := range 2000 {
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "wide"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: fmt.Sprint("res-", i), Start: t0ms, Pass: 1}}})
+			Items: []wire.BucketItem{{Resource: fmt.Sprint("res-", i), Start: t0ms, Metrics: core.Metrics{Pass: 1}}}})
 	}
 	s := c.Publish()
 	if s.MemoryUsed > s.MemoryBudget || s.MemoryBudget != 4<<20 {

@@ -273,28 +273,21 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if s.first == 0 || it.Start < s.first {
 			s.first = it.Start
 		}
-		s.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
-		s.app.total.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow)
+		s.total.add(&it.Metrics)
+		s.app.total.add(&it.Metrics)
 		if sl, _ := s.fine.slot(it.Start); sl != nil {
-			sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
+			sl.add(&it.Metrics)
 		}
 		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
 			if sl, h := r.slot(it.Start); sl != nil {
-				sl.add(it.Pass, it.Block, it.Complete, it.Error, it.Slow, it.RtSum, it.RtMax)
-				if it.RtHist != nil {
-					for k, v := range it.RtHist {
-						h[k] = sat32(h[k], v)
-					}
+				sl.add(&it.Metrics)
+				if it.HasHist {
+					addHist(h, &it.Metrics)
 				}
 			}
 		}
-		bs := triage.BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: m.BucketMs,
-			Pass: it.Pass, Block: it.Block, Complete: it.Complete, Error: it.Error, Slow: it.Slow,
-			RtSum: it.RtSum, RtMax: it.RtMax}
-		if it.RtHist != nil {
-			bs.RtHist, bs.HasHist = *it.RtHist, true
-		}
-		c.engine.Bucket(in.name, bs)
+		c.engine.Bucket(in.name, triage.BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: m.BucketMs,
+			Metrics: it.Metrics, HasHist: it.HasHist})
 	}
 }
 

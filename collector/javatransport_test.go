@@ -139,7 +139,8 @@ func javaDial(t *testing.T, c *Collector, spec string) {
 }
 
 func javaTotals(c *Collector, instance, resource string) string {
-	p, b, cpl, e, s, ok := c.Totals(instance, resource)
+	tp, ok := c.Totals(instance, resource)
+	p, b, cpl, e, s := tp.Pass, tp.Block, tp.Complete, tp.Error, tp.Slow
 	if !ok {
 		return "none"
 	}

@@ -192,8 +192,8 @@ func TestLimitNameBytesRejectsTheMessageOnly(t *testing.T) {
 		if got := byReason(s.Rejects)["name_too_long"]; got != 2 {
 			return fmt.Errorf("rejects %+v", s.Rejects)
 		}
-		if pass, _, _, _, _, ok := c.Totals("names", "short"); !ok || pass != 3 {
-			return fmt.Errorf("the message after the rejected ones: pass %d", pass)
+		if tm, ok := c.Totals("names", "short"); !ok || tm.Pass != 3 {
+			return fmt.Errorf("the message after the rejected ones: pass %d", tm.Pass)
 		}
 		return nil
 	})

@@ -214,7 +214,8 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 			for _, r := range resources {
 				w := want[name][r]
 				w = [3]int64{w[0] + fa.pass[r], w[1] + fa.block[r], w[2] + fa.errs[r]}
-				pass, block, _, errs, _, ok := c.Totals(name, r)
+				tpass, ok := c.Totals(name, r)
+				pass, block, errs := tpass.Pass, tpass.Block, tpass.Error
 				if !ok || pass != w[0] || block != w[1] || errs != w[2] {
 					return fmt.Errorf("%s %s: collector pass/block/error %d/%d/%d, agent %d/%d/%d", name, r, pass, block, errs, w[0], w[1], w[2])
 				}
@@ -320,8 +321,10 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 	for i := range agents {
 		name := fmt.Sprintf("gateway-%d", i)
 		for _, res := range resources {
-			lp, lb, lc, le, ls, _ := c.Totals(name, res)
-			rp, rb, rc, re, rs, ok := r.Collector().Totals(name, res)
+			tlp, _ := c.Totals(name, res)
+			lp, lb, lc, le, ls := tlp.Pass, tlp.Block, tlp.Complete, tlp.Error, tlp.Slow
+			trp, ok := r.Collector().Totals(name, res)
+			rp, rb, rc, re, rs := trp.Pass, trp.Block, trp.Complete, trp.Error, trp.Slow
 			if !ok || [5]int64{lp, lb, lc, le, ls} != [5]int64{rp, rb, rc, re, rs} {
 				t.Errorf("%s %s: live %v, replayed %v", name, res, [5]int64{lp, lb, lc, le, ls}, [5]int64{rp, rb, rc, re, rs})
 			}

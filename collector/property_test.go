@@ -131,7 +131,7 @@ func randomStream(t *testing.T, seed uint64) {
 					continue
 				}
 				p := int64(rng.IntN(50))
-				b.Items = append(b.Items, wire.BucketItem{Resource: r, Start: startMs, Pass: p, Complete: p})
+				b.Items = append(b.Items, wire.BucketItem{Resource: r, Start: startMs, Metrics: core.Metrics{Pass: p, Complete: p}})
 				if !o.seen[in.name][r][startMs] {
 					if o.seen[in.name][r] == nil {
 						o.seen[in.name][r] = map[int64]bool{}

@@ -28,7 +28,7 @@ func TestRecordingStartsWhenRecorded(t *testing.T) {
 	for k := int64(0); k < 24; k++ {
 		vc.Set(time.UnixMilli(t0ms + (k+1)*500))
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + (k+1)*500, Instance: "a-1"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: "r", Start: t0ms + k*500, Pass: 3}}})
+			Items: []wire.BucketItem{{Resource: "r", Start: t0ms + k*500, Metrics: core.Metrics{Pass: 3}}}})
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -53,8 +53,8 @@ func TestRecordingStartsWhenRecorded(t *testing.T) {
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if p, _, _, _, _, _ := r.Collector().Totals("a-1", "r"); p != 72 {
-		t.Fatalf("replayed %d passes, want 72", p)
+	if tm, _ := r.Collector().Totals("a-1", "r"); tm.Pass != 72 {
+		t.Fatalf("replayed %d passes, want 72", tm.Pass)
 	}
 }
 
@@ -66,10 +66,10 @@ func TestRecordingStartsWhenRecorded(t *testing.T) {
 func TestDedupeAcrossBucketLengths(t *testing.T) {
 	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms))})
 	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 1500, Instance: "a"}, BucketMs: 500,
-		Items: []wire.BucketItem{{Resource: "r", Start: t0ms + 1000, Pass: 1}}})
+		Items: []wire.BucketItem{{Resource: "r", Start: t0ms + 1000, Metrics: core.Metrics{Pass: 1}}}})
 	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 3000, Instance: "a"}, BucketMs: 1000,
-		Items: []wire.BucketItem{{Resource: "r", Start: t0ms + 2000, Pass: 2}}})
-	if p, _, _, _, _, _ := c.Totals("a", "r"); p != 3 {
-		t.Fatalf("%d passes, want 3", p)
+		Items: []wire.BucketItem{{Resource: "r", Start: t0ms + 2000, Metrics: core.Metrics{Pass: 2}}}})
+	if tm, _ := c.Totals("a", "r"); tm.Pass != 3 {
+		t.Fatalf("%d passes, want 3", tm.Pass)
 	}
 }

@@ -52,7 +52,7 @@ func sawtoothFixtureBytes() []byte {
 		hist := [core.HistogramSlots]int64{}
 		hist[5] = 10
 		write(&wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "order-1"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: rule.Resource, Start: start, Pass: 10, Complete: 10, RtSum: 300, RtMin: 20, RtMax: 40, RtHist: &hist}}})
+			Items: []wire.BucketItem{{Resource: rule.Resource, Start: start, Metrics: core.Metrics{Pass: 10, Complete: 10, RtSum: 300, RtMin: 20, RtMax: 40, Hist: hist}, HasHist: true}}})
 		switch i {
 		case 2:
 			state(start+500, core.Closed, core.Open)

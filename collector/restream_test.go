@@ -71,7 +71,8 @@ func TestCollectorOfCollectors(t *testing.T) {
 		for i, fa := range agents {
 			name := fmt.Sprintf("gateway-%d", i)
 			for _, r := range resources {
-				pass, block, _, errs, _, ok := top.Totals(name, r)
+				tpass, ok := top.Totals(name, r)
+				pass, block, errs := tpass.Pass, tpass.Block, tpass.Error
 				if !ok || pass != fa.pass[r] || block != fa.block[r] || errs != fa.errs[r] {
 					return fmt.Errorf("%s %s: top collector %d/%d/%d, agent %d/%d/%d", name, r, pass, block, errs, fa.pass[r], fa.block[r], fa.errs[r])
 				}

@@ -1,10 +1,16 @@
 package collector
 
-import "math"
+import (
+	"math"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
 
 // counts is one slot of a series: what the buckets that fell in it add up
-// to. Counts are 32-bit and saturate, which keeps 50,000 series within the
-// memory goal; a slot of 15 s at 286,000 requests a second still fits.
+// to, a compact form of core.Metrics for the rates and charts. Counts are
+// 32-bit and saturate (they are not exact past 2^32 - 1), which keeps
+// 50,000 series within the memory goal; a slot of 15 s at 286,000 requests
+// a second still fits. Exact sums are kept in totals.
 type counts struct {
 	pass, block, complete, err, slow uint32
 	rtMax                            uint32
@@ -22,22 +28,37 @@ func sat32(v uint32, d int64) uint32 {
 	return uint32(s)
 }
 
-func (c *counts) add(pass, block, complete, errs, slow, rtSum, rtMax int64) {
-	c.pass = sat32(c.pass, pass)
-	c.block = sat32(c.block, block)
-	c.complete = sat32(c.complete, complete)
-	c.err = sat32(c.err, errs)
-	c.slow = sat32(c.slow, slow)
-	if rtSum > 0 {
-		c.rtSum += uint64(rtSum)
+// add folds one bucket's metrics into the slot.
+func (c *counts) add(m *core.Metrics) {
+	c.pass = sat32(c.pass, m.Pass)
+	c.block = sat32(c.block, m.Block)
+	c.complete = sat32(c.complete, m.Complete)
+	c.err = sat32(c.err, m.Error)
+	c.slow = sat32(c.slow, m.Slow)
+	if m.RtSum > 0 {
+		c.rtSum = min(c.rtSum+uint64(m.RtSum), math.MaxUint64>>1)
 	}
-	if rtMax > int64(c.rtMax) {
-		c.rtMax = uint32(min(rtMax, math.MaxUint32))
+	if m.RtMax > int64(c.rtMax) {
+		c.rtMax = uint32(min(m.RtMax, math.MaxUint32))
 	}
 }
 
+// addCounts folds another slot into c.
 func (c *counts) addCounts(o *counts) {
-	c.add(int64(o.pass), int64(o.block), int64(o.complete), int64(o.err), int64(o.slow), int64(o.rtSum), int64(o.rtMax))
+	c.pass = sat32(c.pass, int64(o.pass))
+	c.block = sat32(c.block, int64(o.block))
+	c.complete = sat32(c.complete, int64(o.complete))
+	c.err = sat32(c.err, int64(o.err))
+	c.slow = sat32(c.slow, int64(o.slow))
+	c.rtSum = min(c.rtSum+o.rtSum, math.MaxUint64>>1)
+	c.rtMax = max(c.rtMax, o.rtMax)
+}
+
+// addHist folds a bucket's response-time histogram into a slot's.
+func addHist(h *[histLen]uint32, m *core.Metrics) {
+	for k, v := range m.Hist {
+		h[k] = sat32(h[k], v)
+	}
 }
 
 // ring is a fixed run of slots of stepMs each: the slot for time t is
@@ -50,7 +71,7 @@ type ring struct {
 	hists  [][histLen]uint32 // nil unless the ring keeps histograms
 }
 
-const histLen = 14
+const histLen = core.HistogramSlots
 
 func newRing(stepMs int64, n int, withHist bool) ring {
 	r := ring{stepMs: stepMs, starts: make([]int64, n), slots: make([]counts, n)}

@@ -179,6 +179,20 @@ func (m *Metrics) Add(o Metrics) {
 	}
 }
 
+// Since returns what was added to a bucket between the reading o and the
+// later reading m of it: counts and histogram slots subtract; RtMin and
+// RtMax, extremes that do not subtract, are m's; Concurrency, a gauge and
+// not an addition, is 0.
+func (m *Metrics) Since(o *Metrics) Metrics {
+	d := Metrics{Pass: m.Pass - o.Pass, Block: m.Block - o.Block, Complete: m.Complete - o.Complete,
+		Error: m.Error - o.Error, Slow: m.Slow - o.Slow, RtSum: m.RtSum - o.RtSum,
+		RtMin: m.RtMin, RtMax: m.RtMax}
+	for i := range d.Hist {
+		d.Hist[i] = m.Hist[i] - o.Hist[i]
+	}
+	return d
+}
+
 // AvgRt is the mean response time of completed entries, 0 if none.
 func (m *Metrics) AvgRt() float64 {
 	if m.Complete == 0 {

@@ -135,6 +135,26 @@ func TestMetricsAdd(t *testing.T) {
 	}
 }
 
+func TestMetricsSince(t *testing.T) {
+	was := Metrics{Pass: 3, Block: 1, Complete: 2, Error: 1, Slow: 1, RtSum: 30, RtMin: 10, RtMax: 20, Concurrency: 4}
+	was.Hist[2] = 2
+	now := was
+	now.Add(Metrics{Pass: 2, Complete: 1, Slow: 1, RtSum: 50, RtMin: 50, RtMax: 50, Concurrency: 9})
+	now.Hist[5]++
+	d := now.Since(&was)
+	want := Metrics{Pass: 2, Complete: 1, Slow: 1, RtSum: 50, RtMin: 10, RtMax: 50}
+	want.Hist[5] = 1
+	if d != want {
+		t.Fatalf("since = %+v, want %+v", d, want)
+	}
+	var sum Metrics
+	sum.Add(was)
+	sum.Add(d)
+	if sum.Pass != now.Pass || sum.Complete != now.Complete || sum.RtSum != now.RtSum || sum.Hist != now.Hist {
+		t.Fatalf("was + since = %+v, want the counts of %+v", sum, now)
+	}
+}
+
 func TestWindowNegativeTimes(t *testing.T) {
 	w, _ := NewMetricWindow(4, 2000)
 	for _, now := range []int64{-1 << 40, -2001, -500, -499, -1} {

@@ -168,8 +168,8 @@ func TestColdPool(t *testing.T) {
 	slowIn := func(from, to int64) (slow, all int64) {
 		for _, it := range its {
 			at := it.Start - sim.DefaultStart.UnixMilli()
-			if at >= from && at < to && it.RtHist != nil {
-				slow += it.RtHist[9] + it.RtHist[10] // 500..2000 ms
+			if at >= from && at < to && it.HasHist {
+				slow += it.Hist[9] + it.Hist[10] // 500..2000 ms
 				all += it.Complete
 			}
 		}

@@ -46,7 +46,7 @@ func javaFleet() []wire.Message {
 	breakers := []core.BreakerRule{breaker("queryPrice", core.SlowRequestRatio, 0.5, 3000), breaker("checkStock", core.ErrorRatio, 0.4, 5000)}
 	flows := []core.FlowRule{{Resource: "listPrices", Threshold: 20}}
 	item := func(res string, start, pass, block, complete, errs, rt int64) wire.BucketItem {
-		it := wire.BucketItem{Resource: res, Start: start, Pass: pass, Block: block, Complete: complete, Error: errs}
+		it := wire.BucketItem{Resource: res, Start: start, Metrics: core.Metrics{Pass: pass, Block: block, Complete: complete, Error: errs}}
 		if complete > 0 {
 			it.RtSum, it.RtMin, it.RtMax = rt*complete, rt, rt
 		}

@@ -610,7 +610,8 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		res.counted, res.short = 0, res.short[:0]
 		for i, a := range fleet.agents {
 			for j, r := range fleet.resources {
-				pass, _, _, _, _, _ := c.Totals(a.Instance(), r)
+				tm, _ := c.Totals(a.Instance(), r)
+				pass := tm.Pass
 				res.counted += pass
 				if made := fleet.made[i][j]; pass != made {
 					res.short = append(res.short, seriesShort{a.Instance(), r, made, pass})

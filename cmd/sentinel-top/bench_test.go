@@ -120,9 +120,9 @@ func wsFrame(opcode byte, fin bool, payload []byte) []byte {
 func benchBucketsMessage(items int, hist bool) []byte {
 	b := &wire.Buckets{Header: wire.Header{Ts: 1764460800512, Instance: "i-1"}, BucketMs: 500}
 	for k := range items {
-		it := wire.BucketItem{Resource: fmt.Sprintf(`GET:http://svc/{"resource":%d}`, k), Start: 1764460800000, Pass: 3, Complete: 3}
+		it := wire.BucketItem{Resource: fmt.Sprintf(`GET:http://svc/{"resource":%d}`, k), Start: 1764460800000, Metrics: core.Metrics{Pass: 3, Complete: 3}}
 		if hist {
-			it.RtHist = &[core.HistogramSlots]int64{1}
+			it.Hist[0], it.HasHist = 1, true
 		}
 		b.Items = append(b.Items, it)
 	}

@@ -21,7 +21,7 @@ func (s inferSecond) item(resource string, start int64) wire.BucketItem {
 	if c < 0 {
 		c = p
 	}
-	return wire.BucketItem{Resource: resource, Start: start, Pass: p, Block: b, Complete: c, Error: e, RtSum: rt * c, RtMin: rt, RtMax: rt}
+	return wire.BucketItem{Resource: resource, Start: start, Metrics: core.Metrics{Pass: p, Block: b, Complete: c, Error: e, RtSum: rt * c, RtMin: rt, RtMax: rt}}
 }
 
 // inferRun feeds seconds of resource "r" ("" is a second without a line)
@@ -230,7 +230,7 @@ func FuzzInference(f *testing.F) {
 		state, last := core.Closed, int64(0)
 		for i := 0; i+1 < len(counts); i += 2 {
 			start := inferT0 + int64(i/2)*BucketMs
-			it := wire.BucketItem{Resource: "r", Start: start, Pass: int64(counts[i] % 16), Block: int64(counts[i+1] % 16)}
+			it := wire.BucketItem{Resource: "r", Start: start, Metrics: core.Metrics{Pass: int64(counts[i] % 16), Block: int64(counts[i+1] % 16)}}
 			it.Complete = it.Pass
 			it.RtSum, it.RtMin, it.RtMax = it.Complete*int64(counts[i]), int64(counts[i]), int64(counts[i])
 			var items []wire.BucketItem

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
@@ -199,12 +200,9 @@ func clip(f string) string {
 func (l *Line) Item() wire.BucketItem {
 	ts := max(l.Timestamp, 0)
 	it := wire.BucketItem{
-		Resource:    l.Resource,
-		Start:       ts - ts%BucketMs,
-		Pass:        max(l.Pass, 0),
-		Block:       max(l.Block, 0),
-		Complete:    max(l.Success, 0),
-		Concurrency: max(l.Concurrency, 0),
+		Resource: l.Resource,
+		Start:    ts - ts%BucketMs,
+		Metrics:  core.Metrics{Pass: max(l.Pass, 0), Block: max(l.Block, 0), Complete: max(l.Success, 0), Concurrency: max(l.Concurrency, 0)},
 	}
 	it.Error = min(max(l.Exception, 0), it.Complete)
 	if rt := l.Rt; it.Complete > 0 && rt > 0 {

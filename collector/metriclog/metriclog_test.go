@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
@@ -89,8 +90,7 @@ func TestParseRejects(t *testing.T) {
 func TestItemMapping(t *testing.T) {
 	l := Line{Timestamp: 1764460800123, Resource: "r", Pass: 10, Block: 2, Success: 8, Exception: 9, Rt: 30, Concurrency: 3}
 	it := l.Item()
-	want := wire.BucketItem{Resource: "r", Start: 1764460800000, Pass: 10, Block: 2, Complete: 8, Error: 8,
-		RtSum: 240, RtMin: 30, RtMax: 30, Concurrency: 3}
+	want := wire.BucketItem{Resource: "r", Start: 1764460800000, Metrics: core.Metrics{Pass: 10, Block: 2, Complete: 8, Error: 8, RtSum: 240, RtMin: 30, RtMax: 30, Concurrency: 3}}
 	if it != want {
 		t.Fatalf("got  %+v\nwant %+v", it, want)
 	}
@@ -169,7 +169,7 @@ func TestConvert(t *testing.T) {
 		t.Fatalf("first second: %v", names)
 	}
 	if len(second.Items) != 1 || second.Items[0] != (wire.BucketItem{Resource: "GET:/api_v2", Start: 1764460801000,
-		Pass: 12, Complete: 12, RtSum: 216, RtMin: 18, RtMax: 18, Concurrency: 1}) {
+		Metrics: core.Metrics{Pass: 12, Complete: 12, RtSum: 216, RtMin: 18, RtMax: 18, Concurrency: 1}}) {
 		t.Fatalf("second second: %+v", second.Items)
 	}
 	for _, m := range msgs {

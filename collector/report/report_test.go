@@ -68,15 +68,13 @@ func scenario() *Report {
 	at := func(ms int64) int64 { return t0 + ms }
 	for ts := t0; ts < at(180000); ts += 500 {
 		for _, in := range order {
-			e.Bucket(in, triage.BucketStat{Resource: create, Start: ts, BucketMs: 500, Pass: 4, Complete: 4, RtMax: 30,
-				RtHist: [core.HistogramSlots]int64{5: 4}, HasHist: true})
+			e.Bucket(in, triage.BucketStat{Resource: create, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 4, Complete: 4, RtMax: 30, Hist: [core.HistogramSlots]int64{5: 4}}, HasHist: true})
 		}
 		for _, in := range []string{"price-1", "price-2", "order-1"} {
-			e.Bucket(in, triage.BucketStat{Resource: price, Start: ts, BucketMs: 500, Pass: 10, Complete: 10, RtMax: 90,
-				RtHist: [core.HistogramSlots]int64{6: 10}, HasHist: true})
+			e.Bucket(in, triage.BucketStat{Resource: price, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10, RtMax: 90, Hist: [core.HistogramSlots]int64{6: 10}}, HasHist: true})
 		}
-		e.Bucket("order-2", triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Pass: 1})
-		e.Bucket(evilInstance, triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Pass: 1})
+		e.Bucket("order-2", triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
+		e.Bucket(evilInstance, triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 
 		switch ts {
 		case at(10000): // sawtooth on order-1
@@ -373,7 +371,7 @@ func TestStrip(t *testing.T) {
 func TestNewTakesEngineCounts(t *testing.T) {
 	e := triage.New(triage.Config{})
 	e.Hello("a", "app", t0, t0)
-	e.Bucket("a", triage.BucketStat{Resource: "r", Start: t0, BucketMs: 500, Pass: 1})
+	e.Bucket("a", triage.BucketStat{Resource: "r", Start: t0, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 	r := New("src", e, 3, 1)
 	want := Report{Source: "src", From: t0, To: t0 + 500, Apps: 1, Instances: 1, Resources: 1, Messages: 3, Rejected: 1}
 	if fmt.Sprint(*r) != fmt.Sprint(want) {

@@ -157,11 +157,11 @@ func TestRuleAdviceQPS(t *testing.T) {
 		e.Rules(in, t0, "v1", []core.BreakerRule{r}, nil)
 	}
 	for ts := t0; ts < t0+60000; ts += 2000 {
-		e.Bucket("a", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 1})
+		e.Bucket("a", BucketStat{Resource: res, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 	}
 	for ts := t0; ts < t0+60000; ts += 500 {
-		e.Bucket("b", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 3})
-		e.Bucket("c", BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 100})
+		e.Bucket("b", BucketStat{Resource: res, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 3}})
+		e.Bucket("c", BucketStat{Resource: res, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 100}})
 	}
 	f := one(t, e.Findings(t0+60000), KindRuleAdvice)
 	x := f.Facts.(*RuleAdviceFacts)
@@ -170,7 +170,7 @@ func TestRuleAdviceQPS(t *testing.T) {
 		t.Fatalf("facts %+v on %v\nwant  %+v", *x, f.Instances, want)
 	}
 	// A duplicate bucket is ignored.
-	e.Bucket("b", BucketStat{Resource: res, Start: t0 + 59500, BucketMs: 500, Pass: 1000})
+	e.Bucket("b", BucketStat{Resource: res, Start: t0 + 59500, BucketMs: 500, Metrics: core.Metrics{Pass: 1000}})
 	if g := one(t, e.Findings(t0+60000), KindRuleAdvice); !reflect.DeepEqual(f, g) {
 		t.Fatalf("a duplicate changed the finding: %+v", g)
 	}

@@ -46,8 +46,7 @@ func TestRuleAdviceCountsBlockedTraffic(t *testing.T) {
 	names := fleet(e, "order", 2, t0, "v1", r)
 	for ts := t0; ts < t0+60000; ts += 500 {
 		for _, in := range names {
-			e.Bucket(in, BucketStat{Resource: res, Start: ts, BucketMs: 500, Pass: 1, Block: 24, Complete: 1, RtSum: 20, RtMax: 20,
-				RtHist: [core.HistogramSlots]int64{4: 1}, HasHist: true})
+			e.Bucket(in, BucketStat{Resource: res, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1, Block: 24, Complete: 1, RtSum: 20, RtMax: 20, Hist: [core.HistogramSlots]int64{4: 1}}, HasHist: true})
 		}
 	}
 	f := one(t, e.Findings(t0+60000), KindRuleAdvice)

@@ -50,19 +50,15 @@ type Config struct {
 }
 
 // BucketStat is one completed bucket of one resource on one instance (an
-// item of a wire v1 "buckets" message).
+// item of a wire v1 "buckets" message), its counts a core.Metrics.
 type BucketStat struct {
 	Resource string
 	// Start is the bucket's start and BucketMs its length (<= 0 means
 	// core.ResourceBucketMs).
 	Start, BucketMs int64
-	Pass, Block     int64
-	Complete, Error int64
-	Slow            int64
-	RtSum, RtMax    int64
-	// RtHist counts completions by response time (core.HistogramBounds);
-	// it is read only when HasHist is set.
-	RtHist  [core.HistogramSlots]int64
+	core.Metrics
+	// HasHist says that Hist counts completions by response time
+	// (core.HistogramBounds); without it Hist is not read.
 	HasHist bool
 }
 

@@ -31,7 +31,7 @@ func benchFleet(b *testing.B) (*Engine, []string, []string, int64) {
 	for ; ts < t0+60000; ts += 500 {
 		for _, in := range insts {
 			for _, r := range res {
-				e.Bucket(in, BucketStat{Resource: r, Start: ts, BucketMs: 500, Pass: 10, Complete: 10, RtHist: [core.HistogramSlots]int64{5: 10}, HasHist: true})
+				e.Bucket(in, BucketStat{Resource: r, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10, Hist: [core.HistogramSlots]int64{5: 10}}, HasHist: true})
 			}
 		}
 	}
@@ -53,7 +53,7 @@ func benchFleet(b *testing.B) (*Engine, []string, []string, int64) {
 // BenchmarkBucket feeds one bucket item of a known instance and resource.
 func BenchmarkBucket(b *testing.B) {
 	e, insts, res, ts := benchFleet(b)
-	stat := BucketStat{BucketMs: 500, Pass: 10, Complete: 10, RtMax: 40, RtHist: [core.HistogramSlots]int64{5: 10}, HasHist: true}
+	stat := BucketStat{BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10, RtMax: 40, Hist: [core.HistogramSlots]int64{5: 10}}, HasHist: true}
 	n := len(insts) * len(res)
 	b.ReportAllocs()
 	b.ResetTimer()

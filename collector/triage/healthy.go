@@ -84,7 +84,7 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 		return
 	}
 	if h.holdMs == 0 || len(h.held) == 0 {
-		for i, c := range b.RtHist {
+		for i, c := range b.Hist {
 			h.hist[i] += max(c, 0)
 			h.n += max(c, 0)
 		}
@@ -96,7 +96,7 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 	}
 	hb := &h.held[(h.head+h.nh)%len(h.held)]
 	var n int32
-	for i, c := range b.RtHist {
+	for i, c := range b.Hist {
 		c32 := int32(min(max(c, 0), math.MaxInt32/core.HistogramSlots))
 		hb.hist[i] = c32
 		h.hist[i] += int64(c32)

@@ -34,7 +34,7 @@ func (h *healthySeries) healthyP99() (p99 int64, ok bool) {
 	var sum [core.HistogramSlots]int64
 	var n, rtMax int64
 	for i, b := range h.buckets {
-		healthy := b.RtHist != nil
+		healthy := b.HasHist
 		for _, sp := range h.spans {
 			if h.ends[i] > sp[0] && b.Start < sp[1] {
 				healthy = false
@@ -43,7 +43,7 @@ func (h *healthySeries) healthyP99() (p99 int64, ok bool) {
 		if !healthy {
 			continue
 		}
-		for k, c := range b.RtHist {
+		for k, c := range b.Hist {
 			sum[k] += c
 			n += c
 		}
@@ -125,10 +125,6 @@ func fixtureHealthy(t *testing.T, name string) map[[2]string]*healthySeries {
 		case *wire.Buckets:
 			for _, it := range m.Items {
 				h := get(m.Instance, it.Resource)
-				if it.RtHist != nil {
-					c := *it.RtHist
-					it.RtHist = &c
-				}
 				h.buckets = append(h.buckets, it)
 				h.ends = append(h.ends, it.Start+m.BucketMs)
 			}

@@ -22,7 +22,7 @@ func bucketAt(res string, start int64, h [core.HistogramSlots]int64, rtMax int64
 	for _, c := range h {
 		n += c
 	}
-	return BucketStat{Resource: res, Start: start, BucketMs: 500, Pass: n, Complete: n, RtMax: rtMax, RtHist: h, HasHist: true}
+	return BucketStat{Resource: res, Start: start, BucketMs: 500, Metrics: core.Metrics{Pass: n, Complete: n, RtMax: rtMax, Hist: h}, HasHist: true}
 }
 
 // slowest is the upper bound of h's slowest non-empty slot (12 s for the

@@ -34,8 +34,7 @@ func fleet(e *Engine, app string, n int, ts int64, version string, breakers ...c
 func traffic(e *Engine, insts []string, res string, from, to, pass int64) {
 	for t := from; t < to; t += 500 {
 		for _, in := range insts {
-			e.Bucket(in, BucketStat{Resource: res, Start: t, BucketMs: 500, Pass: pass, Complete: pass, RtSum: pass * 20, RtMax: 40,
-				RtHist: [core.HistogramSlots]int64{4: pass}, HasHist: true})
+			e.Bucket(in, BucketStat{Resource: res, Start: t, BucketMs: 500, Metrics: core.Metrics{Pass: pass, Complete: pass, RtSum: pass * 20, RtMax: 40, Hist: [core.HistogramSlots]int64{4: pass}}, HasHist: true})
 		}
 	}
 }

@@ -158,12 +158,13 @@ func TestBreakerTripShowsInCollector(t *testing.T) {
 
 	want := fmt.Sprintf("pass %d block %d complete %d error %d", pass, block, pass, errs)
 	eventually(t, "counts", func() error {
-		p, b, cp, e, _, ok := c.Totals("order-1", res)
+		tp, ok := c.Totals("order-1", res)
+		p, b, cp, e := tp.Pass, tp.Block, tp.Complete, tp.Error
 		if got := fmt.Sprintf("pass %d block %d complete %d error %d", p, b, cp, e); !ok || got != want {
 			return fmt.Errorf("%s, want %s", got, want)
 		}
-		p, b, _, _, _, _ = c.Totals("order-1", "createOrder")
-		if p != int64(flowPass) || b != int64(flowBlock) {
+		tp, _ = c.Totals("order-1", "createOrder")
+		if p, b = tp.Pass, tp.Block; p != int64(flowPass) || b != int64(flowBlock) {
 			return fmt.Errorf("createOrder: pass %d block %d, want %d %d", p, b, flowPass, flowBlock)
 		}
 		return nil
@@ -255,8 +256,8 @@ func TestRulesFollowLoadRules(t *testing.T) {
 		if len(d.Instances[0].Flows) != 0 {
 			return fmt.Errorf("a memory-adaptive flow rule was sent: %+v", d.Instances[0].Flows)
 		}
-		if _, _, cp, _, slow, _ := c.Totals("pay-1", "db"); cp != 3 || slow != 2 {
-			return fmt.Errorf("complete %d slow %d", cp, slow)
+		if tm, _ := c.Totals("pay-1", "db"); tm.Complete != 3 || tm.Slow != 2 {
+			return fmt.Errorf("complete %d slow %d", tm.Complete, tm.Slow)
 		}
 		return nil
 	})

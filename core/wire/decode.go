@@ -16,8 +16,7 @@ import (
 
 // Decoder decodes and validates wire messages. It keeps buffers between
 // calls so that decoding buckets, the bulk of all traffic, does not
-// allocate: the *Buckets a Decode returns, its Items and their RtHist
-// arrays are reused by the next Decode on the same Decoder (strings are
+// allocate: the *Buckets a Decode returns and its Items are reused by the next Decode on the same Decoder (strings are
 // not: they may be kept). Clone a message to keep it longer. Messages of
 // the other kinds are freshly allocated each time.
 //
@@ -28,7 +27,6 @@ type Decoder struct {
 	ready bool
 
 	b           Buckets
-	hists       [][core.HistogramSlots]int64
 	names       map[string]string
 	internBytes int
 	deferred    *DecodeError
@@ -286,15 +284,15 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 				return nil, errorf(ErrTooLarge, kind, fieldAt("items", i, "resource"),
 					fmt.Sprintf("%d bytes exceeds the limit of %d", len(it.Resource), lim.MaxNameBytes))
 			}
-			m.Items[i] = BucketItem{Resource: it.Resource, Start: it.Start, Pass: it.Pass, Block: it.Block,
-				Complete: it.Complete, Error: it.Error, Slow: it.Slow, RtSum: it.RtSum, RtMin: it.RtMin,
-				RtMax: it.RtMax, Concurrency: it.Concurrency}
+			m.Items[i] = BucketItem{Resource: it.Resource, Start: it.Start, Metrics: core.Metrics{
+				Pass: it.Pass, Block: it.Block, Complete: it.Complete, Error: it.Error, Slow: it.Slow,
+				RtSum: it.RtSum, RtMin: it.RtMin, RtMax: it.RtMax, Concurrency: it.Concurrency}}
 			if it.RtHist != nil {
 				if len(it.RtHist) != core.HistogramSlots {
 					return nil, errorf(ErrInvalid, kind, fieldAt("items", i, "rtHist"),
 						fmt.Sprintf("has %d counts, want %d", len(it.RtHist), core.HistogramSlots))
 				}
-				m.Items[i].RtHist = (*[core.HistogramSlots]int64)(it.RtHist)
+				m.Items[i].Hist, m.Items[i].HasHist = [core.HistogramSlots]int64(it.RtHist), true
 			}
 		}
 		if err := s.header(&m.Header, kind); err != nil {

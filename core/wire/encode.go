@@ -109,9 +109,9 @@ func appendItem(dst []byte, it *BucketItem) []byte {
 	dst = appendIntField(dst, `,"rtMin":`, it.RtMin)
 	dst = appendIntField(dst, `,"rtMax":`, it.RtMax)
 	dst = appendIntField(dst, `,"concurrency":`, it.Concurrency)
-	if h := it.RtHist; h != nil {
+	if it.HasHist {
 		dst = append(dst, `,"rtHist":[`...)
-		for i, c := range h {
+		for i, c := range it.Hist {
 			if i > 0 {
 				dst = append(dst, ',')
 			}

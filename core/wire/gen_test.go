@@ -174,7 +174,7 @@ func (g *gen) item(bucketMs int64) BucketItem {
 	it := BucketItem{
 		Resource: g.name(),
 		Start:    (g.ts() / bucketMs) * bucketMs,
-		Pass:     g.count(), Block: g.count(), Concurrency: g.count(),
+		Metrics:  core.Metrics{Pass: g.count(), Block: g.count(), Concurrency: g.count()},
 	}
 	if g.r.IntN(4) > 0 {
 		it.Complete = 1 + g.r.Int64N(10000)
@@ -189,7 +189,7 @@ func (g *gen) item(bucketMs int64) BucketItem {
 		for i := range h {
 			h[i] = g.r.Int64N(1000)
 		}
-		it.RtHist = &h
+		it.Hist, it.HasHist = h, true
 	}
 	return it
 }

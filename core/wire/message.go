@@ -97,7 +97,7 @@ type Rules struct {
 
 // Buckets carries closed window buckets; an empty Items is a heartbeat.
 //
-// A *Buckets returned by Decoder.Decode, its Items and their RtHist arrays
+// A *Buckets returned by Decoder.Decode and its Items
 // belong to the Decoder and are overwritten by its next Decode; strings are
 // never overwritten. Use Clone to keep one.
 type Buckets struct {
@@ -110,23 +110,24 @@ type Buckets struct {
 	Dropped int64 `json:"dropped,omitempty"`
 }
 
-// BucketItem is one resource's counts for one bucket.
+// BucketItem is one resource's counts for one bucket. Its counts are a
+// core.Metrics, the one counts type from the agent's window to the
+// collector's aggregation and triage. On the wire, each field of Metrics is
+// one field of the item: pass (entries admitted), block (entries rejected),
+// complete (admitted entries that finished), error (completed entries that
+// failed), slow (completed entries over the slow-ratio breaker's
+// maxAllowedRtMs), rtSum (their response time, ms), rtMin and rtMax (0 when
+// complete is 0), concurrency (in-flight entries when the bucket closed),
+// and rtHist (Hist, sent only when HasHist is set).
 type BucketItem struct {
-	Resource string `json:"resource"`
+	Resource string
 	// Start is the bucket start, Unix ms, a multiple of the frame's BucketMs.
-	Start       int64 `json:"start"`
-	Pass        int64 `json:"pass"`        // entries admitted
-	Block       int64 `json:"block"`       // entries rejected
-	Complete    int64 `json:"complete"`    // admitted entries that finished
-	Error       int64 `json:"error"`       // completed entries that failed
-	Slow        int64 `json:"slow"`        // completed entries over the slow-ratio breaker's maxAllowedRtMs
-	RtSum       int64 `json:"rtSum"`       // response time of completed entries, ms
-	RtMin       int64 `json:"rtMin"`       // 0 when Complete is 0
-	RtMax       int64 `json:"rtMax"`       // 0 when Complete is 0
-	Concurrency int64 `json:"concurrency"` // in-flight entries when the bucket closed
-	// RtHist counts completed entries by response time over
-	// core.HistogramBounds; nil when the sender sends none.
-	RtHist *[core.HistogramSlots]int64 `json:"rtHist,omitempty"`
+	Start int64
+	core.Metrics
+	// HasHist says that Hist counts completed entries by response time over
+	// core.HistogramBounds (the item had an rtHist); without it Hist is all
+	// zero and means nothing.
+	HasHist bool
 }
 
 // State is one circuit-breaker transition.
@@ -192,44 +193,24 @@ func (*Bye) isMessage()     {}
 // Error and Slow are capped at Complete, RtMin/RtMax are ordered, and the
 // response times are zeroed when Complete is 0. withHist sends m.Hist.
 func NewBucketItem(resource string, start int64, m core.Metrics, withHist bool) BucketItem {
-	it := BucketItem{
-		Resource:    resource,
-		Start:       start,
-		Pass:        max(m.Pass, 0),
-		Block:       max(m.Block, 0),
-		Complete:    max(m.Complete, 0),
-		Concurrency: max(m.Concurrency, 0),
-	}
-	it.Error = min(max(m.Error, 0), it.Complete)
-	it.Slow = min(max(m.Slow, 0), it.Complete)
-	if it.Complete > 0 {
-		it.RtMin, it.RtMax = max(m.RtMin, 0), max(m.RtMax, 0)
-		if it.RtMin > it.RtMax {
-			it.RtMin, it.RtMax = it.RtMax, it.RtMin
+	it := BucketItem{Resource: resource, Start: start, HasHist: withHist}
+	c := &it.Metrics
+	c.Pass, c.Block, c.Complete, c.Concurrency = max(m.Pass, 0), max(m.Block, 0), max(m.Complete, 0), max(m.Concurrency, 0)
+	c.Error = min(max(m.Error, 0), c.Complete)
+	c.Slow = min(max(m.Slow, 0), c.Complete)
+	if c.Complete > 0 {
+		c.RtMin, c.RtMax = max(m.RtMin, 0), max(m.RtMax, 0)
+		if c.RtMin > c.RtMax {
+			c.RtMin, c.RtMax = c.RtMax, c.RtMin
 		}
-		it.RtSum = max(m.RtSum, it.RtMax)
+		c.RtSum = max(m.RtSum, c.RtMax)
 	}
 	if withHist {
-		h := m.Hist
-		for i := range h {
-			h[i] = max(h[i], 0)
+		for i, v := range m.Hist {
+			c.Hist[i] = max(v, 0)
 		}
-		it.RtHist = &h
 	}
 	return it
-}
-
-// Metrics returns the item's counts as core metrics, ready for
-// core.Metrics.Add; a missing histogram reads as all zero.
-func (it *BucketItem) Metrics() core.Metrics {
-	m := core.Metrics{
-		Pass: it.Pass, Block: it.Block, Complete: it.Complete, Error: it.Error, Slow: it.Slow,
-		RtSum: it.RtSum, RtMin: it.RtMin, RtMax: it.RtMax, Concurrency: it.Concurrency,
-	}
-	if it.RtHist != nil {
-		m.Hist = *it.RtHist
-	}
-	return m
 }
 
 // Clone returns a deep copy of m that no Decoder will overwrite.
@@ -275,22 +256,12 @@ func Clone(m Message) Message {
 	return m
 }
 
-// Clone returns a deep copy of b, with its own items and histograms.
+// Clone returns a deep copy of b, with its own items.
 func (b *Buckets) Clone() *Buckets {
 	c := *b
 	if b.Items != nil {
 		c.Items = make([]BucketItem, len(b.Items))
 		copy(c.Items, b.Items)
-		var hists []([core.HistogramSlots]int64)
-		for i := range c.Items {
-			if h := c.Items[i].RtHist; h != nil {
-				if hists == nil {
-					hists = make([][core.HistogramSlots]int64, 0, len(c.Items)-i)
-				}
-				hists = append(hists, *h)
-				c.Items[i].RtHist = &hists[len(hists)-1]
-			}
-		}
 	}
 	return &c
 }

@@ -531,11 +531,6 @@ func (it *BucketItem) intField(f int) *int64 {
 	return nil
 }
 
-// histMarker stands in for an item's histogram while its frame is read;
-// the item's real slot in d.hists is pointed at once the frame is done,
-// because d.hists may move while it grows.
-var histMarker [core.HistogramSlots]int64
-
 // later records the first error that does not stop the scan (a type error,
 // a repeated field, a limit), so that a syntax error, the version and the
 // kind, wherever they are in the frame, take precedence over it, as with
@@ -650,11 +645,6 @@ func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *Decod
 	}
 	if !f.instSet {
 		return nil, false, errorf(ErrMalformed, KindBuckets, "instance", "missing")
-	}
-	for k := range b.Items {
-		if b.Items[k].RtHist != nil {
-			b.Items[k].RtHist = &d.hists[k]
-		}
 	}
 	if err := validateBuckets(b, d.lim); err != nil {
 		return nil, false, err
@@ -929,7 +919,7 @@ func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 	it := &d.b.Items[idx]
 	switch peek(data, i) {
 	case 'n':
-		it.RtHist = nil
+		it.Hist, it.HasHist = [core.HistogramSlots]int64{}, false
 		return scanLiteral(data, i, "null")
 	case '[':
 	default:
@@ -938,12 +928,9 @@ func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 		}
 		return d.skipValue(data, i, depth)
 	}
-	for len(d.hists) <= idx {
-		d.hists = append(d.hists, [core.HistogramSlots]int64{})
-	}
-	h := &d.hists[idx]
+	h := &it.Hist
 	*h = [core.HistogramSlots]int64{}
-	it.RtHist = &histMarker
+	it.HasHist = true
 	n := 0
 	i = skipWS(data, i+1)
 	if peek(data, i) == ']' {

@@ -279,7 +279,8 @@ func validateItem(it *BucketItem, i int, bucketMs int64) *DecodeError {
 				fmt.Sprintf("%d exceeds rtSum %d", it.RtMax, it.RtSum))
 		}
 	}
-	if h := it.RtHist; h != nil {
+	if it.HasHist {
+		h := &it.Hist
 		var or int64
 		for _, c := range h {
 			or |= c

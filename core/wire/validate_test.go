@@ -215,8 +215,8 @@ func TestDecodedValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := m.(*Buckets).Items[0]
-	if it.Pass != 7 || it.Block != 1 || it.RtHist == nil || it.RtHist[4] != 1 {
-		t.Fatalf("%+v %v", it, it.RtHist)
+	if it.Pass != 7 || it.Block != 1 || !it.HasHist || it.Hist[4] != 1 {
+		t.Fatalf("%+v", it)
 	}
 	m, err = d.Decode([]byte(rep(`"resource":"r"`, `"resource":"a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\udd25\ud800\udc00x\udc00"`)))
 	if err != nil {

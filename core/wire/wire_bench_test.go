@@ -17,8 +17,7 @@ func benchBuckets(n int, hist bool) *Buckets {
 		it := BucketItem{
 			Resource: fmt.Sprintf("GET:http://member-service-%d/api/v1/user/info?field=%d", i%7, i),
 			Start:    1764460800000,
-			Pass:     int64(100 + i*13%900), Block: int64(i % 5), Complete: int64(95 + i*13%900),
-			Concurrency: int64(i % 17),
+			Metrics:  core.Metrics{Pass: int64(100 + i*13%900), Block: int64(i % 5), Complete: int64(95 + i*13%900), Concurrency: int64(i % 17)},
 		}
 		it.Error = it.Complete / 20
 		it.Slow = it.Complete / 10
@@ -30,7 +29,7 @@ func benchBuckets(n int, hist bool) *Buckets {
 			for j := range h {
 				h[j] = int64((i + 3*j) % 40)
 			}
-			it.RtHist = &h
+			it.Hist, it.HasHist = h, true
 		}
 		b.Items = append(b.Items, it)
 	}

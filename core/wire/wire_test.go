@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // decodeBoth decodes frame with the Decoder (fast path for buckets) and
@@ -91,7 +93,7 @@ func TestRoundTripHostileNames(t *testing.T) {
 	var d Decoder
 	for _, name := range hostileNames {
 		b := &Buckets{Header: Header{Ts: 1, Instance: name}, BucketMs: 500,
-			Items: []BucketItem{{Resource: name, Start: 500}, {Resource: "#2" + name, Start: 1000, Pass: 1}}}
+			Items: []BucketItem{{Resource: name, Start: 500}, {Resource: "#2" + name, Start: 1000, Metrics: core.Metrics{Pass: 1}}}}
 		if len(b.Items[1].Resource) > DefaultMaxNameBytes {
 			b.Items[1].Resource = name
 		}
@@ -185,7 +187,7 @@ func TestUnmarshalJSONMethods(t *testing.T) {
 		t.Fatalf("hello into Buckets: %v", err)
 	}
 	err = json.Unmarshal([]byte(`{"v":1,"kind":"buckets","ts":1,"instance":"a","bucketMs":500,"items":[{"resource":"r","start":0,"rtHist":[1,2,3,4,5,6,7,8,9,10,11,12,13,14]}]}`), &b)
-	if err != nil || len(b.Items) != 1 || b.Items[0].RtHist[13] != 14 {
+	if err != nil || len(b.Items) != 1 || !b.Items[0].HasHist || b.Items[0].Hist[13] != 14 {
 		t.Fatalf("%v %+v", err, b)
 	}
 }
@@ -204,8 +206,8 @@ func TestCloneOwnsItsMemory(t *testing.T) {
 	if _, err := d.Decode(frame("b", 2)); err != nil {
 		t.Fatal(err)
 	}
-	if kept.Items[0].Resource != "a" || kept.Items[0].RtHist[13] != 1 {
-		t.Fatalf("clone changed: %+v %v", kept.Items[0], kept.Items[0].RtHist)
+	if kept.Items[0].Resource != "a" || kept.Items[0].Hist[13] != 1 {
+		t.Fatalf("clone changed: %+v", kept.Items[0])
 	}
 	// The decoder's own message was reused, as documented.
 	if m1.(*Buckets).Items[0].Resource != "b" {

@@ -251,11 +251,7 @@ func (r *sentRing) late(w *core.MetricWindow) core.Metrics {
 		if now.Pass == was.Pass && now.Block == was.Block && now.Complete == was.Complete {
 			continue
 		}
-		d := core.Metrics{Pass: now.Pass - was.Pass, Block: now.Block - was.Block, Complete: now.Complete - was.Complete,
-			Error: now.Error - was.Error, Slow: now.Slow - was.Slow, RtSum: now.RtSum - was.RtSum, RtMin: now.RtMin, RtMax: now.RtMax}
-		for i := range d.Hist {
-			d.Hist[i] = now.Hist[i] - was.Hist[i]
-		}
+		d := now.Since(was)
 		if d.Pass < 0 || d.Block < 0 || d.Complete < 0 {
 			continue // the slot was reused for a newer bucket: nothing late
 		}
