@@ -119,6 +119,12 @@ type BreakerRule struct {
 	// resource it governs, each copy naming its resource. Informative: core
 	// enforces the rule on Resource, and rule comparisons include it.
 	Pattern string `json:"pattern,omitempty"`
+	// LimitApp is set on a rule read from Java Sentinel: the origin the
+	// rule applies to ("default" for every caller, "other" for callers no
+	// other rule of the resource names, or one caller's app name).
+	// Informative: core does not know callers' origins and enforces the
+	// rule on every entry (Warnings says so).
+	LimitApp string `json:"limitApp,omitempty"`
 }
 
 // ErrInvalidRule is wrapped by every rule validation error.
@@ -173,7 +179,7 @@ func (r *BreakerRule) enforceable() error {
 
 // Warnings lists settings that are accepted but probably not what was meant.
 func (r *BreakerRule) Warnings() []string {
-	var w []string
+	w := limitAppWarning(nil, r.LimitApp)
 	if r.Semantics == SemanticsJava {
 		if r.StatSlidingWindowBucketCount > 1 {
 			w = append(w, fmt.Sprintf("statSlidingWindowBucketCount %d is ignored with java semantics: Java Sentinel 1.8 counts in 1 bucket of statIntervalMs",
@@ -190,6 +196,15 @@ func (r *BreakerRule) Warnings() []string {
 	if r.WindowMisaligned() {
 		w = append(w, fmt.Sprintf("statIntervalMs %d is not divisible by statSlidingWindowBucketCount %d: Sentinel silently uses 1 bucket",
 			r.StatIntervalMs, r.StatSlidingWindowBucketCount))
+	}
+	return w
+}
+
+// limitAppWarning adds the warning of a rule that names callers core cannot
+// tell apart.
+func limitAppWarning(w []string, limitApp string) []string {
+	if limitApp != "" && limitApp != "default" {
+		w = append(w, fmt.Sprintf("limitApp %q is not enforced: core limits every caller", limitApp))
 	}
 	return w
 }
@@ -298,7 +313,13 @@ type FlowRule struct {
 	// BreakerRule.Pattern: the regular expression that fully matches
 	// Resource. Informative: core enforces the rule on Resource.
 	Pattern string `json:"pattern,omitempty"`
+	// LimitApp is the origin the rule applies to, as for
+	// BreakerRule.LimitApp. Informative.
+	LimitApp string `json:"limitApp,omitempty"`
 }
+
+// Warnings lists settings that are accepted but have no effect.
+func (r *FlowRule) Warnings() []string { return limitAppWarning(nil, r.LimitApp) }
 
 // Validate reports the first problem that makes the rule unusable.
 func (r *FlowRule) Validate() error {

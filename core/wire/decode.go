@@ -108,9 +108,10 @@ type stdHello struct {
 
 type stdRules struct {
 	stdHead
-	Version  string             `json:"version"`
-	Breakers []core.BreakerRule `json:"breakers"`
-	Flows    []core.FlowRule    `json:"flows"`
+	Version  string              `json:"version"`
+	Breakers []core.BreakerRule  `json:"breakers"`
+	Flows    []core.FlowRule     `json:"flows"`
+	Params   []core.HotParamRule `json:"params"`
 }
 
 type stdBuckets struct {
@@ -261,7 +262,7 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 		if err := unmarshalStd(data, &s, kind); err != nil {
 			return nil, err
 		}
-		m := &Rules{Version: s.Version, Breakers: s.Breakers, Flows: s.Flows}
+		m := &Rules{Version: s.Version, Breakers: s.Breakers, Flows: s.Flows, Params: s.Params}
 		if err := s.header(&m.Header, kind); err != nil {
 			return nil, err
 		}
@@ -431,6 +432,9 @@ func (w *repeatWalker) walk(t reflect.Type) *DecodeError {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t != nil && t.Kind() == reflect.Map {
+		return w.walkMap(t)
+	}
 	if t == nil || (t.Kind() != reflect.Struct && t.Kind() != reflect.Slice && t.Kind() != reflect.Array) {
 		var skip json.RawMessage
 		if err := w.dec.Decode(&skip); err != nil {
@@ -490,6 +494,37 @@ func (w *repeatWalker) walk(t reflect.Type) *DecodeError {
 		}
 		_, _ = w.dec.Token()
 	}
+	return nil
+}
+
+// walkMap walks an object decoded into a map, whose keys encoding/json
+// matches exactly: a key given twice would silently keep the last value.
+func (w *repeatWalker) walkMap(t reflect.Type) *DecodeError {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return w.fail(err.Error())
+	}
+	if tok != json.Delim('{') {
+		return nil // null, or a wrong type encoding/json has reported
+	}
+	seen := make(map[string]bool)
+	for w.dec.More() {
+		kt, err := w.dec.Token()
+		if err != nil {
+			return w.fail(err.Error())
+		}
+		key, _ := kt.(string)
+		w.path = append(w.path, "["+strconv.Quote(key)+"]")
+		if seen[key] {
+			return w.fail("given more than once")
+		}
+		seen[key] = true
+		if err := w.walk(t.Elem()); err != nil {
+			return err
+		}
+		w.path = w.path[:len(w.path)-1]
+	}
+	_, _ = w.dec.Token()
 	return nil
 }
 

@@ -222,7 +222,20 @@ func appendRules(dst []byte, m *Rules) ([]byte, error) {
 			return dst, fmt.Errorf("%w: flows[%d]: %v", ErrEncode, i, err)
 		}
 	}
-	return append(dst, "]}"...), nil
+	dst = append(dst, ']')
+	if len(m.Params) > 0 {
+		dst = append(dst, `,"params":[`...)
+		for i := range m.Params {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendJSON(dst, &m.Params[i]); err != nil {
+				return dst, fmt.Errorf("%w: params[%d]: %v", ErrEncode, i, err)
+			}
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
 }
 
 // appendJSON encodes a rule with encoding/json, so fields core adds to its

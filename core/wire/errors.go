@@ -78,11 +78,13 @@ type Limits struct {
 	// MaxFrameBytes bounds one message (one websocket frame, one fixture
 	// line). Default 1 MiB.
 	MaxFrameBytes int
-	// MaxItems bounds the items of one buckets message and each of the
-	// breakers and flows lists of one rules message. Default 10,000.
+	// MaxItems bounds the items of one buckets message, each of the
+	// breakers, flows and params lists of one rules message, and the
+	// specificItems of each hot-parameter rule. Default 10,000.
 	MaxItems int
 	// MaxNameBytes bounds every identifying name: resource, instance, app,
-	// host, sdk, ruleId, rule version and rule ids. Default 1024.
+	// host, sdk, ruleId, rule version, rule ids, limitApp, paramKey and
+	// the values of specificItems. Default 1024.
 	MaxNameBytes int
 	// InternNames bounds how many distinct names a Decoder keeps interned,
 	// so that names repeated across frames do not allocate; when full it

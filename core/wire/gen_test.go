@@ -146,6 +146,7 @@ func (g *gen) rules() *Rules {
 		}
 		if g.r.IntN(4) == 0 {
 			r.Semantics = core.SemanticsJava
+			r.LimitApp = g.limitApp()
 		}
 		if r.Strategy.IsRatio() {
 			r.Threshold = g.float(1)
@@ -164,10 +165,52 @@ func (g *gen) rules() *Rules {
 		if g.r.IntN(3) == 0 {
 			r.ID = g.name()
 		}
+		if g.r.IntN(3) == 0 {
+			r.LimitApp = g.limitApp()
+		}
 		m.Flows = append(m.Flows, r)
 	}
-	m.Version = RulesVersion(m.Breakers, m.Flows)
+	for range g.r.IntN(4) {
+		m.Params = append(m.Params, g.param())
+	}
+	m.Version = RulesVersion(m.Breakers, m.Flows, m.Params...)
 	return m
+}
+
+func (g *gen) limitApp() string {
+	switch g.r.IntN(3) {
+	case 0:
+		return "default"
+	case 1:
+		return "other"
+	}
+	return g.name()
+}
+
+// param makes a valid hot-parameter rule.
+func (g *gen) param() core.HotParamRule {
+	r := core.HotParamRule{
+		Resource: g.name(), MetricType: core.HotParamMetric(g.r.IntN(2)),
+		ControlBehavior: core.ControlBehavior(g.r.IntN(2)), ParamIndex: g.r.IntN(5) - 2,
+		Threshold: g.count(), BurstCount: g.r.Int64N(100), MaxQueueingTimeMs: g.r.Int64N(1000),
+		ParamsMaxCapacity: g.r.Int64N(30000) - 10,
+	}
+	if r.MetricType == core.HotParamQPS || g.r.IntN(4) == 0 {
+		r.DurationInSec = 1 + g.r.Int64N(60)
+	}
+	if r.ParamIndex <= 0 && g.r.IntN(3) == 0 {
+		r.ParamKey = g.name()
+	}
+	if g.r.IntN(3) == 0 {
+		r.ID = g.name()
+	}
+	if n := g.r.IntN(4); n > 0 {
+		r.SpecificItems = make(map[string]int64, n)
+		for range n {
+			r.SpecificItems[g.text()] = g.count()
+		}
+	}
+	return r
 }
 
 func (g *gen) item(bucketMs int64) BucketItem {
@@ -266,6 +309,14 @@ func normalize(m Message) Message {
 		}
 		if len(m.Flows) == 0 {
 			m.Flows = nil
+		}
+		if len(m.Params) == 0 {
+			m.Params = nil
+		}
+		for i := range m.Params {
+			if len(m.Params[i].SpecificItems) == 0 {
+				m.Params[i].SpecificItems = nil
+			}
 		}
 	case *Meta:
 		if len(m.Extra) == 0 {

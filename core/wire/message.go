@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"maps"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -93,6 +94,9 @@ type Rules struct {
 	Version  string             `json:"version"`
 	Breakers []core.BreakerRule `json:"breakers"`
 	Flows    []core.FlowRule    `json:"flows"`
+	// Params are the hot-parameter rules ("params", optional: omitted
+	// when there are none).
+	Params []core.HotParamRule `json:"params,omitempty"`
 }
 
 // Buckets carries closed window buckets; an empty Items is a heartbeat.
@@ -235,6 +239,7 @@ func Clone(m Message) Message {
 		c := *m
 		c.Breakers = append([]core.BreakerRule(nil), m.Breakers...)
 		c.Flows = append([]core.FlowRule(nil), m.Flows...)
+		c.Params = cloneParams(m.Params)
 		return &c
 	case *Buckets:
 		return m.Clone()
@@ -264,4 +269,16 @@ func (b *Buckets) Clone() *Buckets {
 		copy(c.Items, b.Items)
 	}
 	return &c
+}
+
+// cloneParams copies hot-parameter rules with their specific items.
+func cloneParams(ps []core.HotParamRule) []core.HotParamRule {
+	if ps == nil {
+		return nil
+	}
+	c := append([]core.HotParamRule(nil), ps...)
+	for i := range c {
+		c[i].SpecificItems = maps.Clone(c[i].SpecificItems)
+	}
+	return c
 }

@@ -180,12 +180,12 @@ func validateRules(m *Rules, lim Limits) *DecodeError {
 	if len(m.Flows) > lim.MaxItems {
 		return errorf(ErrTooLarge, KindRules, "flows", fmt.Sprintf("%d rules exceed the limit of %d", len(m.Flows), lim.MaxItems))
 	}
+	if len(m.Params) > lim.MaxItems {
+		return errorf(ErrTooLarge, KindRules, "params", fmt.Sprintf("%d rules exceed the limit of %d", len(m.Params), lim.MaxItems))
+	}
 	for i := range m.Breakers {
 		r := &m.Breakers[i]
-		if err := checkName(KindRules, "breakers", i, "resource", r.Resource, lim); err != nil {
-			return err
-		}
-		if err := checkOptName(KindRules, "breakers", i, "id", r.ID, lim); err != nil {
+		if err := checkRuleNames("breakers", i, r.Resource, r.ID, r.LimitApp, lim); err != nil {
 			return err
 		}
 		if err := r.Validate(); err != nil {
@@ -194,15 +194,52 @@ func validateRules(m *Rules, lim Limits) *DecodeError {
 	}
 	for i := range m.Flows {
 		r := &m.Flows[i]
-		if err := checkName(KindRules, "flows", i, "resource", r.Resource, lim); err != nil {
-			return err
-		}
-		if err := checkOptName(KindRules, "flows", i, "id", r.ID, lim); err != nil {
+		if err := checkRuleNames("flows", i, r.Resource, r.ID, r.LimitApp, lim); err != nil {
 			return err
 		}
 		if err := r.Validate(); err != nil {
 			return errorf(ErrInvalid, KindRules, fieldAt("flows", i, ""), err.Error())
 		}
+	}
+	for i := range m.Params {
+		if err := validateParam(&m.Params[i], i, lim); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRuleNames checks the names every rule may carry.
+func checkRuleNames(list string, i int, resource, id, limitApp string, lim Limits) *DecodeError {
+	if err := checkName(KindRules, list, i, "resource", resource, lim); err != nil {
+		return err
+	}
+	if err := checkOptName(KindRules, list, i, "id", id, lim); err != nil {
+		return err
+	}
+	return checkOptName(KindRules, list, i, "limitApp", limitApp, lim)
+}
+
+// validateParam checks a hot-parameter rule: its names, its specific items
+// (at most lim.MaxItems, each value a name) and core's rule checks.
+func validateParam(r *core.HotParamRule, i int, lim Limits) *DecodeError {
+	if err := checkRuleNames("params", i, r.Resource, r.ID, "", lim); err != nil {
+		return err
+	}
+	if err := checkOptName(KindRules, "params", i, "paramKey", r.ParamKey, lim); err != nil {
+		return err
+	}
+	if len(r.SpecificItems) > lim.MaxItems {
+		return errorf(ErrTooLarge, KindRules, fieldAt("params", i, "specificItems"),
+			fmt.Sprintf("%d items exceed the limit of %d", len(r.SpecificItems), lim.MaxItems))
+	}
+	for v := range r.SpecificItems {
+		if err := checkOptName(KindRules, "params", i, "specificItems", v, lim); err != nil {
+			return err
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return errorf(ErrInvalid, KindRules, fieldAt("params", i, ""), err.Error())
 	}
 	return nil
 }

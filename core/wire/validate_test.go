@@ -20,6 +20,11 @@ func rep(old, new string) string {
 	return strings.Replace(baseBuckets, old, new, 1)
 }
 
+// paramsFrame is a rules message whose one hot-parameter rule is rule.
+func paramsFrame(rule string) string {
+	return `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","flows":[],"params":[` + rule + `]}`
+}
+
 type vcase struct {
 	name  string
 	frame string
@@ -156,6 +161,25 @@ var otherCases = []vcase{
 	{"rules flow warm-up without period", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","flows":[{"resource":"f","tokenCalculateStrategy":1,"threshold":10}]}`, ErrInvalid, "flows[0]"},
 	{"rules repeated rule field", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":[{"resource":"r","threshold":0.1,"threshold":0.2,"statIntervalMs":1000,"retryTimeoutMs":5000}]}`, ErrMalformed, "breakers[0].threshold"},
 	{"rules breakers object", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":{}}`, ErrMalformed, "breakers"},
+	{"rules limitApp", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":[{"resource":"r","statIntervalMs":1000,"retryTimeoutMs":5000,"limitApp":"default"}],"flows":[{"resource":"f","threshold":10,"limitApp":"order-service"}]}`, nil, ""},
+	{"rules limitApp too long", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","flows":[{"resource":"f","threshold":10,"limitApp":"` + strings.Repeat("a", 1025) + `"}]}`, ErrTooLarge, "flows[0].limitApp"},
+	{"rules breaker limitApp not UTF-8", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":[{"resource":"r","statIntervalMs":1000,"retryTimeoutMs":5000,"limitApp":"\udc00"}],"flows":[{"resource":"f","threshold":10,"limitApp":1}]}`, ErrMalformed, "flows.limitApp"},
+	{"rules params", paramsFrame(`{"resource":"q","metricType":1,"controlBehavior":0,"paramIndex":0,"threshold":200,"durationInSec":1,"burstCount":0,"paramsMaxCapacity":1000,"specificItems":{"vip-123":1000,"":5}}`), nil, ""},
+	{"rules params key and throttling", paramsFrame(`{"resource":"q","metricType":1,"controlBehavior":1,"paramIndex":-1,"paramKey":"uid","threshold":5,"durationInSec":2,"maxQueueingTimeMs":100,"specificItems":null}`), nil, ""},
+	{"rules params null", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","params":null}`, nil, ""},
+	{"rules params object", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","params":{}}`, ErrMalformed, "params"},
+	{"rules params QPS without duration", paramsFrame(`{"resource":"q","metricType":1,"threshold":5}`), ErrInvalid, "params[0]"},
+	{"rules params negative threshold", paramsFrame(`{"resource":"q","threshold":-1}`), ErrInvalid, "params[0]"},
+	{"rules params metric 2", paramsFrame(`{"resource":"q","metricType":2,"threshold":1}`), ErrInvalid, "params[0]"},
+	{"rules params index and key", paramsFrame(`{"resource":"q","paramIndex":1,"paramKey":"k","threshold":1}`), ErrInvalid, "params[0]"},
+	{"rules params resource empty", paramsFrame(`{"resource":"","threshold":1}`), ErrInvalid, "params[0].resource"},
+	{"rules params key too long", paramsFrame(`{"resource":"q","paramKey":"` + strings.Repeat("k", 1025) + `"}`), ErrTooLarge, "params[0].paramKey"},
+	{"rules params item too long", paramsFrame(`{"resource":"q","specificItems":{"` + strings.Repeat("v", 1025) + `":1}}`), ErrTooLarge, "params[0].specificItems"},
+	{"rules params item threshold string", paramsFrame(`{"resource":"q","specificItems":{"v":"1"}}`), ErrMalformed, "params.specificItems"},
+	{"rules params item repeated", paramsFrame(`{"resource":"q","specificItems":{"v":1,"w":2,"v":3}}`), ErrMalformed, `params[0].specificItems["v"]`},
+	{"rules params item case differs", paramsFrame(`{"resource":"q","specificItems":{"v":1,"V":3}}`), nil, ""},
+	{"rules params repeated field", paramsFrame(`{"resource":"q","threshold":1,"Threshold":2}`), ErrMalformed, "params[0].threshold"},
+	{"rules params paramIndex float", paramsFrame(`{"resource":"q","paramIndex":0.5}`), ErrMalformed, "params.paramIndex"},
 	{"state", `{"v":1,"kind":"state","ts":1,"instance":"gw","resource":"r","strategy":0,"from":"CLOSED","to":"OPEN","snapshot":{"total":5,"slow":3,"error":0,"value":0.6},"threshold":0.5,"retryTimeoutMs":10000}`, nil, ""},
 	{"state probe", `{"v":1,"kind":"state","ts":1,"instance":"gw","resource":"r","strategy":2,"from":"HALF_OPEN","to":"CLOSED","ruleId":"b2","probe":{"rtMs":412,"error":false},"threshold":5,"retryTimeoutMs":10000}`, nil, ""},
 	{"state from unknown", `{"v":1,"kind":"state","ts":1,"instance":"gw","resource":"r","from":"OPENED","to":"OPEN"}`, ErrInvalid, "from"},
@@ -255,8 +279,8 @@ func TestTruncated(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	items := strings.Repeat(baseItem+",", 10) + baseItem // 11 items
-	frame := []byte(rep(`[`+baseItem+`]`, `[`+items+`]`))
+	eleven := strings.Repeat(baseItem+",", 10) + baseItem
+	frame := []byte(rep(`[`+baseItem+`]`, `[`+eleven+`]`))
 	d := NewDecoder(Limits{MaxItems: 11})
 	if _, err := decodeBoth(t, d, frame); err != nil {
 		t.Fatalf("11 items, limit 11: %v", err)
@@ -282,6 +306,18 @@ func TestLimits(t *testing.T) {
 	}
 	if _, err := dd.Decode([]byte(baseBuckets + pad[1:])); err != nil {
 		t.Fatalf("frame at the limit: %v", err)
+	}
+	// Hot-parameter rules and their specific items count against MaxItems.
+	three := paramsFrame(`{"resource":"a"},{"resource":"b"},{"resource":"c"}`)
+	items := paramsFrame(`{"resource":"a","specificItems":{"x":1,"y":2,"z":3}}`)
+	for _, frame := range []string{three, items} {
+		if _, err := decodeBoth(t, NewDecoder(Limits{MaxItems: 3}), []byte(frame)); err != nil {
+			t.Fatalf("3 of a limit of 3: %v", err)
+		}
+		if _, err := decodeBoth(t, NewDecoder(Limits{MaxItems: 2}), []byte(frame)); !errors.Is(err, ErrTooLarge) ||
+			!strings.Contains(err.Error(), "3 ") {
+			t.Fatalf("3 of a limit of 2: %v", err)
+		}
 	}
 	// 10,001 items in a frame under 1 MiB.
 	many := `{"v":1,"kind":"buckets","ts":1,"instance":"i","bucketMs":1,"items":[` +

@@ -20,8 +20,9 @@ import (
 // because a rule set's order does not change what Sentinel decides (every
 // rule is checked). A repeated rule counts twice, as Sentinel would run it
 // twice. Defaults are not filled in: a warmUpColdFactor of 0 and of 3 are
-// different content.
-func RulesVersion(breakers []core.BreakerRule, flows []core.FlowRule) string {
+// different content. Hot-parameter rules are hashed when there are any,
+// so a rule set without them keeps the version it had before they existed.
+func RulesVersion(breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) string {
 	h := sha256.New()
 	h.Write([]byte("sentinel-top rules v1\n"))
 	writeCanonical := func(section string, n int, rule func(i int) any) {
@@ -38,6 +39,9 @@ func RulesVersion(breakers []core.BreakerRule, flows []core.FlowRule) string {
 	}
 	writeCanonical("breakers\n", len(breakers), func(i int) any { return &breakers[i] })
 	writeCanonical("flows\n", len(flows), func(i int) any { return &flows[i] })
+	if len(params) > 0 {
+		writeCanonical("params\n", len(params), func(i int) any { return &params[i] })
+	}
 	return hex.EncodeToString(h.Sum(nil)[:6])
 }
 

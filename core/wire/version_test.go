@@ -50,6 +50,26 @@ func TestRulesVersion(t *testing.T) {
 	if got, want := RulesVersion(nil, nil), "5a325c103e3c"; got != want {
 		t.Errorf("empty rule set version %s, want %s", got, want)
 	}
+	// Hot-parameter rules are content; none at all is the version of old.
+	p := core.HotParamRule{Resource: "q", MetricType: core.HotParamQPS, Threshold: 200, DurationInSec: 1,
+		SpecificItems: map[string]int64{"vip": 1000, "b": 1}}
+	q := p
+	q.SpecificItems = map[string]int64{"b": 1, "vip": 1000}
+	if RulesVersion(nil, nil, p) != RulesVersion(nil, nil, q) {
+		t.Error("specific items in another order give another version")
+	}
+	q.SpecificItems = map[string]int64{"vip": 1000}
+	if RulesVersion(nil, nil, p) == RulesVersion(nil, nil, q) || RulesVersion(nil, nil, p) == RulesVersion(nil, nil) {
+		t.Error("hot-parameter rules do not change the version")
+	}
+	if RulesVersion(nil, nil, []core.HotParamRule{}...) != RulesVersion(nil, nil) {
+		t.Error("an empty params list changes the version")
+	}
+	l := f
+	l.LimitApp = "order-service"
+	if RulesVersion(nil, []core.FlowRule{l}) == RulesVersion(nil, []core.FlowRule{f}) {
+		t.Error("limitApp does not change the version")
+	}
 	if RulesVersion(nil, nil) != RulesVersion([]core.BreakerRule{}, []core.FlowRule{}) {
 		t.Error("nil and empty rule sets differ")
 	}
