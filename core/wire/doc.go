@@ -12,8 +12,9 @@
 //
 // Message is implemented by *Meta, *Hello, *Rules, *Buckets, *State and
 // *Bye; each embeds Header (ts, instance). "v" and "kind" are implied by
-// the type. Rules carries core.BreakerRule and core.FlowRule, whose JSON is
-// sentinel-golang's; State carries core.State, written CLOSED, OPEN or
+// the type. Rules carries core.BreakerRule, core.FlowRule and
+// core.HotParamRule ("params"), whose JSON is sentinel-golang's (plus
+// limitApp, the origin a Java rule applies to); State carries core.State, written CLOSED, OPEN or
 // HALF_OPEN.
 //
 // # Encoding
@@ -55,14 +56,17 @@
 //   - kind present, a string [ErrMalformed], one of the six [ErrUnknownKind];
 //   - every known field of the right JSON type, given once [ErrMalformed];
 //     at most Limits.MaxItems items (10,000) [ErrTooLarge]; names
-//     (instance, resource, app, host, sdk, ruleId, rule ids, version) at
-//     most Limits.MaxNameBytes (1024) bytes [ErrTooLarge];
+//     (instance, resource, app, host, sdk, ruleId, rule ids, version,
+//     limitApp, paramKey, specificItems values) at most
+//     Limits.MaxNameBytes (1024) bytes [ErrTooLarge];
 //   - ts present; instance present except in meta [ErrMalformed];
 //   - values [ErrInvalid]: times (ts, start, startedAt) within
 //     [0, MaxTimeMs]; instance non-empty (meta: may be absent);
 //   - hello: bucketMs in [1, MaxBucketMs] (one hour); pid >= 0;
-//   - rules: version non-empty; at most MaxItems breakers and flows; every
-//     rule has a resource and passes core's Validate;
+//   - rules: version non-empty; at most MaxItems breakers, flows and
+//     params, and specificItems per hot-parameter rule; every rule has a
+//     resource and passes core's Validate; a specificItems value given
+//     twice is malformed;
 //   - buckets: bucketMs in [1, MaxBucketMs]; dropped >= 0; per item:
 //     resource non-empty; start a multiple of bucketMs; pass, block,
 //     complete, error, slow, rtSum, rtMin, rtMax, concurrency >= 0;

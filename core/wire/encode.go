@@ -204,38 +204,33 @@ func appendRules(dst []byte, m *Rules) ([]byte, error) {
 	dst = appendHeader(dst, KindRules, &m.Header, true)
 	dst = appendStringField(dst, `,"version":`, m.Version)
 	var err error
-	dst = append(dst, `,"breakers":[`...)
-	for i := range m.Breakers {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, err = appendJSON(dst, &m.Breakers[i]); err != nil {
-			return dst, fmt.Errorf("%w: breakers[%d]: %v", ErrEncode, i, err)
-		}
+	if dst, err = appendRuleList(dst, "breakers", m.Breakers); err != nil {
+		return dst, err
 	}
-	dst = append(dst, `],"flows":[`...)
-	for i := range m.Flows {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		if dst, err = appendJSON(dst, &m.Flows[i]); err != nil {
-			return dst, fmt.Errorf("%w: flows[%d]: %v", ErrEncode, i, err)
-		}
+	if dst, err = appendRuleList(dst, "flows", m.Flows); err != nil {
+		return dst, err
 	}
-	dst = append(dst, ']')
 	if len(m.Params) > 0 {
-		dst = append(dst, `,"params":[`...)
-		for i := range m.Params {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendJSON(dst, &m.Params[i]); err != nil {
-				return dst, fmt.Errorf("%w: params[%d]: %v", ErrEncode, i, err)
-			}
+		if dst, err = appendRuleList(dst, "params", m.Params); err != nil {
+			return dst, err
 		}
-		dst = append(dst, ']')
 	}
 	return append(dst, '}'), nil
+}
+
+// appendRuleList appends `,"name":[...]` with each rule encoded by appendJSON.
+func appendRuleList[R any](dst []byte, name string, rules []R) ([]byte, error) {
+	dst = append(append(append(dst, `,"`...), name...), `":[`...)
+	var err error
+	for i := range rules {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendJSON(dst, &rules[i]); err != nil {
+			return dst, fmt.Errorf("%w: %s[%d]: %v", ErrEncode, name, i, err)
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 // appendJSON encodes a rule with encoding/json, so fields core adds to its
