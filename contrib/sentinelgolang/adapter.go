@@ -58,6 +58,18 @@ type Options struct {
 	Token string
 	// TLSConfig, when set, makes Serve speak TLS (wss://). Default: plain TCP.
 	TLSConfig *tls.Config
+	// AllowOrigins lists the browser origins ("https://dash.example.com")
+	// whose pages may read the stream; "*" allows any. Clients that send no
+	// Origin header, as collectors do, need no listing. Default: none (HTTP
+	// 403 to every web page).
+	AllowOrigins []string
+	// AllowHosts lists the names collectors use to reach the stream
+	// ("svc-1.internal", or with a port); "*" allows any. A request whose
+	// Host header gives another name than these, the address it arrived on,
+	// or localhost on loopback gets HTTP 403: a web page that rebinds its
+	// own name to this address (DNS rebinding) cannot read the stream.
+	// Default: none (addresses, and localhost on loopback, only).
+	AllowHosts []string
 	// Clock stamps messages and closes buckets. Default: core.NewRealClock().
 	// sentinel-golang keeps its own clock (util.SetClock); give both the
 	// same time.
@@ -191,6 +203,8 @@ func New(opts Options) (*Adapter, error) {
 	a.stream = wsstream.New(wsstream.Options{
 		Token:        opts.Token,
 		TLS:          opts.TLSConfig,
+		AllowOrigins: opts.AllowOrigins,
+		AllowHosts:   opts.AllowHosts,
 		QueueLen:     opts.QueueLen,
 		MaxReaders:   opts.MaxReaders,
 		WriteTimeout: opts.WriteTimeout,
