@@ -31,10 +31,12 @@
 // the now given to Findings (the last timestamp of the input for a report):
 //
 //   - sawtooth: a breaker of the resource is still in a run of 3 or more
-//     failed probes (no transition to CLOSED since, no restart).
-//   - sync-half-open: 3 or more instances of the latest occasion still have
-//     a breaker of the resource that is not CLOSED: they will probe together
-//     again.
+//     failed probes (no transition to CLOSED since, no restart), or such a
+//     run ended less than HoldMs (45 s) before now.
+//   - sync-half-open: the latest occasion happened less than HoldMs or two
+//     retry timeouts (whichever is longer) before now, and 3 or more of its
+//     instances are still there: while the downstream is down they probe
+//     together once per retry timeout.
 //   - rule-drift: the instances still disagree at now, or the episode ended
 //     at now because they left at the very end of the input.
 //   - unprotected: the instance's latest bucket with traffic passed without

@@ -27,6 +27,7 @@ const (
 const (
 	DefaultStaleMs = 10_000
 	DefaultGraceMs = 5_000
+	DefaultHoldMs  = 45_000
 )
 
 // Bounds of the state kept per breaker and per series.
@@ -47,6 +48,11 @@ type Config struct {
 	// before it is reported, so that a rule push reaching the instances a
 	// moment apart is not a finding. 0 means DefaultGraceMs.
 	GraceMs int64
+	// HoldMs is how long a sawtooth or a recovery flood must have been over
+	// before its finding stops being critical: an incident between two
+	// probe cycles is not over, and a finding that turned warning at every
+	// pause would flap. 0 means DefaultHoldMs.
+	HoldMs int64
 }
 
 // BucketStat is one completed bucket of one resource on one instance (an
@@ -127,6 +133,12 @@ func (e *Engine) alive(in *instState, now int64) bool {
 	return !in.gone || now-in.goneAt <= e.cfg.StaleMs
 }
 
+// held reports whether a condition that ended at endedAt (0: never) ended
+// less than hold ago at now, so that its finding is still critical.
+func held(endedAt, now, hold int64) bool {
+	return endedAt > 0 && now-endedAt < hold
+}
+
 // end is when the instance's evidence stops: now, or when it said bye.
 func (in *instState) end(now int64) int64 {
 	if in.gone && in.goneAt < now {
@@ -174,6 +186,9 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.GraceMs <= 0 {
 		cfg.GraceMs = DefaultGraceMs
+	}
+	if cfg.HoldMs <= 0 {
+		cfg.HoldMs = DefaultHoldMs
 	}
 	return &Engine{
 		cfg:       cfg,
@@ -239,7 +254,7 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 	if in.helloSeen && startedAt > in.startedAt {
 		for _, s := range in.seriesList {
 			for _, b := range s.breakers {
-				b.restart()
+				b.restart(startedAt)
 			}
 			s.hz.close(startedAt)
 		}
@@ -471,7 +486,7 @@ func (e *Engine) Transition(instance string, t core.Transition) {
 	case t.To == core.Open && t.From == core.HalfOpen:
 		e.failedProbe(b, t.AtMs, t.Probe)
 	case t.To == core.Closed:
-		b.startRun(0)
+		b.endRun(t.AtMs)
 	case t.To == core.HalfOpen:
 		e.halfOpen(s.ar, in, t.AtMs, b.retry)
 	}

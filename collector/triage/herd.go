@@ -89,9 +89,10 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 // is a cluster of HALF_OPEN entries no more than HerdWindowMs apart from its
 // first to its last, counted once it holds HerdSize distinct instances and
 // at least half of the app's instances reporting the resource at that
-// moment. It is critical while HerdSize or more participants of the latest
-// occasion, still there, have a breaker of the resource not CLOSED (they
-// will probe together again).
+// moment. It is critical until no occasion happened for HoldMs or two
+// retry timeouts, whichever is longer (the instances probe together once
+// per retry timeout while the downstream is down), as long as HerdSize or
+// more participants of the latest occasion are still there.
 func (e *Engine) herdFindings(now int64, out []Finding) []Finding {
 	for _, ar := range e.herds {
 		h := &ar.herd
@@ -107,13 +108,14 @@ func (e *Engine) herdFindings(now int64, out []Finding) []Finding {
 			x.Suggest = &SyncHalfOpenSuggest{RetryTimeoutMs: retrySpread(x.RetryTimeoutMs, x.Java)}
 		}
 		f.Facts = x
-		open := 0
+		present := 0
 		for _, in := range h.last {
-			if s := in.series[ar.resource]; s != nil && s.open() && e.alive(in, now) {
-				open++
+			if e.alive(in, now) {
+				present++
 			}
 		}
-		f.Severity = severity(open >= HerdSize)
+		hold := max(e.cfg.HoldMs, 2*int64(x.RetryTimeoutMs))
+		f.Severity = severity(present >= HerdSize && held(h.to, now, hold))
 		words(&f)
 		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)

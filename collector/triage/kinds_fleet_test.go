@@ -79,7 +79,7 @@ func TestSyncHalfOpen(t *testing.T) {
 			occasion(e, in, t0+23000, 500)
 			return t0 + 30000
 		}, true, Critical, 2, 1000},
-		{"all closed at the end: warning", 3, func(e *Engine, in []string) int64 {
+		{"no occasion for HoldMs: warning", 3, func(e *Engine, in []string) int64 {
 			trip(e, in, t0+1000)
 			occasion(e, in, t0+11000, 100)
 			occasion(e, in, t0+23000, 100)
@@ -87,8 +87,30 @@ func TestSyncHalfOpen(t *testing.T) {
 			for i, n := range in {
 				closeBreaker(e, n, res, t0+50000+int64(i)*3000)
 			}
-			return t0 + 60000
+			return t0 + 35200 + DefaultHoldMs
 		}, true, Warning, 3, 200},
+		{"all closed, the last occasion less than HoldMs ago: still critical", 3, func(e *Engine, in []string) int64 {
+			trip(e, in, t0+1000)
+			occasion(e, in, t0+11000, 100)
+			occasion(e, in, t0+23000, 100)
+			occasion(e, in, t0+35000, 100)
+			for i, n := range in {
+				closeBreaker(e, n, res, t0+50000+int64(i)*3000)
+			}
+			return t0 + 35200 + DefaultHoldMs - 1
+		}, true, Critical, 3, 200},
+		{"a retry timeout of 60 s holds for two of them", 3, func(e *Engine, in []string) int64 {
+			trip(e, in, t0+1000)
+			for k := range 3 {
+				for _, n := range in {
+					e.Transition(n, core.Transition{Resource: res, From: core.Open, To: core.HalfOpen,
+						AtMs: t0 + 61000 + int64(k)*62000, RetryTimeoutMs: 60000})
+					e.Transition(n, core.Transition{Resource: res, From: core.HalfOpen, To: core.Open,
+						AtMs: t0 + 61500 + int64(k)*62000, Probe: &core.Probe{RtMs: 2000}})
+				}
+			}
+			return t0 + 61000 + 2*62000 + 119000
+		}, true, Critical, 3, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -129,13 +129,28 @@ func TestSawtooth(t *testing.T) {
 		{"a new short run after a closed one: warning", func(e *Engine) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 5)
 			closeBreaker(e, "order-1", res, end+10000)
-			return sawtoothRun(e, "order-1", res, end+20000, 10000, 1) + 1000
+			return sawtoothRun(e, "order-1", res, end+50000, 10000, 1) + 1000
 		}, true, Warning, 5},
-		{"restart ends the run: warning", func(e *Engine) int64 {
+		{"closed less than HoldMs ago: still critical", func(e *Engine) int64 {
+			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 5)
+			closeBreaker(e, "order-1", res, end+10000)
+			return end + 10000 + DefaultHoldMs - 1
+		}, true, Critical, 5},
+		{"closed exactly HoldMs ago: warning", func(e *Engine) int64 {
+			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 5)
+			closeBreaker(e, "order-1", res, end+10000)
+			return end + 10000 + DefaultHoldMs
+		}, true, Warning, 5},
+		{"restart ends the run: warning once HoldMs passed", func(e *Engine) int64 {
+			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
+			e.Hello("order-1", "order", end+1000, end+500)
+			return end + 500 + DefaultHoldMs
+		}, true, Warning, 3},
+		{"restart a moment ago: still critical", func(e *Engine) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			e.Hello("order-1", "order", end+1000, end+500)
 			return end + 2000
-		}, true, Warning, 3},
+		}, true, Critical, 3},
 		{"bye at the end of the input: still critical", func(e *Engine) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			e.Bye("order-1", end+1000)

@@ -71,8 +71,10 @@ func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state != cor
 // breaker) of qualifying runs, probeRtMs the median response time of their
 // failed probes (the last spacingLen per breaker; absent when no probe said
 // it), From the start (the trip) of the first qualifying run and To its
-// latest failed probe. It is critical when a breaker is still in a
-// qualifying run (no CLOSED since) on an instance that is still there.
+// latest failed probe. It is critical while a breaker is in a qualifying
+// run (no CLOSED since) on an instance that is still there, and for HoldMs
+// after such a run ended (a CLOSED, a restart); an instance that left takes
+// its breakers' part with it at once, as it leaves every other view.
 //
 // The advice judges the rule of the breaker with the longest run: when it
 // is a slow-ratio rule, the failed probes took under 2 x maxAllowedRtMs and
@@ -110,7 +112,9 @@ func (e *Engine) sawtoothFindings(now int64, out []Finding) []Finding {
 			if b.maxRunDur > dur {
 				dur, longest = b.maxRunDur, b
 			}
-			ongoing = ongoing || (b.ongoing() && e.alive(in, now))
+			if e.alive(in, now) {
+				ongoing = ongoing || b.ongoing() || held(b.qualEnd, now, e.cfg.HoldMs)
+			}
 		}
 		insts = sortInsts(insts)
 		f.Instances = names(insts)

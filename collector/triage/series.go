@@ -68,6 +68,7 @@ type breaker struct {
 	// its first failed probes, kept until it qualifies.
 	run      int64
 	runStart int64 // first OPEN of the run, 0 if not seen
+	qualEnd  int64 // when its latest qualifying run ended (CLOSED, restart), 0 if none
 	lastOpen int64 // latest OPEN of the run, 0 if not seen
 	pending  [SawtoothRun]int64
 	npending int
@@ -123,10 +124,19 @@ func (b *breaker) startRun(at int64) {
 	b.run, b.runStart, b.lastOpen, b.npending, b.npendRt = 0, at, at, 0, 0
 }
 
-// restart is a process restart: the breaker is new, and CLOSED.
-func (b *breaker) restart() {
-	b.state = core.Closed
+// endRun ends the run of failed probes at at (a CLOSED, or a restart),
+// remembering when a qualifying one ended.
+func (b *breaker) endRun(at int64) {
+	if b.run >= SawtoothRun {
+		b.qualEnd = at
+	}
 	b.startRun(0)
+}
+
+// restart is a process restart at at: the breaker is new, and CLOSED.
+func (b *breaker) restart(at int64) {
+	b.state = core.Closed
+	b.endRun(at)
 }
 
 // recent keeps the last spacingLen values added.
