@@ -56,6 +56,12 @@ func severity(ongoing bool) Severity {
 	return Warning
 }
 
+// held reports whether a condition that ended at endedAt (0: never) ended
+// less than hold ago at now, so that its finding is still critical.
+func held(endedAt, now, hold int64) bool {
+	return endedAt > 0 && now-endedAt < hold
+}
+
 // groupBy groups xs by key, the keys in the order first seen.
 func groupBy[T any, K comparable](xs []T, key func(T) K) ([]K, map[K][]T) {
 	var order []K

@@ -133,12 +133,6 @@ func (e *Engine) alive(in *instState, now int64) bool {
 	return !in.gone || now-in.goneAt <= e.cfg.StaleMs
 }
 
-// held reports whether a condition that ended at endedAt (0: never) ended
-// less than hold ago at now, so that its finding is still critical.
-func held(endedAt, now, hold int64) bool {
-	return endedAt > 0 && now-endedAt < hold
-}
-
 // end is when the instance's evidence stops: now, or when it said bye.
 func (in *instState) end(now int64) int64 {
 	if in.gone && in.goneAt < now {

@@ -27,6 +27,18 @@ func TestSyncHalfOpen(t *testing.T) {
 			e.Transition(in, trans(res, core.Closed, core.Open, at))
 		}
 	}
+	// closedFlood feeds three occasions of a recovery flood, then every
+	// breaker closing; it returns the end of the last occasion.
+	closedFlood := func(e *Engine, in []string) int64 {
+		trip(e, in, t0+1000)
+		occasion(e, in, t0+11000, 100)
+		occasion(e, in, t0+23000, 100)
+		occasion(e, in, t0+35000, 100)
+		for i, n := range in {
+			closeBreaker(e, n, res, t0+50000+int64(i)*3000)
+		}
+		return t0 + 35200
+	}
 	cases := []struct {
 		name      string
 		instances int
@@ -80,24 +92,10 @@ func TestSyncHalfOpen(t *testing.T) {
 			return t0 + 30000
 		}, true, Critical, 2, 1000},
 		{"no occasion for HoldMs: warning", 3, func(e *Engine, in []string) int64 {
-			trip(e, in, t0+1000)
-			occasion(e, in, t0+11000, 100)
-			occasion(e, in, t0+23000, 100)
-			occasion(e, in, t0+35000, 100)
-			for i, n := range in {
-				closeBreaker(e, n, res, t0+50000+int64(i)*3000)
-			}
-			return t0 + 35200 + DefaultHoldMs
+			return closedFlood(e, in) + DefaultHoldMs
 		}, true, Warning, 3, 200},
 		{"all closed, the last occasion less than HoldMs ago: still critical", 3, func(e *Engine, in []string) int64 {
-			trip(e, in, t0+1000)
-			occasion(e, in, t0+11000, 100)
-			occasion(e, in, t0+23000, 100)
-			occasion(e, in, t0+35000, 100)
-			for i, n := range in {
-				closeBreaker(e, n, res, t0+50000+int64(i)*3000)
-			}
-			return t0 + 35200 + DefaultHoldMs - 1
+			return closedFlood(e, in) + DefaultHoldMs - 1
 		}, true, Critical, 3, 200},
 		{"a retry timeout of 60 s holds for two of them", 3, func(e *Engine, in []string) int64 {
 			trip(e, in, t0+1000)
@@ -330,3 +328,4 @@ func TestSharedResource(t *testing.T) {
 		t.Fatalf("from %d to %d", f.From-t0, f.To-t0)
 	}
 }
+
