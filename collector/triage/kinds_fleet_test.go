@@ -328,4 +328,3 @@ func TestSharedResource(t *testing.T) {
 		t.Fatalf("from %d to %d", f.From-t0, f.To-t0)
 	}
 }
-
