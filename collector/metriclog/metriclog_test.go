@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestItemMapping(t *testing.T) {
 	l := Line{Timestamp: 1764460800123, Resource: "r", Pass: 10, Block: 2, Success: 8, Exception: 9, Rt: 30, Concurrency: 3}
 	it := l.Item()
 	want := wire.BucketItem{Resource: "r", Start: 1764460800000, Metrics: core.Metrics{Pass: 10, Block: 2, Complete: 8, Error: 8, RtSum: 240, RtMin: 30, RtMax: 30, Concurrency: 3}}
-	if it != want {
+	if !reflect.DeepEqual(it, want) {
 		t.Fatalf("got  %+v\nwant %+v", it, want)
 	}
 	checkItem(t, it)
@@ -168,7 +169,7 @@ func TestConvert(t *testing.T) {
 	if strings.Join(names, ",") != "GET:/api_v2,db,late" {
 		t.Fatalf("first second: %v", names)
 	}
-	if len(second.Items) != 1 || second.Items[0] != (wire.BucketItem{Resource: "GET:/api_v2", Start: 1764460801000,
+	if len(second.Items) != 1 || !reflect.DeepEqual(second.Items[0], wire.BucketItem{Resource: "GET:/api_v2", Start: 1764460801000,
 		Metrics: core.Metrics{Pass: 12, Complete: 12, RtSum: 216, RtMin: 18, RtMax: 18, Concurrency: 1}}) {
 		t.Fatalf("second second: %+v", second.Items)
 	}

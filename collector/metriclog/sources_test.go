@@ -3,6 +3,7 @@ package metriclog
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -111,7 +112,7 @@ func TestConvertSumsLinesOfOneName(t *testing.T) {
 		t.Fatalf("%d messages, errors %v", len(r.Messages), r.Errors)
 	}
 	first := r.Messages[1].(*wire.Buckets).Items
-	if len(first) != 2 || first[0] != (wire.BucketItem{Resource: "price_cache", Start: 1796083478000, Metrics: core.Metrics{Pass: 15, Block: 1, Complete: 13, Error: 2, RtSum: 62*5 + 24*8, RtMin: 24, RtMax: 62, Concurrency: 3}}) {
+	if len(first) != 2 || !reflect.DeepEqual(first[0], wire.BucketItem{Resource: "price_cache", Start: 1796083478000, Metrics: core.Metrics{Pass: 15, Block: 1, Complete: 13, Error: 2, RtSum: 62*5 + 24*8, RtMin: 24, RtMax: 62, Concurrency: 3}}) {
 		t.Fatalf("%+v", first)
 	}
 	if second := r.Messages[2].(*wire.Buckets).Items; len(second) != 1 || second[0].Pass != 4 || second[0].RtMin != 10 {

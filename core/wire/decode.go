@@ -16,8 +16,9 @@ import (
 
 // Decoder decodes and validates wire messages. It keeps buffers between
 // calls so that decoding buckets, the bulk of all traffic, does not
-// allocate: the *Buckets a Decode returns and its Items are reused by the next Decode on the same Decoder (strings are
-// not: they may be kept). Clone a message to keep it longer. Messages of
+// allocate: the *Buckets a Decode returns, its Items and their Hot slices
+// are reused by the next Decode on the same Decoder (strings are not: they
+// may be kept; hot values are interned apart from names). Clone a message to keep it longer. Messages of
 // the other kinds are freshly allocated each time.
 //
 // The zero Decoder uses the default limits. A Decoder is not safe for
@@ -26,10 +27,11 @@ type Decoder struct {
 	lim   Limits
 	ready bool
 
-	b           Buckets
-	names       map[string]string
-	internBytes int
-	deferred    *DecodeError
+	b        Buckets
+	hots     []HotItem // the hot items of b's items
+	names    interned  // resource and instance names
+	values   interned  // hot values
+	deferred *DecodeError
 
 	key, kindBuf, scratch []byte
 	stack                 []byte
@@ -51,7 +53,6 @@ func (d *Decoder) Limits() Limits { return d.lim.withDefaults() }
 func (d *Decoder) Decode(frame []byte) (Message, error) {
 	if !d.ready {
 		d.lim = d.lim.withDefaults()
-		d.names = make(map[string]string)
 		d.ready = true
 	}
 	if len(frame) > d.lim.MaxFrameBytes {
@@ -122,18 +123,26 @@ type stdBuckets struct {
 }
 
 type stdItem struct {
-	Resource    string  `json:"resource"`
-	Start       int64   `json:"start"`
-	Pass        int64   `json:"pass"`
-	Block       int64   `json:"block"`
-	Complete    int64   `json:"complete"`
-	Error       int64   `json:"error"`
-	Slow        int64   `json:"slow"`
-	RtSum       int64   `json:"rtSum"`
-	RtMin       int64   `json:"rtMin"`
-	RtMax       int64   `json:"rtMax"`
-	Concurrency int64   `json:"concurrency"`
-	RtHist      []int64 `json:"rtHist"`
+	Resource    string   `json:"resource"`
+	Start       int64    `json:"start"`
+	Pass        int64    `json:"pass"`
+	Block       int64    `json:"block"`
+	Complete    int64    `json:"complete"`
+	Error       int64    `json:"error"`
+	Slow        int64    `json:"slow"`
+	RtSum       int64    `json:"rtSum"`
+	RtMin       int64    `json:"rtMin"`
+	RtMax       int64    `json:"rtMax"`
+	Concurrency int64    `json:"concurrency"`
+	RtHist      []int64  `json:"rtHist"`
+	Hot         []stdHot `json:"hot"`
+}
+
+type stdHot struct {
+	Param int64  `json:"param"`
+	Value string `json:"value"`
+	Pass  int64  `json:"pass"`
+	Block int64  `json:"block"`
 }
 
 type stdState struct {
@@ -295,6 +304,11 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 				}
 				m.Items[i].Hist, m.Items[i].HasHist = [core.HistogramSlots]int64(it.RtHist), true
 			}
+			if len(it.Hot) > 0 {
+				if err := stdHotItems(&m.Items[i], it.Hot, i); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if err := s.header(&m.Header, kind); err != nil {
 			return nil, err
@@ -354,6 +368,22 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 		return m, nil
 	}
 	return nil, errorf(ErrUnknownKind, "", "kind", quoteClip(ks))
+}
+
+// stdHotItems copies an item's hot values, with the bounds the fast path
+// applies while it reads them.
+func stdHotItems(it *BucketItem, hot []stdHot, i int) *DecodeError {
+	if len(hot) > maxHotItems {
+		return tooManyHot(i)
+	}
+	it.Hot = make([]HotItem, len(hot))
+	for j, h := range hot {
+		if len(h.Value) > MaxHotValueBytes {
+			return hotValueTooLong(i, j, len(h.Value))
+		}
+		it.Hot[j] = HotItem{Param: h.Param, Value: h.Value, Pass: h.Pass, Block: h.Block}
+	}
+	return nil
 }
 
 // header copies the common fields, checking that they are present.

@@ -74,7 +74,12 @@
 //     rtMin <= rtMax <= rtSum, and when complete == 0, rtSum, rtMin and
 //     rtMax are 0; rtHist, when present, exactly 14 counts, each >= 0
 //     (their sum is not checked against complete: a straggling writer can
-//     land in a closed bucket between the two reads);
+//     land in a closed bucket between the two reads); hot, when present, at
+//     most MaxHotValues (8) values and one HotOther ("(other)") item
+//     [ErrTooLarge, ErrInvalid for a second (other)], each value at most
+//     MaxHotValueBytes (128) [ErrTooLarge], pass and block >= 0 (their
+//     sums are not checked against the item's: an entry without the
+//     rule's parameter has no value);
 //   - state: resource non-empty; strategy 0, 1 or 2; from and to present
 //     [ErrMalformed], each CLOSED, OPEN or HALF_OPEN, and different;
 //     snapshot counts >= 0 and value finite >= 0; probe rtMs >= 0;

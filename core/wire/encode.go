@@ -119,6 +119,21 @@ func appendItem(dst []byte, it *BucketItem) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if len(it.Hot) > 0 {
+		dst = append(dst, `,"hot":[`...)
+		for i := range it.Hot {
+			h := &it.Hot[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendIntField(dst, `{"param":`, h.Param)
+			dst = appendStringField(dst, `,"value":`, h.Value)
+			dst = appendIntField(dst, `,"pass":`, h.Pass)
+			dst = appendIntField(dst, `,"block":`, h.Block)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
 	return append(dst, '}')
 }
 

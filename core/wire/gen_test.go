@@ -234,6 +234,15 @@ func (g *gen) item(bucketMs int64) BucketItem {
 		}
 		it.Hist, it.HasHist = h, true
 	}
+	if g.r.IntN(3) == 0 {
+		n := 1 + g.r.IntN(MaxHotValues)
+		for range n {
+			it.Hot = append(it.Hot, HotItem{Param: int64(g.r.IntN(4) - 1), Value: CutHotValue(g.name()), Pass: g.count(), Block: g.count()})
+		}
+		if g.r.IntN(2) == 0 {
+			it.Hot = append(it.Hot, HotItem{Value: HotOther, Pass: g.count(), Block: g.count()})
+		}
+	}
 	return it
 }
 

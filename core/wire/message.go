@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"maps"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -101,7 +103,7 @@ type Rules struct {
 
 // Buckets carries closed window buckets; an empty Items is a heartbeat.
 //
-// A *Buckets returned by Decoder.Decode and its Items
+// A *Buckets returned by Decoder.Decode, its Items and their Hot slices
 // belong to the Decoder and are overwritten by its next Decode; strings are
 // never overwritten. Use Clone to keep one.
 type Buckets struct {
@@ -132,6 +134,51 @@ type BucketItem struct {
 	// core.HistogramBounds (the item had an rtHist); without it Hist is all
 	// zero and means nothing.
 	HasHist bool
+	// Hot lists, for a resource with hot-parameter rules, the parameter
+	// values with the most entries in the bucket ("hot", optional): at most
+	// MaxHotValues of them and one HotOther item summing the rest. Nil when
+	// the sender sends none.
+	Hot []HotItem
+}
+
+// The bounds of an item's hot values.
+const (
+	// MaxHotValues is how many parameter values one bucket item lists.
+	MaxHotValues = 8
+	// MaxHotValueBytes bounds a value's text; senders cut longer values
+	// (CutHotValue).
+	MaxHotValueBytes = 128
+	// HotOther is the value of the item that sums the values not listed.
+	HotOther = "(other)"
+)
+
+// HotItem is one parameter value's entries in one bucket.
+type HotItem struct {
+	// Param is the rule's paramIndex: which argument the value is.
+	Param int64
+	// Value is the parameter value as text, at most MaxHotValueBytes, or
+	// HotOther.
+	Value string
+	// Pass and Block count the value's entries admitted and rejected (by
+	// any rule, not only hot-parameter ones).
+	Pass, Block int64
+}
+
+// CutHotValue cuts s to at most MaxHotValueBytes without splitting a UTF-8
+// sequence, and replaces invalid UTF-8 with U+FFFD first, so the result is
+// a valid HotItem.Value.
+func CutHotValue(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= MaxHotValueBytes {
+		return s
+	}
+	cut := MaxHotValueBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // State is one circuit-breaker transition.
@@ -267,6 +314,19 @@ func (b *Buckets) Clone() *Buckets {
 	if b.Items != nil {
 		c.Items = make([]BucketItem, len(b.Items))
 		copy(c.Items, b.Items)
+		n := 0
+		for i := range b.Items {
+			n += len(b.Items[i].Hot)
+		}
+		if n > 0 {
+			hot := make([]HotItem, 0, n)
+			for i := range c.Items {
+				if h := c.Items[i].Hot; h != nil {
+					hot = append(hot, h...)
+					c.Items[i].Hot = hot[len(hot)-len(h) : len(hot) : len(hot)]
+				}
+			}
+		}
 	}
 	return &c
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -457,12 +458,13 @@ const (
 	iRtMax
 	iConcurrency
 	iRtHist
+	iHot
 	nItem
 )
 
 var itemNames = [nItem][]byte{[]byte("resource"), []byte("start"), []byte("pass"), []byte("block"),
 	[]byte("complete"), []byte("error"), []byte("slow"), []byte("rtSum"), []byte("rtMin"),
-	[]byte("rtMax"), []byte("concurrency"), []byte("rtHist")}
+	[]byte("rtMax"), []byte("concurrency"), []byte("rtHist"), []byte("hot")}
 
 func matchItem(key []byte) int {
 	switch string(key) {
@@ -490,6 +492,8 @@ func matchItem(key []byte) int {
 		return iConcurrency
 	case "rtHist":
 		return iRtHist
+	case "hot":
+		return iHot
 	}
 	return foldMatch(key, itemNames[:])
 }
@@ -565,6 +569,7 @@ func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *Decod
 	d.deferred = nil
 	b := &d.b
 	*b = Buckets{Items: b.Items[:0]}
+	d.hots = d.hots[:0]
 	var f frame
 	i := skipWS(data, 0)
 	if peek(data, i) != '{' {
@@ -794,17 +799,29 @@ const maxInternBytes = 1 << 20
 
 // intern returns b as a string, without allocating when the Decoder has
 // seen it recently.
-func (d *Decoder) intern(b []byte) string {
-	if s, ok := d.names[string(b)]; ok {
+func (d *Decoder) intern(b []byte) string { return d.names.intern(b, d.lim.InternNames) }
+
+// interned is a bounded set of strings: at most n of them and
+// maxInternBytes in all, emptied when full.
+type interned struct {
+	m     map[string]string
+	bytes int
+}
+
+func (t *interned) intern(b []byte, n int) string {
+	if s, ok := t.m[string(b)]; ok {
 		return s
 	}
-	if len(d.names) >= d.lim.InternNames || d.internBytes+len(b) > maxInternBytes {
-		clear(d.names)
-		d.internBytes = 0
+	if t.m == nil {
+		t.m = make(map[string]string)
+	}
+	if len(t.m) >= n || t.bytes+len(b) > maxInternBytes {
+		clear(t.m)
+		t.bytes = 0
 	}
 	s := string(b)
-	d.names[s] = s
-	d.internBytes += len(s)
+	t.m[s] = s
+	t.bytes += len(s)
 	return s
 }
 
@@ -892,6 +909,8 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 			}
 		case iRtHist:
 			i, err = d.readHist(data, i, idx)
+		case iHot:
+			i, err = d.readHot(data, i, idx)
 		default:
 			var v int64
 			var outcome int
@@ -967,6 +986,177 @@ func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 			fmt.Sprintf("has %d counts, want %d", n, core.HistogramSlots)))
 	}
 	return i, nil
+}
+
+// The fields of a hot item.
+const (
+	hParam = iota
+	hValue
+	hPass
+	hBlock
+	nHot
+)
+
+var hotNames = [nHot][]byte{[]byte("param"), []byte("value"), []byte("pass"), []byte("block")}
+
+func matchHot(key []byte) int {
+	switch string(key) {
+	case "param":
+		return hParam
+	case "value":
+		return hValue
+	case "pass":
+		return hPass
+	case "block":
+		return hBlock
+	}
+	return foldMatch(key, hotNames[:])
+}
+
+// readHot reads a hot value at data[i] for b.Items[idx]. The values are
+// kept in d.hots, which the next frame reuses; past maxHotItems they are
+// read (for their syntax and types) but not kept.
+func (d *Decoder) readHot(data []byte, i, idx int) (int, *DecodeError) {
+	const depth = 3
+	it := &d.b.Items[idx]
+	it.Hot = nil
+	switch peek(data, i) {
+	case 'n':
+		return scanLiteral(data, i, "null")
+	case '[':
+	default:
+		if d.deferred == nil {
+			d.later(typeErr(data, i, fieldAt("items", idx, "hot"), "an array"))
+		}
+		return d.skipValue(data, i, depth)
+	}
+	first := len(d.hots)
+	i = skipWS(data, i+1)
+	if peek(data, i) == ']' {
+		return i + 1, nil // no values: nil, as from encoding/json's reading
+	}
+	var err *DecodeError
+	for n := 0; ; n++ {
+		var h HotItem
+		switch peek(data, i) {
+		case '{':
+			i, err = d.readHotItem(data, i, idx, n, &h)
+		case 'n':
+			i, err = scanLiteral(data, i, "null")
+		default:
+			if d.deferred == nil {
+				d.later(typeErr(data, i, fieldAt("items", idx, "hot["+strconv.Itoa(n)+"]"), "an object"))
+			}
+			i, err = d.skipValue(data, i, depth+1)
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n < maxHotItems {
+			d.hots = append(d.hots, h)
+		} else if d.deferred == nil {
+			d.later(tooManyHot(idx))
+		}
+		var more bool
+		if i, more, err = sep(data, i, ']', "after array element"); err != nil || !more {
+			it.Hot = d.hots[first:len(d.hots):len(d.hots)]
+			return i, err
+		}
+	}
+}
+
+// readHotItem reads the hot item object at data[i] == '{' into h.
+func (d *Decoder) readHotItem(data []byte, i, idx, n int, h *HotItem) (int, *DecodeError) {
+	const depth = 5 // top-level object, items array, item, hot array, this object
+	var err *DecodeError
+	i = skipWS(data, i+1)
+	if peek(data, i) == '}' {
+		return i + 1, nil
+	}
+	var seen uint32
+	for {
+		var key []byte
+		if key, i, err = d.scanKey(data, i); err != nil {
+			return 0, err
+		}
+		fld := matchHot(key)
+		if fld >= 0 {
+			if seen&(1<<fld) != 0 {
+				if d.deferred == nil {
+					d.later(errorf(ErrMalformed, KindBuckets, hotField(idx, n, fld), "given more than once"))
+				}
+				fld = -1
+			} else {
+				seen |= 1 << fld
+			}
+		}
+		switch fld {
+		case -1:
+			i, err = d.skipValue(data, i, depth)
+		case hValue:
+			switch peek(data, i) {
+			case '"':
+				i, err = d.readHotValue(data, i, idx, n, h)
+			case 'n':
+				i, err = scanLiteral(data, i, "null")
+			default:
+				if d.deferred == nil {
+					d.later(typeErr(data, i, hotField(idx, n, fld), "a string"))
+				}
+				i, err = d.skipValue(data, i, depth)
+			}
+		default:
+			var v int64
+			var outcome int
+			start := i
+			i, v, outcome, err = d.readInt(data, i, depth)
+			switch {
+			case outcome == valInt && fld == hParam:
+				h.Param = v
+			case outcome == valInt && fld == hPass:
+				h.Pass = v
+			case outcome == valInt:
+				h.Block = v
+			case outcome == valBad && err == nil && d.deferred == nil:
+				d.later(typeErr(data, start, hotField(idx, n, fld), "an integer"))
+			}
+		}
+		if err != nil {
+			return 0, err
+		}
+		var more bool
+		if i, more, err = sep(data, i, '}', "after object key:value pair"); err != nil || !more {
+			return i, err
+		}
+	}
+}
+
+// hotField names field fld of hot item n of item idx.
+func hotField(idx, n, fld int) string {
+	return fieldAt("items", idx, "hot["+strconv.Itoa(n)+"]."+string(hotNames[fld]))
+}
+
+// readHotValue reads a hot value's text, interning it apart from names (so
+// a churn of values cannot evict the resource names). A value over
+// MaxHotValueBytes is reported, not copied.
+func (d *Decoder) readHotValue(data []byte, i, idx, n int, h *HotItem) (int, *DecodeError) {
+	s, e, esc, next, err := scanString(data, i)
+	if err != nil {
+		return 0, err
+	}
+	raw := data[s:e]
+	if esc {
+		d.scratch = unescape(d.scratch[:0], raw)
+		raw = d.scratch
+	}
+	if len(raw) > MaxHotValueBytes {
+		if d.deferred == nil {
+			d.later(hotValueTooLong(idx, n, len(raw)))
+		}
+		return next, nil
+	}
+	h.Value = d.values.intern(raw, d.lim.InternNames)
+	return next, nil
 }
 
 // sep reads what follows a value inside an object or an array: a comma

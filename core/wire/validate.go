@@ -316,6 +316,11 @@ func validateItem(it *BucketItem, i int, bucketMs int64) *DecodeError {
 				fmt.Sprintf("%d exceeds rtSum %d", it.RtMax, it.RtSum))
 		}
 	}
+	if it.Hot != nil {
+		if err := validateHot(it.Hot, i); err != nil {
+			return err
+		}
+	}
 	if it.HasHist {
 		h := &it.Hist
 		var or int64
@@ -329,6 +334,54 @@ func validateItem(it *BucketItem, i int, bucketMs int64) *DecodeError {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// maxHotItems is the most hot items one bucket item may carry: the
+// values and their (other).
+const maxHotItems = MaxHotValues + 1
+
+func tooManyHot(i int) *DecodeError {
+	return errorf(ErrTooLarge, KindBuckets, fieldAt("items", i, "hot"),
+		fmt.Sprintf("more than %d values and their %s", MaxHotValues, HotOther))
+}
+
+func hotValueTooLong(i, j, n int) *DecodeError {
+	return errorf(ErrTooLarge, KindBuckets, fieldAt("items", i, "hot["+strconv.Itoa(j)+"].value"),
+		fmt.Sprintf("%d bytes exceeds the limit of %d", n, MaxHotValueBytes))
+}
+
+// validateHot checks an item's hot values: at most MaxHotValues values and
+// one HotOther, each value valid UTF-8 of at most MaxHotValueBytes, counts
+// >= 0. Their sums are not checked against the item's counts: a value is
+// counted only when an entry has the rule's parameter.
+func validateHot(hot []HotItem, i int) *DecodeError {
+	if len(hot) > maxHotItems {
+		return tooManyHot(i)
+	}
+	others := 0
+	for j := range hot {
+		h := &hot[j]
+		field := func(name string) string { return fieldAt("items", i, "hot["+strconv.Itoa(j)+"]."+name) }
+		switch {
+		case len(h.Value) > MaxHotValueBytes:
+			return hotValueTooLong(i, j, len(h.Value))
+		case !utf8.ValidString(h.Value):
+			return errorf(ErrMalformed, KindBuckets, field("value"), "invalid UTF-8")
+		case h.Value == HotOther && others > 0:
+			return errorf(ErrInvalid, KindBuckets, field("value"), HotOther+" given more than once")
+		case h.Pass < 0:
+			return errorf(ErrInvalid, KindBuckets, field("pass"), fmt.Sprintf("%d is negative", h.Pass))
+		case h.Block < 0:
+			return errorf(ErrInvalid, KindBuckets, field("block"), fmt.Sprintf("%d is negative", h.Block))
+		}
+		if h.Value == HotOther {
+			others++
+		}
+	}
+	if len(hot)-others > MaxHotValues {
+		return tooManyHot(i)
 	}
 	return nil
 }

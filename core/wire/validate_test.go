@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -32,8 +33,46 @@ type vcase struct {
 	field string // expected DecodeError.Field
 }
 
+// hotFrame is the base buckets frame whose item carries hot as "hot".
+func hotFrame(hot string) string { return rep(`"concurrency":1`, `"concurrency":1,"hot":`+hot) }
+
+// hotValues lists n hot items of distinct values, then extra.
+func hotValues(n int, extra string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range n {
+		fmt.Fprintf(&b, `{"param":0,"value":"v%d","pass":%d,"block":1},`, i, i)
+	}
+	b.WriteString(extra)
+	return b.String() + "]"
+}
+
 var bucketCases = []vcase{
 	{"valid", baseBuckets, nil, ""},
+	{"hot", hotFrame(`[{"param":0,"value":"vip-123","pass":40,"block":160},{"param":1,"value":"","pass":0,"block":0},{"param":0,"value":"(other)","pass":7,"block":0}]`), nil, ""},
+	{"hot null", hotFrame(`null`), nil, ""},
+	{"hot empty", hotFrame(`[]`), nil, ""},
+	{"hot null element", hotFrame(`[null,{"PARAM":-1,"Value":"x"}]`), nil, ""},
+	{"hot unknown field", hotFrame(`[{"value":"x","future":[1,{"a":2}]}]`), nil, ""},
+	{"hot 8 values and other", hotFrame(hotValues(8, `{"value":"(other)","pass":100}`)), nil, ""},
+	{"hot 8 values", hotFrame(hotValues(7, `{"value":"v7"}`)), nil, ""},
+	{"hot 9 values", hotFrame(hotValues(8, `{"value":"v8"}`)), ErrTooLarge, "items[0].hot"},
+	{"hot 10 items", hotFrame(hotValues(9, `{"value":"(other)"}`)), ErrTooLarge, "items[0].hot"},
+	{"hot 40 items", hotFrame(hotValues(39, `{"value":"(other)"}`)), ErrTooLarge, "items[0].hot"},
+	{"hot other twice", hotFrame(`[{"value":"(other)"},{"value":"a"},{"value":"(other)"}]`), ErrInvalid, "items[0].hot[2].value"},
+	{"hot value 128 bytes", hotFrame(`[{"value":"` + strings.Repeat("é", 64) + `"}]`), nil, ""},
+	{"hot value 129 bytes", hotFrame(`[{"value":"` + strings.Repeat("v", 129) + `"}]`), ErrTooLarge, "items[0].hot[0].value"},
+	{"hot value 129 bytes escaped", hotFrame(`[{"value":"é` + strings.Repeat("v", 127) + `"}]`), ErrTooLarge, "items[0].hot[0].value"},
+	{"hot negative pass", hotFrame(`[{"value":"a","pass":-1}]`), ErrInvalid, "items[0].hot[0].pass"},
+	{"hot negative block", hotFrame(`[{"value":"a","block":-2}]`), ErrInvalid, "items[0].hot[0].block"},
+	{"hot value number", hotFrame(`[{"value":42}]`), ErrMalformed, "items[0].hot[0].value"},
+	{"hot param float", hotFrame(`[{"value":"a","param":0.5}]`), ErrMalformed, "items[0].hot[0].param"},
+	{"hot pass string", hotFrame(`[{"value":"a","pass":"1"}]`), ErrMalformed, "items[0].hot[0].pass"},
+	{"hot object", hotFrame(`{"value":"a"}`), ErrMalformed, "items[0].hot"},
+	{"hot element string", hotFrame(`["a"]`), ErrMalformed, "items[0].hot[0]"},
+	{"hot repeated value", hotFrame(`[{"value":"a","VALUE":"b"}]`), ErrMalformed, "items[0].hot[0].value"},
+	{"hot repeated", hotFrame(`[],"hot":[]`), ErrMalformed, "items[0].hot"},
+	{"hot truncated", hotFrame(`[{"value":"a"`), ErrMalformed, ""},
 	{"spaces around", " \t\r\n" + baseBuckets + "\n ", nil, ""},
 	{"unknown top field ignored", rep(`"bucketMs"`, `"future":{"a":[1,2,{"b":null}],"c":"\u00e9"},"bucketMs"`), nil, ""},
 	{"unknown item field ignored", rep(`"pass"`, `"p99":[1.5e3,true,false,null],"pass"`), nil, ""},
@@ -336,6 +375,15 @@ func TestValidateBuiltMessages(t *testing.T) {
 	bad.Items[0].Resource = "bad\xff"
 	if err := Validate(bad, Limits{}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("invalid UTF-8 name: %v", err)
+	}
+	bad = ok.Clone()
+	bad.Items[0].Hot = []HotItem{{Value: "bad\xff"}}
+	if err := Validate(bad, Limits{}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("invalid UTF-8 hot value: %v", err)
+	}
+	bad.Items[0].Hot[0].Value = CutHotValue("bad\xff" + strings.Repeat("é", 200))
+	if err := Validate(bad, Limits{}); err != nil || len(bad.Items[0].Hot[0].Value) > MaxHotValueBytes {
+		t.Fatalf("a cut value %q: %v", bad.Items[0].Hot[0].Value, err)
 	}
 	bad = ok.Clone()
 	bad.Items[0].Pass = -1

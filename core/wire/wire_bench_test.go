@@ -201,3 +201,27 @@ func BenchmarkEncodeBucketsEncodingJSON(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeBucketsHot: the Decoder on the 50-item frame with
+// histograms where every item also carries hot values: 8 values (one of
+// them new to each item) and an (other).
+func BenchmarkDecodeBucketsHot(b *testing.B) {
+	m := benchBuckets(50, true)
+	for i := range m.Items {
+		for j := range MaxHotValues - 1 {
+			m.Items[i].Hot = append(m.Items[i].Hot, HotItem{Value: fmt.Sprintf("customer-%d", j), Pass: int64(10 * j), Block: int64(j % 3)})
+		}
+		m.Items[i].Hot = append(m.Items[i].Hot, HotItem{Value: fmt.Sprintf("vip-%d", i), Pass: 40, Block: 160},
+			HotItem{Value: HotOther, Pass: 500})
+	}
+	frame := AppendBuckets(nil, m)
+	var d Decoder
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Decode(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(50*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+}

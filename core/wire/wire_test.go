@@ -213,6 +213,25 @@ func TestCloneOwnsItsMemory(t *testing.T) {
 	if m1.(*Buckets).Items[0].Resource != "b" {
 		t.Fatalf("expected reuse of the decoder's buckets")
 	}
+	// Hot values too: a clone keeps its own.
+	hot := func(v string) []byte {
+		return []byte(`{"v":1,"kind":"buckets","ts":1,"instance":"i","bucketMs":10,"items":[` +
+			`{"resource":"a","start":10,"hot":[{"value":"` + v + `","pass":1}]},{"resource":"b","start":10,"hot":[{"value":"` + v + v + `"}]}]}`)
+	}
+	m2, err := d.Decode(hot("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptHot := m2.(*Buckets).Clone()
+	if _, err := d.Decode(hot("y")); err != nil {
+		t.Fatal(err)
+	}
+	if h := keptHot.Items; h[0].Hot[0].Value != "x" || h[1].Hot[0].Value != "xx" || len(h[0].Hot) != 1 || cap(h[0].Hot) != 1 {
+		t.Fatalf("clone changed: %+v", h)
+	}
+	if m2.(*Buckets).Items[0].Hot[0].Value != "y" {
+		t.Fatalf("expected reuse of the decoder's hot items")
+	}
 }
 
 func TestInternIsBounded(t *testing.T) {
@@ -222,8 +241,8 @@ func TestInternIsBounded(t *testing.T) {
 		if _, err := d.Decode(AppendBuckets(nil, b)); err != nil {
 			t.Fatal(err)
 		}
-		if len(d.names) > 16 {
-			t.Fatalf("%d names interned, limit 16", len(d.names))
+		if len(d.names.m) > 16 {
+			t.Fatalf("%d names interned, limit 16", len(d.names.m))
 		}
 	}
 	// Long distinct names: the memory bound holds too.
@@ -234,8 +253,20 @@ func TestInternIsBounded(t *testing.T) {
 		if _, err := dd.Decode(AppendBuckets(nil, b)); err != nil {
 			t.Fatal(err)
 		}
-		if dd.internBytes > maxInternBytes {
-			t.Fatalf("%d bytes interned, limit %d", dd.internBytes, maxInternBytes)
+		if dd.names.bytes > maxInternBytes {
+			t.Fatalf("%d bytes interned, limit %d", dd.names.bytes, maxInternBytes)
+		}
+	}
+	// A churn of hot values is bounded apart and leaves the names alone.
+	d = NewDecoder(Limits{InternNames: 16})
+	for i := 0; i < 1000; i++ {
+		b := &Buckets{Header: Header{Ts: 1, Instance: "i"}, BucketMs: 1,
+			Items: []BucketItem{{Resource: "r", Start: 1, Hot: []HotItem{{Value: fmt.Sprint("customer-", i)}}}}}
+		if _, err := d.Decode(AppendBuckets(nil, b)); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.values.m) > 16 || len(d.names.m) != 2 {
+			t.Fatalf("%d values and %d names interned, limit 16, 2 names", len(d.values.m), len(d.names.m))
 		}
 	}
 }
@@ -269,6 +300,23 @@ func TestDecodeAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per decode of a frame with unknown fields and escapes, want 0", allocs)
+	}
+	// Hot values seen before cost nothing, even past the names' bound.
+	hot := benchBuckets(50, true)
+	for i := range hot.Items {
+		hot.Items[i].Hot = []HotItem{{Value: fmt.Sprintf("customer-%d", i), Pass: 3}, {Value: "vip-123", Block: 2}, {Value: HotOther, Pass: 9}}
+	}
+	hotFrame := AppendBuckets(nil, hot)
+	if _, err := d.Decode(hotFrame); err != nil {
+		t.Fatal(err)
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		if _, err := d.Decode(hotFrame); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per decode of a frame with hot values, want 0", allocs)
 	}
 	b := &Buckets{}
 	m, _ := d.Decode(frame)
