@@ -62,7 +62,7 @@ func (c *Collector) coarseSlots() int {
 // charge takes n bytes from the budget; false (and counted against place)
 // when they do not fit. c.mu is held.
 func (c *Collector) charge(n int64, place, what string) bool {
-	if c.memUsed+n > c.opts.MaxMemory {
+	if c.memUsed+n > c.opts.MaxMemory-c.streamShare {
 		count(c.overflow, ReasonMaxMemory, place+": "+what)
 		return false
 	}

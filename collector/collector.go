@@ -143,10 +143,13 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*targetState
-	keptBuf  []int              // Ingest's scratch: the bucket items taken
-	memUsed  int64              // bytes charged to the budget (budget.go)
-	ruleRes  map[arKey]struct{} // app x resource known with rules (charged to the budget)
-	appsLeft bool               // an instance left or moved app since the last prune
+	keptBuf  []int // Ingest's scratch: the bucket items taken
+	memUsed  int64 // bytes charged to the budget (budget.go)
+	// streamShare is the part of the budget the re-served stream took
+	// (restream.go): the model's is what is left.
+	streamShare int64
+	ruleRes     map[arKey]struct{} // app x resource known with rules (charged to the budget)
+	appsLeft    bool               // an instance left or moved app since the last prune
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus

@@ -45,7 +45,7 @@ var (
 	promMemory = prometheus.NewDesc("sentinel_top_memory_bytes",
 		"The memory budget: what peers made the collector keep (an estimate) and the most it may.", []string{"of"}, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
-		"Messages or items turned away by the collector's limits, by limit (max_instances, max_resources, max_rate, dedupe_span).", []string{"limit"}, nil)
+		"Messages or items turned away by the collector's limits, by limit (max_instances, max_resources, max_rate, dedupe_span, max_memory, restream_backlog, reader_queue, ...).", []string{"limit"}, nil)
 )
 
 // PrometheusCollector exposes the collector's state as Prometheus metrics:

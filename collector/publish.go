@@ -42,6 +42,7 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	s.Rejects = sortedCounts(c.rejects)
 	s.Overflow = sortedCounts(c.overflow)
+	c.streamMemory(s)
 	worst := map[arKey]triage.Severity{}
 	for _, f := range findings {
 		k := arKey{f.App, f.Resource}

@@ -3,6 +3,7 @@ package collector
 import (
 	"cmp"
 	"slices"
+	"sync/atomic"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
@@ -15,26 +16,53 @@ const RestreamBacklogMs = 60_000
 // maxRestreamBacklog bounds the backlog in frames, whatever the fleet size.
 const maxRestreamBacklog = 200_000
 
-// DefaultRestreamBacklogBytes is RestreamOptions.BacklogBytes when zero.
-const DefaultRestreamBacklogBytes = 64 << 20
+// The re-served stream's shares of the memory budget (Options.MaxMemory),
+// taken from the model's when Restream is called: what it keeps for new
+// readers (the latest hello and rules of every instance, and the buckets
+// backlog) and what every reader's queue may hold together. At the default
+// 512 MiB budget: 64 MiB each, 4 MiB a reader of 16.
+const (
+	// RestreamShare is the budget's fraction, 1/RestreamShare, kept for
+	// new readers, unless RestreamOptions.BacklogBytes says otherwise.
+	RestreamShare = 8
+	// ReadersShare is the budget's fraction, 1/ReadersShare, every
+	// reader's queue holds together, unless Options.QueueBytes says
+	// otherwise: each reader may hold its part, 1/MaxReaders of it.
+	ReadersShare = 8
+)
 
-// heldOverhead is what a backlog frame costs beside its bytes (the held
+// What the re-served stream turned away, by reason (Snapshot.Overflow).
+const (
+	// ReasonRestreamBacklog counts buckets frames forgotten from the
+	// backlog before their minute for its share, and hello or rules
+	// frames not kept for new readers because they alone exceed it.
+	ReasonRestreamBacklog = "restream_backlog"
+	// ReasonReaderQueue counts frames not queued for a reader whose queue
+	// is full (its messages or its share of bytes): it reads too slowly.
+	ReasonReaderQueue = "reader_queue"
+)
+
+// heldOverhead is what a kept frame costs beside its bytes (the held
 // entry and the frame header), so that tiny frames are bounded too.
 const heldOverhead = 64
 
 // RestreamOptions configures the re-served stream.
 type RestreamOptions struct {
-	// Options configures the websocket server; its Initial is the
-	// collector's own.
+	// Options configures the websocket server; its Initial and Follow are
+	// the collector's own. QueueBytes, when zero, is the readers' share of
+	// the budget over MaxReaders.
 	wsstream.Options
-	// BacklogBytes bounds the buckets history kept for new readers, in
-	// encoded bytes: a large or hostile fleet gets less than a minute of it
-	// rather than more memory. Default: 64 MiB.
+	// BacklogBytes bounds what is kept for new readers: the latest hello
+	// and rules of every instance, then the buckets history, in encoded
+	// bytes; a large or hostile fleet gets less than a minute of history
+	// rather than more memory. Default: the budget over RestreamShare. It
+	// is taken from the model's budget, and capped at a quarter of it.
 	BacklogBytes int64
 }
 
 // restream re-serves every accepted message as one merged wire v1 stream,
 // so that another collector (or a dashboard) can use this one as a target.
+// Frames hold their encoding alone, shared by the backlog and every queue.
 type restream struct {
 	srv      *wsstream.Server
 	maxBytes int64
@@ -42,7 +70,11 @@ type restream struct {
 	hello   map[string]*wsstream.Frame
 	rules   map[string]*wsstream.Frame
 	backlog []held // buckets frames in arrival order
-	bytes   int64  // what backlog holds, heldOverhead included
+	first   uint64 // the sequence number of backlog[0]
+	// What is kept (hello, rules and backlog, heldOverhead included), and
+	// what the share turned away; read by Publish without the lock.
+	bytes   atomic.Int64
+	refused atomic.Int64
 }
 
 // held is a backlog frame with its arrival time on the collector's clock
@@ -52,100 +84,191 @@ type held struct {
 	f       *wsstream.Frame
 }
 
-func (h held) cost() int64 { return int64(len(h.f.Data)) + heldOverhead }
+func cost(f *wsstream.Frame) int64 { return int64(len(f.Data)) + heldOverhead }
 
 // Restream returns the merged stream of everything the collector accepts,
 // as a websocket endpoint (http.Handler) for `sentinel-top serve`. A new
 // reader receives the latest hello and rules of every instance, then the
 // last minute of buckets (at most opts.BacklogBytes of them), then live
-// messages. It is created on first use.
+// messages; each is read when the reader gets to it, so a reader that
+// does not read holds nothing but its queue. The stream's shares are taken
+// from the model's budget. It is created on first use.
 func (c *Collector) Restream(opts RestreamOptions) *wsstream.Server {
 	c.teeMu.Lock()
 	defer c.teeMu.Unlock()
 	if c.restream != nil {
 		return c.restream.srv
 	}
+	budget := c.opts.MaxMemory
 	if opts.BacklogBytes <= 0 {
-		opts.BacklogBytes = DefaultRestreamBacklogBytes
+		opts.BacklogBytes = budget / RestreamShare
 	}
+	opts.BacklogBytes = min(opts.BacklogBytes, budget/4)
+	opts.MaxReaders = cmp.Or(max(opts.MaxReaders, 0), wsstream.DefaultMaxReaders)
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = budget / ReadersShare / int64(opts.MaxReaders)
+	}
+	opts.QueueBytes = min(opts.QueueBytes, budget/4/int64(opts.MaxReaders))
 	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]*wsstream.Frame{}, rules: map[string]*wsstream.Frame{}}
-	opts.Initial = rs.initial
+	opts.Initial, opts.Follow = nil, rs.follow
 	rs.srv = wsstream.New(opts.Options)
+	c.mu.Lock()
+	c.streamShare = opts.BacklogBytes + opts.QueueBytes*int64(opts.MaxReaders)
+	c.mu.Unlock()
 	c.restream = rs
 	c.teeing.Store(true)
 	return rs.srv
 }
 
-func (rs *restream) initial() []*wsstream.Frame {
-	names := make([]string, 0, len(rs.hello))
+// follow starts a new reader at the instances known now and the backlog's
+// current end; under srv's lock.
+func (rs *restream) follow() func() *wsstream.Frame {
+	cur := &restreamCursor{names: make([]string, 0, len(rs.hello)), seq: rs.first, end: rs.first + uint64(len(rs.backlog))}
 	for name := range rs.hello {
-		names = append(names, name)
+		cur.names = append(cur.names, name)
 	}
-	slices.Sort(names)
-	out := make([]*wsstream.Frame, 0, 2*len(names)+len(rs.backlog))
-	for _, name := range names {
-		out = append(out, rs.hello[name])
-		if r := rs.rules[name]; r != nil {
-			out = append(out, r)
+	slices.Sort(cur.names)
+	return func() *wsstream.Frame {
+		var f *wsstream.Frame
+		rs.srv.Locked(func() { f = rs.next(cur) })
+		return f
+	}
+}
+
+// restreamCursor is how far a new reader got: through the instances'
+// hello and rules, then the backlog by sequence number.
+type restreamCursor struct {
+	names     []string
+	rulesNext bool
+	seq, end  uint64
+}
+
+// next is the reader's next frame, nil at the end; a frame forgotten since
+// the reader arrived is skipped. Under srv's lock.
+func (rs *restream) next(cur *restreamCursor) *wsstream.Frame {
+	for len(cur.names) > 0 {
+		name := cur.names[0]
+		if !cur.rulesNext {
+			cur.rulesNext = true
+			if f := rs.hello[name]; f != nil {
+				return f
+			}
+			continue
+		}
+		cur.rulesNext = false
+		cur.names = cur.names[1:]
+		if f := rs.rules[name]; f != nil && rs.hello[name] != nil {
+			return f
 		}
 	}
-	for _, h := range rs.backlog {
-		out = append(out, h.f)
+	cur.seq = max(cur.seq, rs.first)
+	if cur.seq >= cur.end {
+		return nil
 	}
-	return out
+	f := rs.backlog[cur.seq-rs.first].f
+	cur.seq++
+	return f
 }
 
 // publish re-serves one accepted message that arrived at now; c.teeMu is held.
 func (rs *restream) publish(m wire.Message, now int64) {
-	f, err := wsstream.Encode(wire.Clone(m))
+	data, err := wire.Marshal(m)
 	if err != nil {
 		return
 	}
+	f := &wsstream.Frame{Data: data} // no decoded message: it would outlive the call in every queue
 	rs.srv.Locked(func() {
 		h := m.Head()
 		switch m := m.(type) {
 		case *wire.Meta:
 			return
 		case *wire.Hello:
-			rs.hello[h.Instance] = f
+			rs.state(rs.hello, h.Instance, f)
 		case *wire.Rules:
-			rs.rules[h.Instance] = f
+			rs.state(rs.rules, h.Instance, f)
 		case *wire.Bye:
-			delete(rs.hello, h.Instance)
-			delete(rs.rules, h.Instance)
+			rs.state(rs.hello, h.Instance, nil)
+			rs.state(rs.rules, h.Instance, nil)
 		case *wire.Buckets:
 			if len(m.Items) > 0 {
-				// The encoded bytes only: the decoded message goes once the
-				// live readers have it.
-				rs.keep(held{now, &wsstream.Frame{Data: f.Data}})
+				rs.keep(held{now, f}, now)
 			}
 		}
 		rs.srv.Broadcast(f)
 	})
 }
 
+// state keeps f as instance's latest of its kind (nil: forgets it), within
+// the share: the oldest history goes first, and a frame that does not fit
+// even then is not kept (counted).
+func (rs *restream) state(m map[string]*wsstream.Frame, instance string, f *wsstream.Frame) {
+	if old := m[instance]; old != nil {
+		rs.bytes.Add(-cost(old))
+		delete(m, instance)
+	}
+	if f == nil {
+		return
+	}
+	if rs.bytes.Load()+cost(f) > rs.maxBytes {
+		rs.trim(0, rs.maxBytes-cost(f))
+	}
+	if rs.bytes.Load()+cost(f) > rs.maxBytes {
+		rs.refused.Add(1)
+		return
+	}
+	m[instance] = f
+	rs.bytes.Add(cost(f))
+}
+
 // keep adds h to the backlog and forgets what is older than
-// RestreamBacklogMs, over maxRestreamBacklog frames or over maxBytes.
-func (rs *restream) keep(h held) {
+// RestreamBacklogMs, over maxRestreamBacklog frames or over the share.
+func (rs *restream) keep(h held, now int64) {
 	rs.backlog = append(rs.backlog, h)
-	rs.bytes += h.cost()
-	cut, _ := slices.BinarySearchFunc(rs.backlog, h.arrived-RestreamBacklogMs, func(x held, t int64) int {
+	rs.bytes.Add(cost(h.f))
+	cut, _ := slices.BinarySearchFunc(rs.backlog, now-RestreamBacklogMs, func(x held, t int64) int {
 		return cmp.Compare(x.arrived, t)
 	})
 	cut = max(cut, len(rs.backlog)-maxRestreamBacklog)
+	rs.trim(cut, rs.maxBytes)
+}
+
+// trim forgets the backlog's first cut frames, then more until what is kept
+// is within limit (those counted as refused).
+func (rs *restream) trim(cut int, limit int64) {
 	for _, old := range rs.backlog[:cut] {
-		rs.bytes -= old.cost()
+		rs.bytes.Add(-cost(old.f))
 	}
-	for ; cut < len(rs.backlog) && rs.bytes > rs.maxBytes; cut++ {
-		rs.bytes -= rs.backlog[cut].cost()
+	for ; cut < len(rs.backlog) && rs.bytes.Load() > limit; cut++ {
+		rs.bytes.Add(-cost(rs.backlog[cut].f))
+		rs.refused.Add(1)
 	}
 	if cut == 0 {
 		return
 	}
 	clear(rs.backlog[:cut]) // the frames are freed now, not when the array is next copied
+	rs.first += uint64(cut)
 	if cut > len(rs.backlog)/2 {
 		rs.backlog = slices.Clone(rs.backlog[cut:])
 	} else {
 		rs.backlog = rs.backlog[cut:]
 	}
+}
+
+// streamMemory adds the re-served stream's bytes to the snapshot's memory
+// used, and what its shares turned away to its overflow. c.mu is held.
+func (c *Collector) streamMemory(s *Snapshot) {
+	c.teeMu.Lock()
+	rs := c.restream
+	c.teeMu.Unlock()
+	if rs == nil {
+		return
+	}
+	_, dropped := rs.srv.Stats()
+	s.MemoryUsed += rs.bytes.Load() + rs.srv.QueuedBytes()
+	for reason, n := range map[string]int64{ReasonRestreamBacklog: rs.refused.Load(), ReasonReaderQueue: dropped} {
+		if n > 0 {
+			s.Overflow = append(s.Overflow, RejectCount{Reason: reason, Count: n, Last: "the re-served stream"})
+		}
+	}
+	slices.SortFunc(s.Overflow, func(a, b RejectCount) int { return cmp.Compare(a.Reason, b.Reason) })
 }

@@ -54,8 +54,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var origins, hosts []string
 	fs.Func("allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none", appendList(&origins))
 	fs.Func("allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas", appendList(&hosts))
-	backlog := int64(collector.DefaultRestreamBacklogBytes)
-	fs.Func("max-stream-backlog", "most buckets history kept for new /sentinel/stream readers, e.g. 64MiB (default 64MiB); over it, the oldest goes first", func(v string) error {
+	var backlog int64
+	fs.Func("max-stream-backlog", "most kept for new /sentinel/stream readers (the instances' hello and rules, then a minute of buckets), e.g. 64MiB; taken from --max-memory (default: an eighth of it, at most a quarter); over it, the oldest buckets go first", func(v string) error {
 		n, err := parseBytes(v)
 		backlog = n
 		return err

@@ -90,6 +90,13 @@ type Options struct {
 	// Initial returns what a new reader receives before live messages. It
 	// runs under the registration lock.
 	Initial func() []*Frame
+	// Follow, when set, is called under the registration lock after
+	// Initial; the function it returns gives, one call per frame and
+	// outside the lock (nil: no more), what the reader receives after
+	// Initial's frames and before live messages. Unlike Initial's slice it
+	// holds no frames: a reader that does not read pins nothing but its
+	// queue, whatever the size of a backlog.
+	Follow func() func() *Frame
 	// OnPanic is told of a panic recovered in a connection goroutine.
 	OnPanic func(v any)
 }
@@ -197,31 +204,35 @@ var (
 	ErrFull = errors.New("too many stream readers")
 )
 
-func (s *Server) register(queueLen int, conn bool) (*reader, []*Frame, error) {
+// register adds a reader and returns it with what it receives first.
+func (s *Server) register(queueLen int, conn bool) (r *reader, initial []*Frame, follow func() *Frame, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := *s.readers.Load()
 	if s.closing {
-		return nil, nil, ErrClosed
+		return nil, nil, nil, ErrClosed
 	}
 	if len(cur) >= s.opts.MaxReaders {
 		idle := s.idlest(cur, time.Now().UnixNano())
 		if idle == nil {
-			return nil, nil, ErrFull
+			return nil, nil, nil, ErrFull
 		}
 		cur = slices.DeleteFunc(slices.Clone(cur), func(r *reader) bool { return r == idle })
 		close(idle.evict)
 		s.evicted.Add(1)
 	}
-	r := &reader{queue: make(chan *Frame, queueLen), bye: make(chan *Frame, 1),
+	r = &reader{queue: make(chan *Frame, queueLen), bye: make(chan *Frame, 1),
 		conn: conn, salt: rand.Int64(), evict: make(chan struct{})}
 	if conn {
 		r.pinged.Store(time.Now().UnixNano()) // its first ping is on its way
 	}
-	initial := s.opts.Initial()
+	initial = s.opts.Initial()
+	if s.opts.Follow != nil {
+		follow = s.opts.Follow()
+	}
 	next := append(slices.Clip(cur), r)
 	s.readers.Store(&next)
-	return r, initial, nil
+	return r, initial, follow, nil
 }
 
 // idlest is the connection to give its slot up to a newcomer: of those
@@ -256,6 +267,15 @@ func (s *Server) unregister(r *reader) {
 // Stats returns the readers connected and the messages ever dropped.
 func (s *Server) Stats() (readers int, dropped int64) {
 	return len(*s.readers.Load()), s.dropped.Load()
+}
+
+// QueuedBytes is what every reader's queue holds now, in encoded bytes.
+func (s *Server) QueuedBytes() int64 {
+	var n int64
+	for _, r := range *s.readers.Load() {
+		n += r.bytes.Load()
+	}
+	return n
 }
 
 // Evicted counts the connections the server cut for misbehaving: sending
@@ -397,7 +417,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "this is a sentinel-top wire v1 websocket stream; connect with a websocket client", http.StatusUpgradeRequired)
 		return
 	}
-	r, initial, err := s.register(s.opts.QueueLen, true)
+	r, initial, follow, err := s.register(s.opts.QueueLen, true)
 	if err != nil {
 		http.Error(w, "503 "+err.Error(), http.StatusServiceUnavailable)
 		return
@@ -413,12 +433,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		s.wg.Done()
 		return
 	}
-	go s.serveConn(conn, r, initial)
+	go s.serveConn(conn, r, initial, follow)
 }
 
 // serveConn writes to one connection until it fails, the peer leaves, or the
 // server closes.
-func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
+func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame, follow func() *Frame) {
 	defer s.wg.Done()
 	defer s.recoverPanic()
 	defer s.unregister(r)
@@ -455,6 +475,16 @@ func (s *Server) serveConn(conn *websocket.Conn, r *reader, initial []*Frame) {
 	}
 	for _, f := range initial {
 		if f != nil && !write(f.Data) {
+			return
+		}
+	}
+	initial = nil
+	for f := follow; f != nil; {
+		x := f()
+		if x == nil {
+			break
+		}
+		if !write(x.Data) {
 			return
 		}
 	}
@@ -572,10 +602,18 @@ func (l *rateLimit) allow(now time.Time) bool {
 }
 
 // withDropped re-encodes a buckets frame with the count of messages this
-// reader lost since it was last told.
+// reader lost since it was last told. A frame that holds its encoding alone
+// (Msg nil) is decoded again for that.
 func withDropped(r *reader, f *Frame) []byte {
-	b, ok := f.Msg.(*wire.Buckets)
-	if !ok || r.dropped.Load() == 0 {
+	if r.dropped.Load() == 0 {
+		return f.Data
+	}
+	m := f.Msg
+	if m == nil {
+		m, _ = wire.Decode(f.Data)
+	}
+	b, ok := m.(*wire.Buckets)
+	if !ok {
 		return f.Data
 	}
 	c := *b
@@ -614,6 +652,7 @@ type Subscription struct {
 	s       *Server
 	r       *reader
 	initial []*Frame
+	follow  func() *Frame
 	done    bool
 }
 
@@ -623,11 +662,11 @@ func (s *Server) Subscribe(queueLen int) (*Subscription, error) {
 	if queueLen <= 0 {
 		queueLen = s.opts.QueueLen
 	}
-	r, initial, err := s.register(queueLen, false)
+	r, initial, follow, err := s.register(queueLen, false)
 	if err != nil {
 		return nil, err
 	}
-	return &Subscription{s: s, r: r, initial: initial}, nil
+	return &Subscription{s: s, r: r, initial: initial, follow: follow}, nil
 }
 
 // Next returns the next message without waiting: ok is false when nothing is
@@ -642,6 +681,12 @@ func (sub *Subscription) Next() (msg []byte, ok bool) {
 		if f != nil {
 			return f.Data, true
 		}
+	}
+	if sub.follow != nil {
+		if f := sub.follow(); f != nil {
+			return f.Data, true
+		}
+		sub.follow = nil
 	}
 	select {
 	case f := <-sub.r.queue: // what was queued before a bye comes first
