@@ -86,6 +86,12 @@
 // instance had been reporting other traffic for a second or more (else its
 // first traffic is unknown, and it is not counted).
 //
+// inert-rule origin-mismatch: a rule with limitApp is a Java rule (only
+// those carry it); it is judged once the rule's resource had traffic
+// reported for InertMinReportMs on the instance, against the instance's
+// app as its latest hello names it; limitApp "default" and "other" are
+// never an app's name.
+//
 // shared-resource: one finding per resource (not per app), whose app is the
 // first of its apps by name; an app reports a resource when one of its
 // instances sends buckets or transitions for it.

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -114,3 +115,28 @@ func (f Finding) qps() float64            { return f.Facts.(*RuleAdviceFacts).QP
 func (f Finding) windowRequests() float64 { return f.Facts.(*RuleAdviceFacts).WindowRequests }
 func (f Finding) p99Ms() int64            { return f.Facts.(*RuleAdviceFacts).P99Ms }
 func (f Finding) rtOverP99() float64      { return f.Facts.(*RuleAdviceFacts).RtOverP99 }
+
+// firesInert checks whether feed gives one inert-rule finding, and returns
+// it and its facts (nil when it does not fire).
+func firesInert(t *testing.T, feed func(*Engine) int64, want bool) (Finding, *InertRuleFacts) {
+	t.Helper()
+	f, _ := fires(t, feed, KindInertRule, want)
+	if !want {
+		return f, nil
+	}
+	return f, f.Facts.(*InertRuleFacts)
+}
+
+// factsJSON is a finding's facts as JSON, and as that JSON decodes.
+func factsJSON(t *testing.T, f Finding) ([]byte, map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(f.Facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js map[string]any
+	if err := json.Unmarshal(b, &js); err != nil {
+		t.Fatal(err)
+	}
+	return b, js
+}

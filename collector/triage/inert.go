@@ -10,8 +10,8 @@ import (
 )
 
 // The inert-rule detector: rules that cannot act on the traffic seen. Each
-// reason is a check of its own (cannotTrip, nameMismatch) feeding one
-// finding per app and resource.
+// reason is a check of its own (cannotTrip, nameMismatch, originMismatch in
+// origin.go) feeding one finding per app and resource.
 
 // InertReason says why a rule cannot act.
 type InertReason string
@@ -26,9 +26,7 @@ const (
 	// surrounding spaces.
 	InertNameMismatch InertReason = "name-mismatch"
 	// InertOriginMismatch: a Java rule whose limitApp is the app's own
-	// name, which limits only the calls the app makes to itself. Not
-	// produced yet: the wire's rules do not carry limitApp. Its check
-	// belongs beside nameMismatch, keyed by the rule, once they do.
+	// name, which limits only the calls the app makes to itself.
 	InertOriginMismatch InertReason = "origin-mismatch"
 )
 
@@ -43,11 +41,13 @@ const (
 )
 
 // inertIndex is what Findings reads: the windows whose breakers have not
-// yet seen minRequestAmount completions, and the pairs of a rule without
-// traffic and a resource of nearly its name with traffic.
+// yet seen minRequestAmount completions, the pairs of a rule without
+// traffic and a resource of nearly its name with traffic, and the
+// resources whose rules name a caller in limitApp.
 type inertIndex struct {
 	windows []*windowMax
 	names   map[nameCand]struct{}
+	origins map[originCand]struct{}
 }
 
 type nameCand struct {
@@ -166,6 +166,7 @@ func (e *Engine) inertRules(in *instState) {
 	for _, s := range in.seriesList {
 		e.syncWindows(s, in.rules[s.resource])
 	}
+	e.originRules(in)
 	if len(in.seriesList) == 0 {
 		return
 	}
@@ -286,11 +287,27 @@ func nameMismatch(c nameCand) (hit inertHit, ok, gone bool) {
 	return inertHit{in: c.in, resource: c.rule, facts: x, from: s.firstAt, to: s.endAt}, true, false
 }
 
+// judgeCands appends the hits of a check's candidates, forgetting those
+// that can no longer hold.
+func judgeCands[C comparable](cands map[C]struct{}, judge func(C) (h inertHit, ok, gone bool), hits []inertHit) []inertHit {
+	for c := range cands {
+		h, ok, gone := judge(c)
+		switch {
+		case gone:
+			delete(cands, c)
+		case ok:
+			hits = append(hits, h)
+		}
+	}
+	return hits
+}
+
 // inert-rule: one finding per app and resource, whose reason, rule and near
-// resource are those of its first instance by name; the instances with the
-// same reason are merged, maxWindowRequests is the largest of theirs, From
-// and To bound their traffic (of the near resource for name-mismatch).
-// Always a warning.
+// resource are those of its first instance by name (then reason); the
+// instances with the same reason are merged, maxWindowRequests is the
+// largest of theirs, the entries offered their sum and the QPS the highest
+// of theirs, From and To bound their traffic (of the near resource for
+// name-mismatch). Always a warning.
 func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
 	var hits []inertHit
 	kept := e.inert.windows[:0]
@@ -306,18 +323,12 @@ func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
 	}
 	clear(e.inert.windows[len(kept):])
 	e.inert.windows = kept
-	for c := range e.inert.names {
-		h, ok, gone := nameMismatch(c)
-		switch {
-		case gone:
-			delete(e.inert.names, c)
-		case ok:
-			hits = append(hits, h)
-		}
-	}
+	hits = judgeCands(e.inert.names, nameMismatch, hits)
+	hits = judgeCands(e.inert.origins, originMismatch, hits)
 	slices.SortFunc(hits, func(a, b inertHit) int {
 		return cmp.Or(strings.Compare(a.in.app.name, b.in.app.name), strings.Compare(a.resource, b.resource),
-			strings.Compare(a.in.name, b.in.name), cmp.Compare(a.in.seq, b.in.seq), strings.Compare(a.facts.Near, b.facts.Near))
+			strings.Compare(a.in.name, b.in.name), cmp.Compare(a.in.seq, b.in.seq),
+			strings.Compare(string(a.facts.Reason), string(b.facts.Reason)), strings.Compare(a.facts.Near, b.facts.Near))
 	})
 	for i := 0; i < len(hits); {
 		first := hits[i]
@@ -337,11 +348,16 @@ func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
 				if h.facts.Near == x.Near {
 					x.NearEntries += h.facts.NearEntries
 				}
+				x.Offered += h.facts.Offered
+				x.QPS = max(x.QPS, h.facts.QPS)
 			}
 		}
 		i = j
-		if x.Suggest != nil {
+		switch {
+		case x.Suggest != nil:
 			x.Suggest = cannotTripSuggest(x.Rule.Breakers[0], x.MaxWindowRequests)
+		case x.Reason == InertOriginMismatch:
+			x.Suggest = &InertSuggest{LimitApp: limitAppDefault}
 		}
 		f.Facts = &x
 		e.complete(&f, insts)
@@ -365,16 +381,24 @@ type InertRuleFacts struct {
 	// offered.
 	Near        string `json:"near,omitempty"`
 	NearEntries int64  `json:"-"`
-	// Suggest (cannot-trip) is the rule values the advice proposes.
+	// Offered (origin-mismatch) is the entries the resource was offered on
+	// the instances, and QPS the highest of their mean offered loads: the
+	// traffic the rule was not applied to.
+	Offered int64   `json:"-"`
+	QPS     float64 `json:"-"`
+	// Suggest (cannot-trip, origin-mismatch) is the rule values the advice
+	// proposes.
 	Suggest *InertSuggest `json:"suggest,omitempty"`
 }
 
-// InertSuggest is cannot-trip's suggest: a minRequestAmount the windows
-// reach, and the statIntervalMs that holds it when the current one does
-// not.
+// InertSuggest is the rule values inert-rule proposes: for cannot-trip a
+// minRequestAmount the windows reach, and the statIntervalMs that holds it
+// when the current one does not; for origin-mismatch limitApp "default"
+// (every caller).
 type InertSuggest struct {
-	MinRequestAmount uint64 `json:"minRequestAmount"`
+	MinRequestAmount uint64 `json:"minRequestAmount,omitempty"`
 	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
+	LimitApp         string `json:"limitApp,omitempty"`
 }
 
 // Kind is KindInertRule.
@@ -395,6 +419,9 @@ func (f *InertRuleFacts) Evidence() []Fact {
 		}
 	case InertNameMismatch:
 		out = append(out, Fact{Label: "Traffic under", Parts: []Part{{Input: []string{f.Near}}, {Text: ", " + itoa(f.NearEntries) + " entries"}}})
+	case InertOriginMismatch:
+		out = append(out, text("Offered", itoa(f.Offered)+" entries, up to "+fmtFloat(f.QPS, 1)+" QPS on one instance"),
+			text("Proposed", "limitApp "+limitAppDefault))
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -63,11 +62,10 @@ func TestInertCannotTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f, _ := fires(t, c.feed, KindInertRule, c.want)
-			if !c.want {
+			f, x := firesInert(t, c.feed, c.want)
+			if x == nil {
 				return
 			}
-			x := f.Facts.(*InertRuleFacts)
 			if f.Severity != Warning || x.Reason != InertCannotTrip || x.MaxWindowRequests != c.most || *x.Suggest != c.suggest || len(x.Rule.Breakers) != 1 {
 				t.Fatalf("%v %+v suggest %+v", f.Severity, x, *x.Suggest)
 			}
@@ -132,14 +130,7 @@ func TestInertNameMismatch(t *testing.T) {
 			if !c.want {
 				return
 			}
-			b, err := json.Marshal(f.Facts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var js map[string]any
-			if err := json.Unmarshal(b, &js); err != nil {
-				t.Fatal(err)
-			}
+			b, js := factsJSON(t, f)
 			if f.Resource != flow.Resource || js["reason"] != "name-mismatch" || js["near"] != "createOrder" || js["maxWindowRequests"] != nil {
 				t.Fatalf("finding %+v, facts %s", f, b)
 			}
