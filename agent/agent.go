@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,6 +157,7 @@ type Agent struct {
 
 	rulesMu sync.Mutex // serializes LoadRules
 	rules   atomic.Pointer[wsstream.Frame]
+	hot     atomic.Pointer[map[string]*hotTracker] // by resource, those with hot-parameter rules
 
 	stream  *wsstream.Server
 	backlog *wsstream.Backlog
@@ -225,11 +227,48 @@ func (a *Agent) Instance() string { return a.opts.Instance }
 
 // Entry guards one call of resource; see core.Guard.Entry. Call Exit on the
 // returned entry when the call finishes.
-func (a *Agent) Entry(resource string) (*core.Entry, error) { return a.guard.Entry(resource) }
+//
+// params are the call's arguments, which hot-parameter rules read by
+// paramIndex (core.Guard.EntryWithParam); for a resource with such rules,
+// the entry is counted under each value a rule reads, and the values with
+// the most entries of each bucket are sent as its hot values. Nothing of
+// params is kept: a call with one string or integer argument already
+// counted does not allocate.
+func (a *Agent) Entry(resource string, params ...any) (*core.Entry, error) {
+	switch len(params) {
+	case 0:
+		return a.guard.Entry(resource)
+	case 1:
+		e, err := a.guard.EntryWithParam(resource, params[0])
+		a.countHot(resource, &core.Params{Args: params}, err == nil)
+		return e, err
+	}
+	return a.EntryWithParams(resource, core.Params{Args: params})
+}
+
+// EntryWithParams is Entry for a call with attachments, which
+// hot-parameter rules read by paramKey (core.Guard.EntryWithParams).
+func (a *Agent) EntryWithParams(resource string, p core.Params) (*core.Entry, error) {
+	e, err := a.guard.EntryWithParams(resource, p)
+	a.countHot(resource, &p, err == nil)
+	return e, err
+}
+
+// countHot counts an entry under its parameter values, when the resource
+// has hot-parameter rules.
+func (a *Agent) countHot(resource string, p *core.Params, passed bool) {
+	if m := a.hot.Load(); m != nil {
+		if t := (*m)[resource]; t != nil {
+			t.record(a.clock.UnixMilli(), p, passed)
+		}
+	}
+}
 
 // LoadRules replaces the whole rule set, as Sentinel's loadRules does, and
-// sends it to every reader. An invalid set is rejected whole: nothing changes.
-func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule) error {
+// sends it to every reader. An invalid set is rejected whole: nothing
+// changes. params are the hot-parameter rules (core.HotParamRule, whose
+// JSON is sentinel-golang's hotspot.Rule).
+func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) error {
 	for i := range breakers {
 		if err := breakers[i].Validate(); err != nil {
 			return fmt.Errorf("agent: breaker rule %d: %w", i, err)
@@ -240,6 +279,11 @@ func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule) er
 			return fmt.Errorf("agent: flow rule %d: %w", i, err)
 		}
 	}
+	for i := range params {
+		if err := params[i].Validate(); err != nil {
+			return fmt.Errorf("agent: hot-parameter rule %d: %w", i, err)
+		}
+	}
 	a.rulesMu.Lock()
 	defer a.rulesMu.Unlock()
 	if err := a.guard.LoadBreakerRules(breakers); err != nil {
@@ -248,11 +292,30 @@ func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule) er
 	if err := a.guard.LoadFlowRules(flows); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	if err := a.guard.LoadHotParamRules(params); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	byRes := map[string][]core.HotParamRule{}
+	for _, r := range params {
+		byRes[r.Resource] = append(byRes[r.Resource], r)
+	}
+	trackers := make(map[string]*hotTracker, len(byRes))
+	for res, rules := range byRes {
+		trackers[res] = newHotTracker(rules, a.bucketMs)
+	}
+	a.hot.Store(&trackers)
 	msg := &wire.Rules{
 		Header:   wire.Header{Ts: a.clock.UnixMilli(), Instance: a.opts.Instance},
-		Version:  wire.RulesVersion(breakers, flows),
+		Version:  wire.RulesVersion(breakers, flows, params...),
 		Breakers: append([]core.BreakerRule{}, breakers...),
 		Flows:    append([]core.FlowRule{}, flows...),
+	}
+	if len(params) > 0 {
+		msg.Params = make([]core.HotParamRule, len(params))
+		for i, r := range params {
+			r.SpecificItems = maps.Clone(r.SpecificItems)
+			msg.Params[i] = r
+		}
 	}
 	f, err := encodeFrame(msg)
 	if err != nil {

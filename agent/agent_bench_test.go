@@ -64,3 +64,30 @@ func BenchmarkEntryExit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEntryExitWithParam: one string argument through a QPS
+// hot-parameter rule that never blocks, the value already tracked: core's
+// EntryWithParam alone, and the agent's Entry, which also counts the
+// value for the bucket's hot values.
+func BenchmarkEntryExitWithParam(b *testing.B) {
+	rule := core.HotParamRule{Resource: "bench", MetricType: core.HotParamQPS, Threshold: 1 << 40, DurationInSec: 1}
+	user := "vip-123"
+	b.Run("impl=core", func(b *testing.B) {
+		g := core.NewGuard(core.GuardOptions{})
+		if err := g.LoadHotParamRules([]core.HotParamRule{rule}); err != nil {
+			b.Fatal(err)
+		}
+		benchEntryExit(b, func() (*core.Entry, error) { return g.EntryWithParam("bench", user) })
+	})
+	b.Run("impl=agent", func(b *testing.B) {
+		a, err := New(Options{App: "bench", Instance: "bench-1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer a.Close()
+		if err := a.LoadRules(nil, nil, rule); err != nil {
+			b.Fatal(err)
+		}
+		benchEntryExit(b, func() (*core.Entry, error) { return a.Entry("bench", user) })
+	})
+}

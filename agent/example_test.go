@@ -46,3 +46,30 @@ func Example() {
 }
 
 func callMemberService(*http.Request) error { return nil }
+
+// A hot-parameter rule limits each customer separately; the entry names
+// the customer, and the stream's buckets list the customers with the most
+// entries (the "hot" values of wire v1).
+func ExampleAgent_Entry_withParameter() {
+	a, err := agent.New(agent.Options{App: "order", Instance: "order-2"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	err = a.LoadRules(nil, nil, core.HotParamRule{
+		Resource: "query-order", MetricType: core.HotParamQPS, ParamIndex: 0,
+		Threshold: 2, DurationInSec: 1, SpecificItems: map[string]int64{"vip-123": 1000},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, customer := range []string{"c-1", "c-1", "c-1", "vip-123", "vip-123", "vip-123"} {
+		e, err := a.Entry("query-order", customer)
+		if errors.Is(err, core.ErrHotParam) {
+			fmt.Println(customer, "throttled")
+			continue
+		}
+		e.Exit(nil)
+	}
+	// Output: c-1 throttled
+}

@@ -3,6 +3,8 @@ package agent
 import (
 	"os"
 
+	"github.com/sentinel-top/sentinel-top/core"
+
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
@@ -13,12 +15,27 @@ func pid() int { return os.Getpid() }
 // Options.ManualShip is set.
 func (a *Agent) Ship() { a.shipper.Ship() }
 
-// series lists the guard's resources for the shipper.
+// series lists the guard's resources for the shipper, with the hot values
+// of those that have hot-parameter rules.
 func (a *Agent) series() []wsstream.Series {
 	res := a.guard.Resources()
 	out := make([]wsstream.Series, len(res))
+	var hot map[string]*hotTracker
+	if m := a.hot.Load(); m != nil {
+		hot = *m
+	}
 	for i, r := range res {
+		if t := hot[r.Name()]; t != nil {
+			out[i] = hotSeries{r, t}
+			continue
+		}
 		out[i] = r
 	}
 	return out
+}
+
+// hotSeries is a resource with hot values (wsstream.HotSeries).
+type hotSeries struct {
+	*core.Resource
+	*hotTracker
 }

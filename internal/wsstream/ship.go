@@ -18,6 +18,14 @@ type Series interface {
 	Concurrency() int64
 }
 
+// HotSeries is a Series that also counts its entries by parameter value.
+type HotSeries interface {
+	Series
+	// Hot returns the hot values of the closed bucket at start (at most
+	// wire.MaxHotValues and one wire.HotOther), nil when it has none.
+	Hot(start int64) []wire.HotItem
+}
+
 // Backlog keeps the buckets frames of the last periods, for new readers.
 type Backlog struct {
 	mu      sync.Mutex
@@ -209,7 +217,11 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			continue
 		}
 		m.Concurrency = inflight // wire v1: what was in flight when the bucket closed
-		items = append(items, wire.NewBucketItem(r.Name(), start, m, true))
+		it := wire.NewBucketItem(r.Name(), start, m, true)
+		if h, ok := r.(HotSeries); ok {
+			it.Hot = h.Hot(start)
+		}
+		items = append(items, it)
 	}
 	for name := range s.sent {
 		if !live[name] {
