@@ -75,6 +75,9 @@ func (c *Collector) charge(n int64, place, what string) bool {
 func (c *Collector) releaseSeries(in *instance) {
 	for _, s := range in.series {
 		c.memUsed -= c.seriesBytes() + int64(len(s.tracks))*trackBytes
+		if s.hot != nil {
+			c.memUsed -= c.hotRingBytes()
+		}
 		s.app.refs--
 	}
 	in.series = map[string]*series{}

@@ -65,12 +65,13 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 		r := majorityRules[0]
 		d.HasBreaker, d.Strategy, d.Threshold, d.MaxAllowedRtMs = true, r.Strategy, r.Threshold, r.MaxAllowedRtMs
 	}
+	c.detailHot(d, names)
 	rateMs := c.opts.RateWindow.Milliseconds()
 	for _, name := range names {
 		in := c.insts[name]
 		se := in.series[resource]
 		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(in.breakers[resource]) > 0,
-			Breakers: in.breakers[resource], Flows: in.flows[resource], RulesVersion: in.version,
+			Breakers: in.breakers[resource], Flows: in.flows[resource], Params: in.params[resource], RulesVersion: in.version,
 			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed, FirstSeen: se.first,
 			Provenance: se.provenance(in)}
 		for _, t := range se.tracks {

@@ -22,6 +22,7 @@ type instance struct {
 	version    string
 	breakers   map[string][]core.BreakerRule
 	flows      map[string][]core.FlowRule
+	params     map[string][]core.HotParamRule // hot-parameter rules
 	series     map[string]*series
 	lastArrive int64 // collector clock
 	lastTs     int64 // sender clock, latest message
@@ -60,6 +61,7 @@ type series struct {
 	tracks   []*track // one per breaker rule id, "" first
 	inferred bool     // some transition was inferred from counts
 	first    int64    // the earliest bucket start or transition seen (0: none)
+	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
 	// Totals of everything accepted, for exact accounting.
 	total totals
 }
@@ -135,7 +137,8 @@ func (c *Collector) instanceFor(place, name string) *instance {
 		return nil
 	}
 	in := &instance{name: name, app: name, breakers: map[string][]core.BreakerRule{},
-		flows: map[string][]core.FlowRule{}, series: map[string]*series{}, bucketMs: core.ResourceBucketMs}
+		flows: map[string][]core.FlowRule{}, params: map[string][]core.HotParamRule{}, series: map[string]*series{},
+		bucketMs: core.ResourceBucketMs}
 	c.insts[name] = in
 	return in
 }
@@ -199,23 +202,16 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	in.version = m.Version
 	in.breakers = map[string][]core.BreakerRule{}
 	in.flows = map[string][]core.FlowRule{}
-	breakers, flows := m.Breakers, m.Flows
+	in.params = map[string][]core.HotParamRule{}
+	breakers, flows, params := m.Breakers, m.Flows, m.Params
 	if c.ruleResourcesNew(in.app, m) {
 		// Rules naming resources never seen with rules in this app are
 		// charged to the memory budget (triage keeps each app x resource
 		// with rules): a peer naming new ones in every rules message is
 		// refused past it, rather than growing without end.
-		breakers, flows = nil, nil
-		for _, r := range m.Breakers {
-			if c.ruleResource(place, in, r.Resource) {
-				breakers = append(breakers, r)
-			}
-		}
-		for _, r := range m.Flows {
-			if c.ruleResource(place, in, r.Resource) {
-				flows = append(flows, r)
-			}
-		}
+		breakers = admitRules(c, place, in, m.Breakers, func(r *core.BreakerRule) string { return r.Resource })
+		flows = admitRules(c, place, in, m.Flows, func(r *core.FlowRule) string { return r.Resource })
+		params = admitRules(c, place, in, m.Params, func(r *core.HotParamRule) string { return r.Resource })
 	}
 	for _, r := range breakers {
 		in.breakers[r.Resource] = append(in.breakers[r.Resource], r)
@@ -223,19 +219,39 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	for _, r := range flows {
 		in.flows[r.Resource] = append(in.flows[r.Resource], r)
 	}
+	for _, r := range params {
+		in.params[r.Resource] = append(in.params[r.Resource], r)
+	}
 	c.engine.Rules(in.name, m.Ts, m.Version, breakers, flows)
+}
+
+// admitRules keeps the rules whose resource ruleResource admits.
+func admitRules[R any](c *Collector, place string, in *instance, rules []R, resource func(*R) string) []R {
+	var out []R
+	for i := range rules {
+		if c.ruleResource(place, in, resource(&rules[i])) {
+			out = append(out, rules[i])
+		}
+	}
+	return out
 }
 
 // ruleResourcesNew reports whether a rules message names a resource not
 // yet known with rules in the instance's app. c.mu is held.
 func (c *Collector) ruleResourcesNew(app string, m *wire.Rules) bool {
+	known := func(res string) bool { _, ok := c.ruleRes[arKey{app, res}]; return ok }
 	for _, r := range m.Breakers {
-		if _, ok := c.ruleRes[arKey{app, r.Resource}]; !ok {
+		if !known(r.Resource) {
 			return true
 		}
 	}
 	for _, r := range m.Flows {
-		if _, ok := c.ruleRes[arKey{app, r.Resource}]; !ok {
+		if !known(r.Resource) {
+			return true
+		}
+	}
+	for _, r := range m.Params {
+		if !known(r.Resource) {
 			return true
 		}
 	}

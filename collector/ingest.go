@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -94,8 +95,8 @@ func reasonOf(err error) string {
 		return ReasonWrongVersion
 	case errors.Is(err, wire.ErrTooLarge):
 		var de *wire.DecodeError
-		if errors.As(err, &de) && de.Field != "" && de.Field != "items" && de.Field != "breakers" && de.Field != "flows" {
-			return ReasonNameTooLong // every other sized field is a name
+		if errors.As(err, &de) && strings.Contains(de.Reason, " bytes exceeds ") && de.Field != "" {
+			return ReasonNameTooLong // a name or a hot value; lists count items
 		}
 		return ReasonTooLarge
 	case errors.Is(err, wire.ErrUnknownKind):
@@ -286,8 +287,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 				}
 			}
 		}
+		c.addHot(place, in, s, it.Start, it.Hot)
 		c.engine.Bucket(in.name, triage.BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: m.BucketMs,
-			Metrics: it.Metrics, HasHist: it.HasHist})
+			Metrics: it.Metrics, HasHist: it.HasHist, Hot: it.Hot})
 	}
 }
 

@@ -258,6 +258,16 @@ type Detail struct {
 	Instances []InstanceDetail
 	// Findings naming this resource.
 	Findings []triage.Finding
+	// HotRules are the resource's hot-parameter rules, those most live
+	// instances have. Hot are its hottest parameter values over the rate
+	// window, summed over the live instances: at most wire.MaxHotValues,
+	// by entries, then one wire.HotOther. HotUnknown, when set, names a
+	// source among the instances that cannot report hot values (Java
+	// Sentinel, metric logs): their entries are missing from Hot, which
+	// must not be read as none.
+	HotRules   []core.HotParamRule
+	Hot        []HotValue
+	HotUnknown string
 }
 
 // InstanceDetail is one instance's view of a resource.
@@ -279,6 +289,7 @@ type InstanceDetail struct {
 	// rules most instances of the app have.
 	Breakers     []core.BreakerRule
 	Flows        []core.FlowRule
+	Params       []core.HotParamRule
 	RulesVersion string
 	Drift        bool
 	// Rates over the last RateWindowMs.

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // Thresholds of spec/findings-v1.md.
@@ -66,6 +67,15 @@ type BucketStat struct {
 	// HasHist says that Hist counts completions by response time
 	// (core.HistogramBounds); without it Hist is not read.
 	HasHist bool
+	// Hot are the bucket's hot values (wire v1 "hot"), for a resource with
+	// hot-parameter rules: the parameter values with the most entries, at
+	// most wire.MaxHotValues, each with its pass and block, and one
+	// wire.HotOther item summing the rest. Nil when the source sent none:
+	// Java Sentinel and metric logs cannot tell values apart, so nil is
+	// not "no hot value". Values are untrusted text (sanitize before
+	// printing). The slice belongs to the caller and is reused after
+	// Bucket returns: copy what is kept.
+	Hot []wire.HotItem
 }
 
 // Counts summarises what the engine has seen.
