@@ -28,6 +28,7 @@ var detectors = [...]detector{
 	{KindUnprotected, (*Engine).unprotectedFindings},
 	{KindRulesLost, (*Engine).rulesLostFindings},
 	{KindInertRule, (*Engine).inertFindings},
+	{KindHotValue, (*Engine).hotFindings},
 	{KindSharedResource, (*Engine).sharedFindings},
 	{KindWindowMisaligned, (*Engine).misalignedFindings},
 	{KindRuleAdvice, (*Engine).adviceFindings},

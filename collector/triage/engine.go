@@ -115,6 +115,7 @@ type Engine struct {
 	misalign []*appRes    // app x resource with a misaligned breaker window
 	lost     []*lostRules // instance x resource whose rules went, with traffic for GraceMs after
 	inert    inertIndex
+	hots     []*series // series that had a run of one value taking half of the blocks
 }
 
 type instState struct {
@@ -131,6 +132,7 @@ type instState struct {
 	hasRules bool
 	version  string
 	rules    map[string]*resRules
+	hotRules map[string][]core.HotParamRule // by resource
 	ruleHist ruleHistory
 
 	series     map[string]*series
@@ -416,7 +418,10 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 // Bucket records one completed bucket. A bucket that does not start after
 // the series' previous one is a duplicate (or a replay) and is ignored. In
 // steady state it does not allocate.
-func (e *Engine) Bucket(instance string, b BucketStat) {
+func (e *Engine) Bucket(instance string, b BucketStat) { e.bucketHot(instance, b, nil) }
+
+// bucketHot records a bucket with its hot values (HotItem), for hot-value.
+func (e *Engine) bucketHot(instance string, b BucketStat, hot []HotItem) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	bm := b.BucketMs
@@ -452,6 +457,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	s.hz.bucket(b.Start, end, &b)
 	s.res.last = max(s.res.last, end)
 	e.inertBucket(s, b.Start, bm, b.Complete, offered)
+	e.hotBucket(s, b.Start, end, b.Block, hot)
 	if pass == 0 {
 		return
 	}

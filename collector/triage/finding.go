@@ -21,6 +21,7 @@ const (
 	KindUnprotected       Kind = "unprotected"
 	KindRulesLost         Kind = "rules-lost"
 	KindInertRule         Kind = "inert-rule"
+	KindHotValue          Kind = "hot-value"
 	KindSharedResource    Kind = "shared-resource"
 	KindWindowMisaligned  Kind = "window-misaligned"
 	KindRuleAdvice        Kind = "rule-advice"
@@ -29,7 +30,7 @@ const (
 // Kinds lists every kind in the spec's order.
 var Kinds = []Kind{
 	KindSawtooth, KindSyncHalfOpen, KindLowConfidenceTrip, KindRuleDrift,
-	KindUnprotected, KindRulesLost, KindInertRule, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
+	KindUnprotected, KindRulesLost, KindInertRule, KindHotValue, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
 }
 
 func (k Kind) rank() int {

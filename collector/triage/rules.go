@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -15,8 +16,10 @@ type resRules struct {
 }
 
 // Rules records an instance's complete rule set (a wire v1 "rules"
-// message). The slices are copied.
-func (e *Engine) Rules(instance string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule) {
+// message): its breakers, flows and hot-parameter rules (params). The
+// slices are copied. Hot-parameter rules only inform hot-value's advice:
+// rule drift, unprotected traffic and lost rules judge breakers and flows.
+func (e *Engine) Rules(instance string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observeState(ts)
@@ -83,6 +86,15 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		}
 	}
 	e.noteRules(in, ts, version, rules)
+	in.hotRules = nil
+	for _, p := range params {
+		if in.hotRules == nil {
+			in.hotRules = map[string][]core.HotParamRule{}
+		}
+		p.Resource = strings.Clone(p.Resource)
+		p.SpecificItems = maps.Clone(p.SpecificItems)
+		in.hotRules[p.Resource] = append(in.hotRules[p.Resource], p)
+	}
 	in.rules, in.hasRules, in.version = rules, true, strings.Clone(version)
 	e.inertRules(in)
 	for _, s := range in.seriesList {

@@ -24,6 +24,7 @@ type series struct {
 	up  unprot
 	win windows // inert-rule: the most completions its statistic windows held
 	hz  healthy // its healthy traffic (healthy.go)
+	hot hotState
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of

@@ -31,6 +31,8 @@ func words(f *Finding) {
 		f.Summary, f.Advice = rulesLostWords(x, n, f.To-f.From, f.Severity == Critical)
 	case *InertRuleFacts:
 		f.Summary, f.Advice = inertWords(x)
+	case *HotValueFacts:
+		f.Summary, f.Advice = hotWords(x, f.To-f.From)
 	case *SharedResourceFacts:
 		// Each process has its own statistics and breakers: what one name
 		// conflates is what is keyed by name alone.
@@ -314,4 +316,31 @@ func joinAnd(xs []string) string {
 		return xs[0]
 	}
 	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// hotWords: the value's share of the blocks and its rate against the
+// rule's threshold; and an exception for it sized from that rate, or the
+// threshold raised for every value. The value itself is shown from the
+// facts, never quoted here.
+func hotWords(x *HotValueFacts, spanMs int64) (summary, advice string) {
+	n := x.Suggest.SpecificItems[x.Value]
+	r := x.Rule
+	summary = fmt.Sprintf("one value of parameter %d took %s %% of this resource's blocks (%d) over %s s, offered %s QPS on one instance",
+		x.Param, fmtFloat(x.BlockShare*100, 0), x.Blocked, fmtFloat(float64(spanMs)/1000, 1), fmtFloat(x.QPS, 1))
+	if r != nil {
+		summary += " against the rule's " + hotRuleText(r)
+	}
+	summary += ": a limit written for every value throttles this one"
+	switch {
+	case r == nil:
+		advice = fmt.Sprintf("add a specificItems exception of %d for this value (shown as value) to its hot-parameter rule, its %s QPS with %d %% headroom, "+
+			"or raise the rule's threshold to %d if every value may reach that rate", n, fmtFloat(x.QPS, 1), HotHeadroomPercent, n)
+	case r.MetricType == core.HotParamConcurrency:
+		advice = fmt.Sprintf("add a specificItems exception of %d for this value (shown as value), the threshold of %d in flight scaled by its offered over its admitted entries with %d %% headroom, "+
+			"or raise threshold from %d to %d if every value may need that many in flight", n, r.Threshold, HotHeadroomPercent, r.Threshold, n)
+	default:
+		advice = fmt.Sprintf("add a specificItems exception of %d for this value (shown as value), its %s QPS over the rule's %d s with %d %% headroom, so that it is limited at %d instead of %d, "+
+			"or raise threshold from %d to %d if every value may reach that rate", n, fmtFloat(x.QPS, 1), max(r.DurationInSec, 1), HotHeadroomPercent, n, r.Threshold, r.Threshold, n)
+	}
+	return summary, advice
 }
