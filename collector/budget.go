@@ -78,9 +78,12 @@ func (c *Collector) releaseSeries(in *instance) {
 		if s.hot != nil {
 			c.memUsed -= c.hotRingBytes()
 		}
+		s.app.sums.apply(&s.part, -1)
 		s.app.refs--
 	}
 	in.series = map[string]*series{}
+	in.seriesList = nil
+	c.breakersGen++
 }
 
 // prune forgets instances gone for longer than the retention, app x
@@ -94,6 +97,7 @@ func (c *Collector) prune(now int64) {
 			c.releaseSeries(in)
 			c.memUsed -= instanceBytes
 			delete(c.insts, name)
+			c.pub.order = nil
 			c.appsLeft = true
 		}
 	}

@@ -166,8 +166,25 @@ type Collector struct {
 	recFlushed int64 // when the recording was last flushed
 	restream   *restream
 
+	// breakersGen changes whenever a snapshot's breaker states may differ
+	// from the last one's: a message other than buckets, a new series, an
+	// instance leaving or coming back. pub is what Publish keeps between
+	// snapshots (publish.go); pubGen numbers its passes.
+	breakersGen uint64
+	pub         pubCache
+	pubGen      uint64
+
 	seq  uint64
 	snap atomic.Pointer[Snapshot]
+}
+
+// pubCache is what Publish keeps between snapshots: the instances in name
+// order (nil after one came or went), and the breaker states as of
+// breakersGen, shared by the snapshots until they change.
+type pubCache struct {
+	order       []*instance
+	breakers    []BreakerState
+	breakersGen uint64
 }
 
 // New returns an empty collector.
@@ -214,6 +231,7 @@ func (c *Collector) reset() {
 	c.ruleRes = map[arKey]struct{}{}
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}
+	c.pub = pubCache{}
 }
 
 // setReplay records the status a replay told; an older generation than the

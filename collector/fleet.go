@@ -24,6 +24,13 @@ type instance struct {
 	flows      map[string][]core.FlowRule
 	params     map[string][]core.HotParamRule // hot-parameter rules
 	series     map[string]*series
+	seriesList []*series // the values of series, for passes without map lookups
+	// changed: a message arrived (or it left) since the last snapshot
+	// took its series' parts of the rows, which it did at the data end
+	// rateEnd (see rows.go).
+	changed    bool
+	rateEnd    int64
+	listed     bool  // as that snapshot found it: live, or gone within StaleAfter
 	lastArrive int64 // collector clock
 	lastTs     int64 // sender clock, latest message
 	dataEnd    int64 // sender clock: buckets are complete up to here
@@ -62,6 +69,8 @@ type series struct {
 	inferred bool     // some transition was inferred from counts
 	first    int64    // the earliest bucket start or transition seen (0: none)
 	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
+	ruled    bool     // the instance has a breaker rule for the resource
+	part     rowPart  // what it adds to its app x resource's row (rows.go)
 	// Totals of everything accepted, for exact accounting.
 	total totals
 }
@@ -92,6 +101,8 @@ type appSeries struct {
 	// Exact totals since the collector started, for counters.
 	total       totals
 	transitions map[[2]core.State]int64 // (from, to) -> count
+	// sums are what its listed instance series add up to (rows.go).
+	sums rowSums
 }
 
 type arKey struct{ app, resource string }
@@ -140,6 +151,7 @@ func (c *Collector) instanceFor(place, name string) *instance {
 		flows: map[string][]core.FlowRule{}, params: map[string][]core.HotParamRule{}, series: map[string]*series{},
 		bucketMs: core.ResourceBucketMs}
 	c.insts[name] = in
+	c.pub.order = nil
 	return in
 }
 
@@ -150,7 +162,8 @@ func (c *Collector) sweep(now int64) {
 	stale := c.opts.StaleAfter.Milliseconds()
 	for _, in := range c.insts {
 		if !in.gone && now-in.lastArrive > stale {
-			in.gone, in.goneAt = true, in.lastArrive+stale
+			in.gone, in.goneAt, in.changed = true, in.lastArrive+stale, true
+			c.breakersGen++
 			c.engine.Bye(in.name, in.lastTs+stale)
 		}
 	}
@@ -215,6 +228,9 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	}
 	for _, r := range breakers {
 		in.breakers[r.Resource] = append(in.breakers[r.Resource], r)
+	}
+	for _, s := range in.seriesList {
+		s.ruled = len(in.breakers[s.resource]) > 0
 	}
 	for _, r := range flows {
 		in.flows[r.Resource] = append(in.flows[r.Resource], r)

@@ -185,7 +185,10 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	}
 	in.lastArrive = now
 	in.lastTs = max(in.lastTs, h.Ts)
-	in.gone = false
+	if _, isBuckets := m.(*wire.Buckets); in.gone || !isBuckets {
+		c.breakersGen++ // back, or a message that may change a breaker state
+	}
+	in.gone, in.changed = false, true
 	switch m := m.(type) {
 	case *wire.Hello:
 		if !c.hello(in, m, now) {
@@ -233,8 +236,11 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		c.apps[key] = a
 	}
 	a.refs++
-	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, c.instanceFineSlots(), false)}
+	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, c.instanceFineSlots(), false),
+		ruled: len(in.breakers[resource]) > 0}
 	in.series[resource] = s
+	in.seriesList = append(in.seriesList, s)
+	c.breakersGen++
 	return s
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -50,7 +49,7 @@ func (c *Collector) Publish() *Snapshot {
 			worst[k] = f.Severity
 		}
 	}
-	rows, ends, warnings := c.instanceRows(s, now)
+	rows, warnings := c.instanceRows(s, now)
 	noteList := make([]string, 0, len(notes))
 	for note, n := range notes {
 		noteList = append(noteList, fmt.Sprintf("%d %s: %s", n, plural(n, "target", "targets"), note))
@@ -63,9 +62,8 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	rateMs := c.opts.RateWindow.Milliseconds()
 	s.Rows = make([]ResourceRow, 0, len(rows))
-	for k, row := range rows {
-		a := c.apps[k]
-		end := ends[k]
+	for _, a := range rows {
+		row, end := a.resourceRow(rateMs), a.sums.end
 		sum, hist := window(&a.fine, end-rateMs, end)
 		row.Completed = int64(sum.complete)
 		if sum.complete > 0 {
@@ -84,8 +82,8 @@ func (c *Collector) Publish() *Snapshot {
 				row.Trend[i] = float64(sl.pass)
 			}
 		}
-		row.Worst, row.HasFinding = worst[k]
-		s.Rows = append(s.Rows, *row)
+		row.Worst, row.HasFinding = worst[a.key]
+		s.Rows = append(s.Rows, row)
 	}
 	slices.SortFunc(s.Rows, func(x, y ResourceRow) int {
 		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource))
@@ -93,90 +91,6 @@ func (c *Collector) Publish() *Snapshot {
 	s.Totals = c.appTotals()
 	c.snap.Store(s)
 	return s
-}
-
-// instanceRows folds the instances into one row per app x resource. Rows
-// count and show the breakers of live instances only; an instance gone for
-// less than StaleAfter still lends its last data to the rates (so a fleet
-// that stopped is seen stopping), but is not counted. c.mu is held.
-func (c *Collector) instanceRows(s *Snapshot, now int64) (map[arKey]*ResourceRow, map[arKey]int64, []string) {
-	rateMs := c.opts.RateWindow.Milliseconds()
-	stale := c.opts.StaleAfter.Milliseconds()
-	rows := map[arKey]*ResourceRow{}
-	ends := map[arKey]int64{}
-	apps := map[string]bool{}
-	resources := map[string]bool{}
-	var warnings []string
-	names := make([]string, 0, len(c.insts))
-	for name, in := range c.insts {
-		if !in.gone || now-in.goneAt <= stale {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		in := c.insts[name]
-		live := !in.gone
-		apps[in.app] = true
-		if live {
-			s.Instances++
-			if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive && !in.polled {
-				dir := "behind"
-				if off < 0 {
-					dir, off = "ahead of", -off
-				}
-				warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
-			}
-		}
-		end := in.dataEndSecond()
-		for res, se := range in.series {
-			k := arKey{in.app, res}
-			resources[res] = true
-			row := rows[k]
-			if row == nil {
-				row = &ResourceRow{App: in.app, Resource: res}
-				rows[k] = row
-			}
-			sum, _ := window(&se.fine, end-rateMs, end)
-			row.PassQPS += float64(sum.pass) * 1000 / float64(rateMs)
-			row.BlockQPS += float64(sum.block) * 1000 / float64(rateMs)
-			ends[k] = max(ends[k], end)
-			row.LastTransition = max(row.LastTransition, se.app.last)
-			switch se.provenance(in) {
-			case ProvenanceUnknown:
-				se.app.someUnknown = true
-			case ProvenanceInferred:
-				se.app.someInferred = true
-			}
-			// A state inferred shows a breaker whose rules went unseen (a
-			// metric log carries none).
-			guarded := len(in.breakers[res]) > 0 || se.inferred
-			if guarded {
-				row.HasBreaker = true
-			}
-			if !live {
-				continue
-			}
-			row.Instances++
-			row.SlowUnknown = row.SlowUnknown || in.statesUnknown
-			if guarded {
-				st, prov := worstState(se.tracks), se.provenance(in)
-				s.Breakers = append(s.Breakers, BreakerState{App: in.app, Resource: res, Instance: in.name, State: st, Provenance: prov})
-				switch {
-				case prov == ProvenanceUnknown:
-					row.Breakers.Unknown++
-				case st == core.Open:
-					row.Breakers.Open++
-				case st == core.HalfOpen:
-					row.Breakers.HalfOpen++
-				default:
-					row.Breakers.Closed++
-				}
-			}
-		}
-	}
-	s.Apps, s.Resources = len(apps), len(resources)
-	return rows, ends, warnings
 }
 
 // appTotals are the exact counters of every app x resource since the

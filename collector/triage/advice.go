@@ -22,7 +22,7 @@ type adviceJudgment struct {
 // judgeAdvice judges the instance's ratio breakers of the series' resource,
 // in their canonical order, and returns the first that does not fit.
 func judgeAdvice(in *instState, s *series) (j adviceJudgment, fires bool) {
-	rr := in.rules[s.resource]
+	rr := s.rr
 	if rr == nil || !s.traffic {
 		return j, false
 	}
@@ -72,72 +72,67 @@ func ratioAsRt(r core.BreakerRule) bool {
 // AdviceMinRequests requests at qps, and maxAllowedRtMs AdviceRtFactor x
 // p99Ms, each where it does not fit. Always info.
 func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
-	type acc struct {
-		ar         *appRes
-		first      adviceJudgment // of the first instance by name
-		insts      []*instState
-		qps        []float64
-		p99        int64
-		window, rt bool
-		from, to   int64
-	}
-	byAR := map[*appRes]*acc{}
-	var order []*acc
-	for _, in := range e.instList {
-		for _, s := range in.seriesList {
-			j, fires := judgeAdvice(in, s)
-			if !fires {
-				continue
-			}
-			a := byAR[s.ar]
-			if a == nil {
-				a = &acc{ar: s.ar, first: j, from: math.MaxInt64}
-				byAR[s.ar] = a
-				order = append(order, a)
-			}
-			if in.name < a.first.in.name {
-				a.first = j
-			}
-			a.insts, a.qps = append(a.insts, in), append(a.qps, j.qps)
-			a.p99 = max(a.p99, j.p99)
-			a.window, a.rt = a.window || j.window, a.rt || j.rt
-			a.from, a.to = min(a.from, s.firstAt), max(a.to, s.endAt)
+	e.judgeDirtyAdvice()
+	for _, ar := range e.adviceARs {
+		a := &ar.advice
+		if a.stale {
+			a.stale = false
+			a.has = a.refresh(ar) && e.adviceFinding(ar, &a.f)
 		}
-	}
-	for _, a := range order {
-		r, qps := *a.first.rule, medianOf(a.qps)
-		x := &RuleAdviceFacts{Rule: r, P99Ms: a.p99}
-		// The numbers derive from the QPS shown, so that they can be checked.
-		x.QPS = round(qps, 1)
-		if x.QPS > 0 {
-			qps = x.QPS
+		if a.has {
+			out = append(out, a.f)
 		}
-		x.WindowRequests = round(qps*float64(r.StatIntervalMs)/1000, 1)
-		x.MinRequestSeconds = round(float64(r.MinRequestAmount)/qps, 2)
-		if x.P99Ms > 0 {
-			x.RtOverP99 = round(float64(r.MaxAllowedRtMs)/float64(x.P99Ms), 2)
-		}
-		if r.MinRequestAmount < AdviceMinRequests {
-			x.Suggest.MinRequestAmount = AdviceMinRequests
-		}
-		if need := int64(0); a.window {
-			if need = adviceInterval(qps); need > int64(r.StatIntervalMs) {
-				x.Suggest.StatIntervalMs = uint32(min(need, math.MaxUint32))
-			}
-		}
-		if a.rt && x.P99Ms > 0 {
-			x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * x.P99Ms)
-		}
-		insts := sortInsts(a.insts)
-		f := Finding{
-			Kind: KindRuleAdvice, Severity: Info, App: a.ar.app.name, Resource: a.ar.resource,
-			Instances: names(insts), From: a.from, To: a.to, Facts: x,
-		}
-		words(&f)
-		f.Timelines = e.timelines(insts, a.ar.resource, f.From, f.To, nil)
-		out = append(out, f)
 	}
 	return out
+}
+
+// adviceFinding makes ar's finding from the judgments of its firing series
+// (sorted by instance), which are not empty.
+func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
+	firing := ar.advice.firing
+	first := firing[0].advice.j // of the first instance by name
+	insts := make([]*instState, 0, len(firing))
+	qpss := make([]float64, 0, len(firing))
+	var p99 int64
+	var window, rt bool
+	from, to := int64(math.MaxInt64), int64(0)
+	for _, s := range firing {
+		j := &s.advice.j
+		insts, qpss = append(insts, s.inst), append(qpss, j.qps)
+		p99 = max(p99, j.p99)
+		window, rt = window || j.window, rt || j.rt
+		from, to = min(from, s.firstAt), max(to, s.endAt)
+	}
+	r, qps := *first.rule, medianOf(qpss)
+	x := &RuleAdviceFacts{Rule: r, P99Ms: p99}
+	// The numbers derive from the QPS shown, so that they can be checked.
+	x.QPS = round(qps, 1)
+	if x.QPS > 0 {
+		qps = x.QPS
+	}
+	x.WindowRequests = round(qps*float64(r.StatIntervalMs)/1000, 1)
+	x.MinRequestSeconds = round(float64(r.MinRequestAmount)/qps, 2)
+	if x.P99Ms > 0 {
+		x.RtOverP99 = round(float64(r.MaxAllowedRtMs)/float64(x.P99Ms), 2)
+	}
+	if r.MinRequestAmount < AdviceMinRequests {
+		x.Suggest.MinRequestAmount = AdviceMinRequests
+	}
+	if need := int64(0); window {
+		if need = adviceInterval(qps); need > int64(r.StatIntervalMs) {
+			x.Suggest.StatIntervalMs = uint32(min(need, math.MaxUint32))
+		}
+	}
+	if rt && x.P99Ms > 0 {
+		x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * x.P99Ms)
+	}
+	*f = Finding{
+		Kind: KindRuleAdvice, Severity: Info, App: ar.app.name, Resource: ar.resource,
+		Instances: names(insts), From: from, To: to, Facts: x,
+	}
+	words(f)
+	f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
+	return true
 }
 
 // adviceInterval is the statIntervalMs, in whole seconds, that holds

@@ -94,6 +94,15 @@ func sortInsts(insts []*instState) []*instState {
 	return slices.Compact(insts)
 }
 
+// instancesByName is every instance ever, sorted by name then age; it is
+// sorted again only after an instance was created.
+func (e *Engine) instancesByName() []*instState {
+	if e.byName == nil {
+		e.byName = sortInsts(slices.Clone(e.instList))
+	}
+	return e.byName
+}
+
 func setInsts(set map[*instState]struct{}) []*instState {
 	insts := make([]*instState, 0, len(set))
 	for in := range set {
@@ -132,6 +141,9 @@ func (e *Engine) timelines(insts []*instState, resource string, from, to int64, 
 	for _, in := range insts {
 		if len(out) == MaxTimelines {
 			break
+		}
+		if !in.stepped {
+			continue // no breaker of it ever changed state
 		}
 		s := in.series[resource]
 		if s == nil {

@@ -98,6 +98,8 @@ type Engine struct {
 	seq       int
 	insts     map[string]*instState // current instance of each name
 	instList  []*instState          // every instance ever, in creation order
+	byName    []*instState          // instList sorted by name then age (nil: to sort again)
+	appMoves  int                   // instances moved to another app (moveApp)
 	instNames map[string]struct{}
 	apps      map[string]*appState
 	appNames  map[string]struct{}
@@ -114,8 +116,12 @@ type Engine struct {
 	shared   []*resState  // resources reported by two or more apps
 	misalign []*appRes    // app x resource with a misaligned breaker window
 	lost     []*lostRules // instance x resource whose rules went, with traffic for GraceMs after
-	inert    inertIndex
-	hots     []*series // series that had a run of one value taking half of the blocks
+	// adviceARs are the app x resource that had rule advice; adviceDirty the
+	// series to judge again (advicecache.go).
+	adviceARs   []*appRes
+	adviceDirty []*series
+	inert       inertIndex
+	hots        []*series // series that had a run of one value taking half of the blocks
 }
 
 type instState struct {
@@ -137,6 +143,9 @@ type instState struct {
 
 	series     map[string]*series
 	seriesList []*series
+	// stepped: a breaker of the instance has recorded a transition (only
+	// such instances have timelines).
+	stepped bool
 }
 
 // alive reports whether the instance still counts as present at now: not
@@ -170,10 +179,11 @@ type appRes struct {
 	ruledTo    int64                   // when ruleCount last fell to 0
 	ruledSince int64                   // when ruleCount last rose from 0
 
-	herd  herd
-	low   lowConf
-	drift drift
-	mis   misaligned
+	herd   herd
+	advice arAdvice
+	low    lowConf
+	drift  drift
+	mis    misaligned
 }
 
 type resState struct {
@@ -183,6 +193,10 @@ type resState struct {
 	since  int64 // when a second app reported it
 	last   int64
 	listed bool
+	// members are insts of the apps in apps, sorted, as of the numbers
+	// of insts, apps and the engine's app moves in membersAt.
+	members   []*instState
+	membersAt [3]int
 }
 
 // New returns an engine; see Config for the zero value.
@@ -263,6 +277,7 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 				b.restart(startedAt)
 			}
 			s.hz.close(startedAt)
+			e.adviceChanged(s)
 		}
 	}
 	in.helloSeen = true
@@ -300,8 +315,13 @@ func (e *Engine) appFor(name string) *appState {
 // moveApp moves an instance that had no hello yet into its app.
 func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 	e.detach(in, ts)
+	e.appMoves++
 	in.app = e.appFor(appName)
 	for _, s := range in.seriesList {
+		if s.advice.list != nil {
+			s.advice.list.advice.stale = true // it leaves that finding
+		}
+		e.adviceChanged(s)
 		s.ar = e.appRes(in.app, s.resource)
 		e.registerApp(s.res, in.app.name, ts)
 	}
@@ -320,6 +340,7 @@ func (e *Engine) newInstance(name, appName string) *instState {
 	in := &instState{name: name, seq: e.seq, app: a, series: map[string]*series{}}
 	e.insts[name] = in
 	e.instList = append(e.instList, in)
+	e.byName = nil
 	e.instNames[name] = struct{}{}
 	e.attach(in, 0)
 	return in
@@ -403,7 +424,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		r = &resState{name: ar.resource, apps: map[string]struct{}{}}
 		e.res[r.name] = r
 	}
-	s := &series{inst: in, resource: ar.resource, ar: ar, res: r}
+	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rules[resource]}
 	s.setHold()
 	in.series[s.resource] = s
 	in.seriesList = append(in.seriesList, s)
@@ -452,6 +473,7 @@ func (e *Engine) bucketHot(instance string, b BucketStat, hot []HotItem) {
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start
+	e.adviceChanged(s)
 	s.offered += offered
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, &b)
@@ -485,6 +507,7 @@ func (e *Engine) Transition(instance string, t core.Transition) {
 	wasOpen := s.open()
 	b.state = t.To
 	s.healthyTransition(b, &t, wasOpen)
+	e.adviceChanged(s)
 	b.record(t.AtMs, t.From, t.To)
 	if t.RetryTimeoutMs > 0 {
 		b.retry = t.RetryTimeoutMs

@@ -189,7 +189,7 @@ func (s *series) healthyP99() (ms int64, ok bool) {
 // rules for the series' resource with that rule id (all of them when the id
 // is empty), 0 when none is known.
 func (s *series) statInterval(ruleID string) int64 {
-	rr := s.inst.rules[s.resource]
+	rr := s.rr
 	if rr == nil {
 		return 0
 	}

@@ -191,7 +191,7 @@ func (e *Engine) inertRules(in *instState) {
 // nearly its name misses.
 func (e *Engine) inertBucket(s *series, start, bm, complete, offered int64) {
 	if !s.win.synced {
-		e.syncWindows(s, s.inst.rules[s.resource])
+		e.syncWindows(s, s.rr)
 	}
 	for _, w := range s.win.ws {
 		w.add(start, bm, max(complete, 0))
@@ -233,7 +233,7 @@ type inertHit struct {
 // for that rule never left CLOSED.
 func cannotTrip(w *windowMax) (inertHit, bool) {
 	s := w.s
-	rr := s.inst.rules[s.resource]
+	rr := s.rr
 	if rr == nil || w.max <= 0 || s.reportedMs < InertMinReportMs {
 		return inertHit{}, false
 	}

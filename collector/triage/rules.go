@@ -96,6 +96,10 @@ func (e *Engine) Rules(instance string, ts int64, version string, breakers []cor
 		in.hotRules[p.Resource] = append(in.hotRules[p.Resource], p)
 	}
 	in.rules, in.hasRules, in.version = rules, true, strings.Clone(version)
+	for _, s := range in.seriesList {
+		s.rr = rules[s.resource]
+		e.adviceChanged(s)
+	}
 	e.inertRules(in)
 	for _, s := range in.seriesList {
 		s.setHold() // buckets wait out the rules' statIntervalMs

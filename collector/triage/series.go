@@ -14,6 +14,7 @@ type series struct {
 	resource string
 	ar       *appRes
 	res      *resState
+	rr       *resRules // the instance's rules for the resource (nil: none): in.rules[resource]
 
 	hasBucket      bool
 	lastStart      int64
@@ -21,10 +22,11 @@ type series struct {
 	traffic        bool // some bucket passed entries
 	firstAt, endAt int64
 
-	up  unprot
-	win windows // inert-rule: the most completions its statistic windows held
-	hz  healthy // its healthy traffic (healthy.go)
-	hot hotState
+	up     unprot
+	advice seriesAdvice // rule advice's last judgment (advicecache.go)
+	win    windows      // inert-rule: the most completions its statistic windows held
+	hz     healthy      // its healthy traffic (healthy.go)
+	hot    hotState
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of
@@ -107,6 +109,7 @@ func (s *series) breaker(ruleID string) *breaker {
 }
 
 func (b *breaker) record(at int64, from, to core.State) {
+	b.s.inst.stepped = true
 	b.ring[b.ringHead] = step{at: at, from: from, to: to}
 	b.ringHead = (b.ringHead + 1) % timelineLen
 	b.nring = min(b.nring+1, timelineLen)

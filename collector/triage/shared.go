@@ -29,18 +29,31 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 			apps = append(apps, a)
 		}
 		slices.Sort(apps)
+		f := Finding{
+			Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
+			From: r.since, To: max(r.last, r.since), Facts: &SharedResourceFacts{Apps: apps},
+		}
+		insts := e.sharedMembers(r)
+		f.Instances = names(insts)
+		words(&f)
+		f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
+		out = append(out, f)
+	}
+	return out
+}
+
+// sharedMembers is the instances of a shared resource's apps, sorted; kept
+// until an instance reports it, an app joins it or an instance moves app.
+func (e *Engine) sharedMembers(r *resState) []*instState {
+	at := [3]int{len(r.insts), len(r.apps), e.appMoves}
+	if r.members == nil || r.membersAt != at {
 		var insts []*instState
 		for _, in := range r.insts {
 			if _, ok := r.apps[in.app.name]; ok {
 				insts = append(insts, in)
 			}
 		}
-		f := Finding{
-			Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
-			From: r.since, To: max(r.last, r.since), Facts: &SharedResourceFacts{Apps: apps},
-		}
-		e.complete(&f, insts)
-		out = append(out, f)
+		r.members, r.membersAt = sortInsts(insts), at
 	}
-	return out
+	return r.members
 }

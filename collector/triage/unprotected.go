@@ -49,7 +49,7 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 	}
 	u := &s.up
 	// Rules this process had and lost are rules-lost's.
-	if _, has := in.rules[s.resource]; has || s.ar.ruleCount == 0 || !in.attached || in.lostRules(s.resource) != nil {
+	if s.rr != nil || s.ar.ruleCount == 0 || !in.attached || in.lostRules(s.resource) != nil {
 		u.on = false
 		return
 	}

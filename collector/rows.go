@@ -1,0 +1,217 @@
+package collector
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The table's rows, kept up to date by what changed: each instance series
+// adds a part to its app x resource's sums (its rates over the rate window,
+// whether it is listed, live, guarded, its breaker state), and a snapshot
+// takes the parts again only of the instances that sent something, left,
+// came back or whose data end moved since the last one. A snapshot's cost
+// is then the instances, the rows and the series that changed, not every
+// series.
+
+// rowPart is what one instance series adds to its row; on is set while it
+// is added (the instance is listed: live, or gone within StaleAfter).
+type rowPart struct {
+	on          bool
+	live        bool
+	guarded     bool
+	slowUnknown bool
+	state       core.State
+	prov        Provenance
+	pass, block uint32 // over the rate window
+	end         int64  // the instance's data end, on a second
+}
+
+// rowSums are the parts of an app x resource's listed series, summed.
+type rowSums struct {
+	listed, live, guarded, slowUnknown int
+	closed, halfOpen, open, unknown    int
+	pass, block                        uint64
+	// ends counts the parts by data end; end is the latest of them.
+	ends map[int64]int
+	end  int64
+}
+
+// apply adds (sign 1) or takes back (sign -1) a part that is on.
+func (r *rowSums) apply(p *rowPart, sign int) {
+	if !p.on {
+		return
+	}
+	r.listed += sign
+	r.pass = uint64(int64(r.pass) + int64(sign)*int64(p.pass))
+	r.block = uint64(int64(r.block) + int64(sign)*int64(p.block))
+	if r.ends == nil {
+		r.ends = map[int64]int{}
+	}
+	r.ends[p.end] += sign
+	switch n := r.ends[p.end]; {
+	case n <= 0:
+		delete(r.ends, p.end)
+		if p.end == r.end {
+			r.end = 0
+			for e := range r.ends {
+				r.end = max(r.end, e)
+			}
+		}
+	case sign > 0:
+		r.end = max(r.end, p.end)
+	}
+	if p.guarded {
+		r.guarded += sign
+	}
+	if !p.live {
+		return
+	}
+	r.live += sign
+	if p.slowUnknown {
+		r.slowUnknown += sign
+	}
+	if !p.guarded {
+		return
+	}
+	switch {
+	case p.prov == ProvenanceUnknown:
+		r.unknown += sign
+	case p.state == core.Open:
+		r.open += sign
+	case p.state == core.HalfOpen:
+		r.halfOpen += sign
+	default:
+		r.closed += sign
+	}
+}
+
+// resourceRow is the row of the parts summed; the caller adds what comes
+// from the app x resource's own rings.
+func (a *appSeries) resourceRow(rateMs int64) ResourceRow {
+	r := &a.sums
+	return ResourceRow{App: a.key.app, Resource: a.key.resource, Instances: r.live,
+		PassQPS: float64(r.pass) * 1000 / float64(rateMs), BlockQPS: float64(r.block) * 1000 / float64(rateMs),
+		SlowUnknown: r.slowUnknown > 0, HasBreaker: r.guarded > 0, LastTransition: a.last,
+		Breakers: StateCounts{Closed: r.closed, HalfOpen: r.halfOpen, Open: r.open, Unknown: r.unknown}}
+}
+
+// part is what the series of instance in adds to its row at now, its data
+// ending at end. c.mu is held.
+func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int64) rowPart {
+	if !listed {
+		return rowPart{}
+	}
+	p := rowPart{on: true, live: !in.gone, slowUnknown: in.statesUnknown, prov: se.provenance(in), end: end,
+		// A state inferred shows a breaker whose rules went unseen (a
+		// metric log carries none).
+		guarded: se.ruled || se.inferred}
+	p.pass, p.block = passBlock(&se.fine, end-rateMs, end)
+	if p.guarded {
+		p.state = worstState(se.tracks)
+	}
+	switch p.prov {
+	case ProvenanceUnknown:
+		se.app.someUnknown = true
+	case ProvenanceInferred:
+		se.app.someInferred = true
+	}
+	return p
+}
+
+// instanceRows brings the rows' sums up to date and returns the app x
+// resource series that have a row: those with a listed instance series.
+// Rows count and show the breakers of live instances only; an instance gone
+// for less than StaleAfter still lends its last data to the rates (so a
+// fleet that stopped is seen stopping), but is not counted. The breaker
+// states are rebuilt only when one may have changed (see breakersGen).
+// c.mu is held.
+func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, warnings []string) {
+	rateMs := c.opts.RateWindow.Milliseconds()
+	stale := c.opts.StaleAfter.Milliseconds()
+	rebuild := c.pub.breakersGen != c.breakersGen || c.pub.breakers == nil
+	var breakers []BreakerState
+	if rebuild {
+		breakers = make([]BreakerState, 0, len(c.pub.breakers))
+	}
+	apps := map[string]struct{}{}
+	for _, in := range c.sortedInstances() {
+		listed := !in.gone || now-in.goneAt <= stale
+		end := in.dataEndSecond()
+		if in.changed || in.rateEnd != end || listed != in.listed {
+			in.changed, in.rateEnd, in.listed = false, end, listed
+			for _, se := range in.seriesList {
+				se.app.sums.apply(&se.part, -1)
+				se.part = c.part(in, se, listed, end, rateMs)
+				se.app.sums.apply(&se.part, 1)
+			}
+		}
+		if !listed {
+			continue
+		}
+		apps[in.app] = struct{}{}
+		if in.gone {
+			continue
+		}
+		s.Instances++
+		if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive && !in.polled {
+			dir := "behind"
+			if off < 0 {
+				dir, off = "ahead of", -off
+			}
+			warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
+		}
+		if rebuild {
+			for _, se := range in.seriesList {
+				if se.part.guarded {
+					breakers = append(breakers, BreakerState{App: in.app, Resource: se.resource, Instance: in.name,
+						State: se.part.state, Provenance: se.part.prov})
+				}
+			}
+		}
+	}
+	if rebuild {
+		c.pub.breakers, c.pub.breakersGen = breakers, c.breakersGen
+	}
+	s.Breakers = c.pub.breakers
+	resources := map[string]struct{}{}
+	for _, a := range c.apps {
+		if a.sums.listed > 0 {
+			rows = append(rows, a)
+			resources[a.key.resource] = struct{}{}
+		}
+	}
+	s.Apps, s.Resources = len(apps), len(resources)
+	return rows, warnings
+}
+
+// sortedInstances is every instance in name order, kept between snapshots
+// and sorted again only after an instance came or went. c.mu is held.
+func (c *Collector) sortedInstances() []*instance {
+	if c.pub.order == nil {
+		c.pub.order = slices.SortedFunc(maps.Values(c.insts), func(x, y *instance) int { return cmp.Compare(x.name, y.name) })
+	}
+	return c.pub.order
+}
+
+// passBlock is window's pass and block alone, without a division a slot.
+func passBlock(r *ring, from, to int64) (pass, block uint32) {
+	t := r.align(from)
+	if t >= to {
+		return 0, 0
+	}
+	i, n := r.index(t), len(r.starts)
+	for ; t < to; t += r.stepMs {
+		if r.starts[i] == t {
+			sl := &r.slots[i]
+			pass, block = sat32(pass, int64(sl.pass)), sat32(block, int64(sl.block))
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return pass, block
+}
