@@ -1,8 +1,11 @@
 package collector
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,6 +56,7 @@ func randomStream(t *testing.T, seed uint64) {
 		name, app       string
 		skew, startedAt int64
 		silentUntil     int64
+		movedAt         int64
 		sent            []*wire.Buckets // this process's last minute, for backlog re-sends
 		rulesV          int
 	}
@@ -107,6 +111,10 @@ func randomStream(t *testing.T, seed uint64) {
 			}
 			switch x := rng.IntN(200); {
 			case x < 2: // a restart: a new process, counters and states anew
+				if rng.IntN(3) == 0 && now-in.movedAt > 60_000 { // in another app: its series start over there
+					in.app, in.movedAt = map[string]string{"gateway": "order", "order": "gateway"}[in.app], now
+					o.hasSeries[in.name] = nil
+				}
 				start(in)
 			case x < 4:
 				send(in, &wire.Bye{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, Reason: "shutdown"})
@@ -183,6 +191,7 @@ func checkViews(t *testing.T, c *Collector, o *fleetOracle, apps map[string]stri
 	s := c.Publish()
 	m := scrape(t, c)
 	at := fmt.Sprintf("at +%d ms", now-t0ms)
+	checkRowsAfresh(t, c, s, at)
 	live := 0
 	wantStates := map[string]core.State{}
 	rowInst := map[string]int{}
@@ -248,5 +257,32 @@ func checkViews(t *testing.T, c *Collector, o *fleetOracle, apps map[string]stri
 				t.Fatalf("%s: detail shows %s %s, the snapshot %s", at, id.Instance, id.State, want)
 			}
 		}
+	}
+}
+
+// checkRowsAfresh requires the rows and breaker states kept up to date
+// between snapshots to be those of a snapshot that takes every part anew.
+func checkRowsAfresh(t *testing.T, c *Collector, s *Snapshot, at string) {
+	t.Helper()
+	c.mu.Lock()
+	c.pub = pubCache{}
+	for _, a := range c.apps {
+		a.sums = rowSums{}
+	}
+	for _, in := range c.insts {
+		in.changed = true
+		for _, se := range in.seriesList {
+			se.part = rowPart{}
+		}
+	}
+	c.mu.Unlock()
+	fresh := c.Publish()
+	byInstance := func(x, y BreakerState) int {
+		return cmp.Or(cmp.Compare(x.Instance, y.Instance), cmp.Compare(x.Resource, y.Resource))
+	}
+	kept, afresh := slices.SortedFunc(slices.Values(s.Breakers), byInstance), slices.SortedFunc(slices.Values(fresh.Breakers), byInstance)
+	if !reflect.DeepEqual(s.Rows, fresh.Rows) || !slices.Equal(kept, afresh) ||
+		s.Instances != fresh.Instances || s.Apps != fresh.Apps || s.Resources != fresh.Resources {
+		t.Fatalf("%s: rows kept up to date differ from rows taken afresh:\nkept  %+v %+v\nfresh %+v %+v", at, s.Rows, kept, fresh.Rows, afresh)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // adds a part to its app x resource's sums (its rates over the rate window,
 // whether it is listed, live, guarded, its breaker state), and a snapshot
 // takes the parts again only of the instances that sent something, left,
-// came back or whose data end moved since the last one. A snapshot's cost
+// or came back since the last one (only a message moves an instance's data
+// end). A snapshot's cost
 // is then the instances, the rows and the series that changed, not every
 // series.
 
@@ -141,8 +142,8 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	for _, in := range c.sortedInstances() {
 		listed := !in.gone || now-in.goneAt <= stale
 		end := in.dataEndSecond()
-		if in.changed || in.rateEnd != end || listed != in.listed {
-			in.changed, in.rateEnd, in.listed = false, end, listed
+		if in.changed || listed != in.listed {
+			in.changed, in.listed = false, listed
 			for _, se := range in.seriesList {
 				se.app.sums.apply(&se.part, -1)
 				se.part = c.part(in, se, listed, end, rateMs)

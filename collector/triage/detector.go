@@ -37,8 +37,10 @@ var detectors = [...]detector{
 // Findings returns the findings of everything fed so far, judged at now (the
 // end of the input for a report, the current time when live), in report
 // order: severity, critical first, then From, then kind, app and resource.
-// Its cost grows with the number of findings and of series, not
-// with the history fed. The result belongs to the caller.
+// Its cost grows with the number of findings and with what changed since
+// the last call, not with the history fed. The slice belongs to the
+// caller; a finding's own slices and facts may be shared with the findings
+// of later calls, so they are read, never modified.
 func (e *Engine) Findings(now int64) []Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -277,7 +277,6 @@ func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
 				b.restart(startedAt)
 			}
 			s.hz.close(startedAt)
-			e.adviceChanged(s)
 		}
 	}
 	in.helloSeen = true
