@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -48,16 +47,28 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	flowChanged, flowProblems := memo.flow.update(flow, "", func(body []byte, _ string) ([]core.FlowRule, []error) {
 		return javaFlowRules(body)
 	})
-	for _, err := range append(problems, flowProblems...) {
+	problems = append(problems, flowProblems...)
+	paramsChanged := false
+	if body, ok := p.getParamRules(ctx); ok {
+		var paramProblems []error
+		paramsChanged, paramProblems = memo.params.update(body, "", func(body []byte, _ string) ([]core.HotParamRule, []error) {
+			return javaParamRules(body)
+		})
+		problems = append(problems, paramProblems...)
+	}
+	for _, err := range problems {
 		p.c.Reject(p.t.Name, err)
 	}
-	if degradeChanged || flowChanged || p.rulesVersion == "" {
-		p.breakers, p.flows = memo.degrade.rules, memo.flow.rules
+	if degradeChanged || flowChanged || paramsChanged || p.rulesVersion == "" {
+		p.breakers, p.flows, p.params = memo.degrade.rules, memo.flow.rules, memo.params.rules
 		clear(p.patterns)
 		for _, r := range p.breakers {
 			p.compile(r.Pattern)
 		}
 		for _, r := range p.flows {
+			p.compile(r.Pattern)
+		}
+		for _, r := range p.params {
 			p.compile(r.Pattern)
 		}
 		p.sendRules(true)
@@ -72,6 +83,7 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 type javaRulesMemo struct {
 	degrade javaRuleAnswer[core.BreakerRule]
 	flow    javaRuleAnswer[core.FlowRule]
+	params  javaRuleAnswer[core.HotParamRule]
 }
 
 // javaRuleAnswer is one rule type's last answer, by length and SHA-256,
@@ -109,7 +121,7 @@ func (p *javaPoller) compile(pattern string) {
 // govern, when that rule set changed: when the rules read did (changed),
 // or the app's resources did; the inference takes it too.
 func (p *javaPoller) sendRules(changed bool) {
-	breakers, flows := p.breakers, p.flows
+	breakers, flows, params := p.breakers, p.flows, p.params
 	if len(p.patterns) > 0 {
 		names := p.c.javaAppResources(p.jt.app, p.seen)
 		if !changed && slices.Equal(names, p.governable) {
@@ -118,15 +130,16 @@ func (p *javaPoller) sendRules(changed bool) {
 		p.governable = names
 		breakers = javaExpand(breakers, names, p.matches)
 		flows = javaExpand(flows, names, p.matches)
+		params = javaExpand(params, names, p.matches)
 	}
-	version := wire.RulesVersion(breakers, flows)
+	version := wire.RulesVersion(breakers, flows, params...)
 	if version == p.rulesVersion {
 		return
 	}
 	p.rulesVersion = version
 	now := p.c.clock.UnixMilli()
 	p.ingest(&wire.Rules{Header: wire.Header{Ts: now, Instance: p.jt.instance},
-		Version: version, Breakers: breakers, Flows: flows})
+		Version: version, Breakers: breakers, Flows: flows, Params: params})
 	for _, m := range p.inf.SetRules(now, breakers, flows) {
 		p.ingest(m)
 	}
@@ -146,7 +159,7 @@ func (p *javaPoller) matches(pattern, name string) bool {
 
 // javaRule is a core rule a Java rule maps to.
 type javaRule interface {
-	core.BreakerRule | core.FlowRule
+	core.BreakerRule | core.FlowRule | core.HotParamRule
 }
 
 // javaExpand lists each regex rule of rules (Pattern set) once for every
@@ -176,6 +189,8 @@ func ruleNames[R javaRule](r *R) (resource, pattern *string) {
 	case *core.BreakerRule:
 		return &x.Resource, &x.Pattern
 	case *core.FlowRule:
+		return &x.Resource, &x.Pattern
+	case *core.HotParamRule:
 		return &x.Resource, &x.Pattern
 	}
 	panic("unreachable")
@@ -233,6 +248,7 @@ type javaDegradeRule struct {
 	SlowRatioThreshold float64 `json:"slowRatioThreshold"`
 	StatIntervalMs     int64   `json:"statIntervalMs"`
 	Regex              bool    `json:"regex"` // 1.8.7+: Resource is a pattern
+	LimitApp           string  `json:"limitApp"`
 	// RtSlowRequestAmount is 1.7's: how many entries in a row over the
 	// average RT cut the resource off (always 5 in 1.6).
 	RtSlowRequestAmount int64 `json:"rtSlowRequestAmount"`
@@ -258,10 +274,12 @@ type javaFlowRule struct {
 // are mapped as the metric lines map them (LegalName), so rules and
 // statistics meet. Breakers keep Java's semantics (Semantics "java": one
 // bucket per window, as Java's circuit breakers use), or, for a service
-// before 1.8, the meaning its degrade rules had (see javaLegacyRule). Flow
+// before 1.8, the meaning its degrade rules had (see javaLegacyRule). Both
+// keep limitApp, the origin the rule applies to, unless it is "default"
+// (every caller, as when it is absent). Flow
 // rule attributes core has no field for (thread grade, relate/chain
-// strategy, limitApp, cluster mode) go into the rule's id, "java:" and a
-// list, so that rules differing in them do not look alike. A regex rule
+// strategy, cluster mode) go into the rule's id, "java:" and a list, so
+// that rules differing in them do not look alike. A regex rule
 // (1.8.7+) keeps its pattern as Resource and Pattern, for javaExpand to
 // list it per resource it governs. Rules that do not map are left out and
 // reported as problems.
@@ -269,11 +287,6 @@ func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRul
 	breakers, problems = javaDegradeRules(degrade, version)
 	flows, flowProblems := javaFlowRules(flow)
 	return breakers, flows, append(problems, flowProblems...)
-}
-
-// javaRuleProblem is a rule of a /getRules answer that does not map.
-func javaRuleProblem(kind string, i int, format string, args ...any) error {
-	return fmt.Errorf("%w: /getRules?type=%s: rule %d: %s", wire.ErrInvalid, kind, i, fmt.Sprintf(format, args...))
 }
 
 // javaDegradeRules maps a /getRules?type=degrade answer (see javaRules).
@@ -299,6 +312,7 @@ func javaDegradeRules(degrade []byte, version string) (breakers []core.BreakerRu
 			StatIntervalMs:               uint32(min(max(j.StatIntervalMs, 0), math.MaxUint32)),
 			StatSlidingWindowBucketCount: 1,
 			Semantics:                    core.SemanticsJava,
+			LimitApp:                     javaLimitApp(j.LimitApp),
 		}
 		if j.Regex {
 			if err := javaPattern(j.Resource); err != nil {
@@ -333,8 +347,8 @@ func javaDegradeRules(degrade []byte, version string) (breakers []core.BreakerRu
 			bad("degrade", i, "%v", err)
 			continue
 		}
-		if len(r.Resource) > wire.DefaultMaxNameBytes {
-			bad("degrade", i, "resource name over %d bytes", wire.DefaultMaxNameBytes)
+		if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.LimitApp) > wire.DefaultMaxNameBytes {
+			bad("degrade", i, "resource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
 			continue
 		}
 		breakers = append(breakers, r)
@@ -358,7 +372,7 @@ func javaFlowRules(flow []byte) (flows []core.FlowRule, problems []error) {
 			bad("flow", i, "%v", err)
 			continue
 		}
-		r := core.FlowRule{Resource: metriclog.LegalName(j.Resource), Threshold: j.Count}
+		r := core.FlowRule{Resource: metriclog.LegalName(j.Resource), Threshold: j.Count, LimitApp: javaLimitApp(j.LimitApp)}
 		if j.Regex {
 			if err := javaPattern(j.Resource); err != nil {
 				bad("flow", i, "%v", err)
@@ -402,9 +416,6 @@ func javaFlowRules(flow []byte) (flows []core.FlowRule, problems []error) {
 			bad("flow", i, "strategy %d is not 0, 1 or 2", j.Strategy)
 			continue
 		}
-		if j.LimitApp != "" && j.LimitApp != "default" {
-			id = append(id, "limitApp="+j.LimitApp)
-		}
 		if j.ClusterMode {
 			id = append(id, "cluster")
 		}
@@ -415,22 +426,13 @@ func javaFlowRules(flow []byte) (flows []core.FlowRule, problems []error) {
 			bad("flow", i, "%v", err)
 			continue
 		}
-		if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.ID) > wire.DefaultMaxNameBytes {
+		if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.ID) > wire.DefaultMaxNameBytes || len(r.LimitApp) > wire.DefaultMaxNameBytes {
 			bad("flow", i, "resource, refResource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
 			continue
 		}
 		flows = append(flows, r)
 	}
 	return flows, problems
-}
-
-// javaPattern checks a regex rule's pattern: Go's regexp must be able to
-// match it (Java's lookarounds and backreferences it cannot).
-func javaPattern(pattern string) error {
-	if _, err := regexp.Compile(`^(?:` + pattern + `)$`); err != nil {
-		return fmt.Errorf("regex %q cannot be matched here: %v", pattern, err)
-	}
-	return nil
 }
 
 // javaLegacy reports whether a degrade rule is one of Sentinel before 1.8:
@@ -475,12 +477,4 @@ func javaLegacyRule(r *core.BreakerRule, j *javaDegradeRule) bool {
 		return false
 	}
 	return true
-}
-
-// orNull reads an empty answer as no rules.
-func orNull(b []byte) []byte {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return []byte("null")
-	}
-	return b
 }

@@ -31,7 +31,7 @@ func TestJavaRulesMapping(t *testing.T) {
 		StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Threshold: 5, Semantics: core.SemanticsJava}}
 	wantF := []core.FlowRule{
 		{Resource: "e", ControlBehavior: core.Throttling, Threshold: 10, MaxQueueingTimeMs: 800},
-		{ID: "java:threads,relate=h_i,limitApp=app-a,cluster", Resource: "f_g", Threshold: 3},
+		{ID: "java:threads,relate=h_i,cluster", Resource: "f_g", Threshold: 3, LimitApp: "app-a"},
 		{Resource: "j", TokenCalculateStrategy: core.WarmUp, ControlBehavior: core.Throttling, Threshold: 30,
 			MaxQueueingTimeMs: 100, WarmUpPeriodSec: 20, WarmUpColdFactor: 3},
 	}

@@ -165,12 +165,15 @@ type javaPoller struct {
 	// (any line counts but the CPU and load lines, which carry the current
 	// second): the data is complete up to there.
 	written int64
-	// rulesVersion is the last rule set sent; breakers and flows are the
-	// rules read, regex rules (Pattern set) not yet listed per resource.
+	// rulesVersion is the last rule set sent; breakers, flows and params
+	// are the rules read, regex rules (Pattern set) not yet listed per
+	// resource.
 	rulesVersion string
 	rulesErr     string
 	breakers     []core.BreakerRule
 	flows        []core.FlowRule
+	params       []core.HotParamRule
+	paramPath    int // the index in javaParamPaths that answered last
 	// version is the service's Sentinel version ("" when /version did not
 	// say).
 	version string

@@ -32,6 +32,7 @@ type fakeJava struct {
 	lines    []string
 	degrade  string
 	flow     string
+	params   string  // "" answers as a service without the hot-parameter module
 	version  string  // "" answers 1.8.8
 	metricAt []int64 // startTime of each /metric request
 	// flowPolls counts /getRules?type=flow requests; failMetric /metric
@@ -84,6 +85,12 @@ func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			http.Error(w, "invalid type", http.StatusBadRequest)
 		}
+	case "/getParamFlowRules":
+		if f.params == "" {
+			http.Error(w, "Unknown command `getParamFlowRules`", http.StatusBadRequest)
+			return
+		}
+		w.Write([]byte(f.params))
 	case "/basicInfo":
 		w.Write([]byte("{\n\t\"machine\": \"gw-host\",\n\t\"ip\": \"10.0.0.9\"\n}"))
 	case "/version":
@@ -105,6 +112,9 @@ func (f *fakeJava) requests() []int64 {
 const (
 	javaDegradeJSON = `[{"count":200.0,"grade":0,"limitApp":"default","minRequestAmount":5,"regex":false,"resource":"GET:/api|v2","slowRatioThreshold":0.5,"statIntervalMs":10000,"timeWindow":10},` +
 		`{"count":0.3,"grade":1,"limitApp":"default","minRequestAmount":20,"regex":false,"resource":"db","slowRatioThreshold":1.0,"statIntervalMs":1000,"timeWindow":30}]`
+	javaParamJSON = `[{"burstCount":0,"clusterConfig":{"fallbackToLocalWhenFail":true,"sampleCount":1,"thresholdType":0,"windowIntervalMs":1000},` +
+		`"clusterMode":false,"controlBehavior":0,"count":5.0,"durationInSec":1,"grade":1,"limitApp":"default","maxQueueingTimeMs":0,` +
+		`"paramFlowItemList":[{"classType":"java.lang.String","count":50,"object":"vip-123"}],"paramIdx":0,"resource":"GET:/api|v2"}]`
 	javaFlowJSON = `[{"clusterMode":false,"controlBehavior":1,"count":100.0,"grade":1,"limitApp":"default","maxQueueingTimeMs":500,"regex":false,"resource":"GET:/api|v2","strategy":0,"warmUpPeriodSec":10}]`
 )
 
@@ -153,7 +163,7 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
-	fake := &fakeJava{clock: clock, degrade: javaDegradeJSON, flow: javaFlowJSON}
+	fake := &fakeJava{clock: clock, degrade: javaDegradeJSON, flow: javaFlowJSON, params: javaParamJSON}
 	fake.add(
 		// 20 s ago: before the backlog the first poll asks for.
 		"1764460750000|GET:/api_v2|999|0|999|0|1|0|0|0",
@@ -222,6 +232,12 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 	}
 	if in.State != core.Closed || len(in.Transitions) != 0 {
 		t.Errorf("a Java instance has breaker transitions: %+v", in)
+	}
+	// Its hot-parameter rules are read, its hot values are unknown.
+	wantParams := []core.HotParamRule{{Resource: "GET:/api_v2", MetricType: core.HotParamQPS, Threshold: 5, DurationInSec: 1,
+		SpecificItems: map[string]int64{"vip-123": 50}}}
+	if !reflect.DeepEqual(d.HotRules, wantParams) || !reflect.DeepEqual(in.Params, wantParams) || d.HotUnknown != "Java Sentinel" || d.Hot != nil {
+		t.Errorf("hot rules %+v, instance's %+v, unknown %q, values %+v", d.HotRules, in.Params, d.HotUnknown, d.Hot)
 	}
 	// The next seconds arrive once each, from where the last poll ended.
 	fake.add("1764460830000|GET:/api_v2|7|1|7|0|10|0|1|1", "1764460830000|db|1|0|1|0|2|0|0|0")
