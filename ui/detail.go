@@ -241,6 +241,10 @@ func (v detailView) build() detailView {
 	add("")
 	v.charts(add)
 	add("")
+	if hasHot(d) {
+		v.hot(add)
+		add("")
+	}
 	v.rules(add)
 	add("")
 	v.findings(add)
@@ -431,6 +435,9 @@ func (v *detailView) rules(add func(string)) {
 		}
 		for j := range in.Flows {
 			rules = append(rules, flowText(&in.Flows[j]))
+		}
+		for j := range in.Params {
+			rules = append(rules, hotRuleText(&in.Params[j]))
 		}
 		switch {
 		case len(rules) > 0:

@@ -46,6 +46,9 @@ func breakerText(r *core.BreakerRule) string {
 	if r.Pattern != "" {
 		b.WriteString(" regex " + safeName(r.Pattern, 40)) // governs every resource it fully matches
 	}
+	if r.LimitApp != "" {
+		b.WriteString(" limitApp " + safeName(r.LimitApp, 24))
+	}
 	return b.String()
 }
 
@@ -64,6 +67,9 @@ func flowText(r *core.FlowRule) string {
 	}
 	if r.Pattern != "" {
 		b.WriteString(" regex " + safeName(r.Pattern, 40))
+	}
+	if r.LimitApp != "" {
+		b.WriteString(" limitApp " + safeName(r.LimitApp, 24))
 	}
 	return b.String()
 }
