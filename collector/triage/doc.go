@@ -92,6 +92,20 @@
 // app as its latest hello names it; limitApp "default" and "other" are
 // never an app's name.
 //
+// hot-value: a series follows one run at a time: the value (parameter and
+// text, never wire.HotOther) that took at least half of a bucket's blocks,
+// while every later bucket with blocks gives it half of them too and no
+// more than HotGapMs pass between such buckets (a QPS limit blocks at the
+// end of each of its periods, so buckets without blocks come between). A
+// run lasts from its first such bucket's start to its last one's end; one
+// of HotMinMs or more qualifies. A series keeps the current run and its
+// qualifying runs of one value, merged (another value's run replaces them
+// when it blocked more): bounded whatever the number of values. The
+// finding's value is the one whose qualifying runs blocked most over the
+// app's instances; its exception is its rate plus HotHeadroomPercent,
+// rounded up to a multiple of 10, per the rule's durationInSec (per second
+// when the rules are not known), at least the threshold plus 1.
+//
 // shared-resource: one finding per resource (not per app), whose app is the
 // first of its apps by name; an app reports a resource when one of its
 // instances sends buckets or transitions for it.

@@ -438,10 +438,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 // Bucket records one completed bucket. A bucket that does not start after
 // the series' previous one is a duplicate (or a replay) and is ignored. In
 // steady state it does not allocate.
-func (e *Engine) Bucket(instance string, b BucketStat) { e.bucketHot(instance, b, nil) }
-
-// bucketHot records a bucket with its hot values (HotItem), for hot-value.
-func (e *Engine) bucketHot(instance string, b BucketStat, hot []HotItem) {
+func (e *Engine) Bucket(instance string, b BucketStat) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	bm := b.BucketMs
@@ -478,7 +475,7 @@ func (e *Engine) bucketHot(instance string, b BucketStat, hot []HotItem) {
 	s.hz.bucket(b.Start, end, &b)
 	s.res.last = max(s.res.last, end)
 	e.inertBucket(s, b.Start, bm, b.Complete, offered)
-	e.hotBucket(s, b.Start, end, b.Block, hot)
+	e.hotBucket(s, b.Start, end, b.Block, b.Hot)
 	if pass == 0 {
 		return
 	}

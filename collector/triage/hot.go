@@ -28,15 +28,6 @@ const (
 	HotHeadroomPercent = 20
 )
 
-// HotItem is one parameter value's entries in one bucket: an item of a
-// wire v1 bucket item's "hot" list. Value is the value as text, or
-// wire.HotOther for the sum of the values not listed (never a hot value).
-type HotItem struct {
-	Param       int64
-	Value       string
-	Pass, Block int64
-}
-
 // hotRun is a run of buckets of one series in which one value took at
 // least half of the resource's blocks: from the start of the first such
 // bucket to the end of the last (to), with the value's blocks, the
@@ -62,8 +53,9 @@ type hotState struct {
 }
 
 // hotBucket follows one bucket of a series: its resource's blocks and its
-// hot values.
-func (e *Engine) hotBucket(s *series, start, end, block int64, hot []HotItem) {
+// hot values (wire.HotOther, the sum of the values not listed, is never a
+// hot value).
+func (e *Engine) hotBucket(s *series, start, end, block int64, hot []wire.HotItem) {
 	h := &s.hot
 	c := &h.cur
 	if len(hot) == 0 {
@@ -77,7 +69,7 @@ func (e *Engine) hotBucket(s *series, start, end, block int64, hot []HotItem) {
 		e.endHotRun(s)
 	}
 	if c.on {
-		i := slices.IndexFunc(hot, func(x HotItem) bool { return x.Param == c.param && x.Value == c.value })
+		i := slices.IndexFunc(hot, func(x wire.HotItem) bool { return x.Param == c.param && x.Value == c.value })
 		var vb, off int64
 		if i >= 0 {
 			vb, off = max(hot[i].Block, 0), max(hot[i].Pass, 0)+max(hot[i].Block, 0)

@@ -19,33 +19,33 @@ func vipRule() core.HotParamRule {
 
 // hotBuckets feeds 500 ms buckets over [from, to) of hotRes on inst, each
 // with the resource's blocks and hot values that at gives.
-func hotBuckets(e *Engine, inst string, from, to int64, at func(t int64) (block int64, hot []HotItem)) {
+func hotBuckets(e *Engine, inst string, from, to int64, at func(t int64) (block int64, hot []wire.HotItem)) {
 	for t := from; t < to; t += 500 {
 		block, hot := at(t)
 		var pass int64
 		for _, h := range hot {
 			pass += h.Pass
 		}
-		e.bucketHot(inst, BucketStat{Resource: hotRes, Start: t, BucketMs: 500, Metrics: core.Metrics{Pass: pass, Block: block, Complete: pass}}, hot)
+		e.Bucket(inst, BucketStat{Resource: hotRes, Start: t, BucketMs: 500, Metrics: core.Metrics{Pass: pass, Block: block, Complete: pass}, Hot: hot})
 	}
 }
 
 // vip is a value offered 250 per second against 200: its first bucket of
 // each second passes 125, its second passes 75 and blocks 50; 1,000 other
 // values pass 500 per bucket.
-func vip(value string) func(t int64) (int64, []HotItem) {
-	return func(t int64) (int64, []HotItem) {
+func vip(value string) func(t int64) (int64, []wire.HotItem) {
+	return func(t int64) (int64, []wire.HotItem) {
 		if t%1000 == 0 {
-			return 0, []HotItem{{Value: value, Pass: 125}, {Value: wire.HotOther, Pass: 500}}
+			return 0, []wire.HotItem{{Value: value, Pass: 125}, {Value: wire.HotOther, Pass: 500}}
 		}
-		return 50, []HotItem{{Value: value, Pass: 75, Block: 50}, {Value: wire.HotOther, Pass: 500}}
+		return 50, []wire.HotItem{{Value: value, Pass: 75, Block: 50}, {Value: wire.HotOther, Pass: 500}}
 	}
 }
 
 // blocking gives buckets in which value blocks vb and the rest rb.
-func blocking(value string, vb, rb int64) func(t int64) (int64, []HotItem) {
-	return func(int64) (int64, []HotItem) {
-		return vb + rb, []HotItem{{Value: value, Pass: 100, Block: vb}, {Value: wire.HotOther, Pass: 400, Block: rb}}
+func blocking(value string, vb, rb int64) func(t int64) (int64, []wire.HotItem) {
+	return func(int64) (int64, []wire.HotItem) {
+		return vb + rb, []wire.HotItem{{Value: value, Pass: 100, Block: vb}, {Value: wire.HotOther, Pass: 400, Block: rb}}
 	}
 }
 
@@ -53,7 +53,7 @@ func blocking(value string, vb, rb int64) func(t int64) (int64, []HotItem) {
 type seg struct {
 	inst     string
 	from, to float64
-	at       func(t int64) (int64, []HotItem)
+	at       func(t int64) (int64, []wire.HotItem)
 }
 
 // hotFeed gives each instance of segs the app and vipRule, then feeds the
@@ -111,7 +111,7 @@ func TestHotValue(t *testing.T) {
 		{"no hot-parameter rules: no hot values", func(e *Engine) int64 {
 			e.Hello("o-1", "orders", t0, t0-1000)
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{{Resource: hotRes, Threshold: 400}})
-			hotBuckets(e, "o-1", t0, t0+60000, func(int64) (int64, []HotItem) { return 100, nil })
+			hotBuckets(e, "o-1", t0, t0+60000, func(int64) (int64, []wire.HotItem) { return 100, nil })
 			return t0 + 60000
 		}, false, "", 0, 0, 0, nil},
 		{"the other values are never one value", hotFeed(seg{"o-1", 0, 60, blocking("v", 0, 50)}), false, "", 0, 0, 0, nil},
@@ -194,16 +194,16 @@ func TestHotValueConcurrency(t *testing.T) {
 func TestHotValueBounded(t *testing.T) {
 	e := New(Config{})
 	hotApp(e, "o-1")
-	hotBuckets(e, "o-1", t0, t0+100000, func(t int64) (int64, []HotItem) {
-		return 50, []HotItem{{Value: fmt.Sprint("id-", t/500), Pass: 1, Block: 50}}
+	hotBuckets(e, "o-1", t0, t0+100000, func(t int64) (int64, []wire.HotItem) {
+		return 50, []wire.HotItem{{Value: fmt.Sprint("id-", t/500), Pass: 1, Block: 50}}
 	})
 	if len(e.hots) != 1 || len(only(t, e.Findings(t0+100000), KindHotValue)) != 0 {
 		t.Fatalf("hots %d", len(e.hots))
 	}
-	hot := []HotItem{{Value: "vip", Pass: 10, Block: 50}}
+	hot := []wire.HotItem{{Value: "vip", Pass: 10, Block: 50}}
 	at := t0 + 100000
 	allocs := testing.AllocsPerRun(200, func() {
-		e.bucketHot("o-1", BucketStat{Resource: hotRes, Start: at, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Block: 50}}, hot)
+		e.Bucket("o-1", BucketStat{Resource: hotRes, Start: at, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Block: 50}, Hot: hot})
 		at += 500
 	})
 	if allocs != 0 {
