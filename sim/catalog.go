@@ -34,6 +34,7 @@ func Catalog() []*Scenario {
 		PushMissed(),
 		StartWithoutRules(),
 		OutageErrorRamp(), OutageDBSlow(),
+		VipThrottled(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {

@@ -57,7 +57,7 @@ func ruleGroup(set RuleChange, resource string, insts []string, at time.Duration
 		}
 	}
 	return map[string]any{
-		"version": wire.RulesVersion(set.Breakers, set.Flows), "rule": ruleSet(bs, fs),
+		"version": version(set), "rule": ruleSet(bs, fs),
 		"instances": jsonValue(insts), "firstSeen": DefaultStart.Add(at).UnixMilli(),
 	}
 }
@@ -81,7 +81,7 @@ func createOrderCalls() []Call {
 }
 
 // version is a rule set's version, as its instances report it.
-func version(set RuleChange) string { return wire.RulesVersion(set.Breakers, set.Flows) }
+func version(set RuleChange) string { return wire.RulesVersion(set.Breakers, set.Flows, set.Params...) }
 
 // RulesWiped: a malformed push leaves every order instance without rules
 // while their traffic goes on.

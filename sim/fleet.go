@@ -279,7 +279,7 @@ func (f *fleet) handle(e *event) error {
 			return nil
 		}
 		rc := &in.spec.Rules[e.n]
-		if err := in.agent.LoadRules(rc.Breakers, rc.Flows); err != nil {
+		if err := in.agent.LoadRules(rc.Breakers, rc.Flows, rc.Params...); err != nil {
 			return fmt.Errorf("sim: %s: %w", in.spec.Name, err)
 		}
 		if f.loop > 0 {
@@ -338,7 +338,16 @@ func (f *fleet) scheduleArrival(cs *callState, at int64) {
 // call runs one call: Entry, then the downstream's answer, then Exit when
 // it is due.
 func (f *fleet) call(cs *callState, at int64) {
-	entry, err := cs.inst.agent.Entry(cs.spec.Resource)
+	var entry *core.Entry
+	var err error
+	switch p := cs.spec.Params; len(p) {
+	case 0:
+		entry, err = cs.inst.agent.Entry(cs.spec.Resource)
+	case 1:
+		entry, err = cs.inst.agent.Entry(cs.spec.Resource, p[0])
+	default:
+		entry, err = cs.inst.agent.Entry(cs.spec.Resource, p[cs.rng.IntN(len(p))])
+	}
 	if err != nil {
 		return // blocked by a rule: the caller falls back at once
 	}
@@ -450,7 +459,7 @@ func (f *fleet) startInstance(in *instance) error {
 	}
 	if first > 0 {
 		rc := &in.spec.Rules[first-1]
-		if err := a.LoadRules(rc.Breakers, rc.Flows); err != nil {
+		if err := a.LoadRules(rc.Breakers, rc.Flows, rc.Params...); err != nil {
 			return fmt.Errorf("sim: %s: %w", in.spec.Name, err)
 		}
 	}

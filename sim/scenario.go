@@ -82,6 +82,10 @@ type Call struct {
 	// Timeout, when positive, is the caller's timeout: a call the
 	// downstream would answer later ends at Timeout with an error.
 	Timeout time.Duration
+	// Params, when set, are the values of the call's one parameter (a
+	// customer id, say), which hot-parameter rules limit: each call passes
+	// one of them, picked at random with equal chances.
+	Params []string
 }
 
 // RuleChange is a complete rule set loaded at a time, replacing the
@@ -90,6 +94,8 @@ type RuleChange struct {
 	At       time.Duration
 	Breakers []core.BreakerRule
 	Flows    []core.FlowRule
+	// Params are the hot-parameter rules.
+	Params []core.HotParamRule
 }
 
 // Expect is a finding a recording must produce. Severity is "critical",
@@ -181,6 +187,14 @@ func (s *Scenario) Validate() error {
 				// which only the sleeping goroutine could advance.
 				if rc.Flows[j].ControlBehavior == core.Throttling {
 					return scenarioErr(s, "instance %q: throttling flow rules cannot run on the simulation's clock", in.Name)
+				}
+			}
+			for j := range rc.Params {
+				if err := rc.Params[j].Validate(); err != nil {
+					return scenarioErr(s, "instance %q: %v", in.Name, err)
+				}
+				if rc.Params[j].ControlBehavior == core.Throttling {
+					return scenarioErr(s, "instance %q: throttling hot-parameter rules cannot run on the simulation's clock", in.Name)
 				}
 			}
 		}

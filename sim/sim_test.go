@@ -247,6 +247,13 @@ func TestValidate(t *testing.T) {
 		"throttling": func(s *sim.Scenario) {
 			s.Instances[0].Rules = []sim.RuleChange{{Flows: []core.FlowRule{{Resource: "res", Threshold: 1, ControlBehavior: core.Throttling}}}}
 		},
+		"hot throttling": func(s *sim.Scenario) {
+			s.Instances[0].Rules = []sim.RuleChange{{Params: []core.HotParamRule{{Resource: "res", MetricType: core.HotParamQPS,
+				ControlBehavior: core.Throttling, Threshold: 1, DurationInSec: 1}}}}
+		},
+		"bad hot rule": func(s *sim.Scenario) {
+			s.Instances[0].Rules = []sim.RuleChange{{Params: []core.HotParamRule{{Resource: "res", MetricType: core.HotParamQPS}}}}
+		},
 		"rules unordered":  func(s *sim.Scenario) { s.Instances[0].Rules = []sim.RuleChange{{At: time.Second}, {At: 0}} },
 		"stop before":      func(s *sim.Scenario) { s.Instances[0].Start, s.Instances[0].Stop = 2*time.Second, time.Second },
 		"bad fault":        func(s *sim.Scenario) { s.Downstreams[0].Faults = []sim.Fault{{From: 2, To: 1}} },
@@ -262,6 +269,31 @@ func TestValidate(t *testing.T) {
 	}
 	if err := sim.Run(context.Background(), ok(), func(wire.Message) error { return nil }); err != nil {
 		t.Error(err)
+	}
+}
+
+// A call with parameter values passes one per call, and a hot-parameter
+// rule limits each value on its own: the one value offered 100 per second
+// against 40 is blocked, the others (10 per second together) are not.
+func TestParamsAreLimitedPerValue(t *testing.T) {
+	rule := core.HotParamRule{Resource: "res", MetricType: core.HotParamQPS, Threshold: 40, DurationInSec: 1}
+	s := oneCall(&sim.Downstream{}, sim.Call{Traffic: sim.Constant(100), Params: []string{"vip"}}, 20*time.Second,
+		sim.RuleChange{Params: []core.HotParamRule{rule}})
+	s.Instances[0].Calls = append(s.Instances[0].Calls, sim.Call{Resource: "res", Downstream: "down", Traffic: sim.Constant(10),
+		Params: []string{"a", "b", "c", "d", "e"}})
+	var vip, others wire.HotItem
+	for _, it := range items(record(t, s)) {
+		for _, h := range it.Hot {
+			switch h.Value {
+			case "vip":
+				vip.Pass, vip.Block = vip.Pass+h.Pass, vip.Block+h.Block
+			default:
+				others.Pass, others.Block = others.Pass+h.Pass, others.Block+h.Block
+			}
+		}
+	}
+	if vip.Pass < 700 || vip.Pass > 840 || vip.Block < 1100 || others.Block != 0 || others.Pass < 150 {
+		t.Fatalf("vip %+v, others %+v", vip, others)
 	}
 }
 
