@@ -16,6 +16,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -27,6 +28,7 @@ const t0 = int64(1764460800000)
 const (
 	evilInstance = "evil-1\x1b[31m\u202eroot\x07"
 	evilResource = "<script>alert(1)</script> ``` *x* [a](http://e) | # \n"
+	evilValue    = "vip\x1b[31m <b>x</b> | `y`"
 )
 
 func rule(res string) core.BreakerRule {
@@ -49,6 +51,7 @@ func scenario() *Report {
 		pay    = "payService:pay"
 		create = "createOrder"
 		price  = "priceService:queryPrice"
+		quote  = "priceService:quote"
 	)
 	misaligned := rule(create)
 	misaligned.StatIntervalMs, misaligned.StatSlidingWindowBucketCount, misaligned.MinRequestAmount = 1000, 3, 5
@@ -75,6 +78,10 @@ func scenario() *Report {
 		}
 		e.Bucket("order-2", triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 		e.Bucket(evilInstance, triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
+		if ts >= at(100000) && ts < at(140000) { // one hostile value takes the blocks of a hot-parameter limit
+			e.Bucket("price-1", triage.BucketStat{Resource: quote, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 60, Block: 40},
+				Hot: []wire.HotItem{{Value: evilValue, Pass: 20, Block: 30}, {Value: wire.HotOther, Pass: 40, Block: 10}}})
+		}
 
 		switch ts {
 		case at(10000): // sawtooth on order-1
@@ -157,7 +164,7 @@ func TestScenarioHasEveryKind(t *testing.T) {
 	want := map[triage.Kind]string{
 		triage.KindSawtooth: "critical", triage.KindRuleDrift: "critical", triage.KindUnprotected: "critical",
 		triage.KindSyncHalfOpen: "warning", triage.KindLowConfidenceTrip: "warning", triage.KindSharedResource: "warning",
-		triage.KindWindowMisaligned: "warning", triage.KindRuleAdvice: "info",
+		triage.KindWindowMisaligned: "warning", triage.KindRuleAdvice: "info", triage.KindHotValue: "warning",
 	}
 	for k, sev := range want {
 		if got[k] != sev {
@@ -211,12 +218,14 @@ func TestJSONMatchesSpec(t *testing.T) {
 		"shared-resource":     {"apps"},
 		"window-misaligned":   {"rule"},
 		"rule-advice":         {"qps", "windowRequests", "minRequestSeconds"},
+		"hot-value":           {"param", "value", "blockShare", "qps"},
 	}
 	optional := map[string][]string{
 		"sawtooth":            {"probeRtMs", "suggest"},
 		"sync-half-open":      {"suggest"},
 		"low-confidence-trip": {"suggest"},
 		"rule-advice":         {"p99Ms", "rtOverP99", "suggest"},
+		"hot-value":           {"suggest"},
 	}
 	var raw struct {
 		Findings []map[string]json.RawMessage `json:"findings"`
@@ -250,6 +259,13 @@ func TestJSONMatchesSpec(t *testing.T) {
 		}
 		if f.Kind == "rule-drift" && f.App == "order" && (len(f.Groups) != 2 || f.Groups[0].Version != "v1" || len(f.Groups[0].Rule.Breakers) != 1 || f.Groups[0].Rule.Flows == nil) {
 			t.Errorf("groups %+v", f.Groups)
+		}
+		if f.Kind == "hot-value" {
+			var items map[string]int64
+			if err := json.Unmarshal(f.Suggest["specificItems"], &items); err != nil || len(items) != 1 || items[evilValue] != 120 ||
+				*f.Value != evilValue || *f.Param != 0 || *f.BlockShare != 0.75 || *f.QPS != 100 || strings.Contains(f.Summary+f.Advice, "<b>") {
+				t.Errorf("hot-value %+v suggest %s", f, f.Suggest["specificItems"])
+			}
 		}
 		if f.Kind == "shared-resource" && f.App == "evil" && !strings.HasPrefix(f.Resource, "<script>") {
 			t.Errorf("resource %q did not survive JSON", f.Resource)

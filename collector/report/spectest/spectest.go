@@ -68,10 +68,12 @@ type Finding struct {
 	Reason             *string                    `json:"reason"`
 	Near               *string                    `json:"near"`
 	MaxWindowRequests  *int64                     `json:"maxWindowRequests"`
-	Param              *int64                     `json:"param"`
-	Value              *string                    `json:"value"`
-	BlockShare         *float64                   `json:"blockShare"`
-	Apps               []string                   `json:"apps"`
+	// Param, Value and BlockShare (with QPS) are hot-value's; its suggest
+	// is {"specificItems":{VALUE:N}}.
+	Param      *int64   `json:"param"`
+	Value      *string  `json:"value"`
+	BlockShare *float64 `json:"blockShare"`
+	Apps       []string `json:"apps"`
 	// Rule is a breaker rule (window-misaligned) or a rule set
 	// (inert-rule).
 	Rule              json.RawMessage `json:"rule"`
