@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -260,7 +261,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	var overRate int64 // dropped, not yet counted
 	defer func() { c.addOverflow(overRateReason, t.Name, overRate) }()
 	for {
-		kind, data, err := conn.ReadMessage()
+		kind, frame, err := readMessage(conn)
 		if err != nil {
 			var ne net.Error
 			if errors.Is(err, websocket.ErrReadLimit) {
@@ -275,6 +276,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 			}
 			return err
 		}
+		data := *frame
 		idle()
 		at := c.clock.UnixMilli()
 		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
@@ -307,6 +309,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 				accepted++
 			}
 		}
+		releaseFrame(frame)
 		if accepted == 0 && rejected >= garbageLimit {
 			return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", rejected)
 		}
@@ -403,4 +406,48 @@ func TargetNames(ts []Target) string {
 		names[i] = t.Name
 	}
 	return strings.Join(names, ",")
+}
+
+// frames are the buffers messages are read into: nothing keeps a message
+// once it is ingested, so a buffer serves the next message read by any
+// connection, and reading a frame allocates nothing in steady state.
+var frames = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledFrame is the largest buffer put back: a rare large frame does
+// not pin its size for good.
+const maxPooledFrame = 256 << 10
+
+// readMessage reads the next message into a buffer from frames; the caller
+// gives it back with releaseFrame once done with the message.
+func readMessage(conn *websocket.Conn) (kind int, frame *[]byte, err error) {
+	kind, r, err := conn.NextReader()
+	if err != nil {
+		return kind, nil, err
+	}
+	frame = frames.Get().(*[]byte)
+	buf := (*frame)[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			*frame = buf
+			return kind, frame, nil
+		}
+		if err != nil {
+			*frame = buf
+			releaseFrame(frame)
+			return kind, nil, err
+		}
+	}
+}
+
+func releaseFrame(frame *[]byte) {
+	if cap(*frame) > maxPooledFrame {
+		*frame = nil
+	}
+	*frame = (*frame)[:0]
+	frames.Put(frame)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D]
@@ -27,7 +28,9 @@ Measures the collector at fleet scale on this machine. N agents, each with R
 resources called CALLS times a second, serve their streams on loopback; an
 in-process collector dials every one, aggregates, runs triage and publishes
 4 snapshots a second, as the dashboard's does. Prints the ingest rate, the
-CPU and memory it took, and checks that every call was counted.
+CPU and memory it took, the time from a breaker transition at an agent to
+the first snapshot showing it (p50, p99), and checks that every call was
+counted.
 
 The agents and their traffic run in this process too, so the CPU figure
 includes them; a second phase runs them without the collector (--baseline)
@@ -98,31 +101,64 @@ type benchFleet struct {
 	// is written only by the traffic goroutine that owns agent i, and read
 	// once the traffic has stopped.
 	made    [][]int64
-	refused atomic.Int64 // calls an Entry turned away (no rules: none)
+	refused atomic.Int64 // calls an Entry turned away (the latency breakers, when open)
 	wire    wireCount    // what the agents wrote to their stream connections
+	// The latency breakers (benchlatency.go): trippers are the agents the
+	// driver trips, tripped[i] the calls it made on agent i (written by
+	// the driver only).
+	lat      *latency
+	trippers []int
+	tripped  []int64
 }
 
 // calls is every call the agents admitted.
 func (f *benchFleet) calls() int64 {
 	var n int64
-	for _, m := range f.made {
-		for _, c := range m {
-			n += c
+	for i, m := range f.made {
+		for j := range m {
+			n += f.madeOn(i, j)
 		}
 	}
 	return n
 }
 
+// madeOn is the calls agent i admitted for resource j.
+func (f *benchFleet) madeOn(i, j int) int64 {
+	if j == 0 {
+		return f.made[i][j] + f.tripped[i]
+	}
+	return f.made[i][j]
+}
+
 func startBenchFleet(n, resources int) (*benchFleet, error) {
-	f := &benchFleet{}
+	f := &benchFleet{lat: newLatency(), tripped: make([]int64, n)}
 	for r := 0; r < resources; r++ {
 		f.resources = append(f.resources, fmt.Sprintf("GET:http://svc-%d/api/v1/resource/%d", r%7, r))
 	}
 	for i := 0; i < n; i++ {
-		a, err := agent.New(agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: fmt.Sprintf("bench-%04d", i)})
+		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: fmt.Sprintf("bench-%04d", i)}
+		if opts.App == latencyApp {
+			instance := opts.Instance
+			opts.OnTransition = func(t core.Transition) {
+				if t.Resource == f.resources[0] {
+					f.lat.transition(instance, t)
+				}
+			}
+		}
+		a, err := agent.New(opts)
 		if err != nil {
 			f.close()
 			return nil, err
+		}
+		if opts.App == latencyApp {
+			if err := a.LoadRules([]core.BreakerRule{latencyRule(f.resources[0])}, nil); err != nil {
+				a.Close()
+				f.close()
+				return nil, err
+			}
+			if len(f.trippers) < latencyTrippers {
+				f.trippers = append(f.trippers, i)
+			}
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -479,6 +515,7 @@ type benchResult struct {
 	reconnects, dropped            int64
 	rejected, overflow             int64
 	filesLimit                     int64
+	lat                            *latency
 	// What is left once the agents are gone: the collector's.
 	collectorHeap uint64
 	collectorRSS  int64
@@ -515,15 +552,23 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	defer fleet.close()
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
 	trafficDone := make(chan struct{})
-	go func() { fleet.traffic(trafficCtx, cfg.rate); close(trafficDone) }()
+	go func() {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); fleet.trip(trafficCtx) }()
+		fleet.traffic(trafficCtx, cfg.rate)
+		wg.Wait()
+		close(trafficDone)
+	}()
 	defer func() { stopTraffic(); <-trafficDone }()
 
 	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench"})
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
-	dialing.Add(2)
+	dialing.Add(3)
 	go func() { defer dialing.Done(); c.Dial(dialCtx, fleet.targets, collector.DialOptions{}) }()
 	go func() { defer dialing.Done(); c.Run(dialCtx) }()
+	go func() { defer dialing.Done(); fleet.lat.watch(dialCtx, c, fleet.resources[0]) }()
 	defer func() { stopDial(); dialing.Wait() }()
 
 	began := time.Now()
@@ -574,7 +619,9 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
+	fleet.lat.measure(true)
 	err = watch(time.Now().Add(cfg.duration))
+	fleet.lat.measure(false)
 	if cfg.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -600,7 +647,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	if benchAfterTraffic != nil {
 		benchAfterTraffic(fleet)
 	}
-	res.calls, res.refused = fleet.calls(), fleet.refused.Load()
+	res.calls, res.refused, res.lat = fleet.calls(), fleet.refused.Load(), fleet.lat
 	deadline := time.Now().Add(10 * time.Second)
 	last, lastMoved := int64(-1), time.Now()
 	for {
@@ -613,7 +660,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 				tm, _ := c.Totals(a.Instance(), r)
 				pass := tm.Pass
 				res.counted += pass
-				if made := fleet.made[i][j]; pass != made {
+				if made := fleet.madeOn(i, j); pass != made {
 					res.short = append(res.short, seriesShort{a.Instance(), r, made, pass})
 				}
 			}
@@ -727,6 +774,9 @@ func (r *benchResult) print(w io.Writer) {
 	}
 	if r.refused > 0 {
 		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.refused))
+	}
+	if r.lat != nil {
+		r.lat.print(w)
 	}
 	switch {
 	case !r.cpuKnown:

@@ -31,6 +31,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
 		`(?m)^memory:     RSS `,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
+		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("no %s in\n%s", want, out)

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Latency: how long a breaker transition at an agent takes to show in a
+// published snapshot. The agents of one app (bench-0) guard their first
+// resource with an error-ratio breaker that the ordinary traffic (one call
+// in ten fails) never trips; a driver trips up to latencyTrippers of them
+// in turn with a burst of failing calls, and the traffic that follows the
+// retry timeout probes and closes them. Every transition is timed where it
+// happens (the agent's OnTransition); a watcher reads each snapshot as it
+// is published and times the first that shows the breaker in its new
+// state, taken after the transition (Snapshot.At later than it).
+
+const (
+	latencyApp      = "bench-0"
+	latencyTrippers = 100
+	latencyRetryMs  = 1000
+	latencyEvery    = 30 * time.Millisecond // a trip every 3 s per breaker with 100 of them
+)
+
+// latencyRule is the breaker of the agents of latencyApp.
+func latencyRule(resource string) core.BreakerRule {
+	return core.BreakerRule{Resource: resource, Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 5,
+		StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, RetryTimeoutMs: latencyRetryMs}
+}
+
+// latency follows the transitions still to be shown, one per instance (a
+// later one replaces it: superseded), and what was measured.
+type latency struct {
+	mu         sync.Mutex
+	on         bool // inside the measured window
+	pending    map[string]pendingTransition
+	measured   []time.Duration
+	superseded int
+}
+
+type pendingTransition struct {
+	to   core.State
+	atMs int64     // the agent's clock, Unix ms
+	at   time.Time // when it happened, for the elapsed time
+}
+
+func newLatency() *latency { return &latency{pending: map[string]pendingTransition{}} }
+
+// transition is told every transition of the latency breakers.
+func (l *latency) transition(instance string, t core.Transition) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.pending[instance]; ok && l.on {
+		l.superseded++
+	}
+	l.pending[instance] = pendingTransition{to: t.To, atMs: t.AtMs, at: now}
+}
+
+// measure starts (on) or stops counting.
+func (l *latency) measure(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.on = on
+}
+
+// seen times the pending transitions a snapshot shows.
+func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range s.Breakers {
+		if b.Resource != resource {
+			continue
+		}
+		p, ok := l.pending[b.Instance]
+		if !ok || b.State != p.to || s.At <= p.atMs {
+			continue
+		}
+		if l.on {
+			l.measured = append(l.measured, now.Sub(p.at))
+		}
+		delete(l.pending, b.Instance)
+	}
+}
+
+// watch reads every snapshot c publishes until ctx ends.
+func (l *latency) watch(ctx context.Context, c *collector.Collector, resource string) {
+	tk := time.NewTicker(2 * time.Millisecond)
+	defer tk.Stop()
+	var seq uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tk.C:
+			if s := c.Snapshot(); s.Seq != seq {
+				seq = s.Seq
+				l.seen(s, resource, now)
+			}
+		}
+	}
+}
+
+// quantiles are the measured p50 and p99, and how many were measured.
+func (l *latency) quantiles() (p50, p99 time.Duration, n, superseded int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := slices.Clone(l.measured)
+	slices.Sort(m)
+	if len(m) == 0 {
+		return 0, 0, 0, l.superseded
+	}
+	at := func(q float64) time.Duration { return m[min(len(m)-1, int(q*float64(len(m))))] }
+	return at(0.5), at(0.99), len(m), l.superseded
+}
+
+func (l *latency) print(w io.Writer) {
+	p50, p99, n, sup := l.quantiles()
+	if n == 0 {
+		fmt.Fprintf(w, "latency:    no breaker transition measured (%d superseded)\n", sup)
+		return
+	}
+	fmt.Fprintf(w, "latency:    breaker transition at an agent to the first snapshot showing it: p50 %d ms, p99 %d ms (%d transitions; %d superseded before a snapshot)\n",
+		p50.Milliseconds(), p99.Milliseconds(), n, sup)
+}
+
+// trip trips the latency breakers in turn until ctx ends: failing calls
+// until the breaker refuses one. Its admitted calls are counted in
+// tripped (read once it has returned).
+func (f *benchFleet) trip(ctx context.Context) {
+	tk := time.NewTicker(latencyEvery)
+	defer tk.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		if len(f.trippers) == 0 {
+			continue
+		}
+		i := f.trippers[k%len(f.trippers)]
+		for range 20 {
+			e, err := f.agents[i].Entry(f.resources[0])
+			if err != nil {
+				break // open
+			}
+			f.tripped[i]++
+			e.Exit(errBench)
+		}
+	}
+}
