@@ -15,6 +15,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/hotvalues"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
@@ -157,7 +158,7 @@ type Agent struct {
 
 	rulesMu sync.Mutex // serializes LoadRules
 	rules   atomic.Pointer[wsstream.Frame]
-	hot     atomic.Pointer[map[string]*hotTracker] // by resource, those with hot-parameter rules
+	hot     atomic.Pointer[map[string]*hotvalues.Tracker] // by resource, those with hot-parameter rules
 
 	stream  *wsstream.Server
 	backlog *wsstream.Backlog
@@ -259,7 +260,7 @@ func (a *Agent) EntryWithParams(resource string, p core.Params) (*core.Entry, er
 func (a *Agent) countHot(resource string, p *core.Params, passed bool) {
 	if m := a.hot.Load(); m != nil {
 		if t := (*m)[resource]; t != nil {
-			t.record(a.clock.UnixMilli(), p, passed)
+			t.Record(a.clock.UnixMilli(), p, passed, 1)
 		}
 	}
 }
@@ -299,9 +300,9 @@ func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule, pa
 	for _, r := range params {
 		byRes[r.Resource] = append(byRes[r.Resource], r)
 	}
-	trackers := make(map[string]*hotTracker, len(byRes))
+	trackers := make(map[string]*hotvalues.Tracker, len(byRes))
 	for res, rules := range byRes {
-		trackers[res] = newHotTracker(rules, a.bucketMs)
+		trackers[res] = hotvalues.New(rules, a.bucketMs)
 	}
 	a.hot.Store(&trackers)
 	msg := &wire.Rules{

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,48 +107,6 @@ func TestHotValuesOnTheStream(t *testing.T) {
 		if b, ok := m.(*wire.Buckets); ok && len(b.Items) > 0 && b.Items[0].Hot != nil {
 			t.Fatalf("hot values without a hot-parameter rule: %+v", b.Items[0])
 		}
-	}
-}
-
-// TestHotTrackerBounds: past hotTrackedValues distinct values, entries are
-// summed in (other); values of every kind core tracks are keyed by value,
-// and long ones cut.
-func TestHotTrackerBounds(t *testing.T) {
-	tr := newHotTracker([]core.HotParamRule{{Resource: "r", ParamIndex: 0}, {Resource: "r", ParamIndex: 0, Threshold: 5}}, 500)
-	if len(tr.params) != 1 {
-		t.Fatalf("two rules on one parameter count it %d times", len(tr.params))
-	}
-	for i := range hotTrackedValues + 100 {
-		tr.record(1000, &core.Params{Args: []any{i}}, true)
-	}
-	if len(tr.counts) != hotTrackedValues || tr.other.pass != 100 {
-		t.Fatalf("%d values tracked and %d entries in (other), want %d and 100", len(tr.counts), tr.other.pass, hotTrackedValues)
-	}
-	tr.record(1200, &core.Params{Args: []any{7}}, false)
-	hot := tr.Hot(1000)
-	if len(hot) != wire.MaxHotValues+1 || hot[0] != (wire.HotItem{Value: "7", Pass: 1, Block: 1}) ||
-		hot[1].Value != "0" || hot[wire.MaxHotValues] != (wire.HotItem{Value: wire.HotOther, Pass: hotTrackedValues + 100 - wire.MaxHotValues}) {
-		t.Fatalf("hot %+v", hot)
-	}
-	if err := wire.Validate(&wire.Buckets{Header: wire.Header{Ts: 1, Instance: "i"}, BucketMs: 500,
-		Items: []wire.BucketItem{{Resource: "r", Start: 1000, Hot: hot}}}, wire.Limits{}); err != nil {
-		t.Fatal(err)
-	}
-	type named string
-	long := strings.Repeat("x", 300)
-	for _, v := range []any{"a", named("a"), int8(-3), uint(3), 2.5, float32(2.5), true, long, nil, []int{1}} {
-		tr.record(1500, &core.Params{Args: []any{v}}, true)
-	}
-	var values []string
-	for _, h := range tr.Hot(1500) {
-		values = append(values, fmt.Sprintf("%q:%d", h.Value, h.Pass))
-	}
-	want := []string{`"2.5":2`, `"a":2`, `"-3":1`, `"3":1`, `"true":1`, `"` + long[:wire.MaxHotValueBytes] + `":1`}
-	if !reflect.DeepEqual(values, want) {
-		t.Fatalf("values %v, want %v", values, want)
-	}
-	if tr.Hot(2000) != nil || tr.Hot(1000) == nil {
-		t.Fatal("a bucket with no entries has hot values, or a closed one lost them")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 
+	"github.com/sentinel-top/sentinel-top/internal/hotvalues"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
@@ -20,7 +21,7 @@ func (a *Agent) Ship() { a.shipper.Ship() }
 func (a *Agent) series() []wsstream.Series {
 	res := a.guard.Resources()
 	out := make([]wsstream.Series, len(res))
-	var hot map[string]*hotTracker
+	var hot map[string]*hotvalues.Tracker
 	if m := a.hot.Load(); m != nil {
 		hot = *m
 	}
@@ -37,5 +38,5 @@ func (a *Agent) series() []wsstream.Series {
 // hotSeries is a resource with hot values (wsstream.HotSeries).
 type hotSeries struct {
 	*core.Resource
-	*hotTracker
+	*hotvalues.Tracker
 }

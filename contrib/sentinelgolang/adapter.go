@@ -16,9 +16,11 @@ import (
 	sgbase "github.com/alibaba/sentinel-golang/core/base"
 	sgcb "github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	sgflow "github.com/alibaba/sentinel-golang/core/flow"
+	sghotspot "github.com/alibaba/sentinel-golang/core/hotspot"
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/hotvalues"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
@@ -174,6 +176,8 @@ type resource struct {
 type ruleSet struct {
 	rawBreakers []sgcb.Rule
 	rawFlows    []sgflow.Rule
+	rawParams   []sghotspot.Rule
+	hot         map[string]*hotvalues.Tracker // by resource, those with hotspot rules
 	frame       *wsstream.Frame
 	version     string
 	slowRt      map[string]int64 // smallest MaxAllowedRtMs of a resource's slow-ratio breakers
@@ -288,6 +292,7 @@ func (s statSlot) OnEntryPassed(ctx *sgbase.EntryContext) {
 		b.AddPass(batchOf(ctx))
 		b.ObserveConcurrency(n)
 	}
+	a.countHot(ctx, true)
 }
 
 func (s statSlot) OnEntryBlocked(ctx *sgbase.EntryContext, _ *sgbase.BlockError) {
@@ -304,6 +309,7 @@ func (s statSlot) OnEntryBlocked(ctx *sgbase.EntryContext, _ *sgbase.BlockError)
 	if b := r.stat.Current(a.clock.UnixMilli()); b != nil {
 		b.AddBlock(batchOf(ctx))
 	}
+	a.countHot(ctx, false)
 }
 
 func (s statSlot) OnCompleted(ctx *sgbase.EntryContext) {
@@ -425,15 +431,17 @@ func (a *Adapter) RefreshRules() {
 	slices.SortStableFunc(rawF, func(x, y sgflow.Rule) int {
 		return cmp.Or(cmp.Compare(x.Resource, y.Resource), cmp.Compare(x.ID, y.ID))
 	})
+	rawP := sortedHotspotRules()
 	old := a.rules.Load()
-	if old.frame != nil && slices.Equal(rawB, old.rawBreakers) && slices.Equal(rawF, old.rawFlows) {
+	if old.frame != nil && slices.Equal(rawB, old.rawBreakers) && slices.Equal(rawF, old.rawFlows) && sameHotspotRules(rawP, old.rawParams) {
 		return
 	}
-	next := &ruleSet{rawBreakers: rawB, rawFlows: rawF, slowRt: map[string]int64{},
+	next := &ruleSet{rawBreakers: rawB, rawFlows: rawF, rawParams: rawP, slowRt: map[string]int64{},
 		shadows: map[sgcb.Rule]*shadow{}, byResource: map[string][]*shadow{}}
+	params, hot, skipped := hotParamRules(rawP, a.bucketMs)
+	next.hot = hot
 	var breakers []core.BreakerRule
 	var flows []core.FlowRule
-	skipped := int64(0)
 	for _, r := range rawB {
 		c := core.BreakerRule{ID: r.Id, Resource: r.Resource, Strategy: core.Strategy(r.Strategy),
 			RetryTimeoutMs: r.RetryTimeoutMs, MinRequestAmount: r.MinRequestAmount, StatIntervalMs: r.StatIntervalMs,
@@ -476,14 +484,15 @@ func (a *Adapter) RefreshRules() {
 		flows = append(flows, c)
 	}
 	a.skipped.Store(skipped)
-	next.version = wire.RulesVersion(breakers, flows)
+	next.version = wire.RulesVersion(breakers, flows, params...)
 	if old.frame != nil && next.version == old.version {
 		next.frame = old.frame
+		next.hot = old.hot // the same rules: keep counting the bucket under way
 		a.rules.Store(next)
 		return
 	}
 	f, err := encodeFrame(&wire.Rules{Header: wire.Header{Ts: a.clock.UnixMilli(), Instance: a.opts.Instance},
-		Version: next.version, Breakers: breakers, Flows: flows})
+		Version: next.version, Breakers: breakers, Flows: flows, Params: params})
 	if err != nil {
 		return
 	}

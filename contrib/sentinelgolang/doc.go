@@ -17,9 +17,15 @@
 //     breaker transition into a state message at once: CLOSED -> OPEN with
 //     the window that tripped it, HALF_OPEN -> OPEN|CLOSED with the probe.
 //
-// The rule set (circuitbreaker.GetRules and flow.GetRules) is read at
-// every bucket boundary and sent whenever it changes, so sentinel-top sees
-// rule pushes, from a file, Nacos or any other data source, as they land.
+// The rule set (circuitbreaker.GetRules, flow.GetRules and
+// hotspot.GetRules) is read at every bucket boundary and sent whenever it
+// changes, so sentinel-top sees rule pushes, from a file, Nacos or any
+// other data source, as they land. For a resource with hotspot rules, the
+// slot also counts each entry under the parameter values the rules read
+// (api.WithArgs, api.WithAttachments), and each bucket carries the values
+// with the most entries ("hot" in wire v1: at most 8, the rest summed in
+// "(other)"). A hotspot rule whose specific items are of a kind core cannot
+// match (not a string, integer, float or bool) is left out and counted.
 //
 // # Where the adapter is exact, and where not
 //

@@ -22,11 +22,17 @@ func (r *resource) Name() string             { return r.name }
 func (r *resource) Stat() *core.MetricWindow { return r.stat }
 func (r *resource) Concurrency() int64       { return r.inflight.Load() }
 
-// series lists the resources for the shipper.
+// series lists the resources for the shipper, with the hot values of
+// those that have hotspot rules.
 func (a *Adapter) series() []wsstream.Series {
 	res := *a.resources.Load()
+	hot := a.rules.Load().hot
 	out := make([]wsstream.Series, 0, len(res))
-	for _, r := range res {
+	for name, r := range res {
+		if t := hot[name]; t != nil {
+			out = append(out, hotResource{r, t})
+			continue
+		}
 		out = append(out, r)
 	}
 	return out

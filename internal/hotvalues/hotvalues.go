@@ -1,4 +1,4 @@
-package agent
+package hotvalues
 
 import (
 	"cmp"
@@ -13,20 +13,20 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
-// Bounds of the hot values an agent counts.
+// Bounds of the hot values a Tracker counts.
 const (
-	// hotTrackedValues bounds the distinct values one resource counts in
+	// TrackedValues bounds the distinct values one resource counts in
 	// one bucket; entries of further values are summed in (other).
-	hotTrackedValues = 1024
-	// hotClosedBuckets is how many closed buckets' hot values a resource
+	TrackedValues = 1024
+	// ClosedBuckets is how many closed buckets' hot values a resource
 	// keeps for the shipper (it ships each bucket right after it closes).
-	hotClosedBuckets = 8
+	ClosedBuckets = 8
 )
 
 // hotKey identifies a parameter value without copying it: a string, an
 // integer, a float's bits or a bool, of one of the resource's parameters.
 type hotKey struct {
-	param int32 // index into hotTracker.params
+	param int32 // index into Tracker.params
 	kind  uint8
 	s     string
 	n     uint64
@@ -123,25 +123,26 @@ func (k hotKey) text() string {
 
 type hotCount struct{ pass, block int64 }
 
-func (c *hotCount) add(passed bool) {
+func (c *hotCount) add(passed bool, n int64) {
 	if passed {
-		c.pass++
+		c.pass += n
 	} else {
-		c.block++
+		c.block += n
 	}
 }
 
-// hotTracker counts one resource's entries by parameter value, bucket by
-// bucket: the parameters are those its hot-parameter rules read.
-type hotTracker struct {
+// Tracker counts one resource's entries by parameter value, bucket by
+// bucket: the parameters are those its hot-parameter rules read. It is
+// safe for concurrent use.
+type Tracker struct {
 	bucketMs int64
 	params   []core.HotParamRule // one rule per distinct parameter read
 
 	mu     sync.Mutex
 	start  int64 // the bucket counted, -1 for none
 	counts map[hotKey]hotCount
-	other  hotCount // entries of values past hotTrackedValues
-	closed [hotClosedBuckets]hotClosed
+	other  hotCount // entries of values past TrackedValues
+	closed [ClosedBuckets]hotClosed
 	next   int // the ring slot closed next
 }
 
@@ -151,10 +152,10 @@ type hotClosed struct {
 	items []wire.HotItem
 }
 
-// newHotTracker returns a tracker for a resource's hot-parameter rules,
+// New returns a tracker for a resource's hot-parameter rules,
 // or nil when they read no parameter.
-func newHotTracker(rules []core.HotParamRule, bucketMs int64) *hotTracker {
-	t := &hotTracker{bucketMs: bucketMs, start: -1, counts: make(map[hotKey]hotCount)}
+func New(rules []core.HotParamRule, bucketMs int64) *Tracker {
+	t := &Tracker{bucketMs: bucketMs, start: -1, counts: make(map[hotKey]hotCount)}
 	for _, r := range rules {
 		if !slices.ContainsFunc(t.params, func(p core.HotParamRule) bool {
 			return p.ParamIndex == r.ParamIndex && p.ParamKey == r.ParamKey
@@ -168,8 +169,22 @@ func newHotTracker(rules []core.HotParamRule, bucketMs int64) *hotTracker {
 	return t
 }
 
-// record counts one entry of the resource at now, admitted or not.
-func (t *hotTracker) record(now int64, p *core.Params, passed bool) {
+// Keys lists the attachment names the rules read (their ParamKey), for a
+// caller that must build core.Params.Attachments for them.
+func (t *Tracker) Keys() []string {
+	var keys []string
+	for _, r := range t.params {
+		if r.ParamKey != "" {
+			keys = append(keys, r.ParamKey)
+		}
+	}
+	return keys
+}
+
+// Record counts n entries of the resource at now, admitted or not (n is
+// a batch's count). Nothing of p is kept: for a value already counted it
+// does not allocate.
+func (t *Tracker) Record(now int64, p *core.Params, passed bool, n int64) {
 	start := now - now%t.bucketMs
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -184,19 +199,19 @@ func (t *hotTracker) record(now int64, p *core.Params, passed bool) {
 		}
 		c, found := t.counts[k]
 		if !found {
-			if len(t.counts) >= hotTrackedValues {
-				t.other.add(passed)
+			if len(t.counts) >= TrackedValues {
+				t.other.add(passed, n)
 				continue
 			}
 			k.s = strings.Clone(k.s) // keep nothing of the caller's
 		}
-		c.add(passed)
+		c.add(passed, n)
 		t.counts[k] = c
 	}
 }
 
 // closeLocked moves the counted bucket's top values into the ring.
-func (t *hotTracker) closeLocked() {
+func (t *Tracker) closeLocked() {
 	if t.start < 0 {
 		return
 	}
@@ -212,7 +227,7 @@ func (t *hotTracker) closeLocked() {
 // topLocked returns the counted bucket's values with the most entries
 // (pass + block), at most wire.MaxHotValues, ties broken by value, and
 // the rest summed in one wire.HotOther item.
-func (t *hotTracker) topLocked() []wire.HotItem {
+func (t *Tracker) topLocked() []wire.HotItem {
 	type entry struct {
 		k hotKey
 		c hotCount
@@ -250,7 +265,7 @@ func (t *hotTracker) topLocked() []wire.HotItem {
 // had none. The bucket still counted is closed by it: an entry that reads
 // the clock in a bucket and is counted after the bucket shipped is not
 // listed.
-func (t *hotTracker) Hot(start int64) []wire.HotItem {
+func (t *Tracker) Hot(start int64) []wire.HotItem {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.start >= 0 && t.start <= start {
