@@ -34,7 +34,7 @@ func Catalog() []*Scenario {
 		PushMissed(),
 		StartWithoutRules(),
 		OutageErrorRamp(), OutageDBSlow(),
-		VipThrottled(),
+		VipThrottled(), LimitAppSelf(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {

@@ -45,6 +45,9 @@ func StartDemo(ctx context.Context, s *Scenario, speed float64) (*Demo, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
+	if s.Script != nil {
+		return nil, scenarioErr(s, "a scripted recording cannot be played live")
+	}
 	if speed <= 0 {
 		speed = 1
 	}

@@ -18,7 +18,17 @@
 //     caller's Timeout;
 //   - per-instance rule sets loaded at chosen times, so that a push can miss
 //     some instances, rules can arrive late, and retry timeouts can be
-//     jittered by instance or not; instances can start late and stop.
+//     jittered by instance or not; instances can start late and stop;
+//   - hot-parameter rules, and calls passing a parameter value (one of a
+//     list, at random), so that one customer id can be throttled among
+//     many.
+//
+// One kind of source is not an agent: a Java Sentinel service, whose rules
+// apply only to the origin their limitApp names while an agent's apply to
+// every caller. A scenario with a Script (JavaService.Script) writes what
+// the collector's Java poller gives for such a fleet — hello, rules, a
+// bucket a second made from a /metric line, no transitions — from the same
+// seed; it records like the others and cannot be played live.
 //
 // Calls are concurrent: a call starts (Entry), the clock moves, and it ends
 // (Exit) when the downstream answers, so a 300 ms call is in flight for 300
@@ -44,7 +54,7 @@
 //     virtual clock follows the wall clock; collectors dial Demo.Targets.
 //     DemoScenario loops every two minutes through several incidents.
 //
-// Throttling flow rules are refused: they make Entry sleep on the virtual
+// Throttling flow and hot-parameter rules are refused: they make Entry sleep on the virtual
 // clock, which only the simulation's own goroutine moves.
 //
 // Catalog holds the recorded incidents; each scenario's Expect lists the

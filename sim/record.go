@@ -37,6 +37,14 @@ func Run(ctx context.Context, s *Scenario, emit func(wire.Message) error) error 
 	if s.Duration <= 0 {
 		return scenarioErr(s, "a recording needs a positive Duration")
 	}
+	if s.Script != nil {
+		return s.Script(s.start(), s, func(m wire.Message) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return emit(m)
+		})
+	}
 	f := newFleet(s, s.start(), true)
 	f.emit = emit
 	err := f.play(ctx, int64(s.Duration))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // DefaultStart is where a recording's virtual clock starts when its
@@ -46,6 +47,12 @@ type Scenario struct {
 	// Expect lists the findings a recording must produce (written to the
 	// meta line as "expect").
 	Expect []Expect
+	// Script, when set, writes the recording instead of agents, for a
+	// source no agent can be: a Java Sentinel service as the collector's
+	// Java poller re-serves it (JavaService). It emits the messages from
+	// start over the scenario's Duration, in time order; Downstreams and
+	// Instances are then unused, and the scenario cannot be played live.
+	Script func(start time.Time, s *Scenario, emit func(wire.Message) error) error
 }
 
 // Instance is one process: an agent with its own guard, rules and stream.
@@ -128,6 +135,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Duration < 0 || s.Loop < 0 {
 		return scenarioErr(s, "negative duration or loop")
+	}
+	if s.Script != nil {
+		return nil
 	}
 	downs := map[string]bool{}
 	for _, d := range s.Downstreams {

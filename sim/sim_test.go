@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -294,6 +295,42 @@ func TestParamsAreLimitedPerValue(t *testing.T) {
 	}
 	if vip.Pass < 700 || vip.Pass > 840 || vip.Block < 1100 || others.Block != 0 || others.Pass < 150 {
 		t.Fatalf("vip %+v, others %+v", vip, others)
+	}
+}
+
+// A Java service's recording is what the Java poller gives: a hello of
+// one-second buckets from java-sentinel, its rules with their limitApp, a
+// bucket a second of every instance, no transitions; it cannot be played
+// live.
+func TestJavaServiceScript(t *testing.T) {
+	s := sim.LimitAppSelf()
+	kinds := map[wire.Kind]int{}
+	var pass, block int64
+	for _, m := range record(t, s) {
+		kinds[m.Kind()]++
+		switch m := m.(type) {
+		case *wire.Hello:
+			if m.BucketMs != 1000 || !strings.HasPrefix(m.SDK, "java-sentinel/") {
+				t.Fatalf("hello %+v", m)
+			}
+		case *wire.Rules:
+			if len(m.Flows) != 1 || m.Flows[0].LimitApp != "order-service" {
+				t.Fatalf("rules %+v", m)
+			}
+		case *wire.Buckets:
+			for _, it := range m.Items {
+				pass, block = pass+it.Pass, block+it.Block
+			}
+		}
+	}
+	if kinds[wire.KindHello] != 2 || kinds[wire.KindRules] != 2 || kinds[wire.KindBuckets] != 240 || kinds[wire.KindState] != 0 || kinds[wire.KindBye] != 2 {
+		t.Fatalf("messages %v", kinds)
+	}
+	if pass < 70000 || pass > 74000 || block != 0 {
+		t.Fatalf("pass %d block %d: about 300 a second on each of 2 instances for 120 s, none blocked", pass, block)
+	}
+	if _, err := sim.StartDemo(context.Background(), s, 1); !errors.Is(err, sim.ErrScenario) {
+		t.Fatalf("StartDemo: %v", err)
 	}
 }
 
