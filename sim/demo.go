@@ -146,12 +146,12 @@ const (
 	demoStockRes = "GET:http://inventory-service/api/stock"
 )
 
-// DemoScenario is the fleet of --demo: eleven instances of four apps where,
+// DemoScenario is the fleet of --demo: twelve instances of five apps where,
 // within every two minutes, a healthy price service is tripped by network
 // jitter, a slow database makes a breaker saw, four instances probe a
 // recovering inventory service together, a rule push reaches half the
-// gateways, and two apps share a resource name. It loops every two
-// minutes.
+// gateways, two apps share a resource name, and a per-customer limit
+// throttles a VIP customer for a minute. It loops every two minutes.
 func DemoScenario() *Scenario {
 	gateways := fleetOf("gateway", 4, func(i int, in *Instance) {
 		in.Calls = []Call{
@@ -180,7 +180,14 @@ func DemoScenario() *Scenario {
 		in.Calls = []Call{{Resource: riskRes, Downstream: "risk-vendor", Traffic: Constant(120)}}
 		in.Rules = always([]core.BreakerRule{soundSlow(riskRes, 800)}, nil)
 	})
-	insts := append(append(append(gateways, orders...), carts...), risks...)
+	// vip-throttled, smaller: 300 customers at 1 req/s, and the VIP at 250
+	// req/s from 0:10 to 1:10 against the per-customer limit of 200.
+	queries := fleetOf("order-query", 1, func(i int, in *Instance) {
+		in.Calls = vipCalls(customers(300), 10*sec)
+		in.Calls[1].Traffic = Steps{{At: 10 * sec, QPS: 250}, {At: 70 * sec, QPS: 0}}
+		in.Rules = []RuleChange{{Params: []core.HotParamRule{vipRule()}}}
+	})
+	insts := append(append(append(append(gateways, orders...), carts...), risks...), queries...)
 	return &Scenario{
 		Name:  "demo",
 		Title: "sentinel-top demo fleet",
@@ -188,13 +195,16 @@ func DemoScenario() *Scenario {
 			"network jitter trips the gateways' breaker on a healthy price service; the member service's database " +
 			"is slow from 0:15 to 1:25 and the order breakers saw; the inventory service hangs from 0:20 to 1:10 " +
 			"and the four carts probe it together; a lowered createOrder limit reaches two gateways at 0:30 and " +
-			"the other two at 1:40; gateways and the risk service both name a resource risk-check.",
+			"the other two at 1:40; gateways and the risk service both name a resource risk-check; from 0:10 to 1:10 " +
+			"a VIP customer sends 250 req/s to order-query, whose per-customer limit of 200 throttles it among 300 " +
+			"customers at 1 req/s.",
 		Loop: 2 * mn,
 		Seed: 42,
 		Downstreams: []*Downstream{
 			{Name: "price-service", Latency: LogNormal{Median: 22 * ms, P99: 68 * ms},
 				Jitter: &Jitter{Every: 7 * sec, Length: Uniform{800 * ms, 1800 * ms}, Share: 0.6, Latency: Uniform{300 * ms, 400 * ms}}},
 			{Name: "order-service", Latency: LogNormal{Median: 30 * ms, P99: 90 * ms}},
+			{Name: "order-db", Latency: LogNormal{Median: 12 * ms, P99: 45 * ms}},
 			{Name: "risk-service", Latency: LogNormal{Median: 45 * ms, P99: 140 * ms}},
 			{Name: "risk-vendor", Latency: LogNormal{Median: 30 * ms, P99: 110 * ms}},
 			{Name: "member-service", Latency: LogNormal{Median: 18 * ms, P99: 70 * ms},

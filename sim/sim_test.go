@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures/fixturetest"
@@ -469,9 +470,14 @@ func TestDemoScenarioFindings(t *testing.T) {
 	got := map[string]string{}
 	for _, f := range res.Findings {
 		got[string(f.Kind)+" "+f.App] = f.Resource
+		if x, ok := f.Facts.(*triage.HotValueFacts); ok && (x.Value != "cust-100042" || x.BlockShare < 0.9 || x.QPS < 230 || x.QPS > 270 ||
+			x.Suggest.SpecificItems[x.Value] < 300 || x.Suggest.SpecificItems[x.Value] > 330 || f.To-f.From < 50000) {
+			t.Errorf("hot-value %+v: %+v", f, x)
+		}
 	}
 	for _, want := range []string{
 		"sawtooth order", "sync-half-open cart", "low-confidence-trip gateway", "rule-drift gateway", "shared-resource gateway",
+		"hot-value order-query",
 	} {
 		if _, ok := got[want]; !ok {
 			t.Errorf("no %s finding in %v", want, got)
