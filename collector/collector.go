@@ -58,8 +58,11 @@ type Options struct {
 	// MaxResourcesPerInstance caps the resources of one instance; items of
 	// further resources are turned away and counted. Default 5,000.
 	MaxResourcesPerInstance int
-	// MaxReplayBytes bounds what a replay reads, decompressed, and holds:
-	// a gzip bomb or /dev/zero ends with an error. Default 512 MiB.
+	// MaxReplayBytes bounds the input a replay reads in one pass,
+	// decompressed, and what it copies of an input that cannot be read
+	// twice (a pipe): a gzip bomb or /dev/zero ends with an error. It does
+	// not bound memory: a replay streams its input, one message at a time.
+	// Default 512 MiB.
 	MaxReplayBytes int64
 	// MaxMemory bounds, in bytes, what peers can make the collector keep
 	// (instances, series, breaker tracks: see budget.go); what does not fit

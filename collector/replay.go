@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -23,7 +22,9 @@ type ReplayControl interface {
 	SeekBy(deltaMs int64)
 }
 
-// MaxReplayMessages bounds what one replay holds in memory.
+// MaxReplayMessages bounds the messages NewReplayMessages takes (they are
+// in memory already); a recording replayed with NewReplay is streamed and
+// has no such bound.
 const MaxReplayMessages = 5_000_000
 
 // DefaultMaxReplayBytes is Options.MaxReplayBytes when it is zero.
@@ -37,18 +38,30 @@ type Replay struct {
 	clock *core.VirtualClock
 	name  string
 
-	msgs    []wire.Message
-	places  []int // line of each message
+	// What the first pass learnt: messages (the meta line included), the
+	// meta line, the bad lines (how many, the first) and the range.
+	count int
+	meta  *wire.Meta
+	rejN  int
+	rej1  lineReject
+	from  int64
+	to    int64
+	// rejects are the bad parts of converted input, counted at the start
+	// (NewReplayMessages); a recording's are counted as a pass meets them.
 	rejects []lineReject
-	from    int64
-	to      int64
 
-	pos int // only Run's goroutine moves it
+	// The pass in progress; only Run's goroutine moves it.
+	open  replayOpener
+	pass  replayPass
+	done1 func()      // ends the pass
+	next  *replayItem // the next message to feed; nil at the end
+	err   error       // why the pass failed
 
 	mu     sync.Mutex // guards what the controls set and the status
 	speed  float64
 	paused bool
 	done   bool
+	fed    int // messages fed, to look at ctx now and then
 	seekTo *int64
 	gen    uint64 // statuses told to the collector
 	stay   bool   // Run stays after the end, for the controls
@@ -64,40 +77,26 @@ type lineReject struct {
 // waiting for the next message, so the UI's clock keeps running.
 const replayStep = 50 * time.Millisecond
 
-// NewReplay reads the whole fixture from src (named name in messages) and
-// returns a replay at speed (0: as fast as possible), with its collector
-// built from opts (Clock, Mode and Source are the replay's). Lines that
-// cannot be used are counted as rejected, with their file:line.
+// NewReplay reads the recording src (named name in messages) through once,
+// for its range, and returns a replay at speed (0: as fast as possible),
+// with its collector built from opts (Clock, Mode and Source are the
+// replay's). The replay streams it (see replaysource.go): what it holds does
+// not grow with the recording, and each pass reads at most
+// Options.MaxReplayBytes, decompressed. Lines that cannot be used are
+// counted as rejected, with their file:line, as the replay meets them.
 func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay, error) {
-	var msgs []wire.Message
-	var places []int
-	var rejects []error
-	rd := wire.NewReaderLimits(src, name, opts.Limits)
-	rd.LimitInput(cmp.Or(opts.MaxReplayBytes, DefaultMaxReplayBytes))
-	for {
-		m, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if errors.Is(err, wire.ErrInputTooLarge) {
-			return nil, fmt.Errorf("%s: over %d MiB of messages (decompressed): split the recording, or raise the bound: %w",
-				name, cmp.Or(opts.MaxReplayBytes, DefaultMaxReplayBytes)>>20, err)
-		}
-		if err != nil {
-			var le *wire.LineError
-			if !errors.As(err, &le) {
-				return nil, err
-			}
-			rejects = append(rejects, le)
-			continue
-		}
-		if len(msgs) >= MaxReplayMessages {
-			return nil, errors.New(name + ": more than 5,000,000 messages; split the recording")
-		}
-		msgs = append(msgs, wire.Clone(m))
-		places = append(places, rd.Pos().Line)
+	open, first, spool, err := fileOpener(name, src, opts)
+	if err != nil {
+		return nil, err
 	}
-	return newReplay(name, msgs, places, rejects, speed, opts), nil
+	r := &Replay{name: name, open: open}
+	closeWhenUnused(r, spool)
+	rd := wire.NewReaderLimits(first, name, opts.Limits)
+	rd.LimitInput(replayBound(opts))
+	if err := r.scan(linePass(rd, name, replayBound(opts))); err != nil {
+		return nil, err
+	}
+	return r.start(speed, opts)
 }
 
 // NewReplayMessages replays messages converted from another format (a
@@ -108,15 +107,7 @@ func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed 
 	if len(msgs) > MaxReplayMessages {
 		return nil, errors.New(name + ": more than 5,000,000 messages; split the input")
 	}
-	places := make([]int, len(msgs))
-	for i := range places {
-		places[i] = i + 1
-	}
-	return newReplay(name, msgs, places, rejects, speed, opts), nil
-}
-
-func newReplay(name string, msgs []wire.Message, places []int, rejects []error, speed float64, opts Options) *Replay {
-	r := &Replay{name: name, speed: max(speed, 0), wake: make(chan struct{}, 1), msgs: msgs, places: places}
+	r := &Replay{name: name, open: messagesOpener(name, msgs)}
 	for _, err := range rejects {
 		place := name
 		var le *wire.LineError
@@ -125,37 +116,75 @@ func newReplay(name string, msgs []wire.Message, places []int, rejects []error, 
 		}
 		r.rejects = append(r.rejects, lineReject{place, err})
 	}
-	haveFrom := false
-	for _, m := range msgs {
-		if _, isMeta := m.(*wire.Meta); isMeta {
-			continue
-		}
-		ts := m.Head().Ts
-		if !haveFrom || ts < r.from {
-			r.from, haveFrom = ts, true
-		}
-		r.to = max(r.to, ts)
+	pass, _, _ := r.open()
+	if err := r.scan(pass); err != nil {
+		return nil, err
 	}
-	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
-	opts.Clock, opts.Mode, opts.Source = r.clock, ModeReplay, name
-	r.c = New(opts)
-	r.tell()
-	r.countRejects()
-	r.c.Publish()
-	return r
+	if len(r.rejects) > 0 {
+		r.rejN, r.rej1 = len(r.rejects), r.rejects[0]
+	}
+	return r.start(speed, opts)
 }
 
-func (r *Replay) countRejects() {
+// start builds the replay's collector and opens the first pass.
+func (r *Replay) start(speed float64, opts Options) (*Replay, error) {
+	r.speed, r.wake = max(speed, 0), make(chan struct{}, 1)
+	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
+	opts.Clock, opts.Mode, opts.Source = r.clock, ModeReplay, r.name
+	r.c = New(opts)
+	r.tell()
+	if err := r.rewind(); err != nil {
+		return nil, err
+	}
+	r.c.Publish()
+	return r, nil
+}
+
+// rewind starts a new pass from the beginning: the rejects of converted
+// input are counted again, and the first message is read.
+func (r *Replay) rewind() error {
+	if r.done1 != nil {
+		r.done1()
+	}
+	r.pass, r.done1, r.next = nil, nil, nil
+	pass, done, err := r.open()
+	if err != nil {
+		return err
+	}
+	r.pass, r.done1 = pass, done
 	for _, rj := range r.rejects {
 		r.c.Reject(rj.place, rj.err)
 	}
+	r.advance()
+	return r.err
 }
 
-// Messages counts the messages the replay holds, meta lines left out: 0
-// means there is nothing to replay.
+// advance reads the pass's next message into next, counting the bad lines
+// on the way; at the end (or when the input fails, err) next is nil.
+func (r *Replay) advance() {
+	r.next = nil
+	for r.pass != nil {
+		it, ok, err := r.pass()
+		if err != nil || !ok {
+			r.err = cmp.Or(r.err, err)
+			r.done1()
+			r.pass, r.done1 = nil, nil
+			return
+		}
+		if it.err != nil {
+			r.c.Reject(it.place, it.err)
+			continue
+		}
+		r.next = &it
+		return
+	}
+}
+
+// Messages counts the messages of the input, meta lines left out: 0 means
+// there is nothing to replay.
 func (r *Replay) Messages() int {
-	n := len(r.msgs)
-	if r.Meta() != nil {
+	n := r.count
+	if r.meta != nil {
 		n--
 	}
 	return n
@@ -164,10 +193,7 @@ func (r *Replay) Messages() int {
 // Rejects counts the input's unusable parts and returns the first, with
 // its place (file:line).
 func (r *Replay) Rejects() (n int, place string, err error) {
-	if len(r.rejects) == 0 {
-		return 0, "", nil
-	}
-	return len(r.rejects), r.rejects[0].place, r.rejects[0].err
+	return r.rejN, r.rej1.place, r.rej1.err
 }
 
 // Collector is the collector the replay feeds.
@@ -180,14 +206,7 @@ func (r *Replay) Clock() *core.VirtualClock { return r.clock }
 func (r *Replay) Range() (from, to int64) { return r.from, r.to }
 
 // Meta is the fixture's meta line, if it has one.
-func (r *Replay) Meta() *wire.Meta {
-	if len(r.msgs) > 0 {
-		if m, ok := r.msgs[0].(*wire.Meta); ok {
-			return m
-		}
-	}
-	return nil
-}
+func (r *Replay) Meta() *wire.Meta { return r.meta }
 
 func (r *Replay) poke() {
 	select {
@@ -280,20 +299,24 @@ func (r *Replay) Run(ctx context.Context) error {
 		if seek != nil {
 			target := *seek
 			if target < r.clock.UnixMilli() {
-				r.pos = 0
 				r.setDone(false)
 				r.c.reset()
-				r.countRejects()
 				r.clock.Set(time.UnixMilli(r.from))
+				if err := r.rewind(); err != nil {
+					return err
+				}
 			}
-			for r.pos < len(r.msgs) && r.ts(r.pos) <= target {
+			for r.next != nil && r.ts() <= target {
 				r.feedOne()
 			}
 			r.clock.Set(time.UnixMilli(target))
-			r.setDone(r.pos >= len(r.msgs))
+			r.setDone(r.next == nil)
 			continue
 		}
-		if r.pos >= len(r.msgs) {
+		if r.err != nil {
+			return r.err
+		}
+		if r.next == nil {
 			r.setDone(true)
 			r.mu.Lock()
 			stay := r.stay
@@ -312,11 +335,11 @@ func (r *Replay) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		ts := r.ts(r.pos)
+		ts := r.ts()
 		now := r.clock.UnixMilli()
 		if speed == 0 || ts <= now {
 			r.feedOne()
-			if speed == 0 && r.pos%1024 == 0 && ctx.Err() != nil {
+			if r.fed++; speed == 0 && r.fed%1024 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
 			continue
@@ -340,22 +363,22 @@ func (r *Replay) Run(ctx context.Context) error {
 	}
 }
 
-// ts is the time of message i (a meta line takes the next message's).
-func (r *Replay) ts(i int) int64 {
-	if _, ok := r.msgs[i].(*wire.Meta); ok {
+// ts is the time of the next message (a meta line takes the clock's).
+func (r *Replay) ts() int64 {
+	if _, ok := r.next.m.(*wire.Meta); ok {
 		return r.clock.UnixMilli()
 	}
-	return r.msgs[i].Head().Ts
+	return r.next.m.Head().Ts
 }
 
-// feedOne ingests the message at pos; only Run's goroutine calls it.
+// feedOne ingests the next message and reads the one after; only Run's
+// goroutine calls it.
 func (r *Replay) feedOne() {
-	m := r.msgs[r.pos]
-	if ts := r.ts(r.pos); ts > r.clock.UnixMilli() {
+	if ts := r.ts(); ts > r.clock.UnixMilli() {
 		r.clock.Set(time.UnixMilli(ts))
 	}
-	r.c.Ingest(r.name+":"+itoa(int64(r.places[r.pos])), m)
-	r.pos++
+	r.c.Ingest(r.next.place, r.next.m)
+	r.advance()
 }
 
 // sleep waits d, or until poked; false when ctx ended.

@@ -283,3 +283,42 @@ func TestMissingRotationIsNamed(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// TestReplayOfEndlessInputEnds: /dev/zero, and garbage written into a FIFO
+// without end, end with an error naming the bound and exit 3, not a
+// report of nothing.
+func TestReplayOfEndlessInputEnds(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "garbage.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		line := []byte("not a message at all\n")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := w.Write(bytes.Repeat(line, 1000)); err != nil {
+				return // the reader gave up
+			}
+		}
+	}()
+	for _, input := range []string{"/dev/zero", fifo} {
+		if _, err := os.Stat(input); err != nil {
+			continue
+		}
+		code, out, errOut := runCmd(t, "report", "--replay", input, "--max-replay-bytes", "8MiB", "--fail-on", "warning")
+		if code != exitRuntime || out != "" || !strings.Contains(errOut, "over 8 MiB") || !strings.Contains(errOut, "split the recording") {
+			t.Errorf("%s: exit %d\n%s\n%s", input, code, out, errOut)
+		}
+	}
+}

@@ -39,6 +39,7 @@ type inputFlags struct {
 	maxName      int
 	maxRate      float64
 	maxMemory    int64
+	maxReplay    int64
 	retention    time.Duration
 }
 
@@ -66,6 +67,12 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 		}
 		f.maxMemory = n
 		return nil
+	})
+	f.maxReplay = collector.DefaultMaxReplayBytes
+	fs.Func("max-replay-bytes", "most a --replay reads in one pass, decompressed, and copies of a pipe, e.g. 2GiB (default 512MiB); a larger input ends with an error. A replay holds one message at a time, whatever the size", func(s string) error {
+		n, err := parseBytes(s)
+		f.maxReplay = n
+		return err
 	})
 	fs.Float64Var(&f.maxRate, "max-rate", collector.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
@@ -167,6 +174,7 @@ func (f *inputFlags) limits(opts *collector.Options) {
 	}
 	opts.MaxClockSkew = collector.DefaultMaxClockSkew
 	opts.MaxMemory = f.maxMemory
+	opts.MaxReplayBytes = f.maxReplay
 }
 
 // parseBytes reads a size: a number of bytes, or with KiB, MiB, GiB (or

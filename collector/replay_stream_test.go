@@ -1,0 +1,152 @@
+package collector
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// TestReplayStreamsALargeRecording: a 48 MiB recording on disk is
+// replayed holding one message at a time: the heap grows by a few MiB
+// when the replay is opened (a replay that loaded it grew by more than
+// the file), and stays so to the end, every message fed.
+func TestReplayStreamsALargeRecording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "large.ndjson")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wire.NewWriter(f)
+	write := func(m wire.Message) {
+		if err := w.Write(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(&wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "order-1"}, App: "order", StartedAt: t0ms, BucketMs: 500})
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("GET:/api/%0100d", i)
+	}
+	messages := 1
+	for st, _ := f.Stat(); st.Size() < 48<<20; st, _ = f.Stat() {
+		for range 100 {
+			start := t0ms + int64(messages)*500
+			b := &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "order-1"}, BucketMs: 500}
+			for _, n := range names {
+				b.Items = append(b.Items, wire.NewBucketItem(n, start, core.Metrics{Pass: 3, Complete: 3}, false))
+			}
+			write(b)
+			messages++
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	heap := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	before := heap()
+	r, err := NewReplay(path, in, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := heap() - before
+	runReplay(t, r)
+	fed, rejected, _ := r.Collector().Counters()
+	ran := heap() - before
+	t.Logf("%d messages; the heap grew %d KiB when opened, %d KiB after the replay", messages, opened>>10, ran>>10)
+	if fed != int64(messages) || r.Messages() != messages || rejected != 0 {
+		t.Fatalf("%d messages fed (%d rejected) of %d (%d counted)", fed, rejected, messages, r.Messages())
+	}
+	if opened > 8<<20 || ran > 16<<20 {
+		t.Fatalf("the heap grew %d MiB when opened, %d MiB after the replay of a 48 MiB recording", opened>>20, ran>>20)
+	}
+	runtime.KeepAlive(r)
+}
+
+// TestReplayFromAFIFO: a gzipped recording written into a FIFO (a stream
+// that cannot be read twice) replays whole, and seeking back replays it
+// again, from the copy the first reading made.
+func TestReplayFromAFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "recording.ndjson.gz")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(sawtoothFixture(t))
+	zw.Close()
+	wrote := make(chan error, 1)
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = w.Write(gz.Bytes())
+			w.Close()
+		}
+		wrote <- err
+	}()
+	in, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReplay(fifo, in, 0, Options{})
+	in.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if n, place, err := r.Rejects(); n != 0 || r.Messages() < 10 || r.Meta() == nil {
+		t.Fatalf("%d messages, %d rejects (%s: %v)", r.Messages(), n, place, err)
+	}
+	r.Stay()
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- r.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	fedAll := func(what string) {
+		t.Helper()
+		eventually(t, what, func() error {
+			if m, rej, _ := r.Collector().Counters(); !r.Done() || m != int64(r.Messages()) || rej != 0 {
+				return fmt.Errorf("done %v, %d of %d messages, %d rejected", r.Done(), m, r.Messages(), rej)
+			}
+			return nil
+		})
+	}
+	fedAll("the whole recording")
+	from, to := r.Range()
+	r.Pause()
+	r.SeekBy(-(to - from))
+	eventually(t, "back at the start", func() error {
+		if m, _, _ := r.Collector().Counters(); m >= int64(r.Messages()) || r.Clock().UnixMilli() != from {
+			return fmt.Errorf("%d messages at %d", m, r.Clock().UnixMilli())
+		}
+		return nil
+	})
+	r.Resume()
+	fedAll("the whole recording again")
+	if r.Collector().Publish().Rows[0].PassQPS == 0 {
+		t.Errorf("no traffic after replaying from the copy")
+	}
+}
