@@ -62,7 +62,8 @@ func scenario() *Report {
 		e.Rules(in, t0, "v1", orderRules, nil)
 	}
 	e.Hello("price-1", "price", t0, t0)
-	e.Rules("price-1", t0, "p1", []core.BreakerRule{rule(price)}, []core.FlowRule{{Resource: price, Threshold: 100}})
+	// A Java flow rule whose limitApp is its own app's name.
+	e.Rules("price-1", t0, "p1", []core.BreakerRule{rule(price)}, []core.FlowRule{{Resource: price, Threshold: 100, LimitApp: "price"}})
 	e.Hello("price-2", "price", t0, t0)
 	e.Rules("price-2", t0, "p0", nil, nil)
 	e.Hello(evilInstance, "evil", t0, t0)
@@ -165,6 +166,7 @@ func TestScenarioHasEveryKind(t *testing.T) {
 		triage.KindSawtooth: "critical", triage.KindRuleDrift: "critical", triage.KindUnprotected: "critical",
 		triage.KindSyncHalfOpen: "warning", triage.KindLowConfidenceTrip: "warning", triage.KindSharedResource: "warning",
 		triage.KindWindowMisaligned: "warning", triage.KindRuleAdvice: "info", triage.KindHotValue: "warning",
+		triage.KindInertRule: "warning",
 	}
 	for k, sev := range want {
 		if got[k] != sev {
@@ -219,6 +221,7 @@ func TestJSONMatchesSpec(t *testing.T) {
 		"window-misaligned":   {"rule"},
 		"rule-advice":         {"qps", "windowRequests", "minRequestSeconds"},
 		"hot-value":           {"param", "value", "blockShare", "qps"},
+		"inert-rule":          {"reason", "rule"},
 	}
 	optional := map[string][]string{
 		"sawtooth":            {"probeRtMs", "suggest"},
@@ -226,6 +229,7 @@ func TestJSONMatchesSpec(t *testing.T) {
 		"low-confidence-trip": {"suggest"},
 		"rule-advice":         {"p99Ms", "rtOverP99", "suggest"},
 		"hot-value":           {"suggest"},
+		"inert-rule":          {"suggest", "maxWindowRequests", "near"},
 	}
 	var raw struct {
 		Findings []map[string]json.RawMessage `json:"findings"`
@@ -259,6 +263,9 @@ func TestJSONMatchesSpec(t *testing.T) {
 		}
 		if f.Kind == "rule-drift" && f.App == "order" && (len(f.Groups) != 2 || f.Groups[0].Version != "v1" || len(f.Groups[0].Rule.Breakers) != 1 || f.Groups[0].Rule.Flows == nil) {
 			t.Errorf("groups %+v", f.Groups)
+		}
+		if f.Kind == "inert-rule" && (*f.Reason != "origin-mismatch" || string(f.Suggest["limitApp"]) != `"default"` || len(f.Suggest) != 1) {
+			t.Errorf("inert-rule %+v suggest %v", f, f.Suggest)
 		}
 		if f.Kind == "hot-value" {
 			var items map[string]int64
