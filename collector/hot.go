@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -205,5 +204,5 @@ func hotUnknownSource(in *instance) string {
 	if in.polled {
 		return "Java Sentinel"
 	}
-	return metriclog.SDK
+	return "metric logs"
 }
