@@ -1,6 +1,10 @@
 package collector
 
-import "time"
+import (
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
 
 // The memory budget: everything a peer can make the collector keep is
 // charged here when it is created and released when it is pruned, so no
@@ -18,6 +22,9 @@ const (
 	ringSlotBytes   = 40      // a ring slot: its start and its counts
 	histSlotBytes   = 56      // a histogram beside an app ring's slot
 	trackBytes      = 200     // a breaker track beyond its steps
+	// hotItemBytes is one kept hot value: the item and a value of the
+	// longest text the wire allows.
+	hotItemBytes = 40 + wire.MaxHotValueBytes
 	// ruleResourceBytes is an app x resource known from rules alone:
 	// triage's comparison state and the rules' copies.
 	ruleResourceBytes = 1 << 10
@@ -41,6 +48,11 @@ const (
 // seriesBytes is the estimate for one instance x resource series.
 func (c *Collector) seriesBytes() int64 {
 	return seriesBaseBytes + int64(c.instanceFineSlots())*ringSlotBytes
+}
+
+// hotRingBytes is the estimate for one series' hot values (hotRing).
+func (c *Collector) hotRingBytes() int64 {
+	return int64(c.hotSlots()) * (wire.MaxHotValues + 1) * hotItemBytes
 }
 
 // appSeriesBytes is the estimate for one app x resource series.

@@ -13,10 +13,6 @@ import (
 // v1 "hot", at most wire.MaxHotValues and an (other) per bucket) in a ring
 // of fixed size, charged to the budget when its first hot item arrives.
 
-// hotItemBytes is the estimate of one kept hot item: the item and a value
-// of the longest text the wire allows.
-const hotItemBytes = 40 + wire.MaxHotValueBytes
-
 // hotBucket is one bucket's hot items.
 type hotBucket struct {
 	start int64
@@ -35,11 +31,6 @@ type hotRing struct {
 // window in 500 ms buckets, and room for late ones.
 func (c *Collector) hotSlots() int {
 	return int(c.opts.RateWindow.Milliseconds()/core.ResourceBucketMs) + 4
-}
-
-// hotRingBytes is the estimate for one series' hot ring.
-func (c *Collector) hotRingBytes() int64 {
-	return int64(c.hotSlots()) * (wire.MaxHotValues + 1) * hotItemBytes
 }
 
 // addHot keeps a bucket's hot items in the series' ring, making the ring

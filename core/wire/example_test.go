@@ -110,3 +110,14 @@ func ExampleRulesVersion() {
 	// Output:
 	// 12 true false
 }
+
+// A bucket item's hot values: an agent cuts each value's text to the
+// wire's bound before sending it.
+func ExampleCutHotValue() {
+	long := strings.Repeat("客户", 30) // 180 bytes
+	it := wire.BucketItem{Resource: "query-order", Start: 1764460800000, Metrics: core.Metrics{Pass: 40, Block: 160},
+		Hot: []wire.HotItem{{Value: wire.CutHotValue("vip-123"), Pass: 30, Block: 160}, {Value: wire.CutHotValue(long), Pass: 10}}}
+	b := &wire.Buckets{Header: wire.Header{Ts: 1764460800512, Instance: "order-1"}, BucketMs: 500, Items: []wire.BucketItem{it}}
+	fmt.Println(wire.Validate(b, wire.Limits{}), len(it.Hot[1].Value))
+	// Output: <nil> 126
+}
