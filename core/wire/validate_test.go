@@ -59,6 +59,7 @@ var bucketCases = []vcase{
 	{"hot 9 values", hotFrame(hotValues(8, `{"value":"v8"}`)), ErrTooLarge, "items[0].hot"},
 	{"hot 10 items", hotFrame(hotValues(9, `{"value":"(other)"}`)), ErrTooLarge, "items[0].hot"},
 	{"hot 40 items", hotFrame(hotValues(39, `{"value":"(other)"}`)), ErrTooLarge, "items[0].hot"},
+	{"hot a value after 8 and other", hotFrame(hotValues(8, `{"value":"(other)"},{"value":"late"}`)), ErrTooLarge, "items[0].hot"},
 	{"hot other twice", hotFrame(`[{"value":"(other)"},{"value":"a"},{"value":"(other)"}]`), ErrInvalid, "items[0].hot[2].value"},
 	{"hot value 128 bytes", hotFrame(`[{"value":"` + strings.Repeat("é", 64) + `"}]`), nil, ""},
 	{"hot value 129 bytes", hotFrame(`[{"value":"` + strings.Repeat("v", 129) + `"}]`), ErrTooLarge, "items[0].hot[0].value"},
