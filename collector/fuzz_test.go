@@ -64,6 +64,8 @@ func FuzzIngest(f *testing.F) {
 	rc.Close()
 	f.Add([]byte(`{"v":1,"kind":"buckets","ts":5,"instance":"i","bucketMs":500,"items":[{"resource":"r","start":-500,"pass":9223372036854775807,"complete":1,"rtSum":1,"rtMin":1,"rtMax":1}]}`))
 	f.Add([]byte(`{"v":1,"kind":"state","ts":-9,"instance":"i","resource":"r","strategy":2,"from":"HALF_OPEN","to":"OPEN","threshold":1e308,"retryTimeoutMs":-1}`))
+	f.Add([]byte(`{"v":1,"kind":"rules","ts":5,"instance":"i","version":"v","params":[{"resource":"r","metricType":1,"threshold":200,"durationInSec":1,"specificItems":{"vip-9":1000}}],"flows":[{"resource":"r","threshold":9,"limitApp":"i"}]}`))
+	f.Add([]byte(`{"v":1,"kind":"buckets","ts":5,"instance":"i","bucketMs":500,"items":[{"resource":"r","start":0,"pass":9,"block":3,"hot":[{"param":0,"value":"vip-123","pass":4,"block":3},{"value":"(other)","pass":5}]}]}`))
 	for _, p := range seedPrograms() {
 		f.Add(p)
 	}
