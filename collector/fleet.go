@@ -238,7 +238,7 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	for _, r := range params {
 		in.params[r.Resource] = append(in.params[r.Resource], r)
 	}
-	c.engine.Rules(in.name, m.Ts, m.Version, breakers, flows)
+	c.engine.Rules(in.name, m.Ts, m.Version, breakers, flows, params...)
 }
 
 // admitRules keeps the rules whose resource ruleResource admits.
