@@ -2,6 +2,7 @@ package triage
 
 import (
 	"math"
+	"slices"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -30,8 +31,12 @@ type healthy struct {
 	// holdMs is the longest statIntervalMs of the series' breakers (a
 	// breaker of unknown rule counts maxHoldMs), at most maxHoldMs.
 	holdMs int64
-	// held is a ring of the buckets held back, oldest at head.
+	// held is a ring of the buckets held back, oldest at head; their
+	// histograms are in the same places of hist16, or of hist32 once a
+	// count did not fit 16 bits (wide).
 	held     []heldBucket
+	hist16   [][core.HistogramSlots]uint16
+	hist32   [][core.HistogramSlots]int32
 	head, nh int
 	// hist and n sum up every healthy bucket, held or released (a dropped
 	// one is taken out again); rtMax is the slowest call of those released.
@@ -48,12 +53,13 @@ type healthy struct {
 }
 
 // heldBucket is a bucket held back: when it ends, its calls and its
-// slowest; 32 bits hold a bucket's counts and keep the ring small.
+// slowest; 32 bits hold a bucket's counts, and its histogram takes 16 bits
+// a slot until a count needs more: 1 KB a series for a 10 s window, where
+// 32 bits took 1.6 KB.
 type heldBucket struct {
 	end   int64
 	n     int32
 	rtMax int32
-	hist  [core.HistogramSlots]int32
 }
 
 // spell reports whether a breaker of the series is not CLOSED.
@@ -71,10 +77,34 @@ func (h *healthy) setHold(holdMs, bucketMs int64) {
 		return
 	}
 	held := make([]heldBucket, need)
-	for i := range h.nh {
-		held[i] = h.held[(h.head+i)%len(h.held)]
+	var h16 [][core.HistogramSlots]uint16
+	var h32 [][core.HistogramSlots]int32
+	if h.hist32 != nil {
+		h32 = make([][core.HistogramSlots]int32, need)
+	} else {
+		h16 = make([][core.HistogramSlots]uint16, need)
 	}
-	h.held, h.head = held, 0
+	for i := range h.nh {
+		j := (h.head + i) % len(h.held)
+		held[i] = h.held[j]
+		if h32 != nil {
+			h32[i] = h.hist32[j]
+		} else {
+			h16[i] = h.hist16[j]
+		}
+	}
+	h.held, h.hist16, h.hist32, h.head = held, h16, h32, 0
+}
+
+// widen moves the held histograms to 32 bits a slot, for good.
+func (h *healthy) widen() {
+	h.hist32 = make([][core.HistogramSlots]int32, len(h.held))
+	for i, x := range h.hist16 {
+		for k, c := range x {
+			h.hist32[i][k] = int32(c)
+		}
+	}
+	h.hist16 = nil
 }
 
 // bucket takes one bucket of the series over [start, end).
@@ -94,16 +124,28 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 	if h.nh == len(h.held) {
 		h.releaseOldest() // buckets in order never fill it: keep the bound all the same
 	}
-	hb := &h.held[(h.head+h.nh)%len(h.held)]
+	at := (h.head + h.nh) % len(h.held)
+	hb := &h.held[at]
 	var n int32
+	var hist [core.HistogramSlots]int32
 	for i, c := range b.Hist {
 		c32 := int32(min(max(c, 0), math.MaxInt32/core.HistogramSlots))
-		hb.hist[i] = c32
+		hist[i] = c32
 		h.hist[i] += int64(c32)
 		n += c32
 	}
 	if n == 0 {
 		return
+	}
+	if h.hist32 == nil && slices.Max(hist[:]) > math.MaxUint16 {
+		h.widen()
+	}
+	if h.hist32 != nil {
+		h.hist32[at] = hist
+	} else {
+		for i, c := range hist {
+			h.hist16[at][i] = uint16(c)
+		}
 	}
 	hb.end, hb.n, hb.rtMax = end, n, int32(min(max(b.RtMax, 0), math.MaxInt32))
 	h.nh++
@@ -151,8 +193,14 @@ func (h *healthy) trip(from int64) {
 		if hb.end <= h.exFrom {
 			break
 		}
-		for i, c := range hb.hist {
-			h.hist[i] -= int64(c)
+		if h.hist32 != nil {
+			for i, c := range h.hist32[last] {
+				h.hist[i] -= int64(c)
+			}
+		} else {
+			for i, c := range h.hist16[last] {
+				h.hist[i] -= int64(c)
+			}
 		}
 		h.n -= int64(hb.n)
 		h.nh--

@@ -291,3 +291,24 @@ func TestHealthyDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per bucket", allocs)
 	}
 }
+
+// A held bucket whose count does not fit 16 bits widens the series' held
+// histograms: a trip then takes back exactly what the held buckets, narrow
+// and wide, added.
+func TestHealthyHeldWide(t *testing.T) {
+	e := New(Config{})
+	fleet(e, "order", 1, t0, "v1", slowRule("db"))
+	narrow, wide := hist(10, 3), hist(70_000, 3, 4)
+	e.Bucket("order-1", bucketAt("db", t0, narrow, 40))
+	e.Bucket("order-1", bucketAt("db", t0+500, wide, 40))
+	e.Bucket("order-1", bucketAt("db", t0+1000, narrow, 40))
+	h := &e.insts["order-1"].series["db"].hz
+	if got, want := healthyN(e, "order-1", "db"), int64(10+140_000+10); got != want || h.hist32 == nil || h.hist16 != nil {
+		t.Fatalf("healthy %d (wide %v), want %d held in 32 bits", got, h.hist32 != nil, want)
+	}
+	// The trip reaches back 10 s: every held bucket is dropped.
+	e.Transition("order-1", trans("db", core.Closed, core.Open, t0+2000))
+	if got := healthyN(e, "order-1", "db"); got != 0 || h.hist != ([core.HistogramSlots]int64{}) {
+		t.Fatalf("after the trip: healthy %d, hist %v; want nothing", got, h.hist)
+	}
+}

@@ -56,7 +56,13 @@ type hotState struct {
 // hot values (wire.HotOther, the sum of the values not listed, is never a
 // hot value).
 func (e *Engine) hotBucket(s *series, start, end, block int64, hot []wire.HotItem) {
-	h := &s.hot
+	if s.hot == nil {
+		if len(hot) == 0 || block <= 0 {
+			return // no run to follow, none starting
+		}
+		s.hot = &hotState{} // kept apart: most series never block on a value
+	}
+	h := s.hot
 	c := &h.cur
 	if len(hot) == 0 {
 		if c.on && (block > 0 || start-c.to > HotGapMs) {
@@ -110,7 +116,7 @@ func (e *Engine) hotBucket(s *series, start, end, block int64, hot []wire.HotIte
 
 // endHotRun ends the series' current run, keeping it if it qualifies.
 func (e *Engine) endHotRun(s *series) {
-	h := &s.hot
+	h := s.hot
 	if r, ok := h.merged(); ok {
 		h.best = r
 	}

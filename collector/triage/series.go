@@ -26,7 +26,7 @@ type series struct {
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 	win    windows      // inert-rule: the most completions its statistic windows held
 	hz     healthy      // its healthy traffic (healthy.go)
-	hot    hotState
+	hot    *hotState    // hot-value: nil until the series blocked with hot values
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of
