@@ -69,12 +69,17 @@ type ring struct {
 	starts []int64
 	slots  []counts
 	hists  [][histLen]uint32 // nil unless the ring keeps histograms
+	// last is the slot written last, lastAt its start: the next write
+	// falls in it more often than not (an app's instances report the same
+	// second), and then costs no division.
+	last   int
+	lastAt int64
 }
 
 const histLen = core.HistogramSlots
 
 func newRing(stepMs int64, n int, withHist bool) ring {
-	r := ring{stepMs: stepMs, starts: make([]int64, n), slots: make([]counts, n)}
+	r := ring{stepMs: stepMs, starts: make([]int64, n), slots: make([]counts, n), lastAt: math.MinInt64}
 	for i := range r.starts {
 		r.starts[i] = math.MinInt64
 	}
@@ -93,8 +98,15 @@ func (r *ring) index(aligned int64) int {
 // slot returns the slot holding time t for writing, zeroing a stale one; nil
 // when t is older than what the slot holds now.
 func (r *ring) slot(t int64) (*counts, *[histLen]uint32) {
-	a := r.align(t)
-	i := r.index(a)
+	var a int64
+	var i int
+	if d := t - r.lastAt; d >= 0 && d < r.stepMs && r.starts[r.last] == r.lastAt {
+		a, i = r.lastAt, r.last
+	} else {
+		a = r.align(t)
+		i = r.index(a)
+		r.last, r.lastAt = i, a
+	}
 	switch {
 	case r.starts[i] == a:
 	case r.starts[i] < a:
