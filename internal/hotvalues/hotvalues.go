@@ -225,8 +225,10 @@ func (t *Tracker) closeLocked() {
 }
 
 // topLocked returns the counted bucket's values with the most entries
-// (pass + block), at most wire.MaxHotValues, ties broken by value, and
-// the rest summed in one wire.HotOther item.
+// (pass + block), at most wire.MaxHotValues, ties broken by parameter and
+// value, and the rest summed in one wire.HotOther item. With rules on
+// several parameters an entry counts once under each, and (other) carries
+// the first rule's paramIndex.
 func (t *Tracker) topLocked() []wire.HotItem {
 	type entry struct {
 		k hotKey
