@@ -1,60 +1,21 @@
 package collector
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sentinel-top/sentinel-top/internal/hostiletest"
 )
 
 // endlessHeaders is a target that answers every upgrade with 101 and then
 // header lines until the connection breaks. It reports the bytes it sent.
 func endlessHeaders(t *testing.T) (Target, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var sent atomic.Int64
-	line := []byte("X-Padding: " + strings.Repeat("a", 4000) + "\r\n")
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
-					return
-				}
-				if _, err := io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"); err != nil {
-					return
-				}
-				var buf bytes.Buffer
-				for buf.Len() < 256<<10 {
-					buf.Write(line)
-				}
-				for {
-					n, err := conn.Write(buf.Bytes())
-					sent.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	addr := ln.Addr().String()
-	return Target{Name: addr, URL: "ws://" + addr + DefaultStreamPath}, &sent
+	addr, sent := hostiletest.EndlessHeaders(t)
+	return Target{Name: addr, URL: "ws://" + addr + DefaultStreamPath}, sent
 }
 
 // TestDialBoundsTheUpgradeResponse: a target that answers the upgrade with

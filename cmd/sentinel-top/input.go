@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,6 +254,13 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		OnReject:  s.onReject,
 	}
 	f.limits(&opts)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The Go runtime's soft memory limit follows the budget: the budget
+		// bounds the live data peers make the collector keep, and without
+		// it the collector's garbage could double the process's size.
+		prev := debug.SetMemoryLimit(opts.MaxMemory / 8 * 7)
+		s.closers = append(s.closers, func() error { debug.SetMemoryLimit(prev); return nil })
+	}
 	if f.record != "" {
 		w, err := wire.CreateRecording(f.record, f.recordOver)
 		if err != nil {

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/hostiletest"
+)
+
+// TestHostilePeakRSS runs the built command as a child process against
+// each hostile peer of SECURITY.md, real servers on loopback, and requires
+// its peak resident memory (the kernel's, after it exits) to stay under
+// the default 512 MiB budget. It takes about two minutes: opt in with
+// SENTINEL_TOP_HOSTILE=1 (SENTINEL_TOP_HOSTILE_FOR=20s sets how long each
+// case runs, 15 s by default).
+func TestHostilePeakRSS(t *testing.T) {
+	if os.Getenv("SENTINEL_TOP_HOSTILE") == "" {
+		t.Skip("opt-in: SENTINEL_TOP_HOSTILE=1")
+	}
+	run := 15 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("SENTINEL_TOP_HOSTILE_FOR")); err == nil {
+		run = d
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sentinel-top")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	forFlag := fmt.Sprint(int(run.Seconds())) + "s"
+	report := func(target string) []string {
+		return []string{"report", "--targets", target, "--for", forFlag, "--format", "json"}
+	}
+	cases := []struct {
+		name  string
+		start func(t *testing.T) []string // the command's arguments
+	}{
+		{"app renamed every frame", func(t *testing.T) []string { return report(streamPeer(t, appRenamer)) }},
+		{"rules naming new resources", func(t *testing.T) []string { return report(streamPeer(t, ruleFlood)) }},
+		{"a new ruleId per state message", func(t *testing.T) []string { return report(streamPeer(t, ruleIDFlood)) }},
+		{"Java rules naming 9,000 new resources every 5 s", func(t *testing.T) []string {
+			return report("sentinel://" + javaRulesPeer(t) + "?app=hostile")
+		}},
+		{"endless upgrade response headers", func(t *testing.T) []string { addr, _ := hostiletest.EndlessHeaders(t); return report(addr) }},
+		{"serve re-serving a flood to readers that do not read", func(t *testing.T) []string {
+			return []string{"serve", "--targets", streamPeer(t, bucketFlood), "--listen", "127.0.0.1:0"}
+		}},
+		{"replay of a gzip bomb (1 GiB of zeros)", func(t *testing.T) []string {
+			return []string{"report", "--replay", gzipFile(t, dir, "bomb.ndjson.gz", bytes.Repeat([]byte{0}, 1<<20), 1024)}
+		}},
+		{"replay of 512 MiB of garbage lines, gzipped", func(t *testing.T) []string {
+			return []string{"report", "--replay", gzipFile(t, dir, "garbage.ndjson.gz", bytes.Repeat([]byte("garbage, not a message\n"), 45590), 512)}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.start(t)
+			cmd := exec.Command(bin, args...)
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			began := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			hwm := watchHWM(cmd.Process.Pid)
+			if args[0] == "serve" {
+				stallReaders(t, cmd, &stderr, run)
+			}
+			err := cmd.Wait()
+			// The kernel's figure after exit counts the test process's own
+			// size at the fork too; /proc's, read until the end, does not.
+			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // KiB to MiB
+			if own := hwm() >> 10; own > 0 {
+				rss = own
+			}
+			t.Logf("peak RSS %d MiB in %s: sentinel-top %s (%v)", rss, time.Since(began).Round(time.Second),
+				strings.Join(args, " "), err)
+			if rss >= 512 {
+				t.Errorf("peak RSS %d MiB, over the 512 MiB budget\n%s", rss, tail(stderr.String()))
+			}
+		})
+	}
+}
+
+// watchHWM reads the peak resident size of process pid (VmHWM, KiB) until
+// it exits; the returned function gives the last figure read.
+func watchHWM(pid int) func() int64 {
+	var last atomic.Int64
+	go func() {
+		for {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if err != nil {
+				return
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+					var kb int64
+					fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+					if kb > 0 {
+						last.Store(kb)
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return last.Load
+}
+
+// streamPeer serves a websocket stream on loopback that sends what send
+// makes, as fast as the connection takes it, and returns its address.
+func streamPeer(t *testing.T, send func(conn *websocket.Conn, now func() int64) error) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		go func() { // answer pings: read until the connection ends
+			for {
+				if _, _, err := conn.NextReader(); err != nil {
+					return
+				}
+			}
+		}()
+		send(conn, func() int64 { return time.Now().UnixMilli() })
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// frame encodes and sends m.
+func frame(conn *websocket.Conn, m wire.Message) error {
+	data, err := wire.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return conn.WriteMessage(websocket.TextMessage, data)
+}
+
+// names are n resource names of about 200 bytes, unique to prefix.
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/%0190d", prefix, i)
+	}
+	return out
+}
+
+func buckets(instance string, now int64, resources []string) *wire.Buckets {
+	start := now/500*500 - 500
+	b := &wire.Buckets{Header: wire.Header{Ts: now, Instance: instance}, BucketMs: 500}
+	for _, r := range resources {
+		b.Items = append(b.Items, wire.NewBucketItem(r, start, core.Metrics{Pass: 5, Complete: 5, RtSum: 50}, true))
+	}
+	return b
+}
+
+// appRenamer announces its instance under a new app before every frame,
+// each with 1,000 new resources.
+func appRenamer(conn *websocket.Conn, now func() int64) error {
+	for k := 0; ; k++ {
+		app := fmt.Sprintf("app-%d", k)
+		if err := frame(conn, &wire.Hello{Header: wire.Header{Ts: now(), Instance: "renamer"}, App: app, BucketMs: 500, StartedAt: 1}); err != nil {
+			return err
+		}
+		if err := frame(conn, buckets("renamer", now(), names(app, 1000))); err != nil {
+			return err
+		}
+	}
+}
+
+// ruleFlood sends rules naming 2,000 new resources each.
+func ruleFlood(conn *websocket.Conn, now func() int64) error {
+	if err := frame(conn, &wire.Hello{Header: wire.Header{Ts: now(), Instance: "rules"}, App: "rules", BucketMs: 500}); err != nil {
+		return err
+	}
+	for k := 0; ; k++ {
+		var rules []core.BreakerRule
+		for _, n := range names(fmt.Sprint("rules-", k), 2000) {
+			rules = append(rules, core.BreakerRule{Resource: n, Strategy: core.ErrorCount, Threshold: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000})
+		}
+		if err := frame(conn, &wire.Rules{Header: wire.Header{Ts: now(), Instance: "rules"}, Version: fmt.Sprint(k), Breakers: rules}); err != nil {
+			return err
+		}
+	}
+}
+
+// ruleIDFlood sends state messages, each of a new rule id.
+func ruleIDFlood(conn *websocket.Conn, now func() int64) error {
+	if err := frame(conn, &wire.Hello{Header: wire.Header{Ts: now(), Instance: "states"}, App: "states", BucketMs: 500}); err != nil {
+		return err
+	}
+	for k := 0; ; k++ {
+		m := &wire.State{Header: wire.Header{Ts: now(), Instance: "states"}, Resource: fmt.Sprint("db-", k%100), Strategy: core.ErrorCount,
+			From: core.Closed, To: core.Open, RuleID: fmt.Sprintf("rule-%0200d", k), Threshold: 5, RetryTimeoutMs: 1000,
+			Snapshot: &wire.Snapshot{Total: 10, Error: 6, Value: 6}}
+		if err := frame(conn, m); err != nil {
+			return err
+		}
+	}
+}
+
+// bucketFlood sends buckets of 2,500 resources (about 750 KiB a frame).
+func bucketFlood(conn *websocket.Conn, now func() int64) error {
+	if err := frame(conn, &wire.Hello{Header: wire.Header{Ts: now(), Instance: "flood"}, App: "flood", BucketMs: 500}); err != nil {
+		return err
+	}
+	resources := names("flood", 2500)
+	for {
+		if err := frame(conn, buckets("flood", now(), resources)); err != nil {
+			return err
+		}
+	}
+}
+
+// javaRulesPeer answers like Java Sentinel's command API, with degrade
+// rules naming 9,000 new resources at every poll.
+func javaRulesPeer(t *testing.T) string {
+	t.Helper()
+	var polls atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metric":
+			fmt.Fprintf(w, "%d|db|5|0|5|0|10|0|0|0\n", time.Now().UnixMilli()/1000*1000-2000)
+		case "/getRules":
+			if r.URL.Query().Get("type") != "degrade" {
+				w.Write([]byte("[]"))
+				return
+			}
+			k := polls.Add(1)
+			bw := bufio.NewWriter(w)
+			bw.WriteString("[")
+			for i, n := range names(fmt.Sprint("GET:/java-", k), 9000) {
+				if i > 0 {
+					bw.WriteString(",")
+				}
+				fmt.Fprintf(bw, `{"resource":%q,"grade":2,"count":5,"timeWindow":10,"minRequestAmount":5,"statIntervalMs":1000}`, n)
+			}
+			bw.WriteString("]")
+			bw.Flush()
+		case "/version":
+			w.Write([]byte("1.8.8"))
+		default:
+			http.Error(w, "Unknown command", http.StatusBadRequest)
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// gzipFile writes block n times, gzipped, to dir/name.
+func gzipFile(t *testing.T, dir, name string, block []byte, n int) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+	for range n {
+		zw.Write(block)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return path
+}
+
+// stallReaders waits for serve to say where it listens, connects readers
+// that never read to its stream, and ends serve after run.
+func stallReaders(t *testing.T, cmd *exec.Cmd, w *syncBuffer, run time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var addr string
+	for addr == "" && time.Now().Before(deadline) {
+		s := w.String()
+		if i := strings.Index(s, "http://"); i >= 0 {
+			addr, _, _ = strings.Cut(s[i+len("http://"):], " ")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if addr == "" {
+		cmd.Process.Kill()
+		t.Fatalf("serve did not say where it listens: %s", w.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	for range 15 { // every slot but one: they never read, nor answer pings
+		conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+collector.DefaultStreamPath, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+	}
+	<-ctx.Done()
+	cmd.Process.Signal(os.Interrupt)
+}
+
+// tail is the end of s, for a failure message.
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "..." + s[len(s)-2000:]
+	}
+	return s
+}
