@@ -177,6 +177,10 @@ type Collector struct {
 	pub         pubCache
 	pubGen      uint64
 
+	// transitioned wakes Run when a breaker changed state (buffered: one
+	// pending wake is enough).
+	transitioned chan struct{}
+
 	seq  uint64
 	snap atomic.Pointer[Snapshot]
 }
@@ -202,6 +206,8 @@ func New(opts Options) *Collector {
 		rejects:  map[string]*RejectCount{},
 		overflow: map[string]*RejectCount{},
 		ruleRes:  map[arKey]struct{}{},
+
+		transitioned: make(chan struct{}, 1),
 	}
 	c.teeing.Store(opts.Record != nil)
 	c.recStart = c.clock.UnixMilli()
@@ -300,24 +306,56 @@ func plural(n int, one, many string) string {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // Run publishes a snapshot every Options.PublishEvery on the wall clock
-// (Options.WallClock) until ctx ends.
+// (Options.WallClock) until ctx ends, and sooner when a breaker changed
+// state: at once, or as soon as PublishEvery x 2/5 has passed since the
+// last snapshot (100 ms by default), so a transition is shown within about
+// that, not a whole period later.
 //
 // A snapshot that would say the same as the last one (nothing arrived, the
 // clock has not moved: a paused replay) is not published again.
 func (c *Collector) Run(ctx context.Context) {
-	tk := c.opts.WallClock.NewTicker(c.opts.PublishEvery)
+	wall := c.opts.WallClock
+	tk := wall.NewTicker(c.opts.PublishEvery)
 	defer tk.Stop()
+	gap := c.opts.PublishEvery * 2 / 5
 	var last [5]int64
+	var lastAt time.Time
+	var later core.Timer // a transition waits for the gap, until laterAt
+	var laterAt time.Time
+	defer func() {
+		if later != nil {
+			later.Stop()
+		}
+	}()
+	publish := func() {
+		if sig := c.signature(); sig != last {
+			last, lastAt = sig, wall.Now()
+			c.Publish()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C():
-			if sig := c.signature(); sig != last {
-				last = sig
-				c.Publish()
+			publish()
+		case <-c.transitioned:
+			now := wall.Now()
+			switch wait := gap - now.Sub(lastAt); {
+			case wait <= 0:
+				publish()
+			case !now.Before(laterAt): // no wake armed yet
+				later, laterAt = wall.AfterFunc(wait, c.transition), now.Add(wait)
 			}
 		}
+	}
+}
+
+// transition tells Run that a breaker changed state; it never blocks.
+func (c *Collector) transition() {
+	select {
+	case c.transitioned <- struct{}{}:
+	default:
 	}
 }
 

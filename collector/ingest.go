@@ -352,6 +352,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		s.app.transitions = map[[2]core.State]int64{}
 	}
 	s.app.transitions[[2]core.State{m.From, m.To}]++
+	c.transition()
 	c.engine.Transition(in.name, ct)
 }
 

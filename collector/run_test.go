@@ -1,0 +1,58 @@
+package collector
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// A breaker transition is published within PublishEvery x 2/5 of the last
+// snapshot, not at the next tick: at once when that much has passed, else
+// when it has.
+func TestRunPublishesTransitionsSoon(t *testing.T) {
+	wall := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), WallClock: wall, PublishEvery: time.Second})
+	c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: "gw", StartedAt: t0ms, BucketMs: 500})
+	c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, Version: "v1", Breakers: []core.BreakerRule{{
+		Resource: "db", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000}}})
+	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "gw-1"}, BucketMs: 500,
+		Items: []wire.BucketItem{{Resource: "db", Start: t0ms, Metrics: core.Metrics{Pass: 3, Complete: 3}}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return wall.Pending() == 1 }) // the ticker
+	wall.Advance(time.Second)
+	waitFor(t, func() bool { return len(c.Snapshot().Breakers) == 1 })
+	shows := func(st core.State) bool { return c.Snapshot().Breakers[0].State == st }
+
+	// Right after a snapshot: published once 400 ms have passed.
+	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 1000, Instance: "gw-1"}, Resource: "db",
+		Strategy: core.ErrorRatio, From: core.Closed, To: core.Open, Threshold: 0.5, RetryTimeoutMs: 1000})
+	waitFor(t, func() bool { return wall.Pending() == 2 }) // the ticker and the wake
+	wall.Advance(399 * time.Millisecond)
+	if shows(core.Open) {
+		t.Fatal("published before 400 ms had passed")
+	}
+	wall.Advance(time.Millisecond)
+	waitFor(t, func() bool { return shows(core.Open) })
+
+	// Longer after one: published at once, the clock standing still.
+	wall.Advance(500 * time.Millisecond)
+	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 1900, Instance: "gw-1"}, Resource: "db",
+		Strategy: core.ErrorRatio, From: core.Open, To: core.HalfOpen, Threshold: 0.5, RetryTimeoutMs: 1000})
+	waitFor(t, func() bool { return shows(core.HalfOpen) })
+}
+
+// waitFor waits up to 10 s in real time for cond.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
