@@ -26,11 +26,11 @@ type instance struct {
 	series     map[string]*series
 	seriesList []*series // the values of series, for passes without map lookups
 	// changed: a message arrived (or it left) since the last snapshot
-	// took its series' parts of the rows, which it did at the data end
-	// rateEnd (see rows.go).
+	// took its series' parts of the rows (see rows.go); listed and guarded
+	// (its series with a breaker) are as that snapshot found them.
 	changed    bool
-	rateEnd    int64
-	listed     bool  // as that snapshot found it: live, or gone within StaleAfter
+	listed     bool
+	guarded    int
 	lastArrive int64 // collector clock
 	lastTs     int64 // sender clock, latest message
 	dataEnd    int64 // sender clock: buckets are complete up to here

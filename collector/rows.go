@@ -143,11 +143,14 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 		listed := !in.gone || now-in.goneAt <= stale
 		end := in.dataEndSecond()
 		if in.changed || listed != in.listed {
-			in.changed, in.listed = false, listed
+			in.changed, in.listed, in.guarded = false, listed, 0
 			for _, se := range in.seriesList {
 				se.app.sums.apply(&se.part, -1)
 				se.part = c.part(in, se, listed, end, rateMs)
 				se.app.sums.apply(&se.part, 1)
+				if se.part.guarded {
+					in.guarded++
+				}
 			}
 		}
 		if !listed {
@@ -165,7 +168,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 			}
 			warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
 		}
-		if rebuild {
+		if rebuild && in.guarded > 0 {
 			for _, se := range in.seriesList {
 				if se.part.guarded {
 					breakers = append(breakers, BreakerState{App: in.app, Resource: se.resource, Instance: in.name,
