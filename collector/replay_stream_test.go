@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -109,7 +110,14 @@ func TestReplayFromAFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewReplay(fifo, in, 0, Options{})
+	opened := make(chan error, 1)
+	var r *Replay
+	go func() { r, err = NewReplay(fifo, in, 0, Options{}); opened <- err }()
+	select {
+	case err = <-opened:
+	case <-time.After(10 * time.Second):
+		t.Fatal("NewReplay is stuck: reading the FIFO a second time?")
+	}
 	in.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +132,14 @@ func TestReplayFromAFIFO(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- r.Run(ctx) }()
-	defer func() { cancel(); <-ran }()
+	defer func() {
+		cancel()
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Error("the replay did not end: a pass is stuck opening its input")
+		}
+	}()
 	fedAll := func(what string) {
 		t.Helper()
 		eventually(t, what, func() error {
