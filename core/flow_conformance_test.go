@@ -312,14 +312,15 @@ func flowConformance(t *testing.T, viaGuard bool) {
 	for _, tc := range flowConfCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var tally flowConfTally
-			for i := range uint64(flowConfSeeds) {
+			seeds := conformanceSeeds(flowConfSeeds)
+			for i := range seeds {
 				seed := tc.seedBase + i
 				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, viaGuard); msg != "" {
 					t.Fatalf("%s seed=%d: %s", tc.name, seed, msg)
 				}
 			}
 			t.Logf("%d sequences (through Guard.Entry: %v), %d entries: %d passed (%d after a wait), %d blocked",
-				flowConfSeeds, viaGuard, tally.pass+tally.block, tally.pass, tally.waited, tally.block)
+				seeds, viaGuard, tally.pass+tally.block, tally.pass, tally.waited, tally.block)
 			if tally.pass == 0 || tally.block == 0 {
 				t.Errorf("sequences never both pass and block: %+v", tally)
 			}
@@ -461,3 +462,15 @@ func (c flowConfGuardClock) NewTicker(time.Duration) Ticker { panic("the guard d
 // of 1, through a real Guard: Guard.Entry must decide and wait exactly as
 // sentinel-golang's api.Entry does.
 func TestGuardFlowConformance(t *testing.T) { flowConformance(t, true) }
+
+// conformanceSeeds is how many of n seeded sequences per behaviour a
+// conformance test plays: all of them, or every tenth under the race
+// detector, which finds nothing in these single-goroutine sequences and
+// makes them ten times slower. CI plays them all without it (.ci/run's
+// claims step) besides the -race run of the README's test command.
+func conformanceSeeds(n uint64) uint64 {
+	if raceEnabled {
+		return n / 10
+	}
+	return n
+}
