@@ -196,6 +196,12 @@ func scanNumber(data []byte, i int) (next int, v int64, isInt bool, err *DecodeE
 	case c == '0':
 		i++
 	case '1' <= c && c <= '9':
+		// 19 digits cannot overflow a uint64; past them each digit is checked.
+		start := i
+		for i < len(data) && i-start < 19 && isDigit(data[i]) {
+			u = u*10 + uint64(data[i]-'0')
+			i++
+		}
 		for i < len(data) && isDigit(data[i]) {
 			d := uint64(data[i] - '0')
 			if u > (math.MaxUint64-d)/10 {
@@ -465,6 +471,25 @@ const (
 var itemNames = [nItem][]byte{[]byte("resource"), []byte("start"), []byte("pass"), []byte("block"),
 	[]byte("complete"), []byte("error"), []byte("slow"), []byte("rtSum"), []byte("rtMin"),
 	[]byte("rtMax"), []byte("concurrency"), []byte("rtHist"), []byte("hot")}
+
+// itemKeys are the item's keys as the encoder writes them, quoted and with
+// their colon: readItem tries the one that follows the key before, in the
+// encoder's order, ahead of a full key scan.
+var itemKeys = func() (k [nItem][]byte) {
+	for f, n := range itemNames {
+		k[f] = []byte(`"` + string(n) + `":`)
+	}
+	return k
+}()
+
+// nextItemKey reports whether data[i:] starts with the key of field f as
+// the encoder writes it, and the index after its colon.
+func nextItemKey(data []byte, i, f int) (int, bool) {
+	if f >= nItem || !bytes.HasPrefix(data[i:], itemKeys[f]) {
+		return i, false
+	}
+	return i + len(itemKeys[f]), true
+}
 
 func matchItem(key []byte) int {
 	switch string(key) {
@@ -876,12 +901,19 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 		return i + 1, nil
 	}
 	var seen uint32
+	fld := -1
 	for {
-		var key []byte
-		if key, i, err = d.scanKey(data, i); err != nil {
-			return 0, err
+		// The encoder's order first: most items are written by it.
+		next, ok := nextItemKey(data, i, fld+1)
+		if ok {
+			fld, i = fld+1, skipWS(data, next)
+		} else {
+			var key []byte
+			if key, i, err = d.scanKey(data, i); err != nil {
+				return 0, err
+			}
+			fld = matchItem(key)
 		}
-		fld := matchItem(key)
 		if fld >= 0 {
 			if seen&(1<<fld) != 0 {
 				if d.deferred == nil {

@@ -327,3 +327,38 @@ func TestDecodeAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per encode, want 0", allocs)
 	}
 }
+
+// TestItemKeysInAnyShape: the decoder tries an item's keys in the
+// encoder's order before scanning them; keys in another order, with
+// whitespace, escaped, in another case, repeated or unknown decode exactly
+// as encoding/json's path decodes them, and the count lands in its field.
+func TestItemKeysInAnyShape(t *testing.T) {
+	head := `{"v":1,"kind":"buckets","ts":1000,"instance":"i","bucketMs":500,"items":[`
+	for _, item := range []string{
+		`{"resource":"r","start":500,"pass":3,"block":1,"complete":3,"error":0,"slow":0,"rtSum":30,"rtMin":5,"rtMax":20,"concurrency":0}`,
+		`{"pass":3,"resource":"r","start":500,"complete":3,"block":1,"rtSum":30,"rtMax":20,"rtMin":5}`,
+		`{"resource":"r","start":500 ,"pass" :3,"block": 1,"complete":3,"rtSum":30,"rtMin":5,"rtMax":20}`,
+		`{"resource":"r","start":500,"p\u0061ss":3,"block":1,"complete":3,"rtSum":30,"rtMin":5,"rtMax":20}`,
+		`{"resource":"r","start":500,"PASS":3,"Block":1,"complete":3,"rtSum":30,"rtMin":5,"rtMax":20}`,
+		`{"resource":"r","start":500,"pass":3,"pass":4,"block":1,"complete":3,"rtSum":30,"rtMin":5,"rtMax":20}`,
+		`{"resource":"r","start":500,"passes":9,"pass":3,"block":1,"complete":3,"rtSum":30,"rtMin":5,"rtMax":20}`,
+		`{"resource":"r","start":500,"pass":3,"block":1,"complete":3,"rtSum":30,"rtMin":5,"rtMax":20,"concurrency":0,"rtHist":[0,1,2,0,0,0,0,0,0,0,0,0,0,0]}`,
+	} {
+		var d Decoder
+		m, err := decodeBoth(t, &d, []byte(head+item+`]}`))
+		if strings.Contains(item, `"pass":4`) {
+			if err == nil {
+				t.Errorf("a repeated key was accepted: %s", item)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", item, err)
+			continue
+		}
+		it := m.(*Buckets).Items[0]
+		if it.Pass != 3 || it.Block != 1 || it.Complete != 3 || it.RtSum != 30 || it.RtMax != 20 {
+			t.Errorf("%s: decoded %+v", item, it.Metrics)
+		}
+	}
+}
