@@ -24,7 +24,9 @@ type javaExchange struct {
 
 // TestRecordJavaTransport records a running Java Sentinel's transport API
 // the way the poller reads it (/metric every second from the first second
-// not seen yet, the rules every 5 s), for collector/testdata/java. It runs
+// not seen yet, the rules every 5 s, the hot-parameter rules from the path
+// that answered last, else from each of javaParamPaths in turn), for
+// collector/testdata/java. It runs
 // only when SENTINEL_TOP_RECORD_JAVA names the API (HOST:PORT) and
 // SENTINEL_TOP_RECORD_OUT the file to write; SENTINEL_TOP_RECORD_SECONDS
 // bounds it (default 60).
@@ -44,18 +46,22 @@ func TestRecordJavaTransport(t *testing.T) {
 	defer f.Close()
 	enc := json.NewEncoder(f)
 	client := &http.Client{Timeout: 5 * time.Second}
+	ok := false // whether the last get was answered with HTTP 200
 	get := func(path string) string {
 		at := time.Now().UnixMilli()
 		resp, err := client.Get("http://" + addr + path)
 		if err != nil {
 			enc.Encode(javaExchange{At: at, Path: path, Body: err.Error()})
+			ok = false
 			return ""
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		enc.Encode(javaExchange{At: at, Path: path, Status: resp.StatusCode, Body: string(body)})
+		ok = resp.StatusCode == http.StatusOK
 		return string(body)
 	}
+	paramPath := 0
 	get("/version")
 	get("/basicInfo")
 	next := (time.Now().UnixMilli() - javaBacklog.Milliseconds()) / 1000 * 1000
@@ -68,6 +74,13 @@ func TestRecordJavaTransport(t *testing.T) {
 			rulesDue = now.Add(JavaRulesEvery)
 			get("/getRules?type=degrade")
 			get("/getRules?type=flow")
+			for k := range javaParamPaths {
+				i := (paramPath + k) % len(javaParamPaths)
+				if get(javaParamPaths[i]); ok {
+					paramPath = i
+					break
+				}
+			}
 		}
 		body := get("/metric?startTime=" + strconv.FormatInt(next, 10) + "&endTime=" + strconv.FormatInt(now.UnixMilli()+javaEndSlack.Milliseconds(), 10))
 		for _, line := range strings.Split(body, "\n") {
