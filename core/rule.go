@@ -120,10 +120,12 @@ type BreakerRule struct {
 	// enforces the rule on Resource, and rule comparisons include it.
 	Pattern string `json:"pattern,omitempty"`
 	// LimitApp is set on a rule read from Java Sentinel: the origin the
-	// rule applies to ("default" for every caller, "other" for callers no
-	// other rule of the resource names, or one caller's app name).
-	// Informative: core does not know callers' origins and enforces the
-	// rule on every entry (Warnings says so).
+	// rule names ("default" for every caller, "other" for callers no other
+	// rule of the resource names, or one caller's app name). Informative:
+	// Java's degrade rules carry it but no version checks it (every breaker
+	// of a resource is tried on every entry), and core, which does not know
+	// callers' origins, enforces the rule on every entry too (Warnings says
+	// so).
 	LimitApp string `json:"limitApp,omitempty"`
 }
 

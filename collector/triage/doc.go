@@ -86,8 +86,9 @@
 // instance had been reporting other traffic for a second or more (else its
 // first traffic is unknown, and it is not counted).
 //
-// inert-rule origin-mismatch: a rule with limitApp is a Java rule (only
-// those carry it); it is judged once the rule's resource had traffic
+// inert-rule origin-mismatch: a flow rule with limitApp is a Java rule
+// (only those carry it), and only flow rules are judged (Java never checks
+// a degrade rule's limitApp); it is judged once the rule's resource had traffic
 // reported for InertMinReportMs on the instance, against the instance's
 // app as its latest hello names it; limitApp "default" and "other" are
 // never an app's name.

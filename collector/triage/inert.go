@@ -25,7 +25,7 @@ const (
 	// resource with traffic has the same name ignoring case and
 	// surrounding spaces.
 	InertNameMismatch InertReason = "name-mismatch"
-	// InertOriginMismatch: a Java rule whose limitApp is the app's own
+	// InertOriginMismatch: a Java flow rule whose limitApp is the app's own
 	// name, which limits only the calls the app makes to itself.
 	InertOriginMismatch InertReason = "origin-mismatch"
 )

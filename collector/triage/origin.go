@@ -6,11 +6,16 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
-// inert-rule's origin-mismatch check: a Java rule whose limitApp is the
-// app's own name. Java Sentinel applies such a rule only to entries whose
-// origin (the caller's name, ContextUtil.enter's origin) is that name: the
-// calls the app makes to itself, never its callers'. Only rules read from
-// Java Sentinel carry limitApp (wire-v1), so a rule with one is a Java rule.
+// inert-rule's origin-mismatch check: a Java flow rule whose limitApp is
+// the app's own name. Java Sentinel applies such a rule only to entries
+// whose origin (the caller's name, ContextUtil.enter's origin) is that
+// name: the calls the app makes to itself, never its callers'. Only rules
+// read from Java Sentinel carry limitApp (wire-v1), so a rule with one is a
+// Java rule. Java's degrade rules carry limitApp too, but no version checks
+// it (DegradeSlot, and DegradeRuleManager.checkDegrade before 1.8, try every
+// breaker of the resource on every entry): a breaker naming the app itself
+// acts on every caller, and is never inert for it
+// (testdata/java/paramflow-1.8.9 records one blocking entries of no origin).
 
 // The limitApp values that are not an app's name.
 const (
@@ -31,12 +36,11 @@ func namesCaller(limitApp string) bool {
 	return limitApp != "" && limitApp != limitAppDefault && limitApp != limitAppOther
 }
 
-// originRules notes the resources of an instance's new rules whose
+// originRules notes the resources of an instance's new flow rules whose
 // limitApp names a caller.
 func (e *Engine) originRules(in *instState) {
 	for res, rr := range in.rules {
-		if slices.ContainsFunc(rr.breakers, func(b core.BreakerRule) bool { return namesCaller(b.LimitApp) }) ||
-			slices.ContainsFunc(rr.flows, func(f core.FlowRule) bool { return namesCaller(f.LimitApp) }) {
+		if slices.ContainsFunc(rr.flows, func(f core.FlowRule) bool { return namesCaller(f.LimitApp) }) {
 			if e.inert.origins == nil {
 				e.inert.origins = map[originCand]struct{}{}
 			}
@@ -45,10 +49,10 @@ func (e *Engine) originRules(in *instState) {
 	}
 }
 
-// originMismatch judges a candidate: rules of the resource still loaded
-// name the instance's own app as limitApp, and the resource's traffic was
-// reported for InertMinReportMs. A candidate whose rules no longer name a
-// caller is reported as gone.
+// originMismatch judges a candidate: flow rules of the resource still
+// loaded name the instance's own app as limitApp, and the resource's
+// traffic was reported for InertMinReportMs. A candidate whose flow rules
+// no longer name a caller is reported as gone.
 func originMismatch(c originCand) (hit inertHit, ok, gone bool) {
 	rr := c.in.rules[c.resource]
 	if rr == nil {
@@ -58,12 +62,6 @@ func originMismatch(c originCand) (hit inertHit, ok, gone bool) {
 	own := func(limitApp string) bool { return app != "" && limitApp == app }
 	var set RuleSet
 	named := false
-	for _, b := range rr.breakers {
-		named = named || namesCaller(b.LimitApp)
-		if own(b.LimitApp) {
-			set.Breakers = append(set.Breakers, b)
-		}
-	}
 	for _, f := range rr.flows {
 		named = named || namesCaller(f.LimitApp)
 		if own(f.LimitApp) {

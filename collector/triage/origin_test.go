@@ -43,7 +43,9 @@ func TestInertOriginMismatch(t *testing.T) {
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 100)
 			return t0 + 90000
 		}, true, []string{"o-1"}, 18000, 200, 1, 0},
-		{"a Java breaker too, on two instances", func(e *Engine) int64 {
+		// Java never checks a degrade rule's limitApp: a breaker naming the
+		// app acts on every caller, and is not listed.
+		{"a Java breaker naming the app too, on two instances", func(e *Engine) int64 {
 			b := slowRule(res)
 			b.Semantics, b.LimitApp = core.SemanticsJava, app
 			hello(e, "o-1", "o-2")
@@ -53,7 +55,15 @@ func TestInertOriginMismatch(t *testing.T) {
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 100)
 			traffic(e, []string{"o-2"}, res, t0, t0+90000, 50)
 			return t0 + 90000
-		}, true, []string{"o-1", "o-2"}, 27000, 200, 1, 1},
+		}, true, []string{"o-1", "o-2"}, 27000, 200, 1, 0},
+		{"only a Java breaker naming the app", func(e *Engine) int64 {
+			b := slowRule(res)
+			b.Semantics, b.LimitApp = core.SemanticsJava, app
+			hello(e, "o-1")
+			e.Rules("o-1", t0, "v1", []core.BreakerRule{b}, []core.FlowRule{{Resource: res, Threshold: 200}})
+			traffic(e, []string{"o-1"}, res, t0, t0+90000, 100)
+			return t0 + 90000
+		}, false, nil, 0, 0, 0, 0},
 		{"the app told after its rules and traffic", func(e *Engine) int64 {
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{own})
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 25)

@@ -251,26 +251,16 @@ func inertWords(x *InertRuleFacts) (summary, advice string) {
 // traffic they are not applied to, and limitApp default (or the caller
 // meant) with the flow threshold that would then apply.
 func originWords(x *InertRuleFacts) (summary, advice string) {
-	var rules []string
-	nf, nb := int64(len(x.Rule.Flows)), int64(len(x.Rule.Breakers))
-	if nf > 0 {
-		r := fmt.Sprintf("%d flow %s", nf, plural(nf, "rule", "rules"))
-		if nf == 1 {
-			r += fmt.Sprintf(" (threshold %s)", fmtNum(x.Rule.Flows[0].Threshold))
-		}
-		rules = append(rules, r)
-	}
-	if nb > 0 {
-		rules = append(rules, fmt.Sprintf("%d %s", nb, plural(nb, "breaker", "breakers")))
-	}
-	n := nf + nb
-	summary = fmt.Sprintf("%s of this resource %s the app's own name as limitApp, so Java Sentinel applies %s only to calls whose origin is the app itself, "+
-		"never to its callers': the resource was offered %d entries, up to %s QPS on one instance",
-		joinAnd(rules), plural(n, "names", "name"), plural(n, "it", "them"), x.Offered, fmtFloat(x.QPS, 1))
-	what := plural(n, "the rule applies", "the rules apply")
-	if nf == 1 {
+	n := int64(len(x.Rule.Flows))
+	rules := fmt.Sprintf("%d flow %s", n, plural(n, "rule", "rules"))
+	what := "the rules apply"
+	if n == 1 {
+		rules += fmt.Sprintf(" (threshold %s)", fmtNum(x.Rule.Flows[0].Threshold))
 		what = fmt.Sprintf("the threshold of %s applies", fmtNum(x.Rule.Flows[0].Threshold))
 	}
+	summary = fmt.Sprintf("%s of this resource %s the app's own name as limitApp, so Java Sentinel applies %s only to calls whose origin is the app itself, "+
+		"never to its callers': the resource was offered %d entries, up to %s QPS on one instance",
+		rules, plural(n, "names", "name"), plural(n, "it", "them"), x.Offered, fmtFloat(x.QPS, 1))
 	advice = fmt.Sprintf("set limitApp to default so that %s to every caller (up to %s QPS seen on one instance), or to the name of the calling app %s written for",
 		what, fmtFloat(x.QPS, 1), plural(n, "it was", "they were"))
 	return summary, advice
