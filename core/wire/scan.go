@@ -398,6 +398,29 @@ func (d *Decoder) readInt(data []byte, i, depth int) (next int, v int64, outcome
 	return next, 0, valBad, err
 }
 
+// readIntInto reads an integer field's value at data[i] into dst; a value
+// of another type (or null, which leaves dst alone) is deferred as an
+// error naming the field (field is called only then).
+func (d *Decoder) readIntInto(data []byte, i, depth int, dst *int64, field func() string) (int, *DecodeError) {
+	next, v, outcome, err := d.readInt(data, i, depth)
+	if outcome == valInt {
+		*dst = v
+	} else if outcome == valBad && err == nil && d.deferred == nil {
+		d.later(typeErr(data, i, field(), "an integer"))
+	}
+	return next, err
+}
+
+// firstTime marks field fld as given in seen and reports whether it was
+// not given before.
+func firstTime(seen *uint32, fld int) bool {
+	if *seen&(1<<fld) != 0 {
+		return false
+	}
+	*seen |= 1 << fld
+	return true
+}
+
 // typeErr builds the error for a value of the wrong JSON type at data[i].
 func typeErr(data []byte, i int, field, want string) *DecodeError {
 	var got string
@@ -616,18 +639,14 @@ func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *Decod
 				return nil, false, err
 			}
 			fld := matchTop(key)
-			if fld >= 0 {
-				if f.seen&(1<<fld) != 0 {
-					dup := errorf(ErrMalformed, "", topName(fld), "given more than once")
-					if fld <= fInstance {
-						// Known in every kind: repeated, it is malformed whatever the kind.
-						return nil, false, dup
-					}
-					d.later(dup)
-					fld = -1
-				} else {
-					f.seen |= 1 << fld
+			if fld >= 0 && !firstTime(&f.seen, fld) {
+				dup := errorf(ErrMalformed, "", topName(fld), "given more than once")
+				if fld <= fInstance {
+					// Known in every kind: repeated, it is malformed whatever the kind.
+					return nil, false, dup
 				}
+				d.later(dup)
+				fld = -1
 			}
 			if i, err = d.topValue(data, i, fld, &f); err != nil {
 				return nil, false, err
@@ -914,15 +933,11 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 			}
 			fld = matchItem(key)
 		}
-		if fld >= 0 {
-			if seen&(1<<fld) != 0 {
-				if d.deferred == nil {
-					d.later(errorf(ErrMalformed, KindBuckets, fieldAt("items", idx, string(itemNames[fld])), "given more than once"))
-				}
-				fld = -1
-			} else {
-				seen |= 1 << fld
+		if fld >= 0 && !firstTime(&seen, fld) {
+			if d.deferred == nil {
+				d.later(errorf(ErrMalformed, KindBuckets, fieldAt("items", idx, string(itemNames[fld])), "given more than once"))
 			}
+			fld = -1
 		}
 		switch fld {
 		case -1:
@@ -944,15 +959,9 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 		case iHot:
 			i, err = d.readHot(data, i, idx)
 		default:
-			var v int64
-			var outcome int
-			start := i
-			i, v, outcome, err = d.readInt(data, i, depth)
-			if outcome == valInt {
-				*it.intField(fld) = v
-			} else if outcome == valBad && err == nil && d.deferred == nil {
-				d.later(typeErr(data, start, fieldAt("items", idx, string(itemNames[fld])), "an integer"))
-			}
+			i, err = d.readIntInto(data, i, depth, it.intField(fld), func() string {
+				return fieldAt("items", idx, string(itemNames[fld]))
+			})
 		}
 		if err != nil {
 			return 0, err
@@ -1112,15 +1121,11 @@ func (d *Decoder) readHotItem(data []byte, i, idx, n int, h *HotItem) (int, *Dec
 			return 0, err
 		}
 		fld := matchHot(key)
-		if fld >= 0 {
-			if seen&(1<<fld) != 0 {
-				if d.deferred == nil {
-					d.later(errorf(ErrMalformed, KindBuckets, hotField(idx, n, fld), "given more than once"))
-				}
-				fld = -1
-			} else {
-				seen |= 1 << fld
+		if fld >= 0 && !firstTime(&seen, fld) {
+			if d.deferred == nil {
+				d.later(errorf(ErrMalformed, KindBuckets, hotField(idx, n, fld), "given more than once"))
 			}
+			fld = -1
 		}
 		switch fld {
 		case -1:
@@ -1138,20 +1143,7 @@ func (d *Decoder) readHotItem(data []byte, i, idx, n int, h *HotItem) (int, *Dec
 				i, err = d.skipValue(data, i, depth)
 			}
 		default:
-			var v int64
-			var outcome int
-			start := i
-			i, v, outcome, err = d.readInt(data, i, depth)
-			switch {
-			case outcome == valInt && fld == hParam:
-				h.Param = v
-			case outcome == valInt && fld == hPass:
-				h.Pass = v
-			case outcome == valInt:
-				h.Block = v
-			case outcome == valBad && err == nil && d.deferred == nil:
-				d.later(typeErr(data, start, hotField(idx, n, fld), "an integer"))
-			}
+			i, err = d.readIntInto(data, i, depth, h.intField(fld), func() string { return hotField(idx, n, fld) })
 		}
 		if err != nil {
 			return 0, err
@@ -1161,6 +1153,17 @@ func (d *Decoder) readHotItem(data []byte, i, idx, n int, h *HotItem) (int, *Dec
 			return i, err
 		}
 	}
+}
+
+// intField returns the counter of hot field f.
+func (h *HotItem) intField(f int) *int64 {
+	switch f {
+	case hParam:
+		return &h.Param
+	case hPass:
+		return &h.Pass
+	}
+	return &h.Block
 }
 
 // hotField names field fld of hot item n of item idx.
