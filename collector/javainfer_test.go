@@ -263,18 +263,22 @@ func TestJavaInferenceFromTransport(t *testing.T) {
 	}
 }
 
-func javaInferFromTransport(t *testing.T, dir string) {
+// javaReplayPolled serves the Java transport recorded in dir to a new
+// collector polling it as app, on a virtual clock that starts at the
+// recording's first request and moves one metric poll at a time, each
+// after the poll before it was answered, until it reaches until(first,
+// srv).
+func javaReplayPolled(t *testing.T, dir, app string, until func(first int64, srv *javaReplayServer) int64) (*Collector, *javaReplayServer, *core.VirtualClock, int64) {
+	t.Helper()
 	clock := core.NewVirtualClock(time.UnixMilli(0))
 	srv, first := newJavaReplayServer(t, clock, dir)
 	clock.Set(time.UnixMilli(first))
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
-	host := strings.TrimPrefix(hs.URL, "http://")
 	c := New(Options{Clock: clock})
-	javaDial(t, c, "sentinel://"+host+"?app=price-service")
-	real := javaRealTransitions(t, dir)
-	last := real[len(real)-1].at
-	for i := 1; clock.UnixMilli() < last+5000; i++ {
+	javaDial(t, c, "sentinel://"+strings.TrimPrefix(hs.URL, "http://")+"?app="+app)
+	end := until(first, srv)
+	for i := 1; clock.UnixMilli() < end; i++ {
 		javaWaitFor(t, "poll", func() error {
 			if n := srv.metricPolls(); n < i {
 				return fmt.Errorf("%d polls", n)
@@ -286,6 +290,13 @@ func javaInferFromTransport(t *testing.T, dir string) {
 		}
 		clock.Advance(JavaMetricEvery)
 	}
+	return c, srv, clock, first
+}
+
+func javaInferFromTransport(t *testing.T, dir string) {
+	real := javaRealTransitions(t, dir)
+	last := real[len(real)-1].at
+	c, _, clock, first := javaReplayPolled(t, dir, "price-service", func(int64, *javaReplayServer) int64 { return last + 5000 })
 	var inferred []javaTransition
 	for _, res := range []string{"queryPrice", "checkStock", "GET:/api/v1/items", "GET:/api/v1/users", "listPrices", "price_cache"} {
 		d := c.Detail("price-service", res, first-60000, clock.UnixMilli())

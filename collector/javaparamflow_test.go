@@ -2,11 +2,8 @@ package collector
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -23,29 +20,13 @@ import (
 // traffic.
 func TestJavaParamFlowFromTransport(t *testing.T) {
 	const dir, app = "testdata/java/paramflow-1.8.9", "price-service"
-	clock := core.NewVirtualClock(time.UnixMilli(0))
-	srv, first := newJavaReplayServer(t, clock, dir)
-	last := first
-	for _, l := range srv.lines {
-		last = max(last, l.seen)
-	}
-	clock.Set(time.UnixMilli(first))
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
-	c := New(Options{Clock: clock})
-	javaDial(t, c, "sentinel://"+strings.TrimPrefix(hs.URL, "http://")+"?app="+app)
-	for i := 1; clock.UnixMilli() <= last; i++ {
-		javaWaitFor(t, "poll", func() error {
-			if n := srv.metricPolls(); n < i {
-				return fmt.Errorf("%d polls", n)
-			}
-			return nil
-		})
-		if i == 1 {
-			javaTicking(t, clock, 1)
+	c, srv, clock, first := javaReplayPolled(t, dir, app, func(first int64, srv *javaReplayServer) int64 {
+		last := first
+		for _, l := range srv.lines {
+			last = max(last, l.seen)
 		}
-		clock.Advance(JavaMetricEvery)
-	}
+		return last + 1 // through the last request
+	})
 	n := srv.metricPolls()
 	javaWaitFor(t, "last poll", func() error {
 		if srv.metricPolls() == n {
