@@ -79,6 +79,22 @@ func hotBenchSentinel(b *testing.B, rule core.HotParamRule) *sgbase.SlotChain {
 	return sc
 }
 
+// hotBenchSentinelCheck loads rule into sentinel-golang on a stub clock
+// reading now and returns its hot-parameter slot's check of one call with
+// one argument: true when it passes.
+func hotBenchSentinelCheck(b *testing.B, rule core.HotParamRule, now int64) func(v any) bool {
+	useSentinelClockForBench(b, &sgStubClock{base: uint64(now)})
+	hotBenchSentinel(b, rule)
+	args := make([]any, 1)
+	ctx := &sgbase.EntryContext{Resource: sgbase.NewResourceWrapper(rule.Resource, sgbase.ResTypeCommon, sgbase.Inbound),
+		Input: &sgbase.SentinelInput{BatchCount: 1, Args: args}}
+	return func(v any) bool {
+		args[0] = v
+		r := sghot.DefaultSlot.Check(ctx)
+		return r == nil || !r.IsBlocked()
+	}
+}
+
 // BenchmarkHotParamEntryExit is a guarded call with one parameter:
 // Guard.EntryWithParam + Exit beside api.Entry(WithArgs) + Exit. Both read
 // time.Now on every clock read.
@@ -152,17 +168,12 @@ func BenchmarkHotParamCheck(b *testing.B) {
 			}
 		})
 		b.Run("rule="+rc.name+"/impl=sentinel-golang", func(b *testing.B) {
-			useSentinelClockForBench(b, &sgStubClock{base: uint64(now)})
-			hotBenchSentinel(b, rule)
-			args := make([]any, 1)
-			ctx := &sgbase.EntryContext{Resource: sgbase.NewResourceWrapper(rule.Resource, sgbase.ResTypeCommon, sgbase.Inbound),
-				Input: &sgbase.SentinelInput{BatchCount: 1, Args: args}}
+			check := hotBenchSentinelCheck(b, rule, now)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				i++
-				args[0] = vals[i%hotBenchValues]
-				if r := sghot.DefaultSlot.Check(ctx); r != nil && r.IsBlocked() {
+				if !check(vals[i%hotBenchValues]) {
 					b.Fatal("blocked")
 				}
 			}
@@ -193,17 +204,12 @@ func BenchmarkHotParamNewValues(b *testing.B) {
 		}
 	})
 	b.Run("impl=sentinel-golang", func(b *testing.B) {
-		useSentinelClockForBench(b, &sgStubClock{base: uint64(now)})
-		hotBenchSentinel(b, rule)
-		args := make([]any, 1)
-		ctx := &sgbase.EntryContext{Resource: sgbase.NewResourceWrapper(rule.Resource, sgbase.ResTypeCommon, sgbase.Inbound),
-			Input: &sgbase.SentinelInput{BatchCount: 1, Args: args}}
+		check := hotBenchSentinelCheck(b, rule, now)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			i++
-			args[0] = vals[i%len(vals)]
-			sghot.DefaultSlot.Check(ctx)
+			check(vals[i%len(vals)])
 		}
 	})
 }
