@@ -378,8 +378,13 @@ func (cv *converter) result(app, instance string) Result {
 		}
 		second := items[:k:k]
 		// The seconds without a line: a few settle what waited for them.
-		for s := inf.Last() + BucketMs; inf.Last() != 0 && s < min(second[0].Start, inf.Last()+idleSeconds*BucketMs); s += BucketMs {
-			r.Messages = appendStates(r.Messages, inf.Second(s, nil))
+		// The bound is taken before the loop, as feeding a second moves
+		// Last: a line years later must not make a loop over every second
+		// in between.
+		if last := inf.Last(); last != 0 {
+			for s, end := last+BucketMs, min(second[0].Start, last+idleSeconds*BucketMs); s < end; s += BucketMs {
+				r.Messages = appendStates(r.Messages, inf.Second(s, nil))
+			}
 		}
 		for rest := second; len(rest) > 0; {
 			n := min(len(rest), wire.DefaultMaxItems)

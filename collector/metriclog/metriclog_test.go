@@ -316,3 +316,21 @@ func TestConvertFilesInWritingOrder(t *testing.T) {
 
 // split is a Result's messages and errors.
 func split(r Result) ([]wire.Message, []error) { return r.Messages, r.Errors }
+
+// TestConvertLongSilence: a line years after the others (a corrupt
+// timestamp, or a log reused long after) tells the inference of at most
+// idleSeconds silent seconds, not of every second in between: the gap
+// used to move its own bound and fed billions of seconds (the fuzzer's
+// workers stalled on it).
+func TestConvertLongSilence(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(sampleLog), "\n")
+	far := strings.Replace(lines[0], "1764", "9764", 1)
+	if far == lines[0] {
+		t.Fatal("the sample's first line has no timestamp to move")
+	}
+	base := len(Convert(strings.NewReader(sampleLog), "f", "", "").Messages)
+	got := len(Convert(strings.NewReader(sampleLog+"\n"+far), "f", "", "").Messages)
+	if got < base+1 || got > base+1+idleSeconds*2 {
+		t.Fatalf("%d messages with the far line, %d without", got, base)
+	}
+}
