@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -16,8 +17,12 @@ import (
 
 // instance is what the collector knows of one emitting process.
 type instance struct {
-	name, app  string
-	startedAt  int64
+	name, app string
+	// tri is the triage engine's handle of the process: the store tells
+	// the engine what it decided of its identity (see hello, sweep, ingest)
+	// and feeds it facts through this handle and its series'.
+	tri        triage.Instance
+	startedAt  int64 // the latest of the process's hellos (0: none)
 	bucketMs   int64
 	version    string
 	breakers   map[string][]core.BreakerRule
@@ -70,7 +75,10 @@ type series struct {
 	first    int64    // the earliest bucket start or transition seen (0: none)
 	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
 	ruled    bool     // the instance has a breaker rule for the resource
-	part     rowPart  // what it adds to its app x resource's row (rows.go)
+	// tri is the triage engine's handle of the series, begun at its first
+	// fact fed to the engine (see triSeries).
+	tri  triage.Series
+	part rowPart // what it adds to its app x resource's row (rows.go)
 	// Totals of everything accepted, for exact accounting.
 	total totals
 }
@@ -149,7 +157,7 @@ func (c *Collector) instanceFor(place, name string) *instance {
 	}
 	in := &instance{name: name, app: name, breakers: map[string][]core.BreakerRule{},
 		flows: map[string][]core.FlowRule{}, params: map[string][]core.HotParamRule{}, series: map[string]*series{},
-		bucketMs: core.ResourceBucketMs}
+		bucketMs: core.ResourceBucketMs, tri: c.engine.NewInstance(name)}
 	c.insts[name] = in
 	c.pub.order = nil
 	return in
@@ -164,21 +172,24 @@ func (c *Collector) sweep(now int64) {
 		if !in.gone && now-in.lastArrive > stale {
 			in.gone, in.goneAt, in.changed = true, in.lastArrive+stale, true
 			c.breakersGen++
-			c.engine.Bye(in.name, in.lastTs+stale)
+			c.engine.Left(in.tri, in.lastTs+stale)
 		}
 	}
 }
 
-// hello applies an instance's hello; false when it moves the instance to
-// another app more often than MaxAppChangesPerMinute (rejected).
-func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
+// hello applies an instance's hello, judged by triage.JudgeHello (a first
+// hello, a restart, another process under the name), and tells the triage
+// engine what it decided; back says the instance was gone until this
+// message. False when it moves the instance to another app more often than
+// MaxAppChangesPerMinute (rejected).
+func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) bool {
 	app := m.App
 	if app == "" {
 		app = m.Instance
 	}
-	restarted := in.startedAt != 0 && m.StartedAt > in.startedAt
+	ch := triage.JudgeHello(in.helloed, in.app, in.startedAt, app, m.StartedAt)
 	if in.app != app {
-		if in.helloed && !in.appChangeAllowed(now) {
+		if ch == triage.HelloNewProcess && !in.appChangeAllowed(now) {
 			return false
 		}
 		// Series belong to the app they were counted for; a renamed app
@@ -192,7 +203,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}
-	if restarted {
+	if ch == triage.HelloRestart {
 		// A new process: its breakers start CLOSED and its buckets are new
 		// even where their starts repeat the old process's last ones.
 		for _, s := range in.series {
@@ -204,10 +215,14 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64) bool {
 			}
 		}
 	}
-	if m.StartedAt > in.startedAt {
-		in.startedAt = m.StartedAt
+	if ch == triage.HelloNewProcess {
+		in.startedAt = 0
 	}
-	c.engine.Hello(in.name, app, m.Ts, m.StartedAt)
+	in.startedAt = max(in.startedAt, m.StartedAt)
+	if back && ch != triage.HelloNewProcess {
+		c.engine.Returned(in.tri, m.Ts)
+	}
+	in.tri = c.engine.Hello(in.tri, ch, app, m.Ts, m.StartedAt)
 	return true
 }
 
@@ -238,7 +253,7 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	for _, r := range params {
 		in.params[r.Resource] = append(in.params[r.Resource], r)
 	}
-	c.engine.Rules(in.name, m.Ts, m.Version, breakers, flows, params...)
+	c.engine.Rules(in.tri, m.Ts, m.Version, breakers, flows, params...)
 }
 
 // admitRules keeps the rules whose resource ruleResource admits.

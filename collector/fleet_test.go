@@ -160,23 +160,31 @@ func scrape(t *testing.T, c *Collector) map[string]float64 {
 // is gone from the header, the row, the breaker states, /metrics and the
 // detail, and the rule drift it caused is no longer critical (it once
 // stayed critical for minutes after the instance left the table).
-func TestSilentInstanceLeavesEveryViewAtOnce(t *testing.T) {
+// driftFleet is app a's instances a-1, a-2 and a-3 on a virtual clock at
+// t0ms, stale after 15 s, a-3 with another rule (driftRules).
+func driftFleet() (*Collector, *core.VirtualClock, []string) {
 	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
 	c := New(Options{Clock: vc, StaleAfter: 15 * time.Second})
-	rule := core.BreakerRule{Resource: "r", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 20,
-		StatIntervalMs: 1000, RetryTimeoutMs: 5000}
-	other := rule
-	other.Threshold = 0.8
 	names := []string{"a-1", "a-2", "a-3"}
-	for i, n := range names {
+	for _, n := range names {
 		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: n}, App: "a", StartedAt: t0ms, BucketMs: 500})
-		r := rule
-		if i == 2 {
-			r = other
-		}
-		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: n},
-			Version: fmt.Sprint(i == 2), Breakers: []core.BreakerRule{r}})
+		c.Ingest("t", driftRules(n, t0ms))
 	}
+	return c, vc, names
+}
+
+// driftRules is the rules message of an instance of driftFleet.
+func driftRules(n string, ts int64) *wire.Rules {
+	r := core.BreakerRule{Resource: "r", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 20,
+		StatIntervalMs: 1000, RetryTimeoutMs: 5000}
+	if n == "a-3" {
+		r.Threshold = 0.8
+	}
+	return &wire.Rules{Header: wire.Header{Ts: ts, Instance: n}, Version: fmt.Sprint(n == "a-3"), Breakers: []core.BreakerRule{r}}
+}
+
+func TestSilentInstanceLeavesEveryViewAtOnce(t *testing.T) {
+	c, vc, names := driftFleet()
 	silentFrom := t0ms + 30_000
 	for ts := t0ms; ts < t0ms+120_000; ts += 500 {
 		vc.Set(time.UnixMilli(ts + 500))
@@ -288,5 +296,50 @@ func TestUnknownStatesAreNotClosed(t *testing.T) {
 	m := scrape(t, c)
 	if m["sentinel_top_breaker_state{app=a,instance=j-java,provenance=inferred,resource=r,state=OPEN}"] != 1 {
 		t.Fatalf("the inferred state is not exported as such: %v", m)
+	}
+}
+
+// TestReturnedInstanceCountsAgain: an instance the liveness rule found gone
+// is back for triage with its next message, whichever kind, at the same
+// moment it is back in the table: its other rule is a drift again.
+func TestReturnedInstanceCountsAgain(t *testing.T) {
+	for _, back := range []string{"buckets", "rules", "state"} {
+		t.Run(back, func(t *testing.T) {
+			c, vc, names := driftFleet()
+			drift := func() bool {
+				for _, f := range c.Publish().Findings {
+					if f.Kind == triage.KindRuleDrift && f.Severity == triage.Critical {
+						return true
+					}
+				}
+				return false
+			}
+			silent, returns := t0ms+10_000, t0ms+60_000
+			for ts := t0ms; ts < t0ms+90_000; ts += 500 {
+				vc.Set(time.UnixMilli(ts + 500))
+				for _, n := range names {
+					switch {
+					case n == "a-3" && ts >= silent && ts < returns:
+						continue
+					case n == "a-3" && ts == returns && back == "rules":
+						c.Ingest("t", driftRules(n, ts+500))
+						continue
+					case n == "a-3" && ts == returns && back == "state":
+						c.Ingest("t", &wire.State{Header: wire.Header{Ts: ts + 500, Instance: n}, Resource: "r",
+							Strategy: core.ErrorRatio, From: core.Closed, To: core.Open})
+						continue
+					}
+					c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: ts + 500, Instance: n}, BucketMs: 500,
+						Items: []wire.BucketItem{{Resource: "r", Start: ts, Metrics: core.Metrics{Pass: 10, Complete: 10}}}})
+				}
+				now := ts + 500
+				switch got := drift(); {
+				case now == returns-1000 && got:
+					t.Fatalf("at +%d ms: a-3 is gone, yet its drift is critical", now-t0ms)
+				case now == returns+10_000 && !got:
+					t.Fatalf("at +%d ms: a-3 came back by %s 10 s ago, its drift is not critical", now-t0ms, back)
+				}
+			}
+		})
 	}
 }

@@ -188,10 +188,17 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	if _, isBuckets := m.(*wire.Buckets); in.gone || !isBuckets {
 		c.breakersGen++ // back, or a message that may change a breaker state
 	}
+	back := in.gone
 	in.gone, in.changed = false, true
+	switch m.(type) {
+	case *wire.Rules, *wire.State:
+		if back {
+			c.engine.Returned(in.tri, h.Ts) // a hello or buckets tells it below
+		}
+	}
 	switch m := m.(type) {
 	case *wire.Hello:
-		if !c.hello(in, m, now) {
+		if !c.hello(in, m, now, back) {
 			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.name, MaxAppChangesPerMinute)
 			c.rejected++
 			count(c.rejects, ReasonAppFlap, place+": "+err.Error())
@@ -200,12 +207,12 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	case *wire.Rules:
 		c.rules(place, in, m)
 	case *wire.Buckets:
-		c.buckets(place, in, m, now, tee, kept)
+		c.buckets(place, in, m, now, tee, kept, back)
 	case *wire.State:
 		c.state(place, in, m)
 	case *wire.Bye:
 		in.gone, in.goneAt = true, now
-		c.engine.Bye(in.name, m.Ts)
+		c.engine.Left(in.tri, m.Ts)
 	}
 	c.messages++
 	return true, nil
@@ -244,7 +251,20 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	return s
 }
 
-func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int64, tee bool, kept *[]int) {
+// triSeries is the triage engine's handle of s, begun at ts when s has
+// none yet (a series the store began again after a first hello moved its
+// instance gets the engine's series back).
+func (c *Collector) triSeries(in *instance, s *series, ts int64) triage.Series {
+	if s.tri == (triage.Series{}) {
+		s.tri = c.engine.Series(in.tri, s.resource, ts)
+	}
+	return s.tri
+}
+
+// buckets applies a buckets message; back says the instance was gone until
+// it, and comes back for triage at its first item taken (or at the
+// message's ts when it brought none).
+func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int64, tee bool, kept *[]int, back bool) {
 	c.dropped += m.Dropped
 	in.observeOffset(now - m.Ts)
 	if m.BucketMs > 0 {
@@ -294,8 +314,15 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 			}
 		}
 		c.addHot(place, in, s, it.Start, it.Hot)
-		c.engine.Bucket(in.name, triage.BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: m.BucketMs,
-			Metrics: it.Metrics, HasHist: it.HasHist, Hot: it.Hot})
+		if back {
+			c.engine.Returned(in.tri, it.Start+m.BucketMs)
+			back = false
+		}
+		c.engine.Bucket(c.triSeries(in, s, it.Start+m.BucketMs), &triage.BucketStat{Resource: it.Resource, Start: it.Start,
+			BucketMs: m.BucketMs, Metrics: it.Metrics, HasHist: it.HasHist, Hot: it.Hot})
+	}
+	if back {
+		c.engine.Returned(in.tri, m.Ts)
 	}
 }
 
@@ -353,7 +380,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 	}
 	s.app.transitions[[2]core.State{m.From, m.To}]++
 	c.transition()
-	c.engine.Transition(in.name, ct)
+	c.engine.Transition(c.triSeries(in, s, m.Ts), ct)
 }
 
 // tee hands an accepted message to the recording and the re-served stream;

@@ -45,7 +45,7 @@ func tr(res string, from, to core.State, at int64) core.Transition {
 
 // scenario feeds an engine with every finding kind and returns its report.
 func scenario() *Report {
-	e := triage.New(triage.Config{})
+	e := triage.NewFeeder(triage.Config{})
 	const (
 		member = "GET:/member/info"
 		pay    = "payService:pay"
@@ -123,7 +123,7 @@ func scenario() *Report {
 	for _, in := range append(order, "price-1", "price-2", evilInstance) {
 		e.Bye(in, at(180000))
 	}
-	return New("fixtures/all-kinds.ndjson", e, 48213, 2)
+	return New("fixtures/all-kinds.ndjson", e.Engine, 48213, 2)
 }
 
 func render(t *testing.T, f func(w *bytes.Buffer, r *Report) error, r *Report) []byte {
@@ -392,10 +392,10 @@ func TestStrip(t *testing.T) {
 }
 
 func TestNewTakesEngineCounts(t *testing.T) {
-	e := triage.New(triage.Config{})
+	e := triage.NewFeeder(triage.Config{})
 	e.Hello("a", "app", t0, t0)
 	e.Bucket("a", triage.BucketStat{Resource: "r", Start: t0, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
-	r := New("src", e, 3, 1)
+	r := New("src", e.Engine, 3, 1)
 	want := Report{Source: "src", From: t0, To: t0 + 500, Apps: 1, Instances: 1, Resources: 1, Messages: 3, Rejected: 1}
 	if fmt.Sprint(*r) != fmt.Sprint(want) {
 		t.Fatalf("%+v", *r)

@@ -10,7 +10,7 @@ import (
 
 // adviceTraffic feeds every instance a bucket of 500 ms every everyMs over
 // [t0, t0+durMs), each with pass completions in one rtHist slot.
-func adviceTraffic(e *Engine, insts []string, res string, pass, everyMs, durMs int64, slot int) {
+func adviceTraffic(e *Feeder, insts []string, res string, pass, everyMs, durMs int64, slot int) {
 	for ts := t0; ts < t0+durMs; ts += everyMs {
 		for _, in := range insts {
 			e.Bucket(in, bucketAt(res, ts, hist(pass, slot), 0))
@@ -80,7 +80,7 @@ func TestRuleAdvice(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			insts := fleet(e, "price", 3, t0, "v1", c.rule)
 			adviceTraffic(e, insts, res, c.pass, c.everyMs, c.durMs, c.slot)
 			got := only(t, e.Findings(t0+c.durMs), KindRuleAdvice)
@@ -117,7 +117,7 @@ func TestRuleAdvice(t *testing.T) {
 // 20 ms, p99 20, and 200 >= 2 x 20 fits.
 func TestRuleAdviceNeverFromAnOutage(t *testing.T) {
 	const res = "db"
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	insts := fleet(e, "order", 3, t0, "v1", slowRule(res))
 	hists := func(start int64) [core.HistogramSlots]int64 {
 		if start >= t0+60000 && start < t0+90000 {
@@ -151,7 +151,7 @@ func TestRuleAdviceQPS(t *testing.T) {
 	const res = "r"
 	r := slowRule(res)
 	r.StatIntervalMs = 1000
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	for _, in := range []string{"a", "b", "c"} {
 		e.Hello(in, "app", t0, t0)
 		e.Rules(in, t0, "v1", []core.BreakerRule{r}, nil)
@@ -186,7 +186,7 @@ func TestRuleAdviceHighestHealthyP99(t *testing.T) {
 	const res = "db"
 	r := slowRule(res)
 	r.MaxAllowedRtMs = 150
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 2, t0, "v1", r)
 	adviceTraffic(e, []string{"order-1"}, res, 10, 500, 30000, 6)
 	adviceTraffic(e, []string{"order-2"}, res, 10, 500, 30000, 7)

@@ -11,7 +11,7 @@ import (
 // Jittering retryTimeoutMs per instance is the remedy sync-half-open
 // advises; rules that differ only in it are not drift.
 func TestRuleDriftIgnoresJitteredRetryTimeout(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	const res = "GET:/stock"
 	var names []string
 	for i := 1; i <= 4; i++ {
@@ -39,7 +39,7 @@ func TestRuleDriftIgnoresJitteredRetryTimeout(t *testing.T) {
 // An often-open breaker blocks most requests: the traffic a window sees is
 // what is offered (pass + block), not only what passed.
 func TestRuleAdviceCountsBlockedTraffic(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	const res = "GET:/member"
 	r := slowRule(res)
 	r.MinRequestAmount = 5 // so that the advice fires
@@ -58,7 +58,7 @@ func TestRuleAdviceCountsBlockedTraffic(t *testing.T) {
 // The advice of a recovery flood quotes the retry timeout of the occasions
 // counted, not of a later lone HALF_OPEN.
 func TestSyncHalfOpenAdviceRetryOfCountedOccasions(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	const res = "GET:/stock"
 	names := fleet(e, "gw", 4, t0, "v1", slowRule(res))
 	traffic(e, names, res, t0, t0+100000, 20)

@@ -105,6 +105,19 @@ func (e *Engine) instancesByName() []*instState {
 	return e.byName
 }
 
+// newestNamed is the latest instance to take that name (nil: none).
+func (e *Engine) newestNamed(name string) *instState {
+	insts := e.instancesByName()
+	i, _ := slices.BinarySearchFunc(insts, name, func(in *instState, n string) int {
+		return cmp.Compare(in.name, n)
+	})
+	var last *instState
+	for ; i < len(insts) && insts[i].name == name; i++ {
+		last = insts[i]
+	}
+	return last
+}
+
 func setInsts(set map[*instState]struct{}) []*instState {
 	insts := make([]*instState, 0, len(set))
 	for in := range set {

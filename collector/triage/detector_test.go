@@ -13,7 +13,7 @@ func TestEveryKindHasOneDetector(t *testing.T) {
 			t.Errorf("detector %d is %s, want %s", i, d.kind, Kinds[i])
 		}
 	}
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	end := sawtoothRun(e, "order-1", "db", t0, 10040, 6)
 	fleet(e, "order", 2, t0, "v1", slowRule("db"))
 	fs := e.Findings(end)

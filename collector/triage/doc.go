@@ -3,15 +3,21 @@
 // second while data flows in) and for the headless report (asked once at the
 // end).
 //
-// An Engine is fed wire-level facts in time order — Hello, Rules, Bucket,
-// Transition and Bye, one call per wire message or bucket item — and keeps a
-// bounded state per instance and resource: counters, the histogram of its
-// healthy traffic and the buckets held back for it (see healthy.go), the
-// current run of failed probes, the last 64 transitions and the last 32
+// An Engine is fed wire-level facts in time order — Rules, Bucket and
+// Transition, one call per wire message or bucket item — through handles:
+// an Instance per emitting process and a Series per resource of one. It
+// decides no identity: its caller's fleet model judges each hello once
+// (JudgeHello: a first hello, a restart, another process under the name)
+// and tells the engine with Hello, and tells it when an instance left
+// (Left) and came back (Returned); see identity.go. The collector feeds it
+// so; Feeder does for callers that only have names (tests, examples). It
+// keeps a bounded state per instance and resource: counters, the histogram
+// of its healthy traffic and the buckets held back for it (see healthy.go),
+// the current run of failed probes, the last 64 transitions and the last 32
 // OPEN->OPEN spacings and failed probes' response times of each breaker.
-// Findings(now) assembles the findings
-// from that state; it never rescans history. Feeding a bucket or a
-// transition does not allocate once its instance and resource are known.
+// Findings(now) assembles the findings from that state; it never rescans
+// history. Feeding a bucket or a transition looks nothing up by name and
+// does not allocate.
 // The engine keeps every instance and resource it is told about: bounding
 // how many is the collector's job. A bucket that does not start after the
 // previous one of its instance and resource is a duplicate and is ignored;
@@ -45,10 +51,10 @@
 //     until they left at now).
 //
 // Whether an instance is present is not the engine's to decide: the
-// collector's fleet model calls Bye when an instance said bye or went silent
+// collector's fleet model calls Left when an instance said bye or went silent
 // past its stale period, and the instance leaves its app's comparisons
 // (drift, unprotected, herd reporters) at that moment, the same moment it
-// leaves the table and /metrics. Its next message brings it back.
+// leaves the table and /metrics. Its next message brings it back (Returned).
 //
 // Rule drift and unprotected traffic must last GraceMs (default 5 s) before
 // they are reported: a rule push reaches the instances a moment apart, and a

@@ -218,7 +218,7 @@ func RuleContent(breakers []core.BreakerRule, flows []core.FlowRule) string {
 }
 
 // rule-drift: an episode starts when the present instances of the app (those
-// with rules that have not left: see Bye) first disagree on the resource's
+// with rules that have not left: see Left) first disagree on the resource's
 // rules, and ends when they agree again or the disagreeing ones leave.
 // Episodes shorter than GraceMs (a push reaching the instances a moment
 // apart) are not reported. It is critical while an episode lasting GraceMs
@@ -257,7 +257,7 @@ func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
 		words(&f)
 		var insts []*instState
 		for _, n := range f.Instances {
-			if in := e.insts[n]; in != nil {
+			if in := e.newestNamed(n); in != nil {
 				insts = append(insts, in)
 			}
 		}

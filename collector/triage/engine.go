@@ -96,10 +96,9 @@ type Engine struct {
 	first, last int64
 
 	seq       int
-	insts     map[string]*instState // current instance of each name
-	instList  []*instState          // every instance ever, in creation order
-	byName    []*instState          // instList sorted by name then age (nil: to sort again)
-	appMoves  int                   // instances moved to another app (moveApp)
+	instList  []*instState // every instance ever, in creation order
+	byName    []*instState // instList sorted by name then age (nil: to sort again)
+	appMoves  int          // instances moved to another app (moveApp)
 	instNames map[string]struct{}
 	apps      map[string]*appState
 	appNames  map[string]struct{}
@@ -129,7 +128,6 @@ type instState struct {
 	seq       int
 	app       *appState
 	startedAt int64
-	helloSeen bool
 
 	gone     bool
 	goneAt   int64
@@ -212,7 +210,6 @@ func New(cfg Config) *Engine {
 	}
 	return &Engine{
 		cfg:       cfg,
-		insts:     map[string]*instState{},
 		instNames: map[string]struct{}{},
 		apps:      map[string]*appState{},
 		appNames:  map[string]struct{}{},
@@ -240,66 +237,6 @@ func (e *Engine) observeState(ts int64) {
 	if e.seen {
 		e.last = max(e.last, ts)
 	}
-}
-
-// Hello records an instance's hello: which app it belongs to and when its
-// process started. A later startedAt means the process restarted: its
-// breakers start CLOSED again. A different app makes it a new instance of
-// that app (the old one leaves its app at once).
-func (e *Engine) Hello(instance, app string, ts, startedAt int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.observeState(ts)
-	if app != "" {
-		e.appNames[app] = struct{}{}
-	}
-	in := e.insts[instance]
-	if in != nil && in.app.name != app {
-		if in.helloSeen {
-			// Another process under the same name: the old one leaves.
-			e.detach(in, ts)
-			in.gone, in.goneAt = true, ts
-			in = nil
-		} else {
-			e.moveApp(in, app, ts) // data came before the hello
-		}
-	}
-	if in == nil {
-		in = e.newInstance(instance, app)
-	}
-	in.gone = false
-	if !in.attached {
-		e.attach(in, ts)
-	}
-	if in.helloSeen && startedAt > in.startedAt {
-		for _, s := range in.seriesList {
-			for _, b := range s.breakers {
-				b.restart(startedAt)
-			}
-			s.hz.close(startedAt)
-		}
-	}
-	in.helloSeen = true
-	in.startedAt = max(in.startedAt, startedAt)
-}
-
-// Bye records that an instance is gone at ts: it said bye, or the
-// collector's fleet model found it silent past its stale period (one rule for
-// every view). It leaves the comparisons of rule drift, unprotected traffic
-// and recovery floods at once; conditions it was part of still count as
-// lasting when it left at the very end of the input, so a fleet that stops
-// at the end of a recording keeps its last findings' severities. Its next
-// message brings it back.
-func (e *Engine) Bye(instance string, ts int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.observe(ts)
-	in := e.insts[instance]
-	if in == nil || in.gone {
-		return
-	}
-	in.gone, in.goneAt = true, ts
-	e.detach(in, ts)
 }
 
 func (e *Engine) appFor(name string) *appState {
@@ -330,34 +267,6 @@ func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 		}
 		e.updateMisaligned(in, ts)
 	}
-}
-
-func (e *Engine) newInstance(name, appName string) *instState {
-	name = strings.Clone(name)
-	a := e.appFor(appName)
-	e.seq++
-	in := &instState{name: name, seq: e.seq, app: a, series: map[string]*series{}}
-	e.insts[name] = in
-	e.instList = append(e.instList, in)
-	e.byName = nil
-	e.instNames[name] = struct{}{}
-	e.attach(in, 0)
-	return in
-}
-
-// instance returns the current instance of that name, creating one of no
-// app for an instance that sends data before its hello. An instance gone
-// (see Bye) comes back with any message.
-func (e *Engine) instance(name string, ts int64) *instState {
-	in := e.insts[name]
-	if in == nil {
-		return e.newInstance(name, "")
-	}
-	if in.gone {
-		in.gone = false
-		e.attach(in, ts)
-	}
-	return in
 }
 
 // attach counts the instance among its app's instances.
@@ -435,10 +344,11 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 	return s
 }
 
-// Bucket records one completed bucket. A bucket that does not start after
-// the series' previous one is a duplicate (or a replay) and is ignored. In
-// steady state it does not allocate.
-func (e *Engine) Bucket(instance string, b BucketStat) {
+// Bucket records one completed bucket of series h (b.Resource is not
+// read: the series names it). A bucket that does not start after the
+// series' previous one is a duplicate (or a replay) and is ignored. It does
+// not allocate.
+func (e *Engine) Bucket(h Series, b *BucketStat) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	bm := b.BucketMs
@@ -448,8 +358,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	end := b.Start + bm
 	e.observe(b.Start)
 	e.observe(end)
-	in := e.instance(instance, end)
-	s := e.seriesFor(in, b.Resource, end)
+	s := h.s
 	if s.hasBucket && b.Start <= s.lastStart {
 		return
 	}
@@ -472,7 +381,7 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	e.adviceChanged(s)
 	s.offered += offered
 	s.reportedMs += bm
-	s.hz.bucket(b.Start, end, &b)
+	s.hz.bucket(b.Start, end, b)
 	s.res.last = max(s.res.last, end)
 	e.inertBucket(s, b.Start, bm, b.Complete, offered)
 	e.hotBucket(s, b.Start, end, b.Block, b.Hot)
@@ -487,17 +396,18 @@ func (e *Engine) Bucket(instance string, b BucketStat) {
 	e.lostBucket(s, b.Start, end, pass)
 }
 
-// Transition records one breaker state change. In steady state it does not
-// allocate.
-func (e *Engine) Transition(instance string, t core.Transition) {
+// Transition records one breaker state change of series h (t.Resource is
+// not read: the series names it). In steady state it does not allocate.
+func (e *Engine) Transition(h Series, t core.Transition) {
 	if !validState(t.From) || !validState(t.To) || t.From == t.To {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observe(t.AtMs)
-	in := e.instance(instance, t.AtMs)
-	s := e.seriesFor(in, t.Resource, t.AtMs)
+	s := h.s
+	in := s.inst
+	t.Resource = s.resource
 	s.res.last = max(s.res.last, t.AtMs)
 	b := s.breaker(t.RuleID)
 	wasOpen := s.open()

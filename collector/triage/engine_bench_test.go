@@ -10,9 +10,9 @@ import (
 
 // benchFleet is 50 instances of 2 apps with 20 resources each, every
 // resource under a slow-ratio breaker, after a minute of traffic.
-func benchFleet(b *testing.B) (*Engine, []string, []string, int64) {
+func benchFleet(b *testing.B) (*Feeder, []string, []string, int64) {
 	b.Helper()
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	var insts, res []string
 	var rules []core.BreakerRule
 	for r := range 20 {
@@ -50,11 +50,24 @@ func benchFleet(b *testing.B) (*Engine, []string, []string, int64) {
 	return e, insts, res, ts + 50000
 }
 
-// BenchmarkBucket feeds one bucket item of a known instance and resource.
+// seriesOf is the handles of every instance x resource, instance by
+// instance, as a fleet model keeps them.
+func seriesOf(e *Feeder, insts, res []string, ts int64) []Series {
+	var ss []Series
+	for _, in := range insts {
+		for _, r := range res {
+			ss = append(ss, e.Series(e.insts[in].in, r, ts))
+		}
+	}
+	return ss
+}
+
+// BenchmarkBucket feeds one bucket item of a known series.
 func BenchmarkBucket(b *testing.B) {
 	e, insts, res, ts := benchFleet(b)
 	stat := BucketStat{BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10, RtMax: 40, Hist: [core.HistogramSlots]int64{5: 10}}, HasHist: true}
-	n := len(insts) * len(res)
+	ss := seriesOf(e, insts, res, ts)
+	n := len(ss)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -62,23 +75,24 @@ func BenchmarkBucket(b *testing.B) {
 		if k == 0 {
 			ts += 500
 		}
-		stat.Resource, stat.Start = res[k%len(res)], ts
-		e.Bucket(insts[k/len(res)], stat)
+		stat.Start = ts
+		e.Engine.Bucket(ss[k], &stat)
 	}
 }
 
 // BenchmarkTransition feeds a breaker cycling OPEN -> HALF_OPEN -> OPEN.
 func BenchmarkTransition(b *testing.B) {
 	e, insts, res, ts := benchFleet(b)
+	ss := seriesOf(e, insts, res, ts)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		in, r := insts[i%len(insts)], res[(i/len(insts))%len(res)]
+		s := ss[(i%len(insts))*len(res)+(i/len(insts))%len(res)]
 		ts++
 		if i%2 == 0 {
-			e.Transition(in, core.Transition{Resource: r, From: core.Open, To: core.HalfOpen, AtMs: ts})
+			e.Engine.Transition(s, core.Transition{From: core.Open, To: core.HalfOpen, AtMs: ts})
 		} else {
-			e.Transition(in, core.Transition{Resource: r, From: core.HalfOpen, To: core.Open, AtMs: ts})
+			e.Engine.Transition(s, core.Transition{From: core.HalfOpen, To: core.Open, AtMs: ts})
 		}
 	}
 }
@@ -108,7 +122,7 @@ func BenchmarkRulesFleetStartup(b *testing.B) {
 	odd[0].Threshold = 0.9
 	b.ReportAllocs()
 	for range b.N {
-		e := New(Config{})
+		e := NewFeeder(Config{})
 		for i := range 100 {
 			name := fmt.Sprintf("app-%d", i)
 			e.Hello(name, "app", t0, t0)

@@ -9,9 +9,9 @@ import (
 
 // A breaker that keeps probing a downstream that has not recovered: tripped
 // once, then six failed half-open probes, ten seconds apart.
-func ExampleEngine() {
+func ExampleFeeder() {
 	const start = int64(1764460800000)
-	e := triage.New(triage.Config{})
+	e := triage.NewFeeder(triage.Config{})
 	e.Hello("order-1", "order", start, start-60000)
 	e.Rules("order-1", start, "9f2c1a", []core.BreakerRule{{
 		Resource: "GET:/member/info", Strategy: core.ErrorRatio, Threshold: 0.5,
@@ -40,4 +40,24 @@ func ExampleEngine() {
 	// critical sawtooth order GET:/member/info [order-1]
 	// 6 failed half-open probes in a row, every 10.0 s; each probe took 40 ms
 	// the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)
+}
+
+// A fleet model judges each hello once and feeds the engine through its
+// handles: another app under a name that said hello already is another
+// process, and the old one leaves the app at once.
+func ExampleEngine() {
+	const start = int64(1764460800000)
+	e := triage.New(triage.Config{})
+	in := e.NewInstance("pay-1")
+	in = e.Hello(in, triage.JudgeHello(false, "", 0, "pay", start-60000), "pay", start, start-60000)
+	s := e.Series(in, "POST:/charge", start)
+	e.Bucket(s, &triage.BucketStat{Start: start, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10}})
+
+	ch := triage.JudgeHello(true, "pay", start-60000, "refund", start+1000)
+	fmt.Println(ch == triage.HelloNewProcess)
+	moved := e.Hello(in, ch, "refund", start+1000, start+1000)
+	fmt.Println(moved == in, e.Counts().Instances, e.Counts().Apps)
+	// Output:
+	// true
+	// false 1 2
 }

@@ -49,7 +49,7 @@ func steady(h [core.HistogramSlots]int64) func(int64) [core.HistogramSlots]int64
 // to), with the calls hists gives for its start; the transitions at[start]
 // arrive before the bucket starting at start, that is right after the one
 // ending then (a transition at 10.2 s arrives at 10.5 s at the latest).
-func feed(e *Engine, insts []string, res string, from, to int64, hists func(start int64) [core.HistogramSlots]int64, at map[int64][]core.Transition) {
+func feed(e *Feeder, insts []string, res string, from, to int64, hists func(start int64) [core.HistogramSlots]int64, at map[int64][]core.Transition) {
 	for start := from; start < to; start += 500 {
 		for _, in := range insts {
 			for _, tr := range at[start] {
@@ -81,12 +81,12 @@ func withRule(id string, trs ...core.Transition) []core.Transition {
 }
 
 // healthyN is the series' healthy completions, held ones included.
-func healthyN(e *Engine, inst, res string) int64 {
-	return e.insts[inst].series[res].hz.n
+func healthyN(e *Feeder, inst, res string) int64 {
+	return e.inst(inst).series[res].hz.n
 }
 
-func healthyP99Of(e *Engine, inst, res string) (int64, bool) {
-	return e.insts[inst].series[res].healthyP99()
+func healthyP99Of(e *Feeder, inst, res string) (int64, bool) {
+	return e.inst(inst).series[res].healthyP99()
 }
 
 // incident feeds one instance of a slow-ratio rule (statIntervalMs 10 s):
@@ -98,7 +98,7 @@ func healthyP99Of(e *Engine, inst, res string) (int64, bool) {
 // Each healthy bucket holds 10 completions: 9 of at most 10 ms (slot 3)
 // and 1 of at most 100 ms (slot 6). The incident's buckets hold 10 of at
 // most 5000 ms (slot 11).
-func incident(e *Engine, lateMs int64) {
+func incident(e *Feeder, lateMs int64) {
 	const res = "db"
 	fleet(e, "order", 1, t0, "v1", slowRule(res))
 	good := hist(9, 3)
@@ -135,7 +135,7 @@ func incident(e *Engine, lateMs int64) {
 // 80.5 s, which arrive before the close): 1390 again, p99 the same.
 func TestHealthyP99LeavesOutTheIncident(t *testing.T) {
 	for _, late := range []int64{0, 2000} {
-		e := New(Config{})
+		e := NewFeeder(Config{})
 		incident(e, late)
 		if n := healthyN(e, "order-1", "db"); n != 1390 {
 			t.Errorf("transitions %d ms late: %d healthy completions, want 1390", late, n)
@@ -164,7 +164,7 @@ func TestHealthyP99Bounds(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			fleet(e, "order", 1, t0, "v1", slowRule("db"))
 			start := t0
 			for left := c.n; left > 0; left -= 10 {
@@ -200,13 +200,13 @@ func TestHealthyHoldBounds(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			fleet(e, "order", 1, t0, "v1", c.rules...)
 			e.Bucket("order-1", bucketAt("db", t0, hist(10, 3), 8))
 			if c.trip {
 				e.Transition("order-1", trans("db", core.Closed, core.Open, t0+500))
 			}
-			h := &e.insts["order-1"].series["db"].hz
+			h := &e.inst("order-1").series["db"].hz
 			if h.holdMs != c.hold || len(h.held) != c.ringSize {
 				t.Fatalf("hold %d ms, ring %d; want %d, %d", h.holdMs, len(h.held), c.hold, c.ringSize)
 			}
@@ -225,7 +225,7 @@ func TestHealthyTwoBreakers(t *testing.T) {
 	slow.ID, slow.StatIntervalMs = "slow", 5_000
 	errs := core.BreakerRule{Resource: "db", ID: "errors", Strategy: core.ErrorRatio, Threshold: 0.5,
 		MinRequestAmount: 20, StatIntervalMs: 20_000, RetryTimeoutMs: 10_000}
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slow, errs)
 	feed(e, []string{"order-1"}, "db", t0, t0+60000, steady(hist(10, 3)), arrivals(0, withRule("slow",
 		trans("db", core.Closed, core.Open, t0+30000),
@@ -238,7 +238,7 @@ func TestHealthyTwoBreakers(t *testing.T) {
 
 // A restart ends a spell: the new process's breakers are CLOSED.
 func TestHealthyRestartEndsTheSpell(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule("db"))
 	e.Transition("order-1", trans("db", core.Closed, core.Open, t0+1000))
 	e.Hello("order-1", "order", t0+5000, t0+4000)
@@ -256,7 +256,7 @@ func TestHealthyRestartEndsTheSpell(t *testing.T) {
 // CLOSED at 10.01 s: those 20 buckets (ending after 0 s) and the one
 // overlapping 10.01 s are out; 20 more from 10.5 s count: 200.
 func TestHealthyJoinedMidSpell(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule("db"))
 	feed(e, []string{"order-1"}, "db", t0, t0+20500, steady(hist(10, 3)), map[int64][]core.Transition{t0 + 10000: {
 		trans("db", core.Open, core.HalfOpen, t0+10000),
@@ -269,7 +269,7 @@ func TestHealthyJoinedMidSpell(t *testing.T) {
 
 // Holding buckets back costs no allocation in steady state.
 func TestHealthyDoesNotAllocate(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule("db"))
 	start := t0
 	b := bucketAt("db", start, hist(10, 3), 8)
@@ -296,13 +296,13 @@ func TestHealthyDoesNotAllocate(t *testing.T) {
 // histograms: a trip then takes back exactly what the held buckets, narrow
 // and wide, added.
 func TestHealthyHeldWide(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule("db"))
 	narrow, wide := hist(10, 3), hist(70_000, 3, 4)
 	e.Bucket("order-1", bucketAt("db", t0, narrow, 40))
 	e.Bucket("order-1", bucketAt("db", t0+500, wide, 40))
 	e.Bucket("order-1", bucketAt("db", t0+1000, narrow, 40))
-	h := &e.insts["order-1"].series["db"].hz
+	h := &e.inst("order-1").series["db"].hz
 	if got, want := healthyN(e, "order-1", "db"), int64(10+140_000+10); got != want || h.hist32 == nil || h.hist16 != nil {
 		t.Fatalf("healthy %d (wide %v), want %d held in 32 bits", got, h.hist32 != nil, want)
 	}

@@ -19,7 +19,7 @@ func slowRule(res string) core.BreakerRule {
 }
 
 // fleet feeds hello and one rules message to each instance of an app.
-func fleet(e *Engine, app string, n int, ts int64, version string, breakers ...core.BreakerRule) []string {
+func fleet(e *Feeder, app string, n int, ts int64, version string, breakers ...core.BreakerRule) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("%s-%d", app, i)
@@ -32,7 +32,7 @@ func fleet(e *Engine, app string, n int, ts int64, version string, breakers ...c
 
 // traffic feeds buckets of 500 ms with pass entries per bucket on every
 // instance over [from, to).
-func traffic(e *Engine, insts []string, res string, from, to, pass int64) {
+func traffic(e *Feeder, insts []string, res string, from, to, pass int64) {
 	for t := from; t < to; t += 500 {
 		for _, in := range insts {
 			e.Bucket(in, BucketStat{Resource: res, Start: t, BucketMs: 500, Metrics: core.Metrics{Pass: pass, Complete: pass, RtSum: pass * 20, RtMax: 40, Hist: [core.HistogramSlots]int64{4: pass}}, HasHist: true})
@@ -47,7 +47,7 @@ func trans(res string, from, to core.State, at int64) core.Transition {
 // sawtoothRun trips the breaker at start and fails probes failed times,
 // every period ms (HALF_OPEN 5 ms before each re-open). It returns the time
 // of the last OPEN.
-func sawtoothRun(e *Engine, inst, res string, start, period int64, failed int) int64 {
+func sawtoothRun(e *Feeder, inst, res string, start, period int64, failed int) int64 {
 	t := trans(res, core.Closed, core.Open, start)
 	t.Snapshot = core.WindowSnapshot{Total: 100, Bad: 90, Value: 0.9}
 	e.Transition(inst, t)
@@ -62,7 +62,7 @@ func sawtoothRun(e *Engine, inst, res string, start, period int64, failed int) i
 	return at
 }
 
-func closeBreaker(e *Engine, inst, res string, at int64) {
+func closeBreaker(e *Feeder, inst, res string, at int64) {
 	e.Transition(inst, trans(res, core.Open, core.HalfOpen, at-5))
 	e.Transition(inst, trans(res, core.HalfOpen, core.Closed, at))
 }
@@ -118,7 +118,7 @@ func (f Finding) rtOverP99() float64      { return f.Facts.(*RuleAdviceFacts).Rt
 
 // firesInert checks whether feed gives one inert-rule finding, and returns
 // it and its facts (nil when it does not fire).
-func firesInert(t *testing.T, feed func(*Engine) int64, want bool) (Finding, *InertRuleFacts) {
+func firesInert(t *testing.T, feed func(*Feeder) int64, want bool) (Finding, *InertRuleFacts) {
 	t.Helper()
 	f, _ := fires(t, feed, KindInertRule, want)
 	if !want {
@@ -140,3 +140,6 @@ func factsJSON(t *testing.T, f Finding) ([]byte, map[string]any) {
 	}
 	return b, js
 }
+
+// inst is the current instance of a name fed to f.
+func (f *Feeder) inst(name string) *instState { return f.insts[name].in.in }

@@ -10,7 +10,7 @@ import (
 // herdOf feeds three instances running r that trip together and probe
 // together twice, their transitions telling retry (0: not told).
 func herdOf(r core.BreakerRule, retry uint32) Finding {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	insts := fleet(e, "gw", 3, t0, "v1", r)
 	for _, at := range []int64{t0 + 1000, t0 + 13000} {
 		for i, in := range insts {
@@ -80,7 +80,7 @@ func TestSyncHalfOpenAdvice(t *testing.T) {
 // Without a retry timeout, from the transitions or the rules, the advice
 // has no numbers and there is no suggest.
 func TestSyncHalfOpenAdviceUnknownRetry(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	insts := []string{"gw-1", "gw-2", "gw-3"}
 	for _, at := range []int64{t0 + 11000, t0 + 23000} {
 		for i, in := range insts {

@@ -19,7 +19,7 @@ func vipRule() core.HotParamRule {
 
 // hotBuckets feeds 500 ms buckets over [from, to) of hotRes on inst, each
 // with the resource's blocks and hot values that at gives.
-func hotBuckets(e *Engine, inst string, from, to int64, at func(t int64) (block int64, hot []wire.HotItem)) {
+func hotBuckets(e *Feeder, inst string, from, to int64, at func(t int64) (block int64, hot []wire.HotItem)) {
 	for t := from; t < to; t += 500 {
 		block, hot := at(t)
 		var pass int64
@@ -58,8 +58,8 @@ type seg struct {
 
 // hotFeed gives each instance of segs the app and vipRule, then feeds the
 // segments in order; it returns the end of the latest.
-func hotFeed(segs ...seg) func(e *Engine) int64 {
-	return func(e *Engine) int64 {
+func hotFeed(segs ...seg) func(e *Feeder) int64 {
+	return func(e *Feeder) int64 {
 		end := t0
 		for _, sg := range segs {
 			if _, ok := e.insts[sg.inst]; !ok {
@@ -73,7 +73,7 @@ func hotFeed(segs ...seg) func(e *Engine) int64 {
 	}
 }
 
-func hotApp(e *Engine, insts ...string) {
+func hotApp(e *Feeder, insts ...string) {
 	for _, in := range insts {
 		e.Hello(in, "orders", t0, t0-1000)
 		e.Rules(in, t0, "v1", nil, nil, vipRule())
@@ -83,7 +83,7 @@ func hotApp(e *Engine, insts ...string) {
 func TestHotValue(t *testing.T) {
 	cases := []struct {
 		name  string
-		feed  func(e *Engine) int64
+		feed  func(e *Feeder) int64
 		want  bool
 		value string
 		share float64
@@ -108,7 +108,7 @@ func TestHotValue(t *testing.T) {
 			seg{"o-1", 24, 44, blocking("v", 50, 0)}), true, "v", 1, 290.9, 350, []string{"o-1"}},
 		{"a silence of 6 s does", hotFeed(seg{"o-1", 0, 20, blocking("v", 50, 0)}, seg{"o-1", 20, 26, blocking("v", 0, 0)},
 			seg{"o-1", 26, 46, blocking("v", 50, 0)}), false, "", 0, 0, 0, nil},
-		{"no hot-parameter rules: no hot values", func(e *Engine) int64 {
+		{"no hot-parameter rules: no hot values", func(e *Feeder) int64 {
 			e.Hello("o-1", "orders", t0, t0-1000)
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{{Resource: hotRes, Threshold: 400}})
 			hotBuckets(e, "o-1", t0, t0+60000, func(int64) (int64, []wire.HotItem) { return 100, nil })
@@ -117,7 +117,7 @@ func TestHotValue(t *testing.T) {
 		{"the other values are never one value", hotFeed(seg{"o-1", 0, 60, blocking("v", 0, 50)}), false, "", 0, 0, 0, nil},
 		{"two instances", hotFeed(seg{"o-2", 0, 40, blocking("vip-123", 50, 0)}, seg{"o-1", 0, 60, vip("vip-123")}),
 			true, "vip-123", 1, 300, 360, []string{"o-1", "o-2"}},
-		{"rules unknown: per second", func(e *Engine) int64 {
+		{"rules unknown: per second", func(e *Feeder) int64 {
 			e.Hello("o-1", "orders", t0, t0-1000)
 			hotBuckets(e, "o-1", t0, t0+60000, vip("vip-123"))
 			return t0 + 60000
@@ -152,7 +152,7 @@ func TestHotValue(t *testing.T) {
 // The value is input: it never appears in the words, only in the facts.
 func TestHotValueWordsQuoteNoValue(t *testing.T) {
 	const evil = "<img src=x onerror=alert(1)> 12"
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	hotApp(e, "o-1")
 	hotBuckets(e, "o-1", t0, t0+60000, vip(evil))
 	f := one(t, e.Findings(t0+60000), KindHotValue)
@@ -176,7 +176,7 @@ func TestHotValueWordsQuoteNoValue(t *testing.T) {
 // A concurrency limit's exception scales its threshold by the value's
 // offered over its admitted entries.
 func TestHotValueConcurrency(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	e.Hello("o-1", "orders", t0, t0-1000)
 	r := vipRule()
 	r.MetricType, r.Threshold = core.HotParamConcurrency, 20
@@ -192,7 +192,7 @@ func TestHotValueConcurrency(t *testing.T) {
 // A run still going counts; the state of a series stays one run and one
 // best whatever the number of values, and a steady run does not allocate.
 func TestHotValueBounded(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	hotApp(e, "o-1")
 	hotBuckets(e, "o-1", t0, t0+100000, func(t int64) (int64, []wire.HotItem) {
 		return 50, []wire.HotItem{{Value: fmt.Sprint("id-", t/500), Pass: 1, Block: 50}}

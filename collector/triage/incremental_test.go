@@ -11,7 +11,7 @@ import (
 
 // forget drops what Findings keeps between calls, so that the next one
 // derives every finding from the engine's state alone.
-func (e *Engine) forget() {
+func (e *Feeder) forget() {
 	e.adviceARs, e.adviceDirty, e.byName = nil, nil, nil
 	for _, ar := range e.ars {
 		ar.advice = arAdvice{}
@@ -37,8 +37,8 @@ func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			// kept answers Findings after every step, fresh only at the
 			// checkpoints, each time from scratch.
-			kept, fresh := New(Config{}), New(Config{})
-			both := func(f func(*Engine)) { f(kept); f(fresh) }
+			kept, fresh := NewFeeder(Config{}), NewFeeder(Config{})
+			both := func(f func(*Feeder)) { f(kept); f(fresh) }
 			resources := []string{"db", "GET:/x", "shared"}
 			apps := []string{"gateway", "order", "pay"}
 			app := map[string]string{}
@@ -55,7 +55,7 @@ func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
 						bs = append(bs, core.BreakerRule{Resource: r, Strategy: core.ErrorRatio, Threshold: 0.5,
 							MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 5000})
 					}
-					both(func(e *Engine) { e.Rules(name, now, "early", bs, nil) })
+					both(func(e *Feeder) { e.Rules(name, now, "early", bs, nil) })
 				}
 				for _, name := range roster {
 					switch x := rng.IntN(100); {
@@ -64,12 +64,12 @@ func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
 						moved := app[name] == "?"
 						app[name] = apps[rng.IntN(len(apps))]
 						started := now - int64(rng.IntN(3))*1000
-						both(func(e *Engine) { e.Hello(name, app[name], now, started) })
+						both(func(e *Feeder) { e.Hello(name, app[name], now, started) })
 						if moved {
 							continue // judged before its next bucket
 						}
 					case x < 4:
-						both(func(e *Engine) { e.Bye(name, now) })
+						both(func(e *Feeder) { e.Bye(name, now) })
 						continue
 					case x < 7:
 						var bs []core.BreakerRule
@@ -80,14 +80,14 @@ func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
 									StatIntervalMs: uint32(1000 * (1 + rng.IntN(10))), RetryTimeoutMs: 5000})
 							}
 						}
-						both(func(e *Engine) { e.Rules(name, now, fmt.Sprint("v", step), bs, nil) })
+						both(func(e *Feeder) { e.Rules(name, now, fmt.Sprint("v", step), bs, nil) })
 					}
 					for _, r := range resources {
 						if rng.IntN(15) == 0 { // sometimes with no bucket after it
 							from := []core.State{core.Closed, core.Open, core.HalfOpen}[rng.IntN(3)]
 							to := []core.State{core.Closed, core.Open, core.HalfOpen}[rng.IntN(3)]
 							tr := trans(r, from, to, now-250)
-							both(func(e *Engine) { e.Transition(name, tr) })
+							both(func(e *Feeder) { e.Transition(name, tr) })
 						}
 						if rng.IntN(4) == 0 {
 							continue
@@ -97,7 +97,7 @@ func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
 						h[rng.IntN(core.HistogramSlots)] = p
 						b := BucketStat{Resource: r, Start: now - 500, BucketMs: 500,
 							Metrics: core.Metrics{Pass: p, Complete: p, RtSum: p * 30, RtMax: 90, Hist: h}, HasHist: true}
-						both(func(e *Engine) { e.Bucket(name, b) })
+						both(func(e *Feeder) { e.Bucket(name, b) })
 					}
 				}
 				got := kept.Findings(now)

@@ -14,36 +14,36 @@ func TestInertCannotTrip(t *testing.T) {
 	huge.MinRequestAmount = 10000
 	cases := []struct {
 		name    string
-		feed    func(e *Engine) int64
+		feed    func(e *Feeder) int64
 		want    bool
 		most    int64
 		suggest InertSuggest
 	}{
-		{"minRequestAmount 10000 at 100 QPS in a 10 s window", func(e *Engine) int64 {
+		{"minRequestAmount 10000 at 100 QPS in a 10 s window", func(e *Feeder) int64 {
 			in := fleet(e, "pay", 2, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+120000, 50)
 			return t0 + 120000
 		}, true, 1000, InertSuggest{MinRequestAmount: 100}},
-		{"a window holding fewer than 20 also needs a longer one", func(e *Engine) int64 {
+		{"a window holding fewer than 20 also needs a longer one", func(e *Feeder) int64 {
 			r := huge
 			r.MinRequestAmount, r.StatIntervalMs = 50, 1000
 			in := fleet(e, "pay", 1, t0, "v1", r)
 			traffic(e, in, res, t0, t0+120000, 3)
 			return t0 + 120000
 		}, true, 6, InertSuggest{MinRequestAmount: 20, StatIntervalMs: 4000}},
-		{"under a minute of traffic: not judged", func(e *Engine) int64 {
+		{"under a minute of traffic: not judged", func(e *Feeder) int64 {
 			in := fleet(e, "pay", 1, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+50000, 50)
 			return t0 + 50000
 		}, false, 0, InertSuggest{}},
-		{"the windows reach minRequestAmount", func(e *Engine) int64 {
+		{"the windows reach minRequestAmount", func(e *Feeder) int64 {
 			r := huge
 			r.MinRequestAmount = 1000
 			in := fleet(e, "pay", 1, t0, "v1", r)
 			traffic(e, in, res, t0, t0+120000, 50)
 			return t0 + 120000
 		}, false, 0, InertSuggest{}},
-		{"a breaker seen to trip can trip", func(e *Engine) int64 {
+		{"a breaker seen to trip can trip", func(e *Feeder) int64 {
 			in := fleet(e, "pay", 1, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+60000, 50)
 			tr := trans(res, core.Closed, core.Open, t0+60000)
@@ -53,7 +53,7 @@ func TestInertCannotTrip(t *testing.T) {
 			traffic(e, in, res, t0+70000, t0+120000, 50)
 			return t0 + 120000
 		}, false, 0, InertSuggest{}},
-		{"the rule lowered: no longer inert", func(e *Engine) int64 {
+		{"the rule lowered: no longer inert", func(e *Feeder) int64 {
 			in := fleet(e, "pay", 1, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+120000, 50)
 			e.Rules(in[0], t0+120000, "v2", []core.BreakerRule{slowRule(res)}, nil)
@@ -80,16 +80,16 @@ func TestInertNameMismatch(t *testing.T) {
 	flow := core.FlowRule{Resource: " CreateOrder", Threshold: 200}
 	cases := []struct {
 		name string
-		feed func(e *Engine) int64
+		feed func(e *Feeder) int64
 		want bool
 	}{
-		{"rules before the traffic", func(e *Engine) int64 {
+		{"rules before the traffic", func(e *Feeder) int64 {
 			e.Hello("gw-1", "gateway", t0, t0)
 			e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{flow})
 			traffic(e, []string{"gw-1"}, "createOrder", t0, t0+90000, 10)
 			return t0 + 90000
 		}, true},
-		{"traffic before the rules", func(e *Engine) int64 {
+		{"traffic before the rules", func(e *Feeder) int64 {
 			e.Hello("gw-1", "gateway", t0, t0)
 			e.Rules("gw-1", t0, "v0", nil, nil)
 			traffic(e, []string{"gw-1"}, "createOrder", t0, t0+30000, 10)
@@ -97,26 +97,26 @@ func TestInertNameMismatch(t *testing.T) {
 			traffic(e, []string{"gw-1"}, "createOrder", t0+30000, t0+90000, 10)
 			return t0 + 90000
 		}, true},
-		{"under a minute of traffic: not judged", func(e *Engine) int64 {
+		{"under a minute of traffic: not judged", func(e *Feeder) int64 {
 			e.Hello("gw-1", "gateway", t0, t0)
 			e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{flow})
 			traffic(e, []string{"gw-1"}, "createOrder", t0, t0+50000, 10)
 			return t0 + 50000
 		}, false},
-		{"the rule's own resource has traffic too", func(e *Engine) int64 {
+		{"the rule's own resource has traffic too", func(e *Feeder) int64 {
 			e.Hello("gw-1", "gateway", t0, t0)
 			e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{flow})
 			traffic(e, []string{"gw-1"}, "createOrder", t0, t0+90000, 10)
 			traffic(e, []string{"gw-1"}, flow.Resource, t0+90000, t0+91000, 1)
 			return t0 + 91000
 		}, false},
-		{"the names differ otherwise", func(e *Engine) int64 {
+		{"the names differ otherwise", func(e *Feeder) int64 {
 			e.Hello("gw-1", "gateway", t0, t0)
 			e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{{Resource: "createOrders", Threshold: 200}})
 			traffic(e, []string{"gw-1"}, "createOrder", t0, t0+90000, 10)
 			return t0 + 90000
 		}, false},
-		{"the rule removed", func(e *Engine) int64 {
+		{"the rule removed", func(e *Feeder) int64 {
 			e.Hello("gw-1", "gateway", t0, t0)
 			e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{flow})
 			traffic(e, []string{"gw-1"}, "createOrder", t0, t0+90000, 10)

@@ -14,7 +14,7 @@ func TestSyncHalfOpen(t *testing.T) {
 	const res = "pay"
 	// occasion makes the given instances enter HALF_OPEN at start+i*step,
 	// then all re-open.
-	occasion := func(e *Engine, insts []string, start, step int64) {
+	occasion := func(e *Feeder, insts []string, start, step int64) {
 		for i, in := range insts {
 			e.Transition(in, trans(res, core.Open, core.HalfOpen, start+int64(i)*step))
 		}
@@ -22,14 +22,14 @@ func TestSyncHalfOpen(t *testing.T) {
 			e.Transition(in, trans(res, core.HalfOpen, core.Open, start+int64(i)*step+2000))
 		}
 	}
-	trip := func(e *Engine, insts []string, at int64) {
+	trip := func(e *Feeder, insts []string, at int64) {
 		for _, in := range insts {
 			e.Transition(in, trans(res, core.Closed, core.Open, at))
 		}
 	}
 	// closedFlood feeds three occasions of a recovery flood, then every
 	// breaker closing; it returns the end of the last occasion.
-	closedFlood := func(e *Engine, in []string) int64 {
+	closedFlood := func(e *Feeder, in []string) int64 {
 		trip(e, in, t0+1000)
 		occasion(e, in, t0+11000, 100)
 		occasion(e, in, t0+23000, 100)
@@ -42,62 +42,62 @@ func TestSyncHalfOpen(t *testing.T) {
 	cases := []struct {
 		name      string
 		instances int
-		feed      func(e *Engine, insts []string) int64
+		feed      func(e *Feeder, insts []string) int64
 		want      bool
 		severity  Severity
 		count     int64
 		spread    int64
 	}{
-		{"3 of 4 within 1000 ms on 2 occasions", 4, func(e *Engine, in []string) int64 {
+		{"3 of 4 within 1000 ms on 2 occasions", 4, func(e *Feeder, in []string) int64 {
 			trip(e, in[:3], t0+1000)
 			occasion(e, in[:3], t0+11000, 300)
 			occasion(e, in[:3], t0+23000, 450)
 			return t0 + 30000
 		}, true, Critical, 2, 900},
-		{"one occasion is not enough", 4, func(e *Engine, in []string) int64 {
+		{"one occasion is not enough", 4, func(e *Feeder, in []string) int64 {
 			trip(e, in[:3], t0+1000)
 			occasion(e, in[:3], t0+11000, 300)
 			return t0 + 30000
 		}, false, 0, 0, 0},
-		{"2 instances are not a herd", 2, func(e *Engine, in []string) int64 {
+		{"2 instances are not a herd", 2, func(e *Feeder, in []string) int64 {
 			trip(e, in, t0+1000)
 			occasion(e, in, t0+11000, 300)
 			occasion(e, in, t0+23000, 300)
 			return t0 + 30000
 		}, false, 0, 0, 0},
-		{"3 of 8 reporters are less than half", 8, func(e *Engine, in []string) int64 {
+		{"3 of 8 reporters are less than half", 8, func(e *Feeder, in []string) int64 {
 			traffic(e, in, res, t0, t0+1000, 5)
 			trip(e, in[:3], t0+1000)
 			occasion(e, in[:3], t0+11000, 300)
 			occasion(e, in[:3], t0+23000, 300)
 			return t0 + 30000
 		}, false, 0, 0, 0},
-		{"4 of 8 reporters are half", 8, func(e *Engine, in []string) int64 {
+		{"4 of 8 reporters are half", 8, func(e *Feeder, in []string) int64 {
 			traffic(e, in, res, t0, t0+1000, 5)
 			trip(e, in[:4], t0+1000)
 			occasion(e, in[:4], t0+11000, 300)
 			occasion(e, in[:4], t0+23000, 300)
 			return t0 + 30000
 		}, true, Critical, 2, 900},
-		{"a spread of 1001 ms is not together", 3, func(e *Engine, in []string) int64 {
+		{"a spread of 1001 ms is not together", 3, func(e *Feeder, in []string) int64 {
 			trip(e, in, t0+1000)
 			occasion(e, in, t0+11000, 501)
 			occasion(e, in, t0+23000, 501)
 			return t0 + 30000
 		}, false, 0, 0, 0},
-		{"a spread of exactly 1000 ms is", 3, func(e *Engine, in []string) int64 {
+		{"a spread of exactly 1000 ms is", 3, func(e *Feeder, in []string) int64 {
 			trip(e, in, t0+1000)
 			occasion(e, in, t0+11000, 500)
 			occasion(e, in, t0+23000, 500)
 			return t0 + 30000
 		}, true, Critical, 2, 1000},
-		{"no occasion for HoldMs: warning", 3, func(e *Engine, in []string) int64 {
+		{"no occasion for HoldMs: warning", 3, func(e *Feeder, in []string) int64 {
 			return closedFlood(e, in) + DefaultHoldMs
 		}, true, Warning, 3, 200},
-		{"all closed, the last occasion less than HoldMs ago: still critical", 3, func(e *Engine, in []string) int64 {
+		{"all closed, the last occasion less than HoldMs ago: still critical", 3, func(e *Feeder, in []string) int64 {
 			return closedFlood(e, in) + DefaultHoldMs - 1
 		}, true, Critical, 3, 200},
-		{"a retry timeout of 60 s holds for two of them", 3, func(e *Engine, in []string) int64 {
+		{"a retry timeout of 60 s holds for two of them", 3, func(e *Feeder, in []string) int64 {
 			trip(e, in, t0+1000)
 			for k := range 3 {
 				for _, n := range in {
@@ -112,7 +112,7 @@ func TestSyncHalfOpen(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			insts := fleet(e, "gateway", c.instances, t0, "v1", slowRule(res))
 			now := c.feed(e, insts)
 			got := only(t, e.Findings(now), KindSyncHalfOpen)
@@ -136,12 +136,12 @@ func TestRuleDrift(t *testing.T) {
 	pushed.Threshold = 0.8
 	cases := []struct {
 		name     string
-		feed     func(e *Engine) int64
+		feed     func(e *Feeder) int64
 		want     bool
 		severity Severity
 		groups   []RuleGroup
 	}{
-		{"a push that reached 2 of 3 instances", func(e *Engine) int64 {
+		{"a push that reached 2 of 3 instances", func(e *Feeder) int64 {
 			fleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+10100, "v2", []core.BreakerRule{pushed}, nil)
@@ -150,14 +150,14 @@ func TestRuleDrift(t *testing.T) {
 			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}, FirstSeen: t0 + 10000},
 			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
-		{"a push that converged within the grace period", func(e *Engine) int64 {
+		{"a push that converged within the grace period", func(e *Feeder) int64 {
 			fleet(e, "order", 3, t0, "v1", old)
 			for i, in := range []string{"order-1", "order-2", "order-3"} {
 				e.Rules(in, t0+10000+int64(i)*1000, "v2", []core.BreakerRule{pushed}, nil)
 			}
 			return t0 + 60000
 		}, false, 0, nil},
-		{"a push that converged late: warning", func(e *Engine) int64 {
+		{"a push that converged late: warning", func(e *Feeder) int64 {
 			fleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+20000, "v2", []core.BreakerRule{pushed}, nil)
@@ -167,7 +167,7 @@ func TestRuleDrift(t *testing.T) {
 			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}, FirstSeen: t0 + 10000},
 			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
-		{"a new rule missing on one instance", func(e *Engine) int64 {
+		{"a new rule missing on one instance", func(e *Feeder) int64 {
 			fleet(e, "order", 3, t0, "v1")
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
@@ -176,7 +176,7 @@ func TestRuleDrift(t *testing.T) {
 			{Version: "v2", Rule: RuleSet{Breakers: []core.BreakerRule{pushed}}, Instances: []string{"order-1", "order-2"}, FirstSeen: t0 + 10000},
 			{Version: "v1", Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
-		{"same rules in another order, other versions: no drift", func(e *Engine) int64 {
+		{"same rules in another order, other versions: no drift", func(e *Feeder) int64 {
 			other := slowRule("other")
 			e.Hello("a", "order", t0, t0)
 			e.Hello("b", "order", t0, t0)
@@ -184,12 +184,12 @@ func TestRuleDrift(t *testing.T) {
 			e.Rules("b", t0, "y", []core.BreakerRule{other, old}, nil)
 			return t0 + 60000
 		}, false, 0, nil},
-		{"instances of different apps do not drift", func(e *Engine) int64 {
+		{"instances of different apps do not drift", func(e *Feeder) int64 {
 			fleet(e, "order", 2, t0, "v1", old)
 			fleet(e, "pay", 2, t0, "v2", pushed)
 			return t0 + 60000
 		}, false, 0, nil},
-		{"the odd instance left: warning", func(e *Engine) int64 {
+		{"the odd instance left: warning", func(e *Feeder) int64 {
 			fleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Bye("order-1", t0+30000)
@@ -201,7 +201,7 @@ func TestRuleDrift(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			now := c.feed(e)
 			got := only(t, e.Findings(now), KindRuleDrift)
 			if (len(got) == 1) != c.want {
@@ -225,19 +225,19 @@ func TestUnprotected(t *testing.T) {
 	const res = "queryPrice"
 	cases := []struct {
 		name     string
-		feed     func(e *Engine) int64
+		feed     func(e *Feeder) int64
 		want     bool
 		severity Severity
 		passed   int64
 	}{
-		{"one instance without the rule, to the end", func(e *Engine) int64 {
+		{"one instance without the rule, to the end", func(e *Feeder) int64 {
 			in := fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, append(in, "price-3"), res, t0, t0+10000, 7)
 			return t0 + 10000
 		}, true, Critical, 7 * 20},
-		{"it got the rule later: warning", func(e *Engine) int64 {
+		{"it got the rule later: warning", func(e *Feeder) int64 {
 			in := fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
@@ -246,14 +246,14 @@ func TestUnprotected(t *testing.T) {
 			traffic(e, append(in, "price-3"), res, t0+10000, t0+20000, 7)
 			return t0 + 20000
 		}, true, Warning, 7 * 20},
-		{"traffic stopped long before the end: warning", func(e *Engine) int64 {
+		{"traffic stopped long before the end: warning", func(e *Feeder) int64 {
 			fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, []string{"price-3"}, res, t0, t0+10000, 1)
 			return t0 + 60000
 		}, true, Warning, 20},
-		{"shorter than the grace period: nothing", func(e *Engine) int64 {
+		{"shorter than the grace period: nothing", func(e *Feeder) int64 {
 			fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
@@ -262,25 +262,25 @@ func TestUnprotected(t *testing.T) {
 			traffic(e, []string{"price-3"}, res, t0+2000, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
-		{"no instance has a rule: nothing", func(e *Engine) int64 {
+		{"no instance has a rule: nothing", func(e *Feeder) int64 {
 			in := fleet(e, "price", 3, t0, "v0")
 			traffic(e, in, res, t0, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
-		{"rules not known yet: nothing", func(e *Engine) int64 {
+		{"rules not known yet: nothing", func(e *Feeder) int64 {
 			fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			traffic(e, []string{"price-3"}, res, t0, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
-		{"a flow rule protects too", func(e *Engine) int64 {
+		{"a flow rule protects too", func(e *Feeder) int64 {
 			fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v9", nil, []core.FlowRule{{Resource: res, Threshold: 100}})
 			traffic(e, []string{"price-3"}, res, t0, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
-		{"blocked only (pass 0) is not passing", func(e *Engine) int64 {
+		{"blocked only (pass 0) is not passing", func(e *Feeder) int64 {
 			fleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
@@ -290,7 +290,7 @@ func TestUnprotected(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			now := c.feed(e)
 			got := only(t, e.Findings(now), KindUnprotected)
 			if (len(got) == 1) != c.want {
@@ -308,7 +308,7 @@ func TestUnprotected(t *testing.T) {
 }
 
 func TestSharedResource(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	z := fleet(e, "zeta", 1, t0, "v1")
 	a := fleet(e, "alpha", 2, t0, "v1")
 	b := fleet(e, "beta", 1, t0, "v1")

@@ -54,7 +54,7 @@ func TestLowConfidenceTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			fleet(e, "order", 1, t0, "v1", slowRule("r"))
 			tr := trans("r", core.Closed, core.Open, t0+1000)
 			tr.Strategy, tr.Threshold = c.strategy, c.thr
@@ -76,7 +76,7 @@ func TestLowConfidenceTrip(t *testing.T) {
 }
 
 func TestLowConfidenceTripMerged(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 2, t0, "v1", slowRule("r"))
 	for i, c := range []struct {
 		inst string
@@ -105,63 +105,63 @@ func TestSawtooth(t *testing.T) {
 	const res = "GET:/member/info"
 	cases := []struct {
 		name     string
-		feed     func(e *Engine) int64 // returns now
+		feed     func(e *Feeder) int64 // returns now
 		want     bool
 		severity Severity
 		count    int64
 	}{
-		{"2 failed probes are not a sawtooth", func(e *Engine) int64 {
+		{"2 failed probes are not a sawtooth", func(e *Feeder) int64 {
 			return sawtoothRun(e, "order-1", res, t0+10000, 10000, 2) + 1000
 		}, false, 0, 0},
-		{"3 failed probes are", func(e *Engine) int64 {
+		{"3 failed probes are", func(e *Feeder) int64 {
 			return sawtoothRun(e, "order-1", res, t0+10000, 10000, 3) + 1000
 		}, true, Critical, 3},
-		{"2, CLOSED, 2 are not", func(e *Engine) int64 {
+		{"2, CLOSED, 2 are not", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 2)
 			closeBreaker(e, "order-1", res, end+10000)
 			return sawtoothRun(e, "order-1", res, end+20000, 10000, 2) + 1000
 		}, false, 0, 0},
-		{"closed after the run: warning", func(e *Engine) int64 {
+		{"closed after the run: warning", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 4)
 			closeBreaker(e, "order-1", res, end+10000)
 			return end + 60000
 		}, true, Warning, 4},
-		{"a new short run after a closed one: warning", func(e *Engine) int64 {
+		{"a new short run after a closed one: warning", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 5)
 			closeBreaker(e, "order-1", res, end+10000)
 			return sawtoothRun(e, "order-1", res, end+50000, 10000, 1) + 1000
 		}, true, Warning, 5},
-		{"closed less than HoldMs ago: still critical", func(e *Engine) int64 {
+		{"closed less than HoldMs ago: still critical", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 5)
 			closeBreaker(e, "order-1", res, end+10000)
 			return end + 10000 + DefaultHoldMs - 1
 		}, true, Critical, 5},
-		{"closed exactly HoldMs ago: warning", func(e *Engine) int64 {
+		{"closed exactly HoldMs ago: warning", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 5)
 			closeBreaker(e, "order-1", res, end+10000)
 			return end + 10000 + DefaultHoldMs
 		}, true, Warning, 5},
-		{"restart ends the run: warning once HoldMs passed", func(e *Engine) int64 {
+		{"restart ends the run: warning once HoldMs passed", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			e.Hello("order-1", "order", end+1000, end+500)
 			return end + 500 + DefaultHoldMs
 		}, true, Warning, 3},
-		{"restart a moment ago: still critical", func(e *Engine) int64 {
+		{"restart a moment ago: still critical", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			e.Hello("order-1", "order", end+1000, end+500)
 			return end + 2000
 		}, true, Critical, 3},
-		{"bye at the end of the input: still critical", func(e *Engine) int64 {
+		{"bye at the end of the input: still critical", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			e.Bye("order-1", end+1000)
 			return end + 2000
 		}, true, Critical, 3},
-		{"bye long before the end: warning", func(e *Engine) int64 {
+		{"bye long before the end: warning", func(e *Feeder) int64 {
 			end := sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			e.Bye("order-1", end+1000)
 			return end + 60000
 		}, true, Warning, 3},
-		{"two instances merge, count is the longest run", func(e *Engine) int64 {
+		{"two instances merge, count is the longest run", func(e *Feeder) int64 {
 			sawtoothRun(e, "order-1", res, t0+10000, 10000, 3)
 			end := sawtoothRun(e, "order-2", res, t0+12000, 10000, 6)
 			closeBreaker(e, "order-2", res, end+10000)
@@ -170,7 +170,7 @@ func TestSawtooth(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			fleet(e, "order", 3, t0, "v1", slowRule(res))
 			now := c.feed(e)
 			got := only(t, e.Findings(now), KindSawtooth)
@@ -197,7 +197,7 @@ func TestWindowMisaligned(t *testing.T) {
 		{7, 2, true, "set statIntervalMs to a multiple of 2 such as 8"},
 	}
 	for _, c := range cases {
-		e := New(Config{})
+		e := NewFeeder(Config{})
 		r := slowRule("r")
 		r.StatIntervalMs, r.StatSlidingWindowBucketCount = c.interval, c.buckets
 		fleet(e, "order", 2, t0, "v1", r)
@@ -216,7 +216,7 @@ func TestWindowMisaligned(t *testing.T) {
 }
 
 func TestHealthyStreamGivesNoWarning(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	r := slowRule("queryPrice")
 	insts := fleet(e, "price", 4, t0, "v1", r, slowRule("createOrder"))
 	traffic(e, insts, "queryPrice", t0, t0+120000, 50)
@@ -244,7 +244,7 @@ func TestHealthyStreamGivesNoWarning(t *testing.T) {
 
 func TestFindingsOrderAndDeterminism(t *testing.T) {
 	feed := func() []Finding {
-		e := New(Config{})
+		e := NewFeeder(Config{})
 		bad := slowRule("m")
 		bad.StatSlidingWindowBucketCount = 3
 		bad.MinRequestAmount = 3
@@ -289,10 +289,10 @@ func TestFindingsOrderAndDeterminism(t *testing.T) {
 }
 
 func TestBoundedState(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule("r"))
 	sawtoothRun(e, "order-1", "r", t0, 1000, 10000)
-	b := e.insts["order-1"].series["r"].breakers[0]
+	b := e.inst("order-1").series["r"].breakers[0]
 	if b.nring != timelineLen || b.spacings.n != spacingLen || b.probeRts.n != spacingLen || b.maxRun != 10000 {
 		t.Fatalf("ring %d spacings %d probes %d run %d", b.nring, b.spacings.n, b.probeRts.n, b.maxRun)
 	}
@@ -303,12 +303,12 @@ func TestBoundedState(t *testing.T) {
 }
 
 func TestAppChangeAndDataBeforeHello(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	// Data before the hello joins the app once the hello names it.
 	e.Rules("x-1", t0, "v1", []core.BreakerRule{slowRule("r")}, nil)
 	traffic(e, []string{"x-1"}, "r", t0, t0+1000, 1)
 	e.Hello("x-1", "order", t0+1000, t0)
-	if in := e.insts["x-1"]; in.app.name != "order" || in.series["r"].ar.app.name != "order" || !in.hasRules {
+	if in := e.inst("x-1"); in.app.name != "order" || in.series["r"].ar.app.name != "order" || !in.hasRules {
 		t.Fatalf("instance not moved: %+v", in)
 	}
 	c := e.Counts()
@@ -319,7 +319,7 @@ func TestAppChangeAndDataBeforeHello(t *testing.T) {
 
 // The UI asks for findings while the collector feeds the engine.
 func TestConcurrentFeedAndFindings(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	insts := fleet(e, "order", 4, t0, "v1", slowRule("r"))
 	done := make(chan struct{})
 	go func() {

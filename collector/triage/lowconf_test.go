@@ -9,15 +9,15 @@ import (
 
 // lcFeed is an engine with one instance of app "order" running rule r on
 // resource r.Resource, started at startedAt.
-func lcFeed(r core.BreakerRule, startedAt int64) *Engine {
-	e := New(Config{})
+func lcFeed(r core.BreakerRule, startedAt int64) *Feeder {
+	e := NewFeeder(Config{})
 	e.Hello("order-1", "order", t0, startedAt)
 	e.Rules("order-1", t0, "v1", []core.BreakerRule{r}, nil)
 	return e
 }
 
 // lcTrip opens the breaker of r on order-1 at at, on bad of total.
-func lcTrip(e *Engine, r core.BreakerRule, at, bad, total int64) {
+func lcTrip(e *Feeder, r core.BreakerRule, at, bad, total int64) {
 	t := trans(r.Resource, core.Closed, core.Open, at)
 	t.Strategy, t.Threshold = r.Strategy, r.Threshold
 	t.Snapshot = core.WindowSnapshot{Total: total, Bad: bad, Value: float64(bad) / float64(total)}
@@ -25,7 +25,7 @@ func lcTrip(e *Engine, r core.BreakerRule, at, bad, total int64) {
 }
 
 // lcProbe lets one probe through at at, which closes the breaker or not.
-func lcProbe(e *Engine, r core.BreakerRule, at int64, closes bool) {
+func lcProbe(e *Feeder, r core.BreakerRule, at int64, closes bool) {
 	to := core.Open
 	if closes {
 		to = core.Closed
@@ -36,7 +36,7 @@ func lcProbe(e *Engine, r core.BreakerRule, at int64, closes bool) {
 	e.Transition("order-1", p)
 }
 
-func lcFacts(t *testing.T, e *Engine, now int64) *LowConfidenceFacts {
+func lcFacts(t *testing.T, e *Feeder, now int64) *LowConfidenceFacts {
 	t.Helper()
 	return one(t, e.Findings(now), KindLowConfidenceTrip).Facts.(*LowConfidenceFacts)
 }
@@ -74,32 +74,32 @@ func TestLowConfidenceFirstProbe(t *testing.T) {
 	r.MinRequestAmount = 5
 	cases := []struct {
 		name         string
-		feed         func(e *Engine)
+		feed         func(e *Feeder)
 		count, close int64
 	}{
-		{"the first probe failed", func(e *Engine) {
+		{"the first probe failed", func(e *Feeder) {
 			lcTrip(e, r, t0+1000, 3, 5)
 			lcProbe(e, r, t0+11000, false)
 			lcProbe(e, r, t0+21000, true)
 		}, 0, 0},
-		{"the first probe closed", func(e *Engine) {
+		{"the first probe closed", func(e *Feeder) {
 			lcTrip(e, r, t0+1000, 3, 5)
 			lcProbe(e, r, t0+11000, true)
 		}, 1, 1},
-		{"no probe yet", func(e *Engine) {
+		{"no probe yet", func(e *Feeder) {
 			lcTrip(e, r, t0+1000, 3, 5)
 		}, 1, 0},
-		{"closed without a probe", func(e *Engine) {
+		{"closed without a probe", func(e *Feeder) {
 			lcTrip(e, r, t0+1000, 3, 5)
 			e.Transition("order-1", trans("r", core.Open, core.Closed, t0+5000))
 		}, 1, 0},
-		{"one of two failed its probe", func(e *Engine) {
+		{"one of two failed its probe", func(e *Feeder) {
 			lcTrip(e, r, t0+1000, 3, 5)
 			lcProbe(e, r, t0+11000, true)
 			lcTrip(e, r, t0+30000, 4, 6)
 			lcProbe(e, r, t0+40000, false)
 		}, 1, 1},
-		{"a restart keeps the trip", func(e *Engine) {
+		{"a restart keeps the trip", func(e *Feeder) {
 			lcTrip(e, r, t0+1000, 3, 5)
 			e.Hello("order-1", "order", t0+2000, t0+1500)
 			lcTrip(e, r, t0+30000, 4, 6)
@@ -242,7 +242,7 @@ func TestLowConfidenceAdvice(t *testing.T) {
 // Without rules or traffic the advice still names its proposal, without
 // numbers it cannot know.
 func TestLowConfidenceAdviceUnknowns(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	e.Hello("order-1", "order", t0, t0-3_600_000)
 	tr := trans("r", core.Closed, core.Open, t0+1000)
 	tr.Strategy = core.ErrorRatio

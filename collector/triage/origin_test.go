@@ -10,8 +10,8 @@ import (
 
 // limited feeds an instance of app a flow rule of createOrder with that
 // limitApp, and 90 s of traffic at 200 QPS.
-func limited(app, limitApp string) func(e *Engine) int64 {
-	return func(e *Engine) int64 {
+func limited(app, limitApp string) func(e *Feeder) int64 {
+	return func(e *Feeder) int64 {
 		e.Hello("o-1", app, t0, t0-1000)
 		e.Rules("o-1", t0, "v1", nil, []core.FlowRule{{Resource: "createOrder", Threshold: 200, LimitApp: limitApp}})
 		traffic(e, []string{"o-1"}, "createOrder", t0, t0+90000, 100)
@@ -22,14 +22,14 @@ func limited(app, limitApp string) func(e *Engine) int64 {
 func TestInertOriginMismatch(t *testing.T) {
 	const res, app = "createOrder", "order-service"
 	own := core.FlowRule{Resource: res, Threshold: 200, LimitApp: app}
-	hello := func(e *Engine, insts ...string) {
+	hello := func(e *Feeder, insts ...string) {
 		for _, in := range insts {
 			e.Hello(in, app, t0, t0-1000)
 		}
 	}
 	cases := []struct {
 		name    string
-		feed    func(e *Engine) int64
+		feed    func(e *Feeder) int64
 		want    bool
 		insts   []string
 		offered int64
@@ -37,7 +37,7 @@ func TestInertOriginMismatch(t *testing.T) {
 		flows   int
 		brk     int
 	}{
-		{"a flow rule limiting the app's own calls", func(e *Engine) int64 {
+		{"a flow rule limiting the app's own calls", func(e *Feeder) int64 {
 			hello(e, "o-1")
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{own, {Resource: res, Threshold: 50, LimitApp: "gateway"}})
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 100)
@@ -45,7 +45,7 @@ func TestInertOriginMismatch(t *testing.T) {
 		}, true, []string{"o-1"}, 18000, 200, 1, 0},
 		// Java never checks a degrade rule's limitApp: a breaker naming the
 		// app acts on every caller, and is not listed.
-		{"a Java breaker naming the app too, on two instances", func(e *Engine) int64 {
+		{"a Java breaker naming the app too, on two instances", func(e *Feeder) int64 {
 			b := slowRule(res)
 			b.Semantics, b.LimitApp = core.SemanticsJava, app
 			hello(e, "o-1", "o-2")
@@ -56,7 +56,7 @@ func TestInertOriginMismatch(t *testing.T) {
 			traffic(e, []string{"o-2"}, res, t0, t0+90000, 50)
 			return t0 + 90000
 		}, true, []string{"o-1", "o-2"}, 27000, 200, 1, 0},
-		{"only a Java breaker naming the app", func(e *Engine) int64 {
+		{"only a Java breaker naming the app", func(e *Feeder) int64 {
 			b := slowRule(res)
 			b.Semantics, b.LimitApp = core.SemanticsJava, app
 			hello(e, "o-1")
@@ -64,13 +64,13 @@ func TestInertOriginMismatch(t *testing.T) {
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 100)
 			return t0 + 90000
 		}, false, nil, 0, 0, 0, 0},
-		{"the app told after its rules and traffic", func(e *Engine) int64 {
+		{"the app told after its rules and traffic", func(e *Feeder) int64 {
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{own})
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 25)
 			hello(e, "o-1")
 			return t0 + 90000
 		}, true, []string{"o-1"}, 4500, 50, 1, 0},
-		{"under a minute of traffic: not judged", func(e *Engine) int64 {
+		{"under a minute of traffic: not judged", func(e *Feeder) int64 {
 			hello(e, "o-1")
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{own})
 			traffic(e, []string{"o-1"}, res, t0, t0+59500, 100)
@@ -82,13 +82,13 @@ func TestInertOriginMismatch(t *testing.T) {
 		{"an app named default", limited(limitAppDefault, limitAppDefault), false, nil, 0, 0, 0, 0},
 		{"an app named other", limited(limitAppOther, limitAppOther), false, nil, 0, 0, 0, 0},
 		{"the same rule in an app of that name", limited("gateway", "gateway"), true, []string{"o-1"}, 18000, 200, 1, 0},
-		{"no traffic on the rule's resource", func(e *Engine) int64 {
+		{"no traffic on the rule's resource", func(e *Feeder) int64 {
 			hello(e, "o-1")
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{own})
 			traffic(e, []string{"o-1"}, "other", t0, t0+90000, 100)
 			return t0 + 90000
 		}, false, nil, 0, 0, 0, 0},
-		{"the rule fixed", func(e *Engine) int64 {
+		{"the rule fixed", func(e *Feeder) int64 {
 			hello(e, "o-1")
 			e.Rules("o-1", t0, "v1", nil, []core.FlowRule{own})
 			traffic(e, []string{"o-1"}, res, t0, t0+90000, 100)
@@ -143,7 +143,7 @@ func TestInertOriginAndCannotTrip(t *testing.T) {
 	b.MinRequestAmount = 10000
 	var first string
 	for range 20 {
-		e := New(Config{})
+		e := NewFeeder(Config{})
 		e.Hello("o-1", app, t0, t0-1000)
 		e.Rules("o-1", t0, "v1", []core.BreakerRule{b}, []core.FlowRule{{Resource: res, Threshold: 200, LimitApp: app}})
 		traffic(e, []string{"o-1"}, res, t0, t0+90000, 10)

@@ -15,15 +15,15 @@ type resRules struct {
 	key      string // canonical content, for comparing instances
 }
 
-// Rules records an instance's complete rule set (a wire v1 "rules"
+// Rules records the complete rule set of instance h (a wire v1 "rules"
 // message): its breakers, flows and hot-parameter rules (params). The
 // slices are copied. Hot-parameter rules only inform hot-value's advice:
 // rule drift, unprotected traffic and lost rules judge breakers and flows.
-func (e *Engine) Rules(instance string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) {
+func (e *Engine) Rules(h Instance, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observeState(ts)
-	in := e.instance(instance, ts)
+	in := h.in
 	a := in.app
 
 	rules := map[string]*resRules{}

@@ -14,14 +14,14 @@ func TestRulesLost(t *testing.T) {
 	other := slowRule("queryPrice")
 	cases := []struct {
 		name      string
-		feed      func(e *Engine) int64
+		feed      func(e *Feeder) int64
 		want      bool
 		severity  Severity
 		instances []string
 		passed    int64
 		lostAt    int64
 	}{
-		{"a bad push wipes every instance, to the end", func(e *Engine) int64 {
+		{"a bad push wipes every instance, to the end", func(e *Feeder) int64 {
 			in := fleet(e, "order", 3, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+30000, 5)
 			for i, n := range in {
@@ -30,14 +30,14 @@ func TestRulesLost(t *testing.T) {
 			traffic(e, in, res, t0+30000, t0+60000, 5)
 			return t0 + 60000
 		}, true, Critical, []string{"order-1", "order-2", "order-3"}, (60 + 59 + 59) * 5, t0 + 30000},
-		{"one resource's rules dropped, the others kept", func(e *Engine) int64 {
+		{"one resource's rules dropped, the others kept", func(e *Feeder) int64 {
 			in := fleet(e, "order", 2, t0, "v1", rule, other)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-2", t0+20000, "v2", []core.BreakerRule{other}, nil)
 			traffic(e, in, res, t0+20000, t0+60000, 5)
 			return t0 + 60000
 		}, true, Critical, []string{"order-2"}, 80 * 5, t0 + 20000},
-		{"the rules came back: warning", func(e *Engine) int64 {
+		{"the rules came back: warning", func(e *Feeder) int64 {
 			in := fleet(e, "order", 2, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-1", t0+20000, "v2", nil, nil)
@@ -46,14 +46,14 @@ func TestRulesLost(t *testing.T) {
 			traffic(e, in, res, t0+40000, t0+60000, 5)
 			return t0 + 60000
 		}, true, Warning, []string{"order-1"}, 40 * 5, t0 + 20000},
-		{"traffic stopped long before the end: warning", func(e *Engine) int64 {
+		{"traffic stopped long before the end: warning", func(e *Feeder) int64 {
 			in := fleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+10000, 5)
 			e.Rules("order-1", t0+10000, "v2", nil, nil)
 			traffic(e, in, res, t0+10000, t0+30000, 5)
 			return t0 + 90000
 		}, true, Warning, []string{"order-1"}, 40 * 5, t0 + 10000},
-		{"back within the grace period: nothing", func(e *Engine) int64 {
+		{"back within the grace period: nothing", func(e *Feeder) int64 {
 			in := fleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-1", t0+20000, "v2", nil, nil)
@@ -62,13 +62,13 @@ func TestRulesLost(t *testing.T) {
 			traffic(e, in, res, t0+22000, t0+60000, 5)
 			return t0 + 60000
 		}, false, 0, nil, 0, 0},
-		{"no traffic after the loss: nothing", func(e *Engine) int64 {
+		{"no traffic after the loss: nothing", func(e *Feeder) int64 {
 			in := fleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-1", t0+20000, "v2", nil, nil)
 			return t0 + 60000
 		}, false, 0, nil, 0, 0},
-		{"a restarted process starts without rules: not a loss", func(e *Engine) int64 {
+		{"a restarted process starts without rules: not a loss", func(e *Feeder) int64 {
 			in := fleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Hello("order-1", "order", t0+20000, t0+19000)
@@ -100,9 +100,9 @@ func TestRulesLost(t *testing.T) {
 // fires feeds a new engine and judges at the time feed returns: the
 // finding of the kind, which must be there exactly when want, and all the
 // findings.
-func fires(t *testing.T, feed func(*Engine) int64, kind Kind, want bool) (Finding, []Finding) {
+func fires(t *testing.T, feed func(*Feeder) int64, kind Kind, want bool) (Finding, []Finding) {
 	t.Helper()
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	all := e.Findings(feed(e))
 	got := only(t, all, kind)
 	if (len(got) == 1) != want {
@@ -116,7 +116,7 @@ func fires(t *testing.T, feed func(*Engine) int64, kind Kind, want bool) (Findin
 
 // A fleet wiped at once does not drift: its instances agree on no rules.
 func TestRulesLostEverywhereIsNotDrift(t *testing.T) {
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	in := fleet(e, "order", 4, t0, "v1", slowRule("r"))
 	traffic(e, in, "r", t0, t0+20000, 5)
 	for i, n := range in {

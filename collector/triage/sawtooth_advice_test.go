@@ -13,7 +13,7 @@ import (
 // per rt, period ms apart (each probe starts rt ms before its OPEN; rt < 0:
 // the probe's response time is not told). retry is the transitions'
 // retryTimeoutMs (0: not told). It returns the time of the last OPEN.
-func failedProbes(e *Engine, inst, res string, start, period int64, retry uint32, strategy core.Strategy, rts ...int64) int64 {
+func failedProbes(e *Feeder, inst, res string, start, period int64, retry uint32, strategy core.Strategy, rts ...int64) int64 {
 	tr := func(from, to core.State, at int64) core.Transition {
 		return core.Transition{Resource: res, Strategy: strategy, From: from, To: to, AtMs: at, Threshold: 0.5, RetryTimeoutMs: retry}
 	}
@@ -38,7 +38,7 @@ func failedProbes(e *Engine, inst, res string, start, period int64, retry uint32
 // The run lasts 6 x 10.04 = 60.24 s, from the trip to the last probe.
 func TestSawtoothSpecExample(t *testing.T) {
 	const res = "GET:/member/info"
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule(res))
 	from := t0 + 10000
 	end := failedProbes(e, "order-1", res, from, 10040, 10000, core.SlowRequestRatio, 2000, 2000, 2000, 2000, 2000, 2000)
@@ -115,7 +115,7 @@ func TestSawtoothAdvice(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := New(Config{})
+			e := NewFeeder(Config{})
 			r := slowRule(res)
 			r.Strategy, r.RetryTimeoutMs = c.strategy, c.retry
 			if c.retry > 0 {
@@ -147,7 +147,7 @@ func TestSawtoothAdvice(t *testing.T) {
 // does not count.
 func TestSawtoothProbeRtMedian(t *testing.T) {
 	const res = "db"
-	e := New(Config{})
+	e := NewFeeder(Config{})
 	fleet(e, "order", 3, t0, "v1", slowRule(res))
 	failedProbes(e, "order-1", res, t0, 10000, 10000, core.SlowRequestRatio, 100, 200, 300)
 	failedProbes(e, "order-2", res, t0, 10000, 10000, core.SlowRequestRatio, 400, 500, 600, 700)

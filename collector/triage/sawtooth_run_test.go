@@ -37,7 +37,7 @@ func TestSawtoothRunLength(t *testing.T) {
 	}
 	// run trips inst's breaker at start and fails n probes, 12 s apart; it
 	// returns the time of the last OPEN.
-	run := func(e *triage.Engine, inst string, start int64, n int) int64 {
+	run := func(e *triage.Feeder, inst string, start int64, n int) int64 {
 		trip := tr(core.Closed, core.Open, start)
 		trip.Snapshot = core.WindowSnapshot{Total: 40, Bad: 40, Value: 1}
 		e.Transition(inst, trip)
@@ -51,55 +51,55 @@ func TestSawtoothRunLength(t *testing.T) {
 		}
 		return at
 	}
-	closeAt := func(e *triage.Engine, inst string, at int64) int64 {
+	closeAt := func(e *triage.Feeder, inst string, at int64) int64 {
 		e.Transition(inst, tr(core.Open, core.HalfOpen, at+retry))
 		e.Transition(inst, tr(core.HalfOpen, core.Closed, at+retry+20))
 		return at + retry + 20
 	}
 	cases := []struct {
 		name      string
-		feed      func(e *triage.Engine) int64 // returns now
+		feed      func(e *triage.Feeder) int64 // returns now
 		count     int64                        // 0: no sawtooth
 		severity  triage.Severity
 		instances []string
 	}{
-		{"a run of 2 is not a sawtooth", func(e *triage.Engine) int64 {
+		{"a run of 2 is not a sawtooth", func(e *triage.Feeder) int64 {
 			return run(e, "order-1", t0+60000, 2) + 1000
 		}, 0, 0, nil},
-		{"a run of 3 is a sawtooth of 3", func(e *triage.Engine) int64 {
+		{"a run of 3 is a sawtooth of 3", func(e *triage.Feeder) int64 {
 			return run(e, "order-1", t0+60000, 3) + 1000
 		}, 3, triage.Critical, []string{"order-1"}},
-		{"a run of 3 that closed is still one, a warning", func(e *triage.Engine) int64 {
+		{"a run of 3 that closed is still one, a warning", func(e *triage.Feeder) int64 {
 			return closeAt(e, "order-1", run(e, "order-1", t0+60000, 3)) + 60000
 		}, 3, triage.Warning, []string{"order-1"}},
-		{"a run of 4 counts 4", func(e *triage.Engine) int64 {
+		{"a run of 4 counts 4", func(e *triage.Feeder) int64 {
 			return run(e, "order-1", t0+60000, 4) + 1000
 		}, 4, triage.Critical, []string{"order-1"}},
-		{"runs of 2 and 2 across a close are not one of 4", func(e *triage.Engine) int64 {
+		{"runs of 2 and 2 across a close are not one of 4", func(e *triage.Feeder) int64 {
 			end := closeAt(e, "order-1", run(e, "order-1", t0+60000, 2))
 			return run(e, "order-1", end+30000, 2) + 1000
 		}, 0, 0, nil},
-		{"runs of 2 and 1 across a restart are not one of 3", func(e *triage.Engine) int64 {
+		{"runs of 2 and 1 across a restart are not one of 3", func(e *triage.Feeder) int64 {
 			end := run(e, "order-1", t0+60000, 2)
 			e.Hello("order-1", app, end+1000, end+500)
 			return run(e, "order-1", end+30000, 1) + 1000
 		}, 0, 0, nil},
-		{"runs of 2 on two instances are not a sawtooth", func(e *triage.Engine) int64 {
+		{"runs of 2 on two instances are not a sawtooth", func(e *triage.Feeder) int64 {
 			run(e, "order-1", t0+60000, 2)
 			return run(e, "order-2", t0+61000, 2) + 1000
 		}, 0, 0, nil},
-		{"runs of 2 and 3 on two instances: count 3, on the one", func(e *triage.Engine) int64 {
+		{"runs of 2 and 3 on two instances: count 3, on the one", func(e *triage.Feeder) int64 {
 			run(e, "order-1", t0+60000, 2)
 			return run(e, "order-2", t0+61000, 3) + 1000
 		}, 3, triage.Critical, []string{"order-2"}},
-		{"a run of 2, a close, then 3: count 3", func(e *triage.Engine) int64 {
+		{"a run of 2, a close, then 3: count 3", func(e *triage.Feeder) int64 {
 			end := closeAt(e, "order-1", run(e, "order-1", t0+60000, 2))
 			return run(e, "order-1", end+30000, 3) + 1000
 		}, 3, triage.Critical, []string{"order-1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := triage.New(triage.Config{})
+			e := triage.NewFeeder(triage.Config{})
 			for _, inst := range []string{"order-1", "order-2"} {
 				e.Hello(inst, app, t0, t0-60000)
 				e.Rules(inst, t0, "v1", []core.BreakerRule{rule}, nil)

@@ -1,0 +1,96 @@
+package triage
+
+import "github.com/sentinel-top/sentinel-top/core"
+
+// Feeder feeds an Engine by instance name, for callers without a fleet model
+// of their own (tests, examples, a report built by hand). It keeps each
+// name's current handle and what JudgeHello needs, and decides nothing else:
+// a hello is judged by JudgeHello, the collector's rule too; an instance is
+// gone after its Bye and back with its next message (a Feeder has no stale
+// period: the collector's fleet model adds that). The collector feeds its
+// engine itself, through the handles.
+//
+// The Engine's methods (Findings, Counts, ...) are reached through the
+// embedded *Engine. A Feeder is not safe for concurrent use.
+type Feeder struct {
+	*Engine
+	insts map[string]*fed
+}
+
+// fed is what a Feeder knows of one name.
+type fed struct {
+	in        Instance
+	helloed   bool
+	gone      bool
+	app       string
+	startedAt int64
+}
+
+// NewFeeder returns a Feeder of a new Engine; see Config for the zero value.
+func NewFeeder(cfg Config) *Feeder {
+	return &Feeder{Engine: New(cfg), insts: map[string]*fed{}}
+}
+
+// instance returns the name's current instance, beginning one for a name
+// not seen before; one gone comes back at ts.
+func (f *Feeder) instance(name string, ts int64) *fed {
+	d := f.insts[name]
+	if d == nil {
+		d = &fed{in: f.NewInstance(name)}
+		f.insts[name] = d
+	}
+	if d.gone {
+		d.gone = false
+		f.Returned(d.in, ts)
+	}
+	return d
+}
+
+// Hello feeds an instance's hello: which app it belongs to and when its
+// process started (see JudgeHello for what it can mean).
+func (f *Feeder) Hello(instance, app string, ts, startedAt int64) {
+	d := f.instance(instance, ts)
+	ch := JudgeHello(d.helloed, d.app, d.startedAt, app, startedAt)
+	d.in = f.Engine.Hello(d.in, ch, app, ts, startedAt)
+	d.helloed, d.app = true, app
+	if ch == HelloNewProcess {
+		d.startedAt = 0
+	}
+	d.startedAt = max(d.startedAt, startedAt)
+}
+
+// Rules feeds an instance's complete rule set (see Engine.Rules).
+func (f *Feeder) Rules(instance string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) {
+	f.Engine.Rules(f.instance(instance, ts).in, ts, version, breakers, flows, params...)
+}
+
+// Bucket feeds one completed bucket of an instance's resource.
+func (f *Feeder) Bucket(instance string, b BucketStat) {
+	bm := b.BucketMs
+	if bm <= 0 {
+		bm = core.ResourceBucketMs
+	}
+	end := b.Start + bm
+	in := f.instance(instance, end).in
+	f.Engine.Bucket(f.Series(in, b.Resource, end), &b)
+}
+
+// Transition feeds one breaker state change of an instance.
+func (f *Feeder) Transition(instance string, t core.Transition) {
+	if !validState(t.From) || !validState(t.To) || t.From == t.To {
+		return // no fact: it neither brings the instance back nor begins a series
+	}
+	in := f.instance(instance, t.AtMs).in
+	f.Engine.Transition(f.Series(in, t.Resource, t.AtMs), t)
+}
+
+// Bye feeds an instance's bye at ts: it is gone until its next message.
+func (f *Feeder) Bye(instance string, ts int64) {
+	d := f.insts[instance]
+	if d == nil {
+		f.Left(Instance{}, ts)
+		return
+	}
+	f.Left(d.in, ts)
+	d.gone = true
+}
