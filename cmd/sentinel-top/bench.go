@@ -1,48 +1,46 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"github.com/sentinel-top/sentinel-top/agent"
 	"io"
-	"net"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
-const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D]
+const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P]
 
 Measures the collector at fleet scale on this machine. N agents, each with R
-resources called CALLS times a second, serve their streams on loopback; an
-in-process collector dials every one, aggregates, runs triage and publishes
+resources called CALLS times a second, serve their streams on loopback from
+child processes of this command (P agents each); the collector runs alone
+in this process: it dials every one, aggregates, runs triage and publishes
 4 snapshots a second, as the dashboard's does. Prints the ingest rate, the
-CPU and memory it took, the time from a breaker transition at an agent to
-the first snapshot showing it (p50, p99), and checks that every call was
-counted.
+collector's CPU (this process's, per item too) and memory, the agents' CPU,
+the time from a breaker transition at an agent to the first snapshot
+showing it (p50, p99), reconnects and their causes, and checks that every
+call was counted.
 
-The agents and their traffic run in this process too, so the CPU figure
-includes them; a second phase runs them without the collector (--baseline)
-and the difference is the collector's share. Items are counted in the
-websocket frames the agents write to the collector's connections.
+Items are counted in the websocket frames the agents write to the
+collector's connections. Each agent needs 2 open files in its process (its
+listener and its connection), the collector 1 per agent in this one.
 
 Exits 3 when the collector did not count every call the agents admitted,
-naming the instances and resources that came up short.
+naming the instances and resources that came up short, or when an agents'
+process failed.
 
 Examples:
   sentinel-top bench
-  sentinel-top bench --agents 1000 --resources 20 --duration 30s
+  sentinel-top bench --agents 2000 --resources 20 --duration 30s
+  sentinel-top bench --agents 10000 --resources 20 --rate 2
 
 Flags:
 `
@@ -52,7 +50,7 @@ type benchConfig struct {
 	agents, resources int
 	rate              float64 // calls a second per resource
 	duration          time.Duration
-	baseline          bool
+	perProcess        int    // agents in one child process
 	cpuProfile        string // where to write a CPU profile of the measured window
 }
 
@@ -62,10 +60,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var cfg benchConfig
 	fs.IntVar(&cfg.agents, "agents", 100, "agents (targets) on loopback")
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
-	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource (errors: one in ten)")
+	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource (errors: one in ten); at 2 or more every 500 ms bucket gets calls")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to measure")
-	fs.BoolVar(&cfg.baseline, "baseline", true, "also measure the agents and their traffic without a collector")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the measured window, with the collector, to FILE")
+	fs.IntVar(&cfg.perProcess, "per-process", 2500, "agents per child process (2 open files each)")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -79,6 +77,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = fmt.Errorf("--rate %v: want (0, 10000] calls a second", cfg.rate)
 	case cfg.duration < time.Second:
 		err = fmt.Errorf("--duration %v: want at least 1s", cfg.duration)
+	case cfg.perProcess < 1 || cfg.perProcess > 5000:
+		err = fmt.Errorf("--per-process %d: want 1 to 5000", cfg.perProcess)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
@@ -91,337 +91,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// benchFleet is the agents and their traffic.
-type benchFleet struct {
-	agents    []*agent.Agent
-	served    []chan error
-	targets   []collector.Target
-	resources []string
-	// made counts the calls each agent admitted, by resource: made[i][j]
-	// is written only by the traffic goroutine that owns agent i, and read
-	// once the traffic has stopped.
-	made    [][]int64
-	refused atomic.Int64 // calls an Entry turned away (the latency breakers, when open)
-	wire    wireCount    // what the agents wrote to their stream connections
-	// The latency breakers (benchlatency.go): trippers are the agents the
-	// driver trips, tripped[i] the calls it made on agent i (written by
-	// the driver only).
-	lat      *latency
-	trippers []int
-	tripped  []int64
-}
-
-// calls is every call the agents admitted.
-func (f *benchFleet) calls() int64 {
-	var n int64
-	for i, m := range f.made {
-		for j := range m {
-			n += f.madeOn(i, j)
-		}
-	}
-	return n
-}
-
-// madeOn is the calls agent i admitted for resource j.
-func (f *benchFleet) madeOn(i, j int) int64 {
-	if j == 0 {
-		return f.made[i][j] + f.tripped[i]
-	}
-	return f.made[i][j]
-}
-
-func startBenchFleet(n, resources int) (*benchFleet, error) {
-	f := &benchFleet{lat: newLatency(), tripped: make([]int64, n)}
-	for r := 0; r < resources; r++ {
-		f.resources = append(f.resources, fmt.Sprintf("GET:http://svc-%d/api/v1/resource/%d", r%7, r))
-	}
-	for i := 0; i < n; i++ {
-		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: fmt.Sprintf("bench-%04d", i)}
-		if opts.App == latencyApp {
-			instance := opts.Instance
-			opts.OnTransition = func(t core.Transition) {
-				if t.Resource == f.resources[0] {
-					f.lat.transition(instance, t)
-				}
-			}
-		}
-		a, err := agent.New(opts)
-		if err != nil {
-			f.close()
-			return nil, err
-		}
-		if opts.App == latencyApp {
-			if err := a.LoadRules([]core.BreakerRule{latencyRule(f.resources[0])}, nil); err != nil {
-				a.Close()
-				f.close()
-				return nil, err
-			}
-			if len(f.trippers) < latencyTrippers {
-				f.trippers = append(f.trippers, i)
-			}
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			a.Close()
-			f.close()
-			return nil, fmt.Errorf("listening for agent %d: %w", i, err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- a.Serve(countingListener{ln, &f.wire}) }()
-		f.agents, f.served = append(f.agents, a), append(f.served, done)
-		f.made = append(f.made, make([]int64, resources))
-		addr := ln.Addr().String()
-		f.targets = append(f.targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
-	}
-	return f, nil
-}
-
-func (f *benchFleet) close() {
-	for i, a := range f.agents {
-		a.Close()
-		<-f.served[i]
-	}
-	f.agents, f.served = nil, nil
-}
-
-// traffic calls every resource of every agent rate times a second until
-// ctx ends, spread over one goroutine per CPU.
-func (f *benchFleet) traffic(ctx context.Context, rate float64) {
-	workers := min(runtime.GOMAXPROCS(0), len(f.agents))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lo, hi := w*len(f.agents)/workers, (w+1)*len(f.agents)/workers
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			start, done := time.Now(), int64(0)
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case now := <-tick.C:
-					due := int64(rate*now.Sub(start).Seconds()) - done
-					for k := int64(0); k < due; k++ {
-						for i := lo; i < hi; i++ {
-							a, made := f.agents[i], f.made[i]
-							for j, r := range f.resources {
-								e, err := a.Entry(r)
-								if err != nil {
-									f.refused.Add(1)
-									continue
-								}
-								made[j]++
-								var cause error
-								if (done+k)%10 == 0 {
-									cause = errBench
-								}
-								e.Exit(cause)
-							}
-						}
-					}
-					done += due
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-var errBench = errors.New("bench: a failed call")
-
-// wireCount counts what the agents write to their stream connections, read
-// from the websocket frames on the agents' side: every data message, the
-// buckets messages among them, and the items of those.
-type wireCount struct {
-	messages, buckets, items atomic.Int64
-}
-
-func (w *wireCount) load() (messages, buckets, items int64) {
-	return w.messages.Load(), w.buckets.Load(), w.items.Load()
-}
-
-// countingListener hands out connections whose writes are counted.
-type countingListener struct {
-	net.Listener
-	count *wireCount
-}
-
-func (l countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: c, scan: frameScanner{count: l.count}}, nil
-}
-
-// countingConn scans what is written through it. The websocket library
-// writes from one goroutine at a time (the upgrade response, then frames
-// under its write lock). Its writes reach the socket unchanged, one
-// write(2) each; only a message over the 32 KB write buffer, which the
-// library would hand to writev, goes out as two writes.
-type countingConn struct {
-	net.Conn
-	scan frameScanner
-}
-
-func (c *countingConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.scan.feed(p[:n])
-	return n, err
-}
-
-// bucketsPrefix opens every buckets message (wire.AppendBuckets); each of
-// its items opens with itemStart. Those bytes cannot occur inside a JSON
-// string, where a quote is always escaped, so counting them counts items.
-const (
-	bucketsPrefix = `{"v":1,"kind":"buckets"`
-	itemStart     = `{"resource":`
-)
-
-var itemStartBytes = []byte(itemStart)
-
-// frameScanner follows the server side of a websocket connection as it is
-// written, in pieces of any size: the HTTP upgrade response, then frames
-// (RFC 6455 5.2), counting complete data messages into count.
-type frameScanner struct {
-	count    *wireCount
-	httpDone int // bytes of "\r\n\r\n" matched; 4 once the response is over
-	// The frame being read.
-	hdr     [14]byte
-	hdrLen  int
-	payload bool   // the header is complete
-	left    uint64 // payload bytes still to come
-	control bool
-	fin     bool
-	// The data message being read.
-	pos     int  // payload bytes seen
-	buckets bool // its first bytes are bucketsPrefix, so far
-	items   int64
-	tail    [len(itemStart) - 1]byte // its last bytes, for an itemStart split between writes
-	tailLen int
-}
-
-func (s *frameScanner) feed(p []byte) {
-	for s.httpDone < 4 && len(p) > 0 {
-		switch {
-		case p[0] == "\r\n\r\n"[s.httpDone]:
-			s.httpDone++
-		case p[0] == '\r':
-			s.httpDone = 1
-		default:
-			s.httpDone = 0
-		}
-		p = p[1:]
-	}
-	for len(p) > 0 {
-		if !s.payload {
-			s.hdr[s.hdrLen] = p[0]
-			s.hdrLen++
-			p = p[1:]
-			if s.hdrLen < 2 || s.hdrLen < s.headerLen() {
-				continue
-			}
-			s.startFrame()
-			if s.left > 0 {
-				continue
-			}
-		} else {
-			n := int(min(uint64(len(p)), s.left))
-			if !s.control {
-				s.scan(p[:n])
-			}
-			p, s.left = p[n:], s.left-uint64(n)
-			if s.left > 0 {
-				continue
-			}
-		}
-		s.endFrame()
-	}
-}
-
-// headerLen is the length of the frame header, once its first 2 bytes are in.
-func (s *frameScanner) headerLen() int {
-	n := 2
-	switch s.hdr[1] & 0x7f {
-	case 126:
-		n += 2
-	case 127:
-		n += 8
-	}
-	if s.hdr[1]&0x80 != 0 { // masked: from a client, not here, but cheap to skip
-		n += 4
-	}
-	return n
-}
-
-func (s *frameScanner) startFrame() {
-	s.payload = true
-	s.fin = s.hdr[0]&0x80 != 0
-	opcode := s.hdr[0] & 0x0f
-	s.control = opcode >= 8
-	switch l := s.hdr[1] & 0x7f; l {
-	case 126:
-		s.left = uint64(s.hdr[2])<<8 | uint64(s.hdr[3])
-	case 127:
-		s.left = 0
-		for _, b := range s.hdr[2:10] {
-			s.left = s.left<<8 | uint64(b)
-		}
-	default:
-		s.left = uint64(l)
-	}
-	if !s.control && opcode != 0 { // a new message; 0 continues one
-		s.pos, s.buckets, s.items, s.tailLen = 0, true, 0, 0
-	}
-}
-
-func (s *frameScanner) endFrame() {
-	s.payload, s.hdrLen = false, 0
-	if s.control || !s.fin {
-		return
-	}
-	s.count.messages.Add(1)
-	if s.buckets && s.pos >= len(bucketsPrefix) {
-		s.count.buckets.Add(1)
-		s.count.items.Add(s.items)
-	}
-}
-
-// scan reads a piece of a data message's payload.
-func (s *frameScanner) scan(q []byte) {
-	if s.buckets && s.pos < len(bucketsPrefix) {
-		k := min(len(q), len(bucketsPrefix)-s.pos)
-		s.buckets = string(q[:k]) == bucketsPrefix[s.pos:s.pos+k]
-	}
-	s.pos += len(q)
-	if !s.buckets {
-		return
-	}
-	// An itemStart that began in an earlier piece: the tail is shorter
-	// than itemStart, so a match starting in it ends in q.
-	var j [2*len(itemStart) - 2]byte
-	n := copy(j[:], s.tail[:s.tailLen])
-	n += copy(j[n:], q)
-	for i := 0; i < s.tailLen && i+len(itemStart) <= n; i++ {
-		if string(j[i:i+len(itemStart)]) == itemStart {
-			s.items++
-		}
-	}
-	s.items += int64(bytes.Count(q, itemStartBytes))
-	if len(q) >= len(s.tail) {
-		s.tailLen = copy(s.tail[:], q[len(q)-len(s.tail):])
-	} else {
-		s.tailLen = copy(s.tail[:], j[max(0, n-len(s.tail)):n])
-	}
-}
-
 // procSample is the process's CPU time and memory at one instant.
 type procSample struct {
 	at       time.Time
 	cpu      time.Duration // user + system, all threads
 	rss      int64         // bytes; 0 when unknown
+	rssPeak  int64         // the most RSS ever
 	heap     uint64        // Go heap in use
 	heapSys  uint64
 	cpuKnown bool
@@ -430,37 +105,11 @@ type procSample struct {
 func sampleProc() procSample {
 	s := procSample{at: time.Now()}
 	s.cpu, s.cpuKnown = procCPU()
-	s.rss = procStatusBytes("VmRSS:")
+	s.rss, s.rssPeak = procStatusBytes("VmRSS:"), procStatusBytes("VmHWM:")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	s.heap, s.heapSys = ms.HeapInuse, ms.HeapSys
 	return s
-}
-
-// procCPU reads the process's user and system time from /proc/self/stat
-// (Linux; clock ticks of 10 ms).
-func procCPU() (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, false
-	}
-	// The command name, in parentheses, may hold spaces: fields count from
-	// after its closing parenthesis; utime and stime are fields 14 and 15.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
-	return time.Duration(utime+stime) * tick, true
 }
 
 // procStatusBytes reads a "kB" line of /proc/self/status (Linux).
@@ -501,24 +150,23 @@ func openFilesLimit() int64 {
 // benchResult is what one run measured.
 type benchResult struct {
 	cfg             benchConfig
+	processes       int
 	connect         time.Duration
 	messages, bytes int64 // read by the collector over the measured window
 	// Written by the agents over the measured window, counted on the wire.
 	written, bucketsWritten, items int64
 	window                         time.Duration
-	calls, counted, refused        int64
+	calls, counted                 int64
 	short                          []seriesShort
-	cpu, cpuBaseline               float64 // cores
+	cpu, agentsCPU                 float64 // cores
 	cpuKnown                       bool
-	rss, rssPeak                   int64
-	heap, heapSys, heapPeak        uint64
+	rss, rssPeak, agentsRSS        int64
+	heap, heapSys, heapPeak, live  uint64
 	reconnects, dropped            int64
 	rejected, overflow             int64
 	filesLimit                     int64
 	lat                            *latency
-	// What is left once the agents are gone: the collector's.
-	collectorHeap uint64
-	collectorRSS  int64
+	agents                         benchChildStats // summed over the children, at the end
 }
 
 // seriesShort is an instance x resource whose calls the collector did not
@@ -528,62 +176,160 @@ type seriesShort struct {
 	made, counted      int64
 }
 
-// benchAfterTraffic, when set (tests), runs once the traffic has stopped,
-// before the calls are counted.
+// benchAfterTraffic, when set (tests), runs in an agents' process once its
+// traffic has stopped, before its calls are reported.
 var benchAfterTraffic func(*benchFleet)
 
+// benchChildren are the agents' processes, in the order of their agents.
+type benchChildren []*benchChild
+
+// start runs cfg's fleet as processes of perProcess agents each, and
+// returns its targets once every agent serves.
+func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks benchChildHooks) ([]collector.Target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
+	}
+	for first := 0; first < cfg.agents; first += cfg.perProcess {
+		share := benchAgentsConfig{first: first, count: min(cfg.perProcess, cfg.agents-first), fleet: cfg.agents,
+			resources: cfg.resources, rate: cfg.rate}
+		ch, err := startBenchChild(ctx, exe, share, hooks)
+		if err != nil {
+			return nil, err
+		}
+		*kids = append(*kids, ch)
+	}
+	var targets []collector.Target
+	for _, ch := range *kids {
+		e, err := ch.wait(ctx, "ready", 2*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		for _, port := range e.Ports {
+			if port < 1 || port > 65535 {
+				return nil, fmt.Errorf("agents %d-%d: port %d", ch.first, ch.first+ch.count-1, port)
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(port)
+			targets = append(targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
+		}
+	}
+	return targets, nil
+}
+
+// ask sends cmd to every child and returns each one's reply of kind.
+func (kids benchChildren) ask(ctx context.Context, cmd, kind string, timeout time.Duration) ([]benchEvent, error) {
+	for _, ch := range kids {
+		if err := ch.send(cmd); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]benchEvent, len(kids))
+	for i, ch := range kids {
+		e, err := ch.wait(ctx, kind, timeout)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// failed is the first child found to have ended, if one has.
+func (kids benchChildren) failed() error {
+	for _, ch := range kids {
+		if err := ch.failureNow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends every child and waits for them.
+func (kids benchChildren) stop() error {
+	var first error
+	for _, ch := range kids {
+		if err := ch.stop(30 * time.Second); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// sum adds the children's counters up.
+func sumStats(es []benchEvent) benchChildStats {
+	var s benchChildStats
+	for _, e := range es {
+		c := e.benchChildStats
+		s.Messages, s.Buckets, s.Items = s.Messages+c.Messages, s.Buckets+c.Buckets, s.Items+c.Items
+		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
+		s.Dropped, s.Evicted = s.Dropped+c.Dropped, s.Evicted+c.Evicted
+		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
+		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
+	}
+	return s
+}
+
 func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
-	// Each agent holds a listener and a connection, the collector one
-	// connection: 3 files per agent.
-	need := int64(3*cfg.agents + 64)
+	// The collector holds a connection per agent; the agents' processes
+	// their own files.
+	need := int64(cfg.agents + 64)
 	limit := openFilesLimit()
 	if limit > 0 && limit < need {
-		return fmt.Errorf("%d agents need about %d open files and the limit is %d: raise it (ulimit -n %d) or run fewer agents",
+		return fmt.Errorf("%d agents need about %d open files in the collector's process and the limit is %d: raise it (ulimit -n %d) or run fewer agents",
 			cfg.agents, need, limit, need)
 	}
-	res := benchResult{cfg: cfg, filesLimit: limit}
+	res := benchResult{cfg: cfg, filesLimit: limit, lat: newLatency(), processes: (cfg.agents + cfg.perProcess - 1) / cfg.perProcess}
 	fmt.Fprintf(w, "sentinel-top bench: %d agents x %d resources, %g calls/s per resource (%s calls/s), measuring %v\n",
 		cfg.agents, cfg.resources, cfg.rate, thousands(int64(float64(cfg.agents*cfg.resources)*cfg.rate)), cfg.duration)
 
-	fleet, err := startBenchFleet(cfg.agents, cfg.resources)
+	resources := benchResources(cfg.resources)
+	made := make([][]int64, cfg.agents)
+	hooks := benchChildHooks{resources: cfg.resources,
+		transition: func(i int, e *benchEvent) {
+			res.lat.transition(benchInstance(i), e.To, e.AtMs, time.Unix(0, e.AtNs))
+		},
+		made: func(i int, calls []int64) { made[i] = calls }}
+	childCtx, killChildren := context.WithCancel(ctx)
+	defer killChildren()
+	var kids benchChildren
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = kids.stop()
+		}
+	}()
+	targets, err := kids.start(childCtx, cfg, hooks)
 	if err != nil {
 		return err
 	}
-	defer fleet.close()
-	trafficCtx, stopTraffic := context.WithCancel(ctx)
-	trafficDone := make(chan struct{})
-	go func() {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); fleet.trip(trafficCtx) }()
-		fleet.traffic(trafficCtx, cfg.rate)
-		wg.Wait()
-		close(trafficDone)
-	}()
-	defer func() { stopTraffic(); <-trafficDone }()
 
 	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench"})
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
 	dialing.Add(3)
-	go func() { defer dialing.Done(); c.Dial(dialCtx, fleet.targets, collector.DialOptions{}) }()
+	go func() { defer dialing.Done(); c.Dial(dialCtx, targets, collector.DialOptions{}) }()
 	go func() { defer dialing.Done(); c.Run(dialCtx) }()
-	go func() { defer dialing.Done(); fleet.lat.watch(dialCtx, c, fleet.resources[0]) }()
+	go func() { defer dialing.Done(); res.lat.watch(dialCtx, c, resources[0]) }()
 	defer func() { stopDial(); dialing.Wait() }()
 
 	began := time.Now()
 	for {
 		up := 0
-		for _, t := range c.Publish().Targets {
-			if t.State == collector.TargetUp {
-				up++
+		if s := c.Snapshot(); s != nil {
+			for _, t := range s.Targets {
+				if t.State == collector.TargetUp {
+					up++
+				}
 			}
 		}
 		if up == cfg.agents {
 			break
 		}
-		if time.Since(began) > 60*time.Second {
-			return fmt.Errorf("%d of %d targets connected after a minute", up, cfg.agents)
+		if time.Since(began) > 2*time.Minute {
+			return fmt.Errorf("%d of %d targets connected after two minutes", up, cfg.agents)
+		}
+		if err := kids.failed(); err != nil {
+			return err
 		}
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			return err
@@ -596,7 +342,10 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 
 	// The measured window.
 	m0, b0 := targetTotals(c)
-	w0, wb0, i0 := fleet.wire.load()
+	mark0, err := kids.ask(ctx, "mark 0", "mark", time.Minute)
+	if err != nil {
+		return err
+	}
 	p0 := sampleProc()
 	peak := p0
 	watch := func(until time.Time) error {
@@ -604,8 +353,11 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			if err := sleepCtx(ctx, min(time.Second, time.Until(until))); err != nil {
 				return err
 			}
+			if err := kids.failed(); err != nil {
+				return err
+			}
 			s := sampleProc()
-			peak.rss, peak.heap = max(peak.rss, s.rss), max(peak.heap, s.heap)
+			peak.heap = max(peak.heap, s.heap)
 		}
 		return nil
 	}
@@ -619,9 +371,9 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
-	fleet.lat.measure(true)
+	res.lat.measure(true)
 	err = watch(time.Now().Add(cfg.duration))
-	fleet.lat.measure(false)
+	res.lat.measure(false)
 	if cfg.cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
@@ -629,25 +381,34 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		return err
 	}
 	p1 := sampleProc()
+	mark1, err := kids.ask(ctx, "mark 1", "mark", time.Minute)
+	if err != nil {
+		return err
+	}
 	m1, b1 := targetTotals(c)
-	w1, wb1, i1 := fleet.wire.load()
+	s0, s1 := sumStats(mark0), sumStats(mark1)
 	res.window = p1.at.Sub(p0.at)
 	res.messages, res.bytes = m1-m0, b1-b0
-	res.written, res.bucketsWritten, res.items = w1-w0, wb1-wb0, i1-i0
-	res.cpuKnown = p0.cpuKnown && p1.cpuKnown
+	res.written, res.bucketsWritten, res.items = s1.Messages-s0.Messages, s1.Buckets-s0.Buckets, s1.Items-s0.Items
+	res.cpuKnown = p0.cpuKnown && p1.cpuKnown && s1.CPUNs > 0
 	res.cpu = (p1.cpu - p0.cpu).Seconds() / res.window.Seconds()
-	res.rss, res.rssPeak = p1.rss, max(peak.rss, p1.rss)
+	res.agentsCPU = time.Duration(s1.CPUNs-s0.CPUNs).Seconds() / res.window.Seconds()
+	res.agentsRSS = s1.RSS
 	res.heap, res.heapSys, res.heapPeak = p1.heap, p1.heapSys, max(peak.heap, p1.heap)
 
 	// Every call made must be counted, once the last buckets are in: the
 	// agents ship a bucket when it ends, every 500 ms. A count that has not
 	// moved for 2 s (4 buckets) will not move again.
-	stopTraffic()
-	<-trafficDone
-	if benchAfterTraffic != nil {
-		benchAfterTraffic(fleet)
+	done, err := kids.ask(ctx, "stop", "done", 2*time.Minute)
+	if err != nil {
+		return err
 	}
-	res.calls, res.refused, res.lat = fleet.calls(), fleet.refused.Load(), fleet.lat
+	res.agents = sumStats(done)
+	for i := range made {
+		for _, n := range made[i] {
+			res.calls += n
+		}
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	last, lastMoved := int64(-1), time.Now()
 	for {
@@ -655,13 +416,12 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			last, lastMoved = res.counted, time.Now()
 		}
 		res.counted, res.short = 0, res.short[:0]
-		for i, a := range fleet.agents {
-			for j, r := range fleet.resources {
-				tm, _ := c.Totals(a.Instance(), r)
-				pass := tm.Pass
-				res.counted += pass
-				if made := fleet.madeOn(i, j); pass != made {
-					res.short = append(res.short, seriesShort{a.Instance(), r, made, pass})
+		for i := range made {
+			for j, r := range resources {
+				tm, _ := c.Totals(benchInstance(i), r)
+				res.counted += tm.Pass
+				if tm.Pass != made[i][j] {
+					res.short = append(res.short, seriesShort{benchInstance(i), r, made[i][j], tm.Pass})
 				}
 			}
 		}
@@ -681,35 +441,17 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	for _, o := range snap.Overflow {
 		res.overflow += o.Count
 	}
+	// What the collector holds once garbage is gone, before it goes.
+	runtime.GC()
+	end := sampleProc()
+	res.live, res.rss, res.rssPeak = end.heap, end.rss, end.rssPeak
+	runtime.KeepAlive(c)
 	stopDial()
 	dialing.Wait()
-
-	if cfg.baseline {
-		// The same agents and traffic, nobody reading.
-		bctx, bstop := context.WithCancel(ctx)
-		bdone := make(chan struct{})
-		go func() { fleet.traffic(bctx, cfg.rate); close(bdone) }()
-		err := sleepCtx(ctx, time.Second)
-		q0 := sampleProc()
-		if err == nil {
-			err = sleepCtx(ctx, cfg.duration)
-		}
-		q1 := sampleProc()
-		bstop()
-		<-bdone
-		if err != nil {
-			return err
-		}
-		res.cpuBaseline = (q1.cpu - q0.cpu).Seconds() / q1.at.Sub(q0.at).Seconds()
+	stopped = true
+	if err := kids.stop(); err != nil {
+		return err
 	}
-	// The agents go; the collector stays, with everything it holds.
-	fleet.close()
-	time.Sleep(time.Second) // timers of the agents' last bucket run out
-	runtime.GC()            // what finalizers of closed connections kept goes in the next one
-	debug.FreeOSMemory()
-	s := sampleProc()
-	res.collectorHeap, res.collectorRSS = s.heap, s.rss
-	runtime.KeepAlive(c)
 	res.print(w)
 	if res.counted != res.calls {
 		return fmt.Errorf("the collector counted %d calls of the %d the agents admitted", res.counted, res.calls)
@@ -740,7 +482,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (r *benchResult) print(w io.Writer) {
 	secs := r.window.Seconds()
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
-	fmt.Fprintf(w, "connected:  %d targets in %.1f s (open files limit %d)\n", r.cfg.agents, r.connect.Seconds(), r.filesLimit)
+	fmt.Fprintf(w, "connected:  %d targets in %.1f s, served by %d agents' %s (open files limit %d)\n",
+		r.cfg.agents, r.connect.Seconds(), r.processes, plural(r.processes, "process", "processes"), r.filesLimit)
 	fmt.Fprintf(w, "ingest:     %s items/s, %s messages/s, %.1f MB/s of websocket payload, over %.1f s\n",
 		thousands(int64(float64(r.items)/secs)), thousands(int64(float64(r.messages)/secs)),
 		float64(r.bytes)/secs/(1<<20), secs)
@@ -772,28 +515,32 @@ func (r *benchResult) print(w io.Writer) {
 			fmt.Fprintf(w, "            and %d more\n", len(r.short)-10)
 		}
 	}
-	if r.refused > 0 {
-		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.refused))
+	if r.agents.Refused > 0 {
+		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.agents.Refused))
 	}
-	if r.lat != nil {
-		r.lat.print(w)
+	r.lat.print(w)
+	if r.agents.LostEvents > 0 {
+		fmt.Fprintf(w, "            %s transitions not reported by the agents' processes (their pipe was full)\n", thousands(r.agents.LostEvents))
 	}
-	switch {
-	case !r.cpuKnown:
-		fmt.Fprintln(w, "cpu:        unknown on this system (/proc/self/stat)")
-	case r.cfg.baseline:
-		fmt.Fprintf(w, "cpu:        %.2f cores for the process (agents, traffic and collector); %.2f without the collector:\n"+
-			"            the collector (and the agents' serving it) %.2f cores, %.1f µs per item\n",
-			r.cpu, r.cpuBaseline, r.cpu-r.cpuBaseline, (r.cpu-r.cpuBaseline)*secs*1e6/max(float64(r.items), 1))
-	default:
-		fmt.Fprintf(w, "cpu:        %.2f cores for the process (agents, traffic and collector)\n", r.cpu)
+	if r.cpuKnown {
+		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
+			r.cpu, r.cpu*secs*1e6/max(float64(r.items), 1), r.agentsCPU, r.processes, plural(r.processes, "process", "processes"))
+	} else {
+		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
 	}
-	fmt.Fprintf(w, "memory:     RSS %s (peak %s); Go heap in use %s (peak %s), heap reserved %s\n",
-		mb(r.rss), mb(r.rssPeak), mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.heapSys)))
-	fmt.Fprintf(w, "            once the agents are gone (the collector's share): heap in use %s, RSS %s\n",
-		mb(int64(r.collectorHeap)), mb(r.collectorRSS))
+	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
+		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
+	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
 	fmt.Fprintf(w, "health:     %d reconnects, %d messages dropped by agents, %d rejected, %d over limits\n",
 		r.reconnects, r.dropped, r.rejected, r.overflow)
+	a := r.agents
+	if a.Dropped+a.Evicted+a.WriteTimeouts+a.ReadTimeouts+a.ConnErrors > 0 {
+		fmt.Fprintf(w, "            agents' side: %d messages dropped for slow readers, %d readers evicted, %d writes timed out, %d reads timed out (no pong), %d other connection errors\n",
+			a.Dropped, a.Evicted, a.WriteTimeouts, a.ReadTimeouts, a.ConnErrors)
+	}
+	for _, d := range r.lat.downReasons() {
+		fmt.Fprintf(w, "            down %d times: %s\n", d.n, termtext.Sanitize(d.why, 200))
+	}
 }
 
 // thousands formats n with thousands separators.

@@ -1,35 +1,63 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
+// TestMain runs the agents' processes of bench: bench runs this test
+// binary again (os.Executable) as its children, with benchChildEnv set.
+func TestMain(m *testing.M) {
+	if os.Getenv(benchChildEnv) != "" {
+		if os.Getenv(benchLateCallEnv) != "" {
+			benchAfterTraffic = addLateCall
+		}
+		if why := os.Getenv(benchChildFailEnv); why != "" {
+			fmt.Fprintln(os.Stderr, why)
+			os.Exit(1)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// A fleet of 4 agents in 2 processes.
 func TestBenchSmallFleet(t *testing.T) {
-	code, out, errOut := runCmd(t, "bench", "--agents", "4", "--resources", "3", "--rate", "50", "--duration", "1s")
+	code, out, errOut := runCmd(t, "bench", "--agents", "4", "--resources", "3", "--rate", "50", "--duration", "1s", "--per-process", "2")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
 	for _, want := range []string{
 		`(?m)^sentinel-top bench: 4 agents x 3 resources, 50 calls/s per resource \(600 calls/s\), measuring 1s$`,
-		`(?m)^connected:  4 targets in `,
+		`(?m)^connected:  4 targets in [0-9.]+ s, served by 2 agents' processes`,
 		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
-		`(?m)^memory:     RSS `,
+		`(?m)^memory:     collector heap in use [0-9]+ MB \(peak [0-9]+ MB\), [0-9]+ MB live after a collection, heap reserved [0-9]+ MB; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
+		`(?m)^ {12}agents' processes: RSS [1-9][0-9]* MB$`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
 	} {
@@ -47,7 +75,7 @@ func TestBenchSmallFleet(t *testing.T) {
 	if msgs == 0 || items != 3*msgs {
 		t.Errorf("%d items in %d buckets messages, want 3 a message:\n%s", items, msgs, out)
 	}
-	if runtime.GOOS == "linux" && !strings.Contains(out, "without the collector") {
+	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item; agents [0-9.]+ cores \(2 processes\)$`).MatchString(out) {
 		t.Errorf("no CPU split on Linux:\n%s", out)
 	}
 }
@@ -66,23 +94,12 @@ func atoi(t *testing.T, s string) int64 {
 // bench must say which series came up short, and fail. (A call added a
 // moment after its bucket was shipped is sent with the next bucket, and
 // counted: wsstream's TestLateAdditionsAreShippedOnce.)
+//
+// The pass is added in the agents' process (TestMain sets addLateCall
+// there when it sees benchLateCallEnv).
 func TestBenchMissingCallsFail(t *testing.T) {
-	benchAfterTraffic = func(f *benchFleet) {
-		for _, r := range f.agents[1].Guard().Resources() {
-			if r.Name() != f.resources[2] {
-				continue
-			}
-			b := r.Stat().Current(time.Now().UnixMilli() - 3000) // shipped 2.5 s ago or more: past re-reading
-			if b == nil {
-				t.Error("no bucket three seconds back")
-				return
-			}
-			b.AddPass(1)
-			f.made[1][2]++
-		}
-	}
-	t.Cleanup(func() { benchAfterTraffic = nil })
-	code, out, errOut := runCmd(t, "bench", "--agents", "2", "--resources", "3", "--rate", "50", "--duration", "1s", "--baseline=false")
+	t.Setenv(benchLateCallEnv, "1")
+	code, out, errOut := runCmd(t, "bench", "--agents", "2", "--resources", "3", "--rate", "50", "--duration", "1s")
 	if code != exitRuntime {
 		t.Errorf("exit %d, want %d", code, exitRuntime)
 	}
@@ -97,6 +114,98 @@ func TestBenchMissingCallsFail(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "the collector counted") {
 		t.Errorf("stderr: %q", errOut)
+	}
+}
+
+// benchChildFailEnv makes the agents' process fail at once, saying why.
+const benchChildFailEnv = "SENTINEL_TOP_BENCH_TEST_FAIL"
+
+// An agents' process that fails is an error that carries its stderr.
+func TestBenchChildFails(t *testing.T) {
+	t.Setenv(benchChildFailEnv, "no agents today\x1b[31m")
+	code, out, errOut := runCmd(t, "bench", "--agents", "3", "--per-process", "2", "--duration", "1s")
+	if code != exitRuntime {
+		t.Errorf("exit %d, want %d", code, exitRuntime)
+	}
+	if !regexp.MustCompile(`^sentinel-top bench: agents 0-1: exit status 1; its stderr: no agents today\\x1b\[31m\n$`).MatchString(errOut) {
+		t.Errorf("stderr %q", errOut)
+	}
+	if strings.Contains(out, "accounted:") {
+		t.Errorf("results printed:\n%s", out)
+	}
+}
+
+// An agents' process ends when its standard input does: the bench is
+// done with it, or gone.
+func TestBenchAgentsEndWithStdin(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, benchAgentsCommand, "--count", "3", "--fleet", "3", "--resources", "2")
+	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatalf("no ready line: %v; stderr %q", sc.Err(), stderr.String())
+	}
+	var ready benchEvent
+	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.V != benchProtocol || ready.Kind != "ready" || len(ready.Ports) != 3 {
+		t.Fatalf("first line %s (%v)", sc.Bytes(), err)
+	}
+	// The agents serve: a stream answers on each port.
+	for _, p := range ready.Ports {
+		conn, _, err := websocket.DefaultDialer.DialContext(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", p, agent.StreamPath), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, msg, err := conn.ReadMessage(); err != nil || !strings.Contains(string(msg), `"kind":"hello"`) {
+			t.Errorf("port %d: %q %v", p, msg, err)
+		}
+		conn.Close()
+	}
+	stdin.Close()
+	for sc.Scan() { // transitions, until it goes
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v; stderr %q", err, stderr.String())
+	}
+	if ctx.Err() != nil {
+		t.Fatal("killed at the timeout: it did not end with its stdin")
+	}
+}
+
+// benchLateCallEnv makes the agents' process run addLateCall.
+const benchLateCallEnv = "SENTINEL_TOP_BENCH_TEST_LATE_CALL"
+
+// addLateCall adds a pass to agent 1's third resource in a bucket shipped
+// 2.5 s ago or more, and counts it as made.
+func addLateCall(f *benchFleet) {
+	for _, r := range f.agents[1].Guard().Resources() {
+		if r.Name() != f.resources[2] {
+			continue
+		}
+		b := r.Stat().Current(time.Now().UnixMilli() - 3000)
+		if b == nil {
+			fmt.Fprintln(os.Stderr, "no bucket three seconds back")
+			os.Exit(exitRuntime)
+		}
+		b.AddPass(1)
+		f.made[1][2]++
 	}
 }
 

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,13 +38,22 @@ func latencyRule(resource string) core.BreakerRule {
 }
 
 // latency follows the transitions still to be shown, one per instance (a
-// later one replaces it: superseded), and what was measured.
+// later one replaces it: superseded), and what was measured. The agents
+// run in other processes and report their transitions over a pipe: one
+// can arrive after the snapshot that shows it was read, so the watcher
+// also keeps, per instance, the state snapshots show and the first one
+// that showed it.
 type latency struct {
 	mu         sync.Mutex
 	on         bool // inside the measured window
 	pending    map[string]pendingTransition
+	shown      map[string]shownState
 	measured   []time.Duration
 	superseded int
+	// Why targets went down, as snapshots showed them (a target down for
+	// less than a snapshot's interval can go unseen).
+	downSince map[string]int64 // target -> TargetStatus.Since of the down state counted
+	downWhy   map[string]int   // LastError -> times
 }
 
 type pendingTransition struct {
@@ -51,17 +62,38 @@ type pendingTransition struct {
 	at   time.Time // when it happened, for the elapsed time
 }
 
-func newLatency() *latency { return &latency{pending: map[string]pendingTransition{}} }
+// shownState is what snapshots show of an instance's latency breaker
+// since the first one that showed it (At, and when it was read).
+type shownState struct {
+	state core.State
+	atMs  int64
+	seen  time.Time
+}
+
+func newLatency() *latency {
+	return &latency{pending: map[string]pendingTransition{}, shown: map[string]shownState{},
+		downSince: map[string]int64{}, downWhy: map[string]int{}}
+}
 
 // transition is told every transition of the latency breakers.
-func (l *latency) transition(instance string, t core.Transition) {
-	now := time.Now()
+func (l *latency) transition(instance string, to core.State, atMs int64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if sh, ok := l.shown[instance]; ok && sh.state == to && sh.atMs > atMs {
+		l.measure1(sh.seen.Sub(at)) // shown before the news arrived
+		delete(l.pending, instance)
+		return
+	}
 	if _, ok := l.pending[instance]; ok && l.on {
 		l.superseded++
 	}
-	l.pending[instance] = pendingTransition{to: t.To, atMs: t.AtMs, at: now}
+	l.pending[instance] = pendingTransition{to: to, atMs: atMs, at: at}
+}
+
+func (l *latency) measure1(d time.Duration) {
+	if l.on {
+		l.measured = append(l.measured, max(d, 0))
+	}
 }
 
 // measure starts (on) or stops counting.
@@ -71,7 +103,8 @@ func (l *latency) measure(on bool) {
 	l.on = on
 }
 
-// seen times the pending transitions a snapshot shows.
+// seen times the pending transitions a snapshot shows, and notes the
+// targets it shows down.
 func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -79,14 +112,21 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 		if b.Resource != resource {
 			continue
 		}
+		if sh, ok := l.shown[b.Instance]; !ok || sh.state != b.State {
+			l.shown[b.Instance] = shownState{state: b.State, atMs: s.At, seen: now}
+		}
 		p, ok := l.pending[b.Instance]
 		if !ok || b.State != p.to || s.At <= p.atMs {
 			continue
 		}
-		if l.on {
-			l.measured = append(l.measured, now.Sub(p.at))
-		}
+		l.measure1(now.Sub(p.at))
 		delete(l.pending, b.Instance)
+	}
+	for _, t := range s.Targets {
+		if t.State == collector.TargetDown && l.downSince[t.Name] != t.Since {
+			l.downSince[t.Name] = t.Since
+			l.downWhy[t.LastError]++
+		}
 	}
 }
 
@@ -100,7 +140,7 @@ func (l *latency) watch(ctx context.Context, c *collector.Collector, resource st
 		case <-ctx.Done():
 			return
 		case now := <-tk.C:
-			if s := c.Snapshot(); s.Seq != seq {
+			if s := c.Snapshot(); s != nil && s.Seq != seq {
 				seq = s.Seq
 				l.seen(s, resource, now)
 			}
@@ -135,16 +175,16 @@ func (l *latency) print(w io.Writer) {
 // until the breaker refuses one. Its admitted calls are counted in
 // tripped (read once it has returned).
 func (f *benchFleet) trip(ctx context.Context) {
-	tk := time.NewTicker(latencyEvery)
+	if len(f.trippers) == 0 {
+		return
+	}
+	tk := time.NewTicker(f.tripEvery)
 	defer tk.Stop()
 	for k := 0; ; k++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
-		}
-		if len(f.trippers) == 0 {
-			continue
 		}
 		i := f.trippers[k%len(f.trippers)]
 		for range 20 {
@@ -156,4 +196,22 @@ func (f *benchFleet) trip(ctx context.Context) {
 			e.Exit(errBench)
 		}
 	}
+}
+
+// downReason is why targets went down, and how often.
+type downReason struct {
+	why string
+	n   int
+}
+
+// downReasons lists why targets went down, most frequent first.
+func (l *latency) downReasons() []downReason {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []downReason
+	for why, n := range l.downWhy {
+		out = append(out, downReason{why, n})
+	}
+	slices.SortFunc(out, func(a, b downReason) int { return cmp.Or(b.n-a.n, strings.Compare(a.why, b.why)) })
+	return out
 }

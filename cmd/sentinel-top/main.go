@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runServe(ctx, args[1:], stdout, stderr)
 		case "bench":
 			return runBench(ctx, args[1:], stdout, stderr)
+		case benchAgentsCommand: // internal: bench's agents' processes
+			return runBenchAgents(ctx, args[1:], stdin, stdout, stderr)
 		case "version", "--version", "-version":
 			fmt.Fprintln(stdout, versionString())
 			return exitOK

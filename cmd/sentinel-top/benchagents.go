@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The agents of `sentinel-top bench` run in child processes, apart from the
+// collector: each is the same executable run as the internal subcommand
+// `bench-agents` (not in the help), serving a share of the fleet on
+// loopback. It talks to the bench over its standard streams, one JSON
+// object a line, each with "v": benchProtocol:
+//
+//	child -> bench (stdout)
+//	  {"kind":"ready","ports":[...]}           once serving: a port per agent, in order
+//	  {"kind":"transition","agent":I,...}      a latency breaker's transition, as it happens
+//	  {"kind":"mark","id":N,...}               the answer to "mark N": what was written, CPU, memory
+//	  {"kind":"made","agent":I,"calls":[...]}  after "stop": the calls agent I admitted, by resource
+//	  {"kind":"done",...}                      after the last "made"
+//	bench -> child (stdin)
+//	  mark N      count now
+//	  stop        stop the traffic, then report the calls made
+//	  (EOF)       close the agents and exit
+//
+// A child exits when its standard input ends, which is also when the bench
+// is gone (on Linux it is also killed with it: Pdeathsig).
+
+const (
+	benchAgentsCommand = "bench-agents"
+	// benchChildEnv is set for every child; a test binary re-executed as
+	// a child runs the command instead of the tests when it sees it.
+	benchChildEnv = "SENTINEL_TOP_BENCH_CHILD"
+	benchProtocol = 1
+	// benchLineLimit bounds a line either way.
+	benchLineLimit = 1 << 20
+)
+
+// benchEvent is one line from a child.
+type benchEvent struct {
+	V    int    `json:"v"`
+	Kind string `json:"kind"`
+	// ready
+	Ports []int `json:"ports,omitempty"`
+	// transition (Agent, To, AtMs, AtNs) and made (Agent, Calls)
+	Agent int        `json:"agent,omitempty"`
+	To    core.State `json:"to,omitempty"`
+	AtMs  int64      `json:"atMs,omitempty"` // the agent's clock
+	AtNs  int64      `json:"atNs,omitempty"` // the wall clock when the callback ran
+	Calls []int64    `json:"calls,omitempty"`
+	// mark
+	ID int64 `json:"id,omitempty"`
+	benchChildStats
+}
+
+// benchChildStats is what a child counts of itself, reported by mark and
+// done.
+type benchChildStats struct {
+	Messages      int64 `json:"messages,omitempty"` // written, as counted on the wire
+	Buckets       int64 `json:"buckets,omitempty"`
+	Items         int64 `json:"items,omitempty"`
+	CPUNs         int64 `json:"cpuNs,omitempty"` // user + system of the process
+	RSS           int64 `json:"rss,omitempty"`
+	RSSPeak       int64 `json:"rssPeak,omitempty"`
+	Dropped       int64 `json:"dropped,omitempty"` // messages the agents dropped for a slow reader
+	Evicted       int64 `json:"evicted,omitempty"`
+	WriteTimeouts int64 `json:"writeTimeouts,omitempty"`
+	ReadTimeouts  int64 `json:"readTimeouts,omitempty"`
+	ConnErrors    int64 `json:"connErrors,omitempty"`
+	Refused       int64 `json:"refused,omitempty"`         // calls the latency breakers turned away
+	LostEvents    int64 `json:"lostTransitions,omitempty"` // transitions not reported: the pipe was full
+}
+
+// benchAgentsConfig is one child's share of the fleet.
+type benchAgentsConfig struct {
+	first, count, fleet, resources int
+	rate                           float64
+}
+
+// runBenchAgents is the child: it serves its agents until its standard
+// input ends.
+func runBenchAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(benchAgentsCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg benchAgentsConfig
+	fs.IntVar(&cfg.first, "first", 0, "index of the first agent")
+	fs.IntVar(&cfg.count, "count", 1, "agents")
+	fs.IntVar(&cfg.fleet, "fleet", 1, "agents in the whole fleet")
+	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
+	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if cfg.first < 0 || cfg.count < 1 || cfg.first+cfg.count > cfg.fleet || cfg.fleet > 100000 ||
+		cfg.resources < 1 || cfg.resources > 1000 || cfg.rate <= 0 || cfg.rate > 10000 || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: bad share %+v\n", benchAgentsCommand, cfg)
+		return exitUsage
+	}
+	if err := serveBenchAgents(ctx, cfg, stdin, stdout); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", benchAgentsCommand, err)
+		return exitRuntime
+	}
+	return exitOK
+}
+
+// benchOut writes a child's lines, from one goroutine. Transitions are
+// queued without waiting (an agent's OnTransition must not block): when
+// the queue is full they are counted as lost.
+type benchOut struct {
+	lines chan benchEvent
+	lost  atomic.Int64
+}
+
+func (o *benchOut) send(e benchEvent) {
+	e.V = benchProtocol
+	o.lines <- e
+}
+
+func (o *benchOut) trySend(e benchEvent) {
+	e.V = benchProtocol
+	select {
+	case o.lines <- e:
+	default:
+		o.lost.Add(1)
+	}
+}
+
+// run writes lines until lines is closed.
+func (o *benchOut) run(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	var err error
+	for e := range o.lines {
+		if err == nil {
+			err = enc.Encode(e)
+		}
+		if err == nil && len(o.lines) == 0 {
+			err = bw.Flush()
+		}
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	return err
+}
+
+func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reader, stdout io.Writer) error {
+	out := &benchOut{lines: make(chan benchEvent, 4096)}
+	written := make(chan error, 1)
+	go func() { written <- out.run(stdout) }()
+	fleet, err := startBenchFleet(cfg, func(i int, t core.Transition) {
+		out.trySend(benchEvent{Kind: "transition", Agent: i, To: t.To, AtMs: t.AtMs, AtNs: time.Now().UnixNano()})
+	})
+	if err != nil {
+		close(out.lines)
+		<-written
+		return err
+	}
+	defer fleet.close()
+	out.send(benchEvent{Kind: "ready", Ports: fleet.ports})
+
+	trafficCtx, stopTraffic := context.WithCancel(ctx)
+	trafficDone := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); fleet.trip(trafficCtx) }()
+		fleet.traffic(trafficCtx, cfg.rate)
+		wg.Wait()
+		close(trafficDone)
+	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopTraffic()
+			<-trafficDone
+		}
+	}
+	defer stop()
+
+	// Commands, read on their own goroutine so that a cancelled context
+	// ends the child even while nothing comes.
+	cmds := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 0, 4096), benchLineLimit)
+		for sc.Scan() {
+			select {
+			case cmds <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+	}()
+	err = func() error {
+		for {
+			var line string
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-readErr:
+				return err // EOF: the bench is done with us
+			case line = <-cmds:
+			}
+			verb, arg, _ := strings.Cut(line, " ")
+			switch verb {
+			case "mark":
+				id, err := strconv.ParseInt(arg, 10, 64)
+				if err != nil {
+					return fmt.Errorf("mark %q: %w", arg, err)
+				}
+				out.send(benchEvent{Kind: "mark", ID: id, benchChildStats: fleet.stats(out)})
+			case "stop":
+				stop()
+				if benchAfterTraffic != nil {
+					benchAfterTraffic(fleet)
+				}
+				for i := range fleet.agents {
+					out.send(benchEvent{Kind: "made", Agent: cfg.first + i, Calls: fleet.madeBy(i)})
+				}
+				out.send(benchEvent{Kind: "done", benchChildStats: fleet.stats(out)})
+			default:
+				return fmt.Errorf("unknown command %q", line)
+			}
+		}
+	}()
+	stop()
+	fleet.close()
+	close(out.lines)
+	if werr := <-written; err == nil && werr != nil {
+		err = fmt.Errorf("writing to the bench: %w", werr)
+	}
+	return err
+}
+
+// benchFleet is one child's agents and their traffic.
+type benchFleet struct {
+	first     int // the index of agents[0] in the whole fleet
+	agents    []*agent.Agent
+	served    []chan error
+	ports     []int
+	resources []string
+	// made counts the calls each agent admitted, by resource: made[i][j]
+	// is written only by the traffic goroutine that owns agent i, and read
+	// once the traffic has stopped.
+	made    [][]int64
+	refused atomic.Int64 // calls an Entry turned away (the latency breakers, when open)
+	wire    wireCount    // what the agents wrote to their stream connections
+	// The latency breakers (benchlatency.go): trippers are the agents the
+	// driver trips, tripped[i] the calls it made on agent i (written by
+	// the driver only); tripEvery is how often it trips one.
+	trippers  []int
+	tripped   []int64
+	tripEvery time.Duration
+}
+
+// madeBy is the calls agent i admitted, by resource.
+func (f *benchFleet) madeBy(i int) []int64 {
+	calls := append([]int64(nil), f.made[i]...)
+	calls[0] += f.tripped[i]
+	return calls
+}
+
+// benchInstance names agent i of the fleet.
+func benchInstance(i int) string { return fmt.Sprintf("bench-%04d", i) }
+
+// benchResources names the resources of every agent.
+func benchResources(n int) []string {
+	var rs []string
+	for r := 0; r < n; r++ {
+		rs = append(rs, fmt.Sprintf("GET:http://svc-%d/api/v1/resource/%d", r%7, r))
+	}
+	return rs
+}
+
+// benchTripper says whether agent i of the fleet is one the latency driver
+// trips: the first latencyTrippers agents of latencyApp.
+func benchTripper(i int) bool { return i%10 == 0 && i/10 < latencyTrippers }
+
+func startBenchFleet(cfg benchAgentsConfig, onTransition func(i int, t core.Transition)) (*benchFleet, error) {
+	f := &benchFleet{first: cfg.first, resources: benchResources(cfg.resources), tripped: make([]int64, cfg.count)}
+	for k := 0; k < cfg.count; k++ {
+		i := cfg.first + k
+		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: benchInstance(i)}
+		if opts.App == latencyApp {
+			opts.OnTransition = func(t core.Transition) {
+				if t.Resource == f.resources[0] {
+					onTransition(i, t)
+				}
+			}
+		}
+		a, err := agent.New(opts)
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		if opts.App == latencyApp {
+			if err := a.LoadRules([]core.BreakerRule{latencyRule(f.resources[0])}, nil); err != nil {
+				a.Close()
+				f.close()
+				return nil, err
+			}
+			if benchTripper(i) {
+				f.trippers = append(f.trippers, k)
+			}
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			a.Close()
+			f.close()
+			return nil, fmt.Errorf("listening for agent %d: %w", i, err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.Serve(countingListener{ln, &f.wire}) }()
+		f.agents, f.served = append(f.agents, a), append(f.served, done)
+		f.made = append(f.made, make([]int64, cfg.resources))
+		f.ports = append(f.ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	// The fleet's trippers take turns every latencyEvery: this share's
+	// turns come as often as it holds of them.
+	if total := min(latencyTrippers, (cfg.fleet+9)/10); len(f.trippers) > 0 {
+		f.tripEvery = latencyEvery * time.Duration(total) / time.Duration(len(f.trippers))
+	}
+	return f, nil
+}
+
+func (f *benchFleet) close() {
+	for i, a := range f.agents {
+		a.Close()
+		<-f.served[i]
+	}
+	f.agents, f.served = nil, nil
+}
+
+// stats reads the child's counters now.
+func (f *benchFleet) stats(out *benchOut) benchChildStats {
+	s := benchChildStats{Refused: f.refused.Load(), LostEvents: out.lost.Load(),
+		WriteTimeouts: f.wire.writeTimeouts.Load(), ReadTimeouts: f.wire.readTimeouts.Load(), ConnErrors: f.wire.connErrors.Load()}
+	s.Messages, s.Buckets, s.Items = f.wire.load()
+	p := sampleProc()
+	s.CPUNs, s.RSS, s.RSSPeak = int64(p.cpu), p.rss, p.rssPeak
+	for _, a := range f.agents {
+		st := a.Stats()
+		s.Dropped += st.Dropped
+		s.Evicted += st.Evicted
+	}
+	return s
+}
+
+// traffic calls every resource of every agent rate times a second until
+// ctx ends, spread over one goroutine per CPU. The calls are placed half an
+// interval away from the agents' bucket boundaries, so that at 2 calls a
+// second each 500 ms bucket of each resource still gets its call.
+func (f *benchFleet) traffic(ctx context.Context, rate float64) {
+	workers := min(runtime.GOMAXPROCS(0), len(f.agents))
+	ms := time.Now().UnixMilli()
+	boundary := ms - ms%core.ResourceBucketMs + core.ResourceBucketMs
+	start := time.UnixMilli(boundary).Add(-time.Duration(float64(time.Second) / rate / 2))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo, hi := w*len(f.agents)/workers, (w+1)*len(f.agents)/workers
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			done := int64(0)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case now := <-tick.C:
+					due := int64(rate*now.Sub(start).Seconds()) - done
+					if due <= 0 {
+						continue
+					}
+					for k := int64(0); k < due; k++ {
+						for i := lo; i < hi; i++ {
+							a, made := f.agents[i], f.made[i]
+							for j, r := range f.resources {
+								e, err := a.Entry(r)
+								if err != nil {
+									f.refused.Add(1)
+									continue
+								}
+								made[j]++
+								var cause error
+								if (done+k)%10 == 0 {
+									cause = errBench
+								}
+								e.Exit(cause)
+							}
+						}
+					}
+					done += due
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+var errBench = errors.New("bench: a failed call")

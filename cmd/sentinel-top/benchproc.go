@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/internal/termtext"
+)
+
+// benchChild is one child process serving agents first to first+count-1
+// (benchagents.go), as the bench sees it.
+type benchChild struct {
+	first, count int
+	cmd          *exec.Cmd
+	stdin        io.WriteCloser
+	stderr       *tailBuffer
+	replies      chan benchEvent // ready, mark and done; made lines go to onMade
+	exited       chan struct{}   // closed once the process is waited for
+	err          error           // why it ended, set before exited is closed
+}
+
+// benchChildHooks receive a child's reports from its reading goroutine.
+type benchChildHooks struct {
+	transition func(agent int, e *benchEvent)
+	made       func(agent int, calls []int64)
+	resources  int
+}
+
+// startBenchChild runs exe as the agents first to first+count-1 of a fleet.
+func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hooks benchChildHooks) (*benchChild, error) {
+	ch := &benchChild{first: cfg.first, count: cfg.count, stderr: &tailBuffer{max: 16 << 10},
+		replies: make(chan benchEvent, 8), exited: make(chan struct{})}
+	ch.cmd = exec.CommandContext(ctx, exe, benchAgentsCommand,
+		"--first", strconv.Itoa(cfg.first), "--count", strconv.Itoa(cfg.count), "--fleet", strconv.Itoa(cfg.fleet),
+		"--resources", strconv.Itoa(cfg.resources), "--rate", strconv.FormatFloat(cfg.rate, 'g', -1, 64))
+	ch.cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	ch.cmd.Stderr = ch.stderr
+	ch.cmd.SysProcAttr = benchChildAttr() // killed with us (Linux)
+	ch.cmd.WaitDelay = 5 * time.Second
+	stdin, err := ch.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := ch.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	ch.stdin = stdin
+	if err := ch.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the agents' process: %w", err)
+	}
+	go func() {
+		err := ch.read(stdout, hooks)
+		if err != nil {
+			_ = ch.cmd.Process.Kill() // it speaks nonsense: no use waiting for it
+		}
+		werr := ch.cmd.Wait()
+		switch {
+		case err != nil:
+			ch.err = err
+		case werr != nil:
+			ch.err = werr
+		default:
+			ch.err = io.EOF // ended, without error, when asked
+		}
+		close(ch.exited)
+	}()
+	return ch, nil
+}
+
+// read reads the child's lines until its standard output ends.
+func (ch *benchChild) read(r io.Reader, hooks benchChildHooks) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), benchLineLimit)
+	for sc.Scan() {
+		var e benchEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return fmt.Errorf("a line from the agents' process: %w", err)
+		}
+		if e.V != benchProtocol {
+			return fmt.Errorf("the agents' process speaks version %d of the bench protocol, not %d", e.V, benchProtocol)
+		}
+		agentOK := e.Agent >= ch.first && e.Agent < ch.first+ch.count
+		switch e.Kind {
+		case "transition":
+			if !agentOK {
+				return fmt.Errorf("a transition of agent %d, not one of %d-%d", e.Agent, ch.first, ch.first+ch.count-1)
+			}
+			hooks.transition(e.Agent, &e)
+			continue
+		case "made":
+			if !agentOK || len(e.Calls) != hooks.resources {
+				return fmt.Errorf("calls of agent %d for %d resources: want one of %d-%d, %d resources",
+					e.Agent, len(e.Calls), ch.first, ch.first+ch.count-1, hooks.resources)
+			}
+			hooks.made(e.Agent, e.Calls)
+			continue
+		case "ready":
+			if len(e.Ports) != ch.count {
+				return fmt.Errorf("%d ports for %d agents", len(e.Ports), ch.count)
+			}
+		case "mark", "done":
+		default:
+			return fmt.Errorf("unknown report %q from the agents' process", termtext.Sanitize(e.Kind, 40))
+		}
+		select {
+		case ch.replies <- e:
+		default:
+			return fmt.Errorf("the agents' process reports %q unasked", e.Kind)
+		}
+	}
+	return sc.Err()
+}
+
+// wait returns the next reply of the given kind, or why none came.
+func (ch *benchChild) wait(ctx context.Context, kind string, timeout time.Duration) (benchEvent, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	check := func(e benchEvent) (benchEvent, error) {
+		if e.Kind != kind {
+			return e, fmt.Errorf("the agents' process answered %q, not %q", e.Kind, kind)
+		}
+		return e, nil
+	}
+	select {
+	case e := <-ch.replies:
+		return check(e)
+	case <-ch.exited:
+		select {
+		case e := <-ch.replies: // what it said before it went
+			return check(e)
+		default:
+		}
+		return benchEvent{}, ch.failure()
+	case <-ctx.Done():
+		return benchEvent{}, ctx.Err()
+	case <-t.C:
+		return benchEvent{}, fmt.Errorf("agents %d-%d: no %q after %v", ch.first, ch.first+ch.count-1, kind, timeout)
+	}
+}
+
+// send writes one command.
+func (ch *benchChild) send(cmd string) error {
+	if _, err := io.WriteString(ch.stdin, cmd+"\n"); err != nil {
+		return fmt.Errorf("agents %d-%d: %w", ch.first, ch.first+ch.count-1, errors.Join(err, ch.failureNow()))
+	}
+	return nil
+}
+
+// failure describes how the child ended, with the end of its stderr; call
+// it once exited is closed.
+func (ch *benchChild) failure() error {
+	why := ch.err
+	if errors.Is(why, io.EOF) {
+		why = errors.New("exited before it was asked to")
+	}
+	msg := termtext.Sanitize(string(bytes.TrimSpace(ch.stderr.bytes())), 4000)
+	if msg == "" {
+		return fmt.Errorf("agents %d-%d: %w", ch.first, ch.first+ch.count-1, why)
+	}
+	return fmt.Errorf("agents %d-%d: %w; its stderr: %s", ch.first, ch.first+ch.count-1, why, msg)
+}
+
+// failureNow is failure if the child has ended.
+func (ch *benchChild) failureNow() error {
+	select {
+	case <-ch.exited:
+		return ch.failure()
+	default:
+		return nil
+	}
+}
+
+// stop closes the child's standard input, on which it closes its agents
+// and exits, and waits for it (killing it after timeout). It returns an
+// error when the child failed.
+func (ch *benchChild) stop(timeout time.Duration) error {
+	_ = ch.stdin.Close()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-ch.exited:
+	case <-t.C:
+		_ = ch.cmd.Process.Kill()
+		<-ch.exited
+		return fmt.Errorf("agents %d-%d: did not exit within %v of being told to", ch.first, ch.first+ch.count-1, timeout)
+	}
+	if errors.Is(ch.err, io.EOF) {
+		return nil
+	}
+	return ch.failure()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf)
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// benchChildAttr: elsewhere an agents' process ends when its standard
+// input does, which the bench's death also ends.
+func benchChildAttr() *syscall.SysProcAttr { return nil }
