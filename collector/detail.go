@@ -50,15 +50,17 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	votes := map[string]int{}
 	best := 0
 	var majorityRules []core.BreakerRule
-	for _, name := range names {
+	rules := make([]triage.InstanceRules, len(names))
+	for i, name := range names {
 		in := c.insts[name]
+		rules[i] = c.engine.RulesOf(in.tri, resource)
 		if in.gone {
 			continue
 		}
-		key := triage.RuleContent(in.breakers[resource], in.flows[resource])
+		key := rules[i].Key
 		votes[key]++
 		if votes[key] > best {
-			best, majorityRules = votes[key], in.breakers[resource]
+			best, majorityRules = votes[key], rules[i].Breakers
 		}
 	}
 	if len(majorityRules) > 0 {
@@ -67,11 +69,12 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	}
 	c.detailHot(d, names)
 	rateMs := c.opts.RateWindow.Milliseconds()
-	for _, name := range names {
+	for i, name := range names {
 		in := c.insts[name]
 		se := in.series[resource]
-		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(in.breakers[resource]) > 0,
-			Breakers: in.breakers[resource], Flows: in.flows[resource], Params: in.params[resource], RulesVersion: in.version,
+		r := rules[i]
+		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
+			Breakers: r.Breakers, Flows: r.Flows, Params: r.Params, RulesVersion: r.Version,
 			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed, FirstSeen: se.first,
 			Provenance: se.provenance(in)}
 		for _, t := range se.tracks {

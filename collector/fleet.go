@@ -21,13 +21,11 @@ type instance struct {
 	// tri is the triage engine's handle of the process: the store tells
 	// the engine what it decided of its identity (see hello, sweep, ingest)
 	// and feeds it facts through this handle and its series'.
-	tri        triage.Instance
-	startedAt  int64 // the latest of the process's hellos (0: none)
-	bucketMs   int64
-	version    string
-	breakers   map[string][]core.BreakerRule
-	flows      map[string][]core.FlowRule
-	params     map[string][]core.HotParamRule // hot-parameter rules
+	tri       triage.Instance
+	startedAt int64 // the latest of the process's hellos (0: none)
+	bucketMs  int64
+	// Its rules are the triage engine's (Engine.RulesOf): one copy, in
+	// canonical order, that the detail and rule drift both read.
 	series     map[string]*series
 	seriesList []*series // the values of series, for passes without map lookups
 	// changed: a message arrived (or it left) since the last snapshot
@@ -155,9 +153,8 @@ func (c *Collector) instanceFor(place, name string) *instance {
 	if !c.charge(instanceBytes, place, name) {
 		return nil
 	}
-	in := &instance{name: name, app: name, breakers: map[string][]core.BreakerRule{},
-		flows: map[string][]core.FlowRule{}, params: map[string][]core.HotParamRule{}, series: map[string]*series{},
-		bucketMs: core.ResourceBucketMs, tri: c.engine.NewInstance(name)}
+	in := &instance{name: name, app: name, series: map[string]*series{}, bucketMs: core.ResourceBucketMs,
+		tri: c.engine.NewInstance(name)}
 	c.insts[name] = in
 	c.pub.order = nil
 	return in
@@ -226,11 +223,9 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 	return true
 }
 
+// rules hands an instance's rules, those the budget admits, to the triage
+// engine, which holds them (Engine.RulesOf). c.mu is held.
 func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
-	in.version = m.Version
-	in.breakers = map[string][]core.BreakerRule{}
-	in.flows = map[string][]core.FlowRule{}
-	in.params = map[string][]core.HotParamRule{}
 	breakers, flows, params := m.Breakers, m.Flows, m.Params
 	if c.ruleResourcesNew(in.app, m) {
 		// Rules naming resources never seen with rules in this app are
@@ -241,19 +236,10 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 		flows = admitRules(c, place, in, m.Flows, func(r *core.FlowRule) string { return r.Resource })
 		params = admitRules(c, place, in, m.Params, func(r *core.HotParamRule) string { return r.Resource })
 	}
-	for _, r := range breakers {
-		in.breakers[r.Resource] = append(in.breakers[r.Resource], r)
-	}
-	for _, s := range in.seriesList {
-		s.ruled = len(in.breakers[s.resource]) > 0
-	}
-	for _, r := range flows {
-		in.flows[r.Resource] = append(in.flows[r.Resource], r)
-	}
-	for _, r := range params {
-		in.params[r.Resource] = append(in.params[r.Resource], r)
-	}
 	c.engine.Rules(in.tri, m.Ts, m.Version, breakers, flows, params...)
+	for _, s := range in.seriesList {
+		s.ruled = c.engine.HasBreaker(in.tri, s.resource)
+	}
 }
 
 // admitRules keeps the rules whose resource ruleResource admits.

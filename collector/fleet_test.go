@@ -343,3 +343,29 @@ func TestReturnedInstanceCountsAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestDetailShowsTheRulesDriftCompares: two instances sent the same rules in
+// another order and with another retryTimeoutMs; the detail shows both in
+// one order, as rule drift sees them.
+func TestDetailShowsTheRulesDriftCompares(t *testing.T) {
+	c, _, _ := driftFleet()
+	slow := core.BreakerRule{Resource: "r", Strategy: core.SlowRequestRatio, Threshold: 0.5, MaxAllowedRtMs: 200,
+		MinRequestAmount: 20, StatIntervalMs: 1000, RetryTimeoutMs: 5000}
+	errs := driftRules("a-1", t0ms).Breakers[0]
+	for i, rules := range [][]core.BreakerRule{{slow, errs}, {errs, slow}} {
+		rules = slices.Clone(rules)
+		rules[0].RetryTimeoutMs += uint32(i) * 1000
+		n := fmt.Sprintf("a-%d", i+1)
+		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: n}, Version: "v", Breakers: rules})
+		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: n}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Metrics: core.Metrics{Pass: 1}}}})
+	}
+	d := c.Detail("a", "r", t0ms, t0ms+1000)
+	if len(d.Instances) != 2 {
+		t.Fatalf("detail instances %+v", d.Instances)
+	}
+	a, b := d.Instances[0].Breakers, d.Instances[1].Breakers
+	if len(a) != 2 || len(b) != 2 || a[0].Strategy != b[0].Strategy || a[1].Strategy != b[1].Strategy {
+		t.Errorf("the same rules shown in two orders: %+v and %+v", a, b)
+	}
+}

@@ -244,7 +244,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	}
 	a.refs++
 	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, c.instanceFineSlots(), false),
-		ruled: len(in.breakers[resource]) > 0}
+		ruled: c.engine.HasBreaker(in.tri, resource)}
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)
 	c.breakersGen++

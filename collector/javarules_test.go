@@ -179,11 +179,14 @@ func TestJavaRegexRules(t *testing.T) {
 	c, hosts := javaServe(t, clock, "gw", a, b, lit)
 	javaPolls(t, clock, []*fakeJava{a, b, lit}, 2)
 	for _, h := range hosts[:2] {
-		c.mu.Lock()
-		in := c.insts[h]
-		br, fl := in.breakers["GET:/api/b"], in.flows["GET:/api/b"]
-		other, pattern := len(in.breakers["other"]), len(in.breakers["GET:/api/(a|b|c)"])+len(in.flows["GET:/api/.*"])
-		c.mu.Unlock()
+		rules := func(res string) triage.InstanceRules {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.engine.RulesOf(c.insts[h].tri, res)
+		}
+		br, fl := rules("GET:/api/b").Breakers, rules("GET:/api/b").Flows
+		other := len(rules("other").Breakers)
+		pattern := len(rules("GET:/api/(a|b|c)").Breakers) + len(rules("GET:/api/.*").Flows)
 		if len(br) != 1 || br[0].Resource != "GET:/api/b" || br[0].Pattern != "GET:/api/(a|b|c)" || br[0].Strategy != core.ErrorCount ||
 			len(fl) != 1 || fl[0].Pattern != "GET:/api/.*" || other != 0 || pattern != 0 {
 			t.Errorf("%s: breakers %+v flows %+v (other: %d, under the pattern: %d)", h, br, fl, other, pattern)
@@ -197,8 +200,8 @@ func TestJavaRegexRules(t *testing.T) {
 	a.add("1764460830000|GET:/api/c|4|0|4|0|10|0|0|0", "1764460830000|GET:/api/d|4|0|4|0|10|0|0|0")
 	javaPolls(t, clock, []*fakeJava{a, b, lit}, 8)
 	c.mu.Lock()
-	got := fmt.Sprint(len(c.insts[hosts[1]].breakers["GET:/api/c"]), len(c.insts[hosts[1]].breakers["GET:/api/d"]),
-		len(c.insts[hosts[1]].flows["GET:/api/d"]))
+	rules := func(res string) triage.InstanceRules { return c.engine.RulesOf(c.insts[hosts[1]].tri, res) }
+	got := fmt.Sprint(len(rules("GET:/api/c").Breakers), len(rules("GET:/api/d").Breakers), len(rules("GET:/api/d").Flows))
 	c.mu.Unlock()
 	if got != "1 0 1" {
 		t.Errorf("rules of GET:/api/c and /d on the instance that never saw them: %s", got)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-
-	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // The rule-drift detector, and the rule comparison it rests on.
@@ -205,16 +203,6 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, int) {
 		out[i] = g.g
 	}
 	return out, len(contents)
-}
-
-// RuleContent is the canonical content of one resource's rules, as rule
-// drift compares them: independent of order, and without retryTimeoutMs
-// (jittering it per instance is the fix for synchronized probes, not
-// drift). Equal contents, equal strings.
-func RuleContent(breakers []core.BreakerRule, flows []core.FlowRule) string {
-	rr := resRules{breakers: slices.Clone(breakers), flows: slices.Clone(flows)}
-	rr.canonicalize()
-	return rr.key
 }
 
 // rule-drift: an episode starts when the present instances of the app (those

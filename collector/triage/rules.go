@@ -15,6 +15,43 @@ type resRules struct {
 	key      string // canonical content, for comparing instances
 }
 
+// InstanceRules are an instance's rules for one resource as the engine
+// holds them, the one copy every view reads: breakers and flows in their
+// canonical order (sorted by content, so equal sets compare equal whatever
+// the order they were sent in), hot-parameter rules as sent.
+type InstanceRules struct {
+	// Version is the version of the instance's latest rules message.
+	Version  string
+	Breakers []core.BreakerRule
+	Flows    []core.FlowRule
+	Params   []core.HotParamRule
+	// Key is the canonical content of Breakers and Flows that rule drift
+	// compares (retryTimeoutMs left out); "" for none.
+	Key string
+}
+
+// RulesOf returns instance h's rules for resource. The slices are the
+// engine's and must not be modified; a later Rules replaces them rather
+// than changing them, so they stay as they were.
+func (e *Engine) RulesOf(h Instance, resource string) InstanceRules {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in := h.in
+	r := InstanceRules{Version: in.version, Params: in.hotRules[resource]}
+	if rr := in.rules[resource]; rr != nil {
+		r.Breakers, r.Flows, r.Key = rr.breakers, rr.flows, rr.key
+	}
+	return r
+}
+
+// HasBreaker reports whether instance h has a breaker rule for resource.
+func (e *Engine) HasBreaker(h Instance, resource string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rr := h.in.rules[resource]
+	return rr != nil && len(rr.breakers) > 0
+}
+
 // Rules records the complete rule set of instance h (a wire v1 "rules"
 // message): its breakers, flows and hot-parameter rules (params). The
 // slices are copied. Hot-parameter rules only inform hot-value's advice:
