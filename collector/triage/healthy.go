@@ -2,7 +2,6 @@ package triage
 
 import (
 	"math"
-	"slices"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -20,6 +19,12 @@ const (
 	// statIntervalMs longer than that excludes only the last maxHoldMs
 	// before a trip from buckets already counted.
 	maxHoldMs = 120_000
+	// maxHeldBuckets bounds how many buckets a series holds back: 120 s of
+	// 100 ms buckets. Buckets shorter than that under a long window are
+	// released before their hold is over (a trip reaching back further
+	// leaves them counted), so that a peer declaring 1 ms buckets cannot
+	// make each series hold 120,000 (9 MB).
+	maxHeldBuckets = maxHoldMs/100 + 2
 )
 
 // healthy is a series' healthy traffic. Buckets arrive interleaved with
@@ -31,13 +36,8 @@ type healthy struct {
 	// holdMs is the longest statIntervalMs of the series' breakers (a
 	// breaker of unknown rule counts maxHoldMs), at most maxHoldMs.
 	holdMs int64
-	// held is a ring of the buckets held back, oldest at head; their
-	// histograms are in the same places of hist16, or of hist32 once a
-	// count did not fit 16 bits (wide).
-	held     []heldBucket
-	hist16   [][core.HistogramSlots]uint16
-	hist32   [][core.HistogramSlots]int32
-	head, nh int
+	// held are the buckets held back, packed (held.go).
+	held heldQueue
 	// hist and n sum up every healthy bucket, held or released (a dropped
 	// one is taken out again); rtMax is the slowest call of those released.
 	hist  [core.HistogramSlots]int64
@@ -52,59 +52,17 @@ type healthy struct {
 	prevTo       int64
 }
 
-// heldBucket is a bucket held back: when it ends, its calls and its
-// slowest; 32 bits hold a bucket's counts, and its histogram takes 16 bits
-// a slot until a count needs more: 1 KB a series for a 10 s window, where
-// 32 bits took 1.6 KB.
-type heldBucket struct {
-	end   int64
-	n     int32
-	rtMax int32
-}
-
 // spell reports whether a breaker of the series is not CLOSED.
 func (h *healthy) spell() bool { return h.hasEx && h.exTo == math.MaxInt64 }
 
 // setHold sets how long buckets of bucketMs are held back, keeping those
-// held. It allocates only when the hold grows.
+// held. How many may be held only grows.
 func (h *healthy) setHold(holdMs, bucketMs int64) {
 	h.holdMs = min(max(holdMs, 0), maxHoldMs)
 	if h.holdMs == 0 || bucketMs <= 0 {
 		return
 	}
-	need := int(h.holdMs/bucketMs) + 2
-	if need <= len(h.held) {
-		return
-	}
-	held := make([]heldBucket, need)
-	var h16 [][core.HistogramSlots]uint16
-	var h32 [][core.HistogramSlots]int32
-	if h.hist32 != nil {
-		h32 = make([][core.HistogramSlots]int32, need)
-	} else {
-		h16 = make([][core.HistogramSlots]uint16, need)
-	}
-	for i := range h.nh {
-		j := (h.head + i) % len(h.held)
-		held[i] = h.held[j]
-		if h32 != nil {
-			h32[i] = h.hist32[j]
-		} else {
-			h16[i] = h.hist16[j]
-		}
-	}
-	h.held, h.hist16, h.hist32, h.head = held, h16, h32, 0
-}
-
-// widen moves the held histograms to 32 bits a slot, for good.
-func (h *healthy) widen() {
-	h.hist32 = make([][core.HistogramSlots]int32, len(h.held))
-	for i, x := range h.hist16 {
-		for k, c := range x {
-			h.hist32[i][k] = int32(c)
-		}
-	}
-	h.hist16 = nil
+	h.held.max = max(h.held.max, int32(min(h.holdMs/bucketMs+2, maxHeldBuckets)))
 }
 
 // bucket takes one bucket of the series over [start, end).
@@ -113,7 +71,7 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 	if !b.HasHist || h.excluded(start, end) {
 		return
 	}
-	if h.holdMs == 0 || len(h.held) == 0 {
+	if h.holdMs == 0 || h.held.max == 0 {
 		for i, c := range b.Hist {
 			h.hist[i] += max(c, 0)
 			h.n += max(c, 0)
@@ -121,35 +79,22 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 		h.rtMax = max(h.rtMax, b.RtMax)
 		return
 	}
-	if h.nh == len(h.held) {
+	if h.held.n == h.held.max {
 		h.releaseOldest() // buckets in order never fill it: keep the bound all the same
 	}
-	at := (h.head + h.nh) % len(h.held)
-	hb := &h.held[at]
-	var n int32
-	var hist [core.HistogramSlots]int32
+	var hb heldBucket
 	for i, c := range b.Hist {
-		c32 := int32(min(max(c, 0), math.MaxInt32/core.HistogramSlots))
-		hist[i] = c32
-		h.hist[i] += int64(c32)
-		n += c32
+		c = min(max(c, 0), maxHeldCount)
+		hb.hist[i] = c
+		h.hist[i] += c
+		hb.n += c
 	}
-	if n == 0 {
+	if hb.n == 0 {
 		return
 	}
-	if h.hist32 == nil && slices.Max(hist[:]) > math.MaxUint16 {
-		h.widen()
-	}
-	if h.hist32 != nil {
-		h.hist32[at] = hist
-	} else {
-		for i, c := range hist {
-			h.hist16[at][i] = uint16(c)
-		}
-	}
-	hb.end, hb.n, hb.rtMax = end, n, int32(min(max(b.RtMax, 0), math.MaxInt32))
-	h.nh++
-	h.n += int64(n)
+	hb.end, hb.rtMax = end, min(max(b.RtMax, 0), math.MaxInt32)
+	h.held.push(&hb)
+	h.n += hb.n
 }
 
 func (h *healthy) excluded(start, end int64) bool {
@@ -158,7 +103,7 @@ func (h *healthy) excluded(start, end int64) bool {
 
 // release counts the held buckets ending at or before until for good.
 func (h *healthy) release(until int64) {
-	for h.nh > 0 && h.held[h.head].end <= until {
+	for h.held.n > 0 && h.held.oldestEnd() <= until {
 		h.releaseOldest()
 	}
 }
@@ -166,9 +111,9 @@ func (h *healthy) release(until int64) {
 // releaseOldest counts the oldest held bucket for good: its calls are in
 // hist already.
 func (h *healthy) releaseOldest() {
-	h.rtMax = max(h.rtMax, int64(h.held[h.head].rtMax))
-	h.head = (h.head + 1) % len(h.held)
-	h.nh--
+	var b heldBucket
+	h.held.pop(&b)
+	h.rtMax = max(h.rtMax, b.rtMax)
 }
 
 // trip excludes from from on, until the spell ends: a breaker tripped (from
@@ -187,24 +132,11 @@ func (h *healthy) trip(from int64) {
 		h.exFrom = from
 	}
 	h.hasEx, h.exTo = true, math.MaxInt64
-	for h.nh > 0 {
-		last := (h.head + h.nh - 1) % len(h.held)
-		hb := &h.held[last]
-		if hb.end <= h.exFrom {
-			break
-		}
-		if h.hist32 != nil {
-			for i, c := range h.hist32[last] {
-				h.hist[i] -= int64(c)
-			}
-		} else {
-			for i, c := range h.hist16[last] {
-				h.hist[i] -= int64(c)
-			}
-		}
-		h.n -= int64(hb.n)
-		h.nh--
+	d := h.held.dropAfter(h.exFrom)
+	for i, c := range d.hist {
+		h.hist[i] -= c
 	}
+	h.n -= d.n
 }
 
 // close ends the spell at at: every breaker of the series is CLOSED again.
@@ -226,9 +158,7 @@ func (s *series) healthyP99() (ms int64, ok bool) {
 	ms = core.HistogramQuantile(&h.hist, 0.99, 0)
 	if ms == 0 { // the open-ended slot: rare enough to look at the held buckets
 		ms = h.rtMax
-		for i := range h.nh {
-			ms = max(ms, int64(h.held[(h.head+i)%len(h.held)].rtMax))
-		}
+		h.held.each(func(b *heldBucket) { ms = max(ms, b.rtMax) })
 	}
 	return ms, ms > 0
 }

@@ -207,10 +207,37 @@ func TestHealthyHoldBounds(t *testing.T) {
 				e.Transition("order-1", trans("db", core.Closed, core.Open, t0+500))
 			}
 			h := &e.inst("order-1").series["db"].hz
-			if h.holdMs != c.hold || len(h.held) != c.ringSize {
-				t.Fatalf("hold %d ms, ring %d; want %d, %d", h.holdMs, len(h.held), c.hold, c.ringSize)
+			if h.holdMs != c.hold || int(h.held.max) != c.ringSize {
+				t.Fatalf("hold %d ms, at most %d held; want %d, %d", h.holdMs, h.held.max, c.hold, c.ringSize)
 			}
 		})
+	}
+}
+
+// A peer declaring 1 ms buckets under a 300 s window: at most
+// maxHeldBuckets are held, in bytes that grow with what is held (none
+// before the first bucket), not with the window.
+func TestHealthyHeldBoundedForShortBuckets(t *testing.T) {
+	long := slowRule("db")
+	long.StatIntervalMs = 300_000
+	e := NewFeeder(Config{})
+	fleet(e, "order", 1, t0, "v1", long)
+	b := bucketAt("db", t0, hist(10, 3, 12), 8)
+	b.BucketMs = 1
+	e.Bucket("order-1", b)
+	h := &e.inst("order-1").series["db"].hz
+	if h.held.max != maxHeldBuckets || h.held.n != 1 || cap(h.held.buf) > 2*maxHeldBytes {
+		t.Fatalf("at most %d held, %d held in %d bytes; want %d, 1 in at most %d", h.held.max, h.held.n, cap(h.held.buf), maxHeldBuckets, 2*maxHeldBytes)
+	}
+	for k := range int64(5000) {
+		b.Start = t0 + 1 + k
+		e.Bucket("order-1", b)
+	}
+	if got, want := healthyN(e, "order-1", "db"), int64(5001*20); h.held.n != maxHeldBuckets || got != want {
+		t.Fatalf("%d held, healthy %d; want %d, %d", h.held.n, got, maxHeldBuckets, want)
+	}
+	if limit := maxHeldBuckets * 8 * 5 / 4; cap(h.held.buf) > limit { // 8 bytes a bucket here
+		t.Fatalf("%d bytes held, over %d", cap(h.held.buf), limit)
 	}
 }
 
@@ -292,9 +319,8 @@ func TestHealthyDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// A held bucket whose count does not fit 16 bits widens the series' held
-// histograms: a trip then takes back exactly what the held buckets, narrow
-// and wide, added.
+// Held buckets of small and large counts: a trip takes back exactly what
+// they added.
 func TestHealthyHeldWide(t *testing.T) {
 	e := NewFeeder(Config{})
 	fleet(e, "order", 1, t0, "v1", slowRule("db"))
@@ -303,8 +329,8 @@ func TestHealthyHeldWide(t *testing.T) {
 	e.Bucket("order-1", bucketAt("db", t0+500, wide, 40))
 	e.Bucket("order-1", bucketAt("db", t0+1000, narrow, 40))
 	h := &e.inst("order-1").series["db"].hz
-	if got, want := healthyN(e, "order-1", "db"), int64(10+140_000+10); got != want || h.hist32 == nil || h.hist16 != nil {
-		t.Fatalf("healthy %d (wide %v), want %d held in 32 bits", got, h.hist32 != nil, want)
+	if got, want := healthyN(e, "order-1", "db"), int64(10+140_000+10); got != want || h.held.n != 3 {
+		t.Fatalf("healthy %d (%d held), want %d in 3 held", got, h.held.n, want)
 	}
 	// The trip reaches back 10 s: every held bucket is dropped.
 	e.Transition("order-1", trans("db", core.Closed, core.Open, t0+2000))
