@@ -67,6 +67,8 @@ type windows struct {
 // sum over a sliding run of ceil(interval / bucket) buckets. Windows longer
 // than windowSlots buckets sum slots of several buckets, over one slot more
 // than the window: an upper bound, so that cannot-trip never overstates.
+// A slot keeps at most 2^32 - 1 completions: a fuller one leaving the
+// window takes back only that much from sum, which stays an upper bound.
 type windowMax struct {
 	s        *series
 	interval int64  // statIntervalMs
@@ -75,7 +77,7 @@ type windowMax struct {
 	listed   bool   // in the engine's inertIndex
 
 	bucketMs, slotMs, span int64
-	ring                   [windowSlots]int64
+	ring                   [windowSlots]uint32
 	head                   int64 // index of the newest slot: its start / slotMs
 	has                    bool
 	sum, max               int64
@@ -83,7 +85,7 @@ type windowMax struct {
 
 // setup starts the ring over for buckets of bm ms; max is kept.
 func (w *windowMax) setup(bm int64) {
-	w.bucketMs, w.has, w.sum, w.ring = bm, false, 0, [windowSlots]int64{}
+	w.bucketMs, w.has, w.sum, w.ring = bm, false, 0, [windowSlots]uint32{}
 	n := (w.interval + bm - 1) / bm
 	if n <= windowSlots {
 		w.slotMs, w.span = bm, n
@@ -105,10 +107,10 @@ func (w *windowMax) add(start, bm, n int64) {
 		w.has, w.head = true, idx
 	case idx > w.head:
 		if idx-w.head >= w.span {
-			w.ring, w.sum = [windowSlots]int64{}, 0
+			w.ring, w.sum = [windowSlots]uint32{}, 0
 		} else {
 			for k := w.head + 1; k <= idx; k++ {
-				w.sum -= w.ring[(k-w.span)%windowSlots] // the slot leaving the window
+				w.sum -= int64(w.ring[(k-w.span)%windowSlots]) // the slot leaving the window
 				w.ring[k%windowSlots] = 0
 			}
 		}
@@ -116,7 +118,7 @@ func (w *windowMax) add(start, bm, n int64) {
 	case idx <= w.head-w.span:
 		return // older than the window
 	}
-	w.ring[idx%windowSlots] += n
+	w.ring[idx%windowSlots] = uint32(min(int64(w.ring[idx%windowSlots])+n, math.MaxUint32))
 	w.sum += n
 	w.max = max(w.max, w.sum)
 }

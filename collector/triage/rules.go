@@ -63,28 +63,31 @@ func (e *Engine) Rules(h Instance, ts int64, version string, breakers []core.Bre
 	in := h.in
 	a := in.app
 
+	// Every resource with rules is an app x resource (drift compares
+	// them): the rules name it by the app x resource's copy of its name,
+	// one for all instances of the app.
 	rules := map[string]*resRules{}
 	get := func(res string) *resRules {
 		rr := rules[res]
 		if rr == nil {
 			rr = &resRules{}
-			rules[strings.Clone(res)] = rr
+			rules[res] = rr
 		}
 		return rr
 	}
 	for _, b := range breakers {
-		b.Resource = strings.Clone(b.Resource)
+		b.Resource = e.appRes(a, b.Resource).resource
 		b.ID = strings.Clone(b.ID)
 		rr := get(b.Resource)
 		rr.breakers = append(rr.breakers, b)
 	}
 	for _, f := range flows {
-		f.Resource = strings.Clone(f.Resource)
+		f.Resource = e.appRes(a, f.Resource).resource
 		f.ID = strings.Clone(f.ID)
 		rr := get(f.Resource)
 		rr.flows = append(rr.flows, f)
 	}
-	for res, rr := range rules {
+	for _, rr := range rules {
 		rr.canonicalize()
 		if k, ok := e.keys[rr.key]; ok {
 			rr.key = k
@@ -94,8 +97,6 @@ func (e *Engine) Rules(h Instance, ts int64, version string, breakers []core.Bre
 			}
 			e.keys[rr.key] = rr.key
 		}
-		e.resNames[res] = struct{}{}
-		e.appRes(a, res) // drift compares every resource with rules
 	}
 
 	var changed map[string]struct{} // resources whose comparison may change; nil: all

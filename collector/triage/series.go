@@ -17,9 +17,9 @@ type series struct {
 	rr       *resRules // the instance's rules for the resource (nil: none): in.rules[resource]
 
 	hasBucket      bool
+	traffic        bool // some bucket passed entries
 	lastStart      int64
 	bucketMs       int64
-	traffic        bool // some bucket passed entries
 	firstAt, endAt int64
 
 	up     unprot

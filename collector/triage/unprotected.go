@@ -9,14 +9,14 @@ import (
 
 type unprot struct {
 	on      bool // the latest bucket with traffic passed without a rule
+	seen    bool
+	listed  bool
 	epStart int64
 	cause   UnprotectedCause // of the latest episode
 	passed  int64
-	seen    bool
 	from    int64
 	to      int64
 	maxSpan int64
-	listed  bool
 }
 
 // addRule counts one attached instance more with a rule for the resource.
