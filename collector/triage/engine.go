@@ -105,7 +105,7 @@ type Engine struct {
 	res       map[string]*resState
 	resNames  map[string]struct{}
 	ars       map[arKey]*appRes
-	keys      map[string]string // interned rule contents: equal contents, one string
+	keys      map[string]*resRules // shared rules by comparison key (shareRules)
 
 	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
 	herds    []*appRes    // app x resource with a counted recovery flood
@@ -216,7 +216,7 @@ func New(cfg Config) *Engine {
 		res:       map[string]*resState{},
 		resNames:  map[string]struct{}{},
 		ars:       map[arKey]*appRes{},
-		keys:      map[string]string{},
+		keys:      map[string]*resRules{},
 	}
 }
 

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -87,16 +88,9 @@ func (e *Engine) Rules(h Instance, ts int64, version string, breakers []core.Bre
 		rr := get(f.Resource)
 		rr.flows = append(rr.flows, f)
 	}
-	for _, rr := range rules {
+	for res, rr := range rules {
 		rr.canonicalize()
-		if k, ok := e.keys[rr.key]; ok {
-			rr.key = k
-		} else {
-			if len(e.keys) >= maxInterned {
-				clear(e.keys) // interning only saves time: start over
-			}
-			e.keys[rr.key] = rr.key
-		}
+		rules[res] = e.shareRules(rr)
 	}
 
 	var changed map[string]struct{} // resources whose comparison may change; nil: all
@@ -153,4 +147,24 @@ func (e *Engine) Rules(h Instance, ts int64, version string, breakers []core.Bre
 	if in.attached {
 		e.recomputeDrift(a, ts, in, changed)
 	}
+}
+
+// shareRules returns the one copy of rules equal to rr kept for all
+// instances (those of an app mostly have the same rules), or rr, which
+// becomes that copy when none has its comparison key yet. Rules are not
+// changed once recorded. A copy of the same key but other content (a
+// retryTimeoutMs jittered per instance) shares its key string only.
+func (e *Engine) shareRules(rr *resRules) *resRules {
+	if x, ok := e.keys[rr.key]; ok {
+		if slices.Equal(x.breakers, rr.breakers) && slices.Equal(x.flows, rr.flows) {
+			return x
+		}
+		rr.key = x.key
+		return rr
+	}
+	if len(e.keys) >= maxInterned {
+		clear(e.keys) // sharing only saves memory and time: start over
+	}
+	e.keys[rr.key] = rr
+	return rr
 }
