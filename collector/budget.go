@@ -18,7 +18,7 @@ const DefaultMaxMemory = 512 << 20
 // Estimated bytes of what the budget charges.
 const (
 	instanceBytes   = 1 << 10 // an instance: names, rules, offsets
-	seriesBaseBytes = 3600    // a series beyond its ring: dedupe, totals, maps, triage's view (held healthy buckets of a 10 s window)
+	seriesBaseBytes = 2000    // a series beyond its ring: dedupe, totals, maps, triage's view (with the packed healthy buckets of a 10 s window held)
 	ringSlotBytes   = 40      // a ring slot: its start and its counts
 	histSlotBytes   = 56      // a histogram beside an app ring's slot
 	trackBytes      = 200     // a breaker track beyond its steps
