@@ -378,8 +378,36 @@ const (
 	valBad         // any other JSON value: a type error
 )
 
+// smallInt reads the integer at data[i] when it is what the encoder writes
+// for a count: 1 to 18 digits, no sign, no leading zero, and neither a
+// fraction, an exponent nor more digits after them. ok false leaves
+// anything else to scanNumber, which reads every JSON number.
+func smallInt(data []byte, i int) (next int, v int64, ok bool) {
+	end := min(len(data), i+18)
+	j := i
+	for ; j < end; j++ {
+		c := data[j] - '0'
+		if c > 9 {
+			break
+		}
+		v = v*10 + int64(c)
+	}
+	switch {
+	case j == i, data[i] == '0' && j > i+1:
+		return i, 0, false
+	case j < len(data):
+		if c := data[j]; c == '.' || c == 'e' || c == 'E' || isDigit(c) {
+			return i, 0, false
+		}
+	}
+	return j, v, true
+}
+
 // readInt reads the value at data[i] for an integer field.
 func (d *Decoder) readInt(data []byte, i, depth int) (next int, v int64, outcome int, err *DecodeError) {
+	if next, v, ok := smallInt(data, i); ok {
+		return next, v, valInt, nil
+	}
 	switch c := peek(data, i); {
 	case c == '-' || isDigit(c):
 		next, v, isInt, err := scanNumber(data, i)
