@@ -28,6 +28,10 @@ type instance struct {
 	// canonical order, that the detail and rule drift both read.
 	series     map[string]*series
 	seriesList []*series // the values of series, for passes without map lookups
+	// next is the index in seriesList after the series of the latest
+	// bucket item: an agent sends a bucket's items in name order, so the
+	// next item's series is most often there (see itemSeries).
+	next int
 	// changed: a message arrived (or it left) since the last snapshot
 	// took its series' parts of the rows (see rows.go); listed and guarded
 	// (its series with a breaker) are as that snapshot found them.
@@ -73,6 +77,7 @@ type series struct {
 	first    int64    // the earliest bucket start or transition seen (0: none)
 	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
 	ruled    bool     // the instance has a breaker rule for the resource
+	idx      int32    // its index in its instance's seriesList
 	// tri is the triage engine's handle of the series, begun at its first
 	// fact fed to the engine (see triSeries).
 	tri  triage.Series

@@ -244,10 +244,26 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	}
 	a.refs++
 	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, c.instanceFineSlots(), false),
-		ruled: c.engine.HasBreaker(in.tri, resource)}
+		ruled: c.engine.HasBreaker(in.tri, resource), idx: int32(len(in.seriesList))}
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)
 	c.breakersGen++
+	return s
+}
+
+// itemSeries is seriesFor for a bucket item: the series after the previous
+// item's is tried first, without a map lookup.
+func (c *Collector) itemSeries(place string, in *instance, resource string) *series {
+	if j := in.next; j < len(in.seriesList) {
+		if s := in.seriesList[j]; s.resource == resource {
+			in.next = j + 1
+			return s
+		}
+	}
+	s := c.seriesFor(place, in, resource)
+	if s != nil {
+		in.next = int(s.idx) + 1
+	}
 	return s
 }
 
@@ -272,9 +288,10 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		end := m.Ts - floorMod(m.Ts, m.BucketMs)
 		in.dataEnd = max(in.dataEnd, end)
 	}
+	in.next = 0
 	for i := range m.Items {
 		it := &m.Items[i]
-		s := c.seriesFor(place, in, it.Resource)
+		s := c.itemSeries(place, in, it.Resource)
 		if s == nil {
 			continue
 		}
