@@ -146,8 +146,9 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*targetState
-	keptBuf  []int // Ingest's scratch: the bucket items taken
-	memUsed  int64 // bytes charged to the budget (budget.go)
+	keptBuf  []int           // Ingest's scratch: the bucket items taken
+	triBuf   []triage.Series // and their triage series (buckets)
+	memUsed  int64           // bytes charged to the budget (budget.go)
 	// streamShare is the part of the budget the re-served stream took
 	// (restream.go): the model's is what is left.
 	streamShare int64

@@ -289,7 +289,11 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		in.dataEnd = max(in.dataEnd, end)
 	}
 	in.next = 0
+	// The triage engine takes the message's items at the end, under one
+	// lock: tri[i] is item i's series there, zero for an item not taken.
+	tri := c.triBuf[:0]
 	for i := range m.Items {
+		tri = append(tri, triage.Series{})
 		it := &m.Items[i]
 		s := c.itemSeries(place, in, it.Resource)
 		if s == nil {
@@ -335,12 +339,13 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 			c.engine.Returned(in.tri, it.Start+m.BucketMs)
 			back = false
 		}
-		c.engine.Bucket(c.triSeries(in, s, it.Start+m.BucketMs), &triage.BucketStat{Resource: it.Resource, Start: it.Start,
-			BucketMs: m.BucketMs, Metrics: it.Metrics, HasHist: it.HasHist, Hot: it.Hot})
+		tri[i] = c.triSeries(in, s, it.Start+m.BucketMs)
 	}
 	if back {
 		c.engine.Returned(in.tri, m.Ts)
 	}
+	c.engine.Buckets(m.BucketMs, m.Items, tri)
+	c.triBuf = tri[:0]
 }
 
 func (c *Collector) state(place string, in *instance, m *wire.State) {

@@ -351,6 +351,27 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 func (e *Engine) Bucket(h Series, b *BucketStat) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.bucket(h.s, b)
+}
+
+// Buckets records the items of one wire v1 buckets message of bucketMs
+// under one lock, as Bucket would one by one: items[i] is a bucket of
+// series[i], and an item whose series is the zero Series (one the fleet
+// model did not take: a re-send, a limit) is skipped. It does not allocate.
+func (e *Engine) Buckets(bucketMs int64, items []wire.BucketItem, series []Series) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range items {
+		if s := series[i].s; s != nil {
+			it := &items[i]
+			b := BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: bucketMs, Metrics: it.Metrics,
+				HasHist: it.HasHist, Hot: it.Hot}
+			e.bucket(s, &b)
+		}
+	}
+}
+
+func (e *Engine) bucket(s *series, b *BucketStat) {
 	bm := b.BucketMs
 	if bm <= 0 {
 		bm = core.ResourceBucketMs
@@ -358,7 +379,6 @@ func (e *Engine) Bucket(h Series, b *BucketStat) {
 	end := b.Start + bm
 	e.observe(b.Start)
 	e.observe(end)
-	s := h.s
 	if s.hasBucket && b.Start <= s.lastStart {
 		return
 	}
