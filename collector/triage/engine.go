@@ -106,6 +106,7 @@ type Engine struct {
 	resNames  map[string]struct{}
 	ars       map[arKey]*appRes
 	keys      map[string]*resRules // shared rules by comparison key (shareRules)
+	keyBytes  int                  // the length of keys' keys
 
 	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
 	herds    []*appRes    // app x resource with a counted recovery flood

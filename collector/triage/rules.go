@@ -162,9 +162,19 @@ func (e *Engine) shareRules(rr *resRules) *resRules {
 		rr.key = x.key
 		return rr
 	}
-	if len(e.keys) >= maxInterned {
-		clear(e.keys) // sharing only saves memory and time: start over
+	if len(e.keys) >= maxInterned || e.keyBytes+len(rr.key) > maxSharedBytes {
+		// Sharing only saves memory and time: start over rather than
+		// keep the rules of every content ever sent.
+		clear(e.keys)
+		e.keyBytes = 0
 	}
 	e.keys[rr.key] = rr
+	e.keyBytes += len(rr.key)
 	return rr
 }
+
+// maxSharedBytes bounds the comparison keys kept for sharing, and with
+// them about as many bytes of rules no instance may hold any more: a peer
+// sending rules of new contents in every message makes the engine start
+// over, not keep them all.
+const maxSharedBytes = 8 << 20
