@@ -52,6 +52,8 @@ type benchConfig struct {
 	duration          time.Duration
 	perProcess        int    // agents in one child process
 	cpuProfile        string // where to write a CPU profile of the measured window
+	agentsProfile     string // the same for the agents' processes: FILE.0, FILE.1...
+	maxMemory         int64  // collector.Options.MaxMemory
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -62,8 +64,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource (errors: one in ten); at 2 or more every 500 ms bucket gets calls")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to measure")
+	cfg.maxMemory = 2 << 30
+	fs.Func("max-memory", "most memory the agents can make the collector keep, as the dashboard's --max-memory (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing", func(s string) error {
+		n, err := parseBytes(s)
+		cfg.maxMemory = n
+		return err
+	})
 	fs.IntVar(&cfg.perProcess, "per-process", 2500, "agents per child process (2 open files each)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")
+	fs.StringVar(&cfg.agentsProfile, "agents-cpuprofile", "", "write one of each agents' process to FILE.0, FILE.1, ...")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
@@ -163,7 +172,9 @@ type benchResult struct {
 	rss, rssPeak, agentsRSS        int64
 	heap, heapSys, heapPeak, live  uint64
 	reconnects, dropped            int64
+	downAtEnd                      int // targets not up when the counting ended
 	rejected, overflow             int64
+	overflows                      []collector.RejectCount
 	filesLimit                     int64
 	lat                            *latency
 	agents                         benchChildStats // summed over the children, at the end
@@ -193,6 +204,9 @@ func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks ben
 	for first := 0; first < cfg.agents; first += cfg.perProcess {
 		share := benchAgentsConfig{first: first, count: min(cfg.perProcess, cfg.agents-first), fleet: cfg.agents,
 			resources: cfg.resources, rate: cfg.rate}
+		if cfg.agentsProfile != "" {
+			share.cpuProfile = cfg.agentsProfile + "." + strconv.Itoa(len(*kids))
+		}
 		ch, err := startBenchChild(ctx, exe, share, hooks)
 		if err != nil {
 			return nil, err
@@ -264,6 +278,7 @@ func sumStats(es []benchEvent) benchChildStats {
 		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
 		s.Dropped, s.Evicted = s.Dropped+c.Dropped, s.Evicted+c.Evicted
 		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
+		s.FirstPong += c.FirstPong
 		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
 	}
 	return s
@@ -303,7 +318,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		return err
 	}
 
-	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench"})
+	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.maxMemory})
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
 	dialing.Add(3)
@@ -409,7 +424,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			res.calls += n
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a collector far behind catches up first
 	last, lastMoved := int64(-1), time.Now()
 	for {
 		if res.counted != last {
@@ -425,8 +440,17 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 				}
 			}
 		}
+		// A target still reconnecting has its last buckets to deliver.
+		res.downAtEnd = 0
+		if s := c.Snapshot(); s != nil {
+			for _, t := range s.Targets {
+				if t.State != collector.TargetUp {
+					res.downAtEnd++
+				}
+			}
+		}
 		if res.counted == res.calls || time.Now().After(deadline) ||
-			res.counted == last && time.Since(lastMoved) >= 2*time.Second {
+			res.counted == last && time.Since(lastMoved) >= 2*time.Second && res.downAtEnd == 0 {
 			break
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
@@ -441,6 +465,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	for _, o := range snap.Overflow {
 		res.overflow += o.Count
 	}
+	res.overflows = snap.Overflow
 	// What the collector holds once garbage is gone, before it goes.
 	runtime.GC()
 	end := sampleProc()
@@ -533,10 +558,16 @@ func (r *benchResult) print(w io.Writer) {
 	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
 	fmt.Fprintf(w, "health:     %d reconnects, %d messages dropped by agents, %d rejected, %d over limits\n",
 		r.reconnects, r.dropped, r.rejected, r.overflow)
+	if r.downAtEnd > 0 {
+		fmt.Fprintf(w, "            %d targets still not up when the counting ended\n", r.downAtEnd)
+	}
+	for _, o := range r.overflows {
+		fmt.Fprintf(w, "            over %s: %s (the last: %s)\n", termtext.Sanitize(o.Reason, 40), thousands(o.Count), termtext.Sanitize(o.Last, 200))
+	}
 	a := r.agents
 	if a.Dropped+a.Evicted+a.WriteTimeouts+a.ReadTimeouts+a.ConnErrors > 0 {
-		fmt.Fprintf(w, "            agents' side: %d messages dropped for slow readers, %d readers evicted, %d writes timed out, %d reads timed out (no pong), %d other connection errors\n",
-			a.Dropped, a.Evicted, a.WriteTimeouts, a.ReadTimeouts, a.ConnErrors)
+		fmt.Fprintf(w, "            agents' side: %d messages dropped for slow readers, %d readers evicted, %d writes timed out, %d reads timed out (no pong; %d of them the first ping's), %d other connection errors\n",
+			a.Dropped, a.Evicted, a.WriteTimeouts, a.ReadTimeouts, a.FirstPong, a.ConnErrors)
 	}
 	for _, d := range r.lat.downReasons() {
 		fmt.Fprintf(w, "            down %d times: %s\n", d.n, termtext.Sanitize(d.why, 200))

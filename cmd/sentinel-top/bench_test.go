@@ -324,6 +324,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--agents", "20000"},
 		{"--resources", "0"},
 		{"--rate", "-1"},
+		{"--max-memory", "lots"},
 		{"--duration", "10ms"},
 		{"extra"},
 		{"--nope"},

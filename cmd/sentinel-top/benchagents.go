@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +82,7 @@ type benchChildStats struct {
 	Evicted       int64 `json:"evicted,omitempty"`
 	WriteTimeouts int64 `json:"writeTimeouts,omitempty"`
 	ReadTimeouts  int64 `json:"readTimeouts,omitempty"`
+	FirstPong     int64 `json:"firstPongTimeouts,omitempty"` // of ReadTimeouts: the first ping's
 	ConnErrors    int64 `json:"connErrors,omitempty"`
 	Refused       int64 `json:"refused,omitempty"`         // calls the latency breakers turned away
 	LostEvents    int64 `json:"lostTransitions,omitempty"` // transitions not reported: the pipe was full
@@ -89,6 +92,7 @@ type benchChildStats struct {
 type benchAgentsConfig struct {
 	first, count, fleet, resources int
 	rate                           float64
+	cpuProfile                     string
 }
 
 // runBenchAgents is the child: it serves its agents until its standard
@@ -102,6 +106,7 @@ func runBenchAgents(ctx context.Context, args []string, stdin io.Reader, stdout,
 	fs.IntVar(&cfg.fleet, "fleet", 1, "agents in the whole fleet")
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile from the first mark to the second to FILE")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -209,6 +214,12 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 		}
 		readErr <- sc.Err()
 	}()
+	marks := 0
+	defer func() {
+		if marks == 1 && cfg.cpuProfile != "" {
+			pprof.StopCPUProfile()
+		}
+	}()
 	err = func() error {
 		for {
 			var line string
@@ -227,6 +238,11 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 					return fmt.Errorf("mark %q: %w", arg, err)
 				}
 				out.send(benchEvent{Kind: "mark", ID: id, benchChildStats: fleet.stats(out)})
+				if marks++; cfg.cpuProfile != "" {
+					if err := benchProfile(cfg.cpuProfile, marks); err != nil {
+						return err
+					}
+				}
 			case "stop":
 				stop()
 				if benchAfterTraffic != nil {
@@ -248,6 +264,25 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 		err = fmt.Errorf("writing to the bench: %w", werr)
 	}
 	return err
+}
+
+// benchProfile starts a CPU profile into file at the first mark and
+// stops it at the second.
+func benchProfile(file string, marks int) error {
+	switch marks {
+	case 1:
+		f, err := os.Create(file)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+	case 2:
+		pprof.StopCPUProfile()
+	}
+	return nil
 }
 
 // benchFleet is one child's agents and their traffic.
@@ -352,7 +387,7 @@ func (f *benchFleet) close() {
 // stats reads the child's counters now.
 func (f *benchFleet) stats(out *benchOut) benchChildStats {
 	s := benchChildStats{Refused: f.refused.Load(), LostEvents: out.lost.Load(),
-		WriteTimeouts: f.wire.writeTimeouts.Load(), ReadTimeouts: f.wire.readTimeouts.Load(), ConnErrors: f.wire.connErrors.Load()}
+		WriteTimeouts: f.wire.writeTimeouts.Load(), ReadTimeouts: f.wire.readTimeouts.Load(), FirstPong: f.wire.firstPongTimeouts.Load(), ConnErrors: f.wire.connErrors.Load()}
 	s.Messages, s.Buckets, s.Items = f.wire.load()
 	p := sampleProc()
 	s.CPUNs, s.RSS, s.RSSPeak = int64(p.cpu), p.rss, p.rssPeak

@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
 )
 
 // wireCount counts what the agents write to their stream connections, read
@@ -19,6 +22,9 @@ type wireCount struct {
 	messages, buckets, items atomic.Int64
 
 	writeTimeouts, readTimeouts, connErrors atomic.Int64
+	// firstPongTimeouts are the read timeouts within a ping interval of
+	// the upgrade: no answer to the first ping (the agent's PongTimeout).
+	firstPongTimeouts atomic.Int64
 }
 
 // failed counts err, the error of a read or write on an agent's connection.
@@ -62,14 +68,16 @@ func (l countingListener) Accept() (net.Conn, error) {
 // library would hand to writev, goes out as two writes.
 type countingConn struct {
 	net.Conn
-	scan     frameScanner
-	upgraded atomic.Bool // the upgrade response has been written
+	scan       frameScanner
+	upgraded   atomic.Bool  // the upgrade response has been written
+	upgradedAt atomic.Int64 // when, Unix ns
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.scan.feed(p[:n])
-	if c.scan.httpDone == 4 {
+	if c.scan.httpDone == 4 && !c.upgraded.Load() {
+		c.upgradedAt.Store(time.Now().UnixNano())
 		c.upgraded.Store(true)
 	}
 	c.scan.count.failed(err, true)
@@ -83,6 +91,10 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) && c.upgraded.Load() {
 		c.scan.count.failed(err, false)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && time.Now().UnixNano()-c.upgradedAt.Load() < int64(agent.DefaultPingInterval) {
+			c.scan.count.firstPongTimeouts.Add(1)
+		}
 	}
 	return n, err
 }

@@ -43,6 +43,9 @@ func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hoo
 	ch.cmd = exec.CommandContext(ctx, exe, benchAgentsCommand,
 		"--first", strconv.Itoa(cfg.first), "--count", strconv.Itoa(cfg.count), "--fleet", strconv.Itoa(cfg.fleet),
 		"--resources", strconv.Itoa(cfg.resources), "--rate", strconv.FormatFloat(cfg.rate, 'g', -1, 64))
+	if cfg.cpuProfile != "" {
+		ch.cmd.Args = append(ch.cmd.Args, "--cpuprofile", cfg.cpuProfile)
+	}
 	ch.cmd.Env = append(os.Environ(), benchChildEnv+"=1")
 	ch.cmd.Stderr = ch.stderr
 	ch.cmd.SysProcAttr = benchChildAttr() // killed with us (Linux)
