@@ -428,6 +428,9 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 					}
 					for k := int64(0); k < due; k++ {
 						for i := lo; i < hi; i++ {
+							if ctx.Err() != nil { // a worker far behind stops at once
+								return
+							}
 							a, made := f.agents[i], f.made[i]
 							for j, r := range f.resources {
 								e, err := a.Entry(r)
