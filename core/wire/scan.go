@@ -862,6 +862,9 @@ func (d *Decoder) readName(data []byte, i int, field string, item int) (string, 
 		}
 		return "", next, nil
 	}
+	if item >= 0 {
+		return d.names.internAt(raw, d.lim.InternNames, item), next, nil
+	}
 	return d.intern(raw), next, nil
 }
 
@@ -878,6 +881,26 @@ func (d *Decoder) intern(b []byte) string { return d.names.intern(b, d.lim.Inter
 type interned struct {
 	m     map[string]string
 	bytes int
+	// at is the string interned for each item index of the latest frames
+	// (see internAt), all of them in m: emptied with it.
+	at []string
+}
+
+// internAt is intern for the name of item idx of a frame: a sender writes
+// its items in the same order frame after frame, so the name the previous
+// frame had at idx is compared first, without hashing.
+func (t *interned) internAt(b []byte, n, idx int) string {
+	if idx < len(t.at) && string(b) == t.at[idx] {
+		return t.at[idx]
+	}
+	s := t.intern(b, n)
+	if idx < n {
+		for len(t.at) <= idx {
+			t.at = append(t.at, "")
+		}
+		t.at[idx] = s
+	}
+	return s
 }
 
 func (t *interned) intern(b []byte, n int) string {
@@ -889,6 +912,8 @@ func (t *interned) intern(b []byte, n int) string {
 	}
 	if len(t.m) >= n || t.bytes+len(b) > maxInternBytes {
 		clear(t.m)
+		clear(t.at)
+		t.at = t.at[:0]
 		t.bytes = 0
 	}
 	s := string(b)

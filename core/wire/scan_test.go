@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // TestSmallIntAgreesWithScanNumber: where the fast path for counts reads
@@ -28,6 +30,34 @@ func TestSmallIntAgreesWithScanNumber(t *testing.T) {
 	for _, declined := range []string{"01", "-1", "1.5", "1e3", "1234567890123456789", "", "x"} {
 		if _, _, ok := smallInt([]byte(declined), 0); ok {
 			t.Errorf("%q read by the fast path", declined)
+		}
+	}
+}
+
+// TestInternAtStaysBounded: names read by item index are the names given,
+// shared frame after frame, and never outlive the bounded set they are
+// interned in.
+func TestInternAtStaysBounded(t *testing.T) {
+	var names interned
+	const n = 8
+	first := names.internAt([]byte("GET:/a"), n, 0)
+	if again := names.internAt([]byte("GET:/a"), n, 0); again != "GET:/a" || unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Fatalf("the same name at the same index read as %q, not shared", again)
+	}
+	for f := range 50 {
+		for idx := range 12 {
+			name := fmt.Sprintf("r%d-%d", f%3, idx*f%7)
+			if got := names.internAt([]byte(name), n, idx); got != name {
+				t.Fatalf("frame %d item %d: %q read as %q", f, idx, name, got)
+			}
+			if len(names.at) > n || len(names.m) > n {
+				t.Fatalf("%d names by index, %d interned: past the bound %d", len(names.at), len(names.m), n)
+			}
+			for _, s := range names.at {
+				if _, ok := names.m[s]; !ok && s != "" {
+					t.Fatalf("%q held by index, no longer interned", s)
+				}
+			}
 		}
 	}
 }
