@@ -430,6 +430,10 @@ func (d *Decoder) readInt(data []byte, i, depth int) (next int, v int64, outcome
 // of another type (or null, which leaves dst alone) is deferred as an
 // error naming the field (field is called only then).
 func (d *Decoder) readIntInto(data []byte, i, depth int, dst *int64, field func() string) (int, *DecodeError) {
+	if next, v, ok := smallInt(data, i); ok {
+		*dst = v
+		return next, nil
+	}
 	next, v, outcome, err := d.readInt(data, i, depth)
 	if outcome == valInt {
 		*dst = v
@@ -1050,18 +1054,14 @@ func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 		i++
 	} else {
 		for ; ; n++ {
-			start := i
-			next, v, outcome, err := d.readInt(data, i, depth+1)
-			if err != nil {
-				return 0, err
-			}
-			switch {
-			case outcome == valBad:
-				if d.deferred == nil {
-					d.later(typeErr(data, start, fieldAt("items", idx, fmt.Sprintf("rtHist[%d]", n)), "an integer"))
+			var err *DecodeError
+			next, v, ok := smallInt(data, i)
+			if ok {
+				if n < len(h) {
+					h[n] = v
 				}
-			case outcome == valInt && n < len(h):
-				h[n] = v
+			} else if next, err = d.readHistInt(data, i, idx, n); err != nil {
+				return 0, err
 			}
 			i = skipWS(data, next)
 			if c := peek(data, i); c == ',' {
@@ -1080,6 +1080,26 @@ func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 			fmt.Sprintf("has %d counts, want %d", n, core.HistogramSlots)))
 	}
 	return i, nil
+}
+
+// readHistInt reads rtHist[n] at data[i] when smallInt did not: a number
+// of another form, null, or a value of another type (deferred as an
+// error).
+func (d *Decoder) readHistInt(data []byte, i, idx, n int) (int, *DecodeError) {
+	const depth = 4 // top-level object, items array, item, rtHist
+	next, v, outcome, err := d.readInt(data, i, depth)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case outcome == valBad:
+		if d.deferred == nil {
+			d.later(typeErr(data, i, fieldAt("items", idx, fmt.Sprintf("rtHist[%d]", n)), "an integer"))
+		}
+	case outcome == valInt && n < core.HistogramSlots:
+		d.b.Items[idx].Hist[n] = v
+	}
+	return next, nil
 }
 
 // The fields of a hot item.
