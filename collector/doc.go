@@ -10,11 +10,18 @@
 //     Ingest and Reject. The store holds no pointer back to a source and
 //     never calls one while holding its lock: a replay tells the store its
 //     status; the dashboard takes the replay's controls directly.
-//   - The fleet model (fleet.go) owns instance identity and restarts, the
-//     one liveness rule (a bye, or silent past Options.StaleAfter: swept at
-//     every publish), dedupe by (instance, resource, start), each instance's
-//     rules, and breaker tracks. Aggregation rings and the triage engine are
-//     told of each accepted fact once.
+//   - The fleet model (fleet.go, ingest.go) owns instance identity and
+//     restarts (each hello judged once, by triage.JudgeHello), the one
+//     liveness rule (a bye, or silent past Options.StaleAfter: swept at
+//     every publish), dedupe by (instance, resource, start), and breaker
+//     tracks. Aggregation rings and the triage engine are told of each
+//     accepted fact once. The engine decides no identity: each instance
+//     and series of the store holds the engine's handle of it, through
+//     which the store tells it what it decided (a new instance, its first
+//     hello, a restart, another process under the name, a departure, a
+//     return) and feeds it facts without looking up a name (a buckets
+//     message's items under one lock). The engine holds each instance's
+//     rules, the one copy that rule drift and the detail both read.
 //   - What the store accepted goes on through tees outside its lock: the
 //     recording and the re-served stream get each bucket item once.
 //   - Publish (4 a second in Run) applies the liveness rule, computes the
