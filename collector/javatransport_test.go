@@ -441,5 +441,10 @@ func javaServe(t *testing.T, clock core.Clock, app string, fakes ...*fakeJava) (
 		}
 		return nil
 	})
+	if vc, ok := clock.(*core.VirtualClock); ok {
+		// A poller waits on the clock once its first poll is ingested: the
+		// requests alone are seen before.
+		javaTicking(t, vc, len(fakes))
+	}
 	return c, hosts
 }
