@@ -86,24 +86,16 @@ func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
 	return out
 }
 
-// adviceFinding makes ar's finding from the judgments of its firing series
-// (sorted by instance), which are not empty.
+// adviceFinding makes ar's finding from the sums of its firing series'
+// judgments and the judgment of its first (by instance); they are not
+// empty.
 func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
-	firing := ar.advice.firing
-	first := firing[0].advice.j // of the first instance by name
-	insts := make([]*instState, 0, len(firing))
-	qpss := make([]float64, 0, len(firing))
-	var p99 int64
-	var window, rt bool
-	from, to := int64(math.MaxInt64), int64(0)
-	for _, s := range firing {
-		j := &s.advice.j
-		insts, qpss = append(insts, s.inst), append(qpss, j.qps)
-		p99 = max(p99, j.p99)
-		window, rt = window || j.window, rt || j.rt
-		from, to = min(from, s.firstAt), max(to, s.endAt)
-	}
-	r, qps := *first.rule, medianOf(qpss)
+	a := &ar.advice
+	first := a.firing[0].advice.j // of the first instance by name
+	p99 := max(a.p99[len(a.p99)-1], 0)
+	window, rt := a.nWindow > 0, a.nRt > 0
+	from, to := a.first[0], max(a.end[len(a.end)-1], 0)
+	r, qps := *first.rule, medianSorted(a.qps)
 	x := &RuleAdviceFacts{Rule: r, P99Ms: p99}
 	// The numbers derive from the QPS shown, so that they can be checked.
 	x.QPS = round(qps, 1)
@@ -128,10 +120,10 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 	}
 	*f = Finding{
 		Kind: KindRuleAdvice, Severity: Info, App: ar.app.name, Resource: ar.resource,
-		Instances: names(insts), From: from, To: to, Facts: x,
+		Instances: a.names, From: from, To: to, Facts: x,
 	}
 	words(f)
-	f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
+	f.Timelines = e.timelines(a.insts, ar.resource, f.From, f.To, nil)
 	return true
 }
 

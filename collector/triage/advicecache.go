@@ -8,29 +8,75 @@ import (
 
 // Rule advice is judged per series, again only for the series whose inputs
 // changed since the last Findings (a bucket, a transition, its instance's
-// rules or hello), and an app x resource's finding is made again only when
-// one of its series changed: Findings costs what changed, not the fleet.
+// rules or hello). An app x resource keeps the sums its finding is made of
+// (the firing series' QPS, p99s, first and last reports, sorted, and how
+// many have a window or RT that does not fit), which a series' new judgment
+// updates in O(log n); the firing list and its names are made again only
+// when a series joins or leaves it. A finding is made again only when one
+// of its series changed, at a cost that does not grow with its instances
+// (but for its timelines): Findings costs what changed, not the fleet.
 
 // seriesAdvice is a series' last judgment; list is the app x resource
-// whose firing list holds it (nil: none).
+// whose firing list holds it (nil: none), and c what it added to that
+// app x resource's sums (when counted).
 type seriesAdvice struct {
-	j     adviceJudgment
-	fires bool
-	dirty bool
-	list  *appRes
+	j       adviceJudgment
+	fires   bool
+	dirty   bool
+	counted bool
+	list    *appRes
+	c       adviceSum
+}
+
+// adviceSum is what one firing series adds to its app x resource's sums.
+type adviceSum struct {
+	qps        float64
+	p99        int64
+	first, end int64
+	window, rt bool
 }
 
 // arAdvice is an app x resource's rule advice: its firing series (sorted
 // by instance when sorted is set; entries that stopped firing or moved
-// away are dropped at the next refresh), and its finding as of the last
-// refresh (has: there is one).
+// away are dropped at the next refresh, when members is set), their
+// instances and names as of the last refresh, the sums of their
+// judgments, and its finding as of the last time it was made (has: there
+// is one).
 type arAdvice struct {
-	firing []*series
-	sorted bool
-	stale  bool
-	listed bool
-	has    bool
-	f      Finding
+	firing  []*series
+	sorted  bool
+	members bool
+	stale   bool
+	listed  bool
+	has     bool
+	f       Finding
+
+	insts        []*instState
+	names        []string
+	qps          []float64 // sorted
+	p99          []int64   // sorted
+	first, end   []int64   // sorted
+	nWindow, nRt int
+}
+
+// add counts a firing series' judgment in the sums.
+func (a *arAdvice) add(c *adviceSum) {
+	a.qps = insertSorted(a.qps, c.qps)
+	a.p99 = insertSorted(a.p99, c.p99)
+	a.first = insertSorted(a.first, c.first)
+	a.end = insertSorted(a.end, c.end)
+	a.nWindow += int(b2i(c.window))
+	a.nRt += int(b2i(c.rt))
+}
+
+// sub takes a judgment counted by add out of the sums.
+func (a *arAdvice) sub(c *adviceSum) {
+	a.qps = removeSorted(a.qps, c.qps)
+	a.p99 = removeSorted(a.p99, c.p99)
+	a.first = removeSorted(a.first, c.first)
+	a.end = removeSorted(a.end, c.end)
+	a.nWindow -= int(b2i(c.window))
+	a.nRt -= int(b2i(c.rt))
 }
 
 // adviceChanged marks a series to be judged again.
@@ -42,15 +88,19 @@ func (e *Engine) adviceChanged(s *series) {
 }
 
 // judgeDirtyAdvice judges the series marked, moving them in and out of
-// their app x resource's firing lists.
+// their app x resource's firing lists and sums.
 func (e *Engine) judgeDirtyAdvice() {
 	for i, s := range e.adviceDirty {
 		e.adviceDirty[i] = nil
 		sa := &s.advice
 		sa.dirty = false
 		j, fires := judgeAdvice(s.inst, s)
-		if sa.list != nil && (sa.fires || fires) {
-			sa.list.advice.stale = true
+		if sa.counted {
+			sa.list.advice.sub(&sa.c)
+			sa.list.advice.stale, sa.counted = true, false
+		}
+		if sa.list != nil && (!fires || s.ar != sa.list) {
+			sa.list.advice.stale, sa.list.advice.members = true, true
 		}
 		sa.j, sa.fires = j, fires
 		if !fires {
@@ -61,19 +111,27 @@ func (e *Engine) judgeDirtyAdvice() {
 		if sa.list != ar {
 			sa.list = ar
 			ar.advice.firing = append(ar.advice.firing, s)
-			ar.advice.sorted = false
+			ar.advice.sorted, ar.advice.members = false, true
 			if !ar.advice.listed {
 				ar.advice.listed = true
 				e.adviceARs = append(e.adviceARs, ar)
 			}
 		}
+		sa.c = adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
+		ar.advice.add(&sa.c)
+		sa.counted = true
 	}
 	e.adviceDirty = e.adviceDirty[:0]
 }
 
 // refresh drops the series that stopped firing or moved to another app x
-// resource, and sorts the rest by instance; false when none is left.
+// resource, sorts the rest by instance and takes their instances and
+// names again; false when none is left.
 func (a *arAdvice) refresh(ar *appRes) bool {
+	if !a.members {
+		return len(a.firing) > 0
+	}
+	a.members = false
 	keep := a.firing[:0]
 	for _, s := range a.firing {
 		if s.advice.fires && s.advice.list == ar && s.ar == ar {
@@ -90,5 +148,11 @@ func (a *arAdvice) refresh(ar *appRes) bool {
 		})
 		a.sorted = true
 	}
+	// New slices: the findings already returned keep the old ones.
+	a.insts = make([]*instState, len(a.firing))
+	for i, s := range a.firing {
+		a.insts[i] = s.inst
+	}
+	a.names = names(a.insts)
 	return len(a.firing) > 0
 }

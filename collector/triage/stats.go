@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -26,10 +27,15 @@ func wilsonLowerP(p, n float64) float64 {
 // medianOf returns the median of xs (the mean of the two middle values for
 // an even count); it sorts xs.
 func medianOf(xs []float64) float64 {
+	slices.Sort(xs)
+	return medianSorted(xs)
+}
+
+// medianSorted is the median of sorted xs, 0 when empty.
+func medianSorted(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	slices.Sort(xs)
 	m := len(xs) / 2
 	if len(xs)%2 == 1 {
 		return xs[m]
@@ -56,4 +62,18 @@ func round(x float64, decimals int) float64 {
 		return 0
 	}
 	return r
+}
+
+// insertSorted inserts x into sorted xs, keeping them sorted.
+func insertSorted[T cmp.Ordered](xs []T, x T) []T {
+	i, _ := slices.BinarySearch(xs, x)
+	return slices.Insert(xs, i, x)
+}
+
+// removeSorted removes one x from sorted xs (none if they do not hold it).
+func removeSorted[T cmp.Ordered](xs []T, x T) []T {
+	if i, ok := slices.BinarySearch(xs, x); ok {
+		return slices.Delete(xs, i, i+1)
+	}
+	return xs
 }

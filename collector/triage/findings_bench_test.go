@@ -1,0 +1,80 @@
+package triage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// scaleFleet is the bench command's fleet: 10 apps of 200 instances, each
+// reporting the same 20 resources (so every resource is shared by the 10
+// apps) under a slow-ratio breaker whose minRequestAmount draws rule advice,
+// with 20 s of traffic and low-confidence trips on one resource of the
+// first app's first 20 instances.
+func scaleFleet(b *testing.B) (*Feeder, []Series, int64) {
+	b.Helper()
+	e := NewFeeder(Config{})
+	var insts, res []string
+	var rules []core.BreakerRule
+	for r := range 20 {
+		res = append(res, fmt.Sprintf("GET:/api/resource/%d", r))
+		rule := slowRule(res[r])
+		rule.MinRequestAmount = 5
+		rules = append(rules, rule)
+	}
+	for i := range 2000 {
+		name := fmt.Sprintf("bench-%d-%d", i%10, i)
+		insts = append(insts, name)
+		e.Hello(name, fmt.Sprintf("bench-%d", i%10), t0, t0)
+		e.Rules(name, t0, "v1", rules, nil)
+	}
+	ss := seriesOf(e, insts, res, t0)
+	stat := BucketStat{BucketMs: 500, Metrics: core.Metrics{Pass: 4, Complete: 4, Hist: [core.HistogramSlots]int64{5: 4}}, HasHist: true}
+	ts := t0
+	for ; ts < t0+20000; ts += 500 {
+		stat.Start = ts
+		for _, s := range ss {
+			e.Engine.Bucket(s, &stat)
+		}
+	}
+	for i := 0; i < 200; i += 10 {
+		tr := trans(res[0], core.Closed, core.Open, ts+int64(i))
+		tr.Snapshot = core.WindowSnapshot{Total: 4, Bad: 2}
+		tr.Strategy, tr.Threshold = core.SlowRequestRatio, 0.5
+		e.Transition(insts[i], tr)
+	}
+	return e, ss, ts
+}
+
+// BenchmarkFindingsScale asks for the findings of 40,000 series after 1 %
+// of them received a bucket and one breaker changed state, as the collector
+// does at every publish of a busy fleet (about 10 a second). Only Findings
+// is timed.
+func BenchmarkFindingsScale(b *testing.B) {
+	e, ss, ts := scaleFleet(b)
+	stat := BucketStat{BucketMs: 500, Metrics: core.Metrics{Pass: 4, Complete: 4, Hist: [core.HistogramSlots]int64{5: 4}}, HasHist: true}
+	if len(e.Findings(ts)) == 0 {
+		b.Fatal("no findings")
+	}
+	next := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		ts += 50
+		stat.Start = ts - 500
+		for range len(ss) / 100 {
+			e.Engine.Bucket(ss[next], &stat)
+			next = (next + 1) % len(ss)
+		}
+		s := ss[(i*37)%len(ss)]
+		if i%2 == 0 {
+			e.Engine.Transition(s, core.Transition{From: core.Closed, To: core.Open, AtMs: ts})
+		} else {
+			e.Engine.Transition(s, core.Transition{From: core.Open, To: core.Closed, AtMs: ts})
+		}
+		b.StartTimer()
+		e.Findings(ts)
+	}
+}
