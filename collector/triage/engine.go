@@ -196,6 +196,7 @@ type resState struct {
 	// of insts, apps and the engine's app moves in membersAt.
 	members   []*instState
 	membersAt [3]int
+	finding   sharedFinding
 }
 
 // New returns an engine; see Config for the zero value.

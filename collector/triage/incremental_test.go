@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
 // forget drops what Findings keeps between calls, so that the next one
@@ -15,6 +17,7 @@ func (e *Feeder) forget() {
 	e.adviceARs, e.adviceDirty, e.byName = nil, nil, nil
 	for _, ar := range e.ars {
 		ar.advice = arAdvice{}
+		ar.low.made = lowMade{}
 	}
 	for _, r := range e.res {
 		r.members = nil
@@ -87,6 +90,9 @@ func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
 							from := []core.State{core.Closed, core.Open, core.HalfOpen}[rng.IntN(3)]
 							to := []core.State{core.Closed, core.Open, core.HalfOpen}[rng.IntN(3)]
 							tr := trans(r, from, to, now-250)
+							if n := int64(rng.IntN(30)); from == core.Closed && to == core.Open {
+								tr.Snapshot = core.WindowSnapshot{Total: n, Bad: n / 2} // a low-confidence trip below 20
+							}
 							both(func(e *Feeder) { e.Transition(name, tr) })
 						}
 						if rng.IntN(4) == 0 {
@@ -120,4 +126,108 @@ func kinds(fs []Finding) []string {
 		out = append(out, fmt.Sprintf("%s %s/%s %v", f.Kind, f.App, f.Resource, f.Instances))
 	}
 	return out
+}
+
+// tsOf is a fed message's time (0 for the kinds not fed).
+func tsOf(m wire.Message) int64 {
+	switch m := m.(type) {
+	case *wire.Hello:
+		return m.Ts
+	case *wire.Rules:
+		return m.Ts
+	case *wire.Buckets:
+		return m.Ts
+	case *wire.State:
+		return m.Ts
+	case *wire.Bye:
+		return m.Ts
+	}
+	return 0
+}
+
+// feedWire feeds one fixture message to a Feeder as the collector would.
+func feedWire(e *Feeder, m wire.Message, app map[string]string) {
+	switch m := m.(type) {
+	case *wire.Hello:
+		e.Hello(m.Instance, app[m.Instance], m.Ts, m.StartedAt)
+	case *wire.Rules:
+		e.Rules(m.Instance, m.Ts, m.Version, m.Breakers, m.Flows, m.Params...)
+	case *wire.Buckets:
+		for _, it := range m.Items {
+			e.Bucket(m.Instance, BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: m.BucketMs,
+				Metrics: it.Metrics, HasHist: it.HasHist, Hot: it.Hot})
+		}
+	case *wire.State:
+		t := core.Transition{Resource: m.Resource, RuleID: m.RuleID, Strategy: m.Strategy, From: m.From, To: m.To,
+			AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1))}
+		if s := m.Snapshot; s != nil {
+			bad := s.Error
+			if m.Strategy == core.SlowRequestRatio {
+				bad = s.Slow
+			}
+			t.Snapshot = core.WindowSnapshot{Total: s.Total, Bad: bad, Value: s.Value}
+		}
+		if m.Probe != nil {
+			t.Probe = &core.Probe{RtMs: m.Probe.RtMs, Error: m.Probe.Error}
+		}
+		e.Transition(m.Instance, t)
+	case *wire.Bye:
+		e.Bye(m.Instance, m.Ts)
+	}
+}
+
+// TestIncrementalFindingsMatchFromScratchOnFixtures replays every fixture,
+// asking for the findings every 25 messages as a collector publishing
+// snapshots does, and at every 10th of those and at the end requires them
+// to equal those derived afresh from the same input.
+func TestIncrementalFindingsMatchFromScratchOnFixtures(t *testing.T) {
+	seen := map[Kind]bool{}
+	for _, name := range fixtures.Names() {
+		t.Run(name, func(t *testing.T) {
+			kept, fresh := NewFeeder(Config{}), NewFeeder(Config{})
+			var n int
+			var now int64
+			compare := func() {
+				got := kept.Findings(now)
+				fresh.forget()
+				want := fresh.Findings(now)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("message %d: findings kept up to date differ from those derived afresh:\nkept  %v\nfresh %v", n, kinds(got), kinds(want))
+				}
+				for _, f := range got {
+					seen[f.Kind] = true
+				}
+			}
+			rc, err := fixtures.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			app := map[string]string{}
+			for m, err := range wire.NewReader(rc, name).All() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h, ok := m.(*wire.Hello); ok {
+					app[h.Instance] = h.App
+				}
+				feedWire(kept, m, app)
+				feedWire(fresh, m, app)
+				n++
+				now = max(now, tsOf(m))
+				switch {
+				case n%250 == 0:
+					compare()
+				case n%25 == 0:
+					kept.Findings(now)
+				}
+			}
+			compare()
+		})
+	}
+	for _, k := range []Kind{KindLowConfidenceTrip, KindSharedResource, KindRuleAdvice} {
+		if !seen[k] {
+			t.Errorf("no fixture has a %s finding: the comparison does not cover it", k)
+		}
+	}
 }

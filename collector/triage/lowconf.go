@@ -83,6 +83,23 @@ type lowConf struct {
 	settled lowTally                // trips whose first probe closed the breaker, or that never had one
 	insts   map[*instState]struct{} // of the settled trips
 	pending []lowTrip               // trips awaiting their first probe, one per breaker at most
+	// gen counts the changes to the trips; made is what lowFindings took
+	// from them at made.gen.
+	gen  int
+	made lowMade
+}
+
+// lowMade is an app x resource's trips summed (settled and pending), their
+// instances sorted, their names and series of the resource, as of gen
+// (ok: made).
+type lowMade struct {
+	ok     bool
+	gen    int
+	c      lowTally
+	insts  []*instState
+	names  []string
+	series []*series
+	qps    []float64 // scratch for the median
 }
 
 // lowConfidence follows a breaker's trips and the first probe after each:
@@ -96,6 +113,7 @@ func (e *Engine) lowConfidence(b *breaker, t core.Transition) {
 		l.settle(b, false, 0)
 		if tr, ok := lowTripOf(b, t); ok {
 			l.pending = append(l.pending, tr)
+			l.gen++
 			if !l.listed {
 				l.listed = true
 				e.lows = append(e.lows, b.s.ar)
@@ -117,6 +135,7 @@ func (l *lowConf) take(b *breaker) (lowTrip, bool) {
 			l.pending[i] = l.pending[last]
 			l.pending[last] = lowTrip{}
 			l.pending = l.pending[:last]
+			l.gen++
 			return t, true
 		}
 	}
@@ -213,30 +232,19 @@ func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
 // the weakest trip's rule. Always a warning.
 func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
 	for _, ar := range e.lows {
-		l := &ar.low
-		c := l.settled
-		insts := make([]*instState, 0, len(l.insts)+len(l.pending))
-		for in := range l.insts {
-			insts = append(insts, in)
-		}
-		for i := range l.pending {
-			c.add(&l.pending[i], false, 0)
-			insts = append(insts, l.pending[i].b.s.inst)
-		}
+		m := ar.low.sum(ar.resource)
+		c := &m.c
 		if c.count == 0 {
 			continue
 		}
-		insts = sortInsts(insts)
-		qps := make([]float64, 0, len(insts))
-		for _, in := range insts {
-			if s := in.series[ar.resource]; s != nil {
-				qps = append(qps, s.qps())
-			}
+		m.qps = m.qps[:0]
+		for _, s := range m.series {
+			m.qps = append(m.qps, s.qps())
 		}
 		w := &c.worst
 		x := &LowConfidenceFacts{
 			Count: c.count, Worst: w.ev, AtThreshold: c.atThr, ClosedAtFirstProbe: c.closed, ColdStart: c.cold,
-			Threshold: w.thr, Strategy: w.strategy, QPS: round(medianOf(qps), 1),
+			Threshold: w.thr, Strategy: w.strategy, QPS: round(medianOf(m.qps), 1),
 		}
 		if w.hasRule {
 			x.Rule = &w.rule
@@ -244,13 +252,40 @@ func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
 		x.Suggest = lowSuggest(x.Rule, x.QPS)
 		f := Finding{
 			Kind: KindLowConfidenceTrip, Severity: Warning, App: ar.app.name, Resource: ar.resource,
-			Instances: names(insts), From: c.from, To: c.to, Facts: x,
+			Instances: m.names, From: c.from, To: c.to, Facts: x,
 		}
 		words(&f)
-		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
+		f.Timelines = e.timelines(m.insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
 	return out
+}
+
+// sum is the trips summed with their instances, made again only after a
+// trip changed; only the instances' QPS are read at every call.
+func (l *lowConf) sum(resource string) *lowMade {
+	m := &l.made
+	if m.ok && m.gen == l.gen {
+		return m
+	}
+	c := l.settled
+	insts := make([]*instState, 0, len(l.insts)+len(l.pending))
+	for in := range l.insts {
+		insts = append(insts, in)
+	}
+	for i := range l.pending {
+		c.add(&l.pending[i], false, 0)
+		insts = append(insts, l.pending[i].b.s.inst)
+	}
+	insts = sortInsts(insts)
+	var series []*series
+	for _, in := range insts {
+		if s := in.series[resource]; s != nil {
+			series = append(series, s)
+		}
+	}
+	*m = lowMade{ok: true, gen: l.gen, c: c, insts: insts, names: names(insts), series: series, qps: m.qps}
+	return m
 }
 
 // lowSuggest: minRequestAmount AdviceMinRequests, and a statIntervalMs

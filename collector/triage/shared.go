@@ -18,24 +18,37 @@ func (e *Engine) registerApp(r *resState, appName string, ts int64) {
 	}
 }
 
+// sharedFinding is a shared resource's finding but for its To and
+// timelines, kept while its members are (ok: made from them).
+type sharedFinding struct {
+	ok bool
+	f  Finding
+}
+
 // shared-resource: one finding per resource, whose app is the first of its
 // apps in name order (so the finding does not depend on which app connected
 // first); instances are those of all its apps. From is when a second app
-// reported the resource, To the latest report. Always a warning.
+// reported the resource, To the latest report. Always a warning. Only To
+// and the timelines are made at every call, the rest when an instance or
+// app joins.
 func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 	for _, r := range e.shared {
-		apps := make([]string, 0, len(r.apps))
-		for a := range r.apps {
-			apps = append(apps, a)
-		}
-		slices.Sort(apps)
-		f := Finding{
-			Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
-			From: r.since, To: max(r.last, r.since), Facts: &SharedResourceFacts{Apps: apps},
-		}
 		insts := e.sharedMembers(r)
-		f.Instances = names(insts)
-		words(&f)
+		if !r.finding.ok {
+			apps := make([]string, 0, len(r.apps))
+			for a := range r.apps {
+				apps = append(apps, a)
+			}
+			slices.Sort(apps)
+			f := Finding{
+				Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
+				From: r.since, Facts: &SharedResourceFacts{Apps: apps}, Instances: names(insts),
+			}
+			words(&f)
+			r.finding = sharedFinding{ok: true, f: f}
+		}
+		f := r.finding.f
+		f.To = max(r.last, r.since)
 		f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
@@ -43,7 +56,8 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 }
 
 // sharedMembers is the instances of a shared resource's apps, sorted; kept
-// until an instance reports it, an app joins it or an instance moves app.
+// (with its finding) until an instance reports it, an app joins it or an
+// instance moves app.
 func (e *Engine) sharedMembers(r *resState) []*instState {
 	at := [3]int{len(r.insts), len(r.apps), e.appMoves}
 	if r.members == nil || r.membersAt != at {
@@ -53,7 +67,7 @@ func (e *Engine) sharedMembers(r *resState) []*instState {
 				insts = append(insts, in)
 			}
 		}
-		r.members, r.membersAt = sortInsts(insts), at
+		r.members, r.membersAt, r.finding = sortInsts(insts), at, sharedFinding{}
 	}
 	return r.members
 }
