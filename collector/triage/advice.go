@@ -123,7 +123,7 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 		Instances: a.names, From: from, To: to, Facts: x,
 	}
 	words(f)
-	f.Timelines = e.timelines(a.insts, ar.resource, f.From, f.To, nil)
+	f.Timelines = e.res[ar.resource].memberTimelines(ar.firingSeries, f.From, f.To)
 	return true
 }
 

@@ -124,9 +124,14 @@ func (e *Engine) judgeDirtyAdvice() {
 	e.adviceDirty = e.adviceDirty[:0]
 }
 
+// firingSeries reports whether a series is in ar's firing list (after a
+// refresh).
+func (ar *appRes) firingSeries(s *series) bool {
+	return s.ar == ar && s.advice.fires && s.advice.list == ar
+}
+
 // refresh drops the series that stopped firing or moved to another app x
-// resource, sorts the rest by instance and takes their instances and
-// names again; false when none is left.
+// resource, sorts the rest by instance and takes their names again; false when none is left.
 func (a *arAdvice) refresh(ar *appRes) bool {
 	if !a.members {
 		return len(a.firing) > 0
@@ -134,7 +139,7 @@ func (a *arAdvice) refresh(ar *appRes) bool {
 	a.members = false
 	keep := a.firing[:0]
 	for _, s := range a.firing {
-		if s.advice.fires && s.advice.list == ar && s.ar == ar {
+		if ar.firingSeries(s) {
 			keep = append(keep, s)
 		} else if s.advice.list == ar {
 			s.advice.list = nil
@@ -149,10 +154,10 @@ func (a *arAdvice) refresh(ar *appRes) bool {
 		a.sorted = true
 	}
 	// New slices: the findings already returned keep the old ones.
-	a.insts = make([]*instState, len(a.firing))
+	insts := make([]*instState, len(a.firing))
 	for i, s := range a.firing {
-		a.insts[i] = s.inst
+		insts[i] = s.inst
 	}
-	a.names = names(a.insts)
+	a.names = names(insts)
 	return len(a.firing) > 0
 }

@@ -197,6 +197,7 @@ type resState struct {
 	members   []*instState
 	membersAt [3]int
 	finding   sharedFinding
+	stepped   steppedSeries // its series that have timelines (detector.go)
 }
 
 // New returns an engine; see Config for the zero value.

@@ -16,6 +16,7 @@ type series struct {
 	res      *resState
 	rr       *resRules // the instance's rules for the resource (nil: none): in.rules[resource]
 
+	stepped        bool // in res.stepped: a breaker of it recorded a state change
 	hasBucket      bool
 	traffic        bool // some bucket passed entries
 	lastStart      int64
@@ -110,6 +111,10 @@ func (s *series) breaker(ruleID string) *breaker {
 
 func (b *breaker) record(at int64, from, to core.State) {
 	b.s.inst.stepped = true
+	if s := b.s; !s.stepped && s.res != nil {
+		s.stepped = true
+		s.res.stepped.list, s.res.stepped.sorted = append(s.res.stepped.list, s), false
+	}
 	b.ring[b.ringHead] = step{at: at, from: from, to: to}
 	b.ringHead = (b.ringHead + 1) % timelineLen
 	b.nring = min(b.nring+1, timelineLen)

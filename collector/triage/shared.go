@@ -49,10 +49,17 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 		}
 		f := r.finding.f
 		f.To = max(r.last, r.since)
-		f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
+		f.Timelines = r.memberTimelines(r.sharedMember, f.From, f.To)
 		out = append(out, f)
 	}
 	return out
+}
+
+// sharedMember reports whether a series of the resource is one of its
+// members': its instance is of one of the resource's apps.
+func (r *resState) sharedMember(s *series) bool {
+	_, ok := r.apps[s.inst.app.name]
+	return ok
 }
 
 // sharedMembers is the instances of a shared resource's apps, sorted; kept
