@@ -13,20 +13,7 @@ import (
 func benchFleet(b *testing.B) (*Feeder, []string, []string, int64) {
 	b.Helper()
 	e := NewFeeder(Config{})
-	var insts, res []string
-	var rules []core.BreakerRule
-	for r := range 20 {
-		res = append(res, fmt.Sprintf("GET:/api/resource/%d", r))
-		rule := slowRule(res[r])
-		rule.MinRequestAmount = uint64(5 + r) // some get advice
-		rules = append(rules, rule)
-	}
-	for i := range 50 {
-		name := fmt.Sprintf("app%d-%d", i%2, i)
-		insts = append(insts, name)
-		e.Hello(name, fmt.Sprintf("app%d", i%2), t0, t0)
-		e.Rules(name, t0, "v1", rules, nil)
-	}
+	insts, res := benchInstances(e, 50, 2, 20, func(r int) uint64 { return uint64(5 + r) }) // some get advice
 	ts := t0
 	for ; ts < t0+60000; ts += 500 {
 		for _, in := range insts {
@@ -48,6 +35,27 @@ func benchFleet(b *testing.B) (*Feeder, []string, []string, int64) {
 		}
 	}
 	return e, insts, res, ts + 50000
+}
+
+// benchInstances feeds the hellos and rules of n instances of apps apps
+// ("app" and the app's number, each instance named after its app), each
+// with res resources ("GET:/api/resource/" and the number) under a
+// slow-ratio breaker of minRequestAmount minRequests(resource number).
+func benchInstances(e *Feeder, n, apps, res int, minRequests func(int) uint64) (insts, resources []string) {
+	var rules []core.BreakerRule
+	for r := range res {
+		resources = append(resources, fmt.Sprintf("GET:/api/resource/%d", r))
+		rule := slowRule(resources[r])
+		rule.MinRequestAmount = minRequests(r)
+		rules = append(rules, rule)
+	}
+	for i := range n {
+		name := fmt.Sprintf("app%d-%d", i%apps, i)
+		insts = append(insts, name)
+		e.Hello(name, fmt.Sprintf("app%d", i%apps), t0, t0)
+		e.Rules(name, t0, "v1", rules, nil)
+	}
+	return insts, resources
 }
 
 // seriesOf is the handles of every instance x resource, instance by

@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -15,20 +14,7 @@ import (
 func scaleFleet(b *testing.B) (*Feeder, []Series, int64) {
 	b.Helper()
 	e := NewFeeder(Config{})
-	var insts, res []string
-	var rules []core.BreakerRule
-	for r := range 20 {
-		res = append(res, fmt.Sprintf("GET:/api/resource/%d", r))
-		rule := slowRule(res[r])
-		rule.MinRequestAmount = 5
-		rules = append(rules, rule)
-	}
-	for i := range 2000 {
-		name := fmt.Sprintf("bench-%d-%d", i%10, i)
-		insts = append(insts, name)
-		e.Hello(name, fmt.Sprintf("bench-%d", i%10), t0, t0)
-		e.Rules(name, t0, "v1", rules, nil)
-	}
+	insts, res := benchInstances(e, 2000, 10, 20, func(int) uint64 { return 5 })
 	ss := seriesOf(e, insts, res, t0)
 	stat := BucketStat{BucketMs: 500, Metrics: core.Metrics{Pass: 4, Complete: 4, Hist: [core.HistogramSlots]int64{5: 4}}, HasHist: true}
 	ts := t0
