@@ -278,19 +278,16 @@ func javaReplayPolled(t *testing.T, dir, app string, until func(first int64, srv
 	c := New(Options{Clock: clock})
 	javaDial(t, c, "sentinel://"+strings.TrimPrefix(hs.URL, "http://")+"?app="+app)
 	end := until(first, srv)
-	for i := 1; clock.UnixMilli() < end; i++ {
-		javaWaitFor(t, "poll", func() error {
-			if n := srv.metricPolls(); n < i {
-				return fmt.Errorf("%d polls", n)
-			}
-			return nil
-		})
+	for i := int64(1); ; i++ {
+		javaWaitPolls(t, c, "poll", []int64{i}) // applied, not only answered
+		if clock.UnixMilli() >= end {
+			return c, srv, clock, first
+		}
 		if i == 1 {
 			javaTicking(t, clock, 1)
 		}
 		clock.Advance(JavaMetricEvery)
 	}
-	return c, srv, clock, first
 }
 
 func javaInferFromTransport(t *testing.T, dir string) {

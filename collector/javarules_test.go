@@ -112,22 +112,22 @@ func TestJavaLateSecondsAreNotEmpty(t *testing.T) {
 	if got := qps(); got != 85 {
 		t.Errorf("first poll: %.1f/s", got)
 	}
-	javaPolls(t, clock, []*fakeJava{fake}, 1) // the timer is late: nothing new
+	javaPolls(t, c, clock, 1) // the timer is late: nothing new
 	if got := qps(); got != 85 {
 		t.Errorf("a poll that found nothing new: %.1f/s, want 85 (a second not written is not a second without traffic)", got)
 	}
 	fake.add(line(-1), line(0))
-	javaPolls(t, clock, []*fakeJava{fake}, 1)
+	javaPolls(t, c, clock, 1)
 	if got := qps(); got != 85 {
 		t.Errorf("after the late seconds: %.1f/s", got)
 	}
 	// Nothing written for javaGrace: the seconds are still only late.
-	javaPolls(t, clock, []*fakeJava{fake}, 2)
+	javaPolls(t, c, clock, 2)
 	if got := qps(); got != 85 {
 		t.Errorf("within the grace: %.1f/s", got)
 	}
 	// Nothing written for longer: the second is empty.
-	javaPolls(t, clock, []*fakeJava{fake}, 1)
+	javaPolls(t, c, clock, 1)
 	if got := qps(); got != 85*4.0/5 {
 		t.Errorf("after the grace: %.1f/s, want %.1f", got, 85*4.0/5)
 	}
@@ -177,7 +177,7 @@ func TestJavaRegexRules(t *testing.T) {
 	}
 	a.add("1764460829000|GET:/api/b|4|0|4|0|10|0|0|0")
 	c, hosts := javaServe(t, clock, "gw", a, b, lit)
-	javaPolls(t, clock, []*fakeJava{a, b, lit}, 2)
+	javaPolls(t, c, clock, 2)
 	for _, h := range hosts[:2] {
 		rules := func(res string) triage.InstanceRules {
 			c.mu.Lock()
@@ -198,7 +198,7 @@ func TestJavaRegexRules(t *testing.T) {
 	}
 	// A resource seen later is governed from then on.
 	a.add("1764460830000|GET:/api/c|4|0|4|0|10|0|0|0", "1764460830000|GET:/api/d|4|0|4|0|10|0|0|0")
-	javaPolls(t, clock, []*fakeJava{a, b, lit}, 8)
+	javaPolls(t, c, clock, 8)
 	c.mu.Lock()
 	rules := func(res string) triage.InstanceRules { return c.engine.RulesOf(c.insts[hosts[1]].tri, res) }
 	got := fmt.Sprint(len(rules("GET:/api/c").Breakers), len(rules("GET:/api/d").Breakers), len(rules("GET:/api/d").Flows))
@@ -281,7 +281,7 @@ func TestJavaRulesBefore18(t *testing.T) {
 		fake.add(fmt.Sprintf("%d|%s|%d|%d|%d|%d|%d", l.Timestamp, l.Resource, l.Pass, l.Block, l.Success, l.Exception, l.Rt))
 	}
 	c, hosts := javaServe(t, clock, "legacy", fake)
-	javaPolls(t, clock, []*fakeJava{fake}, 4)
+	javaPolls(t, c, clock, 4)
 	d := c.Detail("legacy", "queryPrice", clock.UnixMilli()-120000, clock.UnixMilli())
 	if len(d.Instances) != 1 || d.Instances[0].Instance != hosts[0] || d.Instances[0].Provenance != ProvenanceInferred {
 		t.Fatalf("detail %+v", d.Instances)

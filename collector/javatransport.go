@@ -223,6 +223,7 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 	p.ingest(p.hello(ctx))
 	p.pollRules(ctx)
 	p.deliver(items)
+	st.update(func(s *TargetStatus) { s.Polls++ })
 
 	tk := c.clock.NewTicker(JavaMetricEvery)
 	defer tk.Stop()
@@ -250,6 +251,7 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 			rulesDue = now + JavaRulesEvery.Milliseconds()
 			p.pollRules(ctx)
 		}
+		st.update(func(s *TargetStatus) { s.Polls++ })
 	}
 }
 

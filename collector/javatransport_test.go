@@ -120,10 +120,11 @@ const (
 
 const javaT0 = 1764460830000
 
-// javaWaitFor polls cond every 10 ms of real time for up to 10 s.
+// javaWaitFor polls cond every 10 ms of real time for up to 30 s (a
+// ceiling for a loaded machine: a 30 MB answer parsed under -race).
 func javaWaitFor(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := cond()
 		if err == nil {
@@ -386,25 +387,49 @@ func TestParseJavaTargets(t *testing.T) {
 	}
 }
 
-// javaPolls advances the clock n seconds, waiting for each poll.
-func javaPolls(t *testing.T, clock *core.VirtualClock, fakes []*fakeJava, n int) {
+// javaPolls advances the clock n seconds, waiting for each poll of every
+// target to be applied to the end.
+func javaPolls(t *testing.T, c *Collector, clock *core.VirtualClock, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		want := make([]int, len(fakes))
-		for k, f := range fakes {
-			want[k] = len(f.requests()) + 1
+		want := javaPollCounts(c)
+		for k := range want {
+			want[k]++
 		}
-		javaTicking(t, clock, len(fakes))
+		javaTicking(t, clock, len(want))
 		clock.Advance(JavaMetricEvery)
-		javaWaitFor(t, "poll", func() error {
-			for k, f := range fakes {
-				if got := len(f.requests()); got < want[k] {
-					return fmt.Errorf("target %d: %d polls", k, got)
-				}
-			}
-			return nil
-		})
+		javaWaitPolls(t, c, "poll", want)
 	}
+}
+
+// javaPollCounts is every target's Polls, in the order they were dialed.
+func javaPollCounts(c *Collector) []int64 {
+	c.mu.Lock()
+	ts := slicesClone(c.targets)
+	c.mu.Unlock()
+	out := make([]int64, len(ts))
+	for i, st := range ts {
+		out[i] = st.status().Polls
+	}
+	return out
+}
+
+// javaWaitPolls waits until each target has applied want[i] polls: a poll
+// answered is not yet a poll applied.
+func javaWaitPolls(t *testing.T, c *Collector, what string, want []int64) {
+	t.Helper()
+	javaWaitFor(t, what, func() error {
+		got := javaPollCounts(c)
+		if len(got) != len(want) {
+			return fmt.Errorf("%d of %d targets", len(got), len(want))
+		}
+		for k := range want {
+			if got[k] < want[k] {
+				return fmt.Errorf("target %d: %d polls applied, want %d", k, got[k], want[k])
+			}
+		}
+		return nil
+	})
 }
 
 // javaTicking waits until n pollers wait on the clock (each creates its
@@ -433,18 +458,10 @@ func javaServe(t *testing.T, clock core.Clock, app string, fakes ...*fakeJava) (
 	}
 	c := New(Options{Clock: clock})
 	javaDial(t, c, strings.Join(specs, ","))
-	javaWaitFor(t, "first polls", func() error {
-		for _, f := range fakes {
-			if len(f.requests()) == 0 {
-				return fmt.Errorf("not polled")
-			}
-		}
-		return nil
-	})
-	if vc, ok := clock.(*core.VirtualClock); ok {
-		// A poller waits on the clock once its first poll is ingested: the
-		// requests alone are seen before.
-		javaTicking(t, vc, len(fakes))
+	first := make([]int64, len(fakes))
+	for i := range first {
+		first[i] = 1
 	}
+	javaWaitPolls(t, c, "first polls", first)
 	return c, hosts
 }

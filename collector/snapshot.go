@@ -146,6 +146,10 @@ type TargetStatus struct {
 	Bytes      int64
 	Rejected   int64
 	Reconnects int64
+	// Polls is how many polls of a polled target (Java Sentinel) have been
+	// applied to the end: its metrics, the breaker states inferred from
+	// them and, when due, its rules. 0 for a streaming target.
+	Polls int64
 	// LastMessageAt is when its latest message arrived (the collector's
 	// clock, Unix ms; 0 before any).
 	LastMessageAt int64
