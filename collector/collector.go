@@ -145,7 +145,7 @@ type Collector struct {
 	dropped  int64
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
-	targets  []*targetState
+	targets  []*targetStatus
 	keptBuf  []int           // Ingest's scratch: the bucket items taken
 	triBuf   []triage.Series // and their triage series (buckets)
 	memUsed  int64           // bytes charged to the budget (budget.go)

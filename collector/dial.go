@@ -55,25 +55,34 @@ type DialOptions struct {
 	IdleTimeout time.Duration
 }
 
-// targetState is one target's connection, as the snapshot reports it.
-type targetState struct {
+// targetStatus is what a dialed target's connection has told the store of
+// itself, as the snapshot reports it: the store's record, written by the
+// connection (update) and read at publish under a leaf lock. The store holds
+// nothing else of the connection.
+type targetStatus struct {
 	mu sync.Mutex
 	st TargetStatus
-	// javaRules is a Java target's rules as last read; only the target's
-	// connection goroutine touches it.
-	javaRules javaRulesMemo
 }
 
-func (t *targetState) status() TargetStatus {
+func (t *targetStatus) status() TargetStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.st
 }
 
-func (t *targetState) update(f func(s *TargetStatus)) {
+// update tells the store of a change of the target's status.
+func (t *targetStatus) update(f func(s *TargetStatus)) {
 	t.mu.Lock()
 	f(&t.st)
 	t.mu.Unlock()
+}
+
+// targetState is one target's connection state across reconnects, owned by
+// its dial loop: the status it tells the store, and what it keeps for itself.
+type targetState struct {
+	*targetStatus
+	// javaRules is a Java target's rules as last read.
+	javaRules javaRulesMemo
 }
 
 // Dial connects to every target and feeds the collector until ctx ends,
@@ -89,8 +98,8 @@ func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions
 	states := make([]*targetState, len(targets))
 	c.mu.Lock()
 	for i, t := range targets {
-		states[i] = &targetState{st: TargetStatus{Name: t.Name, State: TargetConnecting, Since: c.clock.UnixMilli()}}
-		c.targets = append(c.targets, states[i])
+		states[i] = &targetState{targetStatus: &targetStatus{st: TargetStatus{Name: t.Name, State: TargetConnecting, Since: c.clock.UnixMilli()}}}
+		c.targets = append(c.targets, states[i].targetStatus)
 	}
 	c.mu.Unlock()
 	seed := opts.Seed
