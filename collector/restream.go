@@ -67,10 +67,14 @@ type restream struct {
 	srv      *wsstream.Server
 	maxBytes int64
 	// Guarded by srv.Locked.
-	hello   map[string]*wsstream.Frame
-	rules   map[string]*wsstream.Frame
+	hello   map[string]stamped
+	rules   map[string]stamped
 	backlog []held // buckets frames in arrival order
 	first   uint64 // the sequence number of backlog[0]
+	// published counts the frames broadcast: a reader that arrived before
+	// an instance's rules were broadcast gets them live, not again from
+	// the instances' hello and rules.
+	published uint64
 	// What is kept (hello, rules and backlog, heldOverhead included), and
 	// what the share turned away; read by Publish without the lock.
 	bytes   atomic.Int64
@@ -82,6 +86,13 @@ type restream struct {
 type held struct {
 	arrived int64
 	f       *wsstream.Frame
+}
+
+// stamped is an instance's latest hello or rules frame and when it was
+// broadcast (restream.published before it).
+type stamped struct {
+	f  *wsstream.Frame
+	at uint64
 }
 
 func cost(f *wsstream.Frame) int64 { return int64(len(f.Data)) + heldOverhead }
@@ -109,7 +120,7 @@ func (c *Collector) Restream(opts RestreamOptions) *wsstream.Server {
 		opts.QueueBytes = budget / ReadersShare / int64(opts.MaxReaders)
 	}
 	opts.QueueBytes = min(opts.QueueBytes, budget/4/int64(opts.MaxReaders))
-	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]*wsstream.Frame{}, rules: map[string]*wsstream.Frame{}}
+	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]stamped{}, rules: map[string]stamped{}}
 	opts.Initial, opts.Follow = nil, rs.follow
 	rs.srv = wsstream.New(opts.Options)
 	c.mu.Lock()
@@ -123,7 +134,8 @@ func (c *Collector) Restream(opts RestreamOptions) *wsstream.Server {
 // follow starts a new reader at the instances known now and the backlog's
 // current end; under srv's lock.
 func (rs *restream) follow() func() *wsstream.Frame {
-	cur := &restreamCursor{names: make([]string, 0, len(rs.hello)), seq: rs.first, end: rs.first + uint64(len(rs.backlog))}
+	cur := &restreamCursor{names: make([]string, 0, len(rs.hello)), seq: rs.first, end: rs.first + uint64(len(rs.backlog)),
+		joined: rs.published}
 	for name := range rs.hello {
 		cur.names = append(cur.names, name)
 	}
@@ -141,6 +153,7 @@ type restreamCursor struct {
 	names     []string
 	rulesNext bool
 	seq, end  uint64
+	joined    uint64 // restream.published when the reader arrived
 }
 
 // next is the reader's next frame, nil at the end; a frame forgotten since
@@ -150,15 +163,21 @@ func (rs *restream) next(cur *restreamCursor) *wsstream.Frame {
 		name := cur.names[0]
 		if !cur.rulesNext {
 			cur.rulesNext = true
-			if f := rs.hello[name]; f != nil {
-				return f
+			// Always the instance's latest hello, before its rules: one
+			// broadcast since the reader arrived (a restart) reaches it
+			// twice, which a reader takes as the same hello again.
+			if h, ok := rs.hello[name]; ok {
+				return h.f
 			}
 			continue
 		}
 		cur.rulesNext = false
 		cur.names = cur.names[1:]
-		if f := rs.rules[name]; f != nil && rs.hello[name] != nil {
-			return f
+		// Rules broadcast since the reader arrived reach it live, once.
+		if r, ok := rs.rules[name]; ok && r.at < cur.joined {
+			if _, helloed := rs.hello[name]; helloed {
+				return r.f
+			}
 		}
 	}
 	cur.seq = max(cur.seq, rs.first)
@@ -195,15 +214,16 @@ func (rs *restream) publish(m wire.Message, now int64) {
 			}
 		}
 		rs.srv.Broadcast(f)
+		rs.published++
 	})
 }
 
 // state keeps f as instance's latest of its kind (nil: forgets it), within
 // the share: the oldest history goes first, and a frame that does not fit
 // even then is not kept (counted).
-func (rs *restream) state(m map[string]*wsstream.Frame, instance string, f *wsstream.Frame) {
-	if old := m[instance]; old != nil {
-		rs.bytes.Add(-cost(old))
+func (rs *restream) state(m map[string]stamped, instance string, f *wsstream.Frame) {
+	if old, ok := m[instance]; ok {
+		rs.bytes.Add(-cost(old.f))
 		delete(m, instance)
 	}
 	if f == nil {
@@ -216,7 +236,7 @@ func (rs *restream) state(m map[string]*wsstream.Frame, instance string, f *wsst
 		rs.refused.Add(1)
 		return
 	}
-	m[instance] = f
+	m[instance] = stamped{f, rs.published}
 	rs.bytes.Add(cost(f))
 }
 

@@ -132,7 +132,7 @@ func TestRestreamBacklogBoundedInBytes(t *testing.T) {
 		}
 		var state int64
 		for _, f := range rs.hello {
-			state += cost(f)
+			state += cost(f.f)
 		}
 		if got := rs.bytes.Load(); got != state+int64(held+frames*heldOverhead) {
 			t.Errorf("backlog accounts %d bytes, holds %d in %d frames and %d of hellos", got, held, frames, state)
@@ -159,5 +159,57 @@ func TestRestreamBacklogBoundedInBytes(t *testing.T) {
 	}
 	if history == 0 || history > bound {
 		t.Fatalf("a new reader receives %d bytes of buckets history, bound %d", history, bound)
+	}
+}
+
+// TestRestreamReaderGetsEachFrameOnce: a reader that arrives between an
+// instance's hello and its rules gets the rules once, live, not also from
+// the instances' hello and rules it reads first (TestServeEndpoints saw
+// three rules frames for two instances); one that arrives after both gets
+// them from there, each instance's latest hello before its rules.
+func TestRestreamReaderGetsEachFrameOnce(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(1764460800000))})
+	c.Restream(RestreamOptions{})
+	rs := c.restream
+	ts := int64(1764460800000)
+	publish := func(m wire.Message) {
+		c.teeMu.Lock()
+		rs.publish(m, ts)
+		c.teeMu.Unlock()
+	}
+	join := func() (next func() *wsstream.Frame) {
+		rs.srv.Locked(func() { next = rs.follow() })
+		return next
+	}
+	kinds := func(next func() *wsstream.Frame) string {
+		var out []string
+		for f := next(); f != nil; f = next() {
+			m, err := wire.Decode(f.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(m.Kind())+" "+m.Head().Instance)
+		}
+		return strings.Join(out, ", ")
+	}
+	hello := func(inst string, started int64) *wire.Hello {
+		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: inst}, App: "app", StartedAt: started, BucketMs: 500}
+	}
+	rules := func(inst string) *wire.Rules {
+		return &wire.Rules{Header: wire.Header{Ts: ts, Instance: inst}, Version: "v1"}
+	}
+
+	publish(hello("a", ts))
+	publish(rules("a"))
+	publish(hello("b", ts))
+	between := join() // b's rules are broadcast after it arrived
+	publish(rules("b"))
+	after := join()
+	publish(hello("a", ts+1)) // a restarted: its new hello is broadcast
+	if got, want := kinds(between), "hello a, rules a, hello b"; got != want {
+		t.Errorf("a reader that arrived before b's rules read %q, want %q", got, want)
+	}
+	if got, want := kinds(after), "hello a, rules a, hello b, rules b"; got != want {
+		t.Errorf("a reader that arrived before a's new hello read %q, want %q", got, want)
 	}
 }
