@@ -83,7 +83,8 @@ func (s *mainScreen) FetchTrends() tea.Cmd {
 	if !ok {
 		return nil
 	}
-	return s.trends.fetch(s.src, s.table.InSight(), g, s.snap.At)
+	s.trends.inSight = s.table.AppendInSight(s.trends.inSight[:0])
+	return s.trends.fetch(s.src, s.trends.inSight, g, s.snap.At)
 }
 
 // ReceiveTrends shows the TREND fetched, and fetches again if wanted.

@@ -142,7 +142,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		m.ticks++
-		cmds := []tea.Cmd{m.tick()}
+		next := m.tick()
 		if s := m.src.Snapshot(); s != nil && s != m.latest {
 			m.latest = s
 			m.replay.Seen()
@@ -153,7 +153,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				m.setSnapshot(s)
 			}
 		}
-		return m, tea.Batch(append(cmds, m.detail.Refresh())...)
+		if fetch := m.detail.Refresh(); fetch != nil {
+			return m, tea.Batch(next, fetch)
+		}
+		return m, next // a tick with nothing new allocates nothing
 	case detailMsg:
 		changed, cmd := m.detail.Receive(msg)
 		m.dirty = m.dirty || changed

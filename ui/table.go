@@ -173,15 +173,14 @@ func (t resourceTable) TrendGrid() (grid, bool) {
 	return grid{}, false
 }
 
-// InSight are the rows in sight.
-func (t resourceTable) InSight() []rowKey {
+// AppendInSight appends the rows in sight to dst.
+func (t resourceTable) AppendInSight(dst []rowKey) []rowKey {
 	from := t.cur.Offset()
 	to := min(len(t.view), from+max(0, t.height-1))
-	out := make([]rowKey, 0, max(0, to-from))
 	for _, v := range t.view[from:to] {
-		out = append(out, rowKey{t.rows[v].App, t.rows[v].Resource})
+		dst = append(dst, rowKey{t.rows[v].App, t.rows[v].Resource})
 	}
-	return out
+	return dst
 }
 
 // Focus marks whether the table has the keyboard.
@@ -235,8 +234,10 @@ func (t resourceTable) rebuild() resourceTable {
 		t.view = append(t.view, i)
 	}
 	if t.sort != sortName || t.reverse {
+		// The names break every tie (a row is one app x resource), so the
+		// order is total and needs no stable sort.
 		rows, k, rev := t.rows, t.sort, t.reverse
-		slices.SortStableFunc(t.view, func(a, b int) int {
+		slices.SortFunc(t.view, func(a, b int) int {
 			c := compareRows(&rows[a], &rows[b], k)
 			if rev {
 				c = -c

@@ -53,7 +53,13 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 			}
 			return 1
 		}
-		return cmp.Or(cmp.Compare(bs, as), compareRows(a, b, sortBreakers), num(a.BlockQPS, b.BlockQPS))
+		if c := cmp.Compare(bs, as); c != 0 {
+			return c
+		}
+		if c := compareRows(a, b, sortBreakers); c != 0 {
+			return c
+		}
+		return num(a.BlockQPS, b.BlockQPS)
 	case sortBreakers:
 		// then the states not known: any of them may be OPEN.
 		return cmp.Or(cmp.Compare(b.Breakers.Open, a.Breakers.Open), cmp.Compare(b.Breakers.HalfOpen, a.Breakers.HalfOpen),

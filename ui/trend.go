@@ -5,7 +5,7 @@ package ui
 
 import (
 	"math"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,8 +34,22 @@ type trends struct {
 	series map[rowKey]trendSeries
 	unit   int64 // the data's step, which cells are a multiple of
 	busy   bool
-	wanted bool   // fetch again when the batch under way arrives
-	last   string // what the last batch was fetched for
+	wanted bool     // fetch again when the batch under way arrives
+	last   trendKey // what the last batch was fetched for
+	// inSight is the rows in sight, asked again at every message into
+	// the same array: an unchanged screen costs no allocation.
+	inSight []rowKey
+}
+
+// trendKey is what a batch is fetched for: the grid, the second of data
+// and the rows. The zero trendKey is no batch.
+type trendKey struct {
+	from, step, sec int64
+	rows            []rowKey
+}
+
+func (k trendKey) equal(o trendKey) bool {
+	return k.from == o.from && k.step == o.step && k.sec == o.sec && slices.Equal(k.rows, o.rows)
 }
 
 func newTrends() trends { return trends{series: map[rowKey]trendSeries{}, unit: 1000} }
@@ -52,19 +66,17 @@ func (tr *trends) fetch(src Source, rows []rowKey, g grid, to int64) tea.Cmd {
 	if len(rows) == 0 {
 		return nil
 	}
-	var k strings.Builder
-	k.WriteString(strconv.FormatInt(g.from(), 10) + "/" + strconv.FormatInt(g.step, 10) + "/" + strconv.FormatInt(to/1000, 10))
-	for _, r := range rows {
-		k.WriteString("\x00" + r.app + "\x00" + r.res)
-	}
-	if k.String() == tr.last {
+	k := trendKey{from: g.from(), step: g.step, sec: to / 1000, rows: rows}
+	if k.equal(tr.last) {
 		return nil
 	}
 	if tr.busy {
 		tr.wanted = true
 		return nil
 	}
-	tr.busy, tr.wanted, tr.last = true, false, k.String()
+	rows = slices.Clone(rows) // the command reads them after rows' array is reused
+	k.rows = rows
+	tr.busy, tr.wanted, tr.last = true, false, k
 	from := g.from()
 	return func() tea.Msg {
 		out := make(map[rowKey]trendSeries, len(rows))
@@ -93,7 +105,7 @@ func (tr *trends) receive(msg trendMsg) (again bool) {
 	}
 	again, tr.wanted = tr.wanted, false
 	if again {
-		tr.last = ""
+		tr.last = trendKey{}
 	}
 	return again
 }
