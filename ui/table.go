@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,8 @@ type resourceTable struct {
 	keys *keyMap
 
 	rows []collector.ResourceRow
-	view []int // indices into rows, filtered and sorted
+	view []int         // indices into rows, filtered and sorted
+	sev  []severityKey // rows' severity sort keys, taken once per sort
 
 	sort    sortKey
 	reverse bool
@@ -235,17 +237,27 @@ func (t resourceTable) rebuild() resourceTable {
 	}
 	if t.sort != sortName || t.reverse {
 		// The names break every tie (a row is one app x resource), so the
-		// order is total and needs no stable sort.
+		// order is total and needs no stable sort; the snapshot's rows come
+		// in name order, so a row's index is its place by name.
 		rows, k, rev := t.rows, t.sort, t.reverse
+		cmpRows := func(a, b int) int { return compareRows(&rows[a], &rows[b], k) }
+		if k == sortSeverity {
+			t.sev = t.sev[:0]
+			for i := range rows {
+				t.sev = append(t.sev, newSeverityKey(&rows[i]))
+			}
+			sev := t.sev
+			cmpRows = func(a, b int) int { return sev[a].compare(&sev[b]) }
+		}
 		slices.SortFunc(t.view, func(a, b int) int {
-			c := compareRows(&rows[a], &rows[b], k)
+			c := cmpRows(a, b)
 			if rev {
 				c = -c
 			}
 			if c != 0 {
 				return c
 			}
-			return compareNames(&rows[a], &rows[b])
+			return cmp.Compare(a, b)
 		})
 	}
 	// find the selection again, or stay on the first (worst) row until the

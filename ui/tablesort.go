@@ -105,6 +105,39 @@ func rowSeverity(r *collector.ResourceRow) (sev triage.Severity, ok bool) {
 	return sev, ok
 }
 
+// severityKey is what the severity order compares of a row, taken once
+// per sort rather than at every comparison; compare orders as compareRows
+// does for sortSeverity.
+type severityKey struct {
+	rank                int // a finding or a breaker OPEN first, then the severity
+	open, half, unknown int
+	block               float64
+}
+
+func newSeverityKey(r *collector.ResourceRow) severityKey {
+	k := severityKey{open: r.Breakers.Open, half: r.Breakers.HalfOpen, unknown: r.Breakers.Unknown, block: noNaN(r.BlockQPS)}
+	sev, ok := rowSeverity(r)
+	k.rank = int(sev)
+	if ok {
+		k.rank += 1 << 16
+	}
+	return k
+}
+
+func (a *severityKey) compare(b *severityKey) int {
+	switch {
+	case a.rank != b.rank:
+		return cmp.Compare(b.rank, a.rank)
+	case a.open != b.open:
+		return cmp.Compare(b.open, a.open)
+	case a.half != b.half:
+		return cmp.Compare(b.half, a.half)
+	case a.unknown != b.unknown:
+		return cmp.Compare(b.unknown, a.unknown)
+	}
+	return cmp.Compare(b.block, a.block)
+}
+
 // noNaN puts a missing value below every other.
 func noNaN(v float64) float64 {
 	if math.IsNaN(v) {
