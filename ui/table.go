@@ -71,6 +71,7 @@ type resourceTable struct {
 	rows []collector.ResourceRow
 	view []int         // indices into rows, filtered and sorted
 	sev  []severityKey // rows' severity sort keys, taken once per sort
+	num  []float64     // rows' values of a numeric sort, taken once per sort
 
 	sort    sortKey
 	reverse bool
@@ -111,13 +112,18 @@ func (t resourceTable) SetRows(snap *collector.Snapshot) resourceTable {
 	t.lower = t.lower[:0]
 	appW, d, resW, latW := 4, 1, 0, 0
 	marks := newBreakerMarks(snap.Breakers, snap.Totals)
+	noDataW := width(noData)
 	for i := range rows {
 		r := &rows[i]
 		appW = max(appW, width(sanitize(r.App)))
 		resW = max(resW, width(sanitize(r.Resource)))
 		d = max(d, digits(r.Breakers.Open), digits(r.Breakers.HalfOpen), digits(r.Breakers.Closed), digits(r.Breakers.Unknown))
 		marks.note(r)
-		latW = max(latW, width(latencyCell(r)))
+		if r.Completed == 0 {
+			latW = max(latW, noDataW)
+		} else {
+			latW = max(latW, len(latencyCell(r))) // digits and a unit: ASCII
+		}
 	}
 	appW = min(appW, maxAppW)
 	if appW != t.appW || d != t.digits || resW != t.resW || latW != t.latW || !marks.sameLayout(t.marks) {
@@ -241,13 +247,21 @@ func (t resourceTable) rebuild() resourceTable {
 		// in name order, so a row's index is its place by name.
 		rows, k, rev := t.rows, t.sort, t.reverse
 		cmpRows := func(a, b int) int { return compareRows(&rows[a], &rows[b], k) }
-		if k == sortSeverity {
+		switch k {
+		case sortSeverity:
 			t.sev = t.sev[:0]
 			for i := range rows {
 				t.sev = append(t.sev, newSeverityKey(&rows[i]))
 			}
 			sev := t.sev
 			cmpRows = func(a, b int) int { return sev[a].compare(&sev[b]) }
+		case sortPass, sortBlock, sortSlow, sortError:
+			t.num = t.num[:0]
+			for i := range rows {
+				t.num = append(t.num, numericKey(&rows[i], k))
+			}
+			num := t.num
+			cmpRows = func(a, b int) int { return cmp.Compare(num[b], num[a]) }
 		}
 		slices.SortFunc(t.view, func(a, b int) int {
 			c := cmpRows(a, b)

@@ -138,6 +138,21 @@ func (a *severityKey) compare(b *severityKey) int {
 	return cmp.Compare(b.block, a.block)
 }
 
+// numericKey is the value a numeric sort (pass/s, block/s, slow%, err%)
+// orders rows by, largest first, a missing one below every other; as
+// compareRows orders them.
+func numericKey(r *collector.ResourceRow, k sortKey) float64 {
+	switch k {
+	case sortPass:
+		return noNaN(r.PassQPS)
+	case sortBlock:
+		return noNaN(r.BlockQPS)
+	case sortSlow:
+		return noNaN(r.SlowRatio)
+	}
+	return noNaN(r.ErrorRatio)
+}
+
 // noNaN puts a missing value below every other.
 func noNaN(v float64) float64 {
 	if math.IsNaN(v) {
