@@ -17,7 +17,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
-const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P]
+const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K]
 
 Measures the collector at fleet scale on this machine. N agents, each with R
 resources called CALLS times a second, serve their streams on loopback from
@@ -54,6 +54,7 @@ type benchConfig struct {
 	cpuProfile        string // where to write a CPU profile of the measured window
 	agentsProfile     string // the same for the agents' processes: FILE.0, FILE.1...
 	maxMemory         int64  // collector.Options.MaxMemory
+	agentsNice        int    // the agents' processes' niceness
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -71,6 +72,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return err
 	})
 	fs.IntVar(&cfg.perProcess, "per-process", 2500, "agents per child process (2 open files each)")
+	fs.IntVar(&cfg.agentsNice, "agents-nice", 0, "run the agents' processes at this niceness (1 to 19, through nice(1)), so that on a machine too small for both the collector is not starved by the load it measures")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")
 	fs.StringVar(&cfg.agentsProfile, "agents-cpuprofile", "", "write one of each agents' process to FILE.0, FILE.1, ...")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
@@ -88,6 +90,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		err = fmt.Errorf("--duration %v: want at least 1s", cfg.duration)
 	case cfg.perProcess < 1 || cfg.perProcess > 5000:
 		err = fmt.Errorf("--per-process %d: want 1 to 5000", cfg.perProcess)
+	case cfg.agentsNice < 0 || cfg.agentsNice > 19:
+		err = fmt.Errorf("--agents-nice %d: want 0 to 19", cfg.agentsNice)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
@@ -203,7 +207,7 @@ func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks ben
 	}
 	for first := 0; first < cfg.agents; first += cfg.perProcess {
 		share := benchAgentsConfig{first: first, count: min(cfg.perProcess, cfg.agents-first), fleet: cfg.agents,
-			resources: cfg.resources, rate: cfg.rate}
+			resources: cfg.resources, rate: cfg.rate, nice: cfg.agentsNice}
 		if cfg.agentsProfile != "" {
 			share.cpuProfile = cfg.agentsProfile + "." + strconv.Itoa(len(*kids))
 		}
@@ -412,8 +416,11 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	res.heap, res.heapSys, res.heapPeak = p1.heap, p1.heapSys, max(peak.heap, p1.heap)
 
 	// Every call made must be counted, once the last buckets are in: the
-	// agents ship a bucket when it ends, every 500 ms. A count that has not
-	// moved for 2 s (4 buckets) will not move again.
+	// agents ship a bucket when it ends, every 500 ms, and re-send the last
+	// 4 for late additions. A count that has not moved for 8 s will not
+	// move again: at 10,000 targets the last buckets of 200,000 series
+	// took more than 2 s to come in (2 s ended the count with 8,872 calls
+	// still on their way; 8 s: every one counted).
 	done, err := kids.ask(ctx, "stop", "done", 2*time.Minute)
 	if err != nil {
 		return err
@@ -450,7 +457,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			}
 		}
 		if res.counted == res.calls || time.Now().After(deadline) ||
-			res.counted == last && time.Since(lastMoved) >= 2*time.Second && res.downAtEnd == 0 {
+			res.counted == last && time.Since(lastMoved) >= 8*time.Second && res.downAtEnd == 0 {
 			break
 		}
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
@@ -507,8 +514,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (r *benchResult) print(w io.Writer) {
 	secs := r.window.Seconds()
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
-	fmt.Fprintf(w, "connected:  %d targets in %.1f s, served by %d agents' %s (open files limit %d)\n",
-		r.cfg.agents, r.connect.Seconds(), r.processes, plural(r.processes, "process", "processes"), r.filesLimit)
+	niceness := ""
+	if r.cfg.agentsNice > 0 {
+		niceness = fmt.Sprintf(" at niceness %d", r.cfg.agentsNice)
+	}
+	fmt.Fprintf(w, "connected:  %d targets in %.1f s, served by %d agents' %s%s (open files limit %d)\n",
+		r.cfg.agents, r.connect.Seconds(), r.processes, plural(r.processes, "process", "processes"), niceness, r.filesLimit)
 	fmt.Fprintf(w, "ingest:     %s items/s, %s messages/s, %.1f MB/s of websocket payload, over %.1f s\n",
 		thousands(int64(float64(r.items)/secs)), thousands(int64(float64(r.messages)/secs)),
 		float64(r.bytes)/secs/(1<<20), secs)

@@ -321,6 +321,25 @@ func TestCountingListener(t *testing.T) {
 	}
 }
 
+// TestBenchAgentsNice: the agents' processes run through nice(1) at the
+// niceness asked for, and the fleet is measured as without it.
+func TestBenchAgentsNice(t *testing.T) {
+	if _, err := exec.LookPath("nice"); err != nil {
+		t.Skip("no nice(1) here")
+	}
+	code, out, errOut := runCmd(t, "bench", "--agents", "2", "--resources", "2", "--rate", "50", "--duration", "1s",
+		"--per-process", "1", "--agents-nice", "5")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	if !regexp.MustCompile(`(?m)^connected:  2 targets in [0-9.]+ s, served by 2 agents' processes at niceness 5 `).MatchString(out) {
+		t.Errorf("no niceness in\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^accounted:  [1-9][0-9,]* calls made, [0-9,]+ counted by the collector \(exact\)$`).MatchString(out) {
+		t.Errorf("not every call counted in\n%s", out)
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"--agents", "0"},
@@ -329,6 +348,8 @@ func TestBenchUsage(t *testing.T) {
 		{"--rate", "-1"},
 		{"--max-memory", "lots"},
 		{"--duration", "10ms"},
+		{"--agents-nice", "20"},
+		{"--agents-nice", "-1"},
 		{"extra"},
 		{"--nope"},
 	} {

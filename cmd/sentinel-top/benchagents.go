@@ -93,6 +93,7 @@ type benchAgentsConfig struct {
 	first, count, fleet, resources int
 	rate                           float64
 	cpuProfile                     string
+	nice                           int // the process's niceness (run through nice(1)); 0 runs it as is
 }
 
 // runBenchAgents is the child: it serves its agents until its standard

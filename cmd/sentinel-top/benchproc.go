@@ -46,6 +46,17 @@ func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hoo
 	if cfg.cpuProfile != "" {
 		ch.cmd.Args = append(ch.cmd.Args, "--cpuprofile", cfg.cpuProfile)
 	}
+	if cfg.nice > 0 {
+		// nice(1) sets the niceness before it runs exe, so every thread of
+		// the agents' process has it (a thread's own would not pass to
+		// the runtime's threads already running).
+		nice, err := exec.LookPath("nice")
+		if err != nil {
+			return nil, fmt.Errorf("--agents-nice: %w", err)
+		}
+		ch.cmd.Path = nice
+		ch.cmd.Args = append([]string{nice, "-n", strconv.Itoa(cfg.nice), exe}, ch.cmd.Args[1:]...)
+	}
 	ch.cmd.Env = append(os.Environ(), benchChildEnv+"=1")
 	ch.cmd.Stderr = ch.stderr
 	ch.cmd.SysProcAttr = benchChildAttr() // killed with us (Linux)
