@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"github.com/sentinel-top/sentinel-top/agent"
 	"io"
 	"os"
 	"runtime"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
@@ -125,6 +127,25 @@ func sampleProc() procSample {
 	return s
 }
 
+// procNice is a process's niceness, from /proc/PID/stat (Linux).
+func procNice(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// After the command's ")" come the fields from the 3rd on; nice is the 19th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 17 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[16])
+	return n, err == nil
+}
+
 // procStatusBytes reads a "kB" line of /proc/self/status (Linux).
 func procStatusBytes(key string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -162,8 +183,11 @@ func openFilesLimit() int64 {
 
 // benchResult is what one run measured.
 type benchResult struct {
-	cfg             benchConfig
-	processes       int
+	cfg       benchConfig
+	processes int
+	// niceness is the least niceness the agents' processes have, as
+	// /proc/PID/stat tells it (-1: not known here).
+	niceness        int
 	connect         time.Duration
 	messages, bytes int64 // read by the collector over the measured window
 	// Written by the agents over the measured window, counted on the wire.
@@ -321,6 +345,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	res.niceness = kids.niceness()
 
 	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.maxMemory})
 	dialCtx, stopDial := context.WithCancel(ctx)
@@ -515,8 +540,8 @@ func (r *benchResult) print(w io.Writer) {
 	secs := r.window.Seconds()
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
 	niceness := ""
-	if r.cfg.agentsNice > 0 {
-		niceness = fmt.Sprintf(" at niceness %d", r.cfg.agentsNice)
+	if r.niceness > 0 {
+		niceness = fmt.Sprintf(" at niceness %d", r.niceness)
 	}
 	fmt.Fprintf(w, "connected:  %d targets in %.1f s, served by %d agents' %s%s (open files limit %d)\n",
 		r.cfg.agents, r.connect.Seconds(), r.processes, plural(r.processes, "process", "processes"), niceness, r.filesLimit)

@@ -321,8 +321,9 @@ func TestCountingListener(t *testing.T) {
 	}
 }
 
-// TestBenchAgentsNice: the agents' processes run through nice(1) at the
-// niceness asked for, and the fleet is measured as without it.
+// TestBenchAgentsNice: the agents' processes run at the niceness asked for,
+// as the kernel reports it (/proc/PID/stat), and the fleet is measured as
+// without it.
 func TestBenchAgentsNice(t *testing.T) {
 	if _, err := exec.LookPath("nice"); err != nil {
 		t.Skip("no nice(1) here")

@@ -237,3 +237,19 @@ func (b *tailBuffer) bytes() []byte {
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf)
 }
+
+// niceness is the least niceness of the agents' processes as the kernel
+// reports it, -1 when it cannot be read.
+func (kids benchChildren) niceness() int {
+	least := -1
+	for _, ch := range kids {
+		n, ok := procNice(ch.cmd.Process.Pid)
+		if !ok {
+			return -1
+		}
+		if least < 0 || n < least {
+			least = n
+		}
+	}
+	return least
+}
