@@ -19,6 +19,7 @@ var fuzzSeeds = []string{
 	"||||||||||||||",
 	"1764460800000|\xff\xfe|1|0|1|0|1|0|-7|-2147483648",
 	"",
+	"1764460800000|2025-11-30 00:00:00|" + strings.Repeat("\xffa", 500) + "|1|0|1|0|1",
 }
 
 // checkParsed requires a parsed line to make a valid wire item and a failed

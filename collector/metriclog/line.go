@@ -109,13 +109,16 @@ func parse(s string, fat bool) (Line, error) {
 	}
 	res := fields[i]
 	i++
+	if !utf8.ValidString(res) {
+		// Before the length check: a replacement can be longer than the
+		// bytes it replaces.
+		res = strings.ToValidUTF8(res, "\uFFFD")
+	}
 	switch {
 	case res == "":
 		return l, fmt.Errorf("%w: empty resource name", wire.ErrMalformed)
 	case len(res) > wire.DefaultMaxNameBytes:
 		return l, fmt.Errorf("%w: resource name of %d bytes exceeds %d", wire.ErrTooLarge, len(res), wire.DefaultMaxNameBytes)
-	case !utf8.ValidString(res):
-		res = strings.ToValidUTF8(res, "\uFFFD")
 	}
 	l.Resource = res
 	dst := [...]*int64{&l.Pass, &l.Block, &l.Success, &l.Exception, &l.Rt, &l.OccupiedPass, &l.Concurrency, &l.Classification}

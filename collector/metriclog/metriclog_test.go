@@ -73,6 +73,8 @@ func TestParseRejects(t *testing.T) {
 		"1764460800000|2025-11-30 00:00:00|x|1|0|1|0|1|0|0|z":                           "classification",
 		"1764460800000|2025-11-30 00:00:00|x|1|0|9|0|9223372036854775807":               "overflows",
 		"1764460800000|2025-11-30 00:00:00|" + strings.Repeat("r", 2000) + "|1|0|1|0|1": "exceeds 1024",
+		// 1,000 bytes, 3,000 once each invalid byte is U+FFFD.
+		"1764460800000|2025-11-30 00:00:00|" + strings.Repeat("\xffa", 500) + "|1|0|1|0|1": "exceeds 1024",
 	} {
 		_, err := ParseFat(line)
 		if err == nil || !strings.Contains(err.Error(), want) {
