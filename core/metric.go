@@ -109,6 +109,19 @@ func (b *MetricBucket) AddComplete(rtMs int64, failed, slow bool) {
 	b.hist[HistogramSlot(rtMs)].Add(1)
 }
 
+// Differs reports whether the bucket's entries or completions differ from
+// m's: what a shipper reading a bucket again checks before a Snapshot.
+func (b *MetricBucket) Differs(m *Metrics) bool {
+	if b.pass.Load() != m.Pass || b.block.Load() != m.Block {
+		return true
+	}
+	var complete int64
+	for i := range b.hist {
+		complete += b.hist[i].Load()
+	}
+	return complete != m.Complete
+}
+
 // Snapshot copies the bucket's counters.
 func (b *MetricBucket) Snapshot() Metrics {
 	m := Metrics{

@@ -88,19 +88,27 @@ type Shipper struct {
 	sent map[string]*sentRing // what was sent of each series' latest buckets
 }
 
-// lateBuckets is how many shipped buckets per series are read again for
-// late additions: an Entry that read the clock in one bucket and added its
-// pass after the bucket was shipped (a goroutine paused between the two)
-// counts in a bucket already sent. Such a difference is sent with the next
-// bucket, so that every call is counted exactly once (re-sending the old
-// bucket would be dropped as a duplicate).
-const lateBuckets = 4
+// A bucket already shipped is read again at every later Ship for as long
+// as the statistic's ring holds it (10 s for a resource): an Entry that
+// read the clock in one bucket and added its pass after the bucket was
+// shipped (a goroutine paused between the two) counts in a bucket already
+// sent. The difference is sent with the next bucket, so that every call is
+// counted exactly once (re-sending the old bucket would be dropped as a
+// duplicate). Once the slot is reused, a late writer's count lands in the
+// newer bucket (core.Window), which is still to be shipped. Only a count
+// added in the instant between the shipper's last read of a 10 s old bucket
+// and its slot's reuse is lost with it, as in Sentinel.
 
-// sentRing is what was sent of one series' latest buckets.
+// maxLateBuckets bounds the buckets per series read again, whatever the
+// statistic's sample count.
+const maxLateBuckets = 64
+
+// sentRing is what was sent of one series' buckets the statistic still
+// holds.
 type sentRing struct {
-	start [lateBuckets]int64
-	sent  [lateBuckets]core.Metrics
-	n     int // entries held, the newest at (n-1)%lateBuckets
+	start []int64
+	sent  []core.Metrics
+	n     int // entries added, the newest at (n-1)%len(start)
 }
 
 // Begin makes the bucket holding now the first one shipped (Start does it
@@ -206,7 +214,7 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 		}
 		ring := s.sent[r.Name()]
 		if ring == nil {
-			ring = &sentRing{}
+			ring = newSentRing(r.Stat().SampleCount())
 			s.sent[r.Name()] = ring
 		}
 		live[r.Name()] = true
@@ -243,9 +251,15 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	}
 }
 
-// add records what was sent of the bucket at start.
+func newSentRing(n int) *sentRing {
+	n = min(max(n, 1), maxLateBuckets)
+	return &sentRing{start: make([]int64, n), sent: make([]core.Metrics, n)}
+}
+
+// add records what was sent of the bucket at start; buckets are added in
+// the order they are shipped, so the oldest entry is the one replaced.
 func (r *sentRing) add(start int64, m core.Metrics) {
-	i := r.n % lateBuckets
+	i := r.n % len(r.start)
 	r.start[i], r.sent[i] = start, m
 	r.n++
 }
@@ -254,18 +268,19 @@ func (r *sentRing) add(start int64, m core.Metrics) {
 // them since, remembering it as sent.
 func (r *sentRing) late(w *core.MetricWindow) core.Metrics {
 	var late core.Metrics
-	for k := 0; k < min(r.n, lateBuckets); k++ {
+	for k := range min(r.n, len(r.start)) {
 		b, ok := w.Lookup(r.start[k])
 		if !ok {
+			continue // the slot was reused: a late count is in the newer bucket
+		}
+		was := &r.sent[k]
+		if !b.Differs(was) {
 			continue
 		}
-		now, was := b.Snapshot(), &r.sent[k]
-		if now.Pass == was.Pass && now.Block == was.Block && now.Complete == was.Complete {
-			continue
-		}
+		now := b.Snapshot()
 		d := now.Since(was)
 		if d.Pass < 0 || d.Block < 0 || d.Complete < 0 {
-			continue // the slot was reused for a newer bucket: nothing late
+			continue // reset under us for a newer bucket: nothing late
 		}
 		late.Add(d)
 		*was = now

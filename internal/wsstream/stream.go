@@ -29,11 +29,27 @@ type Frame struct {
 
 // Encode encodes m into a frame.
 func Encode(m wire.Message) (*Frame, error) {
-	data, err := wire.Marshal(m)
+	data, err := wire.Append(make([]byte, 0, sizeHint(m)), m)
 	if err != nil {
 		return nil, err
 	}
 	return &Frame{Msg: m, Data: data}, nil
+}
+
+// sizeHint is about the encoded size of a buckets message (most items
+// take 150 to 200 bytes besides their name), so that encoding it grows
+// no buffer: an agent encodes one every bucket.
+func sizeHint(m wire.Message) int {
+	b, ok := m.(*wire.Buckets)
+	if !ok {
+		return 0
+	}
+	n := 128 + len(b.Instance)
+	for i := range b.Items {
+		it := &b.Items[i]
+		n += 192 + len(it.Resource) + 48*len(it.Hot)
+	}
+	return n
 }
 
 // Defaults of Options.
