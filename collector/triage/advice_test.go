@@ -195,3 +195,28 @@ func TestRuleAdviceHighestHealthyP99(t *testing.T) {
 		t.Fatalf("facts %+v", *x)
 	}
 }
+
+// The finding spans its instances' reports: from the earliest first one to
+// the latest last one, whichever instance (by name) sent them, and the
+// span follows a later bucket.
+func TestRuleAdviceSpansItsInstances(t *testing.T) {
+	const res = "db"
+	r := slowRule(res)
+	r.MaxAllowedRtMs = 30 // under 2 x the healthy p99 of 20 ms
+	e := NewFeeder(Config{})
+	fleet(e, "order", 2, t0, "v1", r)
+	for ts := t0 + 10000; ts < t0+40000; ts += 500 {
+		e.Bucket("order-1", bucketAt(res, ts, hist(10, 4), 0))
+	}
+	for ts := t0; ts < t0+30000; ts += 500 {
+		e.Bucket("order-2", bucketAt(res, ts, hist(10, 4), 0))
+	}
+	f := one(t, e.Findings(t0+40000), KindRuleAdvice)
+	if f.From != t0 || f.To != t0+40000 {
+		t.Fatalf("from %d to %d, want %d to %d", f.From-t0, f.To-t0, 0, 40000)
+	}
+	e.Bucket("order-2", bucketAt(res, t0+40000, hist(10, 4), 0))
+	if f = one(t, e.Findings(t0+40500), KindRuleAdvice); f.To != t0+40500 {
+		t.Fatalf("to %d after a later bucket, want 40500", f.To-t0)
+	}
+}

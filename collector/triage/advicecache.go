@@ -8,13 +8,12 @@ import (
 
 // Rule advice is judged per series, again only for the series whose inputs
 // changed since the last Findings (a bucket, a transition, its instance's
-// rules or hello). An app x resource keeps the sums its finding is made of
-// (the firing series' QPS, p99s, first and last reports, sorted, and how
-// many have a window or RT that does not fit), which a series' new judgment
-// updates in O(log n); the firing list and its names are made again only
+// rules or hello). A series keeps what its judgment adds to its app x
+// resource's finding (QPS, p99, first and last reports, whether its window
+// or RT does not fit); the firing list and its names are made again only
 // when a series joins or leaves it. A finding is made again only when one
-// of its series changed, at a cost that does not grow with its instances
-// (but for its timelines): Findings costs what changed, not the fleet.
+// of its series changed, at a cost of one pass over its firing series (as
+// its timelines take anyway): Findings costs what changed, not the fleet.
 
 // seriesAdvice is a series' last judgment; list is the app x resource
 // whose firing list holds it (nil: none), and c what it added to that
@@ -39,9 +38,11 @@ type adviceSum struct {
 // arAdvice is an app x resource's rule advice: its firing series (sorted
 // by instance when sorted is set; entries that stopped firing or moved
 // away are dropped at the next refresh, when members is set), their
-// instances and names as of the last refresh, the sums of their
-// judgments, and its finding as of the last time it was made (has: there
-// is one).
+// instances and names as of the last refresh, and its finding as of the
+// last time it was made (has: there is one). The finding's sums are taken
+// from the firing series' judgments when it is made again, as its
+// timelines are: a series' new judgment costs O(1), however many
+// instances the app has (qps is the buffer the median is found in).
 type arAdvice struct {
 	firing  []*series
 	sorted  bool
@@ -51,32 +52,9 @@ type arAdvice struct {
 	has     bool
 	f       Finding
 
-	insts        []*instState
-	names        []string
-	qps          []float64 // sorted
-	p99          []int64   // sorted
-	first, end   []int64   // sorted
-	nWindow, nRt int
-}
-
-// add counts a firing series' judgment in the sums.
-func (a *arAdvice) add(c *adviceSum) {
-	a.qps = insertSorted(a.qps, c.qps)
-	a.p99 = insertSorted(a.p99, c.p99)
-	a.first = insertSorted(a.first, c.first)
-	a.end = insertSorted(a.end, c.end)
-	a.nWindow += int(b2i(c.window))
-	a.nRt += int(b2i(c.rt))
-}
-
-// sub takes a judgment counted by add out of the sums.
-func (a *arAdvice) sub(c *adviceSum) {
-	a.qps = removeSorted(a.qps, c.qps)
-	a.p99 = removeSorted(a.p99, c.p99)
-	a.first = removeSorted(a.first, c.first)
-	a.end = removeSorted(a.end, c.end)
-	a.nWindow -= int(b2i(c.window))
-	a.nRt -= int(b2i(c.rt))
+	insts []*instState
+	names []string
+	qps   []float64
 }
 
 // adviceChanged marks a series to be judged again.
@@ -96,7 +74,6 @@ func (e *Engine) judgeDirtyAdvice() {
 		sa.dirty = false
 		j, fires := judgeAdvice(s.inst, s)
 		if sa.counted {
-			sa.list.advice.sub(&sa.c)
 			sa.list.advice.stale, sa.counted = true, false
 		}
 		if sa.list != nil && (!fires || s.ar != sa.list) {
@@ -118,7 +95,6 @@ func (e *Engine) judgeDirtyAdvice() {
 			}
 		}
 		sa.c = adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
-		ar.advice.add(&sa.c)
 		sa.counted = true
 	}
 	e.adviceDirty = e.adviceDirty[:0]

@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"cmp"
 	"math"
 	"slices"
 )
@@ -62,18 +61,4 @@ func round(x float64, decimals int) float64 {
 		return 0
 	}
 	return r
-}
-
-// insertSorted inserts x into sorted xs, keeping them sorted.
-func insertSorted[T cmp.Ordered](xs []T, x T) []T {
-	i, _ := slices.BinarySearch(xs, x)
-	return slices.Insert(xs, i, x)
-}
-
-// removeSorted removes one x from sorted xs (none if they do not hold it).
-func removeSorted[T cmp.Ordered](xs []T, x T) []T {
-	if i, ok := slices.BinarySearch(xs, x); ok {
-		return slices.Delete(xs, i, i+1)
-	}
-	return xs
 }
