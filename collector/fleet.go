@@ -32,18 +32,23 @@ type instance struct {
 	// bucket item: an agent sends a bucket's items in name order, so the
 	// next item's series is most often there (see itemSeries).
 	next int
-	// changed: a message arrived (or it left) since the last snapshot
-	// took its series' parts of the rows (see rows.go); listed and guarded
-	// (its series with a breaker) are as that snapshot found them.
-	changed    bool
-	listed     bool
-	guarded    int
-	lastArrive int64 // collector clock
-	lastTs     int64 // sender clock, latest message
-	dataEnd    int64 // sender clock: buckets are complete up to here
-	offsets    [16]int64
-	nOffsets   int
-	offset     int64
+	// changed: a message other than buckets arrived, a series began, or
+	// it left or came back, since the last snapshot took its series' parts
+	// of the rows (see rows.go); dirty: buckets arrived, the earliest
+	// starting at dirtyFrom. rowsEnd is the data end (on a second) of the
+	// parts taken last; listed and guarded (its series with a breaker) are
+	// as that snapshot found them.
+	changed, dirty bool
+	dirtyFrom      int64
+	rowsEnd        int64
+	listed         bool
+	guarded        int
+	lastArrive     int64 // collector clock
+	lastTs         int64 // sender clock, latest message
+	dataEnd        int64 // sender clock: buckets are complete up to here
+	offsets        [16]int64
+	nOffsets       int
+	offset         int64
 	// gone is the one liveness rule: set when the instance said bye or was
 	// silent for longer than Options.StaleAfter (see sweep), cleared by its
 	// next message. goneAt is when, on the collector's clock.

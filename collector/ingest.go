@@ -187,9 +187,10 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	in.lastTs = max(in.lastTs, h.Ts)
 	if _, isBuckets := m.(*wire.Buckets); in.gone || !isBuckets {
 		c.breakersGen++ // back, or a message that may change a breaker state
+		in.changed = true
 	}
 	back := in.gone
-	in.gone, in.changed = false, true
+	in.gone = false
 	switch m.(type) {
 	case *wire.Rules, *wire.State:
 		if back {
@@ -247,6 +248,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		ruled: c.engine.HasBreaker(in.tri, resource), idx: int32(len(in.seriesList))}
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)
+	in.changed = true
 	c.breakersGen++
 	return s
 }
@@ -317,6 +319,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 			*kept = append(*kept, i)
 		}
 		in.dataEnd = max(in.dataEnd, it.Start+m.BucketMs)
+		if !in.dirty || it.Start < in.dirtyFrom {
+			in.dirty, in.dirtyFrom = true, it.Start
+		}
 		s.app.lastData = now
 		if s.first == 0 || it.Start < s.first {
 			s.first = it.Start

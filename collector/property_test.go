@@ -134,6 +134,11 @@ func randomStream(t *testing.T, seed uint64) {
 			b := &wire.Buckets{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, BucketMs: 500}
 			startMs := now + in.skew - 500
 			startMs -= startMs % 500
+			if rng.IntN(8) == 0 {
+				// A bucket that comes late, seconds after the ones around it
+				// (a Java poll's late second, a metric log).
+				startMs -= 500 * int64(1+rng.IntN(8))
+			}
 			for _, r := range resources {
 				if rng.IntN(4) == 0 {
 					continue
@@ -165,9 +170,15 @@ func randomStream(t *testing.T, seed uint64) {
 					send(in, &wire.State{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, Resource: r,
 						Strategy: core.ErrorRatio, From: from, To: to, Threshold: 0.5, RetryTimeoutMs: 5000})
 					o.state[in.name][r] = to
+					if o.hasSeries[in.name] == nil {
+						o.hasSeries[in.name] = map[string]bool{}
+					}
 					o.hasSeries[in.name][r] = true
 				}
 			}
+		}
+		if rng.IntN(2) == 0 {
+			c.Publish() // snapshots between the checks, as Run makes them every 250 ms
 		}
 		if step%5 == 4 {
 			checkViews(t, c, o, insts2names(insts, func(i *inst) (string, string) { return i.name, i.app }), now, stale)

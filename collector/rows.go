@@ -12,11 +12,12 @@ import (
 // The table's rows, kept up to date by what changed: each instance series
 // adds a part to its app x resource's sums (its rates over the rate window,
 // whether it is listed, live, guarded, its breaker state), and a snapshot
-// takes the parts again only of the instances that sent something, left,
-// or came back since the last one (only a message moves an instance's data
-// end). A snapshot's cost
-// is then the instances, the rows and the series that changed, not every
-// series.
+// takes the parts again only of the instances that sent something that
+// shows in them, left, or came back since the last one: a message other
+// than buckets, or buckets that moved the instance's data end (only a
+// message moves it) or fell before it. With 500 ms buckets that is every
+// other bucket. A snapshot's cost is then the instances, the rows and the
+// series that changed, not every series.
 
 // rowPart is what one instance series adds to its row; on is set while it
 // is added (the instance is listed: live, or gone within StaleAfter).
@@ -142,8 +143,12 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	for _, in := range c.sortedInstances() {
 		listed := !in.gone || now-in.goneAt <= stale
 		end := in.dataEndSecond()
-		if in.changed || listed != in.listed {
-			in.changed, in.listed, in.guarded = false, listed, 0
+		// Buckets starting at or after the data end are outside every
+		// rate window until the end moves: the parts stand.
+		moved := end != in.rowsEnd || in.dirty && in.dirtyFrom < end
+		in.dirty = false
+		if in.changed || listed != in.listed || moved {
+			in.changed, in.listed, in.guarded, in.rowsEnd = false, listed, 0, end
 			for _, se := range in.seriesList {
 				se.app.sums.apply(&se.part, -1)
 				se.part = c.part(in, se, listed, end, rateMs)
