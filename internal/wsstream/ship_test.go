@@ -105,7 +105,7 @@ func BenchmarkShip(b *testing.B) {
 				start := t0 + int64(k/agents)*500
 				b.StopTimer()
 				for _, r := range all[a] {
-					r.Stat().Current(start+100).AddPass(2)
+					r.Stat().Current(start + 100).AddPass(2)
 					r.Stat().Current(start+100).AddComplete(5, false, false)
 				}
 				if a == 0 {
