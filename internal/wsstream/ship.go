@@ -86,6 +86,7 @@ type Shipper struct {
 	next int64 // the first bucket not shipped yet
 	init bool
 	sent map[string]*sentRing // what was sent of each series' latest buckets
+	gen  uint64               // collect's calls: a ring not seen in the latest is gone
 }
 
 // A bucket already shipped is read again at every later Ship for as long
@@ -108,7 +109,8 @@ const maxLateBuckets = 64
 type sentRing struct {
 	start []int64
 	sent  []core.Metrics
-	n     int // entries added, the newest at (n-1)%len(start)
+	n     int    // entries added, the newest at (n-1)%len(start)
+	gen   uint64 // the Shipper's gen when its series was last listed
 }
 
 // Begin makes the bucket holding now the first one shipped (Start does it
@@ -201,11 +203,11 @@ func (s *Shipper) arm(wake chan struct{}) core.Timer {
 // series with any activity in it, in name order, split into frames of at
 // most ItemsPerFrame items; a frame with no items is a heartbeat.
 func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
-	var items []wire.BucketItem
+	items := make([]wire.BucketItem, 0, len(series))
 	if s.sent == nil {
 		s.sent = map[string]*sentRing{}
 	}
-	live := make(map[string]bool, len(series))
+	s.gen++
 	for _, r := range series {
 		inflight := r.Concurrency()
 		var m core.Metrics
@@ -217,7 +219,7 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			ring = newSentRing(r.Stat().SampleCount())
 			s.sent[r.Name()] = ring
 		}
-		live[r.Name()] = true
+		ring.gen = s.gen
 		late := ring.late(r.Stat())
 		ring.add(start, m)
 		m.Add(late)
@@ -231,9 +233,11 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 		}
 		items = append(items, it)
 	}
-	for name := range s.sent {
-		if !live[name] {
-			delete(s.sent, name) // a resource that went away
+	if len(s.sent) > len(series) {
+		for name, ring := range s.sent {
+			if ring.gen != s.gen {
+				delete(s.sent, name) // a resource that went away
+			}
 		}
 	}
 	per := max(s.ItemsPerFrame, 1)
