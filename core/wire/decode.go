@@ -35,6 +35,10 @@ type Decoder struct {
 
 	key, kindBuf, scratch []byte
 	stack                 []byte
+
+	// general reads every bucket item with the general loop, never
+	// readPlainItem: the tests hold the two to the same results.
+	general bool
 }
 
 // NewDecoder returns a Decoder with the given limits; zero fields of lim

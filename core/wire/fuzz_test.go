@@ -57,16 +57,23 @@ func readerSeeds() [][]byte {
 }
 
 // FuzzDecode holds the decoder to its contract on any input: no panic, the
-// fast path and encoding/json agree, every error is a classified
+// fast path and encoding/json agree (and the fast path's plain item reader
+// and its general loop, to the error message), every error is a classified
 // *DecodeError, and what is accepted re-encodes to an equal message.
 func FuzzDecode(f *testing.F) {
 	for _, s := range decodeSeeds() {
 		f.Add(s)
 	}
 	var shared Decoder // reused across inputs, as a connection's decoder is
+	general := Decoder{general: true}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := shared.Decode(data)
 		ref, refErr := decodeStd(data, shared.Limits())
+		// The plain item reader and the general loop: the very same result.
+		if gm, gerr := general.Decode(data); fmt.Sprint(gerr) != fmt.Sprint(err) ||
+			err == nil && !reflect.DeepEqual(normalize(gm), normalize(m)) {
+			t.Fatalf("plain item reader: %v; general loop: %v; input %q", err, gerr, data)
+		}
 		if (err == nil) != (refErr == nil) {
 			t.Fatalf("fast path: %v; encoding/json: %v; input %q", err, refErr, data)
 		}

@@ -540,7 +540,7 @@ var itemKeys = func() (k [nItem][]byte) {
 // nextItemKey reports whether data[i:] starts with the key of field f as
 // the encoder writes it, and the index after its colon.
 func nextItemKey(data []byte, i, f int) (int, bool) {
-	if f >= nItem || !bytes.HasPrefix(data[i:], itemKeys[f]) {
+	if f >= nItem || !itemWordKeys[f].at(data, i) {
 		return i, false
 	}
 	return i + len(itemKeys[f]), true
@@ -886,7 +886,8 @@ type interned struct {
 	m     map[string]string
 	bytes int
 	// at is the string interned for each item index of the latest frames
-	// (see internAt), all of them in m: emptied with it.
+	// (see internAt), all of them in m: emptied with it. A name holding a
+	// quote, a backslash or a control byte is not kept here ("").
 	at []string
 }
 
@@ -902,7 +903,12 @@ func (t *interned) internAt(b []byte, n, idx int) string {
 		for len(t.at) <= idx {
 			t.at = append(t.at, "")
 		}
-		t.at[idx] = s
+		// Only a name that can be written as it is (see plainName) is
+		// kept by index; another is found by hashing each time.
+		t.at[idx] = ""
+		if isPlainString(s) {
+			t.at[idx] = s
+		}
 	}
 	return s
 }
@@ -976,10 +982,16 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 	if peek(data, i) == '}' {
 		return i + 1, nil
 	}
-	var seen uint32
-	fld := -1
+	// The encoder's shape first: most items are written by it.
+	fld, seen := -1, uint32(0)
+	if !d.general {
+		var done bool
+		if i, fld, seen, done = d.readPlainItem(data, i, idx); done {
+			return i, nil
+		}
+	}
 	for {
-		// The encoder's order first: most items are written by it.
+		// The encoder's order first, whatever the shape of the values.
 		next, ok := nextItemKey(data, i, fld+1)
 		if ok {
 			fld, i = fld+1, skipWS(data, next)

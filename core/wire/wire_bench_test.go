@@ -38,6 +38,25 @@ func benchBuckets(n int, hist bool) *Buckets {
 
 func benchFrame(n int, hist bool) []byte { return AppendBuckets(nil, benchBuckets(n, hist)) }
 
+// fleetBuckets is a buckets message shaped like those of `sentinel-top
+// bench`: n resources named as its agents name them, a few calls per
+// 500 ms bucket, histograms of 14 slots mostly 0 (about 210 bytes an item).
+func fleetBuckets(n int) *Buckets {
+	b := &Buckets{Header: Header{Ts: 1764460800512, Instance: "bench-0417"}, BucketMs: 500}
+	for i := range n {
+		it := BucketItem{
+			Resource: fmt.Sprintf("GET:http://svc-%d/api/v1/resource/%d", i%7, i),
+			Start:    1764460800000,
+			Metrics:  core.Metrics{Pass: int64(2 + i%2), Complete: int64(2 + i%2), RtMin: 3, RtMax: int64(5 + i%4), Concurrency: int64(i % 3 / 2)},
+		}
+		it.RtSum = it.RtMin + it.RtMax
+		it.Hist[1+i%3], it.Hist[2+i%2] = 1, it.Complete-1
+		it.HasHist = true
+		b.Items = append(b.Items, it)
+	}
+	return b
+}
+
 // jsonBuckets and jsonItem are the equivalent structs a decoder built on
 // encoding/json would fill: the wire field names, no custom methods.
 type jsonBuckets struct {
@@ -65,23 +84,39 @@ type jsonItem struct {
 	RtHist      *[core.HistogramSlots]int64 `json:"rtHist,omitempty"`
 }
 
-var benchSizes = []struct {
-	items int
-	hist  bool
-}{{50, true}, {50, false}, {500, true}}
+// benchSize is a frame of the benchmarks: items items of benchBuckets, or
+// of fleetBuckets when fleet is set.
+type benchSize struct {
+	items       int
+	hist, fleet bool
+}
 
-func benchName(n int, hist bool) string {
-	if hist {
-		return fmt.Sprintf("items=%d/hist", n)
+var benchSizes = []benchSize{{50, true, false}, {50, false, false}, {500, true, false}, {20, true, true}}
+
+func (s benchSize) buckets() *Buckets {
+	if s.fleet {
+		return fleetBuckets(s.items)
 	}
-	return fmt.Sprintf("items=%d/nohist", n)
+	return benchBuckets(s.items, s.hist)
+}
+
+func (s benchSize) frame() []byte { return AppendBuckets(nil, s.buckets()) }
+
+func (s benchSize) name() string {
+	switch {
+	case s.fleet:
+		return fmt.Sprintf("items=%d/fleet", s.items)
+	case s.hist:
+		return fmt.Sprintf("items=%d/hist", s.items)
+	}
+	return fmt.Sprintf("items=%d/nohist", s.items)
 }
 
 // BenchmarkDecodeBuckets: this package's Decoder (fast path, validated).
 func BenchmarkDecodeBuckets(b *testing.B) {
 	for _, s := range benchSizes {
-		frame := benchFrame(s.items, s.hist)
-		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+		frame := s.frame()
+		b.Run(s.name(), func(b *testing.B) {
 			var d Decoder
 			b.SetBytes(int64(len(frame)))
 			b.ReportAllocs()
@@ -100,8 +135,8 @@ func BenchmarkDecodeBuckets(b *testing.B) {
 // best case), with no validation at all.
 func BenchmarkDecodeBucketsEncodingJSON(b *testing.B) {
 	for _, s := range benchSizes {
-		frame := benchFrame(s.items, s.hist)
-		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+		frame := s.frame()
+		b.Run(s.name(), func(b *testing.B) {
 			var m jsonBuckets
 			b.SetBytes(int64(len(frame)))
 			b.ReportAllocs()
@@ -120,8 +155,8 @@ func BenchmarkDecodeBucketsEncodingJSON(b *testing.B) {
 // would cost without its scanner).
 func BenchmarkDecodeBucketsEncodingJSONValidated(b *testing.B) {
 	for _, s := range benchSizes {
-		frame := benchFrame(s.items, s.hist)
-		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+		frame := s.frame()
+		b.Run(s.name(), func(b *testing.B) {
 			lim := Limits{}.withDefaults()
 			b.SetBytes(int64(len(frame)))
 			b.ReportAllocs()
@@ -138,8 +173,8 @@ func BenchmarkDecodeBucketsEncodingJSONValidated(b *testing.B) {
 // BenchmarkEncodeBuckets: AppendBuckets into a reused buffer.
 func BenchmarkEncodeBuckets(b *testing.B) {
 	for _, s := range benchSizes {
-		m := benchBuckets(s.items, s.hist)
-		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+		m := s.buckets()
+		b.Run(s.name(), func(b *testing.B) {
 			buf := AppendBuckets(nil, m)
 			b.SetBytes(int64(len(buf)))
 			b.ReportAllocs()
@@ -157,10 +192,10 @@ func BenchmarkEncodeBuckets(b *testing.B) {
 func BenchmarkEncodeBucketsEncodingJSONEncoder(b *testing.B) {
 	for _, s := range benchSizes {
 		var m jsonBuckets
-		if err := json.Unmarshal(benchFrame(s.items, s.hist), &m); err != nil {
+		if err := json.Unmarshal(s.frame(), &m); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+		b.Run(s.name(), func(b *testing.B) {
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
 			enc.SetEscapeHTML(false)
@@ -185,10 +220,10 @@ func BenchmarkEncodeBucketsEncodingJSONEncoder(b *testing.B) {
 func BenchmarkEncodeBucketsEncodingJSON(b *testing.B) {
 	for _, s := range benchSizes {
 		var m jsonBuckets
-		if err := json.Unmarshal(benchFrame(s.items, s.hist), &m); err != nil {
+		if err := json.Unmarshal(s.frame(), &m); err != nil {
 			b.Fatal(err)
 		}
-		b.Run(benchName(s.items, s.hist), func(b *testing.B) {
+		b.Run(s.name(), func(b *testing.B) {
 			out, _ := json.Marshal(&m)
 			b.SetBytes(int64(len(out)))
 			b.ReportAllocs()
