@@ -38,6 +38,9 @@
 // returns is reused by the next Decode, so Clone what you keep. Other
 // kinds go through encoding/json with the same rules. Both paths accept
 // exactly the same messages with the same values; FuzzDecode checks it.
+// Inside the scanner, an item written exactly as AppendBuckets writes one
+// is read in a single pass, and any other shape from its first odd field
+// on by the general loop, with the same values and errors.
 //
 // JSON is read as encoding/json reads it into structs: unknown fields are
 // ignored, field names match exactly or else case-insensitively, null
