@@ -31,13 +31,15 @@ type Decoder struct {
 	hots     []HotItem // the hot items of b's items
 	names    interned  // resource and instance names
 	values   interned  // hot values
+	instance string    // the latest frame's instance, if plain (see samePlain)
 	deferred *DecodeError
 
 	key, kindBuf, scratch []byte
 	stack                 []byte
 
 	// general reads every bucket item with the general loop, never
-	// readPlainItem: the tests hold the two to the same results.
+	// readPlainItem, and the instance without comparing it with the
+	// latest: the tests hold the two ways to the same results.
 	general bool
 }
 

@@ -108,17 +108,16 @@ func plainHist(data []byte, i int, h *[core.HistogramSlots]int64) (int, bool) {
 // plainName reads the resource name at data[i] when it is a string of
 // plain ASCII (no escape, no control byte) within the name limit. A name
 // equal to the one the previous frame had at item idx is recognised by
-// comparing bytes, without scanning them: interned.internAt keeps only
-// names that cannot hold a quote, a backslash or a control byte, so the
-// same bytes followed by a quote are that very string.
+// comparing bytes, without scanning them (samePlain): interned.internAt
+// keeps by index only names that isPlainString accepts.
 func (d *Decoder) plainName(data []byte, i, idx int) (string, int, bool) {
 	if i >= len(data) || data[i] != '"' {
 		return "", 0, false
 	}
 	start := i + 1
 	if at := d.names.at; idx < len(at) {
-		if p := at[idx]; len(data)-start > len(p) && data[start+len(p)] == '"' && string(data[start:start+len(p)]) == p {
-			return p, start + len(p) + 1, true
+		if next, ok := samePlain(data, start, at[idx]); ok {
+			return at[idx], next, true
 		}
 	}
 	j := start
@@ -129,6 +128,17 @@ func (d *Decoder) plainName(data []byte, i, idx int) (string, int, bool) {
 		return "", 0, false
 	}
 	return d.names.internAt(data[start:j], d.lim.InternNames, idx), j + 1, true
+}
+
+// samePlain reports whether the string whose content starts at
+// data[start] is p, a name isPlainString accepts, and the index after its
+// closing quote: p's bytes and then a quote are that very string, since p
+// can hold no quote, backslash or control byte.
+func samePlain(data []byte, start int, p string) (int, bool) {
+	if len(data)-start > len(p) && data[start+len(p)] == '"' && string(data[start:start+len(p)]) == p {
+		return start + len(p) + 1, true
+	}
+	return 0, false
 }
 
 // isPlainString reports whether s, a decoded name (so valid UTF-8), can be

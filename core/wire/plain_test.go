@@ -151,30 +151,36 @@ func mutate(r *rand.Rand, frame []byte) []byte {
 	return out
 }
 
-// renamed gives m the names of prev's items by index, as a sender's next
-// frame has them, some of them changed by a byte or cut or grown, so that
-// a name is compared with the previous frame's at its index in every way.
+// renamed gives m prev's instance and the names of prev's items by index,
+// as a sender's next frame has them, some of them changed by a byte or
+// cut or grown, so that a name is compared with the previous frame's in
+// every way.
 func renamed(r *rand.Rand, m, prev *Buckets) {
+	m.Instance = changed(r, prev.Instance)
 	for i := range m.Items {
 		if i >= len(prev.Items) {
 			return
 		}
-		name := prev.Items[i].Resource
-		switch r.IntN(6) {
-		case 0:
-			if name != "" {
-				name = name[:r.IntN(len(name))]
-			}
-		case 1:
-			name += mutations[r.IntN(len(mutations))]
-		case 2:
-			if name != "" {
-				p := r.IntN(len(name))
-				name = name[:p] + mutations[r.IntN(len(mutations))] + name[p+1:]
-			}
-		}
-		m.Items[i].Resource = name
+		m.Items[i].Resource = changed(r, prev.Items[i].Resource)
 	}
+}
+
+// changed is name, or name changed by a byte, cut or grown.
+func changed(r *rand.Rand, name string) string {
+	switch r.IntN(6) {
+	case 0:
+		if name != "" {
+			name = name[:r.IntN(len(name))]
+		}
+	case 1:
+		name += mutations[r.IntN(len(mutations))]
+	case 2:
+		if name != "" {
+			p := r.IntN(len(name))
+			name = name[:p] + mutations[r.IntN(len(mutations))] + name[p+1:]
+		}
+	}
+	return name
 }
 
 // decodeAlike decodes frame with fast (the plain reader on) and general
@@ -227,7 +233,7 @@ func TestPlainItemAgreesWithGeneral(t *testing.T) {
 	// would match the start of `a\",...`, whose value goes on past it.
 	for _, names := range [][2]string{{`a\`, `a","start":1000,"pass":1}`}, {`a"`, `a"`}, {"x\x01", "x\x01"}, {"é", "é"}} {
 		for _, name := range names {
-			m := &Buckets{Header: Header{Ts: 1000, Instance: "i"}, BucketMs: 500, Items: []BucketItem{{Resource: name, Start: 1000}}}
+			m := &Buckets{Header: Header{Ts: 1000, Instance: name}, BucketMs: 500, Items: []BucketItem{{Resource: name, Start: 1000}}}
 			frame := AppendBuckets(nil, m)
 			decodeAlike(t, &fast, &general, frame)
 			decodeAlike(t, &fast, &general, []byte(strings.Replace(string(frame), `\\"`, `\"`, 1)))

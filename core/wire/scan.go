@@ -822,11 +822,20 @@ func (d *Decoder) topValue(data []byte, i, fld int, f *frame) (int, *DecodeError
 	case fInstance:
 		switch peek(data, i) {
 		case '"':
+			// A connection's frames name the same instance: compare first.
+			if next, ok := samePlain(data, i+1, d.instance); ok && !d.general {
+				b.Instance, f.instSet = d.instance, true
+				return next, nil
+			}
 			s, next, err := d.readName(data, i, "instance", -1)
 			if err != nil {
 				return 0, err
 			}
 			b.Instance, f.instSet = s, true
+			d.instance = ""
+			if isPlainString(s) {
+				d.instance = s
+			}
 			return next, nil
 		case 'n':
 			f.instSet = false
