@@ -133,3 +133,66 @@ func publishFleet(instances int) (*Collector, []string) {
 	}
 	return c, names
 }
+
+// BenchmarkIngestFleet is BenchmarkIngest as a fleet's collector sees it:
+// 2,000 instances x 20 resources (in 10 apps, as bench runs them), each
+// instance's buckets frame in turn and every instance's next bucket every
+// round, so that a series' state (40,000 of them, about 120 MB with
+// triage's) has left the core's caches when its next item comes. An op is
+// one frame of 20 items, decoded and ingested; items/s is per core. Each
+// round's frames are encoded before it, outside the time measured.
+func BenchmarkIngestFleet(b *testing.B) {
+	const instances, resources = 2000, 20
+	c := New(Options{MaxMemory: 4 << 30})
+	names := benchNames(resources)
+	insts := make([]string, instances)
+	for i := range insts {
+		insts[i] = fmt.Sprintf("gw-%d", i)
+		benchHello(c, insts[i], fmt.Sprintf("app-%d", i%10))
+	}
+	dec := wire.NewDecoder(wire.Limits{})
+	frame := benchFrame("", names, 0)
+	bufs := make([][]byte, instances)
+	round := int64(0)
+	encode := func() {
+		start := t0ms + round*500
+		frame.Ts = start + 500
+		for k := range frame.Items {
+			frame.Items[k].Start = start
+		}
+		for i, name := range insts {
+			frame.Instance = name
+			bufs[i] = wire.AppendBuckets(bufs[i][:0], frame)
+		}
+		round++
+	}
+	ingest := func(i int) {
+		m, err := dec.Decode(bufs[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !c.Ingest("bench", m) {
+			b.Fatal("frame refused")
+		}
+	}
+	// A minute of buckets first: every ring has wrapped, triage holds what
+	// it holds at steady state.
+	for range 120 {
+		encode()
+		for i := range insts {
+			ingest(i)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		k := i % instances
+		if k == 0 {
+			b.StopTimer()
+			encode()
+			b.StartTimer()
+		}
+		ingest(k)
+	}
+	b.ReportMetric(float64(b.N*resources)/b.Elapsed().Seconds(), "items/s")
+}
