@@ -67,6 +67,11 @@ func (c *Collector) instanceFineSlots() int {
 	return int(c.opts.RateWindow/time.Second) + 8
 }
 
+// inlineFineSlots is how many fine slot starts a series holds in itself
+// (series.initFine): the default rate window's instanceFineSlots. A longer
+// rate window's ring has its starts apart.
+const inlineFineSlots = int(DefaultRateWindow/time.Second) + 8
+
 func (c *Collector) coarseSlots() int {
 	return int(c.opts.Retention.Milliseconds()/coarseStepMs) + 1
 }

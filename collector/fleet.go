@@ -70,25 +70,44 @@ type instance struct {
 	polled bool
 }
 
-// series is one instance x resource.
+// series is one instance x resource. The fields every bucket item reads
+// or writes come first, in the first cache lines of the struct (a fleet's
+// series are not in any cache when their next item comes): its name and
+// handles, the fine ring's header, the totals, the fine ring's slot starts,
+// the dedupe span's newest index; then the dedupe bits (one word of them
+// an item).
 type series struct {
 	resource string
 	app      *appSeries
-	seen     dedupe
-	seenMs   int64    // the bucket length seen's indexes are in
-	fine     ring     // the last seconds, for the per-instance rates (instanceFineSlots)
-	tracks   []*track // one per breaker rule id, "" first
-	inferred bool     // some transition was inferred from counts
-	first    int64    // the earliest bucket start or transition seen (0: none)
-	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
-	ruled    bool     // the instance has a breaker rule for the resource
-	idx      int32    // its index in its instance's seriesList
 	// tri is the triage engine's handle of the series, begun at its first
 	// fact fed to the engine (see triSeries).
-	tri  triage.Series
-	part rowPart // what it adds to its app x resource's row (rows.go)
+	tri    triage.Series
+	first  int64 // the earliest bucket start or transition seen (0: none)
+	seenMs int64 // the bucket length seen's indexes are in
+	fine   ring  // the last seconds, for the per-instance rates (instanceFineSlots)
 	// Totals of everything accepted, for exact accounting.
 	total totals
+	// fineStarts holds fine's slot starts when it has no more slots than
+	// the default rate window's: one allocation less, and the start of
+	// the slot an item goes to beside the ring's header (see initFine).
+	fineStarts [inlineFineSlots]int64
+	seen       dedupe
+	tracks     []*track // one per breaker rule id, "" first
+	inferred   bool     // some transition was inferred from counts
+	ruled      bool     // the instance has a breaker rule for the resource
+	idx        int32    // its index in its instance's seriesList
+	hot        *hotRing // the hot values of its recent buckets (nil: none yet)
+	part       rowPart  // what it adds to its app x resource's row (rows.go)
+}
+
+// initFine makes the series' fine ring of n slots, over the starts it
+// holds in itself when they fit.
+func (s *series) initFine(n int) {
+	var starts []int64
+	if n <= len(s.fineStarts) {
+		starts = s.fineStarts[:n:n]
+	}
+	s.fine = newRingOver(fineStepMs, n, starts)
 }
 
 // track is one breaker's timeline on one instance.

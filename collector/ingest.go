@@ -244,8 +244,8 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		c.apps[key] = a
 	}
 	a.refs++
-	s := &series{resource: resource, app: a, fine: newRing(fineStepMs, c.instanceFineSlots(), false),
-		ruled: c.engine.HasBreaker(in.tri, resource), idx: int32(len(in.seriesList))}
+	s := &series{resource: resource, app: a, ruled: c.engine.HasBreaker(in.tri, resource), idx: int32(len(in.seriesList))}
+	s.initFine(c.instanceFineSlots())
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)
 	in.changed = true

@@ -79,12 +79,23 @@ type ring struct {
 const histLen = core.HistogramSlots
 
 func newRing(stepMs int64, n int, withHist bool) ring {
-	r := ring{stepMs: stepMs, starts: make([]int64, n), slots: make([]counts, n), lastAt: math.MinInt64}
-	for i := range r.starts {
-		r.starts[i] = math.MinInt64
-	}
+	r := newRingOver(stepMs, n, nil)
 	if withHist {
 		r.hists = make([][histLen]uint32, n)
+	}
+	return r
+}
+
+// newRingOver is a ring of n slots without histograms whose starts are
+// kept in starts (len n) when it is not nil: the caller's memory, beside
+// what else it touches with each write.
+func newRingOver(stepMs int64, n int, starts []int64) ring {
+	if starts == nil {
+		starts = make([]int64, n)
+	}
+	r := ring{stepMs: stepMs, starts: starts, slots: make([]counts, n), lastAt: math.MinInt64}
+	for i := range r.starts {
+		r.starts[i] = math.MinInt64
 	}
 	return r
 }
@@ -151,9 +162,9 @@ func floorMod(a, b int64) int64 {
 // arrived, over the last dedupeSpan of them, so that a bucket sent twice
 // (a reconnect's backlog, a replayed recording) is counted once.
 type dedupe struct {
-	bits [dedupeSpan / 64]uint64
 	max  int64
 	used bool
+	bits [dedupeSpan / 64]uint64
 }
 
 const dedupeSpan = 1024 // 512 s of 500 ms buckets
