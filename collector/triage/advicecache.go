@@ -19,11 +19,13 @@ import (
 // whose firing list holds it (nil: none), and c what it added to that
 // app x resource's sums (when counted).
 type seriesAdvice struct {
-	j       adviceJudgment
-	fires   bool
+	// dirty (every bucket reads it) first, beside the series' fields a
+	// bucket touches.
 	dirty   bool
+	fires   bool
 	counted bool
 	list    *appRes
+	j       adviceJudgment
 	c       adviceSum
 }
 

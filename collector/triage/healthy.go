@@ -38,11 +38,6 @@ type healthy struct {
 	holdMs int64
 	// held are the buckets held back, packed (held.go).
 	held heldQueue
-	// hist and n sum up every healthy bucket, held or released (a dropped
-	// one is taken out again); rtMax is the slowest call of those released.
-	hist  [core.HistogramSlots]int64
-	n     int64
-	rtMax int64
 
 	// The latest excluded span [exFrom, exTo): from statIntervalMs before a
 	// trip to the end of the spell; exTo is math.MaxInt64 while a breaker
@@ -50,6 +45,12 @@ type healthy struct {
 	hasEx        bool
 	exFrom, exTo int64
 	prevTo       int64
+
+	// hist and n sum up every healthy bucket, held or released (a dropped
+	// one is taken out again); rtMax is the slowest call of those released.
+	n     int64
+	rtMax int64
+	hist  [core.HistogramSlots]int64
 }
 
 // spell reports whether a breaker of the series is not CLOSED.

@@ -8,7 +8,10 @@ import (
 
 // The engine's view of one resource on one instance, and of each breaker on it.
 
-// series is one resource on one instance.
+// series is one resource on one instance. The fields every bucket reads
+// or writes come first, together (a fleet's series are not in any cache
+// when their next bucket comes), the healthy traffic's sums among them;
+// what only transitions, findings and advice read comes after.
 type series struct {
 	inst     *instState
 	resource string
@@ -23,17 +26,18 @@ type series struct {
 	bucketMs       int64
 	firstAt, endAt int64
 
-	up     unprot
-	advice seriesAdvice // rule advice's last judgment (advicecache.go)
-	win    windows      // inert-rule: the most completions its statistic windows held
-	hz     healthy      // its healthy traffic (healthy.go)
-	hot    *hotState    // hot-value: nil until the series blocked with hot values
-
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of
 	// up to a minute between them, which are idle traffic): the QPS of
 	// findings-v1 is their ratio.
 	offered, reportedMs int64
+
+	hot *hotState // hot-value: nil until the series blocked with hot values
+	up  unprot    // unprotected-traffic (on, written by a bucket with traffic, first)
+	win windows   // inert-rule: the most completions its statistic windows held
+	hz  healthy   // its healthy traffic (healthy.go)
+
+	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 
 	breakers []*breaker
 }
