@@ -92,18 +92,11 @@ func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
 func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 	a := &ar.advice
 	first := a.firing[0].advice.j // of the first instance by name
-	c0 := &a.firing[0].advice.c
-	p99, from, to := c0.p99, c0.first, c0.end
-	var window, rt bool
-	a.qps = a.qps[:0]
-	for _, s := range a.firing {
-		c := &s.advice.c
-		p99, from, to = max(p99, c.p99), min(from, c.first), max(to, c.end)
-		window, rt = window || c.window, rt || c.rt
-		a.qps = append(a.qps, c.qps)
-	}
-	p99, to = max(p99, 0), max(to, 0)
-	r, qps := *first.rule, medianOf(a.qps)
+	a.findExtremes()
+	p99 := max(a.p99, 0)
+	window, rt := a.nWindow > 0, a.nRt > 0
+	from, to := a.first, max(a.end, 0)
+	r, qps := *first.rule, medianSorted(a.qps)
 	x := &RuleAdviceFacts{Rule: r, P99Ms: p99}
 	// The numbers derive from the QPS shown, so that they can be checked.
 	x.QPS = round(qps, 1)

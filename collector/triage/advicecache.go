@@ -8,12 +8,12 @@ import (
 
 // Rule advice is judged per series, again only for the series whose inputs
 // changed since the last Findings (a bucket, a transition, its instance's
-// rules or hello). A series keeps what its judgment adds to its app x
-// resource's finding (QPS, p99, first and last reports, whether its window
-// or RT does not fit); the firing list and its names are made again only
-// when a series joins or leaves it. A finding is made again only when one
-// of its series changed, at a cost of one pass over its firing series (as
-// its timelines take anyway): Findings costs what changed, not the fleet.
+// rules or hello). An app x resource keeps the sums its finding is made of
+// (see arAdvice), which a series' new judgment updates; the firing list and
+// its names are made again only when a series joins or leaves it. A
+// finding is made again only when one of its series changed, at a cost
+// that does not grow with its instances (but for its timelines): Findings
+// costs what changed, not the fleet.
 
 // seriesAdvice is a series' last judgment; list is the app x resource
 // whose firing list holds it (nil: none), and c what it added to that
@@ -40,11 +40,18 @@ type adviceSum struct {
 // arAdvice is an app x resource's rule advice: its firing series (sorted
 // by instance when sorted is set; entries that stopped firing or moved
 // away are dropped at the next refresh, when members is set), their
-// instances and names as of the last refresh, and its finding as of the
-// last time it was made (has: there is one). The finding's sums are taken
-// from the firing series' judgments when it is made again, as its
-// timelines are: a series' new judgment costs O(1), however many
-// instances the app has (qps is the buffer the median is found in).
+// instances and names as of the last refresh, the sums of their
+// judgments, and its finding as of the last time it was made (has: there
+// is one).
+//
+// The sums: the QPS sorted (for the median), the highest p99, the earliest
+// first report and the latest last one, and how many have a window or RT
+// that does not fit. A series' new judgment moves its QPS within the sorted
+// slice only as far as it changed, and a p99 or last report that did not go
+// down (nor a first report up) only raises the extreme, so a judgment costs
+// O(1) for a fleet whose numbers drift, however many instances; an extreme
+// taken away (a series leaving, a p99 going down) is found again from the
+// firing series when the finding is made (extremes set).
 type arAdvice struct {
 	firing  []*series
 	sorted  bool
@@ -54,9 +61,60 @@ type arAdvice struct {
 	has     bool
 	f       Finding
 
-	insts []*instState
-	names []string
-	qps   []float64
+	insts               []*instState
+	names               []string
+	qps                 []float64 // sorted
+	p99, first, end     int64
+	extremes            bool // p99, first and end are to be found again
+	nWindow, nRt, count int
+}
+
+// add counts a firing series' judgment in the sums.
+func (a *arAdvice) add(c *adviceSum) {
+	a.qps = insertSorted(a.qps, c.qps)
+	if a.count == 0 {
+		a.p99, a.first, a.end, a.extremes = c.p99, c.first, c.end, false
+	}
+	a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
+	a.tally(c, 1)
+}
+
+// sub takes a judgment counted by add out of the sums.
+func (a *arAdvice) sub(c *adviceSum) {
+	a.qps = removeSorted(a.qps, c.qps)
+	a.extremes = a.extremes || c.p99 == a.p99 || c.first == a.first || c.end == a.end
+	a.tally(c, -1)
+}
+
+// replace is sub(was) then add(c), for a series judged again.
+func (a *arAdvice) replace(was, c *adviceSum) {
+	a.qps = replaceSorted(a.qps, was.qps, c.qps)
+	a.extremes = a.extremes || c.p99 < was.p99 && was.p99 == a.p99 ||
+		c.first > was.first && was.first == a.first || c.end < was.end && was.end == a.end
+	a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
+	a.tally(was, -1)
+	a.tally(c, 1)
+}
+
+func (a *arAdvice) tally(c *adviceSum, sign int) {
+	a.count += sign
+	a.nWindow += sign * int(b2i(c.window))
+	a.nRt += sign * int(b2i(c.rt))
+}
+
+// findExtremes takes p99, first and end again from the firing series (after
+// a refresh: every one of them is counted).
+func (a *arAdvice) findExtremes() {
+	if !a.extremes {
+		return
+	}
+	a.extremes = false
+	c0 := &a.firing[0].advice.c
+	a.p99, a.first, a.end = c0.p99, c0.first, c0.end
+	for _, s := range a.firing[1:] {
+		c := &s.advice.c
+		a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
+	}
 }
 
 // adviceChanged marks a series to be judged again.
@@ -75,7 +133,16 @@ func (e *Engine) judgeDirtyAdvice() {
 		sa := &s.advice
 		sa.dirty = false
 		j, fires := judgeAdvice(s.inst, s)
+		c := adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
+		if sa.counted && fires && s.ar == sa.list {
+			// Judged again where it was: its sums move.
+			sa.list.advice.replace(&sa.c, &c)
+			sa.list.advice.stale = true
+			sa.j, sa.c = j, c
+			continue
+		}
 		if sa.counted {
+			sa.list.advice.sub(&sa.c)
 			sa.list.advice.stale, sa.counted = true, false
 		}
 		if sa.list != nil && (!fires || s.ar != sa.list) {
@@ -96,7 +163,8 @@ func (e *Engine) judgeDirtyAdvice() {
 				e.adviceARs = append(e.adviceARs, ar)
 			}
 		}
-		sa.c = adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
+		sa.c = c
+		ar.advice.add(&sa.c)
 		sa.counted = true
 	}
 	e.adviceDirty = e.adviceDirty[:0]

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -61,4 +62,40 @@ func round(x float64, decimals int) float64 {
 		return 0
 	}
 	return r
+}
+
+// insertSorted inserts x into sorted xs, keeping them sorted.
+func insertSorted[T cmp.Ordered](xs []T, x T) []T {
+	i, _ := slices.BinarySearch(xs, x)
+	return slices.Insert(xs, i, x)
+}
+
+// removeSorted removes one x from sorted xs (none if they do not hold it).
+func removeSorted[T cmp.Ordered](xs []T, x T) []T {
+	if i, ok := slices.BinarySearch(xs, x); ok {
+		return slices.Delete(xs, i, i+1)
+	}
+	return xs
+}
+
+// replaceSorted replaces one old in sorted xs by x, keeping them sorted,
+// moving only the values between the two (insertSorted when xs do not hold
+// old).
+func replaceSorted[T cmp.Ordered](xs []T, old, x T) []T {
+	i, ok := slices.BinarySearch(xs, old)
+	if !ok {
+		return insertSorted(xs, x)
+	}
+	j, _ := slices.BinarySearch(xs, x)
+	switch {
+	case j > i+1: // x goes after the values above old
+		copy(xs[i:j-1], xs[i+1:j])
+		xs[j-1] = x
+	case j < i: // x goes before the values below old
+		copy(xs[j+1:i+1], xs[j:i])
+		xs[j] = x
+	default: // x takes old's place
+		xs[i] = x
+	}
+	return xs
 }
