@@ -87,6 +87,9 @@ type Shipper struct {
 	init bool
 	sent map[string]*sentRing // what was sent of each series' latest buckets
 	gen  uint64               // collect's calls: a ring not seen in the latest is gone
+	// items is collect's buffer, emptied after each bucket's frames are
+	// encoded.
+	items []wire.BucketItem
 }
 
 // A bucket already shipped is read again at every later Ship for as long
@@ -97,12 +100,24 @@ type Shipper struct {
 // counted exactly once (re-sending the old bucket would be dropped as a
 // duplicate). Once the slot is reused, a late writer's count lands in the
 // newer bucket (core.Window), which is still to be shipped. Only a count
-// added in the instant between the shipper's last read of a 10 s old bucket
-// and its slot's reuse is lost with it, as in Sentinel.
+// added more than 7.5 s after its bucket was shipped, between the shipper's
+// last read of the bucket and its slot's reuse, can be lost with it, as in
+// Sentinel.
 
 // maxLateBuckets bounds the buckets per series read again, whatever the
 // statistic's sample count.
 const maxLateBuckets = 64
+
+// The newest recentLate buckets shipped are read again at every Ship, all
+// of them at every allLateEvery-th: with 500 ms buckets, a count added up to
+// 2 s after its bucket was shipped is sent with the next bucket, one added
+// up to 7.5 s after within 2 s, at two fifths of the reads of all of them
+// every time (a process serving many agents' statistics reads them from
+// memory, not cache).
+const (
+	recentLate   = 4
+	allLateEvery = 4
+)
 
 // sentRing is what was sent of one series' buckets the statistic still
 // holds.
@@ -203,11 +218,12 @@ func (s *Shipper) arm(wake chan struct{}) core.Timer {
 // series with any activity in it, in name order, split into frames of at
 // most ItemsPerFrame items; a frame with no items is a heartbeat.
 func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
-	items := make([]wire.BucketItem, 0, len(series))
+	items := s.items[:0]
 	if s.sent == nil {
 		s.sent = map[string]*sentRing{}
 	}
 	s.gen++
+	all := s.gen%allLateEvery == 0
 	for _, r := range series {
 		inflight := r.Concurrency()
 		var m core.Metrics
@@ -220,7 +236,7 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			s.sent[r.Name()] = ring
 		}
 		ring.gen = s.gen
-		late := ring.late(r.Stat())
+		late := ring.late(r.Stat(), all)
 		ring.add(start, m)
 		m.Add(late)
 		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
@@ -242,14 +258,23 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	}
 	per := max(s.ItemsPerFrame, 1)
 	var frames []*Frame
+	buf := items
 	for {
 		n := min(len(items), per)
 		f, err := Encode(&wire.Buckets{Header: wire.Header{Ts: now, Instance: s.Instance}, BucketMs: s.BucketMs, Items: items[:n:n]})
 		if err == nil {
+			if n > 0 {
+				// The backlog keeps the encoding alone (a frame is decoded
+				// again only for a reader that lost messages), and the
+				// items serve the next bucket.
+				f.Msg = nil
+			}
 			frames = append(frames, f)
 		}
 		items = items[n:]
 		if len(items) == 0 {
+			clear(buf)
+			s.items = buf[:0]
 			return frames
 		}
 	}
@@ -268,11 +293,17 @@ func (r *sentRing) add(start int64, m core.Metrics) {
 	r.n++
 }
 
-// late reads the buckets sent before again and returns what was added to
-// them since, remembering it as sent.
-func (r *sentRing) late(w *core.MetricWindow) core.Metrics {
+// late reads the buckets sent before again, the newest recentLate of them
+// or all, and returns what was added to them since, remembering it as
+// sent.
+func (r *sentRing) late(w *core.MetricWindow, all bool) core.Metrics {
 	var late core.Metrics
-	for k := range min(r.n, len(r.start)) {
+	n := min(r.n, len(r.start))
+	if !all {
+		n = min(n, recentLate)
+	}
+	for i := range n {
+		k := (r.n - 1 - i) % len(r.start) // the newest first
 		b, ok := w.Lookup(r.start[k])
 		if !ok {
 			continue // the slot was reused: a late count is in the newer bucket
