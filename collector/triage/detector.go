@@ -90,10 +90,27 @@ func (e *Engine) complete(f *Finding, insts []*instState) {
 
 // sortInsts sorts instances by name (then age) without duplicates.
 func sortInsts(insts []*instState) []*instState {
-	slices.SortFunc(insts, func(a, b *instState) int {
-		return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.seq, b.seq))
-	})
+	slices.SortFunc(insts, compareInsts)
 	return slices.Compact(insts)
+}
+
+func compareInsts(a, b *instState) int {
+	return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.seq, b.seq))
+}
+
+// mergeInsts merges two lists sorted by sortInsts into a new one, as
+// sortInsts would have sorted them together.
+func mergeInsts(a, b []*instState) []*instState {
+	out := make([]*instState, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if compareInsts(b[0], a[0]) < 0 {
+			out, b = append(out, b[0]), b[1:]
+		} else {
+			out, a = append(out, a[0]), a[1:]
+		}
+	}
+	out = append(append(out, a...), b...)
+	return slices.Compact(out)
 }
 
 // instancesByName is every instance ever, sorted by name then age; it is

@@ -64,17 +64,28 @@ func (r *resState) sharedMember(s *series) bool {
 
 // sharedMembers is the instances of a shared resource's apps, sorted; kept
 // (with its finding) until an instance reports it, an app joins it or an
-// instance moves app.
+// instance moves app. Instances that began reporting it since are sorted
+// among themselves and merged in: a fleet's instances arriving a few at a
+// time cost what arrived, not a sort of every member each time.
 func (e *Engine) sharedMembers(r *resState) []*instState {
 	at := [3]int{len(r.insts), len(r.apps), e.appMoves}
-	if r.members == nil || r.membersAt != at {
-		var insts []*instState
-		for _, in := range r.insts {
-			if _, ok := r.apps[in.app.name]; ok {
-				insts = append(insts, in)
-			}
-		}
-		r.members, r.membersAt, r.finding = sortInsts(insts), at, sharedFinding{}
+	if r.members != nil && r.membersAt == at {
+		return r.members
 	}
+	from := 0
+	if r.members != nil && r.membersAt[1] == at[1] && r.membersAt[2] == at[2] {
+		from = r.membersAt[0] // only new reporters
+	}
+	var insts []*instState
+	for _, in := range r.insts[from:] {
+		if _, ok := r.apps[in.app.name]; ok {
+			insts = append(insts, in)
+		}
+	}
+	insts = sortInsts(insts)
+	if from > 0 {
+		insts = mergeInsts(r.members, insts)
+	}
+	r.members, r.membersAt, r.finding = insts, at, sharedFinding{}
 	return r.members
 }
