@@ -32,6 +32,9 @@ func (c *Collector) Publish() *Snapshot {
 		s.RecordError = err.Error()
 	}
 	notes := map[string]int{}
+	if len(c.targets) > 0 {
+		s.Targets = make([]TargetStatus, 0, len(c.targets))
+	}
 	for _, t := range c.targets {
 		st := t.status()
 		s.Targets = append(s.Targets, st)
