@@ -111,6 +111,10 @@ func (c *Collector) prune(now int64) {
 	keep := c.opts.Retention.Milliseconds()
 	for name, in := range c.insts {
 		if in.gone && now-in.goneAt > keep {
+			if in.listed { // no snapshot since it stopped being listed
+				c.pub.countApp(in, false)
+				in.listed = false
+			}
 			c.releaseSeries(in)
 			c.memUsed -= instanceBytes
 			delete(c.insts, name)

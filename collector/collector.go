@@ -193,6 +193,9 @@ type pubCache struct {
 	order       []*instance
 	breakers    []BreakerState
 	breakersGen uint64
+	// apps counts the listed instances of each app (instance.listedApp),
+	// kept as instances are listed, unlisted or move app.
+	apps map[string]int
 }
 
 // New returns an empty collector.

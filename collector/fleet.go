@@ -42,6 +42,7 @@ type instance struct {
 	dirtyFrom      int64
 	rowsEnd        int64
 	listed         bool
+	listedApp      string // the app it is counted in while listed (pubCache.apps)
 	guarded        int
 	lastArrive     int64 // collector clock
 	lastTs         int64 // sender clock, latest message

@@ -369,3 +369,29 @@ func TestDetailShowsTheRulesDriftCompares(t *testing.T) {
 		t.Errorf("the same rules shown in two orders: %+v and %+v", a, b)
 	}
 }
+
+// An instance pruned before any snapshot saw it stop being listed leaves
+// the app count with it: the header's apps are the apps of the listed
+// instances, whenever snapshots are taken.
+func TestPrunedInstanceLeavesTheAppCount(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc, StaleAfter: 15 * time.Second, Retention: time.Minute})
+	hello := func(name, app string) {
+		now := vc.Now().UnixMilli()
+		c.Ingest(name, &wire.Hello{Header: wire.Header{Ts: now, Instance: name}, App: app, StartedAt: now, BucketMs: 500})
+	}
+	hello("gw-1", "gateway")
+	hello("order-1", "order")
+	if s := c.Publish(); s.Apps != 2 || s.Instances != 2 {
+		t.Fatalf("apps %d, instances %d, want 2 and 2", s.Apps, s.Instances)
+	}
+	vc.Set(time.UnixMilli(t0ms + 120_000)) // silent past the retention, no snapshot between
+	hello("order-1", "order")
+	if s := c.Publish(); s.Apps != 1 || s.Instances != 1 {
+		t.Fatalf("after gw-1 was pruned: apps %d, instances %d, want 1 and 1", s.Apps, s.Instances)
+	}
+	hello("gw-2", "gateway")
+	if s := c.Publish(); s.Apps != 2 {
+		t.Fatalf("a new gateway: apps %d, want 2", s.Apps)
+	}
+}

@@ -281,7 +281,7 @@ func checkRowsAfresh(t *testing.T, c *Collector, s *Snapshot, at string) {
 		a.sums = rowSums{}
 	}
 	for _, in := range c.insts {
-		in.changed = true
+		in.changed, in.listed = true, false
 		for _, se := range in.seriesList {
 			se.part = rowPart{}
 		}

@@ -139,9 +139,11 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	if rebuild {
 		breakers = make([]BreakerState, 0, len(c.pub.breakers))
 	}
-	apps := map[string]struct{}{}
 	for _, in := range c.sortedInstances() {
 		listed := !in.gone || now-in.goneAt <= stale
+		if listed != in.listed || listed && in.app != in.listedApp {
+			c.pub.countApp(in, listed)
+		}
 		end := in.dataEndSecond()
 		// Buckets starting at or after the data end are outside every
 		// rate window until the end moves: the parts stand.
@@ -158,11 +160,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 				}
 			}
 		}
-		if !listed {
-			continue
-		}
-		apps[in.app] = struct{}{}
-		if in.gone {
+		if !listed || in.gone {
 			continue
 		}
 		s.Instances++
@@ -193,8 +191,25 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 			resources[a.key.resource] = struct{}{}
 		}
 	}
-	s.Apps, s.Resources = len(apps), len(resources)
+	s.Apps, s.Resources = len(c.pub.apps), len(resources)
 	return rows, warnings
+}
+
+// countApp moves in's count among the apps with a listed instance: from
+// the app it was counted in (when listed) to its app now (when listed is).
+func (p *pubCache) countApp(in *instance, listed bool) {
+	if in.listed {
+		if p.apps[in.listedApp]--; p.apps[in.listedApp] <= 0 {
+			delete(p.apps, in.listedApp)
+		}
+	}
+	if listed {
+		if p.apps == nil {
+			p.apps = map[string]int{}
+		}
+		p.apps[in.app]++
+		in.listedApp = in.app
+	}
 }
 
 // sortedInstances is every instance in name order, kept between snapshots
