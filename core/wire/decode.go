@@ -33,13 +33,15 @@ type Decoder struct {
 	values   interned  // hot values
 	instance string    // the latest frame's instance, if plain (see samePlain)
 	deferred *DecodeError
+	st       stateFrame // the state message being read
 
 	key, kindBuf, scratch []byte
 	stack                 []byte
 
 	// general reads every bucket item with the general loop, never
-	// readPlainItem, and the instance without comparing it with the
-	// latest: the tests hold the two ways to the same results.
+	// readPlainItem, the instance without comparing it with the latest,
+	// and state messages with encoding/json: the tests hold the two ways
+	// to the same results.
 	general bool
 }
 
@@ -64,16 +66,16 @@ func (d *Decoder) Decode(frame []byte) (Message, error) {
 	if len(frame) > d.lim.MaxFrameBytes {
 		return nil, errorf(ErrTooLarge, "", "", fmt.Sprintf("message of %d bytes exceeds the limit of %d", len(frame), d.lim.MaxFrameBytes))
 	}
-	b, fallback, err := d.decodeFast(frame)
+	m, fallback, err := d.decodeFast(frame, false)
 	if err != nil {
 		return nil, err
 	}
 	if !fallback {
-		return b, nil
+		return m, nil
 	}
-	m, err := decodeStd(frame, d.lim)
-	if err != nil {
-		return nil, err
+	m, derr := decodeStd(frame, d.lim)
+	if derr != nil {
+		return nil, derr
 	}
 	return m, nil
 }
@@ -340,13 +342,13 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 		}
 		var err error
 		if m.From, err = core.ParseState(*s.From); err != nil {
-			return nil, errorf(ErrInvalid, kind, "from", quoteClip(*s.From)+" is not CLOSED, OPEN or HALF_OPEN")
+			return nil, badBreakerState("from", *s.From)
 		}
 		if m.To, err = core.ParseState(*s.To); err != nil {
-			return nil, errorf(ErrInvalid, kind, "to", quoteClip(*s.To)+" is not CLOSED, OPEN or HALF_OPEN")
+			return nil, badBreakerState("to", *s.To)
 		}
 		if s.Strategy < 0 || s.Strategy > int64(core.ErrorCount) {
-			return nil, errorf(ErrInvalid, kind, "strategy", fmt.Sprintf("%d is not 0, 1 or 2", s.Strategy))
+			return nil, badStrategy(s.Strategy)
 		}
 		m.Strategy = core.Strategy(s.Strategy)
 		if s.Snapshot != nil {

@@ -30,6 +30,20 @@ func decodeSeeds() [][]byte {
 			seeds = append(seeds, line)
 		}
 	}
+	// State messages, which the scanner reads too: as the encoder writes
+	// them, and with keys reordered, recased, repeated or given other
+	// values, whitespace and unknown fields.
+	g = newGen(13)
+	for k := range 16 {
+		m := g.state()
+		line, _ := Marshal(m)
+		if k%2 == 1 {
+			line, _ = genStateFrame(g.r, m)
+		}
+		if len(line) < 4096 {
+			seeds = append(seeds, line)
+		}
+	}
 	return seeds
 }
 

@@ -123,7 +123,11 @@ var mutations = []string{"0", "1", "9", "-", ".", "e", "E", `"`, `\`, ",", ":", 
 
 // mutate changes one to three places in frame's items, and sometimes cuts
 // it short.
-func mutate(r *rand.Rand, frame []byte) []byte {
+func mutate(r *rand.Rand, frame []byte) []byte { return mutateWith(r, frame, mutations) }
+
+// mutateWith is mutate with the given mutations: in a frame without
+// items, anywhere.
+func mutateWith(r *rand.Rand, frame []byte, mutations []string) []byte {
 	out := slices.Clone(frame)
 	lo := max(0, bytes.Index(out, []byte(`"items":[`)))
 	for n := 1 + r.IntN(3); n > 0 && len(out) > lo+1; n-- {

@@ -578,6 +578,17 @@ func matchItem(key []byte) int {
 	return foldMatch(key, itemNames[:])
 }
 
+// matchExact finds key among names as encoding/json does: exactly, else
+// by foldMatch.
+func matchExact(key []byte, names [][]byte) int {
+	for f, n := range names {
+		if string(key) == string(n) {
+			return f
+		}
+	}
+	return foldMatch(key, names)
+}
+
 // foldMatch is encoding/json's fallback: a key that matches no field
 // exactly matches one that is equal under Unicode case folding.
 func foldMatch(key []byte, names [][]byte) int {
@@ -634,6 +645,9 @@ type frame struct {
 	kindState int // stAbsent, stOK (a string) or stBad
 	tsSet     bool
 	instSet   bool
+	// state: the fields after the common ones are read as a state
+	// message's; other: a field besides the common ones came before.
+	state, other bool
 }
 
 // The states of a required top-level field.
@@ -643,14 +657,20 @@ const (
 	stBad
 )
 
-// decodeFast reads a frame. For kinds other than buckets it returns
-// fallback, and the caller decodes the frame with encoding/json.
-func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *DecodeError) {
+// decodeFast reads a frame. Buckets and state messages it reads itself;
+// for the other kinds, and a state message with anything it leaves to
+// encoding/json (see state.go), it returns fallback, and the caller
+// decodes the frame with encoding/json. asState reads the fields after the
+// common ones as a state message's from the start: the second reading of
+// a state message whose kind came after one of them.
+func (d *Decoder) decodeFast(data []byte, asState bool) (m Message, fallback bool, err *DecodeError) {
 	d.deferred = nil
 	b := &d.b
 	*b = Buckets{Items: b.Items[:0]}
 	d.hots = d.hots[:0]
-	var f frame
+	st := &d.st
+	*st = stateFrame{}
+	f := frame{state: asState}
 	i := skipWS(data, 0)
 	if peek(data, i) != '{' {
 		if i >= len(data) {
@@ -670,18 +690,35 @@ func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *Decod
 			if key, i, err = d.scanKey(data, i); err != nil {
 				return nil, false, err
 			}
-			fld := matchTop(key)
+			var fld int
+			if f.state {
+				fld = matchState(key)
+			} else {
+				fld = matchTop(key)
+			}
 			if fld >= 0 && !firstTime(&f.seen, fld) {
-				dup := errorf(ErrMalformed, "", topName(fld), "given more than once")
 				if fld <= fInstance {
 					// Known in every kind: repeated, it is malformed whatever the kind.
-					return nil, false, dup
+					return nil, false, errorf(ErrMalformed, "", topName(fld), "given more than once")
 				}
-				d.later(dup)
+				if f.state {
+					st.odd = true
+				} else {
+					d.later(errorf(ErrMalformed, "", topName(fld), "given more than once"))
+				}
 				fld = -1
 			}
-			if i, err = d.topValue(data, i, fld, &f); err != nil {
+			if f.state && (fld < 0 || fld > fInstance) {
+				i, err = d.stateValue(data, i, fld, st)
+			} else {
+				f.other = f.other || fld < 0 || fld > fInstance
+				i, err = d.topValue(data, i, fld, &f)
+			}
+			if err != nil {
 				return nil, false, err
+			}
+			if fld == fKind && !f.other && !d.general && string(f.kind) == string(KindState) {
+				f.state = true // only common fields so far: the rest is read as state
 			}
 			i = skipWS(data, i)
 			if c := peek(data, i); c == ',' {
@@ -712,7 +749,15 @@ func (d *Decoder) decodeFast(data []byte) (m *Buckets, fallback bool, err *Decod
 	}
 	switch string(f.kind) {
 	case string(KindBuckets):
-	case string(KindMeta), string(KindHello), string(KindRules), string(KindState), string(KindBye):
+	case string(KindState):
+		switch {
+		case d.general:
+			return nil, true, nil
+		case !f.state:
+			return d.decodeFast(data, true)
+		}
+		return d.finishState(&f, st)
+	case string(KindMeta), string(KindHello), string(KindRules), string(KindBye):
 		return nil, true, nil
 	default:
 		return nil, false, errorf(ErrUnknownKind, "", "kind", quoteClip(string(f.kind)))
@@ -1247,6 +1292,44 @@ func (d *Decoder) readHotItem(data []byte, i, idx, n int, h *HotItem) (int, *Dec
 			return i, err
 		}
 	}
+}
+
+// members walks the members of an object: i is at its '{', then at each
+// member's value (which the caller reads, leaving i after it), then after
+// its '}'; seen marks the fields given.
+type members struct {
+	i       int
+	started bool
+	seen    uint32
+}
+
+// member moves o to the next member's value and returns the index of its
+// key among names, matched as encoding/json matches (-1: none), and
+// whether that field was given before; at the object's end (or on a
+// syntax error) ok is false.
+func (d *Decoder) member(data []byte, o *members, names [][]byte) (fld int, repeated, ok bool, err *DecodeError) {
+	i := o.i
+	if !o.started {
+		o.started = true
+		if i = skipWS(data, i+1); peek(data, i) == '}' {
+			o.i = i + 1
+			return 0, false, false, nil
+		}
+	} else {
+		var more bool
+		if i, more, err = sep(data, i, '}', "after object key:value pair"); err != nil || !more {
+			o.i = i
+			return 0, false, false, err
+		}
+	}
+	var key []byte
+	if key, o.i, err = d.scanKey(data, i); err != nil {
+		return 0, false, false, err
+	}
+	if fld = matchExact(key, names); fld >= 0 && !firstTime(&o.seen, fld) {
+		return fld, true, true, nil
+	}
+	return fld, false, true, nil
 }
 
 // intField returns the counter of hot field f.

@@ -395,7 +395,7 @@ func validateState(m *State, lim Limits) *DecodeError {
 		return err
 	}
 	if m.Strategy > core.ErrorCount {
-		return errorf(ErrInvalid, k, "strategy", fmt.Sprintf("%d is not 0, 1 or 2", m.Strategy))
+		return badStrategy(int64(m.Strategy))
 	}
 	if !validState(m.From) {
 		return errorf(ErrInvalid, k, "from", fmt.Sprintf("%d is not a breaker state", m.From))

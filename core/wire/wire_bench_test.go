@@ -260,3 +260,69 @@ func BenchmarkDecodeBucketsHot(b *testing.B) {
 	}
 	b.ReportMetric(50*float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
+
+// benchStates are state messages as a flapping breaker sends them: a trip
+// with its snapshot, and a probe's verdict with a rule id.
+var benchStates = []struct {
+	name string
+	m    State
+}{
+	{"trip", State{Header: Header{Ts: 1764460801203, Instance: "gateway-3"}, Resource: "GET:http://member-service-3/api/v1/user/info",
+		Strategy: core.SlowRequestRatio, From: core.Closed, To: core.Open,
+		Snapshot: &Snapshot{Total: 125, Slow: 71, Value: 0.568}, Threshold: 0.5, RetryTimeoutMs: 10000}},
+	{"probe", State{Header: Header{Ts: 1764460811207, Instance: "gateway-3"}, Resource: "GET:http://member-service-3/api/v1/user/info",
+		Strategy: core.ErrorCount, From: core.HalfOpen, To: core.Closed, RuleID: "breaker-2",
+		Probe: &Probe{RtMs: 41}, Threshold: 5, RetryTimeoutMs: 10000}},
+}
+
+// benchDecodeState runs decode on each of benchStates' frames.
+func benchDecodeState(b *testing.B, decode func(frame []byte) error) {
+	for _, s := range benchStates {
+		frame, err := Marshal(&s.m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(s.name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := decode(frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeState: the Decoder (the scanner, validated; one
+// allocation, the *State the caller keeps).
+func BenchmarkDecodeState(b *testing.B) {
+	var d Decoder
+	benchDecodeState(b, func(frame []byte) error {
+		_, err := d.Decode(frame)
+		return err
+	})
+}
+
+// BenchmarkDecodeStateEncodingJSON: json.Unmarshal into the equivalent
+// struct, reused, with no validation (encoding/json's best case).
+func BenchmarkDecodeStateEncodingJSON(b *testing.B) {
+	var s stdState
+	benchDecodeState(b, func(frame []byte) error {
+		s = stdState{}
+		return json.Unmarshal(frame, &s)
+	})
+}
+
+// BenchmarkDecodeStateEncodingJSONValidated: this package's encoding/json
+// path, with the same checks: what the Decoder took for state messages
+// before its scanner read them.
+func BenchmarkDecodeStateEncodingJSONValidated(b *testing.B) {
+	lim := Limits{}.withDefaults()
+	benchDecodeState(b, func(frame []byte) error {
+		if _, err := decodeStd(frame, lim); err != nil {
+			return err
+		}
+		return nil
+	})
+}
