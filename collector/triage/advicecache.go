@@ -61,22 +61,27 @@ type arAdvice struct {
 	has     bool
 	f       Finding
 
-	insts               []*instState
-	names               []string
-	qps                 []float64 // sorted
-	p99, first, end     int64
-	extremes            bool // p99, first and end are to be found again
-	nWindow, nRt, count int
+	insts           []*instState
+	names           []string
+	qps             []float64 // sorted
+	p99, first, end int64
+	extremes        bool // p99, first and end are to be found again
+	nWindow, nRt    int
 }
 
 // add counts a firing series' judgment in the sums.
 func (a *arAdvice) add(c *adviceSum) {
-	a.qps = insertSorted(a.qps, c.qps)
-	if a.count == 0 {
+	if len(a.qps) == 0 { // the first one counted sets the extremes
 		a.p99, a.first, a.end, a.extremes = c.p99, c.first, c.end, false
 	}
-	a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
+	a.qps = insertSorted(a.qps, c.qps)
+	a.widen(c)
 	a.tally(c, 1)
+}
+
+// widen takes c's p99, first and last reports into the extremes.
+func (a *arAdvice) widen(c *adviceSum) {
+	a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
 }
 
 // sub takes a judgment counted by add out of the sums.
@@ -91,13 +96,12 @@ func (a *arAdvice) replace(was, c *adviceSum) {
 	a.qps = replaceSorted(a.qps, was.qps, c.qps)
 	a.extremes = a.extremes || c.p99 < was.p99 && was.p99 == a.p99 ||
 		c.first > was.first && was.first == a.first || c.end < was.end && was.end == a.end
-	a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
+	a.widen(c)
 	a.tally(was, -1)
 	a.tally(c, 1)
 }
 
 func (a *arAdvice) tally(c *adviceSum, sign int) {
-	a.count += sign
 	a.nWindow += sign * int(b2i(c.window))
 	a.nRt += sign * int(b2i(c.rt))
 }
@@ -112,8 +116,7 @@ func (a *arAdvice) findExtremes() {
 	c0 := &a.firing[0].advice.c
 	a.p99, a.first, a.end = c0.p99, c0.first, c0.end
 	for _, s := range a.firing[1:] {
-		c := &s.advice.c
-		a.p99, a.first, a.end = max(a.p99, c.p99), min(a.first, c.first), max(a.end, c.end)
+		a.widen(&s.advice.c)
 	}
 }
 

@@ -92,9 +92,9 @@ type Shipper struct {
 	items []wire.BucketItem
 }
 
-// A bucket already shipped is read again at every later Ship for as long
-// as the statistic's ring holds it (10 s for a resource): an Entry that
-// read the clock in one bucket and added its pass after the bucket was
+// A bucket already shipped is read again at later Ships for as long as the
+// statistic's ring holds it (10 s for a resource; see recentLate): an Entry
+// that read the clock in one bucket and added its pass after the bucket was
 // shipped (a goroutine paused between the two) counts in a bucket already
 // sent. The difference is sent with the next bucket, so that every call is
 // counted exactly once (re-sending the old bucket would be dropped as a
