@@ -99,18 +99,33 @@ func compareInsts(a, b *instState) int {
 }
 
 // mergeInsts merges two lists sorted by sortInsts into a new one, as
-// sortInsts would have sorted them together.
+// sortInsts would have sorted them together. b is the short one (the
+// instances that arrived since a was made): each of its members is placed
+// by a binary search in what is left of a, and a's runs between them are
+// copied whole, so merging a few into many compares O(len(b) log len(a))
+// instances, not every one of a.
 func mergeInsts(a, b []*instState) []*instState {
-	out := make([]*instState, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
-		if compareInsts(b[0], a[0]) < 0 {
-			out, b = append(out, b[0]), b[1:]
-		} else {
-			out, a = append(out, a[0]), a[1:]
+	return mergeSorted(a, b, compareInsts)
+}
+
+// mergeNames is mergeInsts for names(a) and names(b): a name in both is
+// kept once.
+func mergeNames(a, b []string) []string {
+	return mergeSorted(a, b, strings.Compare)
+}
+
+// mergeSorted merges b into a (both sorted by cmp, without duplicates)
+// into a new slice, keeping one of two equal elements.
+func mergeSorted[T any](a, b []T, cmp func(x, y T) int) []T {
+	out := make([]T, 0, len(a)+len(b))
+	for _, x := range b {
+		i, found := slices.BinarySearchFunc(a, x, cmp)
+		out, a = append(out, a[:i]...), a[i:]
+		if !found {
+			out = append(out, x)
 		}
 	}
-	out = append(append(out, a...), b...)
-	return slices.Compact(out)
+	return append(out, a...)
 }
 
 // instancesByName is every instance ever, sorted by name then age; it is

@@ -1,6 +1,11 @@
 package triage
 
-import "testing"
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
 
 // TestEveryKindHasOneDetector: the detectors cover Kinds exactly, in order,
 // and every finding's facts are of its own kind.
@@ -23,6 +28,35 @@ func TestEveryKindHasOneDetector(t *testing.T) {
 	for _, f := range fs {
 		if f.Facts == nil || f.Facts.Kind() != f.Kind || f.Summary == "" || f.Advice == "" {
 			t.Errorf("%s: facts %T, summary %q, advice %q", f.Kind, f.Facts, f.Summary, f.Advice)
+		}
+	}
+}
+
+// TestMergeAgreesWithSort checks mergeInsts and mergeNames against sorting
+// both lists together, with instances in both lists and names taken by more
+// than one instance (an instance that came back anew).
+func TestMergeAgreesWithSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pool := make([]*instState, 40)
+	for i := range pool {
+		pool[i] = &instState{name: fmt.Sprintf("i-%02d", rng.IntN(25)), seq: i}
+	}
+	pick := func(n int) []*instState {
+		out := make([]*instState, n)
+		for i := range out {
+			out[i] = pool[rng.IntN(len(pool))]
+		}
+		return sortInsts(out)
+	}
+	for range 20000 {
+		a, b := pick(rng.IntN(30)), pick(rng.IntN(6))
+		want := sortInsts(append(slices.Clone(a), b...))
+		got := mergeInsts(a, b)
+		if !slices.Equal(got, want) {
+			t.Fatalf("mergeInsts(%v, %v) = %v, want %v", names(a), names(b), names(got), names(want))
+		}
+		if got, want := mergeNames(names(a), names(b)), names(want); !slices.Equal(got, want) {
+			t.Fatalf("mergeNames(%v, %v) = %v, want %v", names(a), names(b), got, want)
 		}
 	}
 }

@@ -195,6 +195,7 @@ type resState struct {
 	// members are insts of the apps in apps, sorted, as of the numbers
 	// of insts, apps and the engine's app moves in membersAt.
 	members   []*instState
+	names     []string // names(members)
 	membersAt [3]int
 	finding   sharedFinding
 	stepped   steppedSeries // its series that have timelines (detector.go)

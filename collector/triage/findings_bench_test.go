@@ -1,6 +1,8 @@
 package triage
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -62,5 +64,23 @@ func BenchmarkFindingsScale(b *testing.B) {
 		}
 		b.StartTimer()
 		e.Findings(ts)
+	}
+}
+
+// BenchmarkMergeInsts merges 10 instances that began reporting a shared
+// resource into its 10,000 members, with their names, as a snapshot does
+// while a fleet connects.
+func BenchmarkMergeInsts(b *testing.B) {
+	pool := make([]*instState, 10010)
+	for i := range pool {
+		pool[i] = &instState{name: fmt.Sprintf("bench-%d", i*7919%len(pool)), seq: i}
+	}
+	members, arriving := sortInsts(slices.Clone(pool[:10000])), sortInsts(slices.Clone(pool[10000:]))
+	memberNames, arrivingNames := names(members), names(arriving)
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(mergeInsts(members, arriving)) != len(pool) || len(mergeNames(memberNames, arrivingNames)) != len(pool) {
+			b.Fatal("lost an instance")
+		}
 	}
 }

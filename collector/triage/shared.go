@@ -33,7 +33,7 @@ type sharedFinding struct {
 // app joins.
 func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 	for _, r := range e.shared {
-		insts := e.sharedMembers(r)
+		e.sharedMembers(r)
 		if !r.finding.ok {
 			apps := make([]string, 0, len(r.apps))
 			for a := range r.apps {
@@ -42,7 +42,7 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 			slices.Sort(apps)
 			f := Finding{
 				Kind: KindSharedResource, Severity: Warning, App: apps[0], Resource: r.name,
-				From: r.since, Facts: &SharedResourceFacts{Apps: apps}, Instances: names(insts),
+				From: r.since, Facts: &SharedResourceFacts{Apps: apps}, Instances: r.names,
 			}
 			words(&f)
 			r.finding = sharedFinding{ok: true, f: f}
@@ -63,8 +63,8 @@ func (r *resState) sharedMember(s *series) bool {
 }
 
 // sharedMembers is the instances of a shared resource's apps, sorted; kept
-// (with its finding) until an instance reports it, an app joins it or an
-// instance moves app. Instances that began reporting it since are sorted
+// (with their names and its finding) until an instance reports it, an app
+// joins it or an instance moves app. Instances that began reporting it since are sorted
 // among themselves and merged in: a fleet's instances arriving a few at a
 // time cost what arrived, not a sort of every member each time.
 func (e *Engine) sharedMembers(r *resState) []*instState {
@@ -83,9 +83,10 @@ func (e *Engine) sharedMembers(r *resState) []*instState {
 		}
 	}
 	insts = sortInsts(insts)
+	names := names(insts)
 	if from > 0 {
-		insts = mergeInsts(r.members, insts)
+		insts, names = mergeInsts(r.members, insts), mergeNames(r.names, names)
 	}
-	r.members, r.membersAt, r.finding = insts, at, sharedFinding{}
+	r.members, r.names, r.membersAt, r.finding = insts, names, at, sharedFinding{}
 	return r.members
 }
