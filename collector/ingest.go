@@ -209,6 +209,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 		c.rules(place, in, m)
 	case *wire.Buckets:
 		c.buckets(place, in, m, now, tee, kept, back)
+		c.bucketsParts(in)
 	case *wire.State:
 		c.state(place, in, m)
 	case *wire.Bye:

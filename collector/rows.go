@@ -11,13 +11,14 @@ import (
 
 // The table's rows, kept up to date by what changed: each instance series
 // adds a part to its app x resource's sums (its rates over the rate window,
-// whether it is listed, live, guarded, its breaker state), and a snapshot
-// takes the parts again only of the instances that sent something that
-// shows in them, left, or came back since the last one: a message other
-// than buckets, or buckets that moved the instance's data end (only a
-// message moves it) or fell before it. With 500 ms buckets that is every
-// other bucket. A snapshot's cost is then the instances, the rows and the
-// series that changed, not every series.
+// whether it is listed, live, guarded, its breaker state), and the parts
+// are taken again only of the instances that sent something that shows in
+// them, left, or came back: a message other than buckets, or buckets that
+// moved the instance's data end (only a message moves it) or fell before
+// it. With 500 ms buckets that is every other bucket. Buckets alone are
+// taken as they arrive (bucketsParts), the rest by the next snapshot. A
+// snapshot's cost is then the instances, the rows and the series that
+// changed, not every series.
 
 // rowPart is what one instance series adds to its row; on is set while it
 // is added (the instance is listed: live, or gone within StaleAfter).
@@ -144,22 +145,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 		if listed != in.listed || listed && in.app != in.listedApp {
 			c.pub.countApp(in, listed)
 		}
-		end := in.dataEndSecond()
-		// Buckets starting at or after the data end are outside every
-		// rate window until the end moves: the parts stand.
-		moved := end != in.rowsEnd || in.dirty && in.dirtyFrom < end
-		in.dirty = false
-		if in.changed || listed != in.listed || moved {
-			in.changed, in.listed, in.guarded, in.rowsEnd = false, listed, 0, end
-			for _, se := range in.seriesList {
-				se.app.sums.apply(&se.part, -1)
-				se.part = c.part(in, se, listed, end, rateMs)
-				se.app.sums.apply(&se.part, 1)
-				if se.part.guarded {
-					in.guarded++
-				}
-			}
-		}
+		c.takeParts(in, listed, rateMs)
 		if !listed || in.gone {
 			continue
 		}
@@ -193,6 +179,38 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	}
 	s.Apps, s.Resources = len(c.pub.apps), len(resources)
 	return rows, warnings
+}
+
+// takeParts takes the instance's parts of the rows again when what it sent
+// or its listing changed what they hold. c.mu is held.
+func (c *Collector) takeParts(in *instance, listed bool, rateMs int64) {
+	end := in.dataEndSecond()
+	// Buckets starting at or after the data end are outside every rate
+	// window until the end moves: the parts stand.
+	moved := end != in.rowsEnd || in.dirty && in.dirtyFrom < end
+	in.dirty = false
+	if !in.changed && listed == in.listed && !moved {
+		return
+	}
+	in.changed, in.listed, in.guarded, in.rowsEnd = false, listed, 0, end
+	for _, se := range in.seriesList {
+		se.app.sums.apply(&se.part, -1)
+		se.part = c.part(in, se, listed, end, rateMs)
+		se.app.sums.apply(&se.part, 1)
+		if se.part.guarded {
+			in.guarded++
+		}
+	}
+}
+
+// bucketsParts takes the parts of an instance that sent buckets at once,
+// while its series are still in the processor's caches: its snapshot then
+// finds them up to date. An instance not listed yet is left to the
+// snapshot, which counts it among its app's first. c.mu is held.
+func (c *Collector) bucketsParts(in *instance) {
+	if in.listed {
+		c.takeParts(in, true, c.opts.RateWindow.Milliseconds())
+	}
 }
 
 // countApp moves in's count among the apps with a listed instance: from
