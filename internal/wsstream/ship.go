@@ -226,10 +226,7 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	all := s.gen%allLateEvery == 0
 	for _, r := range series {
 		inflight := r.Concurrency()
-		var m core.Metrics
-		if b, ok := r.Stat().Lookup(start); ok {
-			m = b.Snapshot()
-		}
+		m, _ := snapshot(r.Stat(), start)
 		ring := s.sent[r.Name()]
 		if ring == nil {
 			ring = newSentRing(r.Stat().SampleCount())
@@ -293,10 +290,34 @@ func (r *sentRing) add(start int64, m core.Metrics) {
 	r.n++
 }
 
+// statistic is how a Shipper reads a series' buckets: *core.MetricWindow.
+type statistic interface {
+	Lookup(start int64) (*core.MetricBucket, bool)
+}
+
+// snapshot returns the counts of w's bucket at start: false when w does not
+// hold it, or when its slot was reset for a newer bucket while it was read.
+// core.Window reuses a slot a whole window later: the first entry of the
+// newer bucket resets it, and counts read across the reset may be the newer
+// bucket's, still to be shipped; taking them for the older bucket's would
+// count them twice. The slot's start is read again after the counts: the
+// reset changes it before it clears a count.
+func snapshot(w statistic, start int64) (core.Metrics, bool) {
+	b, ok := w.Lookup(start)
+	if !ok {
+		return core.Metrics{}, false
+	}
+	m := b.Snapshot()
+	if _, ok := w.Lookup(start); !ok {
+		return core.Metrics{}, false
+	}
+	return m, true
+}
+
 // late reads the buckets sent before again, the newest recentLate of them
 // or all, and returns what was added to them since, remembering it as
 // sent.
-func (r *sentRing) late(w *core.MetricWindow, all bool) core.Metrics {
+func (r *sentRing) late(w statistic, all bool) core.Metrics {
 	var late core.Metrics
 	n := min(r.n, len(r.start))
 	if !all {
@@ -312,7 +333,10 @@ func (r *sentRing) late(w *core.MetricWindow, all bool) core.Metrics {
 		if !b.Differs(was) {
 			continue
 		}
-		now := b.Snapshot()
+		now, ok := snapshot(w, r.start[k])
+		if !ok {
+			continue // reused as it was read: the same
+		}
 		d := now.Since(was)
 		if d.Pass < 0 || d.Block < 0 || d.Complete < 0 {
 			continue // reset under us for a newer bucket: nothing late
