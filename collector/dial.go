@@ -310,9 +310,13 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 			rejected++
 			st.update(func(s *TargetStatus) { s.Rejected++ })
 		} else {
-			if h, ok := m.(*wire.Hello); ok {
-				name := h.Instance
+			switch m := m.(type) {
+			case *wire.Hello:
+				name := m.Instance
 				st.update(func(s *TargetStatus) { s.Instance = name })
+			case *wire.Buckets:
+				n := int64(len(m.Items))
+				st.update(func(s *TargetStatus) { s.Items += n })
 			}
 			if sink.Ingest(t.Name, m) {
 				accepted++

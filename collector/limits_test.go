@@ -304,3 +304,37 @@ func TestLimitCountersInPrometheus(t *testing.T) {
 		return nil
 	})
 }
+
+// A target's Items counts the items of its buckets messages that decoded,
+// a duplicate's too, and nothing of a frame turned away.
+func TestTargetItemsCounted(t *testing.T) {
+	c := New(Options{})
+	buckets := func(k int, resources ...string) []byte {
+		b := fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":"items","bucketMs":500,"items":[`, t0ms+int64(k)*500+10)
+		for i, r := range resources {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `{"resource":%q,"start":%d,"pass":1}`, r, t0ms+int64(k)*500)
+		}
+		return append(b, "]}"...)
+	}
+	target := peer(t, func(conn *websocket.Conn, n int) {
+		if n == 0 {
+			send(conn, helloFrame("items"), buckets(0, "a", "b"), buckets(1, "a", "b", "c"), buckets(1, "a", "b", "c"),
+				[]byte(`{"v":1,"kind":"buckets","ts":1,"instance":"items","bucketMs":500,"items":[{"resource":`), heartbeat("items", 2))
+		}
+		for { // open until the collector leaves
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	})
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	eventually(t, "6 messages read", func() error {
+		if st := firstTarget(c.Publish()); st.Messages != 6 || st.Items != 8 || st.Rejected != 1 {
+			return fmt.Errorf("read %d messages, %d items, %d rejected; want 6, 8, 1", st.Messages, st.Items, st.Rejected)
+		}
+		return nil
+	})
+}

@@ -141,9 +141,12 @@ type TargetStatus struct {
 	LastError string
 	// Note is a standing remark about what this target can tell, such as
 	// a Java Sentinel target whose breaker states are not exposed.
-	Note       string
-	Messages   int64
-	Bytes      int64
+	Note     string
+	Messages int64
+	Bytes    int64
+	// Items counts the items of the buckets messages it sent that decoded
+	// (duplicates included).
+	Items      int64
 	Rejected   int64
 	Reconnects int64
 	// Polls is how many polls of a polled target (Java Sentinel) have been

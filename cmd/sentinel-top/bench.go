@@ -187,9 +187,11 @@ type benchResult struct {
 	processes int
 	// niceness is the least niceness the agents' processes have, as
 	// /proc/PID/stat tells it (-1: not known here).
-	niceness        int
-	connect         time.Duration
-	messages, bytes int64 // read by the collector over the measured window
+	niceness int
+	connect  time.Duration
+	// Read by the collector over the measured window: messages, bytes, and
+	// the items of its buckets messages (its µs per item divides by them).
+	messages, bytes, read int64
 	// Written by the agents over the measured window, counted on the wire.
 	written, bucketsWritten, items int64
 	window                         time.Duration
@@ -384,12 +386,13 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		return err
 	}
 
-	// The measured window. The collector's side of it (its CPU, messages
-	// and bytes) is taken before the agents' first mark and after their
-	// second, so that it holds the window the agents count items in (their
-	// answers can take seconds on a loaded machine): µs per item errs
-	// high, never low.
-	m0, b0 := targetTotals(c)
+	// The measured window. The collector's side of it (its CPU and the
+	// messages, bytes and items it read) is taken before the agents' first
+	// mark and after their second, so that it holds the window the agents
+	// count what they wrote in (their answers can take seconds on a loaded
+	// machine); µs per item divides the collector's CPU by the items it
+	// read over the same window.
+	m0, b0, i0 := targetTotals(c)
 	p0 := sampleProc()
 	mark0, err := kids.ask(ctx, "mark 0", "mark", time.Minute)
 	if err != nil {
@@ -433,10 +436,10 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		return err
 	}
 	p1 := sampleProc()
-	m1, b1 := targetTotals(c)
+	m1, b1, i1 := targetTotals(c)
 	s0, s1 := sumStats(mark0), sumStats(mark1)
 	res.window = p1.at.Sub(p0.at)
-	res.messages, res.bytes = m1-m0, b1-b0
+	res.messages, res.bytes, res.read = m1-m0, b1-b0, i1-i0
 	res.written, res.bucketsWritten, res.items = s1.Messages-s0.Messages, s1.Buckets-s0.Buckets, s1.Items-s0.Items
 	res.cpuKnown = p0.cpuKnown && p1.cpuKnown && s1.CPUNs > 0
 	res.cpu = (p1.cpu - p0.cpu).Seconds() / res.window.Seconds()
@@ -521,12 +524,13 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 }
 
 // targetTotals sums messages and bytes read from every target.
-func targetTotals(c *collector.Collector) (messages, bytes int64) {
+func targetTotals(c *collector.Collector) (messages, bytes, items int64) {
 	for _, t := range c.Publish().Targets {
 		messages += t.Messages
 		bytes += t.Bytes
+		items += t.Items
 	}
-	return messages, bytes
+	return messages, bytes, items
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -550,10 +554,10 @@ func (r *benchResult) print(w io.Writer) {
 	fmt.Fprintf(w, "connected:  %d targets in %.1f s, served by %d agents' %s%s (open files limit %d)\n",
 		r.cfg.agents, r.connect.Seconds(), r.processes, plural(r.processes, "process", "processes"), niceness, r.filesLimit)
 	fmt.Fprintf(w, "ingest:     %s items/s, %s messages/s, %.1f MB/s of websocket payload, over %.1f s\n",
-		thousands(int64(float64(r.items)/secs)), thousands(int64(float64(r.messages)/secs)),
+		thousands(int64(float64(r.read)/secs)), thousands(int64(float64(r.messages)/secs)),
 		float64(r.bytes)/secs/(1<<20), secs)
-	fmt.Fprintf(w, "            %s items in %s buckets messages written by the agents (%s messages in all); %s messages read by the collector\n",
-		thousands(r.items), thousands(r.bucketsWritten), thousands(r.written), thousands(r.messages))
+	fmt.Fprintf(w, "            %s items in %s buckets messages written by the agents (%s messages in all); %s items in %s messages read by the collector\n",
+		thousands(r.items), thousands(r.bucketsWritten), thousands(r.written), thousands(r.read), thousands(r.messages))
 	exact := "exact"
 	switch {
 	case r.counted < r.calls:
@@ -589,7 +593,7 @@ func (r *benchResult) print(w io.Writer) {
 	}
 	if r.cpuKnown {
 		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
-			r.cpu, r.cpu*secs*1e6/max(float64(r.items), 1), r.agentsCPU, r.processes, plural(r.processes, "process", "processes"))
+			r.cpu, r.cpu*secs*1e6/max(float64(r.read), 1), r.agentsCPU, r.processes, plural(r.processes, "process", "processes"))
 	} else {
 		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
 	}

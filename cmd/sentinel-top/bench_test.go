@@ -70,13 +70,19 @@ func TestBenchSmallFleet(t *testing.T) {
 	}
 	// Every resource is called in every bucket: 3 items a buckets message,
 	// counted, not assumed.
-	m := regexp.MustCompile(`(?m)^ {12}([0-9,]+) items in ([0-9,]+) buckets messages written by the agents`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^ {12}([0-9,]+) items in ([0-9,]+) buckets messages written by the agents \([0-9,]+ messages in all\); ([0-9,]+) items in ([0-9,]+) messages read by the collector$`).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("no items written in\n%s", out)
+		t.Fatalf("no items written and read in\n%s", out)
 	}
 	items, msgs := atoi(t, m[1]), atoi(t, m[2])
 	if msgs == 0 || items != 3*msgs {
 		t.Errorf("%d items in %d buckets messages, want 3 a message:\n%s", items, msgs, out)
+	}
+	// The collector's items (what µs per item divides by) are counted
+	// over a window that holds the agents': as many, but for what is on
+	// its way at either end (4 agents' buckets, twice a second).
+	if read := atoi(t, m[3]); read < items-3*8 || read > items+3*8 {
+		t.Errorf("the collector read %d items where the agents wrote %d:\n%s", read, items, out)
 	}
 	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item; agents [0-9.]+ cores \(2 processes\)$`).MatchString(out) {
 		t.Errorf("no CPU split on Linux:\n%s", out)
