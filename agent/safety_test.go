@@ -208,8 +208,17 @@ func TestMemoryBoundedWhateverReadersDo(t *testing.T) {
 			}
 		}()
 	}
+	// At least 40 periods, and on until the readers have come and gone and
+	// subscribed: on an idle machine 40 periods can pass before a reader
+	// has stalled its 50 ms once.
+	exercised := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return connects > 0 && subscribed > 0
+	}
 	peak := before
-	for k := 0; k < 40; k++ {
+	deadline := time.Now().Add(30 * time.Second)
+	for k := 0; k < 40 || !exercised() && time.Now().Before(deadline); k++ {
 		period()
 		if k%10 == 9 {
 			peak = max(peak, heap())
