@@ -59,6 +59,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		`(?m)^connected:  4 targets in [0-9.]+ s, served by 2 agents' processes`,
 		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
+		`(?m)^ {12}the collector [0-9,]+ items behind the agents as the window began, [0-9,]+ as it ended$`,
 		`(?m)^memory:     collector heap in use [0-9]+ MB \(peak [0-9]+ MB\), [0-9]+ MB live after a collection, heap reserved [0-9]+ MB; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
 		`(?m)^ {12}agents' processes: RSS [1-9][0-9]* MB$`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,

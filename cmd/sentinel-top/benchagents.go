@@ -215,9 +215,9 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 		}
 		readErr <- sc.Err()
 	}()
-	marks := 0
+	profiling := false
 	defer func() {
-		if marks == 1 && cfg.cpuProfile != "" {
+		if profiling {
 			pprof.StopCPUProfile()
 		}
 	}()
@@ -239,10 +239,11 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 					return fmt.Errorf("mark %q: %w", arg, err)
 				}
 				out.send(benchEvent{Kind: "mark", ID: id, benchChildStats: fleet.stats(out)})
-				if marks++; cfg.cpuProfile != "" {
-					if err := benchProfile(cfg.cpuProfile, marks); err != nil {
+				if cfg.cpuProfile != "" && (id == 0 && !profiling || id == 1 && profiling) {
+					if err := benchProfile(cfg.cpuProfile, id); err != nil {
 						return err
 					}
+					profiling = id == 0
 				}
 			case "stop":
 				stop()
@@ -267,11 +268,12 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 	return err
 }
 
-// benchProfile starts a CPU profile into file at the first mark and
-// stops it at the second.
-func benchProfile(file string, marks int) error {
-	switch marks {
-	case 1:
+// benchProfile starts a CPU profile into file at mark 0 (the measured
+// window's start) and stops it at mark 1 (its end); the bench's other marks
+// (-1, while it waits for the collector to catch up) leave it be.
+func benchProfile(file string, id int64) error {
+	switch id {
+	case 0:
 		f, err := os.Create(file)
 		if err != nil {
 			return fmt.Errorf("--cpuprofile: %w", err)
@@ -280,7 +282,7 @@ func benchProfile(file string, marks int) error {
 			f.Close()
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
-	case 2:
+	case 1:
 		pprof.StopCPUProfile()
 	}
 	return nil
