@@ -68,7 +68,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource (errors: one in ten); at 2 or more every 500 ms bucket gets calls")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "how long to measure")
 	cfg.maxMemory = 2 << 30
-	fs.Func("max-memory", "most memory the agents can make the collector keep, as the dashboard's --max-memory (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing", func(s string) error {
+	fs.Func("max-memory", "most memory the agents can make the collector keep, as the dashboard's --max-memory, which sets the Go runtime's memory limit to 7/8 of it too (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing", func(s string) error {
 		n, err := parseBytes(s)
 		cfg.maxMemory = n
 		return err
@@ -353,6 +353,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	res.niceness = kids.niceness()
 
 	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.maxMemory})
+	defer followBudget(cfg.maxMemory)() // as the dashboard's collector does
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
 	dialing.Add(3)

@@ -245,6 +245,19 @@ func (s *session) close() error {
 	return errors.Join(errs...)
 }
 
+// followBudget sets the Go runtime's soft memory limit to 7/8 of the
+// collector's memory budget, unless GOMEMLIMIT sets it: the budget bounds
+// the live data peers make the collector keep, and without the limit the
+// collector's garbage could double the process's size. The closer it
+// returns puts the limit back.
+func followBudget(budget int64) func() error {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() error { return nil }
+	}
+	prev := debug.SetMemoryLimit(budget / 8 * 7)
+	return func() error { debug.SetMemoryLimit(prev); return nil }
+}
+
 // open builds the session for the flags. speedOverride, when >= 0, replaces
 // --speed (the report replays as fast as possible).
 func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session, error) {
@@ -254,13 +267,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		OnReject:  s.onReject,
 	}
 	f.limits(&opts)
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// The Go runtime's soft memory limit follows the budget: the budget
-		// bounds the live data peers make the collector keep, and without
-		// it the collector's garbage could double the process's size.
-		prev := debug.SetMemoryLimit(opts.MaxMemory / 8 * 7)
-		s.closers = append(s.closers, func() error { debug.SetMemoryLimit(prev); return nil })
-	}
+	s.closers = append(s.closers, followBudget(opts.MaxMemory))
 	if f.record != "" {
 		w, err := wire.CreateRecording(f.record, f.recordOver)
 		if err != nil {
