@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // cpuTime is the CPU time this process has used.
@@ -125,7 +127,7 @@ func TestFloodingReaderIsCutOff(t *testing.T) {
 	defer func() { a.Close(); <-served }()
 
 	n := 2_000_000
-	if raceEnabled {
+	if racetest.Enabled {
 		n /= 20 // the timing is not asserted: enough to see the flood cut off
 	}
 	latencies(t, a, n/10) // warm up
@@ -167,7 +169,7 @@ func TestFloodingReaderIsCutOff(t *testing.T) {
 	if cut == 0 || a.Stats().Evicted == 0 {
 		t.Errorf("the flooding reader was never disconnected")
 	}
-	if raceEnabled {
+	if racetest.Enabled {
 		t.Log("timing not asserted under -race (it slows every atomic operation)")
 		return
 	}

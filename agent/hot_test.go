@@ -9,6 +9,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // vipRule limits each customer of query-order to 200 entries a second,
@@ -113,7 +114,7 @@ func TestHotValuesOnTheStream(t *testing.T) {
 // TestEntryWithParamDoesNotAllocate: an entry with one string or integer
 // argument already counted costs no allocation, hot values included.
 func TestEntryWithParamDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if racetest.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	a, err := New(Options{App: "bench", Instance: "bench-1", ManualShip: true})

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 const chaosSeed = 20261130
@@ -32,23 +32,10 @@ func chaosSize() (agents, resources, periods int) {
 		return 200, 10, 480
 	case testing.Short():
 		return 20, 10, 160
-	case raceEnabled():
-		return 100, 10, 240
+	case racetest.Enabled: // all of it in .ci/run's run without -race
+		return 40, 10, 160
 	}
 	return 200, 10, 240
-}
-
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" && s.Value == "true" {
-			return true
-		}
-	}
-	return false
 }
 
 // Timings of the fleet, in real time.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // fleetOracle is what a random stream should leave in the fleet model,
@@ -35,9 +36,10 @@ func (o *fleetOracle) live(inst string, now, stale int64) bool {
 // period, requires the snapshot's header, rows and breaker states, a
 // /metrics scrape and the detail screen to agree with each other and with
 // an independent account of the stream: which instances are alive, their
-// rule versions, their breaker states, and the exact totals.
+// rule versions, their breaker states, and the exact totals. 40 seeds (8
+// under -race: racetest.Cases).
 func TestRandomStreamsEveryViewAgrees(t *testing.T) {
-	for seed := uint64(1); seed <= 40; seed++ {
+	for seed := uint64(1); seed <= uint64(racetest.Cases(40)); seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { randomStream(t, seed) })
 	}
 }

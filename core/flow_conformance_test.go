@@ -14,6 +14,8 @@ import (
 	sgstat "github.com/alibaba/sentinel-golang/core/stat"
 	sglog "github.com/alibaba/sentinel-golang/logging"
 	sgutil "github.com/alibaba/sentinel-golang/util"
+
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // The flow conformance tests drive sentinel-golang v1.0.4 (api.Entry through
@@ -469,7 +471,7 @@ func TestGuardFlowConformance(t *testing.T) { flowConformance(t, true) }
 // makes them ten times slower. CI plays them all without it (.ci/run's
 // claims step) besides the -race run of the README's test command.
 func conformanceSeeds(n uint64) uint64 {
-	if raceEnabled {
+	if racetest.Enabled {
 		return n / 10
 	}
 	return n

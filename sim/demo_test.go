@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 	"github.com/sentinel-top/sentinel-top/sim"
 )
 
@@ -22,7 +23,7 @@ func TestDemoServesStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	virtualBegan := d.Now()
+	virtualBegan, wallBegan := d.Now(), time.Now()
 	targets := d.Targets()
 	if len(targets) != len(sim.DemoScenario().Instances) {
 		t.Fatalf("%d targets for %d instances", len(targets), len(sim.DemoScenario().Instances))
@@ -58,9 +59,16 @@ func TestDemoServesStreams(t *testing.T) {
 	if len(kinds) < 5 || kinds[0] != wire.KindHello || kinds[1] != wire.KindRules {
 		t.Fatalf("stream began %v", kinds)
 	}
-	// The virtual clock runs 20 times faster than the wall clock.
-	if speed := float64(d.Now().Sub(virtualBegan)) / float64(time.Since(began)); speed < 10 || speed > 21 {
-		t.Errorf("virtual clock ran %.1f times as fast as the wall clock, want 20", speed)
+	// The virtual clock runs 20 times faster than the wall clock, never
+	// faster: it catches up every tick, and a machine too busy to run the
+	// fleet that fast (the race detector, a loaded CI host) slows it, which
+	// is checked only without -race.
+	virtual := d.Now().Sub(virtualBegan)
+	if speed := float64(virtual) / float64(time.Since(began)); speed > 20.5 {
+		t.Errorf("virtual clock ran %.1f times as fast as the wall clock, want at most 20", speed)
+	}
+	if speed := float64(virtual) / float64(time.Since(wallBegan)); !racetest.Enabled && speed < 10 {
+		t.Errorf("virtual clock ran %.1f times as fast as the wall clock, want about 20", speed)
 	}
 	conn.Close()
 	if err := d.Close(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures/fixturetest"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 	"github.com/sentinel-top/sentinel-top/sim"
 )
 
@@ -488,7 +489,7 @@ func TestDemoScenarioFindings(t *testing.T) {
 // Ten minutes of eight instances at 10 to 200 calls per second, with
 // breakers and flow rules, take a few seconds at most.
 func TestTenMinutesOfEightInstancesIsFast(t *testing.T) {
-	if raceEnabled {
+	if racetest.Enabled {
 		t.Skip("the race detector slows every atomic operation: timings mean nothing")
 	}
 	s := tenMinutes()

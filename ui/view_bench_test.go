@@ -11,6 +11,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // bigSnapshot is a fleet of n resources over 8 instances each, with a
@@ -141,7 +142,7 @@ func BenchmarkViewDetail(b *testing.B) {
 // precisely. It is a timing claim: skipped under the race detector, run
 // without it by .ci/run.
 func TestViewBudget(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racetest.Enabled {
 		t.Skip("timing: run without -race and -short")
 	}
 	t.Run("resources=1000", func(t *testing.T) {

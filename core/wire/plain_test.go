@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // ends reports whether data[i] ends a count where the plain reader looks
@@ -215,7 +217,8 @@ func TestPlainItemAgreesWithGeneral(t *testing.T) {
 	general := Decoder{general: true}
 	prev := g.buckets()
 	var ok, failed int
-	for k := range 6000 {
+	n := racetest.Cases(6000)
+	for k := range n {
 		m := g.buckets()
 		if r.IntN(4) > 0 {
 			renamed(r, m, prev)
@@ -243,7 +246,7 @@ func TestPlainItemAgreesWithGeneral(t *testing.T) {
 			decodeAlike(t, &fast, &general, []byte(strings.Replace(string(frame), `\\"`, `\"`, 1)))
 		}
 	}
-	if ok < 1500 || failed < 1500 {
+	if ok < n/4 || failed < n/4 {
 		t.Fatalf("%d frames accepted, %d rejected: the stream should hold many of both", ok, failed)
 	}
 }

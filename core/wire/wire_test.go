@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // decodeBoth decodes frame with the Decoder (fast path for buckets) and
@@ -51,7 +52,8 @@ func TestRoundTrip(t *testing.T) {
 	g := newGen(1)
 	var d Decoder
 	counts := map[Kind]int{}
-	for i := 0; i < 5000; i++ {
+	n := racetest.Cases(5000)
+	for range n {
 		m := g.message()
 		counts[m.Kind()]++
 		if err := Validate(m, Limits{}); err != nil {
@@ -81,7 +83,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	for _, k := range []Kind{KindMeta, KindHello, KindRules, KindBuckets, KindState, KindBye} {
-		if counts[k] < 100 {
+		if counts[k] < n/50 {
 			t.Errorf("only %d %s messages generated", counts[k], k)
 		}
 	}
