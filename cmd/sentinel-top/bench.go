@@ -35,6 +35,10 @@ Items are counted in the websocket frames the agents write to the
 collector's connections. Each agent needs 2 open files in its process (its
 listener and its connection), the collector 1 per agent in this one.
 
+Results go to standard output once the run is over; what it is doing
+until then (starting, connecting, catching up, measuring, counting) goes to
+standard error as it happens, every 5 s while it waits.
+
 Exits 3 when the collector did not count every call the agents admitted,
 naming the instances and resources that came up short, or when an agents'
 process failed.
@@ -99,7 +103,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
 		return exitUsage
 	}
-	if err := bench(ctx, cfg, stdout); err != nil {
+	if err := bench(ctx, cfg, stdout, newBenchProgress(stderr)); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
 		return exitRuntime
 	}
@@ -317,7 +321,7 @@ func sumStats(es []benchEvent) benchChildStats {
 	return s
 }
 
-func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
+func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchProgress) error {
 	// The collector holds a connection per agent; the agents' processes
 	// their own files.
 	need := int64(cfg.agents + 64)
@@ -346,6 +350,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			_ = kids.stop()
 		}
 	}()
+	progress.say("starting %s agents in %d %s", thousands(int64(cfg.agents)), res.processes, plural(res.processes, "process", "processes"))
 	targets, err := kids.start(childCtx, cfg, hooks)
 	if err != nil {
 		return err
@@ -362,6 +367,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	go func() { defer dialing.Done(); res.lat.watch(dialCtx, c, resources[0]) }()
 	defer func() { stopDial(); dialing.Wait() }()
 
+	progress.say("agents ready; the collector dials them")
 	began := time.Now()
 	for {
 		up := 0
@@ -375,6 +381,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		if up == cfg.agents {
 			break
 		}
+		progress.waiting("%s of %s targets up", thousands(int64(up)), thousands(int64(cfg.agents)))
 		if time.Since(began) > 2*time.Minute {
 			return fmt.Errorf("%d of %d targets connected after two minutes", up, cfg.agents)
 		}
@@ -386,10 +393,11 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 		}
 	}
 	res.connect = time.Since(began)
+	progress.say("every target up in %.1f s; letting the collector read what the agents wrote so far", res.connect.Seconds())
 	if err := sleepCtx(ctx, time.Second); err != nil { // the backlogs come in first
 		return err
 	}
-	if err := settle(ctx, kids, c, int64(cfg.agents*cfg.resources)); err != nil {
+	if err := settle(ctx, kids, c, int64(cfg.agents*cfg.resources), progress); err != nil {
 		return err
 	}
 
@@ -430,6 +438,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
+	progress.say("measuring for %v", cfg.duration)
 	res.lat.measure(true)
 	err = watch(time.Now().Add(cfg.duration))
 	res.lat.measure(false)
@@ -462,6 +471,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 	// move again: at 10,000 targets the last buckets of 200,000 series
 	// took more than 2 s to come in (2 s ended the count with 8,872 calls
 	// still on their way; 8 s: every one counted).
+	progress.say("stopping the calls; counting them at both ends")
 	done, err := kids.ask(ctx, "stop", "done", 2*time.Minute)
 	if err != nil {
 		return err
@@ -501,6 +511,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 			res.counted == last && time.Since(lastMoved) >= 8*time.Second && res.downAtEnd == 0 {
 			break
 		}
+		progress.waiting("%s of %s calls counted, %d targets not up", thousands(res.counted), thousands(res.calls), res.downAtEnd)
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
@@ -540,7 +551,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer) error {
 // the collector is behind by at most slack items (about one message an
 // agent: what is on its way), or after two minutes (the lag printed at the
 // window's start then tells it).
-func settle(ctx context.Context, kids benchChildren, c *collector.Collector, slack int64) error {
+func settle(ctx context.Context, kids benchChildren, c *collector.Collector, slack int64, progress *benchProgress) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		marks, err := kids.ask(ctx, "mark -1", "mark", time.Minute)
@@ -548,9 +559,11 @@ func settle(ctx context.Context, kids benchChildren, c *collector.Collector, sla
 			return err
 		}
 		_, _, read := targetTotals(c)
-		if sumStats(marks).Items-read <= slack || time.Now().After(deadline) {
+		behind := sumStats(marks).Items - read
+		if behind <= slack || time.Now().After(deadline) {
 			return nil
 		}
+		progress.waiting("the collector %s items behind the agents", thousands(behind))
 		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}

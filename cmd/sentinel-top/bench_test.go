@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,20 @@ func TestBenchSmallFleet(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("no %s in\n%s", want, out)
 		}
+	}
+	// What it is doing, told on stderr as it goes, in order.
+	var at []int
+	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",
+		"every target up in [0-9.]+ s; ", "measuring for 3s", "stopping the calls; counting them at both ends"} {
+		loc := regexp.MustCompile(`(?m)^bench: +[0-9]+\.[0-9] s  ` + phase).FindStringIndex(errOut)
+		if loc == nil {
+			t.Errorf("no %q on stderr:\n%s", phase, errOut)
+			continue
+		}
+		at = append(at, loc[0])
+	}
+	if !slices.IsSorted(at) {
+		t.Errorf("stderr out of order:\n%s", errOut)
 	}
 	// Every resource is called in every bucket: 3 items a buckets message,
 	// counted, not assumed.
@@ -137,7 +152,7 @@ func TestBenchChildFails(t *testing.T) {
 	if code != exitRuntime {
 		t.Errorf("exit %d, want %d", code, exitRuntime)
 	}
-	if !regexp.MustCompile(`^sentinel-top bench: agents 0-1: exit status 1; its stderr: no agents today\\x1b\[31m\n$`).MatchString(errOut) {
+	if !regexp.MustCompile(`\nsentinel-top bench: agents 0-1: exit status 1; its stderr: no agents today\\x1b\[31m\n$`).MatchString(errOut) {
 		t.Errorf("stderr %q", errOut)
 	}
 	if strings.Contains(out, "accounted:") {
