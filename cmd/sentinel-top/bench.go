@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,7 +385,8 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 		}
 		progress.waiting("%s of %s targets up", thousands(int64(up)), thousands(int64(cfg.agents)))
 		if time.Since(began) > 2*time.Minute {
-			return fmt.Errorf("%d of %d targets connected after two minutes", up, cfg.agents)
+			return fmt.Errorf("%d of %d targets connected after two minutes; the others: %s (a machine too small for the fleet makes the agents too slow to answer: try fewer agents, a lower --rate, or --agents-nice)",
+				up, cfg.agents, whyDown(c.Snapshot()))
 		}
 		if err := kids.failed(); err != nil {
 			return err
@@ -543,7 +546,51 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	return nil
 }
 
-// targetTotals sums messages and bytes read from every target.
+// whyDown tells why the targets not up are down: their last errors, the
+// most frequent first, each with one example (errors differing only in
+// numbers, such as ports, count as one).
+func whyDown(s *collector.Snapshot) string {
+	if s == nil {
+		return "no snapshot yet"
+	}
+	type reason struct {
+		example string
+		n       int
+	}
+	byKey := map[string]*reason{}
+	var reasons []*reason
+	for _, t := range s.Targets {
+		if t.State == collector.TargetUp {
+			continue
+		}
+		why := t.LastError
+		if why == "" {
+			why = "not connected yet"
+		}
+		key := strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return '#'
+			}
+			return r
+		}, why)
+		if byKey[key] == nil {
+			byKey[key] = &reason{example: why}
+			reasons = append(reasons, byKey[key])
+		}
+		byKey[key].n++
+	}
+	slices.SortStableFunc(reasons, func(a, b *reason) int { return cmp.Compare(b.n, a.n) })
+	var parts []string
+	for i, r := range reasons {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("%d more reasons", len(reasons)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", r.n, r.example))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // settle waits for the collector to read what the agents wrote before the
 // window begins: their backlogs (what they shipped before it came) arrive
 // in bursts that cost less per item than a fleet's steady stream, and a
@@ -570,6 +617,7 @@ func settle(ctx context.Context, kids benchChildren, c *collector.Collector, sla
 	}
 }
 
+// targetTotals sums the messages, bytes and items read from every target.
 func targetTotals(c *collector.Collector) (messages, bytes, items int64) {
 	for _, t := range c.Publish().Targets {
 		messages += t.Messages

@@ -23,6 +23,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -410,5 +411,32 @@ func TestBenchHelpers(t *testing.T) {
 	}
 	if openFilesLimit() <= 0 {
 		t.Error("no open files limit read")
+	}
+}
+
+// Targets that did not come up are told by their last errors, the most
+// frequent first; errors that differ only in a port count as one.
+func TestWhyDown(t *testing.T) {
+	down := func(why string) collector.TargetStatus {
+		return collector.TargetStatus{State: collector.TargetDown, LastError: why}
+	}
+	s := &collector.Snapshot{Targets: []collector.TargetStatus{
+		{State: collector.TargetUp},
+		down("handshake: i/o timeout"),
+		down("refused: nothing listens on 127.0.0.1:40001 (connection refused)"),
+		down("refused: nothing listens on 127.0.0.1:40002 (connection refused)"),
+		down("refused: nothing listens on 127.0.0.1:40003 (connection refused)"),
+		down(""),
+		down("handshake: i/o timeout"),
+		down("reset"),
+		down("closed by the peer"),
+	}}
+	want := "3 refused: nothing listens on 127.0.0.1:40001 (connection refused); 2 handshake: i/o timeout; " +
+		"1 not connected yet; 2 more reasons"
+	if got := whyDown(s); got != want {
+		t.Errorf("whyDown:\n got %s\nwant %s", got, want)
+	}
+	if got := whyDown(nil); got != "no snapshot yet" {
+		t.Errorf("whyDown(nil) = %q", got)
 	}
 }
