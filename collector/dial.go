@@ -53,7 +53,17 @@ type DialOptions struct {
 	// hangs, or a path that stops forwarding, would otherwise leave the
 	// target "up" forever. Default 45 s.
 	IdleTimeout time.Duration
+	// MaxHandshakes bounds the streams' handshakes in flight (TCP connect,
+	// TLS, the websocket upgrade): 10,000 targets dialed at once would
+	// each wait their turn inside HandshakeTimeout, on either side, and
+	// the ones that time out would be dialed again after a backoff. A
+	// target waiting for its turn is "connecting"; the timeout starts with
+	// its turn. Default DefaultMaxHandshakes.
+	MaxHandshakes int
 }
+
+// DefaultMaxHandshakes is DialOptions.MaxHandshakes when it is zero.
+const DefaultMaxHandshakes = 256
 
 // targetStatus is what a dialed target's connection has told the store of
 // itself, as the snapshot reports it: the store's record, written by the
@@ -95,6 +105,10 @@ func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.MaxHandshakes <= 0 {
+		opts.MaxHandshakes = DefaultMaxHandshakes
+	}
+	turns := make(chan struct{}, opts.MaxHandshakes)
 	states := make([]*targetState, len(targets))
 	c.mu.Lock()
 	for i, t := range targets {
@@ -111,18 +125,18 @@ func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.dialLoop(ctx, t, states[i], opts, rand.New(rand.NewPCG(seed, uint64(i))))
+			c.dialLoop(ctx, t, states[i], opts, turns, rand.New(rand.NewPCG(seed, uint64(i))))
 		}()
 	}
 	wg.Wait()
 }
 
-func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opts DialOptions, rng *rand.Rand) {
+func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}, rng *rand.Rand) {
 	backoff := MinBackoff
 	for ctx.Err() == nil {
 		st.update(func(s *TargetStatus) { s.State, s.Since = TargetConnecting, c.clock.UnixMilli() })
 		began := c.clock.Now()
-		err := c.connect(ctx, t, st, opts)
+		err := c.connect(ctx, t, st, opts, turns)
 		if ctx.Err() != nil {
 			return
 		}
@@ -207,8 +221,9 @@ func describeHTTPStatus(code int) error {
 	return fmt.Errorf("plain HTTP server, not a sentinel-top stream: %s (agents serve it at %s)", status, DefaultStreamPath)
 }
 
-// connect runs one connection until it fails.
-func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions) error {
+// connect runs one connection until it fails. Its handshake waits for a
+// turn of turns (DialOptions.MaxHandshakes).
+func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}) error {
 	if isJavaTarget(t) {
 		return c.pollJava(ctx, t, st, opts) // javatransport.go
 	}
@@ -227,7 +242,13 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 			bounded = &handshakeConn{Conn: conn, left: handshakeLimit}
 			return bounded, nil
 		}}
+	select {
+	case turns <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	conn, resp, err := d.DialContext(ctx, t.URL, header)
+	<-turns
 	if bounded != nil && bounded.over {
 		c.Reject(t.Name, fmt.Errorf("%w: %w", wire.ErrTooLarge, errHandshakeTooLarge))
 		st.update(func(s *TargetStatus) { s.Rejected++ })

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -135,5 +137,74 @@ func TestDedupeRing(t *testing.T) {
 	}
 	if dup, _ := d.mark(13 + dedupeSpan); dup {
 		t.Fatal("slot reused after moving on must be clear")
+	}
+}
+
+// Handshakes wait their turn: with MaxHandshakes 4, 48 targets whose
+// upgrades each take 250 ms are never more than 4 in flight, and every one
+// comes up on its first dial although the last waits about 3 s for its turn
+// with a 1 s HandshakeTimeout: the timeout starts with the turn.
+func TestHandshakesTakeTurns(t *testing.T) {
+	const (
+		targets = 48
+		turns   = 4
+		upgrade = 250 * time.Millisecond
+	)
+	var inFlight, most atomic.Int32
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(upgrade)
+		inFlight.Add(-1)
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		go func() { <-hold; conn.Close() }()
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	var ts []Target
+	for i := range targets {
+		ts = append(ts, Target{Name: fmt.Sprint("t", i), URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/sentinel/stream"})
+	}
+	c := New(Options{Mode: ModeLive})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Dial(ctx, ts, DialOptions{MaxHandshakes: turns, HandshakeTimeout: time.Second, Seed: 1})
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		up, reconnects := 0, int64(0)
+		for _, st := range c.Publish().Targets {
+			if st.State == TargetUp {
+				up++
+			}
+			reconnects += st.Reconnects
+		}
+		if reconnects > 0 {
+			t.Fatalf("%d reconnects with %d of %d up: a handshake timed out while it waited for its turn", reconnects, up, targets)
+		}
+		if up == targets {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d targets up after 30 s", up, targets)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := most.Load(); m > turns || m < 2 {
+		t.Errorf("at most %d upgrades in flight at once, want 2 to %d", m, turns)
 	}
 }
