@@ -398,6 +398,10 @@ type Stats struct {
 	// service: they sent data or more than a few pings a second, or did
 	// not read (never answered a ping) while another reader wanted a slot.
 	Evicted int64
+	// Skipped counts the buckets the agent never shipped because it ran
+	// more than 10 s (the statistic's interval) late: a process starved of
+	// CPU or suspended. Whatever they counted is lost, for every reader.
+	Skipped int64
 	// Warning, when set, says how the stream is exposed: served beyond
 	// loopback without a token. It is also logged once (Options.Logf).
 	Warning string
@@ -407,7 +411,7 @@ type Stats struct {
 func (a *Agent) Stats() Stats {
 	readers, dropped := a.stream.Stats()
 	st := Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
-		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted()}
+		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted(), Skipped: a.shipper.Skipped()}
 	if w := a.warning.Load(); w != nil {
 		st.Warning = *w
 	}

@@ -315,7 +315,7 @@ func sumStats(es []benchEvent) benchChildStats {
 		c := e.benchChildStats
 		s.Messages, s.Buckets, s.Items = s.Messages+c.Messages, s.Buckets+c.Buckets, s.Items+c.Items
 		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
-		s.Dropped, s.Evicted = s.Dropped+c.Dropped, s.Evicted+c.Evicted
+		s.Dropped, s.Evicted, s.Skipped = s.Dropped+c.Dropped, s.Evicted+c.Evicted, s.Skipped+c.Skipped
 		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
 		s.FirstPong += c.FirstPong
 		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
@@ -708,6 +708,10 @@ func (r *benchResult) print(w io.Writer) {
 	if a.Dropped+a.Evicted+a.WriteTimeouts+a.ReadTimeouts+a.ConnErrors > 0 {
 		fmt.Fprintf(w, "            agents' side: %d messages dropped for slow readers, %d readers evicted, %d writes timed out, %d reads timed out (no pong; %d of them the first ping's), %d other connection errors\n",
 			a.Dropped, a.Evicted, a.WriteTimeouts, a.ReadTimeouts, a.FirstPong, a.ConnErrors)
+	}
+	if a.Skipped > 0 {
+		fmt.Fprintf(w, "            agents' side: %s buckets never shipped: their agents ran more than 10 s late (a machine too small for the fleet), and what they counted is lost\n",
+			thousands(a.Skipped))
 	}
 	for _, d := range r.lat.downReasons() {
 		fmt.Fprintf(w, "            down %d times: %s\n", d.n, termtext.Sanitize(d.why, 200))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -87,6 +88,8 @@ type Shipper struct {
 	init bool
 	sent map[string]*sentRing // what was sent of each series' latest buckets
 	gen  uint64               // collect's calls: a ring not seen in the latest is gone
+
+	skipped atomic.Int64 // see Skipped
 	// items is collect's buffer, emptied after each bucket's frames are
 	// encoded.
 	items []wire.BucketItem
@@ -128,6 +131,13 @@ type sentRing struct {
 	gen   uint64 // the Shipper's gen when its series was last listed
 }
 
+// Skipped counts the buckets never shipped because Ship ran more than the
+// statistic's interval (core.ResourceIntervalMs) after they ended, when
+// their slots are reused: whatever they counted is lost (none, in a
+// process that was suspended). A process that starves its shipper of CPU
+// for 10 s loses data this way, and can tell.
+func (s *Shipper) Skipped() int64 { return s.skipped.Load() }
+
 // Begin makes the bucket holding now the first one shipped (Start does it
 // when not done before; the first Ship otherwise starts at its own time).
 func (s *Shipper) Begin(now int64) {
@@ -152,7 +162,11 @@ func (s *Shipper) Ship() {
 	}
 	next := s.next
 	if oldest := cur - core.ResourceIntervalMs + s.BucketMs; next < oldest {
-		next = oldest // older buckets have been overwritten in the ring
+		// Shipping more than the statistic's interval late (a process
+		// starved of CPU, or suspended): the older buckets have been
+		// overwritten in the ring, or are being. They are counted.
+		s.skipped.Add((oldest - next) / s.BucketMs)
+		next = oldest
 	}
 	next = min(next, cur) // the clock went backwards: resume from here
 	series := s.Series()

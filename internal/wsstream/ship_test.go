@@ -78,6 +78,45 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 	}
 }
 
+// A shipper that runs 12 s late (its process starved or suspended) ships
+// the buckets the statistic still holds and counts the ones before them as
+// skipped, their counts lost: nothing is lost without a count.
+func TestShippingLateCountsSkippedBuckets(t *testing.T) {
+	const t0 = int64(1764460800000)
+	vc := core.NewVirtualClock(time.UnixMilli(t0))
+	srv := New(Options{})
+	defer srv.Close(nil)
+	r := series{"db", core.NewResourceWindow()}
+	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
+		Series: func() []Series { return []Series{r} }}
+	s.Begin(t0)
+	for k := int64(0); k < 24; k++ { // a pass in each bucket of 12 s
+		r.w.Current(t0 + k*500 + 100).AddPass(1)
+	}
+	vc.Set(time.UnixMilli(t0 + 12_000))
+	s.Ship()
+	var sent int64
+	for _, f := range s.Backlog.Frames() {
+		m, err := wire.Decode(f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range m.(*wire.Buckets).Items {
+			sent += it.Pass
+		}
+	}
+	// The statistic holds the 20 buckets up to the current one (12,000):
+	// the 19 closed ones among them are shipped, the 5 before them skipped.
+	if sent != 19 || s.Skipped() != 5 {
+		t.Fatalf("shipped %d passes, %d buckets skipped; want 19 and 5", sent, s.Skipped())
+	}
+	vc.Set(time.UnixMilli(t0 + 12_500))
+	s.Ship()
+	if s.Skipped() != 5 {
+		t.Fatalf("%d buckets skipped after shipping on time", s.Skipped())
+	}
+}
+
 // resetOnLookup is a statistic whose bucket at start is reset for the
 // bucket a window later, and counted in, right after its after-th lookup
 // found it: the first entry of the newer bucket, made while the shipper
