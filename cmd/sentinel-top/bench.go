@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -553,12 +551,7 @@ func whyDown(s *collector.Snapshot) string {
 	if s == nil {
 		return "no snapshot yet"
 	}
-	type reason struct {
-		example string
-		n       int
-	}
-	byKey := map[string]*reason{}
-	var reasons []*reason
+	var down []downReason
 	for _, t := range s.Targets {
 		if t.State == collector.TargetUp {
 			continue
@@ -567,26 +560,16 @@ func whyDown(s *collector.Snapshot) string {
 		if why == "" {
 			why = "not connected yet"
 		}
-		key := strings.Map(func(r rune) rune {
-			if r >= '0' && r <= '9' {
-				return '#'
-			}
-			return r
-		}, why)
-		if byKey[key] == nil {
-			byKey[key] = &reason{example: why}
-			reasons = append(reasons, byKey[key])
-		}
-		byKey[key].n++
+		down = append(down, downReason{why: why, n: 1})
 	}
-	slices.SortStableFunc(reasons, func(a, b *reason) int { return cmp.Compare(b.n, a.n) })
 	var parts []string
+	reasons := groupReasons(down)
 	for i, r := range reasons {
 		if i == 3 {
 			parts = append(parts, fmt.Sprintf("%d more reasons", len(reasons)-i))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%d %s", r.n, r.example))
+		parts = append(parts, fmt.Sprintf("%d %s", r.n, r.why))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -713,8 +696,17 @@ func (r *benchResult) print(w io.Writer) {
 		fmt.Fprintf(w, "            agents' side: %s buckets never shipped: their agents ran more than 10 s late (a machine too small for the fleet), and what they counted is lost\n",
 			thousands(a.Skipped))
 	}
-	for _, d := range r.lat.downReasons() {
-		fmt.Fprintf(w, "            down %d times: %s\n", d.n, termtext.Sanitize(d.why, 200))
+	reasons := r.lat.downReasons()
+	for i, d := range reasons {
+		if i == 8 {
+			fmt.Fprintf(w, "            and %d other reasons\n", len(reasons)-i)
+			break
+		}
+		alike := ""
+		if d.alike > 0 {
+			alike = fmt.Sprintf(" (and %d alike, numbers aside)", d.alike)
+		}
+		fmt.Fprintf(w, "            down %d times: %s%s\n", d.n, termtext.Sanitize(d.why, 200), alike)
 	}
 }
 

@@ -440,3 +440,21 @@ func TestWhyDown(t *testing.T) {
 		t.Errorf("whyDown(nil) = %q", got)
 	}
 }
+
+// Reasons that differ only in their numbers are one, most frequent first,
+// the first in text order as the example.
+func TestGroupReasons(t *testing.T) {
+	got := groupReasons([]downReason{
+		{why: "closed by the peer", n: 2},
+		{why: "timed out: read tcp 127.0.0.1:33794->127.0.0.1:38808: i/o timeout", n: 1},
+		{why: "timed out: read tcp 127.0.0.1:34064->127.0.0.1:40438: i/o timeout", n: 2},
+		{why: "timed out: read tcp 127.0.0.1:35122->127.0.0.1:4253: i/o timeout", n: 1},
+	})
+	want := []downReason{
+		{why: "timed out: read tcp 127.0.0.1:33794->127.0.0.1:38808: i/o timeout", n: 4, alike: 2},
+		{why: "closed by the peer", n: 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("groupReasons:\n got %+v\nwant %+v", got, want)
+	}
+}

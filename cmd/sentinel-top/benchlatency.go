@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -202,16 +203,44 @@ func (f *benchFleet) trip(ctx context.Context) {
 type downReason struct {
 	why string
 	n   int
+	// alike counts the other texts merged into it (groupReasons): they
+	// differ from why in their numbers only.
+	alike int
 }
 
-// downReasons lists why targets went down, most frequent first.
+// downReasons lists why targets went down, most frequent first, errors
+// that differ only in numbers (addresses, ports) as one (groupReasons).
 func (l *latency) downReasons() []downReason {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []downReason
 	for why, n := range l.downWhy {
-		out = append(out, downReason{why, n})
+		out = append(out, downReason{why: why, n: n})
 	}
-	slices.SortFunc(out, func(a, b downReason) int { return cmp.Or(b.n-a.n, strings.Compare(a.why, b.why)) })
+	// In text order first, so that each group's example is the same
+	// whatever the map's order.
+	slices.SortFunc(out, func(a, b downReason) int { return strings.Compare(a.why, b.why) })
+	return groupReasons(out)
+}
+
+var digitRuns = regexp.MustCompile(`[0-9]+`)
+
+// groupReasons merges reasons whose texts differ only in their numbers
+// (ports, addresses), keeping the first of each group as its example, and
+// sorts them most frequent first (stable: ties in their first order).
+func groupReasons(in []downReason) []downReason {
+	at := map[string]int{}
+	var out []downReason
+	for _, r := range in {
+		key := digitRuns.ReplaceAllLiteralString(r.why, "#")
+		if i, ok := at[key]; ok {
+			out[i].n += r.n
+			out[i].alike += 1 + r.alike
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b downReason) int { return cmp.Compare(b.n, a.n) })
 	return out
 }
