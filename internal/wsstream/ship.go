@@ -164,8 +164,11 @@ func (s *Shipper) Ship() {
 	if oldest := cur - core.ResourceIntervalMs + s.BucketMs; next < oldest {
 		// Shipping more than the statistic's interval late (a process
 		// starved of CPU, or suspended): the older buckets have been
-		// overwritten in the ring, or are being. They are counted.
-		s.skipped.Add((oldest - next) / s.BucketMs)
+		// overwritten in the ring, or are being. They are counted, and
+		// every reader is told in its next buckets message ("dropped").
+		n := (oldest - next) / s.BucketMs
+		s.skipped.Add(n)
+		s.Server.Missed(n)
 		next = oldest
 	}
 	next = min(next, cur) // the clock went backwards: resume from here

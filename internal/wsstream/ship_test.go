@@ -80,7 +80,8 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 
 // A shipper that runs 12 s late (its process starved or suspended) ships
 // the buckets the statistic still holds and counts the ones before them as
-// skipped, their counts lost: nothing is lost without a count.
+// skipped, their counts lost, and a reader is told in its next buckets
+// message: nothing is lost without a count.
 func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	const t0 = int64(1764460800000)
 	vc := core.NewVirtualClock(time.UnixMilli(t0))
@@ -89,6 +90,11 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	r := series{"db", core.NewResourceWindow()}
 	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
 		Series: func() []Series { return []Series{r} }}
+	sub, err := srv.Subscribe(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
 	s.Begin(t0)
 	for k := int64(0); k < 24; k++ { // a pass in each bucket of 12 s
 		r.w.Current(t0 + k*500 + 100).AddPass(1)
@@ -109,6 +115,26 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	// the 19 closed ones among them are shipped, the 5 before them skipped.
 	if sent != 19 || s.Skipped() != 5 {
 		t.Fatalf("shipped %d passes, %d buckets skipped; want 19 and 5", sent, s.Skipped())
+	}
+	var told, read int64
+	for {
+		msg, ok := sub.Next()
+		if !ok {
+			break
+		}
+		m, err := wire.Decode(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, ok := m.(*wire.Buckets); ok {
+			told += b.Dropped
+			for _, it := range b.Items {
+				read += it.Pass
+			}
+		}
+	}
+	if told != 5 || read != 19 {
+		t.Errorf("the reader was told of %d dropped messages and read %d passes; want 5 and 19", told, read)
 	}
 	vc.Set(time.UnixMilli(t0 + 12_500))
 	s.Ship()

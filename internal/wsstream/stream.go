@@ -199,6 +199,17 @@ func (s *Server) Broadcast(f *Frame) {
 	}
 }
 
+// Missed tells every reader that n messages it would have had will never
+// come (buckets the shipper could not read in time): each counts them as
+// dropped, and says so in its next buckets message, as for a message its
+// queue could not take. The server's own count of messages dropped for
+// slow readers does not hold them.
+func (s *Server) Missed(n int64) {
+	for _, r := range *s.readers.Load() {
+		r.dropped.Add(n)
+	}
+}
+
 // took accounts for f leaving r's queue.
 func (r *reader) took(f *Frame) *Frame {
 	r.bytes.Add(-int64(len(f.Data)))
