@@ -20,6 +20,21 @@ func (s series) Name() string             { return s.name }
 func (s series) Stat() *core.MetricWindow { return s.w }
 func (s series) Concurrency() int64       { return 0 }
 
+// t0 is when the shippers of these tests begin.
+const t0 = int64(1764460800000)
+
+// newShipper is a Shipper of one series ("db") at t0 on a virtual clock,
+// with its server (closed at the test's end) and a backlog of a minute.
+func newShipper(t *testing.T) (*core.VirtualClock, *Server, series, *Shipper) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0))
+	srv := New(Options{})
+	t.Cleanup(func() { srv.Close(nil) })
+	r := series{"db", core.NewResourceWindow()}
+	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
+		Series: func() []Series { return []Series{r} }}
+	return vc, srv, r, s
+}
+
 // TestLateAdditionsAreShippedOnce: an Entry that read the clock in one
 // bucket and added its pass after the bucket was shipped (its goroutine
 // paused between the two) is counted with the next bucket, exactly once,
@@ -27,13 +42,7 @@ func (s series) Concurrency() int64       { return 0 }
 // this is how 6 of 18 million calls went missing at 2,000 agents, and one
 // of 4.4 million at 10,000 (added more than 2 s late).
 func TestLateAdditionsAreShippedOnce(t *testing.T) {
-	const t0 = int64(1764460800000)
-	vc := core.NewVirtualClock(time.UnixMilli(t0))
-	srv := New(Options{})
-	defer srv.Close(nil)
-	r := series{"db", core.NewResourceWindow()}
-	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
-		Series: func() []Series { return []Series{r} }}
+	vc, _, r, s := newShipper(t)
 	s.Begin(t0)
 	added, completions := int64(0), int64(0)
 	const buckets = 40
@@ -83,13 +92,7 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 // skipped, their counts lost, and a reader is told in its next buckets
 // message: nothing is lost without a count.
 func TestShippingLateCountsSkippedBuckets(t *testing.T) {
-	const t0 = int64(1764460800000)
-	vc := core.NewVirtualClock(time.UnixMilli(t0))
-	srv := New(Options{})
-	defer srv.Close(nil)
-	r := series{"db", core.NewResourceWindow()}
-	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
-		Series: func() []Series { return []Series{r} }}
+	vc, srv, r, s := newShipper(t)
 	sub, err := srv.Subscribe(0)
 	if err != nil {
 		t.Fatal(err)
