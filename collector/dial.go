@@ -58,7 +58,9 @@ type DialOptions struct {
 	// each wait their turn inside HandshakeTimeout, on either side, and
 	// the ones that time out would be dialed again after a backoff. A
 	// target waiting for its turn is "connecting"; the timeout starts with
-	// its turn. Default DefaultMaxHandshakes.
+	// its turn. A target that never answers (packets dropped) holds its
+	// turn until the timeout: with more of those than turns, the others
+	// wait up to HandshakeTimeout for theirs. Default DefaultMaxHandshakes.
 	MaxHandshakes int
 }
 
