@@ -15,6 +15,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // TestImpersonationRefused: once a target announced an instance, another
@@ -144,6 +145,9 @@ func TestMemoryBudgetHolds(t *testing.T) {
 // garbage end with an error naming the bound, in bounded memory, instead
 // of reading on.
 func TestReplayInputIsBounded(t *testing.T) {
+	if racetest.Enabled {
+		t.Skip("a claim of memory, which the race detector bloats: .ci/run runs it without -race")
+	}
 	var bomb bytes.Buffer
 	zw := gzip.NewWriter(&bomb)
 	zero := make([]byte, 1<<20)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // TestReplayStreamsALargeRecording: a 48 MiB recording on disk is
@@ -21,6 +22,9 @@ import (
 // when the replay is opened (a replay that loaded it grew by more than
 // the file), and stays so to the end, every message fed.
 func TestReplayStreamsALargeRecording(t *testing.T) {
+	if racetest.Enabled {
+		t.Skip("a claim of memory, which the race detector bloats: .ci/run runs it without -race")
+	}
 	path := filepath.Join(t.TempDir(), "large.ndjson")
 	f, err := os.Create(path)
 	if err != nil {
