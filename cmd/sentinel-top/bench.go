@@ -569,7 +569,7 @@ func whyDown(s *collector.Snapshot) string {
 			parts = append(parts, fmt.Sprintf("%d more reasons", len(reasons)-i))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%d %s", r.n, r.why))
+		parts = append(parts, fmt.Sprintf("%d %s", r.n, termtext.Sanitize(r.why, 200)))
 	}
 	return strings.Join(parts, "; ")
 }

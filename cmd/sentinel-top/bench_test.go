@@ -428,13 +428,16 @@ func TestWhyDown(t *testing.T) {
 		down("refused: nothing listens on 127.0.0.1:40003 (connection refused)"),
 		down(""),
 		down("handshake: i/o timeout"),
-		down("reset"),
+		down("reset \x1b[2J"),
 		down("closed by the peer"),
 	}}
 	want := "3 refused: nothing listens on 127.0.0.1:40001 (connection refused); 2 handshake: i/o timeout; " +
 		"1 not connected yet; 2 more reasons"
 	if got := whyDown(s); got != want {
 		t.Errorf("whyDown:\n got %s\nwant %s", got, want)
+	}
+	if strings.Contains(whyDown(&collector.Snapshot{Targets: s.Targets[7:8]}), "\x1b") {
+		t.Error("an escape sequence printed as it came")
 	}
 	if got := whyDown(nil); got != "no snapshot yet" {
 		t.Errorf("whyDown(nil) = %q", got)
