@@ -151,7 +151,6 @@ func TestHandshakesTakeTurns(t *testing.T) {
 		upgrade = 250 * time.Millisecond
 	)
 	var inFlight, most atomic.Int32
-	hold := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := inFlight.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -163,15 +162,13 @@ func TestHandshakesTakeTurns(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		go func() { <-hold; conn.Close() }()
-		for {
+		for { // until the collector closes it
 			if _, _, err := conn.ReadMessage(); err != nil {
 				return
 			}
 		}
 	}))
 	defer srv.Close()
-	defer close(hold)
 	var ts []Target
 	for i := range targets {
 		ts = append(ts, Target{Name: fmt.Sprint("t", i), URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/sentinel/stream"})

@@ -296,12 +296,9 @@ func TestBreakerConformance(t *testing.T) {
 	const perStrategy = 300
 	for _, strategy := range []core.Strategy{core.SlowRequestRatio, core.ErrorRatio, core.ErrorCount} {
 		t.Run(strategy.String(), func(t *testing.T) {
-			// Every tenth under -race, as the flow conformance tests
-			// (conformanceSeeds); all of them in CI's run without it.
-			transitions, seeds := 0, uint64(perStrategy)
-			if racetest.Enabled {
-				seeds /= 10
-			}
+			// Every tenth under -race, as the flow conformance tests;
+			// all of them in CI's run without it.
+			transitions, seeds := 0, uint64(racetest.Share(perStrategy, 10))
 			for seed := uint64(1); seed <= seeds; seed++ {
 				sc := genBreakerScenario(seed, strategy)
 				runBreakerScenario(t, sc, clock, sgl)

@@ -28,7 +28,11 @@ import (
 // tests must not run in parallel with anything else that uses them.
 
 const (
-	flowConfSeeds = 300 // sequences per behaviour
+	// flowConfSeeds: sequences per behaviour, every tenth under the race
+	// detector (racetest.Share), which finds nothing in these
+	// single-goroutine sequences and makes them ten times slower; CI plays
+	// them all without it (.ci/run) besides the -race run.
+	flowConfSeeds = 300
 	flowConfSteps = 400 // entries per sequence
 )
 
@@ -314,7 +318,7 @@ func flowConformance(t *testing.T, viaGuard bool) {
 	for _, tc := range flowConfCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var tally flowConfTally
-			seeds := conformanceSeeds(flowConfSeeds)
+			seeds := uint64(racetest.Share(flowConfSeeds, 10))
 			for i := range seeds {
 				seed := tc.seedBase + i
 				if msg := flowConfSequence(clock, sc, tc, seed, run, &tally, viaGuard); msg != "" {
@@ -464,15 +468,3 @@ func (c flowConfGuardClock) NewTicker(time.Duration) Ticker { panic("the guard d
 // of 1, through a real Guard: Guard.Entry must decide and wait exactly as
 // sentinel-golang's api.Entry does.
 func TestGuardFlowConformance(t *testing.T) { flowConformance(t, true) }
-
-// conformanceSeeds is how many of n seeded sequences per behaviour a
-// conformance test plays: all of them, or every tenth under the race
-// detector, which finds nothing in these single-goroutine sequences and
-// makes them ten times slower. CI plays them all without it (.ci/run's
-// claims step) besides the -race run of the README's test command.
-func conformanceSeeds(n uint64) uint64 {
-	if racetest.Enabled {
-		return n / 10
-	}
-	return n
-}

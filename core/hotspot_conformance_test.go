@@ -17,6 +17,8 @@ import (
 	sgstat "github.com/alibaba/sentinel-golang/core/stat"
 	sglog "github.com/alibaba/sentinel-golang/logging"
 	sgutil "github.com/alibaba/sentinel-golang/util"
+
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // The hot-parameter conformance tests drive sentinel-golang v1.0.4
@@ -356,7 +358,7 @@ func TestHotParamConformance(t *testing.T) {
 	for _, tc := range hotConfCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var tally hotConfTally
-			seeds := conformanceSeeds(hotConfSeeds)
+			seeds := uint64(racetest.Share(hotConfSeeds, 10))
 			for i := range seeds {
 				seed := tc.seedBase + i
 				if msg := hotConfSequence(clock, sc, tc, seed, run, &tally); msg != "" {

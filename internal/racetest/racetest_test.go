@@ -11,5 +11,13 @@ func TestCases(t *testing.T) {
 		if got := Cases(c.n); got != want {
 			t.Errorf("Cases(%d) = %d, want %d (race %v)", c.n, got, want, Enabled)
 		}
+		// A tenth of twice as many is a fifth: Cases's share under -race.
+		want = 2 * c.n
+		if Enabled {
+			want = c.race
+		}
+		if got := Share(2*c.n, 10); got != want {
+			t.Errorf("Share(%d, 10) = %d, want %d (race %v)", 2*c.n, got, want, Enabled)
+		}
 	}
 }
