@@ -398,9 +398,11 @@ type Stats struct {
 	// service: they sent data or more than a few pings a second, or did
 	// not read (never answered a ping) while another reader wanted a slot.
 	Evicted int64
-	// Skipped counts the buckets the agent never shipped because it ran
-	// more than 10 s (the statistic's interval) late: a process starved of
-	// CPU or suspended. Whatever they counted is lost, for every reader.
+	// Skipped counts the resources' buckets the agent never shipped: it
+	// ran more than 10 s (the statistic's interval) late, starved of CPU,
+	// while the service went on counting, and they were overwritten.
+	// Whatever they counted is lost, for every reader. A process that was
+	// suspended counted nothing meanwhile and loses nothing.
 	Skipped int64
 	// Warning, when set, says how the stream is exposed: served beyond
 	// loopback without a token. It is also logged once (Options.Logf).

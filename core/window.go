@@ -43,8 +43,9 @@ type Window[B any, P Resetter[B]] struct {
 
 type windowSlot[B any] struct {
 	start atomic.Int64
+	held  atomic.Uint64 // buckets the slot has held: see Slot
 	data  B
-	_     [16]byte // keeps hot slots apart; cheap, and measurable under RunParallel
+	_     [8]byte // keeps hot slots apart; cheap, and measurable under RunParallel
 }
 
 // NewWindow returns a window of sampleCount buckets over intervalMs. The
@@ -110,6 +111,7 @@ func (w *Window[B, P]) current(now int64) P {
 			runtime.Gosched()
 		case start < want:
 			if s.start.CompareAndSwap(start, slotResetting) {
+				s.held.Add(1)
 				P(&s.data).Reset()
 				s.start.Store(want)
 				w.hint.Store(int64(i))
@@ -144,6 +146,30 @@ func (w *Window[B, P]) Lookup(start int64) (P, bool) {
 		return nil, false
 	}
 	return &s.data, true
+}
+
+// Index returns the slot that holds the bucket of time t.
+func (w *Window[B, P]) Index(t int64) int { return w.index(t) }
+
+// Slot returns the start of slot i's bucket, false when it has never held
+// one, and how many buckets it has held: one more each time a writer
+// takes the slot for a newer bucket (Current). A reader that saw the
+// count before can tell how many buckets came and went in the slot since,
+// those it never read among them. A reset in progress is waited out, so
+// the two always agree.
+func (w *Window[B, P]) Slot(i int) (start int64, held uint64, ok bool) {
+	s := &w.slots[i]
+	for {
+		start = s.start.Load()
+		if start == slotResetting {
+			runtime.Gosched()
+			continue
+		}
+		held = s.held.Load()
+		if s.start.Load() == start {
+			return start, held, start != slotEmpty
+		}
+	}
 }
 
 // Reset zeroes every bucket that is valid at now, keeping their starts. It is

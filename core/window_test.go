@@ -1,7 +1,10 @@
 package core
 
 import (
+	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -162,5 +165,82 @@ func TestWindowNegativeTimes(t *testing.T) {
 		if got := SumWindow(w, now).Pass; got < 1 {
 			t.Fatalf("sum at %d = %d", now, got)
 		}
+	}
+}
+
+// Slot counts the buckets each slot has held: one for each bucket period
+// written, taken by exactly one of the writers racing into it, and a
+// reader polling meanwhile sees the count and the start move together.
+func TestWindowSlotCountsBuckets(t *testing.T) {
+	w, _ := NewMetricWindow(4, 2000) // 500 ms buckets
+	if _, held, ok := w.Slot(1); ok || held != 0 {
+		t.Fatalf("a new slot: held %d, ok %v", held, ok)
+	}
+	const writers, periods = 4, 200
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	read := make(chan error, 1)
+	go func() { // the reader: a slot's start and count never go back
+		var last [4]struct {
+			start int64
+			held  uint64
+		}
+		for i := range last {
+			last[i].start = -1
+		}
+		for {
+			for i := range last {
+				start, held, ok := w.Slot(i)
+				if !ok {
+					continue
+				}
+				if start < last[i].start || held < last[i].held || (start > last[i].start) != (held > last[i].held) {
+					read <- fmt.Errorf("slot %d went from %d (held %d) to %d (held %d)", i, last[i].start, last[i].held, start, held)
+					return
+				}
+				last[i].start, last[i].held = start, held
+			}
+			select {
+			case <-done:
+				read <- nil
+				return
+			default:
+			}
+		}
+	}()
+	var ready [periods]atomic.Int32 // the writers meet at each period, to race into it
+	for g := range writers {
+		wg.Go(func() {
+			for p := range int64(periods) {
+				ready[p].Add(1)
+				for ready[p].Load() < writers {
+					runtime.Gosched()
+				}
+				if b := w.Current(p*500 + int64(g)); b != nil {
+					b.AddPass(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for i := range 4 {
+		start, held, ok := w.Slot(i)
+		if !ok || start != int64(periods-4+i)*500 {
+			t.Errorf("slot %d holds %d (ok %v), want the bucket at %d", i, start, ok, (periods-4+i)*500)
+		}
+		total += held
+	}
+	// Writers behind the others drop their sample (the slot holds a newer
+	// bucket) and take none: every period is taken once, whoever comes first.
+	if total != periods {
+		t.Errorf("the slots held %d buckets in all; %d periods were written", total, periods)
+	}
+	if i := w.Index(1234); i != 2 {
+		t.Errorf("Index(1234) = %d, want 2", i)
 	}
 }

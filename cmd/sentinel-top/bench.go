@@ -693,7 +693,7 @@ func (r *benchResult) print(w io.Writer) {
 			a.Dropped, a.Evicted, a.WriteTimeouts, a.ReadTimeouts, a.FirstPong, a.ConnErrors)
 	}
 	if a.Skipped > 0 {
-		fmt.Fprintf(w, "            agents' side: %s buckets never shipped: their agents ran more than 10 s late (a machine too small for the fleet), and what they counted is lost\n",
+		fmt.Fprintf(w, "            agents' side: %s resource buckets never shipped: overwritten while their agents ran more than 10 s late (a machine too small for the fleet), and what they counted is lost\n",
 			thousands(a.Skipped))
 	}
 	reasons := r.lat.downReasons()

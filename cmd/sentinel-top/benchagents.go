@@ -80,7 +80,7 @@ type benchChildStats struct {
 	RSSPeak       int64 `json:"rssPeak,omitempty"`
 	Dropped       int64 `json:"dropped,omitempty"` // messages the agents dropped for a slow reader
 	Evicted       int64 `json:"evicted,omitempty"`
-	Skipped       int64 `json:"skipped,omitempty"` // buckets never shipped: the agent ran over 10 s late
+	Skipped       int64 `json:"skipped,omitempty"` // resource buckets overwritten before they were shipped
 	WriteTimeouts int64 `json:"writeTimeouts,omitempty"`
 	ReadTimeouts  int64 `json:"readTimeouts,omitempty"`
 	FirstPong     int64 `json:"firstPongTimeouts,omitempty"` // of ReadTimeouts: the first ping's

@@ -90,6 +90,7 @@ type Shipper struct {
 	gen  uint64               // collect's calls: a ring not seen in the latest is gone
 
 	skipped atomic.Int64 // see Skipped
+	starts  []int64      // Ship's buffer
 	// items is collect's buffer, emptied after each bucket's frames are
 	// encoded.
 	items []wire.BucketItem
@@ -129,13 +130,34 @@ type sentRing struct {
 	sent  []core.Metrics
 	n     int    // entries added, the newest at (n-1)%len(start)
 	gen   uint64 // the Shipper's gen when its series was last listed
+	// held is, for each slot of the statistic, how many buckets it had
+	// held (core.Window.Slot) when last read: when its bucket was
+	// shipped, or found empty. A bucket taken in the slot after that is
+	// to be shipped; one more taken before it was read means it is lost.
+	held []uint64
 }
 
-// Skipped counts the buckets never shipped because Ship ran more than the
-// statistic's interval (core.ResourceIntervalMs) after they ended, when
-// their slots are reused: whatever they counted is lost (none, in a
-// process that was suspended). A process that starves its shipper of CPU
-// for 10 s loses data this way, and can tell.
+// ring returns the series' ring, a new one for a series not seen before:
+// it was made since the last Ship, every bucket it has held is to ship.
+func (s *Shipper) ring(name string, w *core.MetricWindow) *sentRing {
+	if s.sent == nil {
+		s.sent = map[string]*sentRing{}
+	}
+	ring := s.sent[name]
+	if ring == nil {
+		ring = newSentRing(w.SampleCount())
+		s.sent[name] = ring
+	}
+	return ring
+}
+
+// Skipped counts the buckets of a series that were written and then
+// overwritten in the statistic's ring before they were shipped: a Ship
+// that ran more than the statistic's interval (core.ResourceIntervalMs)
+// late, its process starved of CPU while the service went on counting.
+// Whatever they counted is lost, and every reader is told (Server.Missed).
+// A process that was suspended wrote nothing meanwhile and loses nothing:
+// the buckets its ring still holds are shipped, however old.
 func (s *Shipper) Skipped() int64 { return s.skipped.Load() }
 
 // Begin makes the bucket holding now the first one shipped (Start does it
@@ -143,7 +165,20 @@ func (s *Shipper) Skipped() int64 { return s.skipped.Load() }
 func (s *Shipper) Begin(now int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.begin(now)
+}
+
+// begin sets the first bucket to ship and notes how many buckets each
+// slot of every series has held so far: none of them is to be shipped.
+func (s *Shipper) begin(now int64) {
 	s.next, s.init = now-now%s.BucketMs, true
+	for _, r := range s.Series() {
+		w := r.Stat()
+		ring := s.ring(r.Name(), w)
+		for i := range ring.held {
+			_, ring.held[i], _ = w.Slot(i)
+		}
+	}
 }
 
 // Ship sends the buckets closed since the last call.
@@ -158,23 +193,25 @@ func (s *Shipper) Ship() {
 	now := s.Clock.UnixMilli()
 	cur := now - now%s.BucketMs
 	if !s.init {
-		s.next, s.init = cur, true
+		s.begin(now)
 	}
-	next := s.next
-	if oldest := cur - core.ResourceIntervalMs + s.BucketMs; next < oldest {
-		// Shipping more than the statistic's interval late (a process
-		// starved of CPU, or suspended): the older buckets have been
-		// overwritten in the ring, or are being. They are counted, and
-		// every reader is told in its next buckets message ("dropped").
-		n := (oldest - next) / s.BucketMs
-		s.skipped.Add(n)
-		s.Server.Missed(n)
-		next = oldest
-	}
-	next = min(next, cur) // the clock went backwards: resume from here
+	next := min(s.next, cur) // the clock went backwards: resume from here
 	series := s.Series()
 	slices.SortFunc(series, func(x, y Series) int { return cmp.Compare(x.Name(), y.Name()) })
+	starts := s.starts[:0]
+	if oldest := cur - core.ResourceIntervalMs + s.BucketMs; next < oldest {
+		// Shipping more than the statistic's interval late (a process
+		// starved of CPU, or suspended): slots may have been taken for
+		// newer buckets before the older ones were shipped. Those lost
+		// are counted, and every reader is told in its next buckets
+		// message ("dropped"); those the ring still holds are shipped.
+		starts = s.lateStarts(starts, series, next, oldest)
+		next = oldest
+	}
 	for start := next; start < cur; start += s.BucketMs {
+		starts = append(starts, start)
+	}
+	for _, start := range starts {
 		frames := s.collect(start, now, series)
 		s.Server.Locked(func() {
 			s.Backlog.Add(frames)
@@ -183,7 +220,45 @@ func (s *Shipper) Ship() {
 			}
 		})
 	}
+	s.starts = starts[:0]
 	s.next = cur
+}
+
+// lateStarts appends to starts, in order, the buckets in [from, to) that a
+// slot of any series still holds, and counts the buckets written in the
+// slots since they were last read and gone before they could be shipped.
+// Every bucket at or after from is still to ship.
+func (s *Shipper) lateStarts(starts []int64, series []Series, from, to int64) []int64 {
+	var lost, most int64
+	for _, r := range series {
+		w := r.Stat()
+		ring := s.ring(r.Name(), w)
+		var gone int64
+		for i := range ring.held {
+			start, held, ok := w.Slot(i)
+			n := int64(held - ring.held[i]) // buckets the slot took since it was read
+			ring.held[i] = held
+			if ok && start >= from {
+				// The one it holds is shipped now or later, and read then.
+				n--
+				ring.held[i]--
+				if start < to {
+					starts = append(starts, start)
+				}
+			}
+			gone += max(n, 0)
+		}
+		lost += gone
+		most = max(most, gone)
+	}
+	if lost > 0 {
+		s.skipped.Add(lost)
+		// A bucket period lost for any series is a message lost; at
+		// least as many as one series lost.
+		s.Server.Missed(most)
+	}
+	slices.Sort(starts)
+	return slices.Compact(starts)
 }
 
 // Start ships at every bucket boundary until done is closed, running
@@ -193,8 +268,7 @@ func (s *Shipper) Ship() {
 func (s *Shipper) Start(done <-chan struct{}, before func(), wg *sync.WaitGroup) {
 	s.mu.Lock()
 	if !s.init {
-		now := s.Clock.UnixMilli()
-		s.next, s.init = now-now%s.BucketMs, true
+		s.begin(s.Clock.UnixMilli())
 	}
 	s.mu.Unlock()
 	wake := make(chan struct{}, 1)
@@ -236,21 +310,24 @@ func (s *Shipper) arm(wake chan struct{}) core.Timer {
 // most ItemsPerFrame items; a frame with no items is a heartbeat.
 func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	items := s.items[:0]
-	if s.sent == nil {
-		s.sent = map[string]*sentRing{}
-	}
 	s.gen++
 	all := s.gen%allLateEvery == 0
 	for _, r := range series {
 		inflight := r.Concurrency()
-		m, _ := snapshot(r.Stat(), start)
-		ring := s.sent[r.Name()]
-		if ring == nil {
-			ring = newSentRing(r.Stat().SampleCount())
-			s.sent[r.Name()] = ring
-		}
+		w := r.Stat()
+		ring := s.ring(r.Name(), w)
 		ring.gen = s.gen
-		late := ring.late(r.Stat(), all)
+		if i := w.Index(start); i < len(ring.held) {
+			// Read: the bucket the slot holds, start's or an older one, is
+			// done with. A newer one (a late Ship, shipping a bucket
+			// another series still holds) is still to ship, as
+			// lateStarts noted.
+			if at, held, _ := w.Slot(i); at <= start {
+				ring.held[i] = held
+			}
+		}
+		m, _ := snapshot(w, start)
+		late := ring.late(w, all)
 		ring.add(start, m)
 		m.Add(late)
 		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
@@ -294,9 +371,9 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	}
 }
 
-func newSentRing(n int) *sentRing {
-	n = min(max(n, 1), maxLateBuckets)
-	return &sentRing{start: make([]int64, n), sent: make([]core.Metrics, n)}
+func newSentRing(samples int) *sentRing {
+	n := min(max(samples, 1), maxLateBuckets)
+	return &sentRing{start: make([]int64, n), sent: make([]core.Metrics, n), held: make([]uint64, max(samples, 1))}
 }
 
 // add records what was sent of the bucket at start; buckets are added in

@@ -2,12 +2,14 @@ package wsstream
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // series is a resource's statistic under a name, as a Shipper reads it.
@@ -87,17 +89,14 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 	}
 }
 
-// A shipper that runs 12 s late (its process starved or suspended) ships
-// the buckets the statistic still holds and counts the ones before them as
-// skipped, their counts lost, and a reader is told in its next buckets
-// message: nothing is lost without a count.
+// A shipper that runs 12 s late while the service goes on counting (its
+// process starved of CPU) ships the buckets the statistic still holds and
+// counts the ones overwritten before it came as skipped, their counts
+// lost, and a reader is told in its next buckets message: nothing is lost
+// without a count.
 func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	vc, srv, r, s := newShipper(t)
-	sub, err := srv.Subscribe(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	sub := subscribe(t, srv, 0)
 	s.Begin(t0)
 	for k := int64(0); k < 24; k++ { // a pass in each bucket of 12 s
 		r.w.Current(t0 + k*500 + 100).AddPass(1)
@@ -114,16 +113,41 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 			sent += it.Pass
 		}
 	}
-	// The statistic holds the 20 buckets up to the current one (12,000):
-	// the 19 closed ones among them are shipped, the 5 before them skipped.
-	if sent != 19 || s.Skipped() != 5 {
-		t.Fatalf("shipped %d passes, %d buckets skipped; want 19 and 5", sent, s.Skipped())
+	// The ring holds the 20 buckets written last, 4 to 23 (11,500): they
+	// are shipped; the 4 before them were overwritten, skipped.
+	if sent != 20 || s.Skipped() != 4 {
+		t.Fatalf("shipped %d passes, %d buckets skipped; want 20 and 4", sent, s.Skipped())
 	}
-	var told, read int64
+	told, read := drain(t, sub)
+	if told != 4 || read != 20 {
+		t.Errorf("the reader was told of %d dropped messages and read %d passes; want 4 and 20", told, read)
+	}
+	vc.Set(time.UnixMilli(t0 + 12_500))
+	s.Ship()
+	if s.Skipped() != 4 {
+		t.Fatalf("%d buckets skipped after shipping on time", s.Skipped())
+	}
+}
+
+// subscribe is a reader of srv's broadcasts, closed at the test's end.
+func subscribe(t *testing.T, srv *Server, queue int) *Subscription {
+	t.Helper()
+	sub, err := srv.Subscribe(queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	return sub
+}
+
+// drain reads what a subscriber has queued: the dropped messages it was
+// told of, and the passes it read.
+func drain(t *testing.T, sub *Subscription) (told, passes int64) {
+	t.Helper()
 	for {
 		msg, ok := sub.Next()
 		if !ok {
-			break
+			return told, passes
 		}
 		m, err := wire.Decode(msg)
 		if err != nil {
@@ -132,17 +156,134 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 		if b, ok := m.(*wire.Buckets); ok {
 			told += b.Dropped
 			for _, it := range b.Items {
-				read += it.Pass
+				passes += it.Pass
 			}
 		}
 	}
-	if told != 5 || read != 19 {
-		t.Errorf("the reader was told of %d dropped messages and read %d passes; want 5 and 19", told, read)
+}
+
+// A process suspended for an hour (a stopped container, a laptop's lid)
+// counted nothing meanwhile and lost nothing: when it resumes, the bucket
+// it was filling is shipped, an hour late, and no reader is told of a
+// loss.
+func TestSuspendedProcessLosesNothing(t *testing.T) {
+	vc, srv, r, s := newShipper(t)
+	sub := subscribe(t, srv, 0)
+	s.Begin(t0)
+	for k := int64(0); k < 10; k++ {
+		r.w.Current(t0 + k*500 + 100).AddPass(2)
+		vc.Set(time.UnixMilli(t0 + k*500 + 500))
+		s.Ship()
 	}
-	vc.Set(time.UnixMilli(t0 + 12_500))
+	r.w.Current(t0 + 5_100).AddPass(7) // then suspended, mid-bucket
+	// An hour and 2.3 s later: the slot of its first bucket is not that of
+	// the one it was filling (that would overwrite it; a loss, counted).
+	resumed := t0 + 7_400 + time.Hour.Milliseconds()
+	vc.Set(time.UnixMilli(resumed))
+	r.w.Current(resumed).AddPass(1)
+	vc.Set(time.UnixMilli(resumed + 500))
 	s.Ship()
-	if s.Skipped() != 5 {
-		t.Fatalf("%d buckets skipped after shipping on time", s.Skipped())
+	if s.Skipped() != 0 {
+		t.Errorf("%d buckets skipped; the process wrote none while suspended", s.Skipped())
+	}
+	told, read := drain(t, sub)
+	if told != 0 || read != 10*2+7+1 {
+		t.Errorf("the reader was told of %d dropped messages and read %d passes; want 0 and 28", told, read)
+	}
+}
+
+// TestShipperAccountsForEveryBucket drives shippers at random: resources
+// counted in random buckets, ships on time, a little late, or many
+// seconds late, with the service counting meanwhile. Every bucket written
+// is either shipped, once, with every count it had, or counted skipped:
+// Skipped is exactly the number of written buckets never shipped, and a
+// reader is told of a loss whenever there was one.
+func TestShipperAccountsForEveryBucket(t *testing.T) {
+	for seed := range int64(racetest.Cases(200)) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { shipAtRandom(t, seed) })
+	}
+}
+
+func shipAtRandom(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	vc := core.NewVirtualClock(time.UnixMilli(t0))
+	srv := New(Options{})
+	defer srv.Close(nil)
+	rs := make([]Series, 1+rng.IntN(4))
+	for i := range rs {
+		rs[i] = series{fmt.Sprintf("r%d", i), core.NewResourceWindow()}
+	}
+	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(1 << 16),
+		Series: func() []Series { return slices.Clone(rs) }}
+	sub := subscribe(t, srv, 1<<16)
+	s.Begin(t0)
+	type key struct {
+		name  string
+		start int64
+	}
+	written := map[key]int64{}
+	now := t0
+	for range 400 {
+		switch p := rng.IntN(100); {
+		case p < 70: // counting
+			r := rs[rng.IntN(len(rs))]
+			n := 1 + rng.Int64N(5)
+			r.Stat().Current(now).AddPass(n)
+			written[key{r.Name(), now - now%500}] += n
+		case p < 90:
+			s.Ship()
+		}
+		step := 1 + rng.Int64N(600)
+		if rng.IntN(30) == 0 {
+			step = 5_000 + rng.Int64N(40_000) // the shipper starved, or the process stopped
+		}
+		now += step
+		vc.Set(time.UnixMilli(now))
+	}
+	now += 500
+	vc.Set(time.UnixMilli(now))
+	s.Ship()
+
+	shipped := map[key]int64{}
+	for _, f := range s.Backlog.Frames() {
+		m, err := wire.Decode(f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range m.(*wire.Buckets).Items {
+			k := key{it.Resource, it.Start}
+			if _, dup := shipped[k]; dup {
+				t.Fatalf("%v shipped twice", k)
+			}
+			shipped[k] = it.Pass
+		}
+	}
+	var lost, most int64
+	lostOf := map[string]int64{}
+	for k, n := range written {
+		got, ok := shipped[k]
+		switch {
+		case !ok:
+			lost++
+			lostOf[k.name]++
+			most = max(most, lostOf[k.name])
+		case got != n:
+			t.Errorf("%v shipped with %d passes, %d counted", k, got, n)
+		}
+	}
+	for k := range shipped {
+		if _, ok := written[k]; !ok {
+			t.Errorf("%v shipped, never written", k)
+		}
+	}
+	if s.Skipped() != lost {
+		t.Errorf("Skipped() = %d, %d written buckets never shipped", s.Skipped(), lost)
+	}
+	told, _ := drain(t, sub)
+	// A lost bucket is a lost message for a reader: at least as many as
+	// one resource lost, at most one per bucket lost.
+	if told < most || told > lost {
+		t.Errorf("a reader was told of %d dropped messages; %d buckets were lost, %d of one resource", told, lost, most)
 	}
 }
 
