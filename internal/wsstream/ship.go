@@ -91,6 +91,10 @@ type Shipper struct {
 
 	skipped atomic.Int64 // see Skipped
 	starts  []int64      // Ship's buffer
+	// ships counts Ship's calls; lost is the buckets the current one found
+	// lost, most the most of them of one series.
+	ships      uint64
+	lost, most int64
 	// items is collect's buffer, emptied after each bucket's frames are
 	// encoded.
 	items []wire.BucketItem
@@ -135,6 +139,9 @@ type sentRing struct {
 	// shipped, or found empty. A bucket taken in the slot after that is
 	// to be shipped; one more taken before it was read means it is lost.
 	held []uint64
+	// lost is the buckets lost found by Ship number lostIn.
+	lost   int64
+	lostIn uint64
 }
 
 // ring returns the series' ring, a new one for a series not seen before:
@@ -198,6 +205,8 @@ func (s *Shipper) Ship() {
 	next := min(s.next, cur) // the clock went backwards: resume from here
 	series := s.Series()
 	slices.SortFunc(series, func(x, y Series) int { return cmp.Compare(x.Name(), y.Name()) })
+	s.ships++
+	s.lost, s.most = 0, 0
 	starts := s.starts[:0]
 	if oldest := cur - core.ResourceIntervalMs + s.BucketMs; next < oldest {
 		// Shipping more than the statistic's interval late (a process
@@ -222,43 +231,58 @@ func (s *Shipper) Ship() {
 	}
 	s.starts = starts[:0]
 	s.next = cur
+	if s.lost > 0 {
+		s.skipped.Add(s.lost)
+		// A bucket period lost for any series is a message lost for a
+		// reader: at least as many as one series lost.
+		s.Server.Missed(s.most)
+	}
 }
 
 // lateStarts appends to starts, in order, the buckets in [from, to) that a
-// slot of any series still holds, and counts the buckets written in the
+// slot of any series still holds, and counts the buckets taken in the
 // slots since they were last read and gone before they could be shipped.
 // Every bucket at or after from is still to ship.
 func (s *Shipper) lateStarts(starts []int64, series []Series, from, to int64) []int64 {
-	var lost, most int64
 	for _, r := range series {
 		w := r.Stat()
 		ring := s.ring(r.Name(), w)
-		var gone int64
 		for i := range ring.held {
 			start, held, ok := w.Slot(i)
-			n := int64(held - ring.held[i]) // buckets the slot took since it was read
-			ring.held[i] = held
-			if ok && start >= from {
-				// The one it holds is shipped now or later, and read then.
-				n--
-				ring.held[i]--
-				if start < to {
-					starts = append(starts, start)
-				}
+			pending := ok && start >= from // shipped now or later, and read then
+			s.account(ring, i, held, pending)
+			if pending && start < to {
+				starts = append(starts, start)
 			}
-			gone += max(n, 0)
 		}
-		lost += gone
-		most = max(most, gone)
-	}
-	if lost > 0 {
-		s.skipped.Add(lost)
-		// A bucket period lost for any series is a message lost; at
-		// least as many as one series lost.
-		s.Server.Missed(most)
 	}
 	slices.Sort(starts)
 	return slices.Compact(starts)
+}
+
+// account reads slot i of a series' statistic, which has held held
+// buckets. Of those taken since it was last read, the one it holds is read
+// now or pending, still to ship (and read then); the others are lost,
+// counted in the Ship's losses.
+func (s *Shipper) account(ring *sentRing, i int, held uint64, pending bool) {
+	n := int64(held - ring.held[i])
+	if n <= 0 {
+		return
+	}
+	n--
+	ring.held[i] = held
+	if pending {
+		ring.held[i]--
+	}
+	if n == 0 {
+		return
+	}
+	if ring.lostIn != s.ships {
+		ring.lostIn, ring.lost = s.ships, 0
+	}
+	ring.lost += n
+	s.lost += n
+	s.most = max(s.most, ring.lost)
 }
 
 // Start ships at every bucket boundary until done is closed, running
@@ -319,12 +343,11 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 		ring.gen = s.gen
 		if i := w.Index(start); i < len(ring.held) {
 			// Read: the bucket the slot holds, start's or an older one, is
-			// done with. A newer one (a late Ship, shipping a bucket
-			// another series still holds) is still to ship, as
-			// lateStarts noted.
-			if at, held, _ := w.Slot(i); at <= start {
-				ring.held[i] = held
-			}
+			// done with. A newer one is still to ship: in a late Ship, a
+			// bucket another series still holds is shipped, or the service
+			// took the slot for the current bucket as this one was read.
+			at, held, _ := w.Slot(i)
+			s.account(ring, i, held, at > start)
 		}
 		m, _ := snapshot(w, start)
 		late := ring.late(w, all)

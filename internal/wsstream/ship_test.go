@@ -192,6 +192,51 @@ func TestSuspendedProcessLosesNothing(t *testing.T) {
 	}
 }
 
+// writeOnRead is a series whose service counts a pass in the current
+// bucket the first time the shipper reads it: the first entry of a
+// bucket, made as the shipper wakes at its boundary.
+type writeOnRead struct {
+	series
+	now  func() int64
+	once bool
+}
+
+func (r *writeOnRead) Concurrency() int64 {
+	if !r.once {
+		r.once = true
+		r.w.Current(r.now()).AddPass(1)
+	}
+	return 0
+}
+
+// A late shipper is reading the oldest bucket the ring holds when the
+// service's first entry of the current bucket takes its slot: that bucket
+// is lost, and counted, though the next Ship is on time.
+func TestBucketTakenWhileShippingLateIsCounted(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0))
+	srv := New(Options{})
+	t.Cleanup(func() { srv.Close(nil) })
+	r := &writeOnRead{series: series{"db", core.NewResourceWindow()}, once: true,
+		now: func() int64 { return vc.Now().UnixMilli() }}
+	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
+		Series: func() []Series { return []Series{r} }}
+	sub := subscribe(t, srv, 0)
+	s.Begin(t0)
+	for k := int64(0); k < 20; k++ { // the 20 buckets of 10 s, all held
+		r.w.Current(t0 + k*500 + 100).AddPass(1)
+	}
+	vc.Set(time.UnixMilli(t0 + 10_000)) // the boundary of bucket 20, whose slot is bucket 0's
+	r.once = false
+	s.Ship()
+	vc.Set(time.UnixMilli(t0 + 10_500))
+	s.Ship()
+	told, read := drain(t, sub)
+	// Bucket 0 is overwritten as it is read; 1 to 19 are shipped, then 20.
+	if read != 20 || s.Skipped() != 1 || told != 1 {
+		t.Errorf("read %d passes, %d buckets skipped, told of %d dropped; want 20, 1 and 1", read, s.Skipped(), told)
+	}
+}
+
 // TestShipperAccountsForEveryBucket drives shippers at random: resources
 // counted in random buckets, ships on time, a little late, or many
 // seconds late, with the service counting meanwhile. Every bucket written
