@@ -222,6 +222,7 @@ type benchResult struct {
 type seriesShort struct {
 	instance, resource string
 	made, counted      int64
+	reconnected        bool // its target reconnected during the run
 }
 
 // benchAfterTraffic, when set (tests), runs in an agents' process once its
@@ -495,7 +496,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 				tm, _ := c.Totals(benchInstance(i), r)
 				res.counted += tm.Pass
 				if tm.Pass != made[i][j] {
-					res.short = append(res.short, seriesShort{benchInstance(i), r, made[i][j], tm.Pass})
+					res.short = append(res.short, seriesShort{instance: benchInstance(i), resource: r, made: made[i][j], counted: tm.Pass})
 				}
 			}
 		}
@@ -518,8 +519,15 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 		}
 	}
 	snap := c.Publish()
+	reconnected := map[string]bool{}
 	for _, t := range snap.Targets {
 		res.reconnects += t.Reconnects
+		if t.Reconnects > 0 {
+			reconnected[t.Instance] = true
+		}
+	}
+	for i := range res.short {
+		res.short[i].reconnected = reconnected[res.short[i].instance]
 	}
 	res.dropped, res.rejected = snap.Dropped, snap.Rejected
 	for _, o := range snap.Overflow {
@@ -662,6 +670,17 @@ func (r *benchResult) print(w io.Writer) {
 		if len(r.short) > 10 {
 			fmt.Fprintf(w, "            and %d more\n", len(r.short)-10)
 		}
+		var on, off [2]int64 // series, calls missing: on targets that reconnected, on the others
+		for _, s := range r.short {
+			p := &off
+			if s.reconnected {
+				p = &on
+			}
+			p[0]++
+			p[1] += s.made - s.counted
+		}
+		fmt.Fprintf(w, "            of them, %s (%s calls) on targets that reconnected during the run, %s (%s calls) on targets that never did\n",
+			thousands(on[0]), thousands(on[1]), thousands(off[0]), thousands(off[1]))
 	}
 	if r.agents.Refused > 0 {
 		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.agents.Refused))
