@@ -404,6 +404,10 @@ type Stats struct {
 	// Whatever they counted is lost, for every reader. A process that was
 	// suspended counted nothing meanwhile and loses nothing.
 	Skipped int64
+	// Unrecorded counts the passes, blocks and completions the statistics
+	// could not record: their goroutines read the clock 10 s or more
+	// before counting (core.Guard.Unrecorded). No reader hears of them.
+	Unrecorded int64
 	// Warning, when set, says how the stream is exposed: served beyond
 	// loopback without a token. It is also logged once (Options.Logf).
 	Warning string
@@ -413,7 +417,8 @@ type Stats struct {
 func (a *Agent) Stats() Stats {
 	readers, dropped := a.stream.Stats()
 	st := Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
-		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted(), Skipped: a.shipper.Skipped()}
+		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted(), Skipped: a.shipper.Skipped(),
+		Unrecorded: a.guard.Unrecorded()}
 	if w := a.warning.Load(); w != nil {
 		st.Warning = *w
 	}

@@ -40,6 +40,7 @@ type Guard struct {
 	resources atomic.Pointer[map[string]*Resource]
 	mu        sync.Mutex // serializes rule loads and resource creation
 	overflow  atomic.Int64
+	lost      atomic.Int64 // see Unrecorded
 	pool      sync.Pool
 }
 
@@ -122,6 +123,15 @@ func (g *Guard) Clock() Clock { return g.clock }
 // Overflow is how many entries passed unguarded because MaxResources was
 // reached.
 func (g *Guard) Overflow() int64 { return g.overflow.Load() }
+
+// Unrecorded counts the passes, blocks and completions the statistics
+// could not record: the slot of the bucket of the time the call read had
+// already been taken for a newer bucket. The goroutine paused for the
+// statistic's whole interval (10 s) between reading the clock and
+// counting (a process starved of CPU), or the clock stepped back. As in
+// Sentinel, such a count is dropped (and not judged by breakers); this
+// says how many were.
+func (g *Guard) Unrecorded() int64 { return g.lost.Load() }
 
 // Resource returns the state of a tracked resource.
 func (g *Guard) Resource(name string) (*Resource, bool) {
@@ -322,6 +332,8 @@ func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 			if !pass {
 				if b := r.stat.Current(now); b != nil {
 					b.AddBlock(1)
+				} else {
+					g.lost.Add(1) // see Unrecorded
 				}
 				return nil, fc.blocked
 			}
@@ -356,6 +368,8 @@ func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 				}
 				if bucket := r.stat.Current(now); bucket != nil {
 					bucket.AddBlock(1)
+				} else {
+					g.lost.Add(1) // see Unrecorded
 				}
 				g.release(e)
 				return nil, b.blocked
@@ -370,6 +384,7 @@ func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 		bucket.ObserveConcurrency(r.concurrency.Add(1))
 	} else {
 		r.concurrency.Add(1)
+		g.lost.Add(1) // see Unrecorded
 	}
 	if fp := r.flows.Load(); fp != nil {
 		for _, fc := range *fp {
@@ -405,6 +420,8 @@ func (e *Entry) Exit(err error) {
 	slowMs := r.slowRtMs.Load()
 	if bucket := r.stat.Current(now); bucket != nil {
 		bucket.AddComplete(rt, failed, slowMs >= 0 && rt > slowMs)
+	} else {
+		g.lost.Add(1) // see Unrecorded
 	}
 	if bp := r.breakers.Load(); bp != nil {
 		for _, b := range *bp {

@@ -49,6 +49,8 @@ func (g *Guard) checkHotParams(r *Resource, hots []*HotParamController, p *Param
 		if !pass {
 			if b := r.stat.Current(now); b != nil {
 				b.AddBlock(1)
+			} else {
+				g.lost.Add(1) // see Unrecorded
 			}
 			g.release(e)
 			return nil, now, hc.blocked

@@ -273,3 +273,42 @@ func TestGuardBlockPathDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per blocked Entry", allocs)
 	}
 }
+
+// A call whose bucket's slot already holds a newer bucket (its goroutine
+// read the clock a whole interval before counting, or the clock stepped
+// back) is not recorded, as in Sentinel, and is counted as such: its pass,
+// and its completion.
+func TestGuardCountsWhatItCannotRecord(t *testing.T) {
+	g, clock, _ := newTestGuard(t)
+	e, err := g.Entry("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Exit(nil)
+	if g.Unrecorded() != 0 {
+		t.Fatalf("Unrecorded() = %d after a call in its time", g.Unrecorded())
+	}
+	clock.Advance(15 * time.Second) // takes the slot of the bucket 10 s before
+	e, _ = g.Entry("db")
+	e.Exit(nil)
+	clock.Set(clock.Now().Add(-10 * time.Second))
+	e, err = g.Entry("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Exit(nil)
+	r, _ := g.Resource("db")
+	if g.Unrecorded() != 2 || r.Concurrency() != 0 {
+		t.Errorf("Unrecorded() = %d, concurrency %d; want the pass and the completion, and 0", g.Unrecorded(), r.Concurrency())
+	}
+	// A block, too.
+	if err := g.LoadFlowRules([]FlowRule{{Resource: "db", Threshold: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Entry("db"); !errors.Is(err, ErrFlow) {
+		t.Fatalf("err = %v, want a flow block", err)
+	}
+	if g.Unrecorded() != 3 {
+		t.Errorf("Unrecorded() = %d after a block at the stale time, want 3", g.Unrecorded())
+	}
+}

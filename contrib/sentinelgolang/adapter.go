@@ -142,9 +142,10 @@ type Adapter struct {
 	startedAt int64
 	bucketMs  int64
 
-	resMu     sync.Mutex // serializes resource creation
-	resources atomic.Pointer[map[string]*resource]
-	overflow  atomic.Int64
+	resMu      sync.Mutex // serializes resource creation
+	resources  atomic.Pointer[map[string]*resource]
+	overflow   atomic.Int64
+	unrecorded atomic.Int64 // see Stats.Unrecorded
 
 	rulesMu sync.Mutex // serializes rule refreshes
 	rules   atomic.Pointer[ruleSet]
@@ -291,6 +292,8 @@ func (s statSlot) OnEntryPassed(ctx *sgbase.EntryContext) {
 	if b := r.stat.Current(a.clock.UnixMilli()); b != nil {
 		b.AddPass(batchOf(ctx))
 		b.ObserveConcurrency(n)
+	} else {
+		a.unrecorded.Add(1)
 	}
 	a.countHot(ctx, true)
 }
@@ -308,6 +311,8 @@ func (s statSlot) OnEntryBlocked(ctx *sgbase.EntryContext, _ *sgbase.BlockError)
 	}
 	if b := r.stat.Current(a.clock.UnixMilli()); b != nil {
 		b.AddBlock(batchOf(ctx))
+	} else {
+		a.unrecorded.Add(1)
 	}
 	a.countHot(ctx, false)
 }
@@ -333,6 +338,8 @@ func (s statSlot) OnCompleted(ctx *sgbase.EntryContext) {
 		for range batchOf(ctx) {
 			b.AddComplete(rt, failed, hasSlow && rt > slowMs)
 		}
+	} else {
+		a.unrecorded.Add(1)
 	}
 	// Breakers count a completion once, whatever its batch.
 	for _, sh := range rs.byResource[name] {
@@ -527,11 +534,21 @@ type Stats struct {
 	Overflow     int64 // entries not counted because MaxResources was reached
 	SkippedRules int64 // rules of the current set left out of the rules message
 	Panics       int64 // internal panics recovered (each one is a bug)
+	// Skipped counts the resources' buckets never shipped: overwritten
+	// while the adapter's shipper ran more than 10 s late, starved of CPU
+	// (wsstream.Shipper.Skipped). Readers are told, as dropped messages.
+	Skipped int64
+	// Unrecorded counts the passes, blocks and completions the statistics
+	// could not record: the slot of their time's bucket already held a
+	// newer one (a goroutine paused between reading the clock and
+	// counting, or a clock stepped back).
+	Unrecorded int64
 }
 
 // Stats returns the adapter's counters.
 func (a *Adapter) Stats() Stats {
 	readers, dropped := a.stream.Stats()
 	return Stats{Readers: readers, Dropped: dropped, Overflow: a.overflow.Load(),
-		SkippedRules: a.skipped.Load(), Panics: a.panics.Load()}
+		SkippedRules: a.skipped.Load(), Panics: a.panics.Load(), Skipped: a.shipper.Skipped(),
+		Unrecorded: a.unrecorded.Load()}
 }

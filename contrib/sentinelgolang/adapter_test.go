@@ -265,3 +265,35 @@ func TestRulesFollowLoadRules(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 }
+
+// A count whose bucket's slot already holds a newer bucket (the clock
+// stepped back, or a goroutine paused 10 s between reading it and
+// counting) is not recorded, and Stats says how many were not.
+func TestStatsCountWhatCannotBeRecorded(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(1764460800000))
+	a, err := New(Options{App: "pay", Instance: "pay-1", Manual: true, Clock: vc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	chain := sgbase.NewSlotChain()
+	chain.AddStatSlot(a.Slot())
+	call := func() {
+		e, b := api.Entry("db", api.WithSlotChain(chain))
+		if b != nil {
+			t.Fatal(b)
+		}
+		e.Exit()
+	}
+	call()
+	vc.Advance(15 * time.Second) // takes the slot of the bucket 10 s before
+	call()
+	if s := a.Stats(); s.Unrecorded != 0 || s.Skipped != 0 {
+		t.Fatalf("stats %+v after calls in their time", s)
+	}
+	vc.Set(vc.Now().Add(-10 * time.Second))
+	call()
+	if s := a.Stats(); s.Unrecorded != 2 {
+		t.Errorf("Unrecorded = %d, want the pass and the completion", s.Unrecorded)
+	}
+}

@@ -350,7 +350,14 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			s.account(ring, i, held, at > start)
 		}
 		m, _ := snapshot(w, start)
-		late := ring.late(w, all)
+		late := ring.late(w, all, func(at int64) {
+			// A late pass took the slot for a bucket after it was read
+			// empty: read now, it is done with.
+			i := w.Index(at)
+			if now, held, _ := w.Slot(i); now == at && i < len(ring.held) {
+				s.account(ring, i, held, false)
+			}
+		})
 		ring.add(start, m)
 		m.Add(late)
 		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
@@ -433,8 +440,8 @@ func snapshot(w statistic, start int64) (core.Metrics, bool) {
 
 // late reads the buckets sent before again, the newest recentLate of them
 // or all, and returns what was added to them since, remembering it as
-// sent.
-func (r *sentRing) late(w statistic, all bool) core.Metrics {
+// sent; read, when set, is told of each bucket it took counts from.
+func (r *sentRing) late(w statistic, all bool, read func(start int64)) core.Metrics {
 	var late core.Metrics
 	n := min(r.n, len(r.start))
 	if !all {
@@ -460,6 +467,9 @@ func (r *sentRing) late(w statistic, all bool) core.Metrics {
 		}
 		late.Add(d)
 		*was = now
+		if read != nil {
+			read(r.start[k])
+		}
 	}
 	return late
 }
