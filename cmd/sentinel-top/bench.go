@@ -204,6 +204,7 @@ type benchResult struct {
 	window                         time.Duration
 	calls, counted                 int64
 	short                          []seriesShort
+	worstTarget                    string  // how the target of the series most short ended
 	cpu, agentsCPU                 float64 // cores
 	cpuKnown                       bool
 	rss, rssPeak, agentsRSS        int64
@@ -316,7 +317,7 @@ func sumStats(es []benchEvent) benchChildStats {
 		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
 		s.Dropped, s.Evicted, s.Skipped = s.Dropped+c.Dropped, s.Evicted+c.Evicted, s.Skipped+c.Skipped
 		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
-		s.FirstPong += c.FirstPong
+		s.FirstPong, s.Unrecorded = s.FirstPong+c.FirstPong, s.Unrecorded+c.Unrecorded
 		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
 	}
 	return s
@@ -395,8 +396,16 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 		}
 	}
 	res.connect = time.Since(began)
-	progress.say("every target up in %.1f s; letting the collector read what the agents wrote so far", res.connect.Seconds())
-	if err := sleepCtx(ctx, time.Second); err != nil { // the backlogs come in first
+	// The calls begin once every target is up: an agent keeps a minute of
+	// buckets for a reader that comes later, and at 10,000 targets on a
+	// small machine connecting takes longer than that (the calls of its
+	// first 30 s were lost to the targets connected last, and counted as
+	// missing).
+	progress.say("every target up in %.1f s; starting the calls", res.connect.Seconds())
+	if _, err := kids.ask(ctx, "start", "started", time.Minute); err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, time.Second); err != nil { // the first buckets come in
 		return err
 	}
 	if err := settle(ctx, kids, c, int64(cfg.agents*cfg.resources), progress); err != nil {
@@ -520,10 +529,20 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	}
 	snap := c.Publish()
 	reconnected := map[string]bool{}
+	var worst seriesShort
+	for i := range res.short {
+		if s := res.short[i]; s.made-s.counted > worst.made-worst.counted {
+			worst = s
+		}
+	}
 	for _, t := range snap.Targets {
 		res.reconnects += t.Reconnects
 		if t.Reconnects > 0 {
 			reconnected[t.Instance] = true
+		}
+		if worst.instance != "" && t.Instance == worst.instance {
+			res.worstTarget = fmt.Sprintf("%s's target: %s for %.1f s, %s messages, the last %.1f s before the count ended, %d reconnects",
+				t.Instance, t.State, float64(snap.At-t.Since)/1000, thousands(t.Messages), float64(snap.At-t.LastMessageAt)/1000, t.Reconnects)
 		}
 	}
 	for i := range res.short {
@@ -681,6 +700,9 @@ func (r *benchResult) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "            of them, %s (%s calls) on targets that reconnected during the run, %s (%s calls) on targets that never did\n",
 			thousands(on[0]), thousands(on[1]), thousands(off[0]), thousands(off[1]))
+		if r.worstTarget != "" {
+			fmt.Fprintf(w, "            %s\n", r.worstTarget)
+		}
 	}
 	if r.agents.Refused > 0 {
 		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.agents.Refused))
@@ -714,6 +736,10 @@ func (r *benchResult) print(w io.Writer) {
 	if a.Skipped > 0 {
 		fmt.Fprintf(w, "            agents' side: %s resource buckets never shipped: overwritten while their agents ran more than 10 s late (a machine too small for the fleet), and what they counted is lost\n",
 			thousands(a.Skipped))
+	}
+	if a.Unrecorded > 0 {
+		fmt.Fprintf(w, "            agents' side: %s passes, blocks and completions not recorded: their calls read the clock 10 s or more before counting (goroutines starved of CPU)\n",
+			thousands(a.Unrecorded))
 	}
 	reasons := r.lat.downReasons()
 	for i, d := range reasons {

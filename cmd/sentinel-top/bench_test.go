@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -171,28 +172,9 @@ func TestBenchAgentsEndWithStdin(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, benchAgentsCommand, "--count", "3", "--fleet", "3", "--resources", "2")
-	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatalf("no ready line: %v; stderr %q", sc.Err(), stderr.String())
-	}
-	var ready benchEvent
-	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.V != benchProtocol || ready.Kind != "ready" || len(ready.Ports) != 3 {
-		t.Fatalf("first line %s (%v)", sc.Bytes(), err)
+	cmd, stdin, sc, stderr, ready := runAgentsProcess(ctx, t, exe, "--count", "3", "--fleet", "3", "--resources", "2")
+	if len(ready.Ports) != 3 {
+		t.Fatalf("ready with %d ports, want 3", len(ready.Ports))
 	}
 	// The agents serve: a stream answers on each port.
 	for _, p := range ready.Ports {
@@ -213,6 +195,87 @@ func TestBenchAgentsEndWithStdin(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("killed at the timeout: it did not end with its stdin")
+	}
+}
+
+// runAgentsProcess runs an agents' process with args and reads its ready
+// line.
+func runAgentsProcess(ctx context.Context, t *testing.T, exe string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner, *strings.Builder, benchEvent) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, exe, append([]string{benchAgentsCommand}, args...)...)
+	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &strings.Builder{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatalf("no ready line: %v; stderr %q", sc.Err(), stderr.String())
+	}
+	var ready benchEvent
+	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.V != benchProtocol || ready.Kind != "ready" {
+		t.Fatalf("first line %s (%v)", sc.Bytes(), err)
+	}
+	return cmd, stdin, sc, stderr, ready
+}
+
+// The agents' processes make no call before "start" (at 10,000 targets on
+// a small machine, connecting takes longer than the minute of buckets an
+// agent keeps for a reader coming later), and do once it comes.
+func TestBenchAgentsCallOnlyOnceStarted(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, begin := range []bool{false, true} {
+		cmd, stdin, sc, stderr, _ := runAgentsProcess(ctx, t, exe, "--count", "2", "--fleet", "2", "--resources", "2", "--rate", "100")
+		next := func(kind string) benchEvent {
+			t.Helper()
+			for sc.Scan() {
+				var e benchEvent
+				if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Kind == kind {
+					return e
+				}
+			}
+			t.Fatalf("no %s line: %v; stderr %q", kind, sc.Err(), stderr.String())
+			return benchEvent{}
+		}
+		time.Sleep(300 * time.Millisecond)
+		if begin {
+			fmt.Fprintln(stdin, "start")
+			next("started")
+			time.Sleep(300 * time.Millisecond)
+		}
+		fmt.Fprintln(stdin, "stop")
+		var made int64
+		for range 2 {
+			for _, n := range next("made").Calls {
+				made += n
+			}
+		}
+		if begin != (made > 0) {
+			t.Errorf("started %v: %d calls made", begin, made)
+		}
+		stdin.Close()
+		for sc.Scan() {
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%v; stderr %q", err, stderr.String())
+		}
 	}
 }
 

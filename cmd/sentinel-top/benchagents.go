@@ -30,11 +30,14 @@ import (
 //
 //	child -> bench (stdout)
 //	  {"kind":"ready","ports":[...]}           once serving: a port per agent, in order
+//	  {"kind":"started"}                       the answer to "start": the traffic has begun
 //	  {"kind":"transition","agent":I,...}      a latency breaker's transition, as it happens
 //	  {"kind":"mark","id":N,...}               the answer to "mark N": what was written, CPU, memory
 //	  {"kind":"made","agent":I,"calls":[...]}  after "stop": the calls agent I admitted, by resource
 //	  {"kind":"done",...}                      after the last "made"
 //	bench -> child (stdin)
+//	  start       begin the traffic (once the collector is connected: an
+//	              agent keeps a minute of buckets for a reader coming later)
 //	  mark N      count now
 //	  stop        stop the traffic, then report the calls made
 //	  (EOF)       close the agents and exit
@@ -80,7 +83,8 @@ type benchChildStats struct {
 	RSSPeak       int64 `json:"rssPeak,omitempty"`
 	Dropped       int64 `json:"dropped,omitempty"` // messages the agents dropped for a slow reader
 	Evicted       int64 `json:"evicted,omitempty"`
-	Skipped       int64 `json:"skipped,omitempty"` // resource buckets overwritten before they were shipped
+	Skipped       int64 `json:"skipped,omitempty"`    // resource buckets overwritten before they were shipped
+	Unrecorded    int64 `json:"unrecorded,omitempty"` // counts the statistics dropped (core.Guard.Unrecorded)
 	WriteTimeouts int64 `json:"writeTimeouts,omitempty"`
 	ReadTimeouts  int64 `json:"readTimeouts,omitempty"`
 	FirstPong     int64 `json:"firstPongTimeouts,omitempty"` // of ReadTimeouts: the first ping's
@@ -182,20 +186,28 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
 	trafficDone := make(chan struct{})
-	go func() {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { defer wg.Done(); fleet.trip(trafficCtx) }()
-		fleet.traffic(trafficCtx, cfg.rate)
-		wg.Wait()
-		close(trafficDone)
-	}()
-	stopped := false
+	started, stopped := false, false
+	start := func() {
+		if started || stopped {
+			return
+		}
+		started = true
+		go func() {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); fleet.trip(trafficCtx) }()
+			fleet.traffic(trafficCtx, cfg.rate)
+			wg.Wait()
+			close(trafficDone)
+		}()
+	}
 	stop := func() {
 		if !stopped {
 			stopped = true
 			stopTraffic()
-			<-trafficDone
+			if started {
+				<-trafficDone
+			}
 		}
 	}
 	defer stop()
@@ -234,6 +246,9 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 			}
 			verb, arg, _ := strings.Cut(line, " ")
 			switch verb {
+			case "start":
+				start()
+				out.send(benchEvent{Kind: "started"})
 			case "mark":
 				id, err := strconv.ParseInt(arg, 10, 64)
 				if err != nil {
@@ -400,6 +415,7 @@ func (f *benchFleet) stats(out *benchOut) benchChildStats {
 		s.Dropped += st.Dropped
 		s.Evicted += st.Evicted
 		s.Skipped += st.Skipped
+		s.Unrecorded += st.Unrecorded
 	}
 	return s
 }

@@ -123,7 +123,7 @@ func (ch *benchChild) read(r io.Reader, hooks benchChildHooks) error {
 			if len(e.Ports) != ch.count {
 				return fmt.Errorf("%d ports for %d agents", len(e.Ports), ch.count)
 			}
-		case "mark", "done":
+		case "mark", "done", "started":
 		default:
 			return fmt.Errorf("unknown report %q from the agents' process", termtext.Sanitize(e.Kind, 40))
 		}
