@@ -103,16 +103,7 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	}
 	vc.Set(time.UnixMilli(t0 + 12_000))
 	s.Ship()
-	var sent int64
-	for _, f := range s.Backlog.Frames() {
-		m, err := wire.Decode(f.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range m.(*wire.Buckets).Items {
-			sent += it.Pass
-		}
-	}
+	sent := backlogPasses(t, s.Backlog)
 	// The ring holds the 20 buckets written last, 4 to 23 (11,500): they
 	// are shipped; the 4 before them were overwritten, skipped.
 	if sent != 20 || s.Skipped() != 4 {
@@ -127,6 +118,22 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	if s.Skipped() != 4 {
 		t.Fatalf("%d buckets skipped after shipping on time", s.Skipped())
 	}
+}
+
+// backlogPasses sums the passes of the buckets frames a backlog holds.
+func backlogPasses(t *testing.T, b *Backlog) int64 {
+	t.Helper()
+	var passes int64
+	for _, f := range b.Frames() {
+		m, err := wire.Decode(f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range m.(*wire.Buckets).Items {
+			passes += it.Pass
+		}
+	}
+	return passes
 }
 
 // subscribe is a reader of srv's broadcasts, closed at the test's end.
@@ -212,16 +219,7 @@ func TestLateBucketTakenAfterShippingIsNotSkipped(t *testing.T) {
 			written++
 		}
 	}
-	var sent int64
-	for _, f := range s.Backlog.Frames() {
-		m, err := wire.Decode(f.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range m.(*wire.Buckets).Items {
-			sent += it.Pass
-		}
-	}
+	sent := backlogPasses(t, s.Backlog)
 	if sent != written || s.Skipped() != 0 {
 		t.Errorf("shipped %d of %d passes, %d buckets skipped; want all and none", sent, written, s.Skipped())
 	}
