@@ -354,7 +354,7 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			// A late pass took the slot for a bucket after it was read
 			// empty: read now, it is done with.
 			i := w.Index(at)
-			if now, held, _ := w.Slot(i); now == at && i < len(ring.held) {
+			if got, held, _ := w.Slot(i); got == at && i < len(ring.held) {
 				s.account(ring, i, held, false)
 			}
 		})
