@@ -129,8 +129,8 @@ func (g *Guard) Overflow() int64 { return g.overflow.Load() }
 // already been taken for a newer bucket. The goroutine paused for the
 // statistic's whole interval (10 s) between reading the clock and
 // counting (a process starved of CPU), or the clock stepped back. As in
-// Sentinel, such a count is dropped (and not judged by breakers); this
-// says how many were.
+// Sentinel, such a count is dropped from the statistic (breakers judge
+// with their own windows); this says how many were.
 func (g *Guard) Unrecorded() int64 { return g.lost.Load() }
 
 // Resource returns the state of a tracked resource.
