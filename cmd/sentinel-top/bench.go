@@ -398,9 +398,9 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	res.connect = time.Since(began)
 	// The calls begin once every target is up: an agent keeps a minute of
 	// buckets for a reader that comes later, and at 10,000 targets on a
-	// small machine connecting takes longer than that (the calls of its
-	// first 30 s were lost to the targets connected last, and counted as
-	// missing).
+	// small machine connecting takes longer than that (the calls made in
+	// the first half minute never reached the targets connected last, and
+	// were counted as missing).
 	progress.say("every target up in %.1f s; starting the calls", res.connect.Seconds())
 	if _, err := kids.ask(ctx, "start", "started", time.Minute); err != nil {
 		return err
