@@ -67,7 +67,10 @@ type Options struct {
 	// Default: none (addresses, and localhost on loopback, only).
 	AllowHosts []string
 	// Backlog is how much closed-bucket history a new connection receives
-	// first, so a collector that reconnects fills its gap. Default: 60 s.
+	// first, so a collector that reconnects fills its gap. Default: 60 s,
+	// what wire v1 promises (wire.BacklogMs): a collector away for longer
+	// counts what is older than that as never received, so a shorter
+	// backlog makes it count less than it lost.
 	Backlog time.Duration
 	// QueueLen is each reader's queue, in messages. Default: 256 (two
 	// minutes of buckets).

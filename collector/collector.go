@@ -158,6 +158,15 @@ type Collector struct {
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus
 	replayGen uint64
+	// unreceivedMs is the sender time whose buckets never arrived, of
+	// every instance; gaps holds it by instance for the first
+	// maxGapInstances, and gapsOthers names the rest (gaps.go).
+	unreceivedMs int64
+	gaps         map[string]*DataGap
+	gapsOthers   map[string]struct{}
+	// keepWhole: the message being ingested settled an awaited backlog, so
+	// the recording keeps it whole (see resumeBacklog).
+	keepWhole bool
 	// notices describe the input, so a reset keeps them (notice.go).
 	notices map[noticeKey]*Notice
 
@@ -240,6 +249,7 @@ func (c *Collector) reset() {
 	c.insts = map[string]*instance{}
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
+	c.unreceivedMs, c.gaps, c.gapsOthers = 0, nil, nil
 	c.memUsed = 0
 	c.ruleRes = map[arKey]struct{}{}
 	c.rejects = map[string]*RejectCount{}

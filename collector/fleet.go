@@ -47,9 +47,14 @@ type instance struct {
 	lastArrive     int64 // collector clock
 	lastTs         int64 // sender clock, latest message
 	dataEnd        int64 // sender clock: buckets are complete up to here
-	offsets        [16]int64
-	nOffsets       int
-	offset         int64
+	// resumeFrom, resumeTo: a hello of a process the collector had data
+	// from came, and the backlog it brings is awaited to tell whether it
+	// reaches back to resumeFrom; wire v1 promises it reaches resumeTo
+	// (0: none awaited; see gaps.go).
+	resumeFrom, resumeTo int64
+	offsets              [16]int64
+	nOffsets             int
+	offset               int64
 	// gone is the one liveness rule: set when the instance said bye or was
 	// silent for longer than Options.StaleAfter (see sweep), cleared by its
 	// next message. goneAt is when, on the collector's clock.
@@ -245,6 +250,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 	if ch == triage.HelloNewProcess {
 		in.startedAt = 0
 	}
+	in.awaitBacklog(ch, m)
 	in.startedAt = max(in.startedAt, m.StartedAt)
 	if back && ch != triage.HelloNewProcess {
 		c.engine.Returned(in.tri, m.Ts)

@@ -143,6 +143,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 	if tee {
 		kept = c.keptBuf[:0]
 	}
+	c.keepWhole = false
 	ok, refused := c.ingest(place, m, now, tee, &kept)
 	if ok && owner != "" {
 		c.insts[m.Head().Instance].owner = owner
@@ -151,7 +152,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 		c.keptBuf = kept[:0]
 	}
 	out := m
-	if b, isBuckets := m.(*wire.Buckets); ok && tee && isBuckets && len(kept) < len(b.Items) {
+	if b, isBuckets := m.(*wire.Buckets); ok && tee && isBuckets && len(kept) < len(b.Items) && !c.keepWhole {
 		if len(kept) == 0 && b.Dropped == 0 {
 			out = nil // every item was a re-send or refused
 		} else {
@@ -285,6 +286,10 @@ func (c *Collector) triSeries(in *instance, s *series, ts int64) triage.Series {
 // message's ts when it brought none).
 func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int64, tee bool, kept *[]int, back bool) {
 	c.dropped += m.Dropped
+	if in.resumeTo > 0 {
+		c.resumeBacklog(in, m)
+		c.keepWhole = true
+	}
 	in.observeOffset(now - m.Ts)
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs

@@ -42,6 +42,8 @@ var (
 		"Messages rejected, by reason (a stable token such as malformed, too_large).", []string{"reason"}, nil)
 	promDropped = prometheus.NewDesc("sentinel_top_messages_dropped_total",
 		"Messages agents dropped for this collector (they report it).", nil, nil)
+	promUnreceived = prometheus.NewDesc("sentinel_top_data_unreceived_seconds_total",
+		"Sender time whose buckets never reached the collector: instances out of reach longer than a reconnect's 60 s backlog.", nil, nil)
 	promMemory = prometheus.NewDesc("sentinel_top_memory_bytes",
 		"The memory budget: what peers made the collector keep (an estimate) and the most it may.", []string{"of"}, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
@@ -57,7 +59,7 @@ type promCollector struct{ c *Collector }
 func (p promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{promPass, promBlock, promComplete, promError, promSlow, promSlowRatio,
 		promErrorRatio, promP99, promState, promTransitions, promFindings, promTargets, promInstances, promMessages,
-		promRejected, promDropped, promOverflow, promMemory} {
+		promRejected, promDropped, promUnreceived, promOverflow, promMemory} {
 		ch <- d
 	}
 }
@@ -98,6 +100,7 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(promMemory, float64(snap.MemoryBudget), "budget")
 	counter(promMessages, float64(snap.Messages))
 	counter(promDropped, float64(snap.Dropped))
+	counter(promUnreceived, float64(snap.UnreceivedMs)/1000)
 	for _, r := range snap.Rejects {
 		counter(promRejected, float64(r.Count), r.Reason)
 	}

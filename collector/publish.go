@@ -59,6 +59,9 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	slices.Sort(noteList)
 	s.Warnings = append(warnings, noteList...)
+	if w := c.unreceived(s); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
 	s.Notices = c.sortedNotices()
 	for _, n := range s.Notices {
 		s.Warnings = append(s.Warnings, n.String())

@@ -47,6 +47,15 @@ type Snapshot struct {
 	// report it), and Overflow what the collector's own limits turned away.
 	Dropped  int64
 	Overflow []RejectCount
+	// Unreceived is the data known never to have arrived: time instances
+	// the collector had data from were out of reach for longer than a
+	// reconnect's backlog brings back (wire.BacklogMs), by instance, the
+	// largest first, at most 64; UnreceivedMs is all of it, and
+	// UnreceivedOthers counts the instances not listed. A gap is unknown,
+	// not idle; its warning is in Warnings.
+	Unreceived       []DataGap
+	UnreceivedMs     int64
+	UnreceivedOthers int
 	// Warnings are one-line notices (clock skew, incompatible sources).
 	Warnings []string
 	// Notices are the typed warnings about the input (name collisions),

@@ -77,7 +77,9 @@ type Options struct {
 	// same time.
 	Clock core.Clock
 	// Backlog is how much closed-bucket history a new connection receives
-	// first. Default: 60 s.
+	// first. Default: 60 s, what wire v1 promises (wire.BacklogMs): a
+	// collector away for longer counts what is older than that as never
+	// received, so a shorter backlog makes it count less than it lost.
 	Backlog time.Duration
 	// QueueLen is each reader's queue, in messages. Default: 256.
 	QueueLen int

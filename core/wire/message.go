@@ -26,6 +26,13 @@ const (
 	KindBye     Kind = "bye"     // graceful end of a stream
 )
 
+// BacklogMs is how far back the buckets a new stream connection receives
+// reach: after hello and rules, the sender sends the buckets of the last
+// 60 s it still holds, so that a reader reconnecting within a minute fills
+// its gap. A reader away for longer knows that what is older than that
+// never reached it.
+const BacklogMs = 60_000
+
 // Known reports whether k is one of the kinds of wire v1.
 func (k Kind) Known() bool {
 	switch k {

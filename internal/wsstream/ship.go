@@ -30,17 +30,24 @@ type HotSeries interface {
 // Backlog keeps the buckets frames of the last periods, for new readers.
 type Backlog struct {
 	mu      sync.Mutex
-	periods [][]*Frame // ring, oldest first from head
+	periods []backlogPeriod // ring, oldest first from head
 	head, n int
+}
+
+// backlogPeriod is one bucket period's frames.
+type backlogPeriod struct {
+	start  int64
+	frames []*Frame
 }
 
 // NewBacklog returns a backlog of the given number of bucket periods.
 func NewBacklog(periods int) *Backlog {
-	return &Backlog{periods: make([][]*Frame, max(periods, 1))}
+	return &Backlog{periods: make([]backlogPeriod, max(periods, 1))}
 }
 
-// Add keeps one period's frames, forgetting the oldest period when full.
-func (b *Backlog) Add(frames []*Frame) {
+// Add keeps the frames of the period at start, forgetting the oldest
+// period when full.
+func (b *Backlog) Add(start int64, frames []*Frame) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := (b.head + b.n) % len(b.periods)
@@ -49,23 +56,52 @@ func (b *Backlog) Add(frames []*Frame) {
 	} else {
 		b.n++
 	}
-	b.periods[i] = frames
+	b.periods[i] = backlogPeriod{start, frames}
 }
 
-// Frames returns the held frames, oldest first, leaving out heartbeats.
+// Frames returns the held frames, oldest first, leaving out heartbeats but
+// the oldest period's: a reader learns from its first buckets message how
+// far back the backlog reaches (the items' start, or the heartbeat's
+// period, stamped with the time it closed), so that one away for longer
+// can tell the periods it never received from periods without traffic.
 func (b *Backlog) Frames() []*Frame {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []*Frame
 	for k := 0; k < b.n; k++ {
-		for _, f := range b.periods[(b.head+k)%len(b.periods)] {
-			if bm, ok := f.Msg.(*wire.Buckets); ok && len(bm.Items) == 0 {
+		p := &b.periods[(b.head+k)%len(b.periods)]
+		for _, f := range p.frames {
+			if hb := heartbeat(f); hb != nil {
+				if k == 0 && len(p.frames) == 1 {
+					out = append(out, stamped(hb, p.start+hb.BucketMs, f))
+				}
 				continue
 			}
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// heartbeat is f's message when f is a heartbeat (a buckets message
+// without items), nil otherwise.
+func heartbeat(f *Frame) *wire.Buckets {
+	if bm, ok := f.Msg.(*wire.Buckets); ok && len(bm.Items) == 0 {
+		return bm
+	}
+	return nil
+}
+
+// stamped is the heartbeat hb sent at ts: the end of its period, not the
+// time it was shipped, which may be later (a late ship sends a run of
+// periods at once). It is f itself when it cannot be encoded.
+func stamped(hb *wire.Buckets, ts int64, f *Frame) *Frame {
+	m := *hb
+	m.Ts = ts
+	if out, err := Encode(&m); err == nil {
+		return out
+	}
+	return f
 }
 
 // Shipper sends every closed bucket of a set of series once, right after
@@ -223,7 +259,7 @@ func (s *Shipper) Ship() {
 	for _, start := range starts {
 		frames := s.collect(start, now, series)
 		s.Server.Locked(func() {
-			s.Backlog.Add(frames)
+			s.Backlog.Add(start, frames)
 			for _, f := range frames {
 				s.Server.Broadcast(f)
 			}

@@ -482,3 +482,50 @@ func BenchmarkShip(b *testing.B) {
 		})
 	}
 }
+
+// TestBacklogBeginsWithItsOldestPeriod: a new reader's backlog leaves out
+// heartbeats but the oldest period's, stamped when that period closed,
+// even when the shipper sent it late: its first buckets message tells how
+// far back the backlog reaches, idle or not.
+func TestBacklogBeginsWithItsOldestPeriod(t *testing.T) {
+	vc, _, r, s := newShipper(t)
+	s.Backlog = NewBacklog(8)
+	s.Begin(t0)
+	ship := func(at int64) { vc.Set(time.UnixMilli(at)); s.Ship() }
+	first := func() (start, ts int64, items int) {
+		t.Helper()
+		frames := s.Backlog.Frames()
+		if len(frames) == 0 {
+			t.Fatal("the backlog sends nothing")
+		}
+		m, err := wire.Decode(frames[0].Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := m.(*wire.Buckets)
+		if len(b.Items) > 0 {
+			return b.Items[0].Start, b.Ts, len(b.Items)
+		}
+		return b.Ts - b.BucketMs, b.Ts, 0
+	}
+	// 12 idle periods, the last 8 held; 3 s late, so shipped at once.
+	ship(t0 + 6000 + 3000)
+	if start, ts, items := first(); items != 0 || start != t0+9000-4000 || ts != start+500 {
+		t.Errorf("first backlog message: %d items, period %d, ts %d; want a heartbeat of period %d stamped %d",
+			items, start-t0, ts-t0, 5000, 5500)
+	}
+	if got := len(s.Backlog.Frames()); got != 1 {
+		t.Errorf("an idle backlog sends %d messages; want its oldest period's heartbeat alone", got)
+	}
+	// Traffic in the period that becomes the oldest: its items lead, and
+	// no heartbeat comes before them.
+	r.w.Current(t0 + 9100).AddPass(2)
+	for at := t0 + 9500; at <= t0+13_000; at += 500 {
+		ship(at)
+	}
+	frames := s.Backlog.Frames()
+	if start, _, items := first(); items != 1 || start != t0+9000 || len(frames) != 1 {
+		t.Errorf("first backlog message: %d items of period %d, %d messages; want the one with traffic (period 9000) alone",
+			items, start-t0, len(frames))
+	}
+}

@@ -1,0 +1,271 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// TestUnreceivedIsWhatTheBacklogCannotBringBack feeds a process's
+// messages around a reconnect: what its collector never received is the
+// time between its data's end (or, for a restarted process, its first
+// period) and the earlier of the 60 s wire v1 promises a new connection
+// and the backlog's first period; a collector that starts late, a backlog
+// that reaches back, or a Java target claim nothing.
+func TestUnreceivedIsWhatTheBacklogCannotBringBack(t *testing.T) {
+	const t0 = int64(1764460800000)
+	const started = t0 - 3_600_000
+	hello := func(ts, startedAt int64, sdk string) wire.Message {
+		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: startedAt,
+			SDK: sdk, BucketMs: 500}
+	}
+	items := func(ts, start int64) wire.Message {
+		return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1}}}}
+	}
+	heartbeat := func(ts int64) wire.Message {
+		return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500}
+	}
+	const agentSDK = "sentinel-top-agent/0.1.0"
+	for _, tc := range []struct {
+		name string
+		msgs []wire.Message
+		want int64 // ms never received
+	}{
+		{"away 3 min, the backlog's 60 s from its oldest period", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, started, agentSDK), items(t0+180_000, t0+120_000)}, 119_500},
+		{"away 3 min, an idle backlog's oldest heartbeat", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, started, agentSDK), heartbeat(t0 + 120_500)}, 119_500},
+		{"away 3 min, a sender sending no heartbeat: 60 s as promised", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, started, agentSDK), items(t0+180_000, t0+170_000)}, 119_500},
+		{"away 3 min, a 2 min backlog", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, started, agentSDK), heartbeat(t0 + 60_500)}, 59_500},
+		{"away 3 min, a backlog reaching further back than the data", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, started, agentSDK), items(t0+180_000, t0-10_000)}, 0},
+		{"away 50 s", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+50_000, started, agentSDK), items(t0+50_000, t0-10_000)}, 0},
+		{"heartbeats count as data", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0), heartbeat(t0 + 100_200),
+			hello(t0+180_000, started, agentSDK), items(t0+180_000, t0+120_000)}, 20_000},
+		{"restarted 2 min before the reconnect: its first minute", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, t0+60_100, agentSDK), items(t0+180_000, t0+120_000)}, 59_500},
+		{"restarted 30 s before the reconnect", []wire.Message{
+			hello(t0, started, agentSDK), items(t0+500, t0),
+			hello(t0+180_000, t0+150_000, agentSDK), items(t0+180_000, t0+150_000)}, 0},
+		{"a collector that starts after its agent", []wire.Message{
+			hello(t0+180_000, started, agentSDK), items(t0+180_000, t0+120_000)}, 0},
+		{"a Java target the collector polls", []wire.Message{
+			hello(t0, 0, javaSDK+"/1.8.8"), items(t0+1000, t0),
+			hello(t0+180_000, 0, javaSDK+"/1.8.8"), items(t0+181_000, t0+120_000)}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0))})
+			for _, m := range tc.msgs {
+				if !c.Ingest("t", m) {
+					t.Fatalf("%T refused", m)
+				}
+			}
+			s := c.Publish()
+			if s.UnreceivedMs != tc.want {
+				t.Fatalf("never received %d ms; want %d", s.UnreceivedMs, tc.want)
+			}
+			warned := false
+			for _, w := range s.Warnings {
+				warned = warned || strings.HasPrefix(w, "no data received from gw-1")
+			}
+			if warned != (tc.want > 0) || (tc.want > 0) != (len(s.Unreceived) == 1) {
+				t.Errorf("gaps %+v, warnings %q", s.Unreceived, s.Warnings)
+			}
+		})
+	}
+}
+
+// TestUnreceivedWarningNamesTheLargest: the warning is one line at any
+// fleet size, the largest gaps first, the rest counted.
+func TestUnreceivedWarningNamesTheLargest(t *testing.T) {
+	const t0 = int64(1764460800000)
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0)), MaxMemory: 1 << 30})
+	const n = maxGapInstances + 6
+	for i := range n {
+		name := fmt.Sprintf("gw-%03d", i)
+		away := int64(61_000 + 1000*i)
+		for _, m := range []wire.Message{
+			&wire.Hello{Header: wire.Header{Ts: t0, Instance: name}, App: "gw", StartedAt: t0 - 1, BucketMs: 500},
+			&wire.Buckets{Header: wire.Header{Ts: t0 + 500, Instance: name}, BucketMs: 500},
+			&wire.Hello{Header: wire.Header{Ts: t0 + away, Instance: name}, App: "gw", StartedAt: t0 - 1, BucketMs: 500},
+			&wire.Buckets{Header: wire.Header{Ts: t0 + away, Instance: name}, BucketMs: 500},
+		} {
+			c.Ingest("t", m)
+		}
+	}
+	s := c.Publish()
+	var total int64
+	for i := range n {
+		total += int64(500 + 1000*i)
+	}
+	if s.UnreceivedMs != total || len(s.Unreceived) != maxGapInstances || s.UnreceivedOthers != 6 {
+		t.Fatalf("%d ms never received, %d instances named, %d others; want %d, %d and 6",
+			s.UnreceivedMs, len(s.Unreceived), s.UnreceivedOthers, total, maxGapInstances)
+	}
+	w := s.Warnings[len(s.Warnings)-1]
+	want := "no data received from 70 instances for 40m50s in all (gw-063 1m3.5s from 2025-11-30 00:00:00 UTC, " +
+		"gw-062 1m2.5s from 2025-11-30 00:00:00 UTC, gw-061 1m1.5s from 2025-11-30 00:00:00 UTC, 67 more): " +
+		"out of reach longer than the 60 s a reconnect brings back; unknown, not idle"
+	if w != want {
+		t.Errorf("warning\n %q\nwant\n %q", w, want)
+	}
+}
+
+// TestUnreceivedOverLoopback: a real agent and collector over a loopback
+// websocket. The connection is down for 3 min of the agent's clock while
+// its service is called; on reconnecting, the collector counts the 2 min
+// its backlog could not bring back as never received, its totals are the
+// agent's less exactly those calls, and its recording replays to the same
+// gap. A second outage, of 20 s, loses nothing and claims nothing.
+func TestUnreceivedOverLoopback(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(1764460800000))
+	fa := startFleetAgent(t, clock, "gateway-0")
+	p := newProxy(t, fa.addr)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // dialing it is refused
+	recording := filepath.Join(t.TempDir(), "live.ndjson")
+	rec, err := wire.Create(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Record: rec})
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	target := Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath}
+	go func() {
+		c.Dial(ctx, []Target{target}, DialOptions{Seed: 1})
+		close(dialed)
+	}()
+	defer func() { cancel(); <-dialed }()
+	resources := []string{"db"}
+	period := func() {
+		fa.traffic(resources, 3)
+		clock.Advance(500 * time.Millisecond)
+		fa.a.Ship()
+	}
+	state := func(want TargetState) {
+		eventually(t, "target "+want.String(), func() error {
+			ts := c.Publish().Targets
+			if len(ts) != 1 || ts[0].State != want {
+				return fmt.Errorf("targets %+v", ts)
+			}
+			return nil
+		})
+	}
+	passes := func(want int64) {
+		eventually(t, fmt.Sprintf("%d passes counted", want), func() error {
+			if got, _ := c.Totals("gateway-0", "db"); got.Pass != want {
+				return fmt.Errorf("%d passes counted", got.Pass)
+			}
+			return nil
+		})
+	}
+	outage := func(periods int) {
+		p.retarget(deadAddr)
+		p.cut()
+		state(TargetDown)
+		for range periods {
+			period()
+		}
+		p.retarget(fa.addr)
+		state(TargetUp)
+	}
+	state(TargetUp)
+	for range 6 {
+		period()
+	}
+	passes(fa.pass["db"])
+
+	outage(360) // 3 min: the first 2 min are gone
+	lost := int64(240 * 3)
+	passes(fa.pass["db"] - lost)
+	s := c.Publish()
+	if s.UnreceivedMs != 120_000 || len(s.Unreceived) != 1 || s.Unreceived[0].FromMs != 1764460800000+3000 {
+		t.Fatalf("never received: %d ms, %+v; want 120,000 ms from the outage's start", s.UnreceivedMs, s.Unreceived)
+	}
+	outage(40) // 20 s: the backlog brings it all back
+	passes(fa.pass["db"] - lost)
+	if s := c.Publish(); s.UnreceivedMs != 120_000 || s.Unreceived[0].Gaps != 1 {
+		t.Fatalf("after a 20 s outage: never received %d ms in %d gaps; want the first outage's alone", s.UnreceivedMs, s.Unreceived[0].Gaps)
+	}
+
+	cancel()
+	<-dialed
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReplayMessages("live.ndjson", readFile(t, recording), nil, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Collector().Publish(); got.UnreceivedMs != 120_000 {
+		t.Errorf("the recording replays to %d ms never received; live counted 120,000", got.UnreceivedMs)
+	}
+}
+
+// TestRecordingKeepsWhatSettledABacklog: a recording leaves out bucket
+// items already received, but keeps whole the message that settled a
+// reconnect's backlog, so that its replay judges the gap as the live
+// collector did: here a 2 min backlog reached back past the collector's
+// data, and the service was idle for the first 40 s after it.
+func TestRecordingKeepsWhatSettledABacklog(t *testing.T) {
+	const t0 = int64(1764460800000)
+	recording := filepath.Join(t.TempDir(), "live.ndjson")
+	rec, err := wire.Create(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0)), Record: rec})
+	hello := func(ts int64) wire.Message {
+		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: t0 - 1, BucketMs: 500}
+	}
+	items := func(ts, start int64) wire.Message {
+		return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1}}}}
+	}
+	for _, m := range []wire.Message{hello(t0), items(t0+500, t0),
+		hello(t0 + 90_000), items(t0+500, t0), items(t0+90_000, t0+40_000)} {
+		c.Ingest("t", m)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReplayMessages("live.ndjson", readFile(t, recording), nil, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live, replayed := c.Publish().UnreceivedMs, r.Collector().Publish().UnreceivedMs
+	if live != 0 || replayed != 0 {
+		t.Errorf("never received: live %d ms, replayed %d ms; want 0 and 0", live, replayed)
+	}
+}
