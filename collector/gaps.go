@@ -88,6 +88,7 @@ func (c *Collector) resumeBacklog(in *instance, m *wire.Buckets) {
 	if to <= from {
 		return
 	}
+	c.engine.Unreceived(in.tri, from, to)
 	c.unreceivedMs = sat64(c.unreceivedMs, to-from)
 	g := c.gaps[in.name]
 	if g == nil {

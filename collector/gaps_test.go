@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -267,5 +268,46 @@ func TestRecordingKeepsWhatSettledABacklog(t *testing.T) {
 	live, replayed := c.Publish().UnreceivedMs, r.Collector().Publish().UnreceivedMs
 	if live != 0 || replayed != 0 {
 		t.Errorf("never received: live %d ms, replayed %d ms; want 0 and 0", live, replayed)
+	}
+}
+
+// TestTriageDoesNotTakeUnreceivedAsIdle: the collector tells triage what
+// never arrived, so rule advice's QPS leaves it out (see
+// triage.TestUnreceivedIsNotIdle): 1 call a bucket (2 QPS, 20 requests in
+// the rule's 10 s window, minRequestAmount 20) for 30 s, a reconnect whose
+// backlog reaches back to 55 s later, and 30 s more.
+func TestTriageDoesNotTakeUnreceivedAsIdle(t *testing.T) {
+	const t0 = int64(1764460800000)
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0))})
+	rule := core.BreakerRule{Resource: "db", Strategy: core.SlowRequestRatio, Threshold: 0.5, MaxAllowedRtMs: 200,
+		MinRequestAmount: 20, StatIntervalMs: 10_000, StatSlidingWindowBucketCount: 10, RetryTimeoutMs: 10_000}
+	hello := func(ts int64) wire.Message {
+		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: t0 - 1, BucketMs: 500}
+	}
+	var msgs []wire.Message
+	traffic := func(from, to int64) {
+		for start := from; start < to; start += 500 {
+			msgs = append(msgs, &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "gw-1"}, BucketMs: 500,
+				Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1, RtSum: 10, RtMax: 10}}}})
+		}
+	}
+	msgs = append(msgs, hello(t0), &wire.Rules{Header: wire.Header{Ts: t0, Instance: "gw-1"}, Version: "v1",
+		Breakers: []core.BreakerRule{rule}})
+	traffic(t0, t0+30_000)
+	msgs = append(msgs, hello(t0+145_000))
+	traffic(t0+85_000, t0+115_000)
+	for _, m := range msgs {
+		if !c.Ingest("t", m) {
+			t.Fatalf("%T refused", m)
+		}
+	}
+	s := c.Publish()
+	if s.UnreceivedMs != 55_000 {
+		t.Fatalf("never received %d ms; want 55,000", s.UnreceivedMs)
+	}
+	for _, f := range s.Findings {
+		if f.Kind == triage.KindRuleAdvice {
+			t.Errorf("advice from a QPS that counted what never arrived as idle: %s", f.Summary)
+		}
 	}
 }

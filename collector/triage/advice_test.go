@@ -220,3 +220,40 @@ func TestRuleAdviceSpansItsInstances(t *testing.T) {
 		t.Fatalf("to %d after a later bucket, want 40500", f.To-t0)
 	}
 }
+
+// TestUnreceivedIsNotIdle: a silence of 55 s between buckets is idle
+// traffic (the instance reported nothing because nothing came), unless
+// its buckets are known never to have arrived. 1 call a bucket for 30 s,
+// 55 s of silence, 30 s more: 2 QPS over the 60 s reported, 20 requests
+// in the rule's 10 s window, which fits minRequestAmount 20; taken as
+// idle, the silence would make it 1.04 QPS and advise a longer window.
+func TestUnreceivedIsNotIdle(t *testing.T) {
+	const res = "queryPrice"
+	rule := slowRule(res)
+	rule.StatIntervalMs = 10_000
+	for _, lost := range []bool{false, true} {
+		e := NewFeeder(Config{})
+		insts := fleet(e, "price", 3, t0, "v1", rule)
+		feed := func(from, to int64) {
+			for ts := from; ts < to; ts += 500 {
+				for _, in := range insts {
+					e.Bucket(in, bucketAt(res, ts, hist(1, 4), 0))
+				}
+			}
+		}
+		feed(t0, t0+30_000)
+		if lost {
+			for _, in := range insts {
+				e.Unreceived(in, t0+30_000, t0+85_000)
+			}
+		}
+		feed(t0+85_000, t0+115_000)
+		got := only(t, e.Findings(t0+115_000), KindRuleAdvice)
+		if lost && len(got) != 0 {
+			t.Errorf("buckets never received taken as idle: %+v", got)
+		}
+		if !lost && (len(got) != 1 || got[0].Facts.(*RuleAdviceFacts).QPS != 1) {
+			t.Errorf("an idle silence: %+v; want advice at 1.0 QPS", got)
+		}
+	}
+}

@@ -145,6 +145,15 @@ type instState struct {
 	// stepped: a breaker of the instance has recorded a transition (only
 	// such instances have timelines).
 	stepped bool
+	// unrecvFrom, unrecvTo span the times whose buckets are known never to
+	// have arrived (Unreceived): a silence overlapping them is not idle.
+	unrecvFrom, unrecvTo int64
+}
+
+// unreceived reports whether [from, to) overlaps the instance's data known
+// never to have arrived.
+func (in *instState) unreceived(from, to int64) bool {
+	return in.unrecvTo > in.unrecvFrom && from < in.unrecvTo && in.unrecvFrom < to
 }
 
 // alive reports whether the instance still counts as present at now: not
@@ -397,8 +406,8 @@ func (e *Engine) bucket(s *series, b *BucketStat) {
 	case s.hasBucket:
 		// Buckets are sent only for active resources: a short silence is idle
 		// traffic, a long one an instance that was away.
-		if gap := b.Start - s.lastStart; gap > bm && gap <= maxGapFillMs {
-			s.reportedMs += gap - bm // idle between reports, not away
+		if gap := b.Start - s.lastStart; gap > bm && gap <= maxGapFillMs && !s.inst.unreceived(s.lastStart+bm, b.Start) {
+			s.reportedMs += gap - bm // idle between reports, not away nor lost
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start

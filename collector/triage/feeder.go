@@ -75,6 +75,14 @@ func (f *Feeder) Bucket(instance string, b BucketStat) {
 	f.Engine.Bucket(f.Series(in, b.Resource, end), &b)
 }
 
+// Unreceived tells the engine that an instance's buckets of [from, to)
+// never arrived (see Engine.Unreceived).
+func (f *Feeder) Unreceived(instance string, from, to int64) {
+	if d := f.insts[instance]; d != nil {
+		f.Engine.Unreceived(d.in, from, to)
+	}
+}
+
 // Transition feeds one breaker state change of an instance.
 func (f *Feeder) Transition(instance string, t core.Transition) {
 	if !validState(t.From) || !validState(t.To) || t.From == t.To {

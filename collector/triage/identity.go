@@ -126,6 +126,25 @@ func (e *Engine) Returned(h Instance, ts int64) {
 	}
 }
 
+// Unreceived tells the engine that the instance's buckets of [from, to)
+// (its clock) never arrived: it was out of reach for longer than a
+// reconnect's backlog brings back. A silence overlapping such a time is
+// not counted as idle traffic (the QPS of findings-v1 is over the time
+// reported); the engine keeps the span from the earliest to the latest.
+func (e *Engine) Unreceived(h Instance, from, to int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	in := h.in
+	if in == nil || to <= from {
+		return
+	}
+	if in.unrecvTo <= in.unrecvFrom {
+		in.unrecvFrom, in.unrecvTo = from, to
+		return
+	}
+	in.unrecvFrom, in.unrecvTo = min(in.unrecvFrom, from), max(in.unrecvTo, to)
+}
+
 // Series returns the handle of an instance's series of a resource,
 // beginning it at ts (the time of its first fact) when the instance has
 // none: the instance then reports the resource. An instance keeps its
