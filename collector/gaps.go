@@ -13,10 +13,10 @@ import (
 
 // DataGap is sender time of one instance whose buckets never reached the
 // collector: the instance was out of reach (its connection down, or the
-// collector's) for longer than the backlog a new connection brings
-// (wire.BacklogMs), so what is older than that was lost on the way. It is
-// known missing, not idle: views must not read it as a time without
-// traffic.
+// collector's) for longer than a reconnect brings back: the backlog of a
+// new stream connection (wire.BacklogMs), or, for Java Sentinel, what its
+// metric logs are read back for (javaCatchUp). It is known missing, not
+// idle: views must not read it as a time without traffic.
 type DataGap struct {
 	Instance string
 	// FromMs is the start of the instance's first such gap (Unix ms, the
@@ -41,8 +41,9 @@ const maxGapOthers = 1024
 // collector had data from is awaited: the same one reconnecting (its data
 // ends at dataEnd), or its restart (its data begins at its first whole
 // period after startedAt). A collector that starts after its agents
-// misses nothing it knew of. Java Sentinel's polled targets are left out:
-// the collector stamps their hellos itself. c.mu is held.
+// misses nothing it knew of. Java Sentinel's polled targets are left out
+// here (the collector stamps their hellos itself): javaResume reads their
+// gap back and counts what it cannot. c.mu is held.
 func (in *instance) awaitBacklog(ch triage.HelloChange, m *wire.Hello) {
 	in.resumeFrom, in.resumeTo = 0, 0
 	bm := in.bucketMs
@@ -84,7 +85,12 @@ func (c *Collector) resumeBacklog(in *instance, m *wire.Buckets) {
 	for i := range m.Items {
 		first = min(first, m.Items[i].Start)
 	}
-	to = min(to, first)
+	c.countUnreceived(in, from, min(to, first))
+}
+
+// countUnreceived counts the instance's buckets of [from, to) (its clock)
+// as never received, and tells triage. c.mu is held.
+func (c *Collector) countUnreceived(in *instance, from, to int64) {
 	if to <= from {
 		return
 	}
@@ -153,7 +159,7 @@ func gapWarning(gaps []DataGap, others int, total int64) string {
 		}
 		b.WriteString(")")
 	}
-	b.WriteString(": out of reach longer than the 60 s a reconnect brings back; unknown, not idle")
+	b.WriteString(": lost while out of reach (a reconnect brings back an agent's last 60 s, Java Sentinel's 10 min); unknown, not idle")
 	return b.String()
 }
 

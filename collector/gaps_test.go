@@ -126,7 +126,7 @@ func TestUnreceivedWarningNamesTheLargest(t *testing.T) {
 	w := s.Warnings[len(s.Warnings)-1]
 	want := "no data received from 70 instances for 40m50s in all (gw-063 1m3.5s from 2025-11-30 00:00:00 UTC, " +
 		"gw-062 1m2.5s from 2025-11-30 00:00:00 UTC, gw-061 1m1.5s from 2025-11-30 00:00:00 UTC, 67 more): " +
-		"out of reach longer than the 60 s a reconnect brings back; unknown, not idle"
+		"lost while out of reach (a reconnect brings back an agent's last 60 s, Java Sentinel's 10 min); unknown, not idle"
 	if w != want {
 		t.Errorf("warning\n %q\nwant\n %q", w, want)
 	}
@@ -309,5 +309,86 @@ func TestTriageDoesNotTakeUnreceivedAsIdle(t *testing.T) {
 		if f.Kind == triage.KindRuleAdvice {
 			t.Errorf("advice from a QPS that counted what never arrived as idle: %s", f.Summary)
 		}
+	}
+}
+
+// TestJavaReconnectReadsItsGapBack: a Java target out of reach for 3 min
+// is read back from where the collector's data ends (Java keeps its
+// metric logs), every call counted and nothing claimed lost; out of reach
+// for 12 min, the first poll reads the last 10 min, and the time before
+// them is counted as never received, exactly the seconds whose calls are
+// missing.
+func TestJavaReconnectReadsItsGapBack(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
+	fake := &fakeJava{clock: clock, degrade: "[]", flow: "[]"}
+	written := int64(javaT0 - 5000) // Java's lines: 1 pass a second on db
+	var passes int64
+	write := func() { // every second before now
+		for ; written < clock.UnixMilli()-999; written += 1000 {
+			fake.add(fmt.Sprintf("%d|db|1|0|1|0|5|0|0|0", written))
+			passes++
+		}
+	}
+	write()
+	c, hosts := javaServe(t, clock, "order", fake)
+	counted := func() int64 { tp, _ := c.Totals(hosts[0], "db"); return tp.Pass }
+	polls := func(n int) {
+		t.Helper()
+		for range n {
+			javaTicking(t, clock, 1)
+			write()
+			javaPolls(t, c, clock, 1)
+		}
+	}
+	pending1 := func(what string, also func(TargetStatus) bool) {
+		t.Helper()
+		javaWaitFor(t, what, func() error {
+			if st := c.Publish().Targets[0]; clock.Pending() != 1 || !also(st) {
+				return fmt.Errorf("%d timers, %+v", clock.Pending(), st)
+			}
+			return nil
+		})
+	}
+	// outage fails every /metric for d, the clock moving a second at a
+	// time, until the target is back with its first poll applied (its
+	// ticker is created after it; a backoff timer fires and is gone at
+	// once, so one timer pending again is the next one).
+	outage := func(d time.Duration) {
+		t.Helper()
+		fake.mu.Lock()
+		fake.failUntil = clock.UnixMilli() + d.Milliseconds()
+		fake.mu.Unlock()
+		r := c.Publish().Targets[0].Reconnects
+		javaTicking(t, clock, 1)
+		write()
+		clock.Advance(time.Second) // the poll that fails
+		pending1("a reconnect scheduled", func(st TargetStatus) bool { return st.Reconnects > r && st.State != TargetUp })
+		for range 2 * int(d/time.Second) {
+			write()
+			clock.Advance(time.Second)
+			pending1("a backoff or a ticker", func(TargetStatus) bool { return true })
+			if st := c.Publish().Targets[0]; st.State == TargetUp {
+				return
+			}
+		}
+		t.Fatalf("not back after the outage: %+v", c.Publish().Targets[0])
+	}
+	polls(5)
+	if got := counted(); got != passes {
+		t.Fatalf("%d passes counted of %d", got, passes)
+	}
+
+	outage(3 * time.Minute)
+	polls(2)
+	if got, s := counted(), c.Publish(); got != passes || s.UnreceivedMs != 0 {
+		t.Fatalf("after a 3 min outage: %d passes counted of %d, %d ms never received; want all, and 0 ms", got, passes, s.UnreceivedMs)
+	}
+
+	outage(12 * time.Minute)
+	polls(2)
+	s := c.Publish()
+	if s.UnreceivedMs < 120_000 || s.UnreceivedMs > 151_000 || counted() != passes-s.UnreceivedMs/1000 {
+		t.Fatalf("after a 12 min outage: %d ms never received, %d passes counted of %d; want 2 to 2.5 min, and its seconds' passes missing",
+			s.UnreceivedMs, counted(), passes)
 	}
 }

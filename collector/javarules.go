@@ -213,16 +213,22 @@ func (c *Collector) javaAppResources(app string, seen map[string]bool) []string 
 	return slices.Sorted(maps.Keys(names))
 }
 
-// javaResume starts the inference of a connection to instance: where the
-// previous connection's left off, from the states and the data the
-// collector holds, or at from for a new instance.
-func (c *Collector) javaResume(instance string, from int64) (*metriclog.Inference, int64) {
-	inf := metriclog.NewInference(instance)
+// javaResume starts a connection to instance at now: the first second its
+// first poll reads (next), and the inference (from the states the
+// collector holds) with the next second to feed it (fed). A new instance
+// is read from javaBacklog ago. One the collector has data of is read from
+// where that data ends, so that a reconnect fills its gap from Java's
+// metric logs, at most javaCatchUp back; lost is when that data ends when
+// it is older than that: once the first poll answers, [lost, next) is
+// counted as never received (javaUnreceived).
+func (c *Collector) javaResume(instance string, now int64) (inf *metriclog.Inference, next, fed, lost int64) {
+	inf = metriclog.NewInference(instance)
+	next = floorDown(now-javaBacklog.Milliseconds(), metriclog.BucketMs)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	in := c.insts[instance]
 	if in == nil {
-		return inf, from
+		return inf, next, next, 0
 	}
 	for name, se := range in.series {
 		if !se.inferred {
@@ -234,7 +240,24 @@ func (c *Collector) javaResume(instance string, from int64) (*metriclog.Inferenc
 			}
 		}
 	}
-	return inf, max(from, in.dataEndSecond())
+	end := in.dataEndSecond()
+	if end > 0 && end < next {
+		next = max(end, floorDown(now-javaCatchUp.Milliseconds(), metriclog.BucketMs))
+		if end < next {
+			lost = end
+		}
+	}
+	return inf, next, max(next, end), lost
+}
+
+// javaUnreceived counts instance's seconds of [from, to) as never
+// received: a reconnect could not read them back.
+func (c *Collector) javaUnreceived(instance string, from, to int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in := c.insts[instance]; in != nil {
+		c.countUnreceived(in, from, to)
+	}
 }
 
 // javaDegradeRule is Java Sentinel's DegradeRule as /getRules?type=degrade

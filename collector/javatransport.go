@@ -61,9 +61,15 @@ const (
 	JavaMetricEvery = time.Second
 	// JavaRulesEvery is how often the rules are polled.
 	JavaRulesEvery = 5 * time.Second
-	// javaBacklog is how far back the first poll of a connection reads, so
-	// that a reconnect fills its gap (the collector drops what it has).
+	// javaBacklog is how far back the first poll of a connection to a new
+	// instance reads.
 	javaBacklog = 60 * time.Second
+	// javaCatchUp is how far back the first poll of a reconnect may read,
+	// from where the collector's data of the instance ends, so that it
+	// fills its gap from Java's metric logs (an answer holds at most
+	// javaMaxLines: the rest comes with the next polls); the collector
+	// drops what it has.
+	javaCatchUp = 10 * time.Minute
 	// javaMaxBody bounds one answer.
 	javaMaxBody = 32 << 20
 	// javaMaxLines is the most lines Java's /metric returns at once
@@ -191,7 +197,8 @@ type javaPoller struct {
 
 // pollJava polls a Java target until it fails or ctx ends; dialLoop
 // reconnects as for a stream. Each connection starts with a hello, the
-// rules, and the last javaBacklog of metrics.
+// rules, and the metrics since the collector's data of the instance ends
+// (the last javaBacklog for a new one; see javaResume).
 func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opts DialOptions) error {
 	jt, err := javaTargetOf(t)
 	if err != nil {
@@ -205,8 +212,9 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		client: &http.Client{Transport: tr, Timeout: 2 * opts.HandshakeTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	now := c.clock.UnixMilli()
-	p.next = floorDown(now-javaBacklog.Milliseconds(), metriclog.BucketMs)
-	p.inf, p.fed = c.javaResume(jt.instance, p.next)
+	var lost int64
+	p.inf, p.next, p.fed, lost = c.javaResume(jt.instance, now)
+	first := p.next
 
 	// The first answer decides whether this is a Sentinel command API.
 	body, err := p.get(ctx, p.metricPath(now))
@@ -216,6 +224,9 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 	items, err := p.parseMetrics(body)
 	if err != nil {
 		return err
+	}
+	if lost > 0 {
+		c.javaUnreceived(jt.instance, lost, first)
 	}
 	st.update(func(s *TargetStatus) {
 		s.State, s.Since, s.LastError, s.Note, s.Instance = TargetUp, c.clock.UnixMilli(), "", JavaBreakerStatesNote, jt.instance

@@ -36,9 +36,11 @@ type fakeJava struct {
 	version  string  // "" answers 1.8.8
 	metricAt []int64 // startTime of each /metric request
 	// flowPolls counts /getRules?type=flow requests; failMetric /metric
-	// requests still to answer HTTP 500.
+	// requests still to answer HTTP 500, and failUntil the time until
+	// which every one does (an outage).
 	flowPolls  int
 	failMetric int
+	failUntil  int64
 }
 
 func (f *fakeJava) add(lines ...string) {
@@ -60,8 +62,8 @@ func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.metricAt = append(f.metricAt, start)
-		if f.failMetric > 0 {
-			f.failMetric--
+		if f.failMetric > 0 || f.clock.UnixMilli() < f.failUntil {
+			f.failMetric = max(f.failMetric-1, 0)
 			http.Error(w, "failing", http.StatusInternalServerError)
 			return
 		}

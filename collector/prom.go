@@ -43,7 +43,7 @@ var (
 	promDropped = prometheus.NewDesc("sentinel_top_messages_dropped_total",
 		"Messages agents dropped for this collector (they report it).", nil, nil)
 	promUnreceived = prometheus.NewDesc("sentinel_top_data_unreceived_seconds_total",
-		"Sender time whose buckets never reached the collector: instances out of reach longer than a reconnect's 60 s backlog.", nil, nil)
+		"Sender time whose buckets never reached the collector: instances out of reach for longer than a reconnect brings back.", nil, nil)
 	promMemory = prometheus.NewDesc("sentinel_top_memory_bytes",
 		"The memory budget: what peers made the collector keep (an estimate) and the most it may.", []string{"of"}, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
