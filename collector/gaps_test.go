@@ -15,6 +15,44 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
+// gwHello is gw-1's hello at ts, of the process started at startedAt.
+func gwHello(ts, startedAt int64, sdk string) wire.Message {
+	return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: startedAt,
+		SDK: sdk, BucketMs: 500}
+}
+
+// gwItems is gw-1's buckets message at ts with one call on db in the
+// bucket at start.
+func gwItems(ts, start int64) wire.Message {
+	return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500,
+		Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1, RtSum: 10, RtMax: 10}}}}
+}
+
+// recorder is a recording in the test's folder.
+func recorder(t *testing.T) (string, *wire.Writer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "live.ndjson")
+	rec, err := wire.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, rec
+}
+
+// replayedUnreceived replays a closed recording and returns what its
+// collector counts as never received.
+func replayedUnreceived(t *testing.T, path string) int64 {
+	t.Helper()
+	r, err := NewReplayMessages(filepath.Base(path), readFile(t, path), nil, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r.Collector().Publish().UnreceivedMs
+}
+
 // TestUnreceivedIsWhatTheBacklogCannotBringBack feeds a process's
 // messages around a reconnect: what its collector never received is the
 // time between its data's end (or, for a restarted process, its first
@@ -24,14 +62,7 @@ import (
 func TestUnreceivedIsWhatTheBacklogCannotBringBack(t *testing.T) {
 	const t0 = int64(1764460800000)
 	const started = t0 - 3_600_000
-	hello := func(ts, startedAt int64, sdk string) wire.Message {
-		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: startedAt,
-			SDK: sdk, BucketMs: 500}
-	}
-	items := func(ts, start int64) wire.Message {
-		return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1}}}}
-	}
+	hello, items := gwHello, gwItems
 	heartbeat := func(ts int64) wire.Message {
 		return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500}
 	}
@@ -148,11 +179,7 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 	}
 	deadAddr := dead.Addr().String()
 	dead.Close() // dialing it is refused
-	recording := filepath.Join(t.TempDir(), "live.ndjson")
-	rec, err := wire.Create(recording)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recording, rec := recorder(t)
 	c := New(Options{Record: rec})
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
@@ -219,15 +246,8 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewReplayMessages("live.ndjson", readFile(t, recording), nil, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.Collector().Publish(); got.UnreceivedMs != 120_000 {
-		t.Errorf("the recording replays to %d ms never received; live counted 120,000", got.UnreceivedMs)
+	if got := replayedUnreceived(t, recording); got != 120_000 {
+		t.Errorf("the recording replays to %d ms never received; live counted 120,000", got)
 	}
 }
 
@@ -238,34 +258,16 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 // data, and the service was idle for the first 40 s after it.
 func TestRecordingKeepsWhatSettledABacklog(t *testing.T) {
 	const t0 = int64(1764460800000)
-	recording := filepath.Join(t.TempDir(), "live.ndjson")
-	rec, err := wire.Create(recording)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recording, rec := recorder(t)
 	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0)), Record: rec})
-	hello := func(ts int64) wire.Message {
-		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: t0 - 1, BucketMs: 500}
-	}
-	items := func(ts, start int64) wire.Message {
-		return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "gw-1"}, BucketMs: 500,
-			Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1}}}}
-	}
-	for _, m := range []wire.Message{hello(t0), items(t0+500, t0),
-		hello(t0 + 90_000), items(t0+500, t0), items(t0+90_000, t0+40_000)} {
+	for _, m := range []wire.Message{gwHello(t0, t0-1, ""), gwItems(t0+500, t0),
+		gwHello(t0+90_000, t0-1, ""), gwItems(t0+500, t0), gwItems(t0+90_000, t0+40_000)} {
 		c.Ingest("t", m)
 	}
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewReplayMessages("live.ndjson", readFile(t, recording), nil, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	live, replayed := c.Publish().UnreceivedMs, r.Collector().Publish().UnreceivedMs
+	live, replayed := c.Publish().UnreceivedMs, replayedUnreceived(t, recording)
 	if live != 0 || replayed != 0 {
 		t.Errorf("never received: live %d ms, replayed %d ms; want 0 and 0", live, replayed)
 	}
@@ -281,20 +283,16 @@ func TestTriageDoesNotTakeUnreceivedAsIdle(t *testing.T) {
 	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0))})
 	rule := core.BreakerRule{Resource: "db", Strategy: core.SlowRequestRatio, Threshold: 0.5, MaxAllowedRtMs: 200,
 		MinRequestAmount: 20, StatIntervalMs: 10_000, StatSlidingWindowBucketCount: 10, RetryTimeoutMs: 10_000}
-	hello := func(ts int64) wire.Message {
-		return &wire.Hello{Header: wire.Header{Ts: ts, Instance: "gw-1"}, App: "gw", StartedAt: t0 - 1, BucketMs: 500}
-	}
 	var msgs []wire.Message
 	traffic := func(from, to int64) {
 		for start := from; start < to; start += 500 {
-			msgs = append(msgs, &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "gw-1"}, BucketMs: 500,
-				Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1, Complete: 1, RtSum: 10, RtMax: 10}}}})
+			msgs = append(msgs, gwItems(start+500, start))
 		}
 	}
-	msgs = append(msgs, hello(t0), &wire.Rules{Header: wire.Header{Ts: t0, Instance: "gw-1"}, Version: "v1",
+	msgs = append(msgs, gwHello(t0, t0-1, ""), &wire.Rules{Header: wire.Header{Ts: t0, Instance: "gw-1"}, Version: "v1",
 		Breakers: []core.BreakerRule{rule}})
 	traffic(t0, t0+30_000)
-	msgs = append(msgs, hello(t0+145_000))
+	msgs = append(msgs, gwHello(t0+145_000, t0-1, ""))
 	traffic(t0+85_000, t0+115_000)
 	for _, m := range msgs {
 		if !c.Ingest("t", m) {
