@@ -336,7 +336,8 @@ func (a *Agent) RulesVersion() string {
 }
 
 // onTransition runs on the goroutine of the Entry or Exit that caused the
-// transition: it encodes and queues, never waits.
+// transition: it encodes and queues, never waits on a reader (the lock it
+// takes is held only to queue, or to copy the backlog for a new reader).
 func (a *Agent) onTransition(t core.Transition) {
 	defer a.recoverPanic()
 	if a.opts.OnTransition != nil {
@@ -368,7 +369,12 @@ func (a *Agent) onTransition(t core.Transition) {
 	if err != nil {
 		return
 	}
-	a.stream.Broadcast(f)
+	// Kept for new readers as it goes to the current ones: a collector
+	// that connects later learns the breaker's state (wsstream.Backlog).
+	a.stream.Locked(func() {
+		a.backlog.AddState(t.Resource+"\x00"+t.RuleID, t.AtMs, f)
+		a.stream.Broadcast(f)
+	})
 }
 
 // callListener runs Options.OnTransition; a panic in it stops there.

@@ -165,8 +165,9 @@ type Collector struct {
 	gaps         map[string]*DataGap
 	gapsOthers   map[string]struct{}
 	// keepWhole: the message being ingested settled an awaited backlog, so
-	// the recording keeps it whole (see resumeBacklog).
-	keepWhole bool
+	// the recording keeps it whole (see resumeBacklog); dupState: it is a
+	// transition held already, not recorded again.
+	keepWhole, dupState bool
 	// notices describe the input, so a reset keeps them (notice.go).
 	notices map[noticeKey]*Notice
 

@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
@@ -125,6 +127,37 @@ type track struct {
 }
 
 const maxTrackSteps = 512
+
+// holds reports whether the track holds tr already (the same time, from
+// and to), looking back from its latest step to tr's time.
+func (t *track) holds(tr Transition) bool {
+	for i := len(t.steps) - 1; i >= 0 && t.steps[i].AtMs >= tr.AtMs; i-- {
+		if st := &t.steps[i]; st.AtMs == tr.AtMs && st.From == tr.From && st.To == tr.To {
+			return true
+		}
+	}
+	return false
+}
+
+// insertStep puts tr, older than the track's latest step, in its place
+// among the steps, for the timelines; the current state and triage, which
+// take transitions in order, are left as they are. One older than every
+// step held of a full track is left out: it may be one dropped for room.
+// c.mu is held.
+func (c *Collector) insertStep(s *series, t *track, tr Transition) {
+	i, _ := slices.BinarySearchFunc(t.steps, tr.AtMs, func(x Transition, at int64) int { return cmp.Compare(x.AtMs, at) })
+	if i == 0 && len(t.steps) >= maxTrackSteps*3/4 {
+		return
+	}
+	if len(t.steps) == maxTrackSteps {
+		t.steps = slices.Delete(t.steps, 0, maxTrackSteps/4)
+		i = max(i-maxTrackSteps/4, 0)
+	}
+	t.steps = slices.Insert(t.steps, i, tr)
+	s.first = min(s.first, tr.AtMs)
+	s.app.transitions[[2]core.State{tr.From, tr.To}]++
+	c.transition()
+}
 
 // appSeries is one app x resource, summed over its instances.
 type appSeries struct {

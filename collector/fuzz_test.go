@@ -311,6 +311,10 @@ type modelSeries struct {
 	sums   [5]int64 // pass, block, complete, error, slow
 	seen   map[int64]bool
 	newest int64 // bucket index
+	// states are the transitions held (ts, from, to): one sent again is
+	// a duplicate (a reconnect's backlog sends them again), across
+	// restarts too.
+	states map[[3]int64]bool
 }
 
 func newStreamModel() *streamModel {
@@ -338,7 +342,7 @@ func (sm *streamModel) apply(m wire.Message) bool {
 			return nil
 		}
 		in.resources++
-		se := &modelSeries{seen: map[int64]bool{}}
+		se := &modelSeries{seen: map[int64]bool{}, states: map[[3]int64]bool{}}
 		sm.series[k] = se
 		return se
 	}
@@ -375,7 +379,13 @@ func (sm *streamModel) apply(m wire.Message) bool {
 			}
 		}
 	case *wire.State:
-		seriesOf(m.Resource)
+		if se := seriesOf(m.Resource); se != nil {
+			k := [3]int64{m.Ts, int64(m.From), int64(m.To)}
+			if se.states[k] {
+				sm.dups++
+			}
+			se.states[k] = true
+		}
 	}
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -388,5 +389,126 @@ func TestJavaReconnectReadsItsGapBack(t *testing.T) {
 	if s.UnreceivedMs < 120_000 || s.UnreceivedMs > 151_000 || counted() != passes-s.UnreceivedMs/1000 {
 		t.Fatalf("after a 12 min outage: %d ms never received, %d passes counted of %d; want 2 to 2.5 min, and its seconds' passes missing",
 			s.UnreceivedMs, counted(), passes)
+	}
+}
+
+// TestBreakerStatesSurviveAReconnect: a real agent's breaker trips while
+// its collector is away for 20 s, and closes while it is away for 3 min,
+// long after the minute a backlog brings back: after each reconnect the
+// collector shows the breaker's state and when it began, each transition
+// once; a collector that starts while the breaker is open shows it open.
+func TestBreakerStatesSurviveAReconnect(t *testing.T) {
+	const t0 = int64(1764460800000)
+	clock := core.NewVirtualClock(time.UnixMilli(t0))
+	fa := startFleetAgent(t, clock, "gateway-0")
+	if err := fa.a.LoadRules([]core.BreakerRule{{Resource: "db", Strategy: core.ErrorCount, Threshold: 3,
+		MinRequestAmount: 1, StatIntervalMs: 1000, RetryTimeoutMs: 60_000}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, fa.addr)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	dial := func(addr string) *Collector {
+		c := New(Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + agent.StreamPath}}, DialOptions{Seed: 1})
+			close(done)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		return c
+	}
+	c := dial(p.addr())
+	call := func(fail bool) {
+		if e, err := fa.a.Entry("db"); err == nil {
+			var cause error
+			if fail {
+				cause = fmt.Errorf("db down")
+			}
+			e.Exit(cause)
+		}
+	}
+	periods := func(n int, fail bool) {
+		for range n {
+			call(fail)
+			clock.Advance(500 * time.Millisecond)
+			fa.a.Ship()
+		}
+	}
+	up := func(c *Collector, want bool) {
+		eventually(t, fmt.Sprintf("target up %v", want), func() error {
+			ts := c.Publish().Targets
+			if len(ts) != 1 || (ts[0].State == TargetUp) != want {
+				return fmt.Errorf("targets %+v", ts)
+			}
+			return nil
+		})
+	}
+	// shows waits until c's view of the breaker is state since since,
+	// after exactly steps transitions.
+	shows := func(c *Collector, state core.State, since int64, steps []string) {
+		t.Helper()
+		eventually(t, "the breaker "+state.String(), func() error {
+			d := c.Detail("gateway", "db", t0, clock.UnixMilli()+1)
+			if len(d.Instances) != 1 {
+				return fmt.Errorf("%d instances", len(d.Instances))
+			}
+			in := d.Instances[0]
+			var got []string
+			for _, tr := range in.Transitions {
+				got = append(got, fmt.Sprintf("%s>%s@%d", tr.From, tr.To, tr.AtMs-t0))
+			}
+			if in.State != state || in.StateSince != since || !slices.Equal(got, steps) {
+				return fmt.Errorf("%s since %d after %v; want %s since %d after %v", in.State, in.StateSince-t0, got, state, since-t0, steps)
+			}
+			return nil
+		})
+	}
+	outage := func(during func()) {
+		p.retarget(deadAddr)
+		p.cut()
+		up(c, false)
+		during()
+		p.retarget(fa.addr)
+		up(c, true)
+	}
+	up(c, true)
+	periods(4, false)
+
+	// Away 20 s: the trip (5 failures at 4 s) comes with the backlog.
+	outage(func() {
+		periods(8, false)
+		for range 5 {
+			call(true)
+		}
+		periods(32, false) // blocked: the breaker is open
+	})
+	tripped := t0 + 6000
+	trip := fmt.Sprintf("CLOSED>OPEN@%d", tripped-t0)
+	shows(c, core.Open, tripped, []string{trip})
+
+	// A collector that starts now learns it is open, and since when.
+	late := dial(fa.addr)
+	shows(late, core.Open, tripped, []string{trip})
+
+	// Away 3 min: the probe at 66 s closes it, 2 min before the reconnect.
+	outage(func() {
+		periods(100, false) // to 70 s: the probe at 66 s succeeds
+		periods(360, false) // to 250 s
+	})
+	closed := tripped + 60_000
+	shows(c, core.Closed, closed, []string{trip, fmt.Sprintf("HALF_OPEN>CLOSED@%d", closed-t0)})
+
+	// Away 20 s once more, nothing happening: nothing is doubled.
+	outage(func() { periods(40, false) })
+	periods(2, false)
+	shows(c, core.Closed, closed, []string{trip, fmt.Sprintf("HALF_OPEN>CLOSED@%d", closed-t0)})
+	if _, _, dups := c.Counters(); dups == 0 {
+		t.Error("no duplicate counted: the backlog's transitions were not sent again")
 	}
 }

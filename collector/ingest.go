@@ -143,8 +143,11 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 	if tee {
 		kept = c.keptBuf[:0]
 	}
-	c.keepWhole = false
+	c.keepWhole, c.dupState = false, false
 	ok, refused := c.ingest(place, m, now, tee, &kept)
+	if c.dupState {
+		tee = false // held already: not recorded twice
+	}
 	if ok && owner != "" {
 		c.insts[m.Head().Instance].owner = owner
 	}
@@ -382,6 +385,21 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		s.tracks = append(s.tracks, t)
 	}
 	tr := Transition{AtMs: m.Ts, From: m.From, To: m.To, RuleID: m.RuleID, Inferred: m.Inferred}
+	if n := len(t.steps); n > 0 && m.Ts <= t.steps[n-1].AtMs {
+		// Not after the latest held: a reconnect's backlog sends the
+		// transitions of its time again, and each breaker's last.
+		if t.holds(tr) {
+			c.dups++
+			c.dupState = true
+			return
+		}
+		if m.Ts < t.steps[n-1].AtMs {
+			// One never received, older than what was: in its place in
+			// the timeline; the current state is the latest's.
+			c.insertStep(s, t, tr)
+			return
+		}
+	}
 	if s.first == 0 || m.Ts < s.first {
 		s.first = m.Ts
 	}

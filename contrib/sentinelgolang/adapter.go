@@ -370,7 +370,7 @@ func (l listener) OnTransformToHalfOpen(prev sgcb.State, rule sgcb.Rule) {
 }
 
 // transition runs on the goroutine of the entry that caused it: it encodes
-// and queues, never waits.
+// and queues, never waits on a reader.
 func (a *Adapter) transition(from, to sgcb.State, rule sgcb.Rule, snapshot any) {
 	if a.closed.Load() {
 		return
@@ -422,7 +422,12 @@ func (a *Adapter) transition(from, to sgcb.State, rule sgcb.Rule, snapshot any) 
 	if err != nil {
 		return
 	}
-	a.stream.Broadcast(f)
+	// Kept for new readers as it goes to the current ones: a collector
+	// that connects later learns the breaker's state.
+	a.stream.Locked(func() {
+		a.backlog.AddState(rule.Resource+"\x00"+rule.Id, now, f)
+		a.stream.Broadcast(f)
+	})
 }
 
 // RefreshRules reads sentinel-golang's rules and, when they changed, sends

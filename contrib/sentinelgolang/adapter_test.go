@@ -297,3 +297,36 @@ func TestStatsCountWhatCannotBeRecorded(t *testing.T) {
 		t.Errorf("Unrecorded = %d, want the pass and the completion", s.Unrecorded)
 	}
 }
+
+// TestLateCollectorSeesTheOpenBreaker: a collector that connects after a
+// real sentinel-golang breaker opened shows it open, since its trip: the
+// adapter's backlog keeps each breaker's last transition.
+func TestLateCollectorSeesTheOpenBreaker(t *testing.T) {
+	a, err := New(Options{App: "order", Instance: "order-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	const res = "inventory"
+	if _, err := sgcb.LoadRules([]*sgcb.Rule{{Id: "errors", Resource: res, Strategy: sgcb.ErrorCount, RetryTimeoutMs: 60_000,
+		MinRequestAmount: 1, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Threshold: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sgcb.ClearRules() })
+	a.RefreshRules()
+	for range 4 {
+		call(res, true)
+	}
+	if !call(res, false) {
+		t.Fatal("the breaker did not open")
+	}
+	c := serve(t, a)
+	eventually(t, "the open breaker", func() error {
+		d := c.Detail("order", res, time.Now().UnixMilli()-60_000, time.Now().UnixMilli()+1000)
+		if len(d.Instances) != 1 || d.Instances[0].State != core.Open || len(d.Instances[0].Transitions) != 1 ||
+			d.Instances[0].StateSince != d.Instances[0].Transitions[0].AtMs {
+			return fmt.Errorf("%+v", d.Instances)
+		}
+		return nil
+	})
+}

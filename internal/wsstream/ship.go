@@ -27,27 +27,48 @@ type HotSeries interface {
 	Hot(start int64) []wire.HotItem
 }
 
-// Backlog keeps the buckets frames of the last periods, for new readers.
+// Backlog keeps what a new reader receives after hello and rules: the
+// buckets frames of the last periods, and the breaker transitions (state
+// frames) of the same time, with each breaker's last transition however
+// old, so that a reader that was away, or comes late, learns every
+// breaker's current state and what it did while the backlog reaches back.
 type Backlog struct {
 	mu      sync.Mutex
 	periods []backlogPeriod // ring, oldest first from head
 	head, n int
+	// states are the transitions since the oldest period's start, oldest
+	// first, at most maxBacklogStates; last is each breaker's latest
+	// transition that left them.
+	states []backlogState
+	last   map[string]backlogState
 }
 
 // backlogPeriod is one bucket period's frames.
 type backlogPeriod struct {
-	start  int64
-	frames []*Frame
+	start, end int64
+	frames     []*Frame
 }
+
+// backlogState is one breaker transition: its breaker (resource and rule
+// id), its time and its frame.
+type backlogState struct {
+	breaker string
+	ts      int64
+	f       *Frame
+}
+
+// maxBacklogStates bounds the transitions a backlog holds besides each
+// breaker's last: breakers flapping every millisecond cannot grow it.
+const maxBacklogStates = 4096
 
 // NewBacklog returns a backlog of the given number of bucket periods.
 func NewBacklog(periods int) *Backlog {
 	return &Backlog{periods: make([]backlogPeriod, max(periods, 1))}
 }
 
-// Add keeps the frames of the period at start, forgetting the oldest
+// Add keeps the frames of the period [start, end), forgetting the oldest
 // period when full.
-func (b *Backlog) Add(start int64, frames []*Frame) {
+func (b *Backlog) Add(start, end int64, frames []*Frame) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := (b.head + b.n) % len(b.periods)
@@ -56,29 +77,95 @@ func (b *Backlog) Add(start int64, frames []*Frame) {
 	} else {
 		b.n++
 	}
-	b.periods[i] = backlogPeriod{start, frames}
+	b.periods[i] = backlogPeriod{start, end, frames}
+	b.age(b.periods[b.head].start)
 }
 
-// Frames returns the held frames, oldest first, leaving out heartbeats but
-// the oldest period's: a reader learns from its first buckets message how
-// far back the backlog reaches (the items' start, or the heartbeat's
-// period, stamped with the time it closed), so that one away for longer
-// can tell the periods it never received from periods without traffic.
+// AddState keeps a breaker's transition at ts (its state frame); breaker
+// names the breaker (its resource and rule id), ts is the time it happened.
+// Call it under the server's lock with the broadcast (Server.Locked).
+func (b *Backlog) AddState(breaker string, ts int64, f *Frame) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.states = append(b.states, backlogState{breaker, ts, f})
+	if len(b.states) > maxBacklogStates {
+		b.keepLast(b.states[0])
+		b.states = slices.Delete(b.states, 0, 1)
+	}
+	if b.n > 0 {
+		b.age(b.periods[b.head].start)
+	}
+}
+
+// age moves the transitions older than from out of states, keeping each
+// breaker's last. b.mu is held.
+func (b *Backlog) age(from int64) {
+	k := 0
+	for k < len(b.states) && b.states[k].ts < from {
+		b.keepLast(b.states[k])
+		k++
+	}
+	if k > 0 {
+		b.states = slices.Delete(b.states, 0, k)
+	}
+}
+
+// keepLast records st as its breaker's last transition left out of
+// states. b.mu is held.
+func (b *Backlog) keepLast(st backlogState) {
+	if b.last == nil {
+		b.last = map[string]backlogState{}
+	}
+	if old, ok := b.last[st.breaker]; !ok || st.ts >= old.ts {
+		b.last[st.breaker] = st
+	}
+}
+
+// Frames returns the held frames, oldest first: each breaker's last
+// transition older than the periods held (unless a later one is among
+// them), then the periods' buckets frames and the transitions in the
+// order they happened (a transition before the buckets of the period that
+// ends after it, as they were sent). Heartbeats are left out but the
+// oldest period's: a reader learns from its first buckets message how far
+// back the backlog reaches (the items' start, or the heartbeat's period,
+// stamped with the time it closed), so that one away for longer can tell
+// the periods it never received from periods without traffic.
 func (b *Backlog) Frames() []*Frame {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []*Frame
+	recent := map[string]bool{}
+	for _, st := range b.states {
+		recent[st.breaker] = true
+	}
+	old := make([]backlogState, 0, len(b.last))
+	for name, st := range b.last {
+		if !recent[name] {
+			old = append(old, st)
+		}
+	}
+	slices.SortFunc(old, func(x, y backlogState) int { return cmp.Or(cmp.Compare(x.ts, y.ts), cmp.Compare(x.breaker, y.breaker)) })
+	for _, st := range old {
+		out = append(out, st.f)
+	}
+	states := b.states
 	for k := 0; k < b.n; k++ {
 		p := &b.periods[(b.head+k)%len(b.periods)]
+		for len(states) > 0 && states[0].ts < p.end {
+			out, states = append(out, states[0].f), states[1:]
+		}
 		for _, f := range p.frames {
 			if hb := heartbeat(f); hb != nil {
 				if k == 0 && len(p.frames) == 1 {
-					out = append(out, stamped(hb, p.start+hb.BucketMs, f))
+					out = append(out, stamped(hb, p.end, f))
 				}
 				continue
 			}
 			out = append(out, f)
 		}
+	}
+	for _, st := range states {
+		out = append(out, st.f)
 	}
 	return out
 }
@@ -259,7 +346,7 @@ func (s *Shipper) Ship() {
 	for _, start := range starts {
 		frames := s.collect(start, now, series)
 		s.Server.Locked(func() {
-			s.Backlog.Add(start, frames)
+			s.Backlog.Add(start, start+s.BucketMs, frames)
 			for _, f := range frames {
 				s.Server.Broadcast(f)
 			}

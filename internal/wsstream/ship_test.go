@@ -529,3 +529,54 @@ func TestBacklogBeginsWithItsOldestPeriod(t *testing.T) {
 			items, start-t0, len(frames))
 	}
 }
+
+// TestBacklogKeepsEachBreakersLastTransition: a new reader gets each
+// breaker's last transition however old (unless a later one is held),
+// then the transitions of the periods held, each before the buckets of
+// the period it happened in, as they were sent; at most maxBacklogStates
+// of them besides the last ones.
+func TestBacklogKeepsEachBreakersLastTransition(t *testing.T) {
+	b := NewBacklog(4)
+	state := func(breaker string, ts int64) *Frame {
+		f, err := Encode(&wire.State{Header: wire.Header{Ts: ts, Instance: "i"}, Resource: breaker,
+			From: core.Closed, To: core.Open, Threshold: 0.5, RetryTimeoutMs: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.AddState(breaker+"\x00", ts, f)
+		return f
+	}
+	period := func(start int64) *Frame {
+		f, err := Encode(&wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "i"}, BucketMs: 500,
+			Items: []wire.BucketItem{{Resource: "db", Start: start, Metrics: core.Metrics{Pass: 1}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Msg = nil // as the shipper keeps them
+		b.Add(start, start+500, []*Frame{f})
+		return f
+	}
+	a1 := state("a", 100)
+	b1 := state("b", 200)
+	a2 := state("a", 300)
+	p0 := period(0)
+	b2 := state("b", 600)
+	p1 := period(500)
+	p2, p3 := period(1000), period(1500)
+	c1 := state("c", 2100) // after the periods held
+	if got, want := b.Frames(), []*Frame{a1, b1, a2, p0, b2, p1, p2, p3, c1}; !slices.Equal(got, want) {
+		t.Fatalf("frames %v\nwant   %v", got, want)
+	}
+	// Period 0 goes, and the transitions in it: a's last stays, first;
+	// b's later one is held with its period.
+	p4 := period(2000)
+	if got, want := b.Frames(), []*Frame{a2, b2, p1, p2, p3, c1, p4}; !slices.Equal(got, want) {
+		t.Fatalf("after period 0 left: frames %v\nwant   %v", got, want)
+	}
+	for i := range maxBacklogStates + 10 {
+		state("flap", 2200+int64(i))
+	}
+	if n := len(b.Frames()); n > maxBacklogStates+4+3 {
+		t.Errorf("%d frames held: the transitions are not bounded", n)
+	}
+}
