@@ -77,6 +77,11 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 			Breakers: r.Breakers, Flows: r.Flows, Params: r.Params, RulesVersion: r.Version,
 			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed, FirstSeen: se.first,
 			Provenance: se.provenance(in)}
+		for _, sp := range in.unrecv {
+			if sp.To > from && sp.From < to {
+				id.Unreceived = append(id.Unreceived, sp)
+			}
+		}
 		for _, t := range se.tracks {
 			if t.state == id.State {
 				id.StateSince = max(id.StateSince, t.since)

@@ -54,6 +54,9 @@ type instance struct {
 	// reaches back to resumeFrom; wire v1 promises it reaches resumeTo
 	// (0: none awaited; see gaps.go).
 	resumeFrom, resumeTo int64
+	// unrecv holds the instance's latest spans of data known never to have
+	// arrived, [from, to) on its clock, oldest first (see gaps.go).
+	unrecv []Span
 	offsets              [16]int64
 	nOffsets             int
 	offset               int64

@@ -25,6 +25,13 @@ type DataGap struct {
 	Gaps       int
 }
 
+// Span is a time span [From, To), Unix ms.
+type Span struct{ From, To int64 }
+
+// maxInstanceSpans bounds the spans each instance keeps for its timeline
+// (InstanceDetail.Unreceived); the oldest are forgotten first.
+const maxInstanceSpans = 8
+
 // maxGapInstances bounds the instances whose gaps are kept by name; the
 // time of the others is summed (Snapshot.UnreceivedMs) and they are
 // counted (Snapshot.UnreceivedOthers).
@@ -95,6 +102,10 @@ func (c *Collector) countUnreceived(in *instance, from, to int64) {
 		return
 	}
 	c.engine.Unreceived(in.tri, from, to)
+	if len(in.unrecv) == maxInstanceSpans {
+		in.unrecv = slices.Delete(in.unrecv, 0, 1)
+	}
+	in.unrecv = append(in.unrecv, Span{from, to})
 	c.unreceivedMs = sat64(c.unreceivedMs, to-from)
 	g := c.gaps[in.name]
 	if g == nil {

@@ -236,6 +236,14 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 	if s.UnreceivedMs != 120_000 || len(s.Unreceived) != 1 || s.Unreceived[0].FromMs != 1764460800000+3000 {
 		t.Fatalf("never received: %d ms, %+v; want 120,000 ms from the outage's start", s.UnreceivedMs, s.Unreceived)
 	}
+	gap := Span{From: 1764460800000 + 3000, To: 1764460800000 + 123_000}
+	d := c.Detail("gateway", "db", gap.From-1000, gap.From+1000)
+	if len(d.Instances) != 1 || !slices.Equal(d.Instances[0].Unreceived, []Span{gap}) {
+		t.Errorf("the detail's spans never received: %+v; want %v", d.Instances, gap)
+	}
+	if d := c.Detail("gateway", "db", gap.To, gap.To+1000); len(d.Instances[0].Unreceived) != 0 {
+		t.Errorf("a range after the gap lists %v", d.Instances[0].Unreceived)
+	}
 	outage(40) // 20 s: the backlog brings it all back
 	passes(fa.pass["db"] - lost)
 	if s := c.Publish(); s.UnreceivedMs != 120_000 || s.Unreceived[0].Gaps != 1 {

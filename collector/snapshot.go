@@ -318,6 +318,10 @@ type InstanceDetail struct {
 	// Provenance says whether State and Transitions are exact, inferred
 	// from counts, or unknown (then State means nothing).
 	Provenance Provenance
+	// Unreceived are the spans within the range whose data is known never
+	// to have arrived (Snapshot.Unreceived): what the breaker did there is
+	// unknown but for the transitions listed.
+	Unreceived []Span
 }
 
 // Transition is one breaker state change as the collector keeps it.

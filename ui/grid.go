@@ -133,6 +133,24 @@ func (g grid) states(start core.State, tr []collector.Transition, knownFrom, now
 	return out
 }
 
+// unreceived marks unknown the cells whose data never arrived: those
+// inside a span, and those a span overlaps where what is known of the cell
+// is CLOSED (the unknown part may have been worse); a cell with a known
+// spell of HALF_OPEN or OPEN keeps it.
+func (g grid) unreceived(cells []core.State, spans []collector.Span) {
+	for _, sp := range spans {
+		for i := range cells {
+			lo, hi := g.start(i), g.start(i+1)
+			if sp.From >= hi || sp.To <= lo {
+				continue
+			}
+			if (sp.From <= lo && sp.To >= hi) || cells[i] == core.Closed {
+				cells[i] = unknownState
+			}
+		}
+	}
+}
+
 // drawStates writes the cells' bands, painted by runs.
 func drawStates(b *strings.Builder, st *Styles, cells []core.State) {
 	prev := paint{}

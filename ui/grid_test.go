@@ -105,3 +105,21 @@ func TestGridPoolGapsStayGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestGridUnknownWhereDataNeverArrived: the cells inside a span whose data
+// never arrived draw nothing; a cell it overlaps keeps a known OPEN spell,
+// but not a CLOSED one (the unknown part may have been worse).
+func TestGridUnknownWhereDataNeverArrived(t *testing.T) {
+	g := newGrid(t0, 60_000, 6, 1) // 10 s cells
+	tr := []collector.Transition{{AtMs: t0 - 55_000, From: core.Closed, To: core.Open},
+		{AtMs: t0 - 15_000, From: core.HalfOpen, To: core.Closed}}
+	cells := g.states(core.Closed, tr, t0-60_000, t0)
+	closed := cellsText([]core.State{core.Closed})
+	if got := cellsText(cells); got != "█████"+closed {
+		t.Fatalf("without a gap: %s", got)
+	}
+	g.unreceived(cells, []collector.Span{{From: t0 - 45_000, To: t0 - 15_000}, {From: t0 - 2000, To: t0 - 1000}})
+	if got := cellsText(cells); got != "██··█·" {
+		t.Errorf("with gaps: %s", got)
+	}
+}

@@ -120,7 +120,9 @@ func (t timeline) prepare() timeline {
 			padRight(&b, t.st.dim.on("no breaker rule"), t.bandW)
 		default:
 			b.WriteString(pad)
-			drawStates(&b, t.st, t.g.states(in.Start, in.Transitions, max(d.From, knownFrom(in, d.To)), d.To))
+			cells := t.g.states(in.Start, in.Transitions, max(d.From, knownFrom(in, d.To)), d.To)
+			t.g.unreceived(cells, in.Unreceived)
+			drawStates(&b, t.st, cells)
 		}
 		t.bands[i] = b.String()
 	}
