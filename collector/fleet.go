@@ -56,10 +56,10 @@ type instance struct {
 	resumeFrom, resumeTo int64
 	// unrecv holds the instance's latest spans of data known never to have
 	// arrived, [from, to) on its clock, oldest first (see gaps.go).
-	unrecv []Span
-	offsets              [16]int64
-	nOffsets             int
-	offset               int64
+	unrecv   []Span
+	offsets  [16]int64
+	nOffsets int
+	offset   int64
 	// gone is the one liveness rule: set when the instance said bye or was
 	// silent for longer than Options.StaleAfter (see sweep), cleared by its
 	// next message. goneAt is when, on the collector's clock.
