@@ -457,25 +457,9 @@ func TestBreakerStatesSurviveAReconnect(t *testing.T) {
 			return nil
 		})
 	}
-	// shows waits until c's view of the breaker is state since since,
-	// after exactly steps transitions.
 	shows := func(c *Collector, state core.State, since int64, steps []string) {
 		t.Helper()
-		eventually(t, "the breaker "+state.String(), func() error {
-			d := c.Detail("gateway", "db", t0, clock.UnixMilli()+1)
-			if len(d.Instances) != 1 {
-				return fmt.Errorf("%d instances", len(d.Instances))
-			}
-			in := d.Instances[0]
-			var got []string
-			for _, tr := range in.Transitions {
-				got = append(got, fmt.Sprintf("%s>%s@%d", tr.From, tr.To, tr.AtMs-t0))
-			}
-			if in.State != state || in.StateSince != since || !slices.Equal(got, steps) {
-				return fmt.Errorf("%s since %d after %v; want %s since %d after %v", in.State, in.StateSince-t0, got, state, since-t0, steps)
-			}
-			return nil
-		})
+		breakerShows(t, c, clock, t0, state, since, steps)
 	}
 	outage := func(during func()) {
 		p.retarget(deadAddr)
@@ -518,5 +502,91 @@ func TestBreakerStatesSurviveAReconnect(t *testing.T) {
 	shows(c, core.Closed, closed, []string{trip, fmt.Sprintf("HALF_OPEN>CLOSED@%d", closed-t0)})
 	if _, _, dups := c.Counters(); dups == 0 {
 		t.Error("no duplicate counted: the backlog's transitions were not sent again")
+	}
+}
+
+// breakerShows waits until c's view of gateway's db breaker, from t0 on,
+// is state since since, after exactly steps transitions ("FROM>TO@ms"
+// after t0).
+func breakerShows(t *testing.T, c *Collector, clock *core.VirtualClock, t0 int64, state core.State, since int64, steps []string) {
+	t.Helper()
+	eventually(t, "the breaker "+state.String(), func() error {
+		d := c.Detail("gateway", "db", t0, clock.UnixMilli()+1)
+		if len(d.Instances) != 1 {
+			return fmt.Errorf("%d instances", len(d.Instances))
+		}
+		in := d.Instances[0]
+		var got []string
+		for _, tr := range in.Transitions {
+			got = append(got, fmt.Sprintf("%s>%s@%d", tr.From, tr.To, tr.AtMs-t0))
+		}
+		if in.State != state || in.StateSince != since || !slices.Equal(got, steps) {
+			return fmt.Errorf("%s since %d after %v; want %s since %d after %v", in.State, in.StateSince-t0, got, state, since-t0, steps)
+		}
+		return nil
+	})
+}
+
+// TestRestreamCarriesBreakerStates: a collector reading another's
+// re-served stream shows a breaker that opened before it connected, a
+// minute or more before (past the backlog), open since its trip, with
+// the transitions the backlog holds once each.
+func TestRestreamCarriesBreakerStates(t *testing.T) {
+	const t0 = int64(1764460800000)
+	clock := core.NewVirtualClock(time.UnixMilli(t0))
+	fa := startFleetAgent(t, clock, "gateway-0")
+	if err := fa.a.LoadRules([]core.BreakerRule{{Resource: "db", Strategy: core.ErrorCount, Threshold: 3,
+		MinRequestAmount: 1, StatIntervalMs: 1000, RetryTimeoutMs: 600_000}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mid := New(Options{Clock: clock})
+	addr, closeSrv := serveRestream(t, mid.Restream(RestreamOptions{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	dialed := make(chan struct{})
+	go func() {
+		mid.Dial(ctx, []Target{{Name: fa.addr, URL: "ws://" + fa.addr + agent.StreamPath}}, DialOptions{Seed: 1})
+		close(dialed)
+	}()
+	defer func() { cancel(); <-dialed; closeSrv() }()
+	top := func() *Collector {
+		c := New(Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + DefaultStreamPath}}, DialOptions{Seed: 2})
+			close(done)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		return c
+	}
+	eventually(t, "the agent's hello", func() error {
+		if m, _, _ := mid.Counters(); m < 2 {
+			return fmt.Errorf("%d messages", m)
+		}
+		return nil
+	})
+	for range 5 {
+		if e, err := fa.a.Entry("db"); err == nil {
+			e.Exit(fmt.Errorf("db down"))
+		}
+	}
+	trip := []string{"CLOSED>OPEN@0"}
+	breakerShows(t, mid, clock, t0, core.Open, t0, trip)
+	breakerShows(t, top(), clock, t0, core.Open, t0, trip) // from the backlog and the last transitions
+
+	for range 150 { // 75 s: the trip leaves the backlog
+		clock.Advance(500 * time.Millisecond)
+		fa.a.Ship()
+	}
+	eventually(t, "75 s of buckets", func() error {
+		if tp, _ := mid.Totals("gateway-0", "db"); tp.Pass == 0 {
+			return fmt.Errorf("nothing counted")
+		}
+		return nil
+	})
+	late := top()
+	breakerShows(t, late, clock, t0, core.Open, t0, trip)
+	if _, _, dups := late.Counters(); dups != 0 {
+		t.Errorf("%d duplicates: the trip came twice though the backlog no longer holds it", dups)
 	}
 }

@@ -69,7 +69,10 @@ type restream struct {
 	// Guarded by srv.Locked.
 	hello   map[string]stamped
 	rules   map[string]stamped
-	backlog []held // buckets frames in arrival order
+	// last is each instance's breakers' latest transition, by breaker
+	// (resource and rule id), so that a reader learns their states.
+	last    map[string]map[string]stamped
+	backlog []held // buckets and state frames in arrival order
 	first   uint64 // the sequence number of backlog[0]
 	// published counts the frames broadcast: a reader that arrived before
 	// an instance's rules were broadcast gets them live, not again from
@@ -120,7 +123,8 @@ func (c *Collector) Restream(opts RestreamOptions) *wsstream.Server {
 		opts.QueueBytes = budget / ReadersShare / int64(opts.MaxReaders)
 	}
 	opts.QueueBytes = min(opts.QueueBytes, budget/4/int64(opts.MaxReaders))
-	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]stamped{}, rules: map[string]stamped{}}
+	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]stamped{}, rules: map[string]stamped{},
+		last: map[string]map[string]stamped{}}
 	opts.Initial, opts.Follow = nil, rs.follow
 	rs.srv = wsstream.New(opts.Options)
 	c.mu.Lock()
@@ -148,10 +152,12 @@ func (rs *restream) follow() func() *wsstream.Frame {
 }
 
 // restreamCursor is how far a new reader got: through the instances'
-// hello and rules, then the backlog by sequence number.
+// hello, rules and breakers' last transitions, then the backlog by
+// sequence number.
 type restreamCursor struct {
 	names     []string
 	rulesNext bool
+	states    []*wsstream.Frame // the current instance's, still to send
 	seq, end  uint64
 	joined    uint64 // restream.published when the reader arrived
 }
@@ -159,7 +165,12 @@ type restreamCursor struct {
 // next is the reader's next frame, nil at the end; a frame forgotten since
 // the reader arrived is skipped. Under srv's lock.
 func (rs *restream) next(cur *restreamCursor) *wsstream.Frame {
-	for len(cur.names) > 0 {
+	for len(cur.names) > 0 || len(cur.states) > 0 {
+		if len(cur.states) > 0 {
+			f := cur.states[0]
+			cur.states = cur.states[1:]
+			return f
+		}
 		name := cur.names[0]
 		if !cur.rulesNext {
 			cur.rulesNext = true
@@ -173,11 +184,16 @@ func (rs *restream) next(cur *restreamCursor) *wsstream.Frame {
 		}
 		cur.rulesNext = false
 		cur.names = cur.names[1:]
+		if _, helloed := rs.hello[name]; !helloed {
+			continue
+		}
+		// Transitions broadcast since the reader arrived reach it live;
+		// those before, again from the backlog when it holds them (the
+		// reader takes a transition it holds as the same again).
+		cur.states = rs.lastStates(name, cur.joined)
 		// Rules broadcast since the reader arrived reach it live, once.
 		if r, ok := rs.rules[name]; ok && r.at < cur.joined {
-			if _, helloed := rs.hello[name]; helloed {
-				return r.f
-			}
+			return r.f
 		}
 	}
 	cur.seq = max(cur.seq, rs.first)
@@ -208,6 +224,12 @@ func (rs *restream) publish(m wire.Message, now int64) {
 		case *wire.Bye:
 			rs.state(rs.hello, h.Instance, nil)
 			rs.state(rs.rules, h.Instance, nil)
+			for breaker := range rs.last[h.Instance] {
+				rs.lastState(h.Instance, breaker, nil)
+			}
+		case *wire.State:
+			rs.lastState(h.Instance, m.Resource+"\x00"+m.RuleID, f)
+			rs.keep(held{now, f}, now)
 		case *wire.Buckets:
 			if len(m.Items) > 0 {
 				rs.keep(held{now, f}, now)
@@ -238,6 +260,40 @@ func (rs *restream) state(m map[string]stamped, instance string, f *wsstream.Fra
 	}
 	m[instance] = stamped{f, rs.published}
 	rs.bytes.Add(cost(f))
+}
+
+// lastState keeps f as the latest transition of the instance's breaker
+// (nil: forgets it), within the share as state does.
+func (rs *restream) lastState(instance, breaker string, f *wsstream.Frame) {
+	m := rs.last[instance]
+	if m == nil {
+		if f == nil {
+			return
+		}
+		m = map[string]stamped{}
+		rs.last[instance] = m
+	}
+	rs.state(m, breaker, f)
+	if len(m) == 0 {
+		delete(rs.last, instance)
+	}
+}
+
+// lastStates are the instance's breakers' latest transitions broadcast
+// before joined, oldest first.
+func (rs *restream) lastStates(instance string, joined uint64) []*wsstream.Frame {
+	var out []stamped
+	for _, st := range rs.last[instance] {
+		if st.at < joined {
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(x, y stamped) int { return cmp.Compare(x.at, y.at) })
+	frames := make([]*wsstream.Frame, len(out))
+	for i, st := range out {
+		frames[i] = st.f
+	}
+	return frames
 }
 
 // keep adds h to the backlog and forgets what is older than
