@@ -67,8 +67,8 @@ type restream struct {
 	srv      *wsstream.Server
 	maxBytes int64
 	// Guarded by srv.Locked.
-	hello   map[string]stamped
-	rules   map[string]stamped
+	hello map[string]stamped
+	rules map[string]stamped
 	// last is each instance's breakers' latest transition, by breaker
 	// (resource and rule id), so that a reader learns their states.
 	last    map[string]map[string]stamped
