@@ -3,6 +3,7 @@ package collector
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -174,9 +175,10 @@ func gapWarning(gaps []DataGap, others int, total int64) string {
 	return b.String()
 }
 
-// gapSpan is a gap's time ("2m10.5s"): a whole number of bucket periods.
+// gapSpan is a gap's time ("2m10.5s"): a whole number of bucket periods
+// (the most a Duration holds, 292 years, for a peer's absurd times).
 func gapSpan(ms int64) string {
-	return (time.Duration(ms) * time.Millisecond).String()
+	return (time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond).String()
 }
 
 // gapTime is when a gap began, on the sender's clock.

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"path/filepath"
 	"slices"
@@ -588,5 +589,15 @@ func TestRestreamCarriesBreakerStates(t *testing.T) {
 	breakerShows(t, late, clock, t0, core.Open, t0, trip)
 	if _, _, dups := late.Counters(); dups != 0 {
 		t.Errorf("%d duplicates: the trip came twice though the backlog no longer holds it", dups)
+	}
+}
+
+// TestGapSpanOfAbsurdTimes: a peer's times far apart (up to year 9999)
+// print as a duration, never a negative one.
+func TestGapSpanOfAbsurdTimes(t *testing.T) {
+	for ms, want := range map[int64]string{500: "500ms", 130_500: "2m10.5s", math.MaxInt64: "2562047h47m16.854s"} {
+		if got := gapSpan(ms); got != want {
+			t.Errorf("gapSpan(%d) = %q, want %q", ms, got, want)
+		}
 	}
 }
