@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -290,9 +291,22 @@ func (a *Agent) LoadRules(breakers []core.BreakerRule, flows []core.FlowRule, pa
 	}
 	a.rulesMu.Lock()
 	defer a.rulesMu.Unlock()
+	// A breaker whose rule is unchanged keeps its state; the others start
+	// CLOSED without a transition, so their past ones must not tell new
+	// readers their states.
+	kept := map[string]bool{}
+	if f := a.rules.Load(); f != nil {
+		for _, r := range breakers {
+			if slices.Contains(f.Msg.(*wire.Rules).Breakers, r) {
+				kept[breakerKey(r.Resource, r.ID)] = true
+			}
+		}
+	}
+	reloaded := a.clock.UnixMilli()
 	if err := a.guard.LoadBreakerRules(breakers); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	a.backlog.ForgetBreakers(func(b string) bool { return kept[b] }, reloaded+1)
 	if err := a.guard.LoadFlowRules(flows); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -372,10 +386,13 @@ func (a *Agent) onTransition(t core.Transition) {
 	// Kept for new readers as it goes to the current ones: a collector
 	// that connects later learns the breaker's state (wsstream.Backlog).
 	a.stream.Locked(func() {
-		a.backlog.AddState(t.Resource+"\x00"+t.RuleID, t.AtMs, f)
+		a.backlog.AddState(breakerKey(t.Resource, t.RuleID), t.AtMs, f)
 		a.stream.Broadcast(f)
 	})
 }
+
+// breakerKey names a breaker in the backlog: its resource and rule id.
+func breakerKey(resource, ruleID string) string { return resource + "\x00" + ruleID }
 
 // callListener runs Options.OnTransition; a panic in it stops there.
 func (a *Agent) callListener(t core.Transition) {

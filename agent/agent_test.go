@@ -620,3 +620,68 @@ func TestManualShipAndSubscription(t *testing.T) {
 		t.Fatalf("no bye after Close: %v", msgs)
 	}
 }
+
+// TestNewReaderLearnsBreakerStates: a reader that subscribes after a
+// breaker opened receives its trip after hello and rules; after the rules
+// are loaded again unchanged it still does, and after a rule change (the
+// breaker starts over CLOSED, without a transition) it does not.
+func TestNewReaderLearnsBreakerStates(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(1764460800000))
+	a, err := New(Options{App: "a", Instance: "a-1", Clock: clock, ManualShip: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	rule := core.BreakerRule{Resource: "db", Strategy: core.ErrorCount, Threshold: 2, MinRequestAmount: 1,
+		StatIntervalMs: 1000, RetryTimeoutMs: 60_000}
+	if err := a.LoadRules([]core.BreakerRule{rule}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if e, err := a.Entry("db"); err == nil {
+			e.Exit(errors.New("down"))
+		}
+	}
+	states := func() string {
+		t.Helper()
+		sub, err := a.Subscribe(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Close()
+		msgs, err := sub.Frames()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			if s, ok := m.(*wire.State); ok {
+				out = append(out, s.From.String()+">"+s.To.String())
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	if got := states(); got != "CLOSED>OPEN" {
+		t.Fatalf("a reader after the trip receives %q", got)
+	}
+	for range 200 { // 100 s: the trip is older than the backlog
+		clock.Advance(500 * time.Millisecond)
+		a.Ship()
+	}
+	if got := states(); got != "CLOSED>OPEN" {
+		t.Fatalf("100 s later a new reader receives %q; want the breaker's last transition", got)
+	}
+	if err := a.LoadRules([]core.BreakerRule{rule}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(); got != "CLOSED>OPEN" {
+		t.Fatalf("after the same rules again: %q", got)
+	}
+	rule.Threshold = 5
+	if err := a.LoadRules([]core.BreakerRule{rule}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(); got != "" {
+		t.Fatalf("after a rule change: %q; want none (the new breaker is CLOSED)", got)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -425,7 +427,7 @@ func (a *Adapter) transition(from, to sgcb.State, rule sgcb.Rule, snapshot any) 
 	// Kept for new readers as it goes to the current ones: a collector
 	// that connects later learns the breaker's state.
 	a.stream.Locked(func() {
-		a.backlog.AddState(rule.Resource+"\x00"+rule.Id, now, f)
+		a.backlog.AddState(breakerKey(rule), now, f)
 		a.stream.Broadcast(f)
 	})
 }
@@ -450,6 +452,14 @@ func (a *Adapter) RefreshRules() {
 	if old.frame != nil && slices.Equal(rawB, old.rawBreakers) && slices.Equal(rawF, old.rawFlows) && sameHotspotRules(rawP, old.rawParams) {
 		return
 	}
+	// sentinel-golang replaced the breakers of changed rules with new ones
+	// that start CLOSED without a transition: their past transitions must
+	// not tell new readers their states (a transition names its rule).
+	current := map[string]bool{}
+	for _, r := range rawB {
+		current[breakerKey(r)] = true
+	}
+	a.backlog.ForgetBreakers(func(b string) bool { return current[b] }, math.MaxInt64)
 	next := &ruleSet{rawBreakers: rawB, rawFlows: rawF, rawParams: rawP, slowRt: map[string]int64{},
 		shadows: map[sgcb.Rule]*shadow{}, byResource: map[string][]*shadow{}}
 	params, hot, skipped := hotParamRules(rawP, a.bucketMs)
@@ -516,6 +526,10 @@ func (a *Adapter) RefreshRules() {
 		a.stream.Broadcast(f)
 	})
 }
+
+// breakerKey names a breaker in the backlog: its whole rule, which
+// sentinel-golang gives each transition.
+func breakerKey(r sgcb.Rule) string { return fmt.Sprintf("%s\x00%s\x00%+v", r.Resource, r.Id, r) }
 
 func validNames(names ...string) bool {
 	for _, n := range names {

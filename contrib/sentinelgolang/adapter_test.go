@@ -300,7 +300,8 @@ func TestStatsCountWhatCannotBeRecorded(t *testing.T) {
 
 // TestLateCollectorSeesTheOpenBreaker: a collector that connects after a
 // real sentinel-golang breaker opened shows it open, since its trip: the
-// adapter's backlog keeps each breaker's last transition.
+// adapter's backlog keeps each breaker's last transition; once a rule
+// change replaced the breaker, it does not.
 func TestLateCollectorSeesTheOpenBreaker(t *testing.T) {
 	a, err := New(Options{App: "order", Instance: "order-1"})
 	if err != nil {
@@ -320,13 +321,30 @@ func TestLateCollectorSeesTheOpenBreaker(t *testing.T) {
 	if !call(res, false) {
 		t.Fatal("the breaker did not open")
 	}
-	c := serve(t, a)
-	eventually(t, "the open breaker", func() error {
-		d := c.Detail("order", res, time.Now().UnixMilli()-60_000, time.Now().UnixMilli()+1000)
-		if len(d.Instances) != 1 || d.Instances[0].State != core.Open || len(d.Instances[0].Transitions) != 1 ||
-			d.Instances[0].StateSince != d.Instances[0].Transitions[0].AtMs {
-			return fmt.Errorf("%+v", d.Instances)
-		}
-		return nil
-	})
+	shows := func(c *collector.Collector, state core.State, transitions int) {
+		t.Helper()
+		eventually(t, "the breaker "+state.String(), func() error {
+			d := c.Detail("order", res, time.Now().UnixMilli()-60_000, time.Now().UnixMilli()+1000)
+			if len(d.Instances) != 1 || d.Instances[0].State != state || len(d.Instances[0].Transitions) != transitions {
+				return fmt.Errorf("%+v", d.Instances)
+			}
+			if transitions > 0 && d.Instances[0].StateSince != d.Instances[0].Transitions[0].AtMs {
+				return fmt.Errorf("since %d", d.Instances[0].StateSince)
+			}
+			return nil
+		})
+	}
+	shows(serve(t, a), core.Open, 1)
+	// A changed rule: sentinel-golang starts a new breaker, CLOSED, and
+	// says nothing; a collector that connects then does not show the old
+	// breaker's state.
+	if _, err := sgcb.LoadRules([]*sgcb.Rule{{Id: "errors", Resource: res, Strategy: sgcb.ErrorCount, RetryTimeoutMs: 60_000,
+		MinRequestAmount: 1, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Threshold: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	a.RefreshRules()
+	if call(res, false) {
+		t.Fatal("the new breaker is not closed")
+	}
+	shows(serve(t, a), core.Closed, 0)
 }

@@ -97,6 +97,21 @@ func (b *Backlog) AddState(breaker string, ts int64, f *Frame) {
 	}
 }
 
+// ForgetBreakers forgets the transitions before the time given of the
+// breakers keep does not keep: new rules replaced them with breakers that
+// start CLOSED without a transition (as sentinel-golang and Java Sentinel
+// do), so a reader must not take their old states for the new breakers'.
+func (b *Backlog) ForgetBreakers(keep func(breaker string) bool, before int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, st := range b.last {
+		if !keep(name) && st.ts < before {
+			delete(b.last, name)
+		}
+	}
+	b.states = slices.DeleteFunc(b.states, func(st backlogState) bool { return !keep(st.breaker) && st.ts < before })
+}
+
 // age moves the transitions older than from out of states, keeping each
 // breaker's last. b.mu is held.
 func (b *Backlog) age(from int64) {

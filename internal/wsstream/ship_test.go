@@ -580,3 +580,26 @@ func TestBacklogKeepsEachBreakersLastTransition(t *testing.T) {
 		t.Errorf("%d frames held: the transitions are not bounded", n)
 	}
 }
+
+// TestBacklogForgetsReplacedBreakers: a breaker its rules replaced loses
+// its transitions before the replacement, held or last; those of a kept
+// breaker, and those after, stay.
+func TestBacklogForgetsReplacedBreakers(t *testing.T) {
+	b := NewBacklog(2)
+	frame := func(breaker string, ts int64) *Frame {
+		f := &Frame{Data: []byte(breaker)}
+		b.AddState(breaker, ts, f)
+		return f
+	}
+	frame("a", 100)
+	b.Add(0, 500, nil)
+	b.Add(500, 1000, nil)
+	b.Add(1000, 1500, nil) // a's transition is now its last, out of the periods
+	frame("b", 1100)
+	kept := frame("c", 1200)
+	after := frame("b", 1400)
+	b.ForgetBreakers(func(breaker string) bool { return breaker == "c" }, 1300)
+	if got := b.Frames(); !slices.Equal(got, []*Frame{kept, after}) {
+		t.Errorf("frames %v; want c's and b's after the replacement", got)
+	}
+}
