@@ -601,3 +601,59 @@ func TestGapSpanOfAbsurdTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestRestreamForgetsReplacedBreakers: once a rule change replaced an open
+// breaker (it starts CLOSED, saying nothing), a collector that connects to
+// the re-served stream, within the minute its backlog holds or after,
+// does not take the old breaker's transitions for the new one's state.
+func TestRestreamForgetsReplacedBreakers(t *testing.T) {
+	const t0 = int64(1764460800000)
+	clock := core.NewVirtualClock(time.UnixMilli(t0 + 1000))
+	mid := New(Options{Clock: clock})
+	addr, closeSrv := serveRestream(t, mid.Restream(RestreamOptions{}))
+	defer closeSrv()
+	rule := core.BreakerRule{Resource: "db", Strategy: core.ErrorCount, Threshold: 3, MinRequestAmount: 1,
+		StatIntervalMs: 1000, RetryTimeoutMs: 600_000}
+	rules := func(ts int64, r core.BreakerRule) *wire.Rules {
+		return &wire.Rules{Header: wire.Header{Ts: ts, Instance: "gateway-0"}, Version: fmt.Sprint(r.Threshold),
+			Breakers: []core.BreakerRule{r}}
+	}
+	for _, m := range []wire.Message{
+		&wire.Hello{Header: wire.Header{Ts: t0, Instance: "gateway-0"}, App: "gateway", StartedAt: t0 - 1, BucketMs: 500},
+		rules(t0, rule),
+		&wire.State{Header: wire.Header{Ts: t0 + 100, Instance: "gateway-0"}, Resource: "db", Strategy: core.ErrorCount,
+			From: core.Closed, To: core.Open, Threshold: 3, RetryTimeoutMs: 600_000},
+	} {
+		if !mid.Ingest("t", m) {
+			t.Fatalf("%T refused", m)
+		}
+	}
+	top := func() *Collector {
+		c := New(Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + DefaultStreamPath}}, DialOptions{Seed: 2})
+			close(done)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		return c
+	}
+	breakerShows(t, top(), clock, t0, core.Open, t0+100, []string{"CLOSED>OPEN@100"})
+	rule.Threshold = 5
+	mid.Ingest("t", rules(t0+200, rule))
+	mid.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0 + 1000, Instance: "gateway-0"}, BucketMs: 500,
+		Items: []wire.BucketItem{{Resource: "db", Start: t0 + 500, Metrics: core.Metrics{Pass: 1, Complete: 1}}}})
+	late := top()
+	eventually(t, "the rules and buckets", func() error {
+		if m, _, _ := late.Counters(); m < 3 {
+			return fmt.Errorf("%d messages", m)
+		}
+		return nil
+	})
+	time.Sleep(100 * time.Millisecond) // what else the stream would bring
+	if d := late.Detail("gateway", "db", t0, t0+1000); len(d.Instances) != 1 || d.Instances[0].State != core.Closed ||
+		len(d.Instances[0].Transitions) != 0 {
+		t.Errorf("after the rule change a new reader shows %+v; want the new breaker CLOSED, no transition", d.Instances)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
@@ -70,8 +71,14 @@ type restream struct {
 	hello map[string]stamped
 	rules map[string]stamped
 	// last is each instance's breakers' latest transition, by breaker
-	// (resource and rule id), so that a reader learns their states.
-	last    map[string]map[string]stamped
+	// (resource and rule id), so that a reader learns their states;
+	// breakers the rules each instance last sent, by breaker: a changed
+	// rule replaced its breaker, whose last transition is then forgotten.
+	last     map[string]map[string]stamped
+	breakers map[string]map[string]core.BreakerRule
+	// replacedAt is when (restream.published) each breaker replaced in
+	// the last minute was: its transitions before are not sent again.
+	replacedAt map[string]uint64
 	backlog []held // buckets and state frames in arrival order
 	first   uint64 // the sequence number of backlog[0]
 	// published counts the frames broadcast: a reader that arrived before
@@ -85,10 +92,14 @@ type restream struct {
 }
 
 // held is a backlog frame with its arrival time on the collector's clock
-// (arrival order is monotonic where senders' clocks may not be).
+// (arrival order is monotonic where senders' clocks may not be); for a
+// transition, its breaker (instance, resource and rule id) and when it was
+// broadcast (restream.published before it).
 type held struct {
 	arrived int64
 	f       *wsstream.Frame
+	breaker string
+	at      uint64
 }
 
 // stamped is an instance's latest hello or rules frame and when it was
@@ -124,7 +135,7 @@ func (c *Collector) Restream(opts RestreamOptions) *wsstream.Server {
 	}
 	opts.QueueBytes = min(opts.QueueBytes, budget/4/int64(opts.MaxReaders))
 	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]stamped{}, rules: map[string]stamped{},
-		last: map[string]map[string]stamped{}}
+		last: map[string]map[string]stamped{}, breakers: map[string]map[string]core.BreakerRule{}, replacedAt: map[string]uint64{}}
 	opts.Initial, opts.Follow = nil, rs.follow
 	rs.srv = wsstream.New(opts.Options)
 	c.mu.Lock()
@@ -196,13 +207,15 @@ func (rs *restream) next(cur *restreamCursor) *wsstream.Frame {
 			return r.f
 		}
 	}
-	cur.seq = max(cur.seq, rs.first)
-	if cur.seq >= cur.end {
-		return nil
+	// The backlog, less the transitions of breakers replaced since.
+	for cur.seq = max(cur.seq, rs.first); cur.seq < cur.end; {
+		h := rs.backlog[cur.seq-rs.first]
+		cur.seq++
+		if h.breaker == "" || h.at >= rs.replacedAt[h.breaker] {
+			return h.f
+		}
 	}
-	f := rs.backlog[cur.seq-rs.first].f
-	cur.seq++
-	return f
+	return nil
 }
 
 // publish re-serves one accepted message that arrived at now; c.teeMu is held.
@@ -221,18 +234,21 @@ func (rs *restream) publish(m wire.Message, now int64) {
 			rs.state(rs.hello, h.Instance, f)
 		case *wire.Rules:
 			rs.state(rs.rules, h.Instance, f)
+			rs.replaced(h.Instance, m.Breakers)
 		case *wire.Bye:
 			rs.state(rs.hello, h.Instance, nil)
 			rs.state(rs.rules, h.Instance, nil)
 			for breaker := range rs.last[h.Instance] {
 				rs.lastState(h.Instance, breaker, nil)
 			}
+			delete(rs.breakers, h.Instance)
 		case *wire.State:
-			rs.lastState(h.Instance, m.Resource+"\x00"+m.RuleID, f)
-			rs.keep(held{now, f}, now)
+			breaker := m.Resource + "\x00" + m.RuleID
+			rs.lastState(h.Instance, breaker, f)
+			rs.keep(held{now, f, h.Instance + "\x00" + breaker, rs.published}, now)
 		case *wire.Buckets:
 			if len(m.Items) > 0 {
-				rs.keep(held{now, f}, now)
+				rs.keep(held{arrived: now, f: f}, now)
 			}
 		}
 		rs.srv.Broadcast(f)
@@ -279,6 +295,26 @@ func (rs *restream) lastState(instance, breaker string, f *wsstream.Frame) {
 	}
 }
 
+// replaced forgets the last transitions of the instance's breakers whose
+// rule the rules just sent changed or dropped: a new breaker took the
+// place of each, CLOSED without a transition (as in core, sentinel-golang
+// and Java Sentinel).
+func (rs *restream) replaced(instance string, rules []core.BreakerRule) {
+	next := make(map[string]core.BreakerRule, len(rules))
+	for _, r := range rules {
+		next[r.Resource+"\x00"+r.ID] = r
+	}
+	for breaker, old := range rs.breakers[instance] {
+		if r, ok := next[breaker]; !ok || r != old {
+			rs.lastState(instance, breaker, nil)
+			if len(rs.replacedAt) < maxRestreamBacklog {
+				rs.replacedAt[instance+"\x00"+breaker] = rs.published
+			}
+		}
+	}
+	rs.breakers[instance] = next
+}
+
 // lastStates are the instance's breakers' latest transitions broadcast
 // before joined, oldest first.
 func (rs *restream) lastStates(instance string, joined uint64) []*wsstream.Frame {
@@ -320,6 +356,22 @@ func (rs *restream) trim(cut int, limit int64) {
 	}
 	if cut == 0 {
 		return
+	}
+	if len(rs.replacedAt) > 0 {
+		// A replacement older than every transition held has nothing left
+		// to hide.
+		oldest := rs.published
+		for _, h := range rs.backlog[cut:] {
+			if h.breaker != "" {
+				oldest = h.at
+				break
+			}
+		}
+		for b, at := range rs.replacedAt {
+			if at <= oldest {
+				delete(rs.replacedAt, b)
+			}
+		}
 	}
 	clear(rs.backlog[:cut]) // the frames are freed now, not when the array is next copied
 	rs.first += uint64(cut)
