@@ -79,8 +79,8 @@ type restream struct {
 	// replacedAt is when (restream.published) each breaker replaced in
 	// the last minute was: its transitions before are not sent again.
 	replacedAt map[string]uint64
-	backlog []held // buckets and state frames in arrival order
-	first   uint64 // the sequence number of backlog[0]
+	backlog    []held // buckets and state frames in arrival order
+	first      uint64 // the sequence number of backlog[0]
 	// published counts the frames broadcast: a reader that arrived before
 	// an instance's rules were broadcast gets them live, not again from
 	// the instances' hello and rules.
