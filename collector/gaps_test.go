@@ -575,13 +575,17 @@ func TestRestreamCarriesBreakerStates(t *testing.T) {
 	breakerShows(t, mid, clock, t0, core.Open, t0, trip)
 	breakerShows(t, top(), clock, t0, core.Open, t0, trip) // from the backlog and the last transitions
 
-	for range 150 { // 75 s: the trip leaves the backlog
+	blocked := int64(2) // the calls after the trip
+	for range 150 { // 75 s of blocked calls: the trip leaves the backlog
+		if _, err := fa.a.Entry("db"); err != nil {
+			blocked++
+		}
 		clock.Advance(500 * time.Millisecond)
 		fa.a.Ship()
 	}
 	eventually(t, "75 s of buckets", func() error {
-		if tp, _ := mid.Totals("gateway-0", "db"); tp.Pass == 0 {
-			return fmt.Errorf("nothing counted")
+		if tp, _ := mid.Totals("gateway-0", "db"); tp.Block != blocked {
+			return fmt.Errorf("%d blocks counted, want %d", tp.Block, blocked)
 		}
 		return nil
 	})
