@@ -320,6 +320,87 @@ func TestTriageDoesNotTakeUnreceivedAsIdle(t *testing.T) {
 	}
 }
 
+// javaRig is a fake Java target writing lines every second, dialed by a
+// collector on a virtual clock, that the test can cut off for a while.
+type javaRig struct {
+	t        *testing.T
+	clock    *core.VirtualClock
+	fake     *fakeJava
+	c        *Collector
+	instance string
+	written  int64                // the next second to write
+	line     func(int64) []string // the lines of a second
+	passes   int64                // db's passes written (1 a second)
+}
+
+// newJavaRig writes 5 s of lines (extra more each second than db's) and
+// dials the target.
+func newJavaRig(t *testing.T, line func(sec int64) []string) *javaRig {
+	r := &javaRig{t: t, clock: core.NewVirtualClock(time.UnixMilli(javaT0)), written: javaT0 - 5000, line: line}
+	r.fake = &fakeJava{clock: r.clock, degrade: "[]", flow: "[]"}
+	r.write()
+	c, hosts := javaServe(t, r.clock, "order", r.fake)
+	r.c, r.instance = c, hosts[0]
+	return r
+}
+
+// write adds the lines of every second before now.
+func (r *javaRig) write() {
+	for ; r.written < r.clock.UnixMilli()-999; r.written += 1000 {
+		r.fake.add(fmt.Sprintf("%d|db|1|0|1|0|5|0|0|0", r.written))
+		r.fake.add(r.line(r.written)...)
+		r.passes++
+	}
+}
+
+func (r *javaRig) counted() int64 { tp, _ := r.c.Totals(r.instance, "db"); return tp.Pass }
+
+// polls moves the clock n seconds, each poll applied.
+func (r *javaRig) polls(n int) {
+	r.t.Helper()
+	for range n {
+		javaTicking(r.t, r.clock, 1)
+		r.write()
+		javaPolls(r.t, r.c, r.clock, 1)
+	}
+}
+
+// pending1 waits until one timer is pending and also holds.
+func (r *javaRig) pending1(what string, also func(TargetStatus) bool) {
+	r.t.Helper()
+	javaWaitFor(r.t, what, func() error {
+		if st := r.c.Publish().Targets[0]; r.clock.Pending() != 1 || !also(st) {
+			return fmt.Errorf("%d timers, %+v", r.clock.Pending(), st)
+		}
+		return nil
+	})
+}
+
+// outage fails every /metric for d, the clock moving a second at a time,
+// until the target is back with its first poll applied (its ticker is
+// created after it; a backoff timer fires and is gone at once, so one
+// timer pending again is the next one).
+func (r *javaRig) outage(d time.Duration) {
+	r.t.Helper()
+	r.fake.mu.Lock()
+	r.fake.failUntil = r.clock.UnixMilli() + d.Milliseconds()
+	r.fake.mu.Unlock()
+	was := r.c.Publish().Targets[0].Reconnects
+	javaTicking(r.t, r.clock, 1)
+	r.write()
+	r.clock.Advance(time.Second) // the poll that fails
+	r.pending1("a reconnect scheduled", func(st TargetStatus) bool { return st.Reconnects > was && st.State != TargetUp })
+	for range 2 * int(d/time.Second) {
+		r.write()
+		r.clock.Advance(time.Second)
+		r.pending1("a backoff or a ticker", func(TargetStatus) bool { return true })
+		if st := r.c.Publish().Targets[0]; st.State == TargetUp {
+			return
+		}
+	}
+	r.t.Fatalf("not back after the outage: %+v", r.c.Publish().Targets[0])
+}
+
 // TestJavaReconnectReadsItsGapBack: a Java target out of reach for 3 min
 // is read back from where the collector's data ends (Java keeps its
 // metric logs), every call counted and nothing claimed lost; out of reach
@@ -327,77 +408,55 @@ func TestTriageDoesNotTakeUnreceivedAsIdle(t *testing.T) {
 // them is counted as never received, exactly the seconds whose calls are
 // missing.
 func TestJavaReconnectReadsItsGapBack(t *testing.T) {
-	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
-	fake := &fakeJava{clock: clock, degrade: "[]", flow: "[]"}
-	written := int64(javaT0 - 5000) // Java's lines: 1 pass a second on db
-	var passes int64
-	write := func() { // every second before now
-		for ; written < clock.UnixMilli()-999; written += 1000 {
-			fake.add(fmt.Sprintf("%d|db|1|0|1|0|5|0|0|0", written))
-			passes++
-		}
-	}
-	write()
-	c, hosts := javaServe(t, clock, "order", fake)
-	counted := func() int64 { tp, _ := c.Totals(hosts[0], "db"); return tp.Pass }
-	polls := func(n int) {
-		t.Helper()
-		for range n {
-			javaTicking(t, clock, 1)
-			write()
-			javaPolls(t, c, clock, 1)
-		}
-	}
-	pending1 := func(what string, also func(TargetStatus) bool) {
-		t.Helper()
-		javaWaitFor(t, what, func() error {
-			if st := c.Publish().Targets[0]; clock.Pending() != 1 || !also(st) {
-				return fmt.Errorf("%d timers, %+v", clock.Pending(), st)
-			}
-			return nil
-		})
-	}
-	// outage fails every /metric for d, the clock moving a second at a
-	// time, until the target is back with its first poll applied (its
-	// ticker is created after it; a backoff timer fires and is gone at
-	// once, so one timer pending again is the next one).
-	outage := func(d time.Duration) {
-		t.Helper()
-		fake.mu.Lock()
-		fake.failUntil = clock.UnixMilli() + d.Milliseconds()
-		fake.mu.Unlock()
-		r := c.Publish().Targets[0].Reconnects
-		javaTicking(t, clock, 1)
-		write()
-		clock.Advance(time.Second) // the poll that fails
-		pending1("a reconnect scheduled", func(st TargetStatus) bool { return st.Reconnects > r && st.State != TargetUp })
-		for range 2 * int(d/time.Second) {
-			write()
-			clock.Advance(time.Second)
-			pending1("a backoff or a ticker", func(TargetStatus) bool { return true })
-			if st := c.Publish().Targets[0]; st.State == TargetUp {
-				return
-			}
-		}
-		t.Fatalf("not back after the outage: %+v", c.Publish().Targets[0])
-	}
-	polls(5)
-	if got := counted(); got != passes {
-		t.Fatalf("%d passes counted of %d", got, passes)
+	r := newJavaRig(t, func(int64) []string { return nil })
+	r.polls(5)
+	if got := r.counted(); got != r.passes {
+		t.Fatalf("%d passes counted of %d", got, r.passes)
 	}
 
-	outage(3 * time.Minute)
-	polls(2)
-	if got, s := counted(), c.Publish(); got != passes || s.UnreceivedMs != 0 {
-		t.Fatalf("after a 3 min outage: %d passes counted of %d, %d ms never received; want all, and 0 ms", got, passes, s.UnreceivedMs)
+	r.outage(3 * time.Minute)
+	r.polls(2)
+	if got, s := r.counted(), r.c.Publish(); got != r.passes || s.UnreceivedMs != 0 {
+		t.Fatalf("after a 3 min outage: %d passes counted of %d, %d ms never received; want all, and 0 ms", got, r.passes, s.UnreceivedMs)
 	}
 
-	outage(12 * time.Minute)
-	polls(2)
-	s := c.Publish()
-	if s.UnreceivedMs < 120_000 || s.UnreceivedMs > 151_000 || counted() != passes-s.UnreceivedMs/1000 {
+	r.outage(12 * time.Minute)
+	r.polls(2)
+	s := r.c.Publish()
+	if s.UnreceivedMs < 120_000 || s.UnreceivedMs > 151_000 || r.counted() != r.passes-s.UnreceivedMs/1000 {
 		t.Fatalf("after a 12 min outage: %d ms never received, %d passes counted of %d; want 2 to 2.5 min, and its seconds' passes missing",
-			s.UnreceivedMs, counted(), passes)
+			s.UnreceivedMs, r.counted(), r.passes)
+	}
+}
+
+// TestJavaCatchUpCutShort: a reconnect's first answer holds at most
+// javaMaxLines (Java's MAX_LINES_RETURN), here about 166 s of 600
+// resources' 180 s: the collector's data ends where the answer was cut,
+// not at the poll's time, so the seconds still to come are not read as
+// seconds without traffic (db's rate stays 1 a second); the next poll
+// brings them, every call counted.
+func TestJavaCatchUpCutShort(t *testing.T) {
+	filler := func(sec int64) []string {
+		out := make([]string, 0, 600)
+		for k := range 600 {
+			out = append(out, fmt.Sprintf("%d|r%03d|1|0|1|0|5|0|0|0", sec, k))
+		}
+		return out
+	}
+	r := newJavaRig(t, func(int64) []string { return nil })
+	r.polls(2)
+	r.line = filler
+	r.outage(3 * time.Minute)
+	d := r.c.Detail("order", "db", r.clock.UnixMilli()-300_000, r.clock.UnixMilli())
+	if len(d.Instances) != 1 || d.Instances[0].PassQPS != 1 {
+		t.Fatalf("after the cut answer db's rate is %+v; want 1 a second (its data end at the cut)", d.Instances)
+	}
+	if r.counted() >= r.passes-5 {
+		t.Fatalf("%d of %d passes counted after the first answer: it was not cut short", r.counted(), r.passes)
+	}
+	r.polls(2)
+	if got := r.counted(); got != r.passes {
+		t.Errorf("%d passes counted of %d once caught up", got, r.passes)
 	}
 }
 
@@ -576,7 +635,7 @@ func TestRestreamCarriesBreakerStates(t *testing.T) {
 	breakerShows(t, top(), clock, t0, core.Open, t0, trip) // from the backlog and the last transitions
 
 	blocked := int64(2) // the calls after the trip
-	for range 150 { // 75 s of blocked calls: the trip leaves the backlog
+	for range 150 {     // 75 s of blocked calls: the trip leaves the backlog
 		if _, err := fa.a.Entry("db"); err != nil {
 			blocked++
 		}

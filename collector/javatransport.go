@@ -169,8 +169,11 @@ type javaPoller struct {
 	accepted int64
 	// written is the end of the newest second Java has written, Unix ms
 	// (any line counts but the CPU and load lines, which carry the current
-	// second): the data is complete up to there.
+	// second): the data is complete up to there, unless the last answer
+	// was cut short (javaMaxLines: a reconnect reading its gap back), when
+	// it is complete up to next only.
 	written int64
+	short   bool
 	// rulesVersion is the last rule set sent; breakers, flows and params
 	// are the rules read, regex rules (Pattern set) not yet listed per
 	// resource.
@@ -348,6 +351,7 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 		p.st.update(func(s *TargetStatus) { s.Rejected += int64(bad) })
 	}
 	p.accepted += int64(lines - bad)
+	p.short = lines >= javaMaxLines
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -388,6 +392,9 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 func (p *javaPoller) deliver(items []wire.BucketItem) {
 	now := p.c.clock.UnixMilli()
 	end := max(p.written, floorDown(now-javaGrace.Milliseconds(), metriclog.BucketMs))
+	if p.short {
+		end = min(end, p.next) // the seconds after the cut come with the next polls
+	}
 	ts := min(end+metriclog.BucketMs-1, now)
 	for batch := items; ; {
 		n := min(len(batch), wire.DefaultMaxItems)

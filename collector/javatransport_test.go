@@ -68,10 +68,14 @@ func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var b strings.Builder
+		n := 0
 		for _, l := range f.lines {
 			ts, _ := strconv.ParseInt(l[:strings.IndexByte(l, '|')], 10, 64)
 			if ts/1000 >= start/1000 && ts/1000 <= end/1000 {
 				b.WriteString(l + "\n")
+				if n++; n == javaMaxLines {
+					break // Java's MetricsReader.MAX_LINES_RETURN
+				}
 			}
 		}
 		now := f.clock.UnixMilli() / 1000 * 1000
