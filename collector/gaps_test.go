@@ -480,17 +480,7 @@ func TestBreakerStatesSurviveAReconnect(t *testing.T) {
 	}
 	deadAddr := dead.Addr().String()
 	dead.Close()
-	dial := func(addr string) *Collector {
-		c := New(Options{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + agent.StreamPath}}, DialOptions{Seed: 1})
-			close(done)
-		}()
-		t.Cleanup(func() { cancel(); <-done })
-		return c
-	}
+	dial := func(addr string) *Collector { return dialOne(t, New(Options{}), addr) }
 	c := dial(p.addr())
 	call := func(fail bool) {
 		if e, err := fa.a.Entry("db"); err == nil {
@@ -565,6 +555,20 @@ func TestBreakerStatesSurviveAReconnect(t *testing.T) {
 	}
 }
 
+// dialOne has c dial one stream target at addr until the test ends, and
+// returns c.
+func dialOne(t *testing.T, c *Collector, addr string) *Collector {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + DefaultStreamPath}}, DialOptions{Seed: 1})
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return c
+}
+
 // breakerShows waits until c's view of gateway's db breaker, from t0 on,
 // is state since since, after exactly steps transitions ("FROM>TO@ms"
 // after t0).
@@ -601,24 +605,9 @@ func TestRestreamCarriesBreakerStates(t *testing.T) {
 	}
 	mid := New(Options{Clock: clock})
 	addr, closeSrv := serveRestream(t, mid.Restream(RestreamOptions{}))
-	ctx, cancel := context.WithCancel(context.Background())
-	dialed := make(chan struct{})
-	go func() {
-		mid.Dial(ctx, []Target{{Name: fa.addr, URL: "ws://" + fa.addr + agent.StreamPath}}, DialOptions{Seed: 1})
-		close(dialed)
-	}()
-	defer func() { cancel(); <-dialed; closeSrv() }()
-	top := func() *Collector {
-		c := New(Options{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + DefaultStreamPath}}, DialOptions{Seed: 2})
-			close(done)
-		}()
-		t.Cleanup(func() { cancel(); <-done })
-		return c
-	}
+	t.Cleanup(closeSrv) // after the dial ends: cleanups run last first
+	dialOne(t, mid, fa.addr)
+	top := func() *Collector { return dialOne(t, New(Options{}), addr) }
 	eventually(t, "the agent's hello", func() error {
 		if m, _, _ := mid.Counters(); m < 2 {
 			return fmt.Errorf("%d messages", m)
@@ -691,17 +680,7 @@ func TestRestreamForgetsReplacedBreakers(t *testing.T) {
 			t.Fatalf("%T refused", m)
 		}
 	}
-	top := func() *Collector {
-		c := New(Options{})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + DefaultStreamPath}}, DialOptions{Seed: 2})
-			close(done)
-		}()
-		t.Cleanup(func() { cancel(); <-done })
-		return c
-	}
+	top := func() *Collector { return dialOne(t, New(Options{}), addr) }
 	breakerShows(t, top(), clock, t0, core.Open, t0+100, []string{"CLOSED>OPEN@100"})
 	rule.Threshold = 5
 	mid.Ingest("t", rules(t0+200, rule))
