@@ -210,7 +210,8 @@ type benchResult struct {
 	rss, rssPeak, agentsRSS        int64
 	heap, heapSys, heapPeak, live  uint64
 	reconnects, dropped            int64
-	downAtEnd                      int // targets not up when the counting ended
+	unreceivedMs                   int64 // sender time the collector knows it never received
+	downAtEnd                      int   // targets not up when the counting ended
 	rejected, overflow             int64
 	overflows                      []collector.RejectCount
 	filesLimit                     int64
@@ -548,7 +549,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	for i := range res.short {
 		res.short[i].reconnected = reconnected[res.short[i].instance]
 	}
-	res.dropped, res.rejected = snap.Dropped, snap.Rejected
+	res.dropped, res.rejected, res.unreceivedMs = snap.Dropped, snap.Rejected, snap.UnreceivedMs
 	for _, o := range snap.Overflow {
 		res.overflow += o.Count
 	}
@@ -724,6 +725,9 @@ func (r *benchResult) print(w io.Writer) {
 		r.reconnects, r.dropped, r.rejected, r.overflow)
 	if r.downAtEnd > 0 {
 		fmt.Fprintf(w, "            %d targets still not up when the counting ended\n", r.downAtEnd)
+	}
+	if r.unreceivedMs > 0 {
+		fmt.Fprintf(w, "            %.1f s of targets' data never received: out of reach longer than their backlog\n", float64(r.unreceivedMs)/1000)
 	}
 	for _, o := range r.overflows {
 		fmt.Fprintf(w, "            over %s: %s (the last: %s)\n", termtext.Sanitize(o.Reason, 40), thousands(o.Count), termtext.Sanitize(o.Last, 200))

@@ -525,3 +525,17 @@ func TestGroupReasons(t *testing.T) {
 		t.Errorf("groupReasons:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestBenchSaysWhatWasNeverReceived: data the collector knows it never
+// received (a target out of reach longer than its backlog) is on the
+// health lines, and nothing is said when there is none.
+func TestBenchSaysWhatWasNeverReceived(t *testing.T) {
+	for ms, want := range map[int64]string{0: "", 125_500: "            125.5 s of targets' data never received: out of reach longer than their backlog\n"} {
+		r := &benchResult{lat: newLatency(), unreceivedMs: ms}
+		var b strings.Builder
+		r.print(&b)
+		if got := b.String(); (want == "") == strings.Contains(got, "never received") || !strings.Contains(got, want) {
+			t.Errorf("%d ms never received: output\n%s", ms, got)
+		}
+	}
+}
