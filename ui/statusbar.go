@@ -189,6 +189,10 @@ func (s statusBar) counts() string {
 		b.WriteString(st.dim.on(" · "))
 		b.WriteString(st.warn.on(fmtCount(snap.Dropped) + " dropped"))
 	}
+	if snap.UnreceivedMs > 0 {
+		b.WriteString(st.dim.on(" · "))
+		b.WriteString(st.warn.on(fmtMs(snap.UnreceivedMs) + " of data never received"))
+	}
 	var over int64
 	for _, o := range snap.Overflow {
 		over += o.Count

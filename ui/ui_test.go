@@ -295,3 +295,21 @@ func TestDetailWithoutDataDoesNotPanic(t *testing.T) {
 		t.Fatalf("detail without data:\n%s", s)
 	}
 }
+
+// TestHeaderSaysWhatNeverArrived: data the collector knows it never
+// received is on the counts line, beside messages dropped, whatever the
+// warning line shows first.
+func TestHeaderSaysWhatNeverArrived(t *testing.T) {
+	src := goldenSource()
+	s := testSnapshot()
+	s.UnreceivedMs, s.Warnings = 66_500, []string{"clock of gw-1 is 2.0 s behind the collector's", "no data received from gw-2 ..."}
+	src.set(s)
+	m := newTestModel(src, 160, 40)
+	if head := strings.Split(screenText(m), "\n"); !strings.Contains(head[1], "msgs · 66s of data never received") {
+		t.Errorf("counts line: %q", head[1])
+	}
+	src.set(testSnapshot())
+	if m = newTestModel(src, 160, 40); strings.Contains(screenText(m), "never received") {
+		t.Errorf("said without a gap:\n%s", screenText(m))
+	}
+}
