@@ -2,6 +2,7 @@ package collector
 
 import (
 	"cmp"
+	"hash/maphash"
 	"slices"
 	"sync/atomic"
 
@@ -72,10 +73,12 @@ type restream struct {
 	rules map[string]stamped
 	// last is each instance's breakers' latest transition, by breaker
 	// (resource and rule id), so that a reader learns their states;
-	// breakers the rules each instance last sent, by breaker: a changed
-	// rule replaced its breaker, whose last transition is then forgotten.
+	// breakers is a hash of each breaker rule each instance last sent, by
+	// breaker (charged to the share, as the frames are): a changed rule
+	// replaced its breaker, whose last transition is then forgotten.
 	last     map[string]map[string]stamped
-	breakers map[string]map[string]core.BreakerRule
+	breakers map[string]map[string]uint64
+	seed     maphash.Seed
 	// replacedAt is when (restream.published) each breaker replaced in
 	// the last minute was: its transitions before are not sent again.
 	replacedAt map[string]uint64
@@ -135,7 +138,8 @@ func (c *Collector) Restream(opts RestreamOptions) *wsstream.Server {
 	}
 	opts.QueueBytes = min(opts.QueueBytes, budget/4/int64(opts.MaxReaders))
 	rs := &restream{maxBytes: opts.BacklogBytes, hello: map[string]stamped{}, rules: map[string]stamped{},
-		last: map[string]map[string]stamped{}, breakers: map[string]map[string]core.BreakerRule{}, replacedAt: map[string]uint64{}}
+		last: map[string]map[string]stamped{}, breakers: map[string]map[string]uint64{}, replacedAt: map[string]uint64{},
+		seed: maphash.MakeSeed()}
 	opts.Initial, opts.Follow = nil, rs.follow
 	rs.srv = wsstream.New(opts.Options)
 	c.mu.Lock()
@@ -241,7 +245,7 @@ func (rs *restream) publish(m wire.Message, now int64) {
 			for breaker := range rs.last[h.Instance] {
 				rs.lastState(h.Instance, breaker, nil)
 			}
-			delete(rs.breakers, h.Instance)
+			rs.keepBreakers(h.Instance, nil)
 		case *wire.State:
 			breaker := m.Resource + "\x00" + m.RuleID
 			rs.lastState(h.Instance, breaker, f)
@@ -298,21 +302,52 @@ func (rs *restream) lastState(instance, breaker string, f *wsstream.Frame) {
 // replaced forgets the last transitions of the instance's breakers whose
 // rule the rules just sent changed or dropped: a new breaker took the
 // place of each, CLOSED without a transition (as in core, sentinel-golang
-// and Java Sentinel).
+// and Java Sentinel); the transitions of those the backlog holds are not
+// sent again (replacedAt).
 func (rs *restream) replaced(instance string, rules []core.BreakerRule) {
-	next := make(map[string]core.BreakerRule, len(rules))
+	next := make(map[string]uint64, len(rules))
 	for _, r := range rules {
-		next[r.Resource+"\x00"+r.ID] = r
+		next[r.Resource+"\x00"+r.ID] = maphash.Comparable(rs.seed, r)
 	}
 	for breaker, old := range rs.breakers[instance] {
-		if r, ok := next[breaker]; !ok || r != old {
-			rs.lastState(instance, breaker, nil)
-			if len(rs.replacedAt) < maxRestreamBacklog {
-				rs.replacedAt[instance+"\x00"+breaker] = rs.published
-			}
+		if h, ok := next[breaker]; ok && h == old {
+			continue
+		}
+		if _, ok := rs.last[instance][breaker]; !ok {
+			continue // no transition of it held
+		}
+		rs.lastState(instance, breaker, nil)
+		if len(rs.replacedAt) < maxRestreamBacklog {
+			rs.replacedAt[instance+"\x00"+breaker] = rs.published
 		}
 	}
-	rs.breakers[instance] = next
+	rs.keepBreakers(instance, next)
+}
+
+// keepBreakers keeps the instance's breaker rules' hashes (nil: forgets
+// them), charged to the share; what does not fit is not kept (counted),
+// and a later change of those rules then forgets nothing.
+func (rs *restream) keepBreakers(instance string, m map[string]uint64) {
+	cost := func(m map[string]uint64) int64 {
+		n := int64(0)
+		for k := range m {
+			n += int64(len(k)) + heldOverhead
+		}
+		return n
+	}
+	if old, ok := rs.breakers[instance]; ok {
+		rs.bytes.Add(-cost(old))
+		delete(rs.breakers, instance)
+	}
+	if len(m) == 0 {
+		return
+	}
+	if c := cost(m); rs.bytes.Load()+c <= rs.maxBytes {
+		rs.breakers[instance] = m
+		rs.bytes.Add(c)
+	} else {
+		rs.refused.Add(1)
+	}
 }
 
 // lastStates are the instance's breakers' latest transitions broadcast

@@ -213,3 +213,31 @@ func TestRestreamReaderGetsEachFrameOnce(t *testing.T) {
 		t.Errorf("a reader that arrived before a's new hello read %q, want %q", got, want)
 	}
 }
+
+// TestRestreamBreakerRulesWithinTheShare: what the re-served stream keeps
+// to tell a changed breaker rule (a hash per breaker of each instance's
+// last rules) is charged to its share: rules naming thousands of new
+// breakers, message after message, keep it within its bound, and what
+// does not fit is counted.
+func TestRestreamBreakerRulesWithinTheShare(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms + 1000)), MaxMemory: 1 << 30})
+	const bound = 256 << 10
+	c.Restream(RestreamOptions{BacklogBytes: bound})
+	for i := range 4 {
+		instance := fmt.Sprintf("hostile-%d", i)
+		c.Ingest("burst", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: instance}, App: "burst", StartedAt: t0ms, BucketMs: 500})
+		m := &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: instance}, Version: instance}
+		for k := range 1000 {
+			m.Breakers = append(m.Breakers, core.BreakerRule{Resource: fmt.Sprintf("GET:http://hostile/%d/%0100d", i, k),
+				Strategy: core.ErrorCount, Threshold: 1, RetryTimeoutMs: 1000, StatIntervalMs: 1000})
+		}
+		c.Ingest("burst", m)
+	}
+	rs := c.restream
+	if got := rs.bytes.Load(); got > bound {
+		t.Errorf("the stream keeps %d bytes, over its %d", got, bound)
+	}
+	if rs.refused.Load() == 0 {
+		t.Error("nothing refused: the rules were not charged")
+	}
+}
