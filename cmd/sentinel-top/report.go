@@ -138,7 +138,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		warnings = append(warnings, "target "+d)
 	}
 	for _, w := range snap.Warnings { // clock skew, names Java folded together, what a target cannot tell
-		warnings = append(warnings, report.Sanitize(w))
+		warnings = append(warnings, report.SanitizeWarning(w))
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -23,11 +24,20 @@ import (
 type seg struct {
 	text  string
 	input bool
+	limit int // runes of it printed (0: maxNameRunes)
 }
 
 func prose(format string, args ...any) seg { return seg{text: fmt.Sprintf(format, args...)} }
 
 func input(s string) seg { return seg{text: s, input: true} }
+
+// warning is a warning line of the input (a snapshot's): prose of the
+// collector's around names from the input, printed as input, longer than
+// a name.
+func warning(s string) seg { return seg{text: s, input: true, limit: maxWarningRunes} }
+
+// runes is how much of s is printed.
+func (s seg) runes() int { return cmp.Or(s.limit, maxNameRunes) }
 
 // part is a labelled value or, when block is set, preformatted lines whose
 // input strings are already sanitized.
@@ -104,7 +114,7 @@ func headerParts(r *Report) []part {
 		parts = append(parts, part{label: "Breaker states", value: []seg{prose("%s", line)}})
 	}
 	for _, w := range r.Warnings {
-		parts = append(parts, part{label: "Warning", value: []seg{input(w)}})
+		parts = append(parts, part{label: "Warning", value: []seg{warning(w)}})
 	}
 	return parts
 }

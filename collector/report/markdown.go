@@ -55,7 +55,7 @@ func mdSegs(segs []seg) string {
 	var b strings.Builder
 	for _, s := range segs {
 		if s.input {
-			b.WriteString(codeSpan(s.text))
+			b.WriteString(codeSpan(s.text, s.runes()))
 		} else {
 			b.WriteString(escapeMarkdown(s.text))
 		}

@@ -328,7 +328,7 @@ func TestCodeSpan(t *testing.T) {
 		{"<b>", "`<b>`"},
 	}
 	for _, c := range cases {
-		if got := codeSpan(c.in); got != c.want {
+		if got := codeSpan(c.in, maxNameRunes); got != c.want {
 			t.Errorf("codeSpan(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}

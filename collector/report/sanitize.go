@@ -6,12 +6,21 @@ import (
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
-// maxNameRunes bounds how much of one input string a report prints.
-const maxNameRunes = 120
+// maxNameRunes bounds how much of one input string a report prints, and
+// maxWarningRunes how much of a warning line (which names up to 3
+// instances).
+const (
+	maxNameRunes    = 120
+	maxWarningRunes = 600
+)
 
 // Sanitize makes an untrusted string safe to print on a terminal, on one
 // line, cut to 120 runes (see termtext.Sanitize for the rules).
 func Sanitize(s string) string { return termtext.Sanitize(s, maxNameRunes) }
+
+// SanitizeWarning is Sanitize for a warning line, cut to 600 runes: the
+// collector's prose around names from the input, up to 3 of them.
+func SanitizeWarning(s string) string { return termtext.Sanitize(s, maxWarningRunes) }
 
 // sanitize is Sanitize with its own length limit.
 func sanitize(s string, limit int) string { return termtext.Sanitize(s, limit) }
@@ -40,8 +49,8 @@ func escapeMarkdown(s string) string {
 // delimited by more backticks than it contains in a row, padded when it
 // starts or ends with a backtick or a space. Code spans are literal: no
 // emphasis, links, autolinks or HTML.
-func codeSpan(s string) string {
-	s = Sanitize(s)
+func codeSpan(s string, limit int) string {
+	s = sanitize(s, limit)
 	if s == "" {
 		return "*(empty)*"
 	}

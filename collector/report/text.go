@@ -57,7 +57,7 @@ func textSegs(segs []seg) string {
 		case s.text == "":
 			b.WriteString("(empty)")
 		default:
-			b.WriteString(Sanitize(s.text))
+			b.WriteString(sanitize(s.text, s.runes()))
 		}
 	}
 	return b.String()
