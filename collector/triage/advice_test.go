@@ -227,11 +227,21 @@ func TestRuleAdviceSpansItsInstances(t *testing.T) {
 // 55 s of silence, 30 s more: 2 QPS over the 60 s reported, 20 requests
 // in the rule's 10 s window, which fits minRequestAmount 20; taken as
 // idle, the silence would make it 1.04 QPS and advise a longer window.
+// Spans never received before and after the silence, not overlapping it,
+// leave it idle.
 func TestUnreceivedIsNotIdle(t *testing.T) {
 	const res = "queryPrice"
 	rule := slowRule(res)
 	rule.StatIntervalMs = 10_000
-	for _, lost := range []bool{false, true} {
+	for _, c := range []struct {
+		name   string
+		spans  [][2]int64 // never received, from t0
+		advice bool
+	}{
+		{"idle", nil, true},
+		{"never received", [][2]int64{{30_000, 85_000}}, false},
+		{"never received around it", [][2]int64{{-600_000, -500_000}, {200_000, 300_000}}, true},
+	} {
 		e := NewFeeder(Config{})
 		insts := fleet(e, "price", 3, t0, "v1", rule)
 		feed := func(from, to int64) {
@@ -242,18 +252,18 @@ func TestUnreceivedIsNotIdle(t *testing.T) {
 			}
 		}
 		feed(t0, t0+30_000)
-		if lost {
+		for _, sp := range c.spans {
 			for _, in := range insts {
-				e.Unreceived(in, t0+30_000, t0+85_000)
+				e.Unreceived(in, t0+sp[0], t0+sp[1])
 			}
 		}
 		feed(t0+85_000, t0+115_000)
 		got := only(t, e.Findings(t0+115_000), KindRuleAdvice)
-		if lost && len(got) != 0 {
-			t.Errorf("buckets never received taken as idle: %+v", got)
+		if !c.advice && len(got) != 0 {
+			t.Errorf("%s: buckets never received taken as idle: %+v", c.name, got)
 		}
-		if !lost && (len(got) != 1 || got[0].Facts.(*RuleAdviceFacts).QPS != 1) {
-			t.Errorf("an idle silence: %+v; want advice at 1.0 QPS", got)
+		if c.advice && (len(got) != 1 || got[0].Facts.(*RuleAdviceFacts).QPS != 1) {
+			t.Errorf("%s: an idle silence: %+v; want advice at 1.0 QPS", c.name, got)
 		}
 	}
 }

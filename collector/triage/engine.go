@@ -145,15 +145,26 @@ type instState struct {
 	// stepped: a breaker of the instance has recorded a transition (only
 	// such instances have timelines).
 	stepped bool
-	// unrecvFrom, unrecvTo span the times whose buckets are known never to
-	// have arrived (Unreceived): a silence overlapping them is not idle.
-	unrecvFrom, unrecvTo int64
+	// unrecv are the latest spans whose buckets are known never to have
+	// arrived (Unreceived), [from, to), at most maxUnreceivedSpans: a
+	// silence overlapping one is not idle.
+	unrecv [][2]int64
 }
+
+// maxUnreceivedSpans bounds the spans an instance keeps; the oldest go
+// first (a silence is judged when the bucket after it comes, soon after
+// the span it overlaps is told).
+const maxUnreceivedSpans = 8
 
 // unreceived reports whether [from, to) overlaps the instance's data known
 // never to have arrived.
 func (in *instState) unreceived(from, to int64) bool {
-	return in.unrecvTo > in.unrecvFrom && from < in.unrecvTo && in.unrecvFrom < to
+	for _, sp := range in.unrecv {
+		if from < sp[1] && sp[0] < to {
+			return true
+		}
+	}
+	return false
 }
 
 // alive reports whether the instance still counts as present at now: not

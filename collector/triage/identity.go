@@ -1,6 +1,9 @@
 package triage
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Identity: the engine never decides which process a message belongs to,
 // whether it restarted or whether it is still there. Its caller's fleet
@@ -130,7 +133,7 @@ func (e *Engine) Returned(h Instance, ts int64) {
 // (its clock) never arrived: it was out of reach for longer than a
 // reconnect's backlog brings back. A silence overlapping such a time is
 // not counted as idle traffic (the QPS of findings-v1 is over the time
-// reported); the engine keeps the span from the earliest to the latest.
+// reported); the engine keeps the instance's last 8 spans.
 func (e *Engine) Unreceived(h Instance, from, to int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -138,11 +141,10 @@ func (e *Engine) Unreceived(h Instance, from, to int64) {
 	if in == nil || to <= from {
 		return
 	}
-	if in.unrecvTo <= in.unrecvFrom {
-		in.unrecvFrom, in.unrecvTo = from, to
-		return
+	if len(in.unrecv) == maxUnreceivedSpans {
+		in.unrecv = slices.Delete(in.unrecv, 0, 1)
 	}
-	in.unrecvFrom, in.unrecvTo = min(in.unrecvFrom, from), max(in.unrecvTo, to)
+	in.unrecv = append(in.unrecv, [2]int64{from, to})
 }
 
 // Series returns the handle of an instance's series of a resource,
