@@ -335,6 +335,19 @@ func TestLateCollectorSeesTheOpenBreaker(t *testing.T) {
 		})
 	}
 	shows(serve(t, a), core.Open, 1)
+	// Another resource's rule changes: this breaker is the same one, open
+	// (the key of its transitions is the rule sentinel-golang gives them).
+	errorsRule := &sgcb.Rule{Id: "errors", Resource: res, Strategy: sgcb.ErrorCount, RetryTimeoutMs: 60_000,
+		MinRequestAmount: 1, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 1, Threshold: 3}
+	if _, err := sgcb.LoadRules([]*sgcb.Rule{errorsRule, {Resource: "other", Strategy: sgcb.ErrorCount, RetryTimeoutMs: 1000,
+		MinRequestAmount: 1, StatIntervalMs: 1000, Threshold: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	a.RefreshRules()
+	if !call(res, false) {
+		t.Fatal("the breaker closed when another rule changed")
+	}
+	shows(serve(t, a), core.Open, 1)
 	// A changed rule: sentinel-golang starts a new breaker, CLOSED, and
 	// says nothing; a collector that connects then does not show the old
 	// breaker's state.
