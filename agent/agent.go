@@ -25,7 +25,7 @@ const SDK = "sentinel-top-agent/0.1.0"
 
 // Defaults of Options.
 const (
-	DefaultBacklog      = 60 * time.Second
+	DefaultBacklog      = time.Duration(wire.BacklogMs) * time.Millisecond
 	DefaultQueueLen     = wsstream.DefaultQueueLen // two minutes of buckets
 	DefaultQueueBytes   = wsstream.DefaultQueueBytes
 	DefaultMaxReaders   = wsstream.DefaultMaxReaders

@@ -13,7 +13,7 @@ import (
 
 // RestreamBacklogMs is how much buckets history a new reader of the
 // re-served stream receives, as an agent's backlog.
-const RestreamBacklogMs = 60_000
+const RestreamBacklogMs = wire.BacklogMs
 
 // maxRestreamBacklog bounds the backlog in frames, whatever the fleet size.
 const maxRestreamBacklog = 200_000

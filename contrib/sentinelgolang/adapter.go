@@ -36,7 +36,7 @@ const StatSlotOrder = 4500
 
 // Defaults of Options.
 const (
-	DefaultBacklog       = 60 * time.Second
+	DefaultBacklog       = time.Duration(wire.BacklogMs) * time.Millisecond
 	DefaultQueueLen      = wsstream.DefaultQueueLen
 	DefaultMaxReaders    = wsstream.DefaultMaxReaders
 	DefaultWriteTimeout  = wsstream.DefaultWriteTimeout
