@@ -122,23 +122,25 @@ func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
+	pl := newPollers()
+	defer pl.close()
 	var wg sync.WaitGroup
 	for i, t := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.dialLoop(ctx, t, states[i], opts, turns, rand.New(rand.NewPCG(seed, uint64(i))))
+			c.dialLoop(ctx, t, states[i], opts, turns, pl, rand.New(rand.NewPCG(seed, uint64(i))))
 		}()
 	}
 	wg.Wait()
 }
 
-func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}, rng *rand.Rand) {
+func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}, pl *pollers, rng *rand.Rand) {
 	backoff := MinBackoff
 	for ctx.Err() == nil {
 		st.update(func(s *TargetStatus) { s.State, s.Since = TargetConnecting, c.clock.UnixMilli() })
 		began := c.clock.Now()
-		err := c.connect(ctx, t, st, opts, turns)
+		err := c.connect(ctx, t, st, opts, turns, pl)
 		if ctx.Err() != nil {
 			return
 		}
@@ -225,7 +227,7 @@ func describeHTTPStatus(code int) error {
 
 // connect runs one connection until it fails. Its handshake waits for a
 // turn of turns (DialOptions.MaxHandshakes).
-func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}) error {
+func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}, pl *pollers) error {
 	if isJavaTarget(t) {
 		return c.pollJava(ctx, t, st, opts) // javatransport.go
 	}
@@ -235,13 +237,14 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 		header.Set("Authorization", "Bearer "+opts.Token)
 	}
 	var bounded *handshakeConn
+	plain := pl != nil && strings.HasPrefix(t.URL, "ws:")
 	d := websocket.Dialer{HandshakeTimeout: opts.HandshakeTimeout, TLSClientConfig: opts.TLS, Proxy: http.ProxyFromEnvironment,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			bounded = &handshakeConn{Conn: conn, left: handshakeLimit}
+			bounded = &handshakeConn{Conn: conn, left: handshakeLimit, headers: plain}
 			return bounded, nil
 		}}
 	select {
@@ -287,18 +290,20 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 		return err
 	})
 	st.update(func(s *TargetStatus) { s.State, s.Since, s.LastError = TargetUp, c.clock.UnixMilli(), "" })
-	dec := wire.NewDecoder(lim)
-	accepted, rejected := 0, 0
-	rate := newRateLimit(c.opts.MaxMessageRate, c.opts.WallClock.Now())
-	var overRate int64 // dropped, not yet counted
-	defer func() { c.addOverflow(overRateReason, t.Name, overRate) }()
+	s := c.newStream(t, st, sink)
+	defer s.flush()
+	if plain {
+		if fd, err := takeFD(bounded.Conn); err == nil {
+			conn.Close() // fd is its own descriptor of the socket
+			return pl.serve(ctx, s, fd, bounded.rest(), maxFrame, opts.IdleTimeout)
+		}
+	}
 	for {
 		kind, frame, err := readMessage(conn)
 		if err != nil {
 			var ne net.Error
 			if errors.Is(err, websocket.ErrReadLimit) {
-				c.Reject(t.Name, fmt.Errorf("%w: frame over %d bytes", wire.ErrTooLarge, maxFrame))
-				return fmt.Errorf("frame over the %d-byte limit", maxFrame)
+				return s.overLimit(maxFrame)
 			}
 			if errors.As(err, &ne) && ne.Timeout() {
 				return fmt.Errorf("stalled: nothing received for %s", opts.IdleTimeout)
@@ -308,48 +313,87 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 			}
 			return err
 		}
-		data := *frame
 		idle()
-		at := c.clock.UnixMilli()
-		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
-		if !rate.allow(c.opts.WallClock.Now()) {
-			// Dropped before decoding: a flood costs its reading only.
-			if overRate++; overRate >= 1000 {
-				c.addOverflow(overRateReason, t.Name, overRate)
-				overRate = 0
-			}
-			continue
-		}
-		if overRate > 0 {
-			c.addOverflow(overRateReason, t.Name, overRate)
-			overRate = 0
-		}
-		if kind != websocket.TextMessage {
-			c.Reject(t.Name, fmt.Errorf("%w: binary frame", wire.ErrMalformed))
-			rejected++
-			st.update(func(s *TargetStatus) { s.Rejected++ })
-		} else if m, err := dec.Decode(data); err != nil {
-			c.Reject(t.Name, err)
-			rejected++
-			st.update(func(s *TargetStatus) { s.Rejected++ })
-		} else {
-			switch m := m.(type) {
-			case *wire.Hello:
-				name := m.Instance
-				st.update(func(s *TargetStatus) { s.Instance = name })
-			case *wire.Buckets:
-				n := int64(len(m.Items))
-				st.update(func(s *TargetStatus) { s.Items += n })
-			}
-			if sink.Ingest(t.Name, m) {
-				accepted++
-			}
-		}
+		err = s.message(kind, *frame)
 		releaseFrame(frame)
-		if accepted == 0 && rejected >= garbageLimit {
-			return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", rejected)
+		if err != nil {
+			return err
 		}
 	}
+}
+
+// stream is what one connection's messages go through once its handshake
+// is done, whoever reads them: the connection's own goroutine, or a poller
+// (poll_linux.go) reading many connections.
+type stream struct {
+	c                  *Collector
+	t                  Target
+	st                 *targetState
+	sink               Sink
+	dec                *wire.Decoder
+	accepted, rejected int
+	rate               *rateLimit
+	overRate           int64 // dropped, not yet counted
+}
+
+func (c *Collector) newStream(t Target, st *targetState, sink Sink) *stream {
+	return &stream{c: c, t: t, st: st, sink: sink, dec: wire.NewDecoder(c.opts.Limits),
+		rate: newRateLimit(c.opts.MaxMessageRate, c.opts.WallClock.Now())}
+}
+
+// message takes one websocket message of kind (websocket.TextMessage, ...);
+// data is not kept past the call. An error ends the connection.
+func (s *stream) message(kind int, data []byte) error {
+	c, t, st := s.c, s.t, s.st
+	at := c.clock.UnixMilli()
+	st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
+	if !s.rate.allow(c.opts.WallClock.Now()) {
+		// Dropped before decoding: a flood costs its reading only.
+		if s.overRate++; s.overRate >= 1000 {
+			s.flush()
+		}
+		return nil
+	}
+	s.flush()
+	if kind != websocket.TextMessage {
+		c.Reject(t.Name, fmt.Errorf("%w: binary frame", wire.ErrMalformed))
+		s.rejected++
+		st.update(func(s *TargetStatus) { s.Rejected++ })
+	} else if m, err := s.dec.Decode(data); err != nil {
+		c.Reject(t.Name, err)
+		s.rejected++
+		st.update(func(s *TargetStatus) { s.Rejected++ })
+	} else {
+		switch m := m.(type) {
+		case *wire.Hello:
+			name := m.Instance
+			st.update(func(s *TargetStatus) { s.Instance = name })
+		case *wire.Buckets:
+			n := int64(len(m.Items))
+			st.update(func(s *TargetStatus) { s.Items += n })
+		}
+		if s.sink.Ingest(t.Name, m) {
+			s.accepted++
+		}
+	}
+	if s.accepted == 0 && s.rejected >= garbageLimit {
+		return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", s.rejected)
+	}
+	return nil
+}
+
+// flush counts the messages dropped over MaxMessageRate not counted yet.
+func (s *stream) flush() {
+	if s.overRate > 0 {
+		s.c.addOverflow(overRateReason, s.t.Name, s.overRate)
+		s.overRate = 0
+	}
+}
+
+// overLimit rejects a message over maxFrame bytes; the connection ends.
+func (s *stream) overLimit(maxFrame int) error {
+	s.c.Reject(s.t.Name, fmt.Errorf("%w: frame over %d bytes", wire.ErrTooLarge, maxFrame))
+	return fmt.Errorf("frame over the %d-byte limit", maxFrame)
 }
 
 // handshakeLimit bounds what a target may send before its stream begins:
@@ -363,13 +407,30 @@ var errHandshakeTooLarge = fmt.Errorf("upgrade response over %d KiB", handshakeL
 // sending endless headers is cut off after handshakeLimit bytes rather than
 // buffered for the whole HandshakeTimeout. Reads and lift happen on the
 // dialing goroutine only.
+//
+// With headers set (a stream without TLS), it also reads ahead into its own
+// buffer and hands its reader no byte past the end of a header block in one
+// Read: the websocket library's buffer then holds nothing past the upgrade
+// response, and what the target sent after it (its hello, often in the same
+// segment) stays here, in rest, for a poller taking the connection over.
 type handshakeConn struct {
 	net.Conn
-	left int64 // bytes still allowed; < 0 once lifted
-	over bool  // the limit was hit
+	left    int64 // bytes still allowed; < 0 once lifted
+	over    bool  // the limit was hit
+	headers bool
+	ahead   []byte // read, not handed out yet
+	err     error  // the read that filled ahead failed too
+	eol     int    // of the header block's end: 1 after "\n", 2 after "\n\r"
 }
 
 func (c *handshakeConn) Read(p []byte) (int, error) {
+	if len(c.ahead) > 0 {
+		return c.handout(p), nil
+	}
+	if err := c.err; err != nil {
+		c.err = nil
+		return 0, err
+	}
 	if c.left < 0 {
 		return c.Conn.Read(p)
 	}
@@ -377,16 +438,55 @@ func (c *handshakeConn) Read(p []byte) (int, error) {
 		c.over = true
 		return 0, errHandshakeTooLarge
 	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
+	if !c.headers {
+		if int64(len(p)) > c.left {
+			p = p[:c.left]
+		}
+		n, err := c.Conn.Read(p)
+		c.left -= int64(n)
+		return n, err
 	}
-	n, err := c.Conn.Read(p)
+	buf := make([]byte, min(c.left, 4096))
+	n, err := c.Conn.Read(buf)
 	c.left -= int64(n)
-	return n, err
+	if n == 0 {
+		return 0, err
+	}
+	c.ahead, c.err = buf[:n], err
+	return c.handout(p), nil
+}
+
+// handout copies from ahead into p, up to the end of a header block
+// (an empty line, "\r\n" or "\n") while not lifted.
+func (c *handshakeConn) handout(p []byte) int {
+	n := min(len(p), len(c.ahead))
+	if c.left >= 0 {
+		for i, b := range c.ahead[:n] {
+			if b == '\n' && c.eol > 0 {
+				c.eol, n = 0, i+1
+				break
+			}
+			switch {
+			case b == '\n':
+				c.eol = 1
+			case b == '\r' && c.eol == 1:
+				c.eol = 2
+			default:
+				c.eol = 0
+			}
+		}
+	}
+	copy(p, c.ahead[:n])
+	c.ahead = c.ahead[n:]
+	return n
 }
 
 // lift ends the limit once the upgrade is complete.
 func (c *handshakeConn) lift() { c.left = -1 }
+
+// rest is what the target sent after its upgrade response that was read
+// already, for a reader of the raw connection to begin with.
+func (c *handshakeConn) rest() []byte { return c.ahead }
 
 // overRateReason is the overflow counter of messages dropped by
 // Options.MaxMessageRate.

@@ -1,0 +1,362 @@
+//go:build linux
+
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// pollBatch is the least time between two looks of a poller at its
+// connections: what arrived meanwhile is read in one pass, so the cost of
+// waking for a message is shared by the messages of pollBatch, and a
+// message waits at most that long more (snapshots are 250 ms apart).
+const pollBatch = 10 * time.Millisecond
+
+// pollers read the connections of plain (ws://) targets past their
+// handshake: a few goroutines, one per processor, each waiting on its own
+// epoll set, where each connection would have its own goroutine woken by the
+// runtime for every message. A target's dial loop still runs its
+// connection's life: it hands the connection over (serve) and waits for its
+// end. TLS connections are read by their own goroutine.
+type pollers struct {
+	loops []*pollLoop
+	next  atomic.Uint32
+	wg    sync.WaitGroup
+}
+
+// newPollers starts one loop per processor; nil (each connection read by
+// its goroutine) when the system refuses an epoll set.
+func newPollers() *pollers {
+	p := &pollers{}
+	for range runtime.GOMAXPROCS(0) {
+		l, err := newPollLoop()
+		if err != nil {
+			p.close()
+			return nil
+		}
+		p.loops = append(p.loops, l)
+	}
+	for _, l := range p.loops {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			l.run()
+		}()
+	}
+	return p
+}
+
+// close ends the loops, and any connection still read by one; they close
+// their descriptors before returning.
+func (p *pollers) close() {
+	if p == nil {
+		return
+	}
+	for _, l := range p.loops {
+		l.mu.Lock()
+		l.stop = true
+		l.mu.Unlock()
+		l.wakeUp()
+	}
+	p.wg.Wait()
+	for _, l := range p.loops {
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	}
+}
+
+// serve reads a connection until it ends, from fd (its own descriptor of
+// the socket, which serve closes) after rest (what was read with the
+// handshake), messages at most maxFrame bytes, dropped when silent for
+// idle; it returns why it ended.
+func (p *pollers) serve(ctx context.Context, s *stream, fd int, rest []byte, maxFrame int, idle time.Duration) error {
+	now := time.Now()
+	ps := &polled{s: s, fd: fd, fr: frameReader{max: maxFrame}, idle: idle, maxFrame: maxFrame, last: now, now: now, done: make(chan struct{})}
+	if len(rest) > 0 {
+		used, err := ps.fr.feed(rest, ps)
+		if err != nil {
+			ps.finish(err)
+			return ps.err
+		}
+		ps.keep(rest[used:])
+	}
+	l := p.loops[int(p.next.Add(1))%len(p.loops)]
+	if err := l.add(ps); err != nil {
+		ps.finish(err)
+		return ps.err
+	}
+	select {
+	case <-ps.done:
+	case <-ctx.Done():
+		l.remove(ps, ctx.Err())
+		<-ps.done
+	}
+	return ps.err
+}
+
+// pollLoop is one poller: an epoll set, level-triggered, and the
+// connections in it. Its goroutine reads and ingests with mu held; adding
+// and removing a connection take mu too.
+type pollLoop struct {
+	epfd    int
+	wake    [2]int // a pipe whose read end is in the set as id 0
+	mu      sync.Mutex
+	streams map[uint64]*polled
+	nextID  uint64
+	stop    bool
+	buf     []byte        // read into, for connections with no frame begun
+	sweep   time.Duration // how often silent connections are looked for
+}
+
+func newPollLoop() (*pollLoop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	l := &pollLoop{epfd: epfd, streams: map[uint64]*polled{}, buf: make([]byte, 64<<10), sweep: time.Second}
+	if err := syscall.Pipe2(l.wake[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		syscall.Close(epfd)
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN}
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wake[0], &ev); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	return l, nil
+}
+
+func (l *pollLoop) wakeUp() { syscall.Write(l.wake[1], []byte{0}) }
+
+func (l *pollLoop) add(ps *polled) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop {
+		return errors.New("the collector is stopping")
+	}
+	l.nextID++
+	ps.id = l.nextID
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(uint32(ps.id)), Pad: int32(uint32(ps.id >> 32))}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, ps.fd, &ev); err != nil {
+		return fmt.Errorf("epoll: %w", err)
+	}
+	l.streams[ps.id] = ps
+	// A silent connection is dropped within half its idle timeout of it.
+	l.sweep = min(l.sweep, max(ps.idle/2, time.Millisecond))
+	return nil
+}
+
+// remove ends a connection that is still read, with err.
+func (l *pollLoop) remove(ps *polled, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.streams[ps.id] == ps {
+		l.end(ps, err)
+	}
+}
+
+// end takes a connection out of the set and finishes it; mu is held.
+func (l *pollLoop) end(ps *polled, err error) {
+	delete(l.streams, ps.id)
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ps.fd, nil)
+	ps.finish(err)
+}
+
+func (l *pollLoop) run() {
+	evs := make([]syscall.EpollEvent, 256)
+	swept := time.Now()
+	for {
+		l.mu.Lock()
+		wait := int(l.sweep.Milliseconds())
+		l.mu.Unlock()
+		n, err := syscall.EpollWait(l.epfd, evs, wait)
+		if err != nil && !errors.Is(err, syscall.EINTR) {
+			// Not seen: the set is the loop's own. End what it reads, and
+			// take no more; their dial loops connect them again.
+			l.mu.Lock()
+			l.stop = true
+			for _, ps := range l.streams {
+				l.end(ps, fmt.Errorf("epoll: %w", err))
+			}
+			l.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		l.mu.Lock()
+		for _, ev := range evs[:max(n, 0)] {
+			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			if id == 0 {
+				var b [64]byte
+				syscall.Read(l.wake[0], b[:])
+			} else if ps := l.streams[id]; ps != nil {
+				l.read(ps, now)
+			}
+		}
+		if now.Sub(swept) >= l.sweep {
+			swept = now
+			for _, ps := range l.streams {
+				if now.Sub(ps.last) > ps.idle {
+					l.end(ps, fmt.Errorf("stalled: nothing received for %s", ps.idle))
+				}
+			}
+		}
+		stop := l.stop
+		if stop {
+			for _, ps := range l.streams {
+				l.end(ps, errors.New("the collector is stopping"))
+			}
+		}
+		l.mu.Unlock()
+		if stop {
+			return
+		}
+		if d := pollBatch - time.Since(now); n > 0 && d > 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
+// read takes what a readable connection has, in one read; what is left
+// unread is read on the loop's next pass (the set is level-triggered).
+func (l *pollLoop) read(ps *polled, now time.Time) {
+	ps.now = now
+	var data []byte
+	var n int
+	var err error
+	if len(ps.pend) > 0 {
+		// A frame begun: read after it, into room for it whole.
+		if want := max(ps.fr.need, len(ps.pend)+4096); cap(ps.pend) < want {
+			grown := make([]byte, len(ps.pend), want)
+			copy(grown, ps.pend)
+			ps.pend = grown
+		}
+		n, err = syscall.Read(ps.fd, ps.pend[len(ps.pend):cap(ps.pend)])
+		data = ps.pend[:len(ps.pend)+max(n, 0)]
+	} else {
+		n, err = syscall.Read(ps.fd, l.buf)
+		data = l.buf[:max(n, 0)]
+	}
+	switch {
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
+		return
+	case err != nil:
+		l.end(ps, fmt.Errorf("read: %w", err))
+		return
+	case n == 0:
+		l.end(ps, errors.New("closed by the peer without a close frame (unexpected EOF)"))
+		return
+	}
+	used, err := ps.fr.feed(data, ps)
+	if err != nil {
+		l.end(ps, err)
+		return
+	}
+	ps.keep(data[used:])
+}
+
+// polled is one connection read by a pollLoop.
+type polled struct {
+	s        *stream
+	id       uint64
+	fd       int
+	fr       frameReader
+	pend     []byte // a frame begun, read but not whole yet
+	idle     time.Duration
+	maxFrame int
+	last     time.Time // a message or a ping last arrived
+	now      time.Time // of the read being taken
+	done     chan struct{}
+	err      error // why it ended, once done is closed
+}
+
+// keep holds tail, the start of a frame, until what follows it is read;
+// tail may be in pend itself.
+func (ps *polled) keep(tail []byte) {
+	switch {
+	case len(tail) == 0:
+		ps.pend = nil
+	case ps.pend != nil:
+		ps.pend = ps.pend[:copy(ps.pend[:cap(ps.pend)], tail)]
+	default:
+		ps.pend = append(make([]byte, 0, max(ps.fr.need, len(tail)+4096)), tail...)
+	}
+}
+
+// finish closes the descriptor and says why the connection ended.
+func (ps *polled) finish(err error) {
+	syscall.Close(ps.fd)
+	ps.fr.release()
+	ps.pend = nil
+	if errors.Is(err, errReadLimit) {
+		err = ps.s.overLimit(ps.maxFrame)
+	}
+	ps.err = err
+	close(ps.done)
+}
+
+func (ps *polled) message(kind int, data []byte) error {
+	ps.last = ps.now
+	return ps.s.message(kind, data)
+}
+
+func (ps *polled) control(op int, data []byte) error {
+	switch op {
+	case opClose:
+		return closeError(data)
+	case opPing:
+		ps.last = ps.now
+		ps.pong(data)
+	}
+	return nil
+}
+
+// pong answers a ping, masked as a client's frames are. A pong that does
+// not fit the socket's buffer at once is dropped: a peer that reads
+// nothing is not waited for.
+func (ps *polled) pong(data []byte) {
+	var f [2 + 4 + 125]byte
+	f[0], f[1] = 0x80|opPong, 0x80|byte(len(data))
+	key := rand.Uint32()
+	mask := [4]byte{byte(key), byte(key >> 8), byte(key >> 16), byte(key >> 24)}
+	copy(f[2:6], mask[:])
+	for i, b := range data {
+		f[6+i] = b ^ mask[i&3]
+	}
+	syscall.Write(ps.fd, f[:6+len(data)])
+}
+
+// takeFD returns a descriptor of conn's socket of its own, close-on-exec
+// and non-blocking as conn's is, for a poller to read once conn is closed.
+func takeFD(conn any) (int, error) {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return -1, errors.New("not a socket")
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, derr := -1, error(nil)
+	if err := raw.Control(func(s uintptr) {
+		r, _, e := syscall.Syscall(syscall.SYS_FCNTL, s, syscall.F_DUPFD_CLOEXEC, 0)
+		if e != 0 {
+			derr = e
+			return
+		}
+		fd = int(r)
+	}); err != nil {
+		return -1, err
+	}
+	return fd, derr
+}

@@ -1,0 +1,267 @@
+//go:build linux
+
+package collector
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// rawPeer answers the websocket upgrade by hand and gives serve the raw
+// connection and the response to write, so that a test sends exactly the
+// bytes it means, the response and the first frames in one write if it
+// likes.
+func rawPeer(t *testing.T, serve func(conn net.Conn, br *bufio.Reader, upgrade []byte)) Target {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sum := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		conn, brw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		upgrade := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
+			base64.StdEncoding.EncodeToString(sum[:]) + "\r\n\r\n"
+		serve(conn, brw.Reader, []byte(upgrade))
+	}))
+	t.Cleanup(srv.Close)
+	return Target{Name: "raw", URL: "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultStreamPath}
+}
+
+// clientFrame reads one frame from the collector, which masks what it sends.
+func clientFrame(br *bufio.Reader) (op int, payload []byte, err error) {
+	var h [2]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		return 0, nil, err
+	}
+	if h[1]&0x80 == 0 || h[1]&0x7f > 125 {
+		return 0, nil, fmt.Errorf("unmasked or long frame from the client: %x", h)
+	}
+	var key [4]byte
+	payload = make([]byte, h[1]&0x7f)
+	if _, err := io.ReadFull(br, key[:]); err != nil {
+		return 0, nil, err
+	}
+	if _, err := io.ReadFull(br, payload); err != nil {
+		return 0, nil, err
+	}
+	for i := range payload {
+		payload[i] ^= key[i&3]
+	}
+	return int(h[0] & 0x0f), payload, nil
+}
+
+// fleetFrames is a stream of n buckets messages from instance, of items
+// items each, with its hello first; it returns the frames (some fragmented,
+// with a ping between fragments) and the items in all.
+func fleetFrames(instance string, from, n, items int, rng *rand.Rand) (stream []byte, total int) {
+	stream = frame(true, opText, helloFrame(instance))
+	for k := from; k < from+n; k++ {
+		b := &wire.Buckets{Header: wire.Header{Ts: t0ms + int64(k+1)*500, Instance: instance}, BucketMs: 500}
+		for i := range items {
+			it := wire.BucketItem{Resource: fmt.Sprintf("res-%03d", i), Start: t0ms + int64(k)*500}
+			it.Pass = 1
+			b.Items = append(b.Items, it)
+		}
+		total += items
+		msg := wire.AppendBuckets(nil, b)
+		if k%3 != 1 {
+			stream = append(stream, frame(true, opText, msg)...)
+			continue
+		}
+		cut := 1 + rng.IntN(len(msg)-1)
+		stream = append(stream, frame(false, opText, msg[:cut])...)
+		stream = append(stream, frame(true, opPing, []byte(fmt.Sprint("ping-", k)))...)
+		stream = append(stream, frame(true, opContinuation, msg[cut:])...)
+	}
+	return stream, total
+}
+
+// TestPolledStreamAnyWayItArrives: a target's upgrade response, hello and
+// messages arrive in one write or in pieces of any size (a message larger
+// than the poller's buffer too), fragmented, with pings between fragments:
+// every message is counted once, every ping answered, and the connection
+// ends with the peer's close.
+func TestPolledStreamAnyWayItArrives(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	stream, items := fleetFrames("poll-1", 0, 40, 20, rng)
+	big, bigItems := fleetFrames("poll-1", 40, 1, 4000, rng) // one message over 64 KiB
+	stream = append(stream, big[len(frame(true, opText, helloFrame("poll-1"))):]...)
+	items += bigItems
+	pings := strings.Count(string(stream), "ping-")
+	stream = append(stream, frame(true, opClose, []byte{0x03, 0xe8})...)
+
+	for _, mode := range []string{"one write", "pieces"} {
+		t.Run(mode, func(t *testing.T) {
+			pongs := make(chan string, 100)
+			target := rawPeer(t, func(conn net.Conn, br *bufio.Reader, upgrade []byte) {
+				go func() {
+					for {
+						op, p, err := clientFrame(br)
+						if err != nil {
+							return
+						}
+						if op == opPong {
+							select {
+							case pongs <- string(p):
+							default:
+							}
+						}
+					}
+				}()
+				all := append(upgrade, stream...)
+				if mode == "one write" {
+					conn.Write(all)
+				} else {
+					for len(all) > 0 {
+						n := min(len(all), 1+rng.IntN(9000))
+						conn.Write(all[:n])
+						all = all[n:]
+						time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+					}
+				}
+				time.Sleep(time.Second) // the close is read before the conn ends
+			})
+			c := New(Options{})
+			dialPeer(t, c, target, DialOptions{Seed: 1})
+			eventually(t, "every message read and the close taken", func() error {
+				st := firstTarget(c.Publish())
+				if st.Items != int64(items) || !strings.Contains(st.LastError, "closed by the peer") || st.Rejected != 0 {
+					return fmt.Errorf("%d items of %d: %+v", st.Items, items, st)
+				}
+				return nil
+			})
+			for range pings {
+				select {
+				case p := <-pongs:
+					if !strings.HasPrefix(p, "ping-") {
+						t.Fatalf("pong %q", p)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("fewer than %d pongs", pings)
+				}
+			}
+			var total int64
+			for _, rt := range c.Publish().Totals {
+				total += rt.Pass
+			}
+			if total != int64(items) {
+				t.Fatalf("%d passes counted, want %d (each message once)", total, items)
+			}
+		})
+	}
+}
+
+// TestPolledSilenceIsMeasuredFromTheLastMessage: a hello that came with the
+// upgrade response starts the idle clock, so a target silent after it stays
+// up for its idle timeout and is dropped as stalled soon after.
+func TestPolledSilenceIsMeasuredFromTheLastMessage(t *testing.T) {
+	target := rawPeer(t, func(conn net.Conn, br *bufio.Reader, upgrade []byte) {
+		conn.Write(append(upgrade, frame(true, opText, helloFrame("silent"))...))
+		io.Copy(io.Discard, br)
+	})
+	c := New(Options{})
+	dialPeer(t, c, target, DialOptions{Seed: 1, IdleTimeout: 1500 * time.Millisecond})
+	eventually(t, "up", func() error {
+		if st := firstTarget(c.Publish()); st.State != TargetUp || st.Instance != "silent" {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+	time.Sleep(time.Second)
+	if st := firstTarget(c.Publish()); st.State != TargetUp || st.Reconnects != 0 {
+		t.Fatalf("dropped before its idle timeout: %+v", st)
+	}
+	eventually(t, "stalled", func() error {
+		if st := firstTarget(c.Publish()); !strings.Contains(st.LastError, "stalled: nothing received for 1.5s") {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+}
+
+// TestDialLeavesNoDescriptorsNorGoroutines: once Dial returns, the
+// sockets it read and its pollers are gone.
+func TestDialLeavesNoDescriptorsNorGoroutines(t *testing.T) {
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip(err)
+		}
+		return len(es)
+	}
+	var servers []*httptest.Server
+	var targets []Target
+	for i := range 10 {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			send(conn, helloFrame(fmt.Sprint("leak-", i)))
+			conn.ReadMessage()
+		}))
+		servers = append(servers, srv)
+		targets = append(targets, Target{Name: fmt.Sprint("t", i), URL: "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultStreamPath})
+	}
+	runtime.GC()
+	fdsBefore, goBefore := fds(), runtime.NumGoroutine()
+	c := New(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(done) }()
+	eventually(t, "every target up", func() error {
+		ts := c.Publish().Targets
+		if len(ts) != len(targets) {
+			return fmt.Errorf("%d targets", len(ts))
+		}
+		for _, st := range ts {
+			if st.State != TargetUp || st.Instance == "" {
+				return fmt.Errorf("%+v", st)
+			}
+		}
+		return nil
+	})
+	if n := fds(); n < fdsBefore+10 {
+		t.Fatalf("%d descriptors with 10 connections up, %d before", n, fdsBefore)
+	}
+	cancel()
+	<-done
+	eventually(t, "the collector's descriptors and goroutines gone", func() error {
+		// The servers' ends of the connections are the servers' to close
+		// once they read the EOF; the collector's are counted here.
+		n, g := fds(), runtime.NumGoroutine()
+		if n > fdsBefore+10 || g > goBefore+10 {
+			return fmt.Errorf("%d descriptors (%d before), %d goroutines (%d before)", n, fdsBefore, g, goBefore)
+		}
+		return nil
+	})
+	for _, s := range servers {
+		s.CloseClientConnections()
+		s.Close()
+	}
+	eventually(t, "back to where it began", func() error {
+		if n, g := fds(), runtime.NumGoroutine(); n > fdsBefore || g > goBefore {
+			return fmt.Errorf("%d descriptors (%d before), %d goroutines (%d before)", n, fdsBefore, g, goBefore)
+		}
+		return nil
+	})
+}
