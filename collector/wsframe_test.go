@@ -254,3 +254,32 @@ func TestHandshakeConnStopsAtTheHeaders(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFrameReader: whatever bytes a peer sends, cut wherever the reads
+// fall, the reader hands on the same messages and ends with the same error
+// as when it is given them at once, and holds no more than its limit.
+func FuzzFrameReader(f *testing.F) {
+	stream, _ := aStream()
+	f.Add(stream[:400], uint16(7))
+	f.Add(append(frame(false, opText, []byte("ab")), frame(true, opContinuation, []byte("cd"))...), uint16(3))
+	f.Add([]byte{0x81, 126, 0x01, 0x00}, uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, step uint16) {
+		whole := &frameReader{max: 4096}
+		wantLog, wantErr := feedChunks(whole, data, nil)
+		var cuts []int
+		for at := int(step%997) + 1; at < len(data); at += int(step%997) + 1 {
+			cuts = append(cuts, at)
+		}
+		cut := &frameReader{max: 4096}
+		gotLog, gotErr := feedChunks(cut, data, cuts)
+		if !slices.Equal(gotLog, wantLog) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("cut every %d:\n got %q, %v\nwant %q, %v", step%997+1, gotLog, gotErr, wantLog, wantErr)
+		}
+		for _, r := range []*frameReader{whole, cut} {
+			if r.msg != nil && len(*r.msg) > r.max {
+				t.Fatalf("holds %d bytes, over its %d", len(*r.msg), r.max)
+			}
+			r.release()
+		}
+	})
+}
