@@ -120,9 +120,13 @@ func (a *arAdvice) findExtremes() {
 	}
 }
 
-// adviceChanged marks a series to be judged again.
+// adviceChanged marks a series to be judged again. A series with no ratio
+// breaker that is in no finding is not: its judgment is "does not fire"
+// whatever its traffic (judgeAdvice), and most series of a fleet have no
+// breaker; every change of rules marks each series of the instance (the
+// rules it is judged by may be new).
 func (e *Engine) adviceChanged(s *series) {
-	if !s.advice.dirty {
+	if !s.advice.dirty && (hasRatioBreaker(s.rr) || s.advice.list != nil || s.advice.counted) {
 		s.advice.dirty = true
 		e.adviceDirty = append(e.adviceDirty, s)
 	}
@@ -209,4 +213,17 @@ func (a *arAdvice) refresh(ar *appRes) bool {
 	}
 	a.names = names(insts)
 	return len(a.firing) > 0
+}
+
+// hasRatioBreaker reports whether rr has a breaker rule advice judges.
+func hasRatioBreaker(rr *resRules) bool {
+	if rr == nil {
+		return false
+	}
+	for i := range rr.breakers {
+		if rr.breakers[i].Strategy.IsRatio() {
+			return true
+		}
+	}
+	return false
 }

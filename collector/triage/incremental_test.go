@@ -25,8 +25,9 @@ func (e *Feeder) forget() {
 	}
 	for _, in := range e.instList {
 		for _, s := range in.seriesList {
-			s.advice = seriesAdvice{}
-			e.adviceChanged(s)
+			// Every series judged, whatever adviceChanged would skip.
+			s.advice = seriesAdvice{dirty: true}
+			e.adviceDirty = append(e.adviceDirty, s)
 		}
 	}
 }
