@@ -126,7 +126,7 @@ func (a *arAdvice) findExtremes() {
 // breaker; every change of rules marks each series of the instance (the
 // rules it is judged by may be new).
 func (e *Engine) adviceChanged(s *series) {
-	if !s.advice.dirty && (hasRatioBreaker(s.rr) || s.advice.list != nil || s.advice.counted) {
+	if (s.ratio || s.listed) && !s.advice.dirty {
 		s.advice.dirty = true
 		e.adviceDirty = append(e.adviceDirty, s)
 	}
@@ -162,7 +162,7 @@ func (e *Engine) judgeDirtyAdvice() {
 		ar := s.ar
 		ar.advice.stale = true
 		if sa.list != ar {
-			sa.list = ar
+			sa.list, s.listed = ar, true
 			ar.advice.firing = append(ar.advice.firing, s)
 			ar.advice.sorted, ar.advice.members = false, true
 			if !ar.advice.listed {
@@ -195,7 +195,7 @@ func (a *arAdvice) refresh(ar *appRes) bool {
 		if ar.firingSeries(s) {
 			keep = append(keep, s)
 		} else if s.advice.list == ar {
-			s.advice.list = nil
+			s.advice.list, s.listed = nil, false
 		}
 	}
 	clear(a.firing[len(keep):])

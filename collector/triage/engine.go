@@ -357,6 +357,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		e.res[r.name] = r
 	}
 	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rules[resource]}
+	s.ratio = hasRatioBreaker(s.rr)
 	s.setHold()
 	in.series[s.resource] = s
 	in.seriesList = append(in.seriesList, s)

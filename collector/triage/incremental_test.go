@@ -26,7 +26,7 @@ func (e *Feeder) forget() {
 	for _, in := range e.instList {
 		for _, s := range in.seriesList {
 			// Every series judged, whatever adviceChanged would skip.
-			s.advice = seriesAdvice{dirty: true}
+			s.advice, s.listed = seriesAdvice{dirty: true}, false
 			e.adviceDirty = append(e.adviceDirty, s)
 		}
 	}

@@ -130,6 +130,7 @@ func (e *Engine) Rules(h Instance, ts int64, version string, breakers []core.Bre
 	in.rules, in.hasRules, in.version = rules, true, strings.Clone(version)
 	for _, s := range in.seriesList {
 		s.rr = rules[s.resource]
+		s.ratio = hasRatioBreaker(s.rr)
 		e.adviceChanged(s)
 	}
 	e.inertRules(in)
