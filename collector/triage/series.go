@@ -19,13 +19,13 @@ type series struct {
 	res      *resState
 	rr       *resRules // the instance's rules for the resource (nil: none): in.rules[resource]
 
-	stepped        bool // in res.stepped: a breaker of it recorded a state change
-	hasBucket      bool
-	traffic        bool // some bucket passed entries
+	stepped   bool // in res.stepped: a breaker of it recorded a state change
+	hasBucket bool
+	traffic   bool // some bucket passed entries
 	// ratio says rr has a ratio breaker (hasRatioBreaker), and listed that
 	// advice.list is set: beside what every bucket touches, so that a
 	// series advice cannot judge costs it no other read (adviceChanged).
-	ratio, listed bool
+	ratio, listed  bool
 	lastStart      int64
 	bucketMs       int64
 	firstAt, endAt int64
