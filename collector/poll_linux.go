@@ -236,7 +236,7 @@ func (l *pollLoop) read(ps *polled, now time.Time) {
 	var err error
 	if len(ps.pend) > 0 {
 		// A frame begun: read after it, into room for it whole.
-		if want := max(ps.fr.need, len(ps.pend)+4096); cap(ps.pend) < want {
+		if want := ps.room(len(ps.pend)); cap(ps.pend) < want {
 			grown := make([]byte, len(ps.pend), want)
 			copy(grown, ps.pend)
 			ps.pend = grown
@@ -289,8 +289,16 @@ func (ps *polled) keep(tail []byte) {
 	case ps.pend != nil:
 		ps.pend = ps.pend[:copy(ps.pend[:cap(ps.pend)], tail)]
 	default:
-		ps.pend = append(make([]byte, 0, max(ps.fr.need, len(tail)+4096)), tail...)
+		ps.pend = append(make([]byte, 0, ps.room(len(tail))), tail...)
 	}
+}
+
+// room is the buffer to read a frame begun into when held bytes of it
+// have arrived: the frame whole (fr.need, within the frame bound), but
+// never more than twice what arrived, so that a peer announcing a large
+// frame makes the collector hold no more than it sends.
+func (ps *polled) room(held int) int {
+	return min(max(ps.fr.need, held+4096), 2*held+4096)
 }
 
 // finish closes the descriptor and says why the connection ended.

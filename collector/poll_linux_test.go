@@ -4,6 +4,7 @@ package collector
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -264,4 +266,66 @@ func TestDialLeavesNoDescriptorsNorGoroutines(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPolledHoldsNoMoreThanItIsSent: a frame announced at the frame bound
+// and sent slowly costs the collector about what has arrived of it, not
+// the bound, until it is whole; then it is taken, and nothing is kept.
+func TestPolledHoldsNoMoreThanItIsSent(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[1])
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	l, err := newPollLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	}()
+	c := New(Options{})
+	st := &targetState{targetStatus: &targetStatus{}}
+	const max = 1 << 20
+	ps := &polled{s: c.newStream(Target{Name: "slow"}, st, c.Bound("slow")), fd: fds[0], fr: frameReader{max: max},
+		idle: time.Hour, maxFrame: max, done: make(chan struct{})}
+	f := frame(true, opText, bytes.Repeat([]byte{'x'}, max))
+	sent := 0
+	for sent < len(f) {
+		n := min(len(f)-sent, 20+sent/2, 64<<10) // 20 bytes first, then more
+		if _, err := syscall.Write(fds[1], f[sent:sent+n]); err != nil {
+			t.Fatal(err)
+		}
+		sent += n
+		for range 100 {
+			if l.read(ps, time.Now()); len(ps.pend) == sent || ps.pend == nil {
+				break
+			}
+		}
+		if sent < len(f) {
+			if len(ps.pend) != sent {
+				t.Fatalf("%d bytes sent, %d held", sent, len(ps.pend))
+			}
+			if cap(ps.pend) > 2*sent+4096 {
+				t.Fatalf("%d bytes sent, %d bytes of room held for them", sent, cap(ps.pend))
+			}
+		}
+	}
+	if ps.pend != nil || st.status().Messages != 1 || isClosed(ps.done) {
+		t.Fatalf("the frame whole: %d bytes still held, %+v, ended %v (%v)", len(ps.pend), st.status(), isClosed(ps.done), ps.err)
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
