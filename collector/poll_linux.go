@@ -113,6 +113,7 @@ type pollLoop struct {
 	streams map[uint64]*polled
 	nextID  uint64
 	stop    bool
+	failed  error         // why the loop ended while the collector was not stopping
 	buf     []byte        // read into, for connections with no frame begun
 	sweep   time.Duration // how often silent connections are looked for
 }
@@ -142,6 +143,9 @@ func (l *pollLoop) wakeUp() { syscall.Write(l.wake[1], []byte{0}) }
 func (l *pollLoop) add(ps *polled) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failed != nil {
+		return fmt.Errorf("poller: %w", l.failed)
+	}
 	if l.stop {
 		return errors.New("the collector is stopping")
 	}
@@ -185,7 +189,7 @@ func (l *pollLoop) run() {
 			// Not seen: the set is the loop's own. End what it reads, and
 			// take no more; their dial loops connect them again.
 			l.mu.Lock()
-			l.stop = true
+			l.stop, l.failed = true, fmt.Errorf("epoll: %w", err)
 			for _, ps := range l.streams {
 				l.end(ps, fmt.Errorf("epoll: %w", err))
 			}
