@@ -161,23 +161,23 @@ func ruleKey(in *instState, resource string) string {
 // groupRules groups instances (sorted by name) by rule version and content
 // for one resource, largest group first, and counts the distinct contents.
 func groupRules(insts []*instState, resource string) ([]RuleGroup, int) {
+	// A group is told by its version and its content, compared apart: the
+	// contents are interned (shareRules), so equal ones compare at once,
+	// and a rollout regroups thousands of instances per rules message.
 	type group struct {
-		key string
-		g   RuleGroup
+		content string
+		g       RuleGroup
 	}
 	var groups []*group
-	contents := map[string]struct{}{}
 	for _, in := range insts {
 		content := ""
 		rr := in.rules[resource]
 		if rr != nil {
 			content = rr.key
 		}
-		contents[content] = struct{}{}
-		key := in.version + "\x00" + content
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.key == key })
+		i := slices.IndexFunc(groups, func(g *group) bool { return g.content == content && g.g.Version == in.version })
 		if i < 0 {
-			g := &group{key: key, g: RuleGroup{Version: in.version}}
+			g := &group{content: content, g: RuleGroup{Version: in.version}}
 			if rr != nil {
 				g.g.Rule = RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)}
 			}
@@ -196,13 +196,17 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, int) {
 		if c := strings.Compare(x.g.Version, y.g.Version); c != 0 {
 			return c
 		}
-		return strings.Compare(x.key, y.key)
+		return strings.Compare(x.content, y.content)
 	})
 	out := make([]RuleGroup, len(groups))
+	contents := 0
 	for i, g := range groups {
 		out[i] = g.g
+		if !slices.ContainsFunc(groups[:i], func(h *group) bool { return h.content == g.content }) {
+			contents++
+		}
 	}
-	return out, len(contents)
+	return out, contents
 }
 
 // rule-drift: an episode starts when the present instances of the app (those

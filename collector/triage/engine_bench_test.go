@@ -145,3 +145,38 @@ func BenchmarkRulesFleetStartup(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRuleRollout is a new version of 20 breaker rules, every one
+// changed, pushed to an app's instances one after another: while it goes
+// out, each of its rules messages regroups the 20 resources that drift.
+// An op is one rules message.
+func BenchmarkRuleRollout(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
+			var v1, v2 []core.BreakerRule
+			for r := range 20 {
+				rule := slowRule(fmt.Sprintf("GET:/api/resource/%d", r))
+				v1 = append(v1, rule)
+				rule.MaxAllowedRtMs++
+				v2 = append(v2, rule)
+			}
+			e := NewFeeder(Config{})
+			names := make([]string, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("app-%d", i)
+				e.Hello(names[i], "app", t0, t0)
+				e.Rules(names[i], t0, "v1", v1, nil)
+			}
+			versions := [][]core.BreakerRule{v1, v2}
+			ts := t0
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				// Every instance in turn; the next round pushes the other
+				// version back.
+				ts++
+				round := i / n
+				e.Rules(names[i%n], ts, fmt.Sprint("v", round%2+2), versions[(round+1)%2], nil)
+			}
+		})
+	}
+}
