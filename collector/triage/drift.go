@@ -13,7 +13,8 @@ type drift struct {
 	listed    bool
 	active    bool
 	since     int64
-	groups    []RuleGroup // while active
+	groups    []RuleGroup // while active; their Instances are never changed in place
+	keys      []groupKey  // groups[i]'s, while active
 	peak      []RuleGroup // the groups holding the most instances in the episode
 	reported  bool
 	from, to  int64
@@ -79,26 +80,42 @@ func sortBy[T any](xs []T, keys []string) {
 // recomputeDrift compares the rules of the app's instances at time ts after
 // instance x (nil: none) joined or changed its rules for the resources in
 // only (nil: all). Resources drifting are regrouped (their groups carry
-// versions). The others were agreed on by every instance but x, so x is
-// compared with one of them.
+// versions): x alone moves, from its group to its new one (moveInGroups),
+// so that a rollout to thousands of instances costs each rules message
+// what x's moves cost, not a regrouping of every instance; when x is nil
+// (an instance left) they are grouped again. The others were agreed on by
+// every instance but x, so x is compared with one of them.
 func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[string]struct{}) {
-	var insts []*instState
-	for _, in := range a.insts {
-		if in.hasRules {
-			insts = append(insts, in)
+	var insts []*instState // with rules, sorted by name: taken when needed
+	ruled := func() []*instState {
+		if insts == nil {
+			for _, in := range a.insts {
+				if in.hasRules {
+					insts = append(insts, in)
+				}
+			}
+			slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.name, y.name) })
 		}
+		return insts
 	}
-	slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.name, y.name) })
 	var ref *instState // an instance other than x
-	for _, in := range insts {
-		if in != x {
+	for _, in := range a.insts {
+		if in != x && in.hasRules {
 			ref = in
 			break
 		}
 	}
 	for _, ar := range a.ars {
 		d := &ar.drift
-		if !d.active {
+		var groups []RuleGroup
+		var keys []groupKey
+		var contents int
+		switch {
+		case d.active && x != nil:
+			groups, keys, contents = d.moveInGroups(a, x, ar.resource)
+		case d.active:
+			groups, keys, contents = groupRules(ruled(), ar.resource)
+		default:
 			if x == nil || ref == nil || ar.ruleCount == 0 {
 				continue
 			}
@@ -108,8 +125,8 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 			if ruleKey(x, ar.resource) == ruleKey(ref, ar.resource) {
 				continue
 			}
+			groups, keys, contents = groupRules(ruled(), ar.resource)
 		}
-		groups, contents := groupRules(insts, ar.resource)
 		if contents >= 2 {
 			if !d.active {
 				d.active, d.since = true, ts
@@ -118,7 +135,7 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 					e.drifts = append(e.drifts, ar)
 				}
 			}
-			d.groups = groups
+			d.groups, d.keys = groups, keys
 			if groupedInstances(groups) >= groupedInstances(d.peak) {
 				d.peak = groups
 			}
@@ -135,9 +152,118 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 				// stood at its widest, not as the last one left saw it.
 				d.repGroups = d.peak
 			}
-			d.groups, d.peak = nil, nil
+			d.groups, d.keys, d.peak = nil, nil, nil
 		}
 	}
+}
+
+// groupKey is what tells a group of groupRules apart besides its version,
+// and what it keeps of its instances besides their names.
+type groupKey struct {
+	content string  // the rules' interned content (resRules.key), "" for none
+	at      []int64 // the instances' ruleHist.versionAt, in the order of their names
+}
+
+// moveInGroups is groupRules after instance x changed (or joined), from
+// the groups d holds for resource: x leaves its group and joins the one of
+// its version and content now; the groups it changes are copied, the
+// others shared. The first instance of a group by name lends it its rules.
+func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]RuleGroup, []groupKey, int) {
+	content, rr := "", x.rules[resource]
+	if rr != nil {
+		content = rr.key
+	}
+	at := x.ruleHist.versionAt
+	groups, keys := slices.Clone(d.groups), slices.Clone(d.keys)
+	for i := range groups {
+		j, ok := slices.BinarySearch(groups[i].Instances, x.name)
+		if !ok {
+			continue
+		}
+		if keys[i].content == content && groups[i].Version == x.version && keys[i].at[j] == at {
+			// Where it was; its rules may differ in what is not compared
+			// (retryTimeoutMs), and the group shows its first instance's.
+			if j == 0 {
+				groups[i].Rule = ruleSet(rr)
+				return groups, keys, countContents(keys)
+			}
+			return d.groups, d.keys, countContents(keys)
+		}
+		if len(groups[i].Instances) == 1 {
+			groups, keys = slices.Delete(groups, i, i+1), slices.Delete(keys, i, i+1)
+			break
+		}
+		g, k := &groups[i], &keys[i]
+		g.Instances = slices.Delete(slices.Clone(g.Instances), j, j+1)
+		k.at = slices.Delete(slices.Clone(k.at), j, j+1)
+		g.FirstSeen = slices.Min(k.at)
+		if j == 0 {
+			g.Rule = ruleSet(a.insts[g.Instances[0]].rules[resource])
+		}
+		break
+	}
+	i := slices.IndexFunc(groups, func(g RuleGroup) bool { return g.Version == x.version })
+	for ; i >= 0 && i < len(groups); i++ {
+		if groups[i].Version == x.version && keys[i].content == content {
+			break
+		}
+	}
+	if i < 0 || i == len(groups) {
+		groups = append(groups, RuleGroup{Version: x.version, Rule: ruleSet(rr), Instances: []string{x.name}, FirstSeen: at})
+		keys = append(keys, groupKey{content: content, at: []int64{at}})
+	} else {
+		g, k := &groups[i], &keys[i]
+		j, _ := slices.BinarySearch(g.Instances, x.name)
+		g.Instances = slices.Insert(slices.Clone(g.Instances), j, x.name)
+		k.at = slices.Insert(slices.Clone(k.at), j, at)
+		g.FirstSeen = min(g.FirstSeen, at)
+		if j == 0 {
+			g.Rule = ruleSet(rr)
+		}
+	}
+	sortGroups(groups, keys)
+	return groups, keys, countContents(keys)
+}
+
+// ruleSet is a copy of rr's rules (none for nil).
+func ruleSet(rr *resRules) RuleSet {
+	if rr == nil {
+		return RuleSet{}
+	}
+	return RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)}
+}
+
+// sortGroups orders groups and their keys together: the largest first, then
+// by version, then by content.
+func sortGroups(groups []RuleGroup, keys []groupKey) {
+	idx := make([]int, len(groups))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(x, y int) int {
+		if nx, ny := len(groups[x].Instances), len(groups[y].Instances); nx != ny {
+			return ny - nx
+		}
+		if c := strings.Compare(groups[x].Version, groups[y].Version); c != 0 {
+			return c
+		}
+		return strings.Compare(keys[x].content, keys[y].content)
+	})
+	gs, ks := slices.Clone(groups), slices.Clone(keys)
+	for i, j := range idx {
+		groups[i], keys[i] = gs[j], ks[j]
+	}
+}
+
+// countContents counts the distinct contents among groups' keys.
+func countContents(keys []groupKey) int {
+	n := 0
+	for i, k := range keys {
+		if !slices.ContainsFunc(keys[:i], func(h groupKey) bool { return h.content == k.content }) {
+			n++
+		}
+	}
+	return n
 }
 
 // groupedInstances counts the instances in groups.
@@ -160,53 +286,34 @@ func ruleKey(in *instState, resource string) string {
 
 // groupRules groups instances (sorted by name) by rule version and content
 // for one resource, largest group first, and counts the distinct contents.
-func groupRules(insts []*instState, resource string) ([]RuleGroup, int) {
-	// A group is told by its version and its content, compared apart: the
-	// contents are interned (shareRules), so equal ones compare at once,
-	// and a rollout regroups thousands of instances per rules message.
-	type group struct {
-		content string
-		g       RuleGroup
-	}
-	var groups []*group
+// A group is told by its version and its content, compared apart: the
+// contents are interned (shareRules), so equal ones compare at once.
+func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, int) {
+	var groups []RuleGroup
+	var keys []groupKey
 	for _, in := range insts {
 		content := ""
 		rr := in.rules[resource]
 		if rr != nil {
 			content = rr.key
 		}
-		i := slices.IndexFunc(groups, func(g *group) bool { return g.content == content && g.g.Version == in.version })
-		if i < 0 {
-			g := &group{content: content, g: RuleGroup{Version: in.version}}
-			if rr != nil {
-				g.g.Rule = RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)}
+		i := slices.IndexFunc(keys, func(k groupKey) bool { return k.content == content })
+		for ; i >= 0 && i < len(keys); i++ {
+			if keys[i].content == content && groups[i].Version == in.version {
+				break
 			}
-			groups = append(groups, g)
+		}
+		if i < 0 || i == len(keys) {
+			groups = append(groups, RuleGroup{Version: in.version, Rule: ruleSet(rr), FirstSeen: in.ruleHist.versionAt})
+			keys = append(keys, groupKey{content: content})
 			i = len(groups) - 1
 		}
-		groups[i].g.Instances = append(groups[i].g.Instances, in.name)
-		if len(groups[i].g.Instances) == 1 || in.ruleHist.versionAt < groups[i].g.FirstSeen {
-			groups[i].g.FirstSeen = in.ruleHist.versionAt
-		}
+		groups[i].Instances = append(groups[i].Instances, in.name)
+		keys[i].at = append(keys[i].at, in.ruleHist.versionAt)
+		groups[i].FirstSeen = min(groups[i].FirstSeen, in.ruleHist.versionAt)
 	}
-	slices.SortStableFunc(groups, func(x, y *group) int {
-		if len(x.g.Instances) != len(y.g.Instances) {
-			return len(y.g.Instances) - len(x.g.Instances)
-		}
-		if c := strings.Compare(x.g.Version, y.g.Version); c != 0 {
-			return c
-		}
-		return strings.Compare(x.content, y.content)
-	})
-	out := make([]RuleGroup, len(groups))
-	contents := 0
-	for i, g := range groups {
-		out[i] = g.g
-		if !slices.ContainsFunc(groups[:i], func(h *group) bool { return h.content == g.content }) {
-			contents++
-		}
-	}
-	return out, contents
+	sortGroups(groups, keys)
+	return groups, keys, countContents(keys)
 }
 
 // rule-drift: an episode starts when the present instances of the app (those

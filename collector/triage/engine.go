@@ -300,6 +300,7 @@ func (e *Engine) attach(in *instState, ts int64) {
 	}
 	in.attached = true
 	a := in.app
+	replaced := a.insts[in.name]
 	a.insts[in.name] = in
 	for _, s := range in.seriesList {
 		s.ar.reporters[in] = struct{}{}
@@ -309,6 +310,9 @@ func (e *Engine) attach(in *instState, ts int64) {
 			e.appRes(a, r).addRule(ts)
 		}
 		e.recomputeDrift(a, ts, in, nil)
+	} else if replaced != nil && replaced != in && replaced.hasRules {
+		// The instance it replaces under its name had rules: it left.
+		e.recomputeDrift(a, ts, nil, nil)
 	}
 }
 
