@@ -9,7 +9,10 @@
 //     and validate what arrives and hand it to the store through two calls,
 //     Ingest and Reject. The store holds no pointer back to a source and
 //     never calls one while holding its lock: a replay tells the store its
-//     status; the dashboard takes the replay's controls directly.
+//     status; the dashboard takes the replay's controls directly. Dial
+//     runs a goroutine per target for its connection's life; on Linux a
+//     plain (ws://) connection is read past its handshake by a few pollers
+//     (one epoll set each, poll_linux.go) rather than by that goroutine.
 //   - The fleet model (fleet.go, ingest.go) owns instance identity and
 //     restarts (each hello judged once, by triage.JudgeHello), the one
 //     liveness rule (a bye, or silent past Options.StaleAfter: swept at
