@@ -148,6 +148,7 @@ type Collector struct {
 	targets  []*targetStatus
 	keptBuf  []int           // Ingest's scratch: the bucket items taken
 	triBuf   []triage.Series // and their triage series (buckets)
+	touched  int64           // what touchSeries read: kept, never used
 	memUsed  int64           // bytes charged to the budget (budget.go)
 	// streamShare is the part of the budget the re-served stream took
 	// (restream.go): the model's is what is left.

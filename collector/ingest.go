@@ -300,6 +300,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		in.dataEnd = max(in.dataEnd, end)
 	}
 	in.next = 0
+	c.touched += touchSeries(in, m)
 	// The triage engine takes the message's items at the end, under one
 	// lock: tri[i] is item i's series there, zero for an item not taken.
 	tri := c.triBuf[:0]
@@ -489,4 +490,27 @@ func (c *Collector) RecordError() error {
 	c.teeMu.Lock()
 	defer c.teeMu.Unlock()
 	return c.recordErr
+}
+
+// touchSeries reads, for each item of m, the parts of the series it will
+// write, in a loop of reads that do not wait for each other, so that a
+// fleet's series (cold in the caches when their next item comes) miss the
+// caches at once rather than one after another as the items are taken. The
+// series are guessed in the order the instance sent them last (as
+// itemSeries does first); a wrong guess costs a read. It returns a sum of
+// what it read, kept so that the reads are not left out.
+func touchSeries(in *instance, m *wire.Buckets) int64 {
+	var sum int64
+	for i := range min(len(m.Items), len(in.seriesList)) {
+		s := in.seriesList[i]
+		start := m.Items[i].Start
+		r := &s.fine
+		k := r.index(r.align(start))
+		sum += s.first + s.total.pass + r.starts[k] + int64(r.slots[k].pass) + int64(s.part.pass)
+		if m.BucketMs > 0 {
+			sum += int64(s.seen.bits[floorMod(floorDiv(start, m.BucketMs), dedupeSpan)/64])
+		}
+		sum += s.tri.Touch()
+	}
+	return sum
 }
