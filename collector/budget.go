@@ -99,7 +99,7 @@ func (c *Collector) releaseSeries(in *instance) {
 		s.app.refs--
 	}
 	in.series = map[string]*series{}
-	in.seriesList = nil
+	in.seriesList, in.guardedList = nil, nil
 	c.breakersGen++
 }
 

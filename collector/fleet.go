@@ -46,9 +46,10 @@ type instance struct {
 	listed         bool
 	listedApp      string // the app it is counted in while listed (pubCache.apps)
 	guarded        int
-	lastArrive     int64 // collector clock
-	lastTs         int64 // sender clock, latest message
-	dataEnd        int64 // sender clock: buckets are complete up to here
+	guardedList    []*series // its series with a breaker, in seriesList's order, as guarded counts them
+	lastArrive     int64     // collector clock
+	lastTs         int64     // sender clock, latest message
+	dataEnd        int64     // sender clock: buckets are complete up to here
 	// resumeFrom, resumeTo: a hello of a process the collector had data
 	// from came, and the backlog it brings is awaited to tell whether it
 	// reaches back to resumeFrom; wire v1 promises it reaches resumeTo

@@ -157,12 +157,12 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 			}
 			warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
 		}
-		if rebuild && in.guarded > 0 {
-			for _, se := range in.seriesList {
-				if se.part.guarded {
-					breakers = append(breakers, BreakerState{App: in.app, Resource: se.resource, Instance: in.name,
-						State: se.part.state, Provenance: se.part.prov})
-				}
+		if rebuild {
+			// The guarded series alone: a fleet's other series are not
+			// read again after every transition anywhere.
+			for _, se := range in.guardedList {
+				breakers = append(breakers, BreakerState{App: in.app, Resource: se.resource, Instance: in.name,
+					State: se.part.state, Provenance: se.part.prov})
 			}
 		}
 	}
@@ -193,12 +193,14 @@ func (c *Collector) takeParts(in *instance, listed bool, rateMs int64) {
 		return
 	}
 	in.changed, in.listed, in.guarded, in.rowsEnd = false, listed, 0, end
+	in.guardedList = in.guardedList[:0]
 	for _, se := range in.seriesList {
 		se.app.sums.apply(&se.part, -1)
 		se.part = c.part(in, se, listed, end, rateMs)
 		se.app.sums.apply(&se.part, 1)
 		if se.part.guarded {
 			in.guarded++
+			in.guardedList = append(in.guardedList, se)
 		}
 	}
 }
