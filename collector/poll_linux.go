@@ -233,23 +233,27 @@ func (l *pollLoop) run() {
 
 // read takes what a readable connection has, in one read; what is left
 // unread is read on the loop's next pass (the set is level-triggered).
+// The start of a frame held from the last read goes first into the loop's
+// buffer, so that a stream read mid-frame is still read a buffer at a
+// time; only a frame begun that is larger than half the buffer is read
+// into a room of its own.
 func (l *pollLoop) read(ps *polled, now time.Time) {
 	ps.now = now
 	var data []byte
 	var n int
 	var err error
-	if len(ps.pend) > 0 {
-		// A frame begun: read after it, into room for it whole.
-		if want := ps.room(len(ps.pend)); cap(ps.pend) < want {
-			grown := make([]byte, len(ps.pend), want)
+	if held := len(ps.pend); held > len(l.buf)/2 {
+		if want := ps.room(held); cap(ps.pend) < want {
+			grown := make([]byte, held, want)
 			copy(grown, ps.pend)
 			ps.pend = grown
 		}
-		n, err = syscall.Read(ps.fd, ps.pend[len(ps.pend):cap(ps.pend)])
-		data = ps.pend[:len(ps.pend)+max(n, 0)]
+		n, err = syscall.Read(ps.fd, ps.pend[held:cap(ps.pend)])
+		data = ps.pend[:held+max(n, 0)]
 	} else {
-		n, err = syscall.Read(ps.fd, l.buf)
-		data = l.buf[:max(n, 0)]
+		copy(l.buf, ps.pend)
+		n, err = syscall.Read(ps.fd, l.buf[held:])
+		data = l.buf[:held+max(n, 0)]
 	}
 	switch {
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
@@ -285,12 +289,13 @@ type polled struct {
 }
 
 // keep holds tail, the start of a frame, until what follows it is read;
-// tail may be in pend itself.
+// tail may be in pend itself. pend is kept when tail fits it and it is no
+// larger than the room tail's frame may have.
 func (ps *polled) keep(tail []byte) {
 	switch {
 	case len(tail) == 0:
 		ps.pend = nil
-	case ps.pend != nil:
+	case len(tail) <= cap(ps.pend) && cap(ps.pend) <= ps.room(len(tail)):
 		ps.pend = ps.pend[:copy(ps.pend[:cap(ps.pend)], tail)]
 	default:
 		ps.pend = append(make([]byte, 0, ps.room(len(tail))), tail...)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -328,4 +329,66 @@ func isClosed(ch chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// TestPolledReadsABufferAtATime: a connection with a long stream waiting
+// is read a buffer at a time, whether or not a read ends on a frame's end
+// (a reader that fell back to the room of one frame after a cut read a
+// fleet's reconnect backlog 4 KiB a pass, and fell seconds behind).
+func TestPolledReadsABufferAtATime(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[1])
+	for _, fd := range fds {
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := newPollLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	}()
+	c := New(Options{})
+	st := &targetState{targetStatus: &targetStatus{}}
+	ps := &polled{s: c.newStream(Target{Name: "backlog"}, st, c.Bound("backlog")), fd: fds[0], fr: frameReader{max: 1 << 20},
+		idle: time.Hour, maxFrame: 1 << 20, done: make(chan struct{})}
+	const messages = 3000
+	stream, items := fleetFrames("backlog", 0, messages, 6, rand.New(rand.NewPCG(7, 7)))
+	sent, reads := 0, 0
+	for st.status().Messages < messages+1 {
+		for sent < len(stream) {
+			n, err := syscall.Write(fds[1], stream[sent:min(len(stream), sent+1<<20)])
+			if errors.Is(err, syscall.EAGAIN) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent += n
+		}
+		l.read(ps, time.Now())
+		reads++
+		if isClosed(ps.done) {
+			t.Fatalf("ended after %d reads: %v", reads, ps.err)
+		}
+		if reads > 10*len(stream)/len(l.buf) {
+			t.Fatalf("%d reads for %d of %d messages (%d bytes)", reads, st.status().Messages, messages+1, len(stream))
+		}
+	}
+	// Each read but the last takes at least half a buffer: what is held of
+	// a frame begun, at most half, goes before it.
+	if most := 2*len(stream)/len(l.buf) + 2; reads > most {
+		t.Errorf("%d reads for %d bytes; at most %d expected", reads, len(stream), most)
+	}
+	if got := st.status().Items; got != int64(items) {
+		t.Errorf("%d items counted, %d sent", got, items)
+	}
+	t.Logf("%d bytes in %d reads", len(stream), reads)
 }
