@@ -231,46 +231,62 @@ func (l *pollLoop) run() {
 	}
 }
 
-// read takes what a readable connection has, in one read; what is left
-// unread is read on the loop's next pass (the set is level-triggered).
+// readsPerPass bounds the reads of one connection in one pass: a
+// connection with more waiting than a buffer (a reconnect's backlog) is
+// read up to this many buffers before the next connection's turn.
+const readsPerPass = 8
+
+// read takes what a readable connection has: a read, and more while each
+// fills its buffer, up to readsPerPass; what is left unread is read on the
+// loop's next pass (the set is level-triggered).
+func (l *pollLoop) read(ps *polled, now time.Time) {
+	for range readsPerPass {
+		if !l.readOnce(ps, now) {
+			return
+		}
+	}
+}
+
+// readOnce reads once; it says whether the read filled its buffer, so
+// that more may be waiting, and the connection is still read.
+//
 // The start of a frame held from the last read goes first into the loop's
 // buffer, so that a stream read mid-frame is still read a buffer at a
 // time; only a frame begun that is larger than half the buffer is read
 // into a room of its own.
-func (l *pollLoop) read(ps *polled, now time.Time) {
+func (l *pollLoop) readOnce(ps *polled, now time.Time) (more bool) {
 	ps.now = now
-	var data []byte
-	var n int
-	var err error
+	var data, into []byte
 	if held := len(ps.pend); held > len(l.buf)/2 {
 		if want := ps.room(held); cap(ps.pend) < want {
 			grown := make([]byte, held, want)
 			copy(grown, ps.pend)
 			ps.pend = grown
 		}
-		n, err = syscall.Read(ps.fd, ps.pend[held:cap(ps.pend)])
-		data = ps.pend[:held+max(n, 0)]
+		data, into = ps.pend[:held], ps.pend[held:cap(ps.pend)]
 	} else {
 		copy(l.buf, ps.pend)
-		n, err = syscall.Read(ps.fd, l.buf[held:])
-		data = l.buf[:held+max(n, 0)]
+		data, into = l.buf[:held], l.buf[held:]
 	}
+	n, err := syscall.Read(ps.fd, into)
 	switch {
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
-		return
+		return false
 	case err != nil:
 		l.end(ps, fmt.Errorf("read: %w", err))
-		return
+		return false
 	case n == 0:
 		l.end(ps, errors.New("closed by the peer without a close frame (unexpected EOF)"))
-		return
+		return false
 	}
+	data = data[:len(data)+n]
 	used, err := ps.fr.feed(data, ps)
 	if err != nil {
 		l.end(ps, err)
-		return
+		return false
 	}
 	ps.keep(data[used:])
+	return n == len(into)
 }
 
 // polled is one connection read by a pollLoop.
