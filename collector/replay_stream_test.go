@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/fifo"
 	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
@@ -93,8 +93,8 @@ func TestReplayStreamsALargeRecording(t *testing.T) {
 // that cannot be read twice) replays whole, and seeking back replays it
 // again, from the copy the first reading made.
 func TestReplayFromAFIFO(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "recording.ndjson.gz")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	pipe := filepath.Join(t.TempDir(), "recording.ndjson.gz")
+	if err := fifo.Make(pipe, 0o600); err != nil {
 		t.Skip("no FIFO here:", err)
 	}
 	var gz bytes.Buffer
@@ -103,20 +103,20 @@ func TestReplayFromAFIFO(t *testing.T) {
 	zw.Close()
 	wrote := make(chan error, 1)
 	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
 		if err == nil {
 			_, err = w.Write(gz.Bytes())
 			w.Close()
 		}
 		wrote <- err
 	}()
-	in, err := os.Open(fifo)
+	in, err := os.Open(pipe)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opened := make(chan error, 1)
 	var r *Replay
-	go func() { r, err = NewReplay(fifo, in, 0, Options{}); opened <- err }()
+	go func() { r, err = NewReplay(pipe, in, 0, Options{}); opened <- err }()
 	select {
 	case err = <-opened:
 	case <-time.After(10 * time.Second):

@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/fixtures"
+	"github.com/sentinel-top/sentinel-top/internal/fifo"
 )
 
 // TestReportOfFailedInputExits3: an input that gave nothing is a failure
@@ -201,8 +201,8 @@ func TestRecordRefusesToOverwriteOrFollowLinks(t *testing.T) {
 // <(zcat ...) or a named pipe gives it) is read once, not sniffed first and
 // then read again from a stream that cannot rewind.
 func TestReplayFromAPipe(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "recording.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	pipe := filepath.Join(t.TempDir(), "recording.fifo")
+	if err := fifo.Make(pipe, 0o600); err != nil {
 		t.Skip("no FIFOs here:", err)
 	}
 	src, err := fixtures.Open("sawtooth-db-slow")
@@ -211,7 +211,7 @@ func TestReplayFromAPipe(t *testing.T) {
 	}
 	defer src.Close()
 	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
 		if err != nil {
 			return
 		}
@@ -220,7 +220,7 @@ func TestReplayFromAPipe(t *testing.T) {
 		zw.Close()
 		w.Close()
 	}()
-	code, out, errOut := runCmd(t, "report", "--replay", fifo, "--format", "json", "--fail-on", "warning")
+	code, out, errOut := runCmd(t, "report", "--replay", pipe, "--format", "json", "--fail-on", "warning")
 	if code != exitFailOn || !strings.Contains(out, `"kind": "sawtooth"`) || strings.Contains(errOut, "rejected:") {
 		t.Fatalf("replay from a FIFO: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -288,14 +288,14 @@ func TestMissingRotationIsNamed(t *testing.T) {
 // without end, end with an error naming the bound and exit 3, not a
 // report of nothing.
 func TestReplayOfEndlessInputEnds(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "garbage.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	pipe := filepath.Join(t.TempDir(), "garbage.fifo")
+	if err := fifo.Make(pipe, 0o600); err != nil {
 		t.Skip("no FIFOs here:", err)
 	}
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		w, err := os.OpenFile(pipe, os.O_WRONLY, 0)
 		if err != nil {
 			return
 		}
@@ -312,7 +312,7 @@ func TestReplayOfEndlessInputEnds(t *testing.T) {
 			}
 		}
 	}()
-	for _, input := range []string{"/dev/zero", fifo} {
+	for _, input := range []string{"/dev/zero", pipe} {
 		if _, err := os.Stat(input); err != nil {
 			continue
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -28,7 +30,8 @@ import (
 // TestHostilePeakRSS runs the built command as a child process against
 // each hostile peer of SECURITY.md, real servers on loopback, and requires
 // its peak resident memory (the kernel's, after it exits) to stay under
-// the default 512 MiB budget. It takes about two minutes: opt in with
+// the default 512 MiB budget (Linux: /proc and the kernel's figures in
+// KiB). It takes about two minutes: opt in with
 // SENTINEL_TOP_HOSTILE=1 (SENTINEL_TOP_HOSTILE_FOR=20s sets how long each
 // case runs, 15 s by default).
 func TestHostilePeakRSS(t *testing.T) {

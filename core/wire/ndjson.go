@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // Pos is a place in a fixture: file name and 1-based line number.
@@ -296,22 +295,25 @@ func Create(path string) (*Writer, error) {
 // when overwriting was not asked for.
 var ErrExists = errors.New("already exists (overwrite it explicitly, or name another file)")
 
+// errSymlink is openNoFollow's refusal of a symbolic link.
+var errSymlink = errors.New("is a symbolic link")
+
 // CreateRecording creates a recording at path, as Create does, but never
 // through a symbolic link (so a link planted where a recording goes cannot
 // make it truncate another file), and, unless overwrite is set, only when
 // nothing is there yet.
 func CreateRecording(path string, overwrite bool) (*Writer, error) {
-	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
+	flags := os.O_WRONLY | os.O_CREATE
 	if overwrite {
 		flags |= os.O_TRUNC
 	} else {
 		flags |= os.O_EXCL
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := openNoFollow(path, flags)
 	switch {
 	case errors.Is(err, os.ErrExist):
 		return nil, fmt.Errorf("%s: %w", path, ErrExists)
-	case errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, errSymlink):
 		return nil, fmt.Errorf("%s: is a symbolic link; a recording is never written through one", path)
 	case err != nil:
 		return nil, err

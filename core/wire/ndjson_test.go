@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -232,5 +233,44 @@ func TestWriterPlainAndFlush(t *testing.T) {
 	}
 	if err := w.Write(&Bye{}); err == nil {
 		t.Fatal("write after close")
+	}
+}
+
+// TestCreateRecordingNeverThroughALink: a recording is never written
+// through a symbolic link, overwrite or not, and never replaces a file
+// unless told to.
+func TestCreateRecordingNeverThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(dir, "precious")
+	if err := os.WriteFile(precious, []byte("keep\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "rec.ndjson")
+	if err := os.Symlink(precious, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	for _, overwrite := range []bool{false, true} {
+		w, err := CreateRecording(link, overwrite)
+		if err == nil {
+			w.Close()
+			t.Fatalf("overwrite %v: a recording through a link", overwrite)
+		}
+		// Without overwrite, the open fails on anything already there.
+		if overwrite && !strings.Contains(err.Error(), "is a symbolic link") {
+			t.Errorf("overwrite: %v", err)
+		}
+	}
+	if _, err := CreateRecording(precious, false); !errors.Is(err, ErrExists) {
+		t.Errorf("an existing file without overwrite: %v", err)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "keep\n" {
+		t.Fatalf("the file behind the link was changed: %q", b)
+	}
+	w, err := CreateRecording(filepath.Join(dir, "new.ndjson"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
