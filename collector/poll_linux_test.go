@@ -274,33 +274,13 @@ func TestDialLeavesNoDescriptorsNorGoroutines(t *testing.T) {
 // and sent slowly costs the collector about what has arrived of it, not
 // the bound, until it is whole; then it is taken, and nothing is kept.
 func TestPolledHoldsNoMoreThanItIsSent(t *testing.T) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fds[1])
-	if err := syscall.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	l, err := newPollLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		syscall.Close(l.epfd)
-		syscall.Close(l.wake[0])
-		syscall.Close(l.wake[1])
-	}()
-	c := New(Options{})
-	st := &targetState{targetStatus: &targetStatus{}}
 	const max = 1 << 20
-	ps := &polled{s: c.newStream(Target{Name: "slow"}, st, c.Bound("slow")), fd: fds[0], fr: frameReader{max: max},
-		idle: time.Hour, maxFrame: max, done: make(chan struct{})}
+	l, ps, st, peer := polledPair(t, "slow", max)
 	f := frame(true, opText, bytes.Repeat([]byte{'x'}, max))
 	sent := 0
 	for sent < len(f) {
 		n := min(len(f)-sent, 20+sent/2, 64<<10) // 20 bytes first, then more
-		if _, err := syscall.Write(fds[1], f[sent:sent+n]); err != nil {
+		if _, err := syscall.Write(peer, f[sent:sent+n]); err != nil {
 			t.Fatal(err)
 		}
 		sent += n
@@ -323,6 +303,34 @@ func TestPolledHoldsNoMoreThanItIsSent(t *testing.T) {
 	}
 }
 
+// polledPair is a connection read by a poll loop of its own, not run: the
+// test calls its reads. peer is the socket's other end, blocking.
+func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polled, st *targetState, peer int) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fds[1]) })
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	l, err = newPollLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	})
+	c := New(Options{})
+	st = &targetState{targetStatus: &targetStatus{}}
+	ps = &polled{s: c.newStream(Target{Name: name}, st, c.Bound(name)), fd: fds[0], fr: frameReader{max: maxFrame},
+		idle: time.Hour, maxFrame: maxFrame, done: make(chan struct{})}
+	return l, ps, st, fds[1]
+}
+
 func isClosed(ch chan struct{}) bool {
 	select {
 	case <-ch:
@@ -338,34 +346,15 @@ func isClosed(ch chan struct{}) bool {
 // fleet's reconnect backlog 4 KiB a pass, and fell seconds behind), and
 // up to readsPerPass buffers a pass.
 func TestPolledReadsABufferAtATime(t *testing.T) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
+	l, ps, st, peer := polledPair(t, "backlog", 1<<20)
+	if err := syscall.SetNonblock(peer, true); err != nil {
 		t.Fatal(err)
-	}
-	defer syscall.Close(fds[1])
-	for _, fd := range fds {
-		if err := syscall.SetNonblock(fd, true); err != nil {
-			t.Fatal(err)
-		}
 	}
 	// Room for more than a pass reads (the kernel may grant less).
-	syscall.SetsockoptInt(fds[1], syscall.SOL_SOCKET, syscall.SO_SNDBUF, 2<<20)
-	l, err := newPollLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		syscall.Close(l.epfd)
-		syscall.Close(l.wake[0])
-		syscall.Close(l.wake[1])
-	}()
-	c := New(Options{})
-	st := &targetState{targetStatus: &targetStatus{}}
-	ps := &polled{s: c.newStream(Target{Name: "backlog"}, st, c.Bound("backlog")), fd: fds[0], fr: frameReader{max: 1 << 20},
-		idle: time.Hour, maxFrame: 1 << 20, done: make(chan struct{})}
+	syscall.SetsockoptInt(peer, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 2<<20)
 	waiting := func() int { // bytes in the socket, unread
 		var v int32
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fds[0]), syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); e != 0 {
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(ps.fd), syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); e != 0 {
 			t.Fatal(e)
 		}
 		return int(v)
@@ -379,7 +368,7 @@ func TestPolledReadsABufferAtATime(t *testing.T) {
 	sent, passes, full, tried := 0, 0, 0, 0
 	for st.status().Messages < messages+1 {
 		for sent < len(stream) {
-			n, err := syscall.Write(fds[1], stream[sent:min(len(stream), sent+1<<20)])
+			n, err := syscall.Write(peer, stream[sent:min(len(stream), sent+1<<20)])
 			if errors.Is(err, syscall.EAGAIN) {
 				break
 			}
