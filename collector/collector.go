@@ -188,6 +188,9 @@ type Collector struct {
 	breakersGen uint64
 	pub         pubCache
 	pubGen      uint64
+	// arriveFloor: no instance that is not gone last arrived before it, so
+	// that sweep need not look at each until StaleAfter has passed it.
+	arriveFloor int64
 
 	// transitioned wakes Run when a breaker changed state (buffered: one
 	// pending wake is enough).

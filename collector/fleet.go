@@ -235,15 +235,26 @@ func (c *Collector) instanceFor(place, name string) *instance {
 // sweep applies the liveness rule at now: an instance silent for longer
 // than StaleAfter is gone from that moment, for every view at once (the
 // table, the detail, triage and /metrics). c.mu is held.
+//
+// An instance can be stale only once now is StaleAfter past arriveFloor:
+// until then a snapshot does not look at each instance.
 func (c *Collector) sweep(now int64) {
 	stale := c.opts.StaleAfter.Milliseconds()
+	if now-c.arriveFloor <= stale {
+		return
+	}
+	floor := now
 	for _, in := range c.insts {
 		if !in.gone && now-in.lastArrive > stale {
 			in.gone, in.goneAt, in.changed = true, in.lastArrive+stale, true
 			c.breakersGen++
 			c.engine.Left(in.tri, in.lastTs+stale)
 		}
+		if !in.gone {
+			floor = min(floor, in.lastArrive)
+		}
 	}
+	c.arriveFloor = floor
 }
 
 // hello applies an instance's hello, judged by triage.JudgeHello (a first

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -393,5 +394,68 @@ func TestPrunedInstanceLeavesTheAppCount(t *testing.T) {
 	hello("gw-2", "gateway")
 	if s := c.Publish(); s.Apps != 2 {
 		t.Fatalf("a new gateway: apps %d, want 2", s.Apps)
+	}
+}
+
+// TestSweepLooksWhenOneMayBeStale: snapshots skip the look at each
+// instance until one may have been silent for StaleAfter; whatever the
+// arrivals, byes and clock (which may jump back, as a wall clock does),
+// every instance is gone exactly when and since a look at each at every
+// snapshot finds it.
+func TestSweepLooksWhenOneMayBeStale(t *testing.T) {
+	const stale = 15_000
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+		c := New(Options{Clock: vc, StaleAfter: stale * time.Millisecond})
+		type model struct {
+			last           int64
+			gone           bool
+			goneAt         int64
+			byeAt, helloed int64
+		}
+		want := map[string]*model{}
+		for step := range 400 {
+			now := vc.UnixMilli()
+			switch r := rng.IntN(100); {
+			case r < 3: // the wall clock jumps back
+				vc.Set(time.UnixMilli(now - int64(rng.IntN(60_000))))
+			case r < 45:
+				vc.Advance(time.Duration(rng.IntN(4_000)) * time.Millisecond)
+			case r < 50:
+				name := fmt.Sprint("i-", rng.IntN(12))
+				if m := want[name]; m != nil && !m.gone {
+					c.Ingest("t", &wire.Bye{Header: wire.Header{Ts: now, Instance: name}})
+					m.last, m.gone, m.goneAt = now, true, now
+				}
+			case r < 90:
+				name := fmt.Sprint("i-", rng.IntN(12))
+				m := want[name]
+				if m == nil {
+					m = &model{}
+					want[name] = m
+					c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: now, Instance: name}, App: "a", StartedAt: t0ms, BucketMs: 500})
+				} else {
+					c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: now, Instance: name}, BucketMs: 500})
+				}
+				m.last, m.gone = now, false
+			default:
+				c.Publish()
+				for _, m := range want {
+					if !m.gone && now-m.last > stale {
+						m.gone, m.goneAt = true, m.last+stale
+					}
+				}
+				c.mu.Lock()
+				for name, m := range want {
+					in := c.insts[name]
+					if in.gone != m.gone || m.gone && in.goneAt != m.goneAt {
+						t.Fatalf("seed %d step %d at %d: %s gone %v since %d; want %v since %d (last arrived %d)",
+							seed, step, now-t0ms, name, in.gone, in.goneAt-t0ms, m.gone, m.goneAt-t0ms, m.last-t0ms)
+					}
+				}
+				c.mu.Unlock()
+			}
+		}
 	}
 }

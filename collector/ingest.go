@@ -188,6 +188,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 		return false, nil
 	}
 	in.lastArrive = now
+	c.arriveFloor = min(c.arriveFloor, now)
 	in.lastTs = max(in.lastTs, h.Ts)
 	if _, isBuckets := m.(*wire.Buckets); in.gone || !isBuckets {
 		c.breakersGen++ // back, or a message that may change a breaker state
