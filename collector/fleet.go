@@ -20,20 +20,11 @@ import (
 // instance is what the collector knows of one emitting process.
 type instance struct {
 	name, app string
-	// tri is the triage engine's handle of the process: the store tells
-	// the engine what it decided of its identity (see hello, sweep, ingest)
-	// and feeds it facts through this handle and its series'.
-	tri       triage.Instance
-	startedAt int64 // the latest of the process's hellos (0: none)
-	bucketMs  int64
-	// Its rules are the triage engine's (Engine.RulesOf): one copy, in
-	// canonical order, that the detail and rule drift both read.
-	series     map[string]*series
-	seriesList []*series // the values of series, for passes without map lookups
-	// next is the index in seriesList after the series of the latest
-	// bucket item: an agent sends a bucket's items in name order, so the
-	// next item's series is most often there (see itemSeries).
-	next int
+
+	// What a snapshot reads of every instance comes first, in the first
+	// cache lines (a fleet's instances are not in any cache when the next
+	// snapshot comes; see instanceRows).
+	//
 	// changed: a message other than buckets arrived, a series began, or
 	// it left or came back, since the last snapshot took its series' parts
 	// of the rows (see rows.go); dirty: buckets arrived, the earliest
@@ -41,15 +32,41 @@ type instance struct {
 	// parts taken last; listed and guarded (its series with a breaker) are
 	// as that snapshot found them.
 	changed, dirty bool
-	dirtyFrom      int64
-	rowsEnd        int64
 	listed         bool
-	listedApp      string // the app it is counted in while listed (pubCache.apps)
-	guarded        int
-	guardedList    []*series // its series with a breaker, in seriesList's order, as guarded counts them
-	lastArrive     int64     // collector clock
-	lastTs         int64     // sender clock, latest message
-	dataEnd        int64     // sender clock: buckets are complete up to here
+	// gone is the one liveness rule: set when the instance said bye or was
+	// silent for longer than Options.StaleAfter (see sweep), cleared by its
+	// next message. goneAt is when, on the collector's clock.
+	gone bool
+	// polled: the collector polls it (Java Sentinel's transport) and
+	// stamps its messages' ts itself, so ts tells how far its data lags,
+	// not its clock: no clock-skew warning.
+	polled      bool
+	goneAt      int64
+	dirtyFrom   int64
+	rowsEnd     int64
+	dataEnd     int64 // sender clock: buckets are complete up to here
+	offset      int64 // the least of offsets (see observeOffset)
+	nOffsets    int
+	bucketMs    int64
+	listedApp   string    // the app it is counted in while listed (pubCache.apps)
+	guardedList []*series // its series with a breaker, in seriesList's order, as guarded counts them
+	guarded     int
+
+	// tri is the triage engine's handle of the process: the store tells
+	// the engine what it decided of its identity (see hello, sweep, ingest)
+	// and feeds it facts through this handle and its series'.
+	tri       triage.Instance
+	startedAt int64 // the latest of the process's hellos (0: none)
+	// Its rules are the triage engine's (Engine.RulesOf): one copy, in
+	// canonical order, that the detail and rule drift both read.
+	series     map[string]*series
+	seriesList []*series // the values of series, for passes without map lookups
+	// next is the index in seriesList after the series of the latest
+	// bucket item: an agent sends a bucket's items in name order, so the
+	// next item's series is most often there (see itemSeries).
+	next       int
+	lastArrive int64 // collector clock
+	lastTs     int64 // sender clock, latest message
 	// resumeFrom, resumeTo: a hello of a process the collector had data
 	// from came, and the backlog it brings is awaited to tell whether it
 	// reaches back to resumeFrom; wire v1 promises it reaches resumeTo
@@ -57,15 +74,8 @@ type instance struct {
 	resumeFrom, resumeTo int64
 	// unrecv holds the instance's latest spans of data known never to have
 	// arrived, [from, to) on its clock, oldest first (see gaps.go).
-	unrecv   []Span
-	offsets  [16]int64
-	nOffsets int
-	offset   int64
-	// gone is the one liveness rule: set when the instance said bye or was
-	// silent for longer than Options.StaleAfter (see sweep), cleared by its
-	// next message. goneAt is when, on the collector's clock.
-	gone   bool
-	goneAt int64
+	unrecv  []Span
+	offsets [16]int64
 	// helloed: a hello named its app; appChanges counts its moves to
 	// another app since appChangesSince (see appChangeAllowed).
 	helloed                     bool
@@ -76,10 +86,6 @@ type instance struct {
 	// statesUnknown: the source cannot report breaker transitions (its
 	// hello's sdk is Java Sentinel's transport or a metric log).
 	statesUnknown bool
-	// polled: the collector polls it (Java Sentinel's transport) and
-	// stamps its messages' ts itself, so ts tells how far its data lags,
-	// not its clock: no clock-skew warning.
-	polled bool
 }
 
 // series is one instance x resource. The fields every bucket item reads
