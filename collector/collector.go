@@ -198,6 +198,9 @@ type Collector struct {
 
 	seq  uint64
 	snap atomic.Pointer[Snapshot]
+	// published is closed by the next Publish, once someone waits for it
+	// (see Published).
+	published atomic.Pointer[chan struct{}]
 }
 
 // pubCache is what Publish keeps between snapshots: the instances in name
@@ -311,6 +314,20 @@ func floorDiv(a, b int64) int64 {
 
 // Snapshot returns the latest published snapshot.
 func (c *Collector) Snapshot() *Snapshot { return c.snap.Load() }
+
+// Published returns a channel closed when the next snapshot is published,
+// after Snapshot returns it. A reader that takes the channel before it
+// reads Snapshot misses none: read, wait, and read again.
+func (c *Collector) Published() <-chan struct{} {
+	if ch := c.published.Load(); ch != nil {
+		return *ch
+	}
+	ch := make(chan struct{})
+	if c.published.CompareAndSwap(nil, &ch) {
+		return ch
+	}
+	return *c.published.Load()
+}
 
 var nan = func() float64 { z := 0.0; return z / z }()
 

@@ -34,3 +34,19 @@ func ExampleNewReplay() {
 	// 0 live instances, 2 resources
 	// warning sawtooth GET:http://member-service/api/user/info
 }
+
+// Waiting for the next snapshot instead of polling for it: take the
+// channel before reading the latest snapshot, so that none is missed.
+func ExampleCollector_Published() {
+	c := collector.New(collector.Options{})
+	var seen uint64
+	if s := c.Snapshot(); s != nil {
+		seen = s.Seq
+	}
+	next := c.Published()
+	go c.Publish() // as Run does every 250 ms
+	<-next
+	fmt.Println(c.Snapshot().Seq-seen, "new snapshot")
+	// Output:
+	// 1 new snapshot
+}

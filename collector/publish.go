@@ -96,6 +96,9 @@ func (c *Collector) Publish() *Snapshot {
 	})
 	s.Totals = c.appTotals()
 	c.snap.Store(s)
+	if ch := c.published.Swap(nil); ch != nil {
+		close(*ch)
+	}
 	return s
 }
 
