@@ -131,20 +131,21 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 	}
 }
 
-// watch reads every snapshot c publishes until ctx ends.
+// watch reads every snapshot c publishes until ctx ends, woken by each
+// (a reader polling every few milliseconds would cost the collector's
+// process CPU that bench counts as the collector's).
 func (l *latency) watch(ctx context.Context, c *collector.Collector, resource string) {
-	tk := time.NewTicker(2 * time.Millisecond)
-	defer tk.Stop()
 	var seq uint64
 	for {
+		next := c.Published()
+		if s := c.Snapshot(); s != nil && s.Seq != seq {
+			seq = s.Seq
+			l.seen(s, resource, time.Now())
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-tk.C:
-			if s := c.Snapshot(); s != nil && s.Seq != seq {
-				seq = s.Seq
-				l.seen(s, resource, now)
-			}
+		case <-next:
 		}
 	}
 }
