@@ -398,37 +398,37 @@ func TestPrunedInstanceLeavesTheAppCount(t *testing.T) {
 }
 
 // TestSweepLooksWhenOneMayBeStale: snapshots skip the look at each
-// instance until one may have been silent for StaleAfter; whatever the
-// arrivals, byes and clock (which may jump back, as a wall clock does),
-// every instance is gone exactly when and since a look at each at every
-// snapshot finds it.
+// instance until one may have been silent for StaleAfter, and the look
+// for those to let go until one may have been gone for Retention; whatever
+// the arrivals, byes and clock (which may jump back, as a wall clock
+// does), every instance is gone exactly when and since a look at each at
+// every snapshot finds it, and let go as that look would.
 func TestSweepLooksWhenOneMayBeStale(t *testing.T) {
-	const stale = 15_000
+	const stale, keep = 15_000, 40_000
 	for seed := range uint64(30) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		vc := core.NewVirtualClock(time.UnixMilli(t0ms))
-		c := New(Options{Clock: vc, StaleAfter: stale * time.Millisecond})
+		c := New(Options{Clock: vc, StaleAfter: stale * time.Millisecond, Retention: keep * time.Millisecond})
 		type model struct {
-			last           int64
-			gone           bool
-			goneAt         int64
-			byeAt, helloed int64
+			last, goneAt int64
+			gone         bool
 		}
 		want := map[string]*model{}
-		for step := range 400 {
+		prunes := 0
+		for step := range 600 {
 			now := vc.UnixMilli()
 			switch r := rng.IntN(100); {
 			case r < 3: // the wall clock jumps back
 				vc.Set(time.UnixMilli(now - int64(rng.IntN(60_000))))
 			case r < 45:
-				vc.Advance(time.Duration(rng.IntN(4_000)) * time.Millisecond)
-			case r < 50:
+				vc.Advance(time.Duration(rng.IntN(5_000)) * time.Millisecond)
+			case r < 52:
 				name := fmt.Sprint("i-", rng.IntN(12))
 				if m := want[name]; m != nil && !m.gone {
 					c.Ingest("t", &wire.Bye{Header: wire.Header{Ts: now, Instance: name}})
 					m.last, m.gone, m.goneAt = now, true, now
 				}
-			case r < 90:
+			case r < 85:
 				name := fmt.Sprint("i-", rng.IntN(12))
 				m := want[name]
 				if m == nil {
@@ -441,14 +441,24 @@ func TestSweepLooksWhenOneMayBeStale(t *testing.T) {
 				m.last, m.gone = now, false
 			default:
 				c.Publish()
-				for _, m := range want {
+				for name, m := range want {
 					if !m.gone && now-m.last > stale {
 						m.gone, m.goneAt = true, m.last+stale
 					}
+					if m.gone && now-m.goneAt > keep {
+						delete(want, name)
+						prunes++
+					}
 				}
 				c.mu.Lock()
+				if len(c.insts) != len(want) {
+					t.Fatalf("seed %d step %d at %d: %d instances kept, want %d", seed, step, now-t0ms, len(c.insts), len(want))
+				}
 				for name, m := range want {
 					in := c.insts[name]
+					if in == nil {
+						t.Fatalf("seed %d step %d at %d: %s let go; gone %v since %d", seed, step, now-t0ms, name, m.gone, m.goneAt-t0ms)
+					}
 					if in.gone != m.gone || m.gone && in.goneAt != m.goneAt {
 						t.Fatalf("seed %d step %d at %d: %s gone %v since %d; want %v since %d (last arrived %d)",
 							seed, step, now-t0ms, name, in.gone, in.goneAt-t0ms, m.gone, m.goneAt-t0ms, m.last-t0ms)
@@ -456,6 +466,9 @@ func TestSweepLooksWhenOneMayBeStale(t *testing.T) {
 				}
 				c.mu.Unlock()
 			}
+		}
+		if prunes == 0 {
+			t.Fatalf("seed %d: no instance let go", seed)
 		}
 	}
 }
