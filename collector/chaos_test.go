@@ -371,7 +371,12 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 	warnings := c.Publish().Warnings
 	skewed, checked := 0, 0
 	for i, ca := range agents {
-		if ca.skew.Abs() < 1500*time.Millisecond {
+		// A restart starts the agent's clock later: its skew now. The
+		// warning comes past a bucket (500 ms) of offset, which the
+		// agents' last messages, read on either side of the collector's
+		// clock moving on, may make 500 ms less than the skew.
+		ahead := ca.clock.UnixMilli() - cclock.UnixMilli()
+		if abs64(ahead) < 1100 {
 			continue
 		}
 		skewed++
@@ -379,8 +384,6 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 			continue
 		}
 		checked++
-		// A restart starts the agent's clock later: its skew now.
-		ahead := ca.clock.UnixMilli() - cclock.UnixMilli()
 		dir := "ahead of"
 		if ahead < 0 {
 			dir = "behind"
@@ -403,9 +406,9 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		}
 	}
 	if checked < skewed*3/4 {
-		t.Errorf("clock skew checked for %d of %d agents off by 1.5 s or more", checked, skewed)
+		t.Errorf("clock skew checked for %d of %d agents off by 1.1 s or more", checked, skewed)
 	}
-	t.Logf("clock skew: %d of %d agents off by 1.5 s or more were connected at the end, each warned about by its offset", checked, skewed)
+	t.Logf("clock skew: %d of %d agents off by 1.1 s or more were connected at the end, each warned about by its offset", checked, skewed)
 
 	// Drain: the agents stop; the collector's time runs on until every
 	// target is back (at most MaxBackoff), and the totals are exact.
