@@ -319,14 +319,17 @@ func (c *Collector) Snapshot() *Snapshot { return c.snap.Load() }
 // after Snapshot returns it. A reader that takes the channel before it
 // reads Snapshot misses none: read, wait, and read again.
 func (c *Collector) Published() <-chan struct{} {
-	if ch := c.published.Load(); ch != nil {
-		return *ch
+	for {
+		if ch := c.published.Load(); ch != nil {
+			return *ch
+		}
+		// Another reader may install one first, and a Publish take it
+		// away again before it is read: look again.
+		ch := make(chan struct{})
+		if c.published.CompareAndSwap(nil, &ch) {
+			return ch
+		}
 	}
-	ch := make(chan struct{})
-	if c.published.CompareAndSwap(nil, &ch) {
-		return ch
-	}
-	return *c.published.Load()
 }
 
 var nan = func() float64 { z := 0.0; return z / z }()
