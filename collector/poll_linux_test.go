@@ -134,11 +134,14 @@ func TestPolledStreamAnyWayItArrives(t *testing.T) {
 				if mode == "one write" {
 					conn.Write(all)
 				} else {
+					// Its own cuts: the collector may dial again after
+					// the close, and handlers run concurrently.
+					cuts := rand.New(rand.NewPCG(9, 9))
 					for len(all) > 0 {
-						n := min(len(all), 1+rng.IntN(9000))
+						n := min(len(all), 1+cuts.IntN(9000))
 						conn.Write(all[:n])
 						all = all[n:]
-						time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+						time.Sleep(time.Duration(cuts.IntN(3)) * time.Millisecond)
 					}
 				}
 				time.Sleep(time.Second) // the close is read before the conn ends
