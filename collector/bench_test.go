@@ -3,6 +3,7 @@ package collector
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -75,7 +76,9 @@ func BenchmarkIngest(b *testing.B) {
 // since the last snapshot; "live" as a live fleet does: between two
 // snapshots (250 ms apart) half the instances send their next 500 ms
 // bucket of every resource, so every series changes every other snapshot
-// (and moves its data end to the next second every fourth).
+// (and moves its data end to the next second every fourth). The ingest
+// between snapshots is outside the time measured; live reports it apart
+// (ingest-ms/op), so that work moved from a snapshot to ingest shows.
 func BenchmarkPublish(b *testing.B) {
 	for _, instances := range []int{500, 2500, 10000} {
 		c, names := publishFleet(instances)
@@ -85,17 +88,25 @@ func BenchmarkPublish(b *testing.B) {
 				c.Publish()
 			}
 		})
+		// The rounds go on from one call of the function to the next (its
+		// calibration and -count run it again on the same collector):
+		// buckets sent again would be duplicates, and cost nothing.
+		round := 0
 		b.Run(fmt.Sprintf("series=%d/live", instances*20), func(b *testing.B) {
 			b.ReportAllocs()
 			frames := make([]*wire.Buckets, instances)
 			for i := range frames {
 				frames[i] = benchFrame(fmt.Sprintf("gw-%d", i), names, 0)
 			}
+			var ingest time.Duration
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
+			for range b.N {
 				b.StopTimer()
 				// Each instance sends its next bucket every other snapshot.
+				i := round
+				round++
 				start := t0ms + int64(20+i/2)*500
+				began := time.Now()
 				for j := i % 2; j < instances; j += 2 {
 					f := frames[j]
 					f.Ts = start + 500
@@ -104,9 +115,11 @@ func BenchmarkPublish(b *testing.B) {
 					}
 					c.Ingest("bench", f)
 				}
+				ingest += time.Since(began)
 				b.StartTimer()
 				c.Publish()
 			}
+			b.ReportMetric(float64(ingest)/1e6/float64(b.N), "ingest-ms/op")
 		})
 	}
 }

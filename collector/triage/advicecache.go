@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// Rule advice is judged per series, again only for the series whose inputs
-// changed since the last Findings (a bucket, a transition, its instance's
-// rules or hello). An app x resource keeps the sums its finding is made of
+// Rule advice is judged per series, again only when its inputs changed: at
+// once after a bucket (adviceBucket), and at the next Findings after a
+// transition, its instance's rules or hello. An app x resource keeps the sums its finding is made of
 // (see arAdvice), which a series' new judgment updates; the firing list and
 // its names are made again only when a series joins or leaves it. A
 // finding is made again only when one of its series changed, at a cost
@@ -132,49 +132,65 @@ func (e *Engine) adviceChanged(s *series) {
 	}
 }
 
-// judgeDirtyAdvice judges the series marked, moving them in and out of
-// their app x resource's firing lists and sums.
+// adviceBucket judges a series again after a bucket, at once: what the
+// judgment reads (its rules, traffic, healthy histogram and last judgment)
+// is in the caches then, where the next Findings would read it back from
+// memory for every series that changed, a fleet's worth. A series marked
+// already is left to Findings, which judges it after its last change.
+func (e *Engine) adviceBucket(s *series) {
+	if (s.ratio || s.listed) && !s.advice.dirty {
+		e.judgeSeriesAdvice(s)
+	}
+}
+
+// judgeDirtyAdvice judges the series marked.
 func (e *Engine) judgeDirtyAdvice() {
 	for i, s := range e.adviceDirty {
 		e.adviceDirty[i] = nil
-		sa := &s.advice
-		sa.dirty = false
-		j, fires := judgeAdvice(s.inst, s)
-		c := adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
-		if sa.counted && fires && s.ar == sa.list {
-			// Judged again where it was: its sums move.
-			sa.list.advice.replace(&sa.c, &c)
-			sa.list.advice.stale = true
-			sa.j, sa.c = j, c
-			continue
-		}
-		if sa.counted {
-			sa.list.advice.sub(&sa.c)
-			sa.list.advice.stale, sa.counted = true, false
-		}
-		if sa.list != nil && (!fires || s.ar != sa.list) {
-			sa.list.advice.stale, sa.list.advice.members = true, true
-		}
-		sa.j, sa.fires = j, fires
-		if !fires {
-			continue
-		}
-		ar := s.ar
-		ar.advice.stale = true
-		if sa.list != ar {
-			sa.list, s.listed = ar, true
-			ar.advice.firing = append(ar.advice.firing, s)
-			ar.advice.sorted, ar.advice.members = false, true
-			if !ar.advice.listed {
-				ar.advice.listed = true
-				e.adviceARs = append(e.adviceARs, ar)
-			}
-		}
-		sa.c = c
-		ar.advice.add(&sa.c)
-		sa.counted = true
+		s.advice.dirty = false
+		e.judgeSeriesAdvice(s)
 	}
 	e.adviceDirty = e.adviceDirty[:0]
+}
+
+// judgeSeriesAdvice judges a series, moving it in and out of its app x
+// resource's firing list and sums.
+func (e *Engine) judgeSeriesAdvice(s *series) {
+	sa := &s.advice
+	j, fires := judgeAdvice(s.inst, s)
+	c := adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
+	if sa.counted && fires && s.ar == sa.list {
+		// Judged again where it was: its sums move.
+		sa.list.advice.replace(&sa.c, &c)
+		sa.list.advice.stale = true
+		sa.j, sa.c = j, c
+		return
+	}
+	if sa.counted {
+		sa.list.advice.sub(&sa.c)
+		sa.list.advice.stale, sa.counted = true, false
+	}
+	if sa.list != nil && (!fires || s.ar != sa.list) {
+		sa.list.advice.stale, sa.list.advice.members = true, true
+	}
+	sa.j, sa.fires = j, fires
+	if !fires {
+		return
+	}
+	ar := s.ar
+	ar.advice.stale = true
+	if sa.list != ar {
+		sa.list, s.listed = ar, true
+		ar.advice.firing = append(ar.advice.firing, s)
+		ar.advice.sorted, ar.advice.members = false, true
+		if !ar.advice.listed {
+			ar.advice.listed = true
+			e.adviceARs = append(e.adviceARs, ar)
+		}
+	}
+	sa.c = c
+	ar.advice.add(&sa.c)
+	sa.counted = true
 }
 
 // firingSeries reports whether a series is in ar's firing list (after a

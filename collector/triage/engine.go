@@ -427,7 +427,12 @@ func (e *Engine) bucket(s *series, b *BucketStat) {
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start
-	e.adviceChanged(s)
+	e.takeBucket(s, b, bm, end, pass, offered)
+	e.adviceBucket(s)
+}
+
+// takeBucket is bucket's part once a bucket is taken.
+func (e *Engine) takeBucket(s *series, b *BucketStat, bm, end, pass, offered int64) {
 	s.offered += offered
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, b)

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -25,6 +26,38 @@ func TestReplaceSortedAgreesWithRemoveInsert(t *testing.T) {
 		want := insertSorted(removeSorted(slices.Clone(xs), old), x)
 		if got := replaceSorted(slices.Clone(xs), old, x); !slices.Equal(got, want) {
 			t.Fatalf("replace %d by %d in %v: %v, want %v", old, x, xs, got, want)
+		}
+	}
+}
+
+// searchNear finds what a search of the whole slice finds, from any index
+// it starts at: duplicates, NaNs (first, as slices.Sort puts them),
+// infinities and values beyond either end included.
+func TestSearchNearAgreesWithBinarySearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []float64{math.NaN(), math.Inf(-1), math.Inf(1), 0}
+	value := func() float64 {
+		if rng.IntN(10) == 0 {
+			return special[rng.IntN(len(special))]
+		}
+		return float64(rng.IntN(40)) / 4
+	}
+	for range 20000 {
+		n := rng.IntN(300)
+		if rng.IntN(2) == 0 {
+			n = rng.IntN(6)
+		}
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = value()
+		}
+		slices.Sort(xs)
+		x := value()
+		want, _ := slices.BinarySearch(xs, x)
+		for _, i := range []int{rng.IntN(n + 1), 0, n} {
+			if got := searchNear(xs, i, x); got != want {
+				t.Fatalf("searchNear(%v, %d, %v) = %d, want %d", xs, i, x, got, want)
+			}
 		}
 	}
 }
