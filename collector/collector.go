@@ -213,6 +213,8 @@ type pubCache struct {
 	// apps counts the listed instances of each app (instance.listedApp),
 	// kept as instances are listed, unlisted or move app.
 	apps map[string]int
+	// skews is instanceRows' list of instances whose clocks are off.
+	skews []skewed
 }
 
 // New returns an empty collector.

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -140,6 +139,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	if rebuild {
 		breakers = make([]BreakerState, 0, len(c.pub.breakers))
 	}
+	skews, measured := c.pub.skews[:0], 0
 	for _, in := range c.sortedInstances() {
 		listed := !in.gone || now-in.goneAt <= stale
 		if listed != in.listed || listed && in.app != in.listedApp {
@@ -150,12 +150,11 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 			continue
 		}
 		s.Instances++
-		if off := in.offset; in.nOffsets > 0 && (off > in.bucketMs || -off > in.bucketMs) && c.opts.Mode == ModeLive && !in.polled {
-			dir := "behind"
-			if off < 0 {
-				dir, off = "ahead of", -off
+		if in.nOffsets > 0 && c.opts.Mode == ModeLive && !in.polled {
+			measured++
+			if off := in.offset; off > in.bucketMs || -off > in.bucketMs {
+				skews = append(skews, skewed{in.name, off})
 			}
-			warnings = append(warnings, fmt.Sprintf("clock of %s is %.1f s %s the collector's", in.name, float64(off)/1000, dir))
 		}
 		if rebuild {
 			// The guarded series alone: a fleet's other series are not
@@ -169,6 +168,9 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	if rebuild {
 		c.pub.breakers, c.pub.breakersGen = breakers, c.breakersGen
 	}
+	warnings = clockWarnings(skews, measured)
+	clear(skews)
+	c.pub.skews = skews
 	s.Breakers = c.pub.breakers
 	resources := map[string]struct{}{}
 	for _, a := range c.apps {
