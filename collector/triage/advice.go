@@ -73,6 +73,7 @@ func ratioAsRt(r core.BreakerRule) bool {
 // p99Ms, each where it does not fit. Always info.
 func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
 	e.judgeDirtyAdvice()
+	e.adviceGen++ // a bucket's series may be judged at once again
 	for _, ar := range e.adviceARs {
 		a := &ar.advice
 		if a.stale {

@@ -267,3 +267,47 @@ func TestUnreceivedIsNotIdle(t *testing.T) {
 		}
 	}
 }
+
+// A bucket judges its series' advice at once, a live series' only bucket
+// between two Findings; a backlog (or a replay) is judged once at its
+// first bucket and once at the next Findings, not bucket by bucket. The
+// finding is the same either way.
+func TestRuleAdviceJudgedOncePerBucketLiveTwiceABacklog(t *testing.T) {
+	const res = "queryPrice"
+	rule := slowRule(res)
+	rule.MinRequestAmount = 5
+	e := NewFeeder(Config{})
+	insts := fleet(e, "price", 3, t0, "v1", rule)
+	e.Findings(t0)
+	judged := func() int { n := e.adviceJudged; e.adviceJudged = 0; return n }
+	judged()
+
+	// A minute of buckets from each instance, then Findings: 3 at the
+	// first buckets, 3 at Findings.
+	adviceTraffic(e, insts, res, 10, 500, 60000, 4)
+	if n := judged(); n != 3 {
+		t.Fatalf("a minute's backlog of 3 series judged %d times before Findings, want 3", n)
+	}
+	backlog := only(t, e.Findings(t0+60000), KindRuleAdvice)
+	if n := judged(); n != 3 {
+		t.Fatalf("Findings judged %d series after a backlog, want 3", n)
+	}
+
+	// Live: a bucket of each between two Findings, judged as it comes.
+	for k := int64(0); k < 4; k++ {
+		ts := t0 + 60000 + k*500
+		for _, in := range insts {
+			e.Bucket(in, bucketAt(res, ts, hist(10, 4), 0))
+		}
+		if n := judged(); n != 3 {
+			t.Fatalf("round %d: buckets judged %d series, want 3", k, n)
+		}
+		e.Findings(ts + 500)
+		if n := judged(); n != 0 {
+			t.Fatalf("round %d: Findings judged %d series again, want 0", k, n)
+		}
+	}
+	if len(backlog) != 1 || len(backlog[0].Instances) != 3 {
+		t.Fatalf("advice after the backlog: %+v", backlog)
+	}
+}

@@ -24,6 +24,7 @@ type seriesAdvice struct {
 	dirty   bool
 	fires   bool
 	counted bool
+	gen     uint32 // Engine.adviceGen when a bucket last judged it (adviceBucket)
 	list    *appRes
 	j       adviceJudgment
 	c       adviceSum
@@ -135,10 +136,18 @@ func (e *Engine) adviceChanged(s *series) {
 // adviceBucket judges a series again after a bucket, at once: what the
 // judgment reads (its rules, traffic, healthy histogram and last judgment)
 // is in the caches then, where the next Findings would read it back from
-// memory for every series that changed, a fleet's worth. A series marked
-// already is left to Findings, which judges it after its last change.
+// memory for every series that changed, a fleet's worth. A live series
+// sends a bucket or two between two Findings; one that sends more (a
+// backlog, a replay) is judged at once for the first, and marked for the
+// next Findings after that, so that a minute's backlog or an hour's replay
+// is not judged bucket by bucket.
 func (e *Engine) adviceBucket(s *series) {
-	if (s.ratio || s.listed) && !s.advice.dirty {
+	switch {
+	case !(s.ratio || s.listed) || s.advice.dirty:
+	case s.advice.gen == e.adviceGen:
+		e.adviceChanged(s)
+	default:
+		s.advice.gen = e.adviceGen
 		e.judgeSeriesAdvice(s)
 	}
 }
@@ -156,6 +165,7 @@ func (e *Engine) judgeDirtyAdvice() {
 // judgeSeriesAdvice judges a series, moving it in and out of its app x
 // resource's firing list and sums.
 func (e *Engine) judgeSeriesAdvice(s *series) {
+	e.adviceJudged++
 	sa := &s.advice
 	j, fires := judgeAdvice(s.inst, s)
 	c := adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}

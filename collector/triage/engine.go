@@ -118,10 +118,12 @@ type Engine struct {
 	lost     []*lostRules // instance x resource whose rules went, with traffic for GraceMs after
 	// adviceARs are the app x resource that had rule advice; adviceDirty the
 	// series to judge again (advicecache.go).
-	adviceARs   []*appRes
-	adviceDirty []*series
-	inert       inertIndex
-	hots        []*series // series that had a run of one value taking half of the blocks
+	adviceARs    []*appRes
+	adviceDirty  []*series
+	adviceGen    uint32 // Findings made, for adviceBucket
+	adviceJudged int    // series judged, for the tests
+	inert        inertIndex
+	hots         []*series // series that had a run of one value taking half of the blocks
 }
 
 type instState struct {
