@@ -36,12 +36,13 @@ func clockWarnings(skews []skewed, measured int) []string {
 	}
 	var out []string
 	fleet := 0 // the way the collector is off: 1 behind, -1 ahead, 0 not
+	// The cause first: a status line shows as much of a warning as fits.
 	for _, side := range []struct {
-		sign  int
-		words string
+		sign         int
+		cause, words string
 	}{
-		{1, "after their timestamps: the collector is reading late, or its clock is ahead of theirs"},
-		{-1, "before their timestamps: the collector's clock is behind theirs"},
+		{1, "the collector reads late or its clock is ahead", "after"},
+		{-1, "the collector's clock is behind", "before"},
 	} {
 		var offs []int64
 		for _, s := range skews {
@@ -51,8 +52,8 @@ func clockWarnings(skews []skewed, measured int) []string {
 		}
 		if n := len(offs); n >= fleetSkewMin && 4*n >= 3*measured {
 			slices.Sort(offs)
-			out = append(out, fmt.Sprintf("messages of %d of %d instances arrive %.1f-%.1f s (median %.1f s) %s",
-				n, measured, secs(offs[0]), secs(offs[n-1]), secs(offs[n/2]), side.words))
+			out = append(out, fmt.Sprintf("%s: messages of %d of %d instances arrive %.1f-%.1f s %s their timestamps (median %.1f s)",
+				side.cause, n, measured, secs(offs[0]), secs(offs[n-1]), side.words, secs(offs[n/2])))
 			fleet = side.sign
 			break
 		}

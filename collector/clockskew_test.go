@@ -92,7 +92,7 @@ func TestClockSkewOfTheWholeFleetIsTheCollectors(t *testing.T) {
 
 	periods(4)
 	want := []string{
-		"messages of 4 of 5 instances arrive 3.0-3.0 s (median 3.0 s) after their timestamps: the collector is reading late, or its clock is ahead of theirs",
+		"the collector reads late or its clock is ahead: messages of 4 of 5 instances arrive 3.0-3.0 s after their timestamps (median 3.0 s)",
 		"clock of gw-odd is 5.0 s ahead of the collector's",
 	}
 	if got := warnings(); !slices.Equal(got, want) {
@@ -124,15 +124,15 @@ func TestClockWarningsNameTheCollectorOnlyWhenMostAgree(t *testing.T) {
 		name     string
 		skews    []skewed
 		measured int
-		fleet    string // the start of the fleet warning, "" for none
+		fleet    string // the fleet warning, "" for none
 		each     int    // warnings naming an instance
 	}{
 		{"none", nil, 10, "", 0},
 		{"two of two behind", off(3000, 3000), 2, "", 2},
-		{"three of four behind", off(2000, 3000, 4000), 4, "messages of 3 of 4 instances arrive 2.0-4.0 s (median 3.0 s) after", 0},
+		{"three of four behind", off(2000, 3000, 4000), 4, "the collector reads late or its clock is ahead: messages of 3 of 4 instances arrive 2.0-4.0 s after their timestamps (median 3.0 s)", 0},
 		{"three of five behind", off(2000, 3000, 4000), 5, "", 3},
-		{"four of four ahead", off(-2000, -2500, -2600, -9000), 4, "messages of 4 of 4 instances arrive 2.0-9.0 s (median 2.6 s) before", 0},
-		{"behind, and one ahead", off(2000, 2000, 2000, -5000), 4, "messages of 3 of 4 instances arrive 2.0-2.0 s (median 2.0 s) after", 1},
+		{"four of four ahead", off(-2000, -2500, -2600, -9000), 4, "the collector's clock is behind: messages of 4 of 4 instances arrive 2.0-9.0 s before their timestamps (median 2.6 s)", 0},
+		{"behind, and one ahead", off(2000, 2000, 2000, -5000), 4, "the collector reads late or its clock is ahead: messages of 3 of 4 instances arrive 2.0-2.0 s after their timestamps (median 2.0 s)", 1},
 		{"spread both ways", off(2000, -2000, 3000, -3000), 8, "", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,8 +143,8 @@ func TestClockWarningsNameTheCollectorOnlyWhenMostAgree(t *testing.T) {
 					each++
 				}
 			}
-			hasFleet := len(got) > 0 && strings.HasPrefix(got[0], "messages of ")
-			if each != tc.each || hasFleet != (tc.fleet != "") || hasFleet && !strings.HasPrefix(got[0], tc.fleet) || len(got) != each+len(tc.fleet[:min(len(tc.fleet), 1)]) {
+			hasFleet := len(got) > 0 && strings.HasPrefix(got[0], "the collector")
+			if each != tc.each || hasFleet != (tc.fleet != "") || hasFleet && got[0] != tc.fleet || len(got) != each+len(tc.fleet[:min(len(tc.fleet), 1)]) {
 				t.Fatalf("warnings %q: want fleet %q and %d naming an instance", got, tc.fleet, tc.each)
 			}
 		})
