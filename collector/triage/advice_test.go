@@ -270,8 +270,9 @@ func TestUnreceivedIsNotIdle(t *testing.T) {
 
 // A bucket judges its series' advice at once, a live series' only bucket
 // between two Findings; a backlog (or a replay) is judged once at its
-// first bucket and once at the next Findings, not bucket by bucket. The
-// finding is the same either way.
+// first bucket and once at the next Findings, not bucket by bucket.
+// (TestIncrementalFindingsMatchFromScratch holds the findings to those
+// made afresh.)
 func TestRuleAdviceJudgedOncePerBucketLiveTwiceABacklog(t *testing.T) {
 	const res = "queryPrice"
 	rule := slowRule(res)

@@ -8,7 +8,8 @@ import (
 
 // Rule advice is judged per series, again only when its inputs changed: at
 // once after a bucket (adviceBucket), and at the next Findings after a
-// transition, its instance's rules or hello. An app x resource keeps the sums its finding is made of
+// transition, its instance's rules or hello. An app x resource keeps the
+// sums its finding is made of
 // (see arAdvice), which a series' new judgment updates; the firing list and
 // its names are made again only when a series joins or leaves it. A
 // finding is made again only when one of its series changed, at a cost
