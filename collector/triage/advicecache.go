@@ -9,12 +9,11 @@ import (
 // Rule advice is judged per series, again only when its inputs changed: at
 // once after a bucket (adviceBucket), and at the next Findings after a
 // transition, its instance's rules or hello. An app x resource keeps the
-// sums its finding is made of
-// (see arAdvice), which a series' new judgment updates; the firing list and
-// its names are made again only when a series joins or leaves it. A
-// finding is made again only when one of its series changed, at a cost
-// that does not grow with its instances (but for its timelines): Findings
-// costs what changed, not the fleet.
+// sums its finding is made of (see arAdvice), which a series' new judgment
+// updates; the firing list and its names are made again only when a
+// series joins or leaves it. A finding is made again only when one of its
+// series changed, at a cost that does not grow with its instances (but for
+// its timelines): Findings costs what changed, not the fleet.
 
 // seriesAdvice is a series' last judgment; list is the app x resource
 // whose firing list holds it (nil: none), and c what it added to that
