@@ -48,7 +48,7 @@ func (e *Engine) Findings(now int64) []Finding {
 	for _, d := range detectors {
 		out = d.find(e, now, out)
 	}
-	slices.SortFunc(out, func(a, b Finding) int { return compareFindings(&a, &b) })
+	e.sortRefs = sortFindings(out, e.sortRefs)
 	return out
 }
 

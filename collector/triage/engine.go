@@ -120,8 +120,9 @@ type Engine struct {
 	// series to judge again (advicecache.go).
 	adviceARs    []*appRes
 	adviceDirty  []*series
-	adviceGen    uint32 // Findings made, for adviceBucket
-	adviceJudged int    // series judged, for the tests
+	adviceGen    uint32       // Findings made, for adviceBucket
+	adviceJudged int          // series judged, for the tests
+	sortRefs     []findingRef // Findings' sorting (sortFindings)
 	inert        inertIndex
 	hots         []*series // series that had a run of one value taking half of the blocks
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -58,6 +59,33 @@ func TestSearchNearAgreesWithBinarySearch(t *testing.T) {
 			if got := searchNear(xs, i, x); got != want {
 				t.Fatalf("searchNear(%v, %d, %v) = %d, want %d", xs, i, x, got, want)
 			}
+		}
+	}
+}
+
+// sortFindings leaves findings in the report order, each of them once,
+// whatever their number and however many keys they share.
+func TestSortFindingsIsTheReportOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var refs []findingRef
+	for round := range 2000 {
+		fs := make([]Finding, rng.IntN(40))
+		for i := range fs {
+			fs[i] = Finding{Kind: Kinds[rng.IntN(len(Kinds))], Severity: Severity(rng.IntN(3)), From: int64(rng.IntN(3)),
+				App: string(rune('a' + rng.IntN(3))), Resource: string(rune('x' + rng.IntN(3))), Summary: strconv.Itoa(i)}
+		}
+		want := slices.Clone(fs)
+		refs = sortFindings(fs, refs)
+		slices.SortStableFunc(want, func(a, b Finding) int { return compareFindings(&a, &b) })
+		seen := map[string]bool{}
+		for i := range fs {
+			if i > 0 && compareFindings(&fs[i-1], &fs[i]) > 0 {
+				t.Fatalf("round %d: findings %d and %d out of order", round, i-1, i)
+			}
+			if compareFindings(&fs[i], &want[i]) != 0 || seen[fs[i].Summary] {
+				t.Fatalf("round %d: finding %d is %+v, want one like %+v, each once", round, i, fs[i], want[i])
+			}
+			seen[fs[i].Summary] = true
 		}
 	}
 }
