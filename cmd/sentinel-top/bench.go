@@ -58,6 +58,7 @@ type benchConfig struct {
 	duration          time.Duration
 	perProcess        int    // agents in one child process
 	cpuProfile        string // where to write a CPU profile of the measured window
+	memProfile        string // where to write the allocations at its end (FILE) and start (FILE.base)
 	agentsProfile     string // the same for the agents' processes: FILE.0, FILE.1...
 	maxMemory         int64  // collector.Options.MaxMemory
 	agentsNice        int    // the agents' processes' niceness
@@ -80,6 +81,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.perProcess, "per-process", 2500, "agents per child process (2 open files each)")
 	fs.IntVar(&cfg.agentsNice, "agents-nice", 0, "run the agents' processes at this niceness (1 to 19, through nice(1)), so that on a machine too small for both the collector is not starved by the load it measures")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")
+	fs.StringVar(&cfg.memProfile, "memprofile", "", "write the collector's allocations (pprof) at the end of the measured window to FILE and at its start to FILE.base: go tool pprof -sample_index=alloc_space -diff_base FILE.base BINARY FILE")
 	fs.StringVar(&cfg.agentsProfile, "agents-cpuprofile", "", "write one of each agents' process to FILE.0, FILE.1, ...")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
@@ -199,6 +201,9 @@ type benchResult struct {
 	// lagStart and lagEnd are the items the agents had written and the
 	// collector not read yet, at the window's start and end.
 	lagStart, lagEnd int64
+	// seriesStart is the series the collector had as the window began, of
+	// the fleet's series (agents x resources).
+	seriesStart int
 	// Written by the agents over the measured window, counted on the wire.
 	written, bucketsWritten, items int64
 	window                         time.Duration
@@ -409,7 +414,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	if err := sleepCtx(ctx, time.Second); err != nil { // the first buckets come in
 		return err
 	}
-	if err := settle(ctx, kids, c, int64(cfg.agents*cfg.resources), progress); err != nil {
+	if err := settle(ctx, kids, c, cfg.agents*cfg.resources, int64(cfg.agents*cfg.resources), progress); err != nil {
 		return err
 	}
 
@@ -419,6 +424,9 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	// count what they wrote in (their answers can take seconds on a loaded
 	// machine); µs per item divides the collector's CPU by the items it
 	// read over the same window.
+	if err := writeAllocs(cfg.memProfile, ".base"); err != nil {
+		return err
+	}
 	m0, b0, i0 := targetTotals(c)
 	p0 := sampleProc()
 	mark0, err := kids.ask(ctx, "mark 0", "mark", time.Minute)
@@ -426,6 +434,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 		return err
 	}
 	_, _, lag0 := targetTotals(c) // read after the agents' answers, as at the end
+	res.seriesStart = listedSeries(c.Snapshot())
 	peak := p0
 	watch := func(until time.Time) error {
 		for time.Now().Before(until) {
@@ -466,6 +475,9 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	}
 	p1 := sampleProc()
 	m1, b1, i1 := targetTotals(c)
+	if err := writeAllocs(cfg.memProfile, ""); err != nil {
+		return err
+	}
 	s0, s1 := sumStats(mark0), sumStats(mark1)
 	res.lagStart, res.lagEnd = max(s0.Items-lag0, 0), max(s1.Items-i1, 0)
 	res.window = p1.at.Sub(p0.at)
@@ -602,16 +614,27 @@ func whyDown(s *collector.Snapshot) string {
 	return strings.Join(parts, "; ")
 }
 
-// settle waits for the collector to read what the agents wrote before the
-// window begins: their backlogs (what they shipped before it came) arrive
-// in bursts that cost less per item than a fleet's steady stream, and a
-// window that holds them measures a collector catching up. It returns once
-// the collector is behind by at most slack items (about one message an
-// agent: what is on its way), or after two minutes (the lag printed at the
-// window's start then tells it).
-func settle(ctx context.Context, kids benchChildren, c *collector.Collector, slack int64, progress *benchProgress) error {
+// settle waits for the steady state before the window begins: every
+// agent's every resource a series of the collector's (a fleet's first
+// second of calls reaches the agents' last resources seconds later on a
+// small machine, and a window that holds them measures series being made),
+// and the collector having read what the agents wrote (their backlogs, what
+// they shipped before it came, arrive in bursts that cost less per item
+// than a fleet's steady stream, and a window that holds them measures a
+// collector catching up). It returns once the collector has series series
+// and is behind by at most slack items (about one message an agent: what
+// is on its way), or after two minutes (the series and the lag printed at
+// the window's start then tell it).
+func settle(ctx context.Context, kids benchChildren, c *collector.Collector, series int, slack int64, progress *benchProgress) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
+		if have := listedSeries(c.Snapshot()); have < series && time.Now().Before(deadline) {
+			progress.waiting("%s of %s series seen by the collector", thousands(int64(have)), thousands(int64(series)))
+			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		}
 		marks, err := kids.ask(ctx, "mark -1", "mark", time.Minute)
 		if err != nil {
 			return err
@@ -626,6 +649,18 @@ func settle(ctx context.Context, kids benchChildren, c *collector.Collector, sla
 			return err
 		}
 	}
+}
+
+// listedSeries is how many instance x resource series the snapshot's rows
+// hold (0 before the first snapshot).
+func listedSeries(s *collector.Snapshot) int {
+	n := 0
+	if s != nil {
+		for _, r := range s.Rows {
+			n += r.Instances
+		}
+	}
+	return n
 }
 
 // targetTotals sums the messages, bytes and items read from every target.
@@ -663,8 +698,8 @@ func (r *benchResult) print(w io.Writer) {
 		float64(r.bytes)/secs/(1<<20), secs)
 	fmt.Fprintf(w, "            %s items in %s buckets messages written by the agents (%s messages in all); %s items in %s messages read by the collector\n",
 		thousands(r.items), thousands(r.bucketsWritten), thousands(r.written), thousands(r.read), thousands(r.messages))
-	fmt.Fprintf(w, "            the collector %s items behind the agents as the window began, %s as it ended\n",
-		thousands(r.lagStart), thousands(r.lagEnd))
+	fmt.Fprintf(w, "            the collector %s items behind the agents as the window began (with %s of the %s series), %s as it ended\n",
+		thousands(r.lagStart), thousands(int64(r.seriesStart)), thousands(int64(r.cfg.agents*r.cfg.resources)), thousands(r.lagEnd))
 	exact := "exact"
 	switch {
 	case r.counted < r.calls:
@@ -775,4 +810,28 @@ func thousands(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// writeAllocs writes the allocations since the start to file+suffix;
+// nothing when file is empty. Two of them, taken just before and just
+// after the measured window, are its allocations (pprof's -diff_base).
+// Each forces a collection first, which brings the profile up to date:
+// outside the window, whose CPU it would count.
+func writeAllocs(file, suffix string) error {
+	if file == "" {
+		return nil
+	}
+	runtime.GC()
+	f, err := os.Create(file + suffix)
+	if err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--memprofile: %w", err)
+	}
+	return nil
 }
