@@ -109,18 +109,8 @@ func (c *Collector) releaseSeries(in *instance) {
 // more, giving their bytes back. c.mu is held.
 func (c *Collector) prune(now int64) {
 	keep := c.opts.Retention.Milliseconds()
-	for name, in := range c.insts {
-		if in.gone && now-in.goneAt > keep {
-			if in.listed { // no snapshot since it stopped being listed
-				c.pub.countApp(in, false)
-				in.listed = false
-			}
-			c.releaseSeries(in)
-			c.memUsed -= instanceBytes
-			delete(c.insts, name)
-			c.pub.order = nil
-			c.appsLeft = true
-		}
+	if now-c.goneFloor > keep {
+		c.pruneInstances(now, keep)
 	}
 	if c.appsLeft && len(c.ruleRes) > 0 {
 		apps := map[string]bool{}
@@ -139,8 +129,40 @@ func (c *Collector) prune(now int64) {
 		if a.refs <= 0 && now-a.lastData > keep {
 			c.memUsed -= c.appSeriesBytes()
 			delete(c.apps, k)
+			c.pub.appOrder = nil
 		}
 	}
+}
+
+// pruneInstances forgets the instances gone for longer than keep, and
+// moves goneFloor to the earliest goneAt of those left gone. c.mu is held.
+func (c *Collector) pruneInstances(now, keep int64) {
+	floor := now
+	for name, in := range c.insts {
+		if !in.gone {
+			continue
+		}
+		if now-in.goneAt <= keep {
+			floor = min(floor, in.goneAt)
+			continue
+		}
+		if in.listed { // no snapshot since it stopped being listed
+			c.pub.countApp(in, false)
+			in.listed = false
+		}
+		c.releaseSeries(in)
+		c.memUsed -= instanceBytes
+		delete(c.insts, name)
+		c.pub.order = nil
+		c.appsLeft = true
+	}
+	c.goneFloor = floor
+}
+
+// noteGone records that an instance went at goneAt: prune looks at the
+// instances again once the retention has passed it. c.mu is held.
+func (c *Collector) noteGone(goneAt int64) {
+	c.goneFloor = min(c.goneFloor, goneAt)
 }
 
 // appChangeAllowed reports whether an instance may move to another app

@@ -191,6 +191,14 @@ type Collector struct {
 	// arriveFloor: no instance that is not gone last arrived before it, so
 	// that sweep need not look at each until StaleAfter has passed it.
 	arriveFloor int64
+	// goneFloor: no instance gone since the last prune went before it, so
+	// that prune need not look at each until the retention has passed it
+	// (noteGone lowers it; 0 at the start: the first prune looks).
+	goneFloor int64
+
+	// names are the resource and instance names its connections decode,
+	// each kept once for the fleet (bounded: see wire.NamePool).
+	names *wire.NamePool
 
 	// transitioned wakes Run when a breaker changed state (buffered: one
 	// pending wake is enough).
@@ -208,6 +216,7 @@ type Collector struct {
 // breakersGen, shared by the snapshots until they change.
 type pubCache struct {
 	order       []*instance
+	appOrder    []*appSeries // every app x resource series, sorted (sortedApps)
 	breakers    []BreakerState
 	breakersGen uint64
 	// apps counts the listed instances of each app (instance.listedApp),
@@ -229,6 +238,7 @@ func New(opts Options) *Collector {
 		rejects:  map[string]*RejectCount{},
 		overflow: map[string]*RejectCount{},
 		ruleRes:  map[arKey]struct{}{},
+		names:    wire.NewNamePool(0, 0),
 
 		transitioned: make(chan struct{}, 1),
 	}
@@ -260,7 +270,7 @@ func (c *Collector) reset() {
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
 	c.unreceivedMs, c.gaps, c.gapsOthers = 0, nil, nil
-	c.memUsed = 0
+	c.memUsed, c.goneFloor = 0, 0
 	c.ruleRes = map[arKey]struct{}{}
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}

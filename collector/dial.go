@@ -337,7 +337,9 @@ type stream struct {
 }
 
 func (c *Collector) newStream(t Target, st *targetState, sink Sink) *stream {
-	return &stream{c: c, t: t, st: st, sink: sink, dec: wire.NewDecoder(c.opts.Limits),
+	dec := wire.NewDecoder(c.opts.Limits)
+	dec.ShareNames(c.names)
+	return &stream{c: c, t: t, st: st, sink: sink, dec: dec,
 		rate: newRateLimit(c.opts.MaxMessageRate, c.opts.WallClock.Now())}
 }
 

@@ -253,6 +253,7 @@ func (c *Collector) sweep(now int64) {
 	for _, in := range c.insts {
 		if !in.gone && now-in.lastArrive > stale {
 			in.gone, in.goneAt, in.changed = true, in.lastArrive+stale, true
+			c.noteGone(in.goneAt)
 			c.breakersGen++
 			c.engine.Left(in.tri, in.lastTs+stale)
 		}

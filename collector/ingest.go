@@ -219,6 +219,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 		c.state(place, in, m)
 	case *wire.Bye:
 		in.gone, in.goneAt = true, now
+		c.noteGone(now)
 		c.engine.Left(in.tri, m.Ts)
 	}
 	c.messages++
@@ -248,6 +249,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	if a == nil {
 		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true)}
 		c.apps[key] = a
+		c.pub.appOrder = nil
 	}
 	a.refs++
 	s := &series{resource: resource, app: a, ruled: c.engine.HasBreaker(in.tri, resource), idx: int32(len(in.seriesList))}

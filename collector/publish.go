@@ -91,9 +91,6 @@ func (c *Collector) Publish() *Snapshot {
 		row.Worst, row.HasFinding = worst[a.key]
 		s.Rows = append(s.Rows, row)
 	}
-	slices.SortFunc(s.Rows, func(x, y ResourceRow) int {
-		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource))
-	})
 	s.Totals = c.appTotals()
 	c.snap.Store(s)
 	if ch := c.published.Swap(nil); ch != nil {
@@ -106,8 +103,8 @@ func (c *Collector) Publish() *Snapshot {
 // collector started, sorted. c.mu is held.
 func (c *Collector) appTotals() []ResourceTotals {
 	out := make([]ResourceTotals, 0, len(c.apps))
-	for k, a := range c.apps {
-		t := ResourceTotals{App: k.app, Resource: k.resource, Pass: a.total.pass, Block: a.total.block,
+	for _, a := range c.sortedApps() {
+		t := ResourceTotals{App: a.key.app, Resource: a.key.resource, Pass: a.total.pass, Block: a.total.block,
 			Complete: a.total.complete, Error: a.total.err, Slow: a.total.slow}
 		switch {
 		case a.someUnknown:
@@ -123,9 +120,6 @@ func (c *Collector) appTotals() []ResourceTotals {
 		})
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(x, y ResourceTotals) int {
-		return cmp.Or(cmp.Compare(x.App, y.App), cmp.Compare(x.Resource, y.Resource))
-	})
 	return out
 }
 

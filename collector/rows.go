@@ -38,7 +38,7 @@ type rowSums struct {
 	closed, halfOpen, open, unknown    int
 	pass, block                        uint64
 	// ends counts the parts by data end; end is the latest of them.
-	ends map[int64]int
+	ends endCounts
 	end  int64
 }
 
@@ -50,18 +50,10 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 	r.listed += sign
 	r.pass = uint64(int64(r.pass) + int64(sign)*int64(p.pass))
 	r.block = uint64(int64(r.block) + int64(sign)*int64(p.block))
-	if r.ends == nil {
-		r.ends = map[int64]int{}
-	}
-	r.ends[p.end] += sign
-	switch n := r.ends[p.end]; {
+	switch n := r.ends.add(p.end, sign); {
 	case n <= 0:
-		delete(r.ends, p.end)
 		if p.end == r.end {
-			r.end = 0
-			for e := range r.ends {
-				r.end = max(r.end, e)
-			}
+			r.end = r.ends.latest()
 		}
 	case sign > 0:
 		r.end = max(r.end, p.end)
@@ -89,6 +81,72 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 	default:
 		r.closed += sign
 	}
+}
+
+// endCounts counts a row's parts by data end. A live fleet's parts share
+// one or two ends (the second now and the one before), counted in place:
+// a part taken again as its instance's end moves costs no hashing. Other
+// ends (instances gone quiet, clocks far off) go to a map.
+type endCounts struct {
+	few  [4]endCount // n == 0: free
+	more map[int64]int
+}
+
+type endCount struct {
+	end int64
+	n   int
+}
+
+// add adds d to end's count and returns the count; an end whose count
+// falls to 0 or below is forgotten.
+func (e *endCounts) add(end int64, d int) int {
+	free := -1
+	for i := range e.few {
+		c := &e.few[i]
+		if c.n == 0 {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if c.end == end {
+			c.n += d
+			if c.n <= 0 {
+				n := c.n
+				*c = endCount{}
+				return n
+			}
+			return c.n
+		}
+	}
+	if n, ok := e.more[end]; ok || d <= 0 || free < 0 {
+		n += d
+		if n <= 0 {
+			delete(e.more, end)
+			return n
+		}
+		if e.more == nil {
+			e.more = map[int64]int{}
+		}
+		e.more[end] = n
+		return n
+	}
+	e.few[free] = endCount{end: end, n: d}
+	return d
+}
+
+// latest is the latest end counted, 0 when none is.
+func (e *endCounts) latest() int64 {
+	var l int64
+	for _, c := range e.few {
+		if c.n > 0 {
+			l = max(l, c.end)
+		}
+	}
+	for end := range e.more {
+		l = max(l, end)
+	}
+	return l
 }
 
 // resourceRow is the row of the parts summed; the caller adds what comes
@@ -125,7 +183,8 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 }
 
 // instanceRows brings the rows' sums up to date and returns the app x
-// resource series that have a row: those with a listed instance series.
+// resource series that have a row, in app, resource order: those with a
+// listed instance series.
 // Rows count and show the breakers of live instances only; an instance gone
 // for less than StaleAfter still lends its last data to the rates (so a
 // fleet that stopped is seen stopping), but is not counted. The breaker
@@ -173,7 +232,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	c.pub.skews = skews
 	s.Breakers = c.pub.breakers
 	resources := map[string]struct{}{}
-	for _, a := range c.apps {
+	for _, a := range c.sortedApps() {
 		if a.sums.listed > 0 {
 			rows = append(rows, a)
 			resources[a.key.resource] = struct{}{}
@@ -241,6 +300,18 @@ func (c *Collector) sortedInstances() []*instance {
 		c.pub.order = slices.SortedFunc(maps.Values(c.insts), func(x, y *instance) int { return cmp.Compare(x.name, y.name) })
 	}
 	return c.pub.order
+}
+
+// sortedApps is every app x resource series in app, resource order, kept
+// between snapshots and sorted again only after one came or went. c.mu is
+// held.
+func (c *Collector) sortedApps() []*appSeries {
+	if c.pub.appOrder == nil {
+		c.pub.appOrder = slices.SortedFunc(maps.Values(c.apps), func(x, y *appSeries) int {
+			return cmp.Or(cmp.Compare(x.key.app, y.key.app), cmp.Compare(x.key.resource, y.key.resource))
+		})
+	}
+	return c.pub.appOrder
 }
 
 // passBlock is window's pass and block alone, without a division a slot.

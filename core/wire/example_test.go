@@ -121,3 +121,25 @@ func ExampleCutHotValue() {
 	fmt.Println(wire.Validate(b, wire.Limits{}), len(it.Hot[1].Value))
 	// Output: <nil> 126
 }
+
+// A collector gives the Decoders of all its connections one NamePool: the
+// resource names a fleet repeats on every connection are then kept once.
+func ExampleNamePool() {
+	pool := wire.NewNamePool(0, 0)
+	read := func(instance string) string {
+		d := wire.NewDecoder(wire.Limits{})
+		d.ShareNames(pool)
+		m, err := d.Decode([]byte(`{"v":1,"kind":"buckets","ts":1764460800512,"instance":"` + instance +
+			`","bucketMs":500,"items":[{"resource":"priceService:queryPrice","start":1764460800000,"pass":1}]}`))
+		if err != nil {
+			return err.Error()
+		}
+		return m.(*wire.Buckets).Items[0].Resource
+	}
+	fmt.Println(read("gateway-1"), read("gateway-2"))
+	st := pool.Stats()
+	fmt.Println(st.Names, "names,", st.Bytes, "bytes")
+	// Output:
+	// priceService:queryPrice priceService:queryPrice
+	// 3 names, 41 bytes
+}

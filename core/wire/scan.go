@@ -935,14 +935,17 @@ const maxInternBytes = 1 << 20
 func (d *Decoder) intern(b []byte) string { return d.names.intern(b, d.lim.InternNames) }
 
 // interned is a bounded set of strings: at most n of them and
-// maxInternBytes in all, emptied when full.
+// maxInternBytes in all, emptied when full. With a pool, a string is
+// taken from it first, and kept in m only when the pool has no room.
 type interned struct {
 	m     map[string]string
 	bytes int
 	// at is the string interned for each item index of the latest frames
-	// (see internAt), all of them in m: emptied with it. A name holding a
-	// quote, a backslash or a control byte is not kept here ("").
-	at []string
+	// (see internAt), each of them in m or the pool: emptied with m. A
+	// name holding a quote, a backslash or a control byte is not kept
+	// here ("").
+	at   []string
+	pool *NamePool
 }
 
 // internAt is intern for the name of item idx of a frame: a sender writes
@@ -970,6 +973,11 @@ func (t *interned) internAt(b []byte, n, idx int) string {
 func (t *interned) intern(b []byte, n int) string {
 	if s, ok := t.m[string(b)]; ok {
 		return s
+	}
+	if t.pool != nil {
+		if s, ok := t.pool.Intern(b); ok {
+			return s
+		}
 	}
 	if t.m == nil {
 		t.m = make(map[string]string)
