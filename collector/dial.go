@@ -332,8 +332,8 @@ type stream struct {
 	sink               Sink
 	dec                *wire.Decoder
 	accepted, rejected int
-	rate               *rateLimit
-	overRate           int64 // dropped, not yet counted
+	rate               rateLimit // in the stream, read with it
+	overRate           int64     // dropped, not yet counted
 }
 
 func (c *Collector) newStream(t Target, st *targetState, sink Sink) *stream {
@@ -348,8 +348,8 @@ func (c *Collector) newStream(t Target, st *targetState, sink Sink) *stream {
 func (s *stream) message(kind int, data []byte) error {
 	c, t, st := s.c, s.t, s.st
 	at := c.clock.UnixMilli()
-	st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
 	if !s.rate.allow(c.opts.WallClock.Now()) {
+		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
 		// Dropped before decoding: a flood costs its reading only.
 		if s.overRate++; s.overRate >= 1000 {
 			s.flush()
@@ -357,26 +357,40 @@ func (s *stream) message(kind int, data []byte) error {
 		return nil
 	}
 	s.flush()
+	// What the message tells the target's status, in one update.
+	var items, rejected int64
+	var m wire.Message
+	var err error
 	if kind != websocket.TextMessage {
-		c.Reject(t.Name, fmt.Errorf("%w: binary frame", wire.ErrMalformed))
-		s.rejected++
-		st.update(func(s *TargetStatus) { s.Rejected++ })
-	} else if m, err := s.dec.Decode(data); err != nil {
+		err = fmt.Errorf("%w: binary frame", wire.ErrMalformed)
+	} else {
+		m, err = s.dec.Decode(data)
+	}
+	instance := ""
+	if err != nil {
 		c.Reject(t.Name, err)
 		s.rejected++
-		st.update(func(s *TargetStatus) { s.Rejected++ })
+		rejected = 1
 	} else {
 		switch m := m.(type) {
 		case *wire.Hello:
-			name := m.Instance
-			st.update(func(s *TargetStatus) { s.Instance = name })
+			instance = m.Instance
 		case *wire.Buckets:
-			n := int64(len(m.Items))
-			st.update(func(s *TargetStatus) { s.Items += n })
+			items = int64(len(m.Items))
 		}
-		if s.sink.Ingest(t.Name, m) {
-			s.accepted++
+	}
+	st.update(func(s *TargetStatus) {
+		s.Messages++
+		s.Bytes += int64(len(data))
+		s.LastMessageAt = at
+		s.Items += items
+		s.Rejected += rejected
+		if instance != "" {
+			s.Instance = instance
 		}
+	})
+	if err == nil && s.sink.Ingest(t.Name, m) {
+		s.accepted++
 	}
 	if s.accepted == 0 && s.rejected >= garbageLimit {
 		return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", s.rejected)
@@ -506,24 +520,25 @@ func (c *Collector) addOverflow(reason, place string, n int64) {
 }
 
 // rateLimit is a token bucket: rate tokens a second, holding at most
-// rateBurstSeconds' worth. A nil *rateLimit allows everything.
+// rateBurstSeconds' worth. The zero rateLimit allows everything.
 type rateLimit struct {
 	rate, burst, tokens float64
 	last                time.Time
 }
 
-// newRateLimit returns a full bucket, or nil for no limit (rate <= 0).
-func newRateLimit(rate float64, now time.Time) *rateLimit {
+// newRateLimit returns a full bucket, or the zero rateLimit for no limit
+// (rate <= 0).
+func newRateLimit(rate float64, now time.Time) rateLimit {
 	if rate <= 0 {
-		return nil
+		return rateLimit{}
 	}
 	burst := max(rate*rateBurstSeconds, 1)
-	return &rateLimit{rate: rate, burst: burst, tokens: burst, last: now}
+	return rateLimit{rate: rate, burst: burst, tokens: burst, last: now}
 }
 
-// allow takes a token if there is one.
+// allow takes a token if there is one; the zero rateLimit always allows.
 func (r *rateLimit) allow(now time.Time) bool {
-	if r == nil {
+	if r.rate <= 0 {
 		return true
 	}
 	if d := now.Sub(r.last); d > 0 {

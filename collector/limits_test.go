@@ -121,8 +121,13 @@ func TestLimitMessageRatePerTarget(t *testing.T) {
 }
 
 func TestRateLimitTokenBucket(t *testing.T) {
-	if newRateLimit(-1, time.Time{}) != nil || !(*rateLimit)(nil).allow(time.Time{}) {
-		t.Fatal("a negative rate must mean no limit")
+	for _, rate := range []float64{-1, 0} {
+		r := newRateLimit(rate, time.Time{})
+		for range 3 * rateBurstSeconds {
+			if !r.allow(time.Time{}) {
+				t.Fatalf("rate %v must mean no limit", rate)
+			}
+		}
 	}
 	at := time.UnixMilli(t0ms)
 	r := newRateLimit(2, at)
