@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -126,6 +127,54 @@ func BenchmarkDecodeBuckets(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(s.items)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
+
+// BenchmarkDecodeFleet: a collector's Decoders, one a connection, each
+// decoding its connection's next frame in turn, as a poller reads a fleet
+// of 10,000: with their own copies of the fleet's names ("own"), and with
+// one NamePool ("pool"). Each frame is written into one buffer before it
+// is decoded, as a read leaves it in the poller's, so that what is out of
+// the caches is what is a connection's own: its Decoder.
+func BenchmarkDecodeFleet(b *testing.B) {
+	const conns = 10000
+	frame := AppendBuckets(nil, fleetBuckets(20)) // instance "bench-0417"
+	at := bytes.Index(frame, []byte("bench-0417")) + len("bench-")
+	for _, shared := range []bool{false, true} {
+		name := "own"
+		if shared {
+			name = "pool"
+		}
+		b.Run(fmt.Sprintf("decoders=%d/%s", conns, name), func(b *testing.B) {
+			pool := NewNamePool(0, 0)
+			buf := slices.Clone(frame)
+			next := func(i int) []byte {
+				buf[at], buf[at+1], buf[at+2], buf[at+3] = '0'+byte(i/1000), '0'+byte(i/100%10), '0'+byte(i/10%10), '0'+byte(i%10)
+				return buf
+			}
+			ds := make([]*Decoder, conns)
+			for i := range ds {
+				ds[i] = NewDecoder(Limits{})
+				if shared {
+					ds[i].ShareNames(pool)
+				}
+				if _, err := ds[i].Decode(next(i)); err != nil { // its names, as after its first frame
+					b.Fatal(err)
+				}
+			}
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := ds[i].Decode(next(i)); err != nil {
+					b.Fatal(err)
+				}
+				if i++; i == conns {
+					i = 0
+				}
+			}
+			b.ReportMetric(20*float64(b.N)/b.Elapsed().Seconds(), "items/s")
 		})
 	}
 }
