@@ -698,6 +698,9 @@ func (r *benchResult) print(w io.Writer) {
 		float64(r.bytes)/secs/(1<<20), secs)
 	fmt.Fprintf(w, "            %s items in %s buckets messages written by the agents (%s messages in all); %s items in %s messages read by the collector\n",
 		thousands(r.items), thousands(r.bucketsWritten), thousands(r.written), thousands(r.read), thousands(r.messages))
+	if line := r.fill(); line != "" {
+		fmt.Fprintf(w, "            %s\n", line)
+	}
 	fmt.Fprintf(w, "            the collector %s items behind the agents as the window began (with %s of the %s series), %s as it ended\n",
 		thousands(r.lagStart), thousands(int64(r.seriesStart)), thousands(int64(r.cfg.agents*r.cfg.resources)), thousands(r.lagEnd))
 	exact := "exact"
@@ -834,4 +837,22 @@ func writeAllocs(file, suffix string) error {
 		return fmt.Errorf("--memprofile: %w", err)
 	}
 	return nil
+}
+
+// fill tells how full the agents' buckets messages were: at --rate 2 or
+// more every resource is due a call in every 500 ms bucket, and a message
+// holding fewer items than the resources means the agents ran late and
+// their calls bunched. µs per item then spreads each message's cost over
+// fewer items than the fleet was to send. "" before any message.
+func (r *benchResult) fill() string {
+	if r.bucketsWritten <= 0 {
+		return ""
+	}
+	per := float64(r.items) / float64(r.bucketsWritten)
+	line := fmt.Sprintf("%.1f items a buckets message, of %d due", per, r.cfg.resources)
+	if r.cfg.rate >= 2 && per < 0.9*float64(r.cfg.resources) {
+		line += fmt.Sprintf(" (%.0f %%): the agents ran late and their calls bunched, so the collector's cost a message is spread over fewer items than the fleet was to send (a machine too small for the fleet)",
+			100*per/float64(r.cfg.resources))
+	}
+	return line
 }

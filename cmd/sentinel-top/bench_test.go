@@ -70,6 +70,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		`(?m)^connected:  4 targets in [0-9.]+ s, served by 2 agents' processes`,
 		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
+		`(?m)^ {12}[0-9]\.[0-9] items a buckets message, of 3 due$`,
 		// Measured in the steady state: every series there as it begins.
 		`(?m)^ {12}the collector [0-9,]+ items behind the agents as the window began \(with 12 of the 12 series\), [0-9,]+ as it ended$`,
 		`(?m)^memory:     collector heap in use [0-9]+ MB \(peak [0-9]+ MB\), [0-9]+ MB live after a collection, heap reserved [0-9]+ MB; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
@@ -545,6 +546,28 @@ func TestBenchSaysWhatWasNeverReceived(t *testing.T) {
 		r.print(&b)
 		if got := b.String(); (want == "") == strings.Contains(got, "never received") || !strings.Contains(got, want) {
 			t.Errorf("%d ms never received: output\n%s", ms, got)
+		}
+	}
+}
+
+// The fill line says when the agents' messages held fewer items than due,
+// and only then.
+func TestBenchFillTellsBunchedCalls(t *testing.T) {
+	for _, c := range []struct {
+		rate           float64
+		items, buckets int64
+		want           string
+		late           bool
+	}{
+		{2, 3_207_502, 418_749, "7.7 items a buckets message, of 20 due (38 %): the agents ran late", true},
+		{4, 1_630_780, 81_539, "20.0 items a buckets message, of 20 due", false},
+		{1, 1_000_000, 100_000, "10.0 items a buckets message, of 20 due", false}, // at 1 a second, half the buckets are due none
+		{2, 0, 0, "", false},
+	} {
+		r := benchResult{cfg: benchConfig{resources: 20, rate: c.rate}, items: c.items, bucketsWritten: c.buckets}
+		got := r.fill()
+		if !strings.HasPrefix(got, c.want) || strings.Contains(got, "ran late") != c.late || c.want == "" && got != "" {
+			t.Errorf("rate %v, %d items in %d messages: %q, want %q...", c.rate, c.items, c.buckets, got, c.want)
 		}
 	}
 }
