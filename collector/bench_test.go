@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -208,4 +210,79 @@ func BenchmarkIngestFleet(b *testing.B) {
 		ingest(k)
 	}
 	b.ReportMetric(float64(b.N*resources)/b.Elapsed().Seconds(), "items/s")
+}
+
+// BenchmarkFleetPath is the collector's side of `sentinel-top bench` in one
+// goroutine, without its sockets or scheduler: each connection of a fleet
+// (a stream with its own Decoder on the collector's name pool, its rate
+// limit and its target's status) takes its instance's next buckets frame
+// of 20 items in turn, in 10 apps, one resource under a breaker, and a
+// snapshot is published every fleet/2 frames: 4 a second for a fleet
+// sending 2 frames a second each, as the dashboard publishes. The
+// collector's clock moves 500 ms a round of the fleet. An op is one frame
+// (20 items) through message, decoding, ingest and its share of the
+// snapshots; the frames are encoded outside the time measured, into one
+// buffer each as a read leaves them in a poller's.
+func BenchmarkFleetPath(b *testing.B) {
+	for _, fleet := range []int{2000, 10000} {
+		b.Run(fmt.Sprintf("instances=%d", fleet), func(b *testing.B) {
+			const resources = 20
+			clock := core.NewVirtualClock(time.UnixMilli(t0ms))
+			c := New(Options{MaxMemory: 4 << 30, Clock: clock})
+			names := benchNames(resources)
+			streams := make([]*stream, fleet)
+			for i := range streams {
+				name := fmt.Sprintf("bench-%05d", i)
+				benchHello(c, name, fmt.Sprintf("app-%d", i%10))
+				streams[i] = c.newStream(Target{Name: name}, &targetState{targetStatus: &targetStatus{}}, c.Bound(name))
+			}
+			frame := benchFrame("", names, 0)
+			bufs := make([][]byte, fleet)
+			round := int64(0)
+			encode := func() {
+				start := t0ms + round*500
+				frame.Ts = start + 500
+				for k := range frame.Items {
+					frame.Items[k].Start = start
+				}
+				for i := range bufs {
+					frame.Instance = streams[i].t.Name
+					bufs[i] = wire.AppendBuckets(bufs[i][:0], frame)
+				}
+				round++
+				clock.Set(time.UnixMilli(start + 500))
+			}
+			send := func(i int) {
+				if err := streams[i].message(websocket.TextMessage, bufs[i]); err != nil {
+					b.Fatal(err)
+				}
+				if (i+1)%(fleet/2) == 0 {
+					c.Publish()
+				}
+			}
+			// A minute of buckets first: every ring has wrapped, triage
+			// holds what it holds at steady state.
+			for range 120 {
+				encode()
+				for i := range fleet {
+					send(i)
+				}
+			}
+			if s := c.Publish(); s.Instances != fleet || s.Rejected != 0 {
+				b.Fatalf("%d instances listed, %d messages rejected", s.Instances, s.Rejected)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				k := i % fleet
+				if k == 0 {
+					b.StopTimer()
+					encode()
+					b.StartTimer()
+				}
+				send(k)
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*resources), "µs/item")
+		})
+	}
 }
