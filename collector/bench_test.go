@@ -166,50 +166,78 @@ func BenchmarkIngestFleet(b *testing.B) {
 		benchHello(c, insts[i], fmt.Sprintf("app-%d", i%10))
 	}
 	dec := wire.NewDecoder(wire.Limits{})
-	frame := benchFrame("", names, 0)
-	bufs := make([][]byte, instances)
-	round := int64(0)
-	encode := func() {
-		start := t0ms + round*500
-		frame.Ts = start + 500
-		for k := range frame.Items {
-			frame.Items[k].Start = start
-		}
-		for i, name := range insts {
-			frame.Instance = name
-			bufs[i] = wire.AppendBuckets(bufs[i][:0], frame)
-		}
-		round++
-	}
-	ingest := func(i int) {
-		m, err := dec.Decode(bufs[i])
+	f := newFleetRounds(insts, names)
+	f.drive(b, nil, func(i int) {
+		m, err := dec.Decode(f.bufs[i])
 		if err != nil {
 			b.Fatal(err)
 		}
 		if !c.Ingest("bench", m) {
 			b.Fatal("frame refused")
 		}
+	})
+	b.ReportMetric(float64(b.N*resources)/b.Elapsed().Seconds(), "items/s")
+}
+
+// fleetRounds encodes a fleet's buckets frames a round at a time: each
+// instance's next 500 ms bucket of the same items, into a buffer of its
+// own (as a read leaves a frame in a poller's).
+type fleetRounds struct {
+	insts []string
+	frame *wire.Buckets
+	bufs  [][]byte
+	round int64
+}
+
+func newFleetRounds(insts, names []string) *fleetRounds {
+	return &fleetRounds{insts: insts, frame: benchFrame("", names, 0), bufs: make([][]byte, len(insts))}
+}
+
+// next encodes the next round and returns its end, Unix ms.
+func (f *fleetRounds) next() int64 {
+	start := t0ms + f.round*500
+	f.frame.Ts = start + 500
+	for k := range f.frame.Items {
+		f.frame.Items[k].Start = start
 	}
-	// A minute of buckets first: every ring has wrapped, triage holds what
-	// it holds at steady state.
-	for range 120 {
-		encode()
-		for i := range insts {
-			ingest(i)
+	for i, name := range f.insts {
+		f.frame.Instance = name
+		f.bufs[i] = wire.AppendBuckets(f.bufs[i][:0], f.frame)
+	}
+	f.round++
+	return start + 500
+}
+
+// warmRounds is the minute of rounds drive sends first: every ring has
+// wrapped, and triage holds what it holds at steady state.
+const warmRounds = 120
+
+// drive sends warmRounds rounds, then one frame an op, each instance's in
+// turn; a round is encoded outside the time measured, and tick (when set)
+// told of its end first.
+func (f *fleetRounds) drive(b *testing.B, tick func(end int64), send func(i int)) {
+	round := func() {
+		if end := f.next(); tick != nil {
+			tick(end)
+		}
+	}
+	for range warmRounds {
+		round()
+		for i := range f.insts {
+			send(i)
 		}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		k := i % instances
+		k := i % len(f.insts)
 		if k == 0 {
 			b.StopTimer()
-			encode()
+			round()
 			b.StartTimer()
 		}
-		ingest(k)
+		send(k)
 	}
-	b.ReportMetric(float64(b.N*resources)/b.Elapsed().Seconds(), "items/s")
 }
 
 // BenchmarkFleetPath is the collector's side of `sentinel-top bench` in one
@@ -231,57 +259,26 @@ func BenchmarkFleetPath(b *testing.B) {
 			c := New(Options{MaxMemory: 4 << 30, Clock: clock})
 			names := benchNames(resources)
 			streams := make([]*stream, fleet)
+			insts := make([]string, fleet)
 			for i := range streams {
-				name := fmt.Sprintf("bench-%05d", i)
-				benchHello(c, name, fmt.Sprintf("app-%d", i%10))
-				streams[i] = c.newStream(Target{Name: name}, &targetState{targetStatus: &targetStatus{}}, c.Bound(name))
+				insts[i] = fmt.Sprintf("bench-%05d", i)
+				benchHello(c, insts[i], fmt.Sprintf("app-%d", i%10))
+				streams[i] = c.newStream(Target{Name: insts[i]}, &targetState{targetStatus: &targetStatus{}}, c.Bound(insts[i]))
 			}
-			frame := benchFrame("", names, 0)
-			bufs := make([][]byte, fleet)
-			round := int64(0)
-			encode := func() {
-				start := t0ms + round*500
-				frame.Ts = start + 500
-				for k := range frame.Items {
-					frame.Items[k].Start = start
-				}
-				for i := range bufs {
-					frame.Instance = streams[i].t.Name
-					bufs[i] = wire.AppendBuckets(bufs[i][:0], frame)
-				}
-				round++
-				clock.Set(time.UnixMilli(start + 500))
-			}
-			send := func(i int) {
-				if err := streams[i].message(websocket.TextMessage, bufs[i]); err != nil {
+			f := newFleetRounds(insts, names)
+			f.drive(b, func(end int64) { clock.Set(time.UnixMilli(end)) }, func(i int) {
+				if err := streams[i].message(websocket.TextMessage, f.bufs[i]); err != nil {
 					b.Fatal(err)
 				}
 				if (i+1)%(fleet/2) == 0 {
 					c.Publish()
 				}
-			}
-			// A minute of buckets first: every ring has wrapped, triage
-			// holds what it holds at steady state.
-			for range 120 {
-				encode()
-				for i := range fleet {
-					send(i)
+				if i == fleet-1 && f.round == warmRounds { // the warm rounds' end
+					if s := c.Publish(); s.Instances != fleet || s.Rejected != 0 {
+						b.Fatalf("%d instances listed, %d messages rejected", s.Instances, s.Rejected)
+					}
 				}
-			}
-			if s := c.Publish(); s.Instances != fleet || s.Rejected != 0 {
-				b.Fatalf("%d instances listed, %d messages rejected", s.Instances, s.Rejected)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				k := i % fleet
-				if k == 0 {
-					b.StopTimer()
-					encode()
-					b.StartTimer()
-				}
-				send(k)
-			}
+			})
 			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*resources), "µs/item")
 		})
 	}
