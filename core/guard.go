@@ -70,6 +70,16 @@ func (r *Resource) Stat() *MetricWindow { return r.stat }
 // Concurrency is the number of entries in flight.
 func (r *Resource) Concurrency() int64 { return r.concurrency.Load() }
 
+// countBlock counts a rejected entry at now in the resource's statistics.
+func (r *Resource) countBlock(g *Guard, now int64) {
+	if b := r.stat.Current(now); b != nil {
+		b.AddBlock(1)
+		r.stat.Wrote(now)
+	} else {
+		g.lost.Add(1) // see Unrecorded
+	}
+}
+
 // SlowRtMs is the response time above which a completion counts as slow in
 // the resource's statistics: the smallest MaxAllowedRtMs among its
 // slow-ratio breakers. ok is false when it has none (then nothing is slow).
@@ -330,11 +340,7 @@ func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 		for _, fc := range *fp {
 			pass, wait := fc.CheckNano(nowNano, 1)
 			if !pass {
-				if b := r.stat.Current(now); b != nil {
-					b.AddBlock(1)
-				} else {
-					g.lost.Add(1) // see Unrecorded
-				}
+				r.countBlock(g, now)
 				return nil, fc.blocked
 			}
 			if wait > 0 {
@@ -366,11 +372,7 @@ func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 						(*bp)[j].AbortProbe(now)
 					}
 				}
-				if bucket := r.stat.Current(now); bucket != nil {
-					bucket.AddBlock(1)
-				} else {
-					g.lost.Add(1) // see Unrecorded
-				}
+				r.countBlock(g, now)
 				g.release(e)
 				return nil, b.blocked
 			}
@@ -382,6 +384,7 @@ func (g *Guard) entry(resource string, p *Params) (*Entry, error) {
 	if bucket := r.stat.Current(now); bucket != nil {
 		bucket.AddPass(1)
 		bucket.ObserveConcurrency(r.concurrency.Add(1))
+		r.stat.Wrote(now)
 	} else {
 		r.concurrency.Add(1)
 		g.lost.Add(1) // see Unrecorded
@@ -420,6 +423,7 @@ func (e *Entry) Exit(err error) {
 	slowMs := r.slowRtMs.Load()
 	if bucket := r.stat.Current(now); bucket != nil {
 		bucket.AddComplete(rt, failed, slowMs >= 0 && rt > slowMs)
+		r.stat.Wrote(now)
 	} else {
 		g.lost.Add(1) // see Unrecorded
 	}

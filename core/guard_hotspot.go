@@ -47,11 +47,7 @@ func (g *Guard) checkHotParams(r *Resource, hots []*HotParamController, p *Param
 		}
 		pass, wait, key := hc.check(now, v, 1)
 		if !pass {
-			if b := r.stat.Current(now); b != nil {
-				b.AddBlock(1)
-			} else {
-				g.lost.Add(1) // see Unrecorded
-			}
+			r.countBlock(g, now)
 			g.release(e)
 			return nil, now, hc.blocked
 		}

@@ -34,11 +34,22 @@ const (
 // than intervalMs before it (now - start <= intervalMs). The inclusive bound
 // is sentinel-golang's: at an exact bucket boundary, before the current slot
 // has been rewritten, the bucket one full interval old still counts.
+//
+// A reader that sends each bucket once, right after it closes
+// (wsstream.Shipper), seals the buckets it has read (Seal), and a writer
+// tells the window when it has written (Wrote): a count that reached a
+// sealed bucket, its writer paused between reading the clock and adding,
+// is a late write (LateWrites), and the reader reads its sealed buckets
+// again only then. The reader seals before it reads and the writer checks
+// the seal after it wrote, both with sequentially consistent atomics: either
+// the reader's read saw the count, or the writer sees the seal.
 type Window[B any, P Resetter[B]] struct {
 	bucketMs   int64
 	intervalMs int64
 	slots      []windowSlot[B]
-	hint       atomic.Int64 // slot of the bucket Current returned last: most calls land in it again
+	sealed     atomic.Int64  // buckets starting before it were read; see Seal
+	hint       atomic.Int64  // slot of the bucket Current returned last: most calls land in it again
+	late       atomic.Uint64 // see LateWrites
 }
 
 type windowSlot[B any] struct {
@@ -65,8 +76,29 @@ func NewWindow[B any, P Resetter[B]](sampleCount int, intervalMs int64) (*Window
 	for i := range w.slots {
 		w.slots[i].start.Store(slotEmpty)
 	}
+	w.sealed.Store(slotEmpty)
 	return w, nil
 }
+
+// Seal says that the buckets starting before end have been read. It never
+// moves back: a reader whose clock went backwards keeps the later seal.
+func (w *Window[B, P]) Seal(end int64) { storeMax(&w.sealed, end) }
+
+// Wrote is what a writer calls after adding to the bucket Current(now)
+// returned (however many adds): when that bucket was sealed meanwhile, it
+// counts a late write. Every writer of a window that is sealed must call
+// it, or its late counts may never be read.
+func (w *Window[B, P]) Wrote(now int64) {
+	if now < w.sealed.Load() {
+		w.late.Add(1)
+	}
+}
+
+// LateWrites counts the writes that reached a sealed bucket (Wrote). A
+// reader loads it before reading its sealed buckets again, and reads them
+// again when it has moved since: a late write after the load moves it
+// again.
+func (w *Window[B, P]) LateWrites() uint64 { return w.late.Load() }
 
 // BucketMs is the length of one bucket.
 func (w *Window[B, P]) BucketMs() int64 { return w.bucketMs }

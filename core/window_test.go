@@ -1,7 +1,9 @@
 package core
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -243,4 +245,98 @@ func TestWindowSlotCountsBuckets(t *testing.T) {
 	if i := w.Index(1234); i != 2 {
 		t.Errorf("Index(1234) = %d, want 2", i)
 	}
+}
+
+// A write reaching a sealed bucket is a late write; one in a bucket not
+// sealed yet is not, and a seal never moves back.
+func TestWindowSealCountsLateWrites(t *testing.T) {
+	w, err := NewMetricWindow(20, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Wrote(1000) // nothing sealed yet
+	if n := w.LateWrites(); n != 0 {
+		t.Fatalf("%d late writes before any seal", n)
+	}
+	w.Seal(1500)
+	for _, at := range []int64{1000, 1499, 1500, 1999} {
+		w.Current(at).AddPass(1)
+		w.Wrote(at)
+	}
+	if n := w.LateWrites(); n != 2 {
+		t.Fatalf("%d late writes, want 2 (at 1000 and 1499)", n)
+	}
+	w.Seal(1000) // a reader whose clock went back
+	w.Wrote(1200)
+	if n := w.LateWrites(); n != 3 {
+		t.Fatalf("the seal moved back: %d late writes, want 3", n)
+	}
+}
+
+// Every write a Guard makes to a resource's statistic is told to it
+// (Window.Wrote), on every path: a pass, a completion, and a block by a
+// flow rule, a breaker and a hot-parameter rule. A shipper reads its
+// sealed buckets again only on a late write, so a path that wrote without
+// telling would lose the count of a caller paused between reading the
+// clock and adding.
+func TestGuardTellsEveryWrite(t *testing.T) {
+	g, _, _ := newTestGuard(t)
+	if err := g.LoadFlowRules([]FlowRule{{Resource: "flow", Threshold: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.LoadBreakerRules([]BreakerRule{{Resource: "db", Strategy: ErrorCount, RetryTimeoutMs: 60000,
+		StatIntervalMs: 1000, Threshold: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.LoadHotParamRules([]HotParamRule{qpsRule(1, 0, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	// Every bucket of every resource is sealed: each write is late.
+	for _, name := range []string{"a", "flow", "db", "api"} {
+		g.resource(name).Stat().Seal(math.MaxInt64)
+	}
+	steps := []struct {
+		name, resource string
+		writes         uint64
+		do             func() error
+	}{
+		{"a pass and its completion", "a", 2, func() error {
+			e, err := g.Entry("a")
+			if err == nil {
+				e.Exit(nil)
+			}
+			return err
+		}},
+		{"a flow rule's block", "flow", 1, func() error { _, err := g.Entry("flow"); return blockedBy(err, ErrFlow) }},
+		{"a pass and a failed completion", "db", 2, func() error {
+			e, err := g.Entry("db")
+			if err == nil {
+				e.Exit(errors.New("timeout")) // trips the breaker
+			}
+			return err
+		}},
+		{"a breaker's block", "db", 1, func() error { _, err := g.Entry("db"); return blockedBy(err, ErrOpen) }},
+		{"a pass with a parameter", "api", 1, func() error { _, err := g.EntryWithParam("api", "alice"); return err }},
+		{"a hot-parameter rule's block", "api", 1, func() error {
+			_, err := g.EntryWithParam("api", "alice")
+			return blockedBy(err, ErrHotParam)
+		}},
+	}
+	for _, s := range steps {
+		w := g.resource(s.resource).Stat()
+		before := w.LateWrites()
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := w.LateWrites() - before; got != s.writes {
+			t.Errorf("%s: %d writes told, want %d", s.name, got, s.writes)
+		}
+	}
+}
+
+func blockedBy(err, want error) error {
+	if !errors.Is(err, want) {
+		return fmt.Errorf("got %v, want %w", err, want)
+	}
+	return nil
 }

@@ -293,9 +293,11 @@ func (s statSlot) OnEntryPassed(ctx *sgbase.EntryContext) {
 		return
 	}
 	n := r.inflight.Add(1)
-	if b := r.stat.Current(a.clock.UnixMilli()); b != nil {
+	now := a.clock.UnixMilli()
+	if b := r.stat.Current(now); b != nil {
 		b.AddPass(batchOf(ctx))
 		b.ObserveConcurrency(n)
+		r.stat.Wrote(now)
 	} else {
 		a.unrecorded.Add(1)
 	}
@@ -313,8 +315,10 @@ func (s statSlot) OnEntryBlocked(ctx *sgbase.EntryContext, _ *sgbase.BlockError)
 		a.overflow.Add(1)
 		return
 	}
-	if b := r.stat.Current(a.clock.UnixMilli()); b != nil {
+	now := a.clock.UnixMilli()
+	if b := r.stat.Current(now); b != nil {
 		b.AddBlock(batchOf(ctx))
+		r.stat.Wrote(now)
 	} else {
 		a.unrecorded.Add(1)
 	}
@@ -342,6 +346,7 @@ func (s statSlot) OnCompleted(ctx *sgbase.EntryContext) {
 		for range batchOf(ctx) {
 			b.AddComplete(rt, failed, hasSlow && rt > slowMs)
 		}
+		r.stat.Wrote(now)
 	} else {
 		a.unrecorded.Add(1)
 	}

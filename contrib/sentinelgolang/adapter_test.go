@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -360,4 +361,39 @@ func TestLateCollectorSeesTheOpenBreaker(t *testing.T) {
 		t.Fatal("the new breaker is not closed")
 	}
 	shows(serve(t, a), core.Closed, 0)
+}
+
+// TestStatsTellEveryWrite: the adapter's every count in a resource's
+// statistic is told to it (core.Window.Wrote), as the shipper needs to
+// read a bucket it shipped again when a caller paused between reading the
+// clock and counting. Every bucket is sealed here, so each write is late.
+func TestStatsTellEveryWrite(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(1764460800000))
+	a, err := New(Options{App: "pay", Instance: "pay-1", Manual: true, Clock: vc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	chain := sgbase.NewSlotChain()
+	chain.AddStatSlot(a.Slot())
+	e, b := api.Entry("db", api.WithSlotChain(chain)) // makes the resource
+	if b != nil {
+		t.Fatal(b)
+	}
+	e.Exit()
+	w := a.resource("db").Stat()
+	w.Seal(math.MaxInt64)
+	e, b = api.Entry("db", api.WithSlotChain(chain))
+	if b != nil {
+		t.Fatal(b)
+	}
+	e.Exit()
+	if n := w.LateWrites(); n != 2 {
+		t.Errorf("a pass and a completion told %d writes, want 2", n)
+	}
+	ctx := &sgbase.EntryContext{Resource: sgbase.NewResourceWrapper("db", sgbase.ResTypeCommon, sgbase.Outbound)}
+	a.Slot().OnEntryBlocked(ctx, nil)
+	if n := w.LateWrites(); n != 3 {
+		t.Errorf("a block told %d writes, want 1", n-2)
+	}
 }

@@ -238,32 +238,24 @@ type Shipper struct {
 	items []wire.BucketItem
 }
 
-// A bucket already shipped is read again at later Ships for as long as the
-// statistic's ring holds it (10 s for a resource; see recentLate): an Entry
-// that read the clock in one bucket and added its pass after the bucket was
-// shipped (a goroutine paused between the two) counts in a bucket already
-// sent. The difference is sent with the next bucket, so that every call is
-// counted exactly once (re-sending the old bucket would be dropped as a
-// duplicate). Once the slot is reused, a late writer's count lands in the
-// newer bucket (core.Window), which is still to be shipped. Only a count
-// added more than 7.5 s after its bucket was shipped, between the shipper's
-// last read of the bucket and its slot's reuse, can be lost with it, as in
-// Sentinel.
+// A bucket already shipped is read again at a later Ship when a late write
+// reached it (core.Window.Wrote): an Entry that read the clock in one bucket
+// and added its pass after the bucket was shipped (a goroutine paused
+// between the two) counts in a bucket already sent. The difference is sent
+// with the next bucket, so that every call is counted exactly once
+// (re-sending the old bucket would be dropped as a duplicate). Once the
+// slot is reused, a late writer's count lands in the newer bucket
+// (core.Window), which is still to be shipped. Only a count added between
+// the shipper's last read of the bucket and its slot's reuse, 10 s later,
+// can be lost with it, as in Sentinel.
+//
+// The shipper seals each bucket (core.Window.Seal) before it reads it, and
+// reads the buckets it sent again only when the window's late writes moved
+// since it last looked: with no late writer, a Ship reads each bucket once.
 
 // maxLateBuckets bounds the buckets per series read again, whatever the
 // statistic's sample count.
 const maxLateBuckets = 64
-
-// The newest recentLate buckets shipped are read again at every Ship, all
-// of them at every allLateEvery-th: with 500 ms buckets, a count added up to
-// 2 s after its bucket was shipped is sent with the next bucket, one added
-// up to 7.5 s after within 2 s, at two fifths of the reads of all of them
-// every time (a process serving many agents' statistics reads them from
-// memory, not cache).
-const (
-	recentLate   = 4
-	allLateEvery = 4
-)
 
 // sentRing is what was sent of one series' buckets the statistic still
 // holds.
@@ -280,6 +272,9 @@ type sentRing struct {
 	// lost is the buckets lost found by Ship number lostIn.
 	lost   int64
 	lostIn uint64
+	// lateSeen is the statistic's late writes (core.Window.LateWrites)
+	// when its sent buckets were last read again.
+	lateSeen uint64
 }
 
 // ring returns the series' ring, a new one for a series not seen before:
@@ -473,12 +468,15 @@ func (s *Shipper) arm(wake chan struct{}) core.Timer {
 func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	items := s.items[:0]
 	s.gen++
-	all := s.gen%allLateEvery == 0
 	for _, r := range series {
 		inflight := r.Concurrency()
 		w := r.Stat()
 		ring := s.ring(r.Name(), w)
 		ring.gen = s.gen
+		// Sealed before it is read: a writer adding to it after the read
+		// counts a late write, and it is read again at the next Ship.
+		w.Seal(start + s.BucketMs)
+		lateWrites := w.LateWrites()
 		if i := w.Index(start); i < len(ring.held) {
 			// Read: the bucket the slot holds, start's or an older one, is
 			// done with. A newer one is still to ship: in a late Ship, a
@@ -488,14 +486,18 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			s.account(ring, i, held, at > start)
 		}
 		m, _ := snapshot(w, start)
-		late := ring.late(w, all, func(at int64) {
-			// A late pass took the slot for a bucket after it was read
-			// empty: read now, it is done with.
-			i := w.Index(at)
-			if got, held, _ := w.Slot(i); got == at && i < len(ring.held) {
-				s.account(ring, i, held, false)
-			}
-		})
+		var late core.Metrics
+		if lateWrites != ring.lateSeen {
+			ring.lateSeen = lateWrites
+			late = ring.late(w, func(at int64) {
+				// A late pass took the slot for a bucket after it was read
+				// empty: read now, it is done with.
+				i := w.Index(at)
+				if got, held, _ := w.Slot(i); got == at && i < len(ring.held) {
+					s.account(ring, i, held, false)
+				}
+			})
+		}
 		ring.add(start, m)
 		m.Add(late)
 		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
@@ -576,16 +578,12 @@ func snapshot(w statistic, start int64) (core.Metrics, bool) {
 	return m, true
 }
 
-// late reads the buckets sent before again, the newest recentLate of them
-// or all, and returns what was added to them since, remembering it as
-// sent; read, when set, is told of each bucket it took counts from.
-func (r *sentRing) late(w statistic, all bool, read func(start int64)) core.Metrics {
+// late reads the buckets sent before again and returns what was added to
+// them since, remembering it as sent; read, when set, is told of each
+// bucket it took counts from.
+func (r *sentRing) late(w statistic, read func(start int64)) core.Metrics {
 	var late core.Metrics
-	n := min(r.n, len(r.start))
-	if !all {
-		n = min(n, recentLate)
-	}
-	for i := range n {
+	for i := range min(r.n, len(r.start)) {
 		k := (r.n - 1 - i) % len(r.start) // the newest first
 		b, ok := w.Lookup(r.start[k])
 		if !ok {

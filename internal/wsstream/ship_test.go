@@ -3,7 +3,10 @@ package wsstream
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,12 +58,13 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 		vc.Set(time.UnixMilli(start + 500))
 		s.Ship()
 		// Late: a pass and a completion land in the bucket just shipped,
-		// and in ones shipped 3 s and 7.5 s ago (the ring holds 10 s, all
-		// of it read again every 2 s).
+		// and in ones shipped 3 s and 7.5 s ago (the ring holds 10 s), each
+		// told to the statistic as a Guard's writes are.
 		for _, ago := range []int64{0, 3000, 7500} {
 			if b, ok := r.w.Lookup(start - ago); ok && k%2 == 0 {
 				b.AddPass(1)
 				b.AddComplete(20, false, false)
+				r.w.Wrote(start - ago + 100)
 				added++
 				completions++
 			}
@@ -86,6 +90,90 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 	}
 	if sent != added || complete != completions {
 		t.Fatalf("shipped %d passes and %d completions, %d and %d happened", sent, complete, added, completions)
+	}
+}
+
+// pausingClock is a virtual clock whose every reading is followed by a
+// chance for other goroutines to run: an Entry may pause between reading
+// the clock and adding its count, as a preempted one does.
+type pausingClock struct{ *core.VirtualClock }
+
+func (c pausingClock) UnixMilli() int64 {
+	ms := c.VirtualClock.UnixMilli()
+	runtime.Gosched()
+	return ms
+}
+
+func (c pausingClock) Now() time.Time {
+	now := c.VirtualClock.Now()
+	runtime.Gosched()
+	return now
+}
+
+// TestPausedEntriesAreShippedOnce: callers of a real Guard, each pausing
+// between reading the clock and counting, while a shipper ships 100 ms of
+// the clock at a time (so they often count in a bucket already shipped):
+// every pass and completion is shipped, once. The shipper reads a shipped
+// bucket again only when a late write was told (core.Window.Wrote).
+func TestPausedEntriesAreShippedOnce(t *testing.T) {
+	for round := range racetest.Cases(20) {
+		vc := core.NewVirtualClock(time.UnixMilli(t0))
+		g := core.NewGuard(core.GuardOptions{Clock: pausingClock{vc}})
+		e, err := g.Entry("db") // makes the resource
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Exit(nil)
+		r, _ := g.Resource("db")
+		srv := New(Options{})
+		s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(120),
+			Series: func() []Series { return []Series{r} }}
+		s.Begin(t0)
+		var stop atomic.Bool
+		var calls atomic.Int64
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					e, err := g.Entry("db")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					e.Exit(nil)
+					calls.Add(1)
+				}
+			}()
+		}
+		// 4 s in all: the statistic's ring (10 s) reuses no slot.
+		for range 40 {
+			vc.Advance(100 * time.Millisecond)
+			s.Ship()
+			runtime.Gosched()
+		}
+		stop.Store(true)
+		wg.Wait()
+		vc.Advance(time.Second)
+		s.Ship()
+		var pass, complete int64
+		for _, f := range s.Backlog.Frames() {
+			m, err := wire.Decode(f.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range m.(*wire.Buckets).Items {
+				pass += it.Pass
+				complete += it.Complete
+			}
+		}
+		made := calls.Load() + 1
+		if pass != made || complete != made || s.Skipped() != 0 {
+			t.Fatalf("round %d: %d calls, shipped %d passes and %d completions, %d buckets skipped; late writes told: %d",
+				round, made, pass, complete, s.Skipped(), r.Stat().LateWrites())
+		}
+		srv.Close(nil)
 	}
 }
 
@@ -216,6 +304,7 @@ func TestLateBucketTakenAfterShippingIsNotSkipped(t *testing.T) {
 		s.Ship()
 		if k == 3 {
 			r.w.Current(t0 + 2*500 + 100).AddPass(1) // bucket 2, shipped empty
+			r.w.Wrote(t0 + 2*500 + 100)
 			written++
 		}
 	}
@@ -409,7 +498,7 @@ func TestLateIgnoresASlotResetWhileRead(t *testing.T) {
 	w, ring := held()
 	b, _ := w.Lookup(s0)
 	b.AddPass(1)
-	if got := ring.late(w, true, nil); got.Pass != 1 {
+	if got := ring.late(w, nil); got.Pass != 1 {
 		t.Fatalf("a late pass read as %d", got.Pass)
 	}
 	// Reset once the bucket is found (its counts then differ from what was
@@ -422,7 +511,7 @@ func TestLateIgnoresASlotResetWhileRead(t *testing.T) {
 			b, _ := w.Lookup(s0)
 			b.AddPass(1)
 		}
-		got := ring.late(&resetOnLookup{w: w, start: s0, pass: 3, after: after}, true, nil)
+		got := ring.late(&resetOnLookup{w: w, start: s0, pass: 3, after: after}, nil)
 		if got != (core.Metrics{}) {
 			t.Fatalf("reset after lookup %d: %d late passes from a slot reset for a newer bucket: %+v", after, got.Pass, got)
 		}
