@@ -163,6 +163,7 @@ type Agent struct {
 	rulesMu sync.Mutex // serializes LoadRules
 	rules   atomic.Pointer[wsstream.Frame]
 	hot     atomic.Pointer[map[string]*hotvalues.Tracker] // by resource, those with hot-parameter rules
+	listed  listedSeries                                  // the shipper's last list (series), under its lock
 
 	stream  *wsstream.Server
 	backlog *wsstream.Backlog

@@ -17,13 +17,19 @@ func pid() int { return os.Getpid() }
 func (a *Agent) Ship() { a.shipper.Ship() }
 
 // series lists the guard's resources for the shipper, with the hot values
-// of those that have hot-parameter rules.
+// of those that have hot-parameter rules. The list is made again only when
+// a resource or a hot-parameter rule came: it is called by the shipper
+// alone, under its lock, which may sort the list it gets in place.
 func (a *Agent) series() []wsstream.Series {
+	n, hotp := a.guard.ResourceCount(), a.hot.Load()
+	if l := &a.listed; l.series != nil && l.count == n && l.hot == hotp {
+		return l.series
+	}
 	res := a.guard.Resources()
 	out := make([]wsstream.Series, len(res))
 	var hot map[string]*hotvalues.Tracker
-	if m := a.hot.Load(); m != nil {
-		hot = *m
+	if hotp != nil {
+		hot = *hotp
 	}
 	for i, r := range res {
 		if t := hot[r.Name()]; t != nil {
@@ -32,7 +38,18 @@ func (a *Agent) series() []wsstream.Series {
 		}
 		out[i] = r
 	}
+	// Resources may have come since the count was read: the count kept is
+	// at most the list's, so the list is made again at the next call.
+	a.listed = listedSeries{count: min(n, len(out)), hot: hotp, series: out}
 	return out
+}
+
+// listedSeries is the series the shipper was given last, with what they
+// were made from.
+type listedSeries struct {
+	count  int // the guard's resources
+	hot    *map[string]*hotvalues.Tracker
+	series []wsstream.Series
 }
 
 // hotSeries is a resource with hot values (wsstream.HotSeries).

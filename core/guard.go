@@ -149,6 +149,10 @@ func (g *Guard) Resource(name string) (*Resource, bool) {
 	return r, ok
 }
 
+// ResourceCount is how many resources are tracked. A resource, once
+// tracked, stays so: the count changes exactly when Resources does.
+func (g *Guard) ResourceCount() int { return len(*g.resources.Load()) }
+
 // Resources returns every tracked resource, in no particular order.
 func (g *Guard) Resources() []*Resource {
 	m := *g.resources.Load()

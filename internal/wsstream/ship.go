@@ -225,7 +225,11 @@ type Shipper struct {
 	next int64 // the first bucket not shipped yet
 	init bool
 	sent map[string]*sentRing // what was sent of each series' latest buckets
-	gen  uint64               // collect's calls: a ring not seen in the latest is gone
+	gen  uint64               // listings of a changed series: a ring not seen in the latest is gone
+	// listed is the series of the last collect, in its order, with their
+	// rings: a collect given the same series in the same order (a service
+	// whose resources did not change) takes the rings from here.
+	listed []listedRing
 
 	skipped atomic.Int64 // see Skipped
 	starts  []int64      // Ship's buffer
@@ -275,6 +279,48 @@ type sentRing struct {
 	// lateSeen is the statistic's late writes (core.Window.LateWrites)
 	// when its sent buckets were last read again.
 	lateSeen uint64
+}
+
+// listedRing is a series as collect last read it, and its ring.
+type listedRing struct {
+	name string
+	w    *core.MetricWindow
+	ring *sentRing
+}
+
+// rings returns the series' rings, in their order: those of the last
+// collect when the series are the same, or else looked up (or made), and
+// the rings of the series no longer listed forgotten.
+func (s *Shipper) rings(series []Series) []listedRing {
+	if len(series) == len(s.listed) {
+		same := true
+		for i, r := range series {
+			if l := &s.listed[i]; l.w != r.Stat() || l.name != r.Name() {
+				same = false
+				break
+			}
+		}
+		if same {
+			return s.listed
+		}
+	}
+	s.gen++
+	listed := s.listed[:0]
+	for _, r := range series {
+		w := r.Stat()
+		ring := s.ring(r.Name(), w)
+		ring.gen = s.gen
+		listed = append(listed, listedRing{r.Name(), w, ring})
+	}
+	if len(s.sent) > len(series) {
+		for name, ring := range s.sent {
+			if ring.gen != s.gen {
+				delete(s.sent, name) // a resource that went away
+			}
+		}
+	}
+	s.listed = listed
+	return listed
 }
 
 // ring returns the series' ring, a new one for a series not seen before:
@@ -467,12 +513,9 @@ func (s *Shipper) arm(wake chan struct{}) core.Timer {
 // most ItemsPerFrame items; a frame with no items is a heartbeat.
 func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 	items := s.items[:0]
-	s.gen++
-	for _, r := range series {
+	for i, l := range s.rings(series) {
+		r, w, ring := series[i], l.w, l.ring
 		inflight := r.Concurrency()
-		w := r.Stat()
-		ring := s.ring(r.Name(), w)
-		ring.gen = s.gen
 		// Sealed before it is read: a writer adding to it after the read
 		// counts a late write, and it is read again at the next Ship.
 		w.Seal(start + s.BucketMs)
@@ -504,18 +547,11 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 			continue
 		}
 		m.Concurrency = inflight // wire v1: what was in flight when the bucket closed
-		it := wire.NewBucketItem(r.Name(), start, m, true)
+		it := wire.NewBucketItem(l.name, start, m, true)
 		if h, ok := r.(HotSeries); ok {
 			it.Hot = h.Hot(start)
 		}
 		items = append(items, it)
-	}
-	if len(s.sent) > len(series) {
-		for name, ring := range s.sent {
-			if ring.gen != s.gen {
-				delete(s.sent, name) // a resource that went away
-			}
-		}
 	}
 	per := max(s.ItemsPerFrame, 1)
 	var frames []*Frame

@@ -2,6 +2,7 @@ package wsstream
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -174,6 +175,77 @@ func TestPausedEntriesAreShippedOnce(t *testing.T) {
 				round, made, pass, complete, s.Skipped(), r.Stat().LateWrites())
 		}
 		srv.Close(nil)
+	}
+}
+
+// TestShipperKeepsEachSeriesRing: resources come one by one, as a
+// service's do, listed in any order, while all of them count: every
+// bucket is shipped once with its counts and none is taken for lost, so
+// each series kept its ring whether the list changed or not.
+func TestShipperKeepsEachSeriesRing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 1))
+	vc := core.NewVirtualClock(time.UnixMilli(t0))
+	srv := New(Options{})
+	defer srv.Close(nil)
+	var rs []Series
+	s := &Shipper{Clock: vc, BucketMs: 500, Instance: "i", Server: srv, Backlog: NewBacklog(1 << 12),
+		Series: func() []Series {
+			out := slices.Clone(rs)
+			rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+			return out
+		}}
+	s.Begin(t0)
+	written := map[string]int64{}
+	for k := int64(0); k < 200; k++ {
+		if k%20 == 0 { // a new resource, its name anywhere in the order
+			rs = append(rs, series{fmt.Sprintf("r%03d", rng.IntN(1000)), core.NewResourceWindow()})
+		}
+		now := t0 + k*500 + 100
+		for _, r := range rs {
+			n := 1 + rng.Int64N(3)
+			r.Stat().Current(now).AddPass(n)
+			r.Stat().Wrote(now)
+			written[fmt.Sprint(r.Name(), now-100)] += n
+		}
+		vc.Set(time.UnixMilli(now + 400))
+		s.Ship()
+	}
+	shipped := map[string]int64{}
+	for _, f := range s.Backlog.Frames() {
+		m, err := wire.Decode(f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range m.(*wire.Buckets).Items {
+			k := fmt.Sprint(it.Resource, it.Start)
+			if _, dup := shipped[k]; dup {
+				t.Fatalf("%s shipped twice", k)
+			}
+			shipped[k] = it.Pass
+		}
+	}
+	if !maps.Equal(shipped, written) || s.Skipped() != 0 {
+		t.Fatalf("shipped %d buckets, %d written, %d taken for lost", len(shipped), len(written), s.Skipped())
+	}
+}
+
+// A series list of the same length as the last but with another series
+// in it gets that series' ring, not the ring at its place before.
+func TestShipperRingsFollowTheSeries(t *testing.T) {
+	_, _, a, s := newShipper(t)
+	b := series{"b", core.NewResourceWindow()}
+	c := series{"c", core.NewResourceWindow()}
+	first := slices.Clone(s.rings([]Series{a, b}))
+	again := s.rings([]Series{a, b})
+	if again[0].ring != first[0].ring || again[1].ring != first[1].ring {
+		t.Fatal("the same series got other rings")
+	}
+	other := s.rings([]Series{a, c})
+	if other[0].ring != first[0].ring || other[1].ring == first[1].ring || other[1].w != c.w {
+		t.Fatalf("c got b's ring, or a lost its own: %+v, before %+v", other, first)
+	}
+	if _, kept := s.sent["b"]; kept {
+		t.Error("b's ring kept after b went away")
 	}
 }
 
