@@ -87,6 +87,30 @@ func (c *Collector) charge(n int64, place, what string) bool {
 	return true
 }
 
+// chargeNames charges n bytes (or gives back -n) of the names the
+// connections' decoders keep: the shared pool's (c.names), and each
+// decoder's own when the pool has no room (both bounded, wire.NamePool).
+// They are held already, so the charge is taken even past the budget,
+// which then turns away what comes next.
+func (c *Collector) chargeNames(n int64) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.memUsed += n
+	c.namesHeld += n
+	c.mu.Unlock()
+}
+
+// chargePool charges the shared name pool's growth since the last call.
+// c.mu is held.
+func (c *Collector) chargePool() {
+	held := c.names.Stats().Held()
+	c.memUsed += held - c.poolHeld
+	c.namesHeld += held - c.poolHeld
+	c.poolHeld = held
+}
+
 // releaseSeries gives back an instance's series (it left, or moved to
 // another app). c.mu is held.
 func (c *Collector) releaseSeries(in *instance) {

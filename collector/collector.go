@@ -153,8 +153,12 @@ type Collector struct {
 	// streamShare is the part of the budget the re-served stream took
 	// (restream.go): the model's is what is left.
 	streamShare int64
-	ruleRes     map[arKey]struct{} // app x resource known with rules (charged to the budget)
-	appsLeft    bool               // an instance left or moved app since the last prune
+	// namesHeld is the part of memUsed the decoders' names take: the
+	// shared pool's (poolHeld of it, charged at each Publish) and the
+	// decoders' own (stream.nameBytes).
+	namesHeld, poolHeld int64
+	ruleRes             map[arKey]struct{} // app x resource known with rules (charged to the budget)
+	appsLeft            bool               // an instance left or moved app since the last prune
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus
@@ -270,7 +274,7 @@ func (c *Collector) reset() {
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
 	c.unreceivedMs, c.gaps, c.gapsOthers = 0, nil, nil
-	c.memUsed, c.goneFloor = 0, 0
+	c.memUsed, c.goneFloor = c.namesHeld, 0 // the names stay held
 	c.ruleRes = map[arKey]struct{}{}
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}

@@ -291,7 +291,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	})
 	st.update(func(s *TargetStatus) { s.State, s.Since, s.LastError = TargetUp, c.clock.UnixMilli(), "" })
 	s := c.newStream(t, st, sink)
-	defer s.flush()
+	defer s.end()
 	if plain {
 		if fd, err := takeFD(bounded.Conn); err == nil {
 			conn.Close() // fd is its own descriptor of the socket
@@ -334,6 +334,7 @@ type stream struct {
 	accepted, rejected int
 	rate               rateLimit // in the stream, read with it
 	overRate           int64     // dropped, not yet counted
+	nameBytes          int64     // the decoder's own names, charged to the budget
 }
 
 func (c *Collector) newStream(t Target, st *targetState, sink Sink) *stream {
@@ -366,6 +367,10 @@ func (s *stream) message(kind int, data []byte) error {
 	} else {
 		m, err = s.dec.Decode(data)
 	}
+	if nb := s.dec.NameBytes(); nb != s.nameBytes {
+		c.chargeNames(nb - s.nameBytes)
+		s.nameBytes = nb
+	}
 	instance := ""
 	if err != nil {
 		c.Reject(t.Name, err)
@@ -396,6 +401,14 @@ func (s *stream) message(kind int, data []byte) error {
 		return fmt.Errorf("incompatible: the first %d messages were all rejected (is this a sentinel-top wire v1 stream?)", s.rejected)
 	}
 	return nil
+}
+
+// end is the stream's last call: what it had not counted is counted, and
+// its decoder's names are given back to the budget.
+func (s *stream) end() {
+	s.flush()
+	s.c.chargeNames(-s.nameBytes)
+	s.nameBytes = 0
 }
 
 // flush counts the messages dropped over MaxMessageRate not counted yet.

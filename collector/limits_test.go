@@ -343,3 +343,82 @@ func TestTargetItemsCounted(t *testing.T) {
 		return nil
 	})
 }
+
+// TestDecodedNamesAreCharged: the names a peer's frames carry are kept by
+// the decoders (the shared pool, then each connection's own set), and that
+// memory is charged to the budget and shown (Snapshot.MemoryNames), the
+// connection's own part given back when it ends. A peer sending endless new
+// names fills the pool once, then only its connection's bounded set.
+func TestDecodedNamesAreCharged(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: clock, MaxMemory: 64 << 20})
+	release := make(chan struct{})
+	sent := make(chan struct{})
+	target := peer(t, func(conn *websocket.Conn, n int) {
+		if n > 0 {
+			<-release
+			return
+		}
+		if !send(conn, helloFrame("names-1")) {
+			return
+		}
+		for f := range 600 { // 12,000 names of 400 bytes: past the pool's 4 MiB
+			items := make([]wire.BucketItem, 20)
+			for k := range items {
+				name := fmt.Sprintf("%04d-%02d-%s", f, k, strings.Repeat("n", 392))
+				items[k] = wire.NewBucketItem(name, t0ms, core.Metrics{Pass: 1}, false)
+			}
+			frame, err := wire.Append(nil, &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "names-1"}, BucketMs: 500, Items: items})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if !send(conn, frame) {
+				return
+			}
+		}
+		close(sent)
+		<-release
+	})
+	dialPeer(t, c, target, DialOptions{Seed: 1})
+	select {
+	case <-sent:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the peer could not send its frames")
+	}
+	var s *Snapshot
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s = c.Publish()
+		if firstTarget(s).Messages == 601 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pool := c.names.Stats()
+	if pool.Refused == 0 || pool.Bytes < 3<<20 {
+		t.Fatalf("the pool was not filled: %+v (target %+v)", pool, firstTarget(s))
+	}
+	// The pool's, and the connection's own set: at most a MiB of names.
+	if s.MemoryNames < pool.Held()+(1<<19) || s.MemoryNames > pool.Held()+(1<<20)+(1<<20/400+1)*48 {
+		t.Errorf("names charged %d, the pool holds %d", s.MemoryNames, pool.Held())
+	}
+	if s.MemoryUsed < s.MemoryNames {
+		t.Errorf("memory used %d, of it names %d", s.MemoryUsed, s.MemoryNames)
+	}
+	if got := scrape(t, c)["sentinel_top_memory_bytes{of=names}"]; got != float64(s.MemoryNames) {
+		t.Errorf("/metrics shows %v bytes of names, the snapshot %d", got, s.MemoryNames)
+	}
+	close(release) // the connection ends, and with it the decoder's own names
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		s = c.Publish()
+		if s.MemoryNames == pool.Held() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("names charged %d after the connection ended, the pool holds %d", s.MemoryNames, pool.Held())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

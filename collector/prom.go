@@ -45,7 +45,7 @@ var (
 	promUnreceived = prometheus.NewDesc("sentinel_top_data_unreceived_seconds_total",
 		"Sender time whose buckets never reached the collector: instances out of reach for longer than a reconnect brings back.", nil, nil)
 	promMemory = prometheus.NewDesc("sentinel_top_memory_bytes",
-		"The memory budget: what peers made the collector keep (an estimate) and the most it may.", []string{"of"}, nil)
+		"The memory budget: what peers made the collector keep (an estimate; of it, the names their frames carried) and the most it may.", []string{"of"}, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
 		"Messages or items turned away by the collector's limits, by limit (max_instances, max_resources, max_rate, dedupe_span, max_memory, restream_backlog, reader_queue, ...).", []string{"limit"}, nil)
 )
@@ -98,6 +98,7 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(promInstances, float64(snap.Instances))
 	gauge(promMemory, float64(snap.MemoryUsed), "used")
 	gauge(promMemory, float64(snap.MemoryBudget), "budget")
+	gauge(promMemory, float64(snap.MemoryNames), "names")
 	counter(promMessages, float64(snap.Messages))
 	counter(promDropped, float64(snap.Dropped))
 	counter(promUnreceived, float64(snap.UnreceivedMs)/1000)

@@ -18,11 +18,12 @@ func (c *Collector) Publish() *Snapshot {
 	defer c.mu.Unlock()
 	c.sweep(now)
 	c.prune(now)
+	c.chargePool()
 	findings := c.engine.Findings(now)
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
 		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings,
-		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory}
+		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory, MemoryNames: c.namesHeld}
 	if c.replay.Active {
 		s.Replay = c.replay
 		s.Replay.Pos = now

@@ -70,6 +70,9 @@ type Snapshot struct {
 	// MemoryUsed is what the memory budget has charged (an estimate, in
 	// bytes) of MemoryBudget (Options.MaxMemory).
 	MemoryUsed, MemoryBudget int64
+	// MemoryNames is the part of MemoryUsed the names the connections
+	// decoded take (the shared pool's and the decoders' own, each bounded).
+	MemoryNames int64
 	// Rows is one row per app x resource, sorted by app then resource.
 	Rows []ResourceRow
 	// Findings are the triage findings, most severe first.

@@ -67,11 +67,26 @@ type PoolStats struct {
 	Refused int64
 }
 
+// Held estimates the memory the names take: their bytes and a map entry
+// each.
+func (s PoolStats) Held() int64 { return int64(s.Bytes) + int64(s.Names)*nameEntryBytes }
+
+// nameEntryBytes estimates what a kept name costs beyond its bytes: the
+// map entry holding it (two string headers and the map's own).
+const nameEntryBytes = 48
+
 // Stats returns what the pool holds.
 func (p *NamePool) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return PoolStats{Names: len(p.m), Bytes: p.bytes, Refused: p.refused}
+}
+
+// NameBytes estimates the memory of the names the Decoder keeps itself:
+// all it has read without a pool, those the pool had no room for with
+// one. At most a MiB of names and their map entries.
+func (d *Decoder) NameBytes() int64 {
+	return int64(d.names.bytes) + int64(len(d.names.m))*nameEntryBytes
 }
 
 // ShareNames makes the Decoder take its resource and instance names from p

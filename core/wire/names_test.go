@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -76,6 +77,34 @@ func TestFullPoolFallsBackToTheDecoder(t *testing.T) {
 	}
 	if len(d.names.m) == 0 {
 		t.Fatal("the names the pool refused were not kept by the decoder")
+	}
+	// What each holds is told: the pool's names and the decoder's own.
+	if st := pool.Stats(); st.Held() != int64(st.Bytes+st.Names*nameEntryBytes) || st.Held() == 0 {
+		t.Errorf("pool %+v holds %d", st, st.Held())
+	}
+	own := int64(0)
+	for name := range d.names.m {
+		own += int64(len(name)) + nameEntryBytes
+	}
+	if d.NameBytes() != own {
+		t.Errorf("the decoder tells %d bytes of names, it holds %d", d.NameBytes(), own)
+	}
+}
+
+// A Decoder's own names are bounded (a MiB, then emptied) and told,
+// whatever a peer sends.
+func TestDecoderNameBytesBounded(t *testing.T) {
+	d := NewDecoder(Limits{})
+	most := int64(0)
+	for f := range 3000 {
+		long := strings.Repeat(fmt.Sprintf("%06d", f), 80) // 480 bytes, another each frame
+		if _, err := d.Decode(bucketsFrame("i-1", long)); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, d.NameBytes())
+	}
+	if most < 1<<19 || most > 1<<20+(1<<20/480+1)*nameEntryBytes {
+		t.Fatalf("at most %d bytes of names told, want about a MiB", most)
 	}
 }
 
