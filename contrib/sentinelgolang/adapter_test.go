@@ -270,15 +270,23 @@ func TestRulesFollowLoadRules(t *testing.T) {
 // A count whose bucket's slot already holds a newer bucket (the clock
 // stepped back, or a goroutine paused 10 s between reading it and
 // counting) is not recorded, and Stats says how many were not.
-func TestStatsCountWhatCannotBeRecorded(t *testing.T) {
+// manualAdapter is an adapter shipping only when told, on a virtual clock,
+// with a slot chain of its statistic slot alone (closed at the test's end).
+func manualAdapter(t *testing.T) (*Adapter, *sgbase.SlotChain, *core.VirtualClock) {
+	t.Helper()
 	vc := core.NewVirtualClock(time.UnixMilli(1764460800000))
 	a, err := New(Options{App: "pay", Instance: "pay-1", Manual: true, Clock: vc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
 	chain := sgbase.NewSlotChain()
 	chain.AddStatSlot(a.Slot())
+	return a, chain, vc
+}
+
+func TestStatsCountWhatCannotBeRecorded(t *testing.T) {
+	a, chain, vc := manualAdapter(t)
 	call := func() {
 		e, b := api.Entry("db", api.WithSlotChain(chain))
 		if b != nil {
@@ -368,14 +376,7 @@ func TestLateCollectorSeesTheOpenBreaker(t *testing.T) {
 // read a bucket it shipped again when a caller paused between reading the
 // clock and counting. Every bucket is sealed here, so each write is late.
 func TestStatsTellEveryWrite(t *testing.T) {
-	vc := core.NewVirtualClock(time.UnixMilli(1764460800000))
-	a, err := New(Options{App: "pay", Instance: "pay-1", Manual: true, Clock: vc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	chain := sgbase.NewSlotChain()
-	chain.AddStatSlot(a.Slot())
+	a, chain, _ := manualAdapter(t)
 	e, b := api.Entry("db", api.WithSlotChain(chain)) // makes the resource
 	if b != nil {
 		t.Fatal(b)

@@ -75,19 +75,13 @@ func TestLateAdditionsAreShippedOnce(t *testing.T) {
 	s.Ship()
 	var sent, complete int64
 	seen := map[int64]bool{}
-	for _, f := range s.Backlog.Frames() {
-		m, err := wire.Decode(f.Data)
-		if err != nil {
-			t.Fatal(err)
+	for _, it := range backlogItems(t, s.Backlog) {
+		if seen[it.Start] {
+			t.Fatalf("bucket %d sent twice", it.Start)
 		}
-		for _, it := range m.(*wire.Buckets).Items {
-			if seen[it.Start] {
-				t.Fatalf("bucket %d sent twice", it.Start)
-			}
-			seen[it.Start] = true
-			sent += it.Pass
-			complete += it.Complete
-		}
+		seen[it.Start] = true
+		sent += it.Pass
+		complete += it.Complete
 	}
 	if sent != added || complete != completions {
 		t.Fatalf("shipped %d passes and %d completions, %d and %d happened", sent, complete, added, completions)
@@ -159,15 +153,9 @@ func TestPausedEntriesAreShippedOnce(t *testing.T) {
 		vc.Advance(time.Second)
 		s.Ship()
 		var pass, complete int64
-		for _, f := range s.Backlog.Frames() {
-			m, err := wire.Decode(f.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, it := range m.(*wire.Buckets).Items {
-				pass += it.Pass
-				complete += it.Complete
-			}
+		for _, it := range backlogItems(t, s.Backlog) {
+			pass += it.Pass
+			complete += it.Complete
 		}
 		made := calls.Load() + 1
 		if pass != made || complete != made || s.Skipped() != 0 {
@@ -211,18 +199,12 @@ func TestShipperKeepsEachSeriesRing(t *testing.T) {
 		s.Ship()
 	}
 	shipped := map[string]int64{}
-	for _, f := range s.Backlog.Frames() {
-		m, err := wire.Decode(f.Data)
-		if err != nil {
-			t.Fatal(err)
+	for _, it := range backlogItems(t, s.Backlog) {
+		k := fmt.Sprint(it.Resource, it.Start)
+		if _, dup := shipped[k]; dup {
+			t.Fatalf("%s shipped twice", k)
 		}
-		for _, it := range m.(*wire.Buckets).Items {
-			k := fmt.Sprint(it.Resource, it.Start)
-			if _, dup := shipped[k]; dup {
-				t.Fatalf("%s shipped twice", k)
-			}
-			shipped[k] = it.Pass
-		}
+		shipped[k] = it.Pass
 	}
 	if !maps.Equal(shipped, written) || s.Skipped() != 0 {
 		t.Fatalf("shipped %d buckets, %d written, %d taken for lost", len(shipped), len(written), s.Skipped())
@@ -280,18 +262,27 @@ func TestShippingLateCountsSkippedBuckets(t *testing.T) {
 	}
 }
 
-// backlogPasses sums the passes of the buckets frames a backlog holds.
-func backlogPasses(t *testing.T, b *Backlog) int64 {
+// backlogItems decodes the items of the buckets frames a backlog holds, in
+// order.
+func backlogItems(t *testing.T, b *Backlog) []wire.BucketItem {
 	t.Helper()
-	var passes int64
+	var items []wire.BucketItem
 	for _, f := range b.Frames() {
 		m, err := wire.Decode(f.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, it := range m.(*wire.Buckets).Items {
-			passes += it.Pass
-		}
+		items = append(items, m.(*wire.Buckets).Items...)
+	}
+	return items
+}
+
+// backlogPasses sums the passes of the buckets frames a backlog holds.
+func backlogPasses(t *testing.T, b *Backlog) int64 {
+	t.Helper()
+	var passes int64
+	for _, it := range backlogItems(t, b) {
+		passes += it.Pass
 	}
 	return passes
 }
@@ -484,18 +475,12 @@ func shipAtRandom(t *testing.T, seed int64) {
 	s.Ship()
 
 	shipped := map[key]int64{}
-	for _, f := range s.Backlog.Frames() {
-		m, err := wire.Decode(f.Data)
-		if err != nil {
-			t.Fatal(err)
+	for _, it := range backlogItems(t, s.Backlog) {
+		k := key{it.Resource, it.Start}
+		if _, dup := shipped[k]; dup {
+			t.Fatalf("%v shipped twice", k)
 		}
-		for _, it := range m.(*wire.Buckets).Items {
-			k := key{it.Resource, it.Start}
-			if _, dup := shipped[k]; dup {
-				t.Fatalf("%v shipped twice", k)
-			}
-			shipped[k] = it.Pass
-		}
+		shipped[k] = it.Pass
 	}
 	var lost, most int64
 	lostOf := map[string]int64{}
