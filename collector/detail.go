@@ -75,11 +75,16 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 		r := rules[i]
 		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
 			Breakers: r.Breakers, Flows: r.Flows, Params: r.Params, RulesVersion: r.Version,
-			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed, FirstSeen: se.first,
+			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed,
 			Provenance: se.provenance(in)}
 		for _, sp := range in.unrecv {
 			if sp.To > from && sp.From < to {
 				id.Unreceived = append(id.Unreceived, sp)
+			}
+		}
+		for _, sp := range in.absent {
+			if sp.To > from && sp.From < to {
+				id.Absent = append(id.Absent, sp)
 			}
 		}
 		for _, t := range se.tracks {
@@ -96,6 +101,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 			}
 		}
 		slices.SortStableFunc(id.Transitions, func(x, y Transition) int { return cmp.Compare(x.AtMs, y.AtMs) })
+		id.KnownFrom, id.KnownTo, _ = in.known(se, id.Transitions, id.Start, from, to)
 		end := in.dataEndSecond()
 		sum, _ := window(&se.fine, end-rateMs, end)
 		id.PassQPS = float64(sum.pass) * 1000 / float64(rateMs)

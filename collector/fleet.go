@@ -73,9 +73,11 @@ type instance struct {
 	// (0: none awaited; see gaps.go).
 	resumeFrom, resumeTo int64
 	// unrecv holds the instance's latest spans of data known never to have
-	// arrived, [from, to) on its clock, oldest first (see gaps.go).
-	unrecv  []Span
-	offsets [16]int64
+	// arrived, [from, to) on its clock, oldest first (see gaps.go); absent
+	// those in which no process ran under its name, between a process's
+	// last data and its restart (see timeline.go).
+	unrecv, absent []Span
+	offsets        [16]int64
 	// helloed: a hello named its app; appChanges counts its moves to
 	// another app since appChangesSince (see appChangeAllowed).
 	helloed                     bool
@@ -295,12 +297,8 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 		// even where their starts repeat the old process's last ones.
 		for _, s := range in.series {
 			s.seen = dedupe{}
-			for _, t := range s.tracks {
-				if t.state != core.Closed {
-					t.state, t.since = core.Closed, m.StartedAt
-				}
-			}
 		}
+		in.restart(m.StartedAt)
 	}
 	if ch == triage.HelloNewProcess {
 		in.startedAt = 0

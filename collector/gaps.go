@@ -27,7 +27,7 @@ type DataGap struct {
 }
 
 // Span is a time span [From, To), Unix ms.
-type Span struct{ From, To int64 }
+type Span = triage.Span
 
 // maxInstanceSpans bounds the spans each instance keeps for its timeline
 // (InstanceDetail.Unreceived); the oldest are forgotten first.
@@ -103,10 +103,7 @@ func (c *Collector) countUnreceived(in *instance, from, to int64) {
 		return
 	}
 	c.engine.Unreceived(in.tri, from, to)
-	if len(in.unrecv) == maxInstanceSpans {
-		in.unrecv = slices.Delete(in.unrecv, 0, 1)
-	}
-	in.unrecv = append(in.unrecv, Span{from, to})
+	in.unrecv = appendSpan(in.unrecv, Span{From: from, To: to})
 	c.unreceivedMs = sat64(c.unreceivedMs, to-from)
 	g := c.gaps[in.name]
 	if g == nil {

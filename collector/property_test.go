@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/racetest"
@@ -25,6 +26,23 @@ type fleetOracle struct {
 	state      map[string]map[string]core.State
 	seen       map[string]map[string]map[int64]bool // instance -> resource -> starts, this process
 	totals     map[string]int64                     // app/resource -> pass
+	// lastTs is the sender time of each instance's latest message; first
+	// that of its first data (bucket start or transition) for each
+	// resource since its series began; started its process's start.
+	lastTs  map[string]int64
+	first   map[string]map[string]int64
+	started map[string]int64
+	stateAt map[string]map[string]int64 // sender time of the latest state change
+}
+
+// firstData notes data of inst for r at ts (sender clock).
+func (o *fleetOracle) firstData(inst, r string, ts int64) {
+	if o.first[inst] == nil {
+		o.first[inst] = map[string]int64{}
+	}
+	if f, ok := o.first[inst][r]; !ok || ts < f {
+		o.first[inst][r] = ts
+	}
 }
 
 func (o *fleetOracle) live(inst string, now, stale int64) bool {
@@ -53,7 +71,9 @@ func randomStream(t *testing.T, seed uint64) {
 	resources := []string{"db", "GET:/api/x", "风控"}
 	o := &fleetOracle{lastArrive: map[string]int64{}, bye: map[string]bool{}, version: map[string]string{},
 		guarded: map[string]map[string]bool{}, hasSeries: map[string]map[string]bool{},
-		state: map[string]map[string]core.State{}, seen: map[string]map[string]map[int64]bool{}, totals: map[string]int64{}}
+		state: map[string]map[string]core.State{}, seen: map[string]map[string]map[int64]bool{}, totals: map[string]int64{},
+		lastTs: map[string]int64{}, first: map[string]map[string]int64{}, started: map[string]int64{},
+		stateAt: map[string]map[string]int64{}}
 	type inst struct {
 		name, app       string
 		skew, startedAt int64
@@ -73,6 +93,7 @@ func randomStream(t *testing.T, seed uint64) {
 			t.Fatalf("refused %T", m)
 		}
 		o.lastArrive[in.name] = now
+		o.lastTs[in.name] = max(o.lastTs[in.name], m.Head().Ts)
 		if _, isBye := m.(*wire.Bye); !isBye {
 			o.bye[in.name] = false
 		}
@@ -94,9 +115,11 @@ func randomStream(t *testing.T, seed uint64) {
 	}
 	start := func(in *inst) {
 		in.startedAt = now + in.skew
+		o.started[in.name] = in.startedAt
 		in.sent = nil
 		o.seen[in.name] = map[string]map[int64]bool{}
 		o.state[in.name] = map[string]core.State{}
+		o.stateAt[in.name] = map[string]int64{}
 		send(in, &wire.Hello{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, App: in.app,
 			StartedAt: in.startedAt, BucketMs: 500})
 		rules(in)
@@ -116,6 +139,7 @@ func randomStream(t *testing.T, seed uint64) {
 				if rng.IntN(3) == 0 && now-in.movedAt > 60_000 { // in another app: its series start over there
 					in.app, in.movedAt = map[string]string{"gateway": "order", "order": "gateway"}[in.app], now
 					o.hasSeries[in.name] = nil
+					o.first[in.name] = nil
 				}
 				start(in)
 			case x < 4:
@@ -147,6 +171,7 @@ func randomStream(t *testing.T, seed uint64) {
 				}
 				p := int64(rng.IntN(50))
 				b.Items = append(b.Items, wire.BucketItem{Resource: r, Start: startMs, Metrics: core.Metrics{Pass: p, Complete: p}})
+				o.firstData(in.name, r, startMs)
 				if !o.seen[in.name][r][startMs] {
 					if o.seen[in.name][r] == nil {
 						o.seen[in.name][r] = map[int64]bool{}
@@ -172,6 +197,8 @@ func randomStream(t *testing.T, seed uint64) {
 					send(in, &wire.State{Header: wire.Header{Ts: now + in.skew, Instance: in.name}, Resource: r,
 						Strategy: core.ErrorRatio, From: from, To: to, Threshold: 0.5, RetryTimeoutMs: 5000})
 					o.state[in.name][r] = to
+					o.stateAt[in.name][r] = now + in.skew
+					o.firstData(in.name, r, now+in.skew)
 					if o.hasSeries[in.name] == nil {
 						o.hasSeries[in.name] = map[string]bool{}
 					}
@@ -268,6 +295,61 @@ func checkViews(t *testing.T, c *Collector, o *fleetOracle, apps map[string]stri
 			}
 			if want, ok := wantStates[row.App+"/"+row.Resource+"/"+id.Instance]; ok && isLive && id.State != want {
 				t.Fatalf("%s: detail shows %s %s, the snapshot %s", at, id.Instance, id.State, want)
+			}
+		}
+		checkTimelines(t, c, o, d, at, now, stale)
+	}
+}
+
+// checkTimelines requires the detail's bands and a report's finding
+// timelines (Collector.Timelines) to draw the same history of each
+// instance over the detail's range, and that history to be unknown where
+// the oracle says nothing is known: before the instance's first data for
+// the resource, and after its last message once it is gone; a live
+// instance's last cell is the state it reported last.
+func checkTimelines(t *testing.T, c *Collector, o *fleetOracle, d *Detail, at string, now, stale int64) {
+	t.Helper()
+	const cells = 60
+	edges := make([]int64, cells+1)
+	for i := range edges {
+		edges[i] = d.From + (d.To-d.From)*int64(i)/cells
+	}
+	f := triage.Finding{App: d.App, Resource: d.Resource, From: d.From, To: d.To}
+	for _, id := range d.Instances {
+		f.Instances = append(f.Instances, id.Instance)
+	}
+	byName := map[string]triage.Timeline{}
+	for _, tl := range c.Timelines([]triage.Finding{f}, nil)[0].Timelines {
+		byName[tl.Instance] = tl
+	}
+	for _, id := range d.Instances {
+		band := id.Timeline()
+		if band.KnownTo == 0 || band.KnownTo > d.To {
+			band.KnownTo = d.To
+		}
+		got := band.Cells(edges)
+		if tl, ok := byName[id.Instance]; ok {
+			if tl.KnownTo == 0 || tl.KnownTo > d.To {
+				tl.KnownTo = d.To
+			}
+			if report := tl.Cells(edges); !slices.Equal(report, got) {
+				t.Fatalf("%s: %s/%s %s: the detail draws %v, a report's timeline %v", at, d.App, d.Resource, id.Instance, got, report)
+			}
+		}
+		if last := got[cells-1]; o.live(id.Instance, now, stale) && last != triage.StateUnknown && last != o.state[id.Instance][d.Resource] &&
+			edges[cells-1] > max(o.started[id.Instance], o.stateAt[id.Instance][d.Resource]) {
+			t.Fatalf("%s: %s/%s %s: drawn %s at the end, its state is %s", at, d.App, d.Resource, id.Instance, last, o.state[id.Instance][d.Resource])
+		}
+		first, seen := o.first[id.Instance][d.Resource]
+		for i, st := range got {
+			if st == triage.StateUnknown {
+				continue
+			}
+			if !seen || edges[i+1] <= first {
+				t.Fatalf("%s: %s/%s %s: cell %d drawn %s before its first data (%d, seen %v)", at, d.App, d.Resource, id.Instance, i, st, first-edges[i], seen)
+			}
+			if !o.live(id.Instance, now, stale) && edges[i] >= o.lastTs[id.Instance] {
+				t.Fatalf("%s: %s/%s %s: gone, yet cell %d drawn %s after its last message", at, d.App, d.Resource, id.Instance, i, st)
 			}
 		}
 	}

@@ -298,9 +298,7 @@ type InstanceDetail struct {
 	StateSince int64
 	HasBreaker bool
 	// Start is the state at Detail.From; Transitions those within the
-	// range. FirstSeen is the start of the instance's first bucket or
-	// transition for the resource: nothing is known of it before.
-	FirstSeen   int64
+	// range (KnownFrom says from when any of it is known).
 	Start       core.State
 	Transitions []Transition
 	// Rules are the instance's rules for the resource; RulesVersion the
@@ -323,8 +321,27 @@ type InstanceDetail struct {
 	Provenance Provenance
 	// Unreceived are the spans within the range whose data is known never
 	// to have arrived (Snapshot.Unreceived): what the breaker did there is
-	// unknown but for the transitions listed.
-	Unreceived []Span
+	// unknown but for the transitions listed. Absent are those in which no
+	// process ran under the name (between a process's last data and its
+	// restart). KnownFrom is when its breaker state is first known (its
+	// first data, or its first transition when that leaves another state
+	// than Start), and KnownTo when it stops being known (its last message,
+	// once it is gone; 0 while it is there): Timeline draws from them.
+	Unreceived, Absent []Span
+	KnownFrom, KnownTo int64
+}
+
+// Timeline is the instance's breaker history over [from, to] as every
+// view draws it (triage.Timeline.Cells): the same account the findings'
+// timelines in a report are (Collector.Timelines).
+func (in *InstanceDetail) Timeline() triage.Timeline {
+	tl := triage.Timeline{Instance: in.Instance, Start: in.Start, KnownFrom: in.KnownFrom, KnownTo: in.KnownTo,
+		Steps: make([]triage.Step, len(in.Transitions))}
+	for i, t := range in.Transitions {
+		tl.Steps[i] = triage.Step{AtMs: t.AtMs, To: t.To}
+	}
+	tl.Unknown = append(append(tl.Unknown, in.Absent...), in.Unreceived...)
+	return tl
 }
 
 // Transition is one breaker state change as the collector keeps it.
@@ -335,6 +352,10 @@ type Transition struct {
 	// Inferred is set for a transition derived from counts (wire v1
 	// "inferred"): accurate to the second, no Snapshot.
 	Inferred bool
+	// Restart marks the step to CLOSED of a breaker whose process
+	// restarted (a new process's breakers start CLOSED, and say nothing):
+	// a step of its history, counted as no transition.
+	Restart bool
 	// Snapshot is set for CLOSED -> OPEN, Probe for HALF_OPEN -> OPEN|CLOSED.
 	Snapshot *core.WindowSnapshot
 	Probe    *core.Probe

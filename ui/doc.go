@@ -39,9 +39,11 @@
 // Time is drawn on grids anchored to absolute time (grid.go): cell k of a
 // step covers [k*step, (k+1)*step), so the past keeps its shape as time
 // goes on. A band's cell shows the worst state the breaker held in it, and
-// nothing (·) before the instance's first data (FirstSeen), or a first
-// transition that contradicts the state the range starts in, or where its
-// data is known never to have arrived (InstanceDetail.Unreceived); the
+// nothing (·) where its state is not known: before the instance's first
+// data or a first transition that contradicts the state the range starts
+// in (InstanceDetail.KnownFrom), after it left (KnownTo), where no process
+// ran (Absent) or its data is known never to have arrived (Unreceived),
+// by the rule every view draws with (triage.Timeline.Cells); the
 // findings' evidence reuses the timeline's bands. No data is never drawn
 // as 0: "–" in the table, blank in the TREND, gaps in the charts. Unknown
 // is not CLOSED: where the source cannot tell breaker states (Java

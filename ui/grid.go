@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -98,57 +98,19 @@ func (g grid) pool(vs []float64, start, stepMs int64, mean bool) []float64 {
 }
 
 // unknownState marks a cell whose breaker state is not known.
-const unknownState core.State = -1
+const unknownState = triage.StateUnknown
 
-// states is a breaker's state in each cell: the most severe it held within
-// the cell (OPEN, then HALF_OPEN, then CLOSED: the order of core.State),
-// so a cell with an OPEN spell shows OPEN whatever else fell in it; and
-// unknownState where the cell lies wholly before knownFrom or after now.
-// start is the state at the grid's beginning; tr the transitions in time
-// order.
-func (g grid) states(start core.State, tr []collector.Transition, knownFrom, now int64) []core.State {
-	out := make([]core.State, g.n)
-	cur, j := start, 0
-	advance := func(before int64) core.State { // applies the transitions before a time; the worst To
-		worst := unknownState
-		for ; j < len(tr) && tr[j].AtMs < before; j++ {
-			cur = tr[j].To
-			worst = max(worst, cur)
-		}
-		return worst
+// states is a breaker's history in each cell, by the one rule every view
+// draws with (triage.Timeline.Cells), nothing known from now on.
+func (g grid) states(tl triage.Timeline, now int64) []core.State {
+	if tl.KnownTo == 0 || tl.KnownTo > now {
+		tl.KnownTo = now
 	}
-	advance(g.from())
-	for i := range out {
-		lo, hi, end := max(g.start(i), knownFrom), min(g.start(i+1), now), g.start(i+1)
-		if lo >= hi {
-			advance(end)
-			out[i] = unknownState
-			continue
-		}
-		advance(lo + 1)
-		atLo := cur
-		out[i] = max(atLo, advance(hi))
-		advance(end)
+	edges := make([]int64, g.n+1)
+	for i := range edges {
+		edges[i] = g.start(i)
 	}
-	return out
-}
-
-// unreceived marks unknown the cells whose data never arrived: those
-// inside a span, and those a span overlaps where what is known of the cell
-// is CLOSED (the unknown part may have been worse); a cell with a known
-// spell of HALF_OPEN or OPEN keeps it.
-func (g grid) unreceived(cells []core.State, spans []collector.Span) {
-	for _, sp := range spans {
-		for i := range cells {
-			lo, hi := g.start(i), g.start(i+1)
-			if sp.From >= hi || sp.To <= lo {
-				continue
-			}
-			if (sp.From <= lo && sp.To >= hi) || cells[i] == core.Closed {
-				cells[i] = unknownState
-			}
-		}
-	}
+	return tl.Cells(edges)
 }
 
 // drawStates writes the cells' bands, painted by runs.

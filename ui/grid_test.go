@@ -18,6 +18,13 @@ func cellsText(cells []core.State) string {
 	return b.String()
 }
 
+// statesOf is the cells of a breaker that starts in start, changes state
+// at tr and is known from knownFrom, over g up to now.
+func statesOf(g grid, start core.State, tr []collector.Transition, knownFrom, now int64, gaps ...collector.Span) []core.State {
+	in := collector.InstanceDetail{Start: start, Transitions: tr, KnownFrom: knownFrom, Unreceived: gaps}
+	return g.states(in.Timeline(), now)
+}
+
 // sawtooth is a breaker OPEN for 10 s and HALF_OPEN for 2 s, over and
 // over, from at on.
 func sawtooth(at int64, cycles int) []collector.Transition {
@@ -38,7 +45,7 @@ func TestGridPastNeverChanges(t *testing.T) {
 	byCell := map[int64]core.State{}
 	for to := t0 - 60_000; to <= t0; to += 250 {
 		g := newGrid(to, 300_000, 50, 1)
-		cells := g.states(core.Closed, tr, t0-300_000, to)
+		cells := statesOf(g, core.Closed, tr, t0-300_000, to)
 		for i, s := range cells[:len(cells)-1] {
 			k := g.first + int64(i)
 			if was, ok := byCell[k]; ok && was != s {
@@ -57,38 +64,46 @@ func TestGridWorstStateWins(t *testing.T) {
 	if g.step != 2000 {
 		t.Fatalf("step %d", g.step)
 	}
-	got := cellsText(g.states(core.Closed, tr, t0-120_000, t0))
+	got := cellsText(statesOf(g, core.Closed, tr, t0-120_000, t0))
 	if want := strings.Repeat("█████▄", 10); got != want {
 		t.Errorf("2 s cells:\n got %s\nwant %s", got, want)
 	}
 	g = newGrid(t0, 120_000, 20, 1) // 6 s cells: each holds some OPEN
-	if got := cellsText(g.states(core.Closed, tr, t0-120_000, t0)); got != strings.Repeat("█", 20) {
+	if got := cellsText(statesOf(g, core.Closed, tr, t0-120_000, t0)); got != strings.Repeat("█", 20) {
 		t.Errorf("6 s cells: %s", got)
 	}
 }
 
-// TestGridUnknownBeforeTheFirstStateSeen: nothing is drawn before the
-// instance's first data (FirstSeen), nor before its first transition when
-// that one leaves another state than the range starts in (a recording
-// that begins mid incident: the first transition seen leaves HALF_OPEN,
-// not CLOSED); an instance never seen draws nothing.
-func TestGridUnknownBeforeTheFirstStateSeen(t *testing.T) {
-	in := collector.InstanceDetail{Start: core.Closed, HasBreaker: true, FirstSeen: t0 - 50_000,
+// TestGridUnknownOutsideWhatIsKnown: nothing is drawn before the
+// instance's breaker state is first known (InstanceDetail.KnownFrom, the
+// store's rule: collector.TestKnownFromFirstDataOrFirstTransition), nor
+// from when it stopped being known (KnownTo: it left), nor where no
+// process ran (Absent); an instance never seen draws nothing.
+func TestGridUnknownOutsideWhatIsKnown(t *testing.T) {
+	in := collector.InstanceDetail{Start: core.Closed, HasBreaker: true, KnownFrom: t0 - 30_000,
 		Transitions: []collector.Transition{{AtMs: t0 - 30_000, From: core.HalfOpen, To: core.Open}}}
 	g := newGrid(t0, 60_000, 6, 1) // 10 s cells
-	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "···███" {
+	if got := cellsText(g.states(in.Timeline(), t0)); got != "···███" {
 		t.Errorf("mid incident: %s", got)
 	}
-	in.Transitions[0].From = core.Closed
-	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "·▁▁███" {
+	in.KnownFrom, in.Transitions[0].From = t0-50_000, core.Closed
+	if got := cellsText(g.states(in.Timeline(), t0)); got != "·▁▁███" {
 		t.Errorf("from CLOSED: %s", got)
 	}
-	in.FirstSeen, in.Transitions = t0-25_000, nil
-	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "···▁▁▁" {
+	in.KnownTo = t0 - 20_000
+	if got := cellsText(g.states(in.Timeline(), t0)); got != "·▁▁█··" {
+		t.Errorf("gone 20 s ago: %s", got)
+	}
+	in.KnownTo, in.Absent = 0, []collector.Span{{From: t0 - 40_000, To: t0 - 20_000}}
+	if got := cellsText(g.states(in.Timeline(), t0)); got != "·▁··██" {
+		t.Errorf("no process for 20 s: %s", got)
+	}
+	in.KnownFrom, in.Transitions, in.Absent = t0-25_000, nil, nil
+	if got := cellsText(g.states(in.Timeline(), t0)); got != "···▁▁▁" {
 		t.Errorf("first data 25 s ago: %s", got)
 	}
-	in.FirstSeen = 0
-	if got := cellsText(g.states(in.Start, in.Transitions, knownFrom(&in, t0), t0)); got != "······" {
+	in.KnownFrom = t0 + 1
+	if got := cellsText(g.states(in.Timeline(), t0)); got != "······" {
 		t.Errorf("never seen: %s", got)
 	}
 }
@@ -113,12 +128,11 @@ func TestGridUnknownWhereDataNeverArrived(t *testing.T) {
 	g := newGrid(t0, 60_000, 6, 1) // 10 s cells
 	tr := []collector.Transition{{AtMs: t0 - 55_000, From: core.Closed, To: core.Open},
 		{AtMs: t0 - 15_000, From: core.HalfOpen, To: core.Closed}}
-	cells := g.states(core.Closed, tr, t0-60_000, t0)
 	closed := cellsText([]core.State{core.Closed})
-	if got := cellsText(cells); got != "█████"+closed {
+	if got := cellsText(statesOf(g, core.Closed, tr, t0-60_000, t0)); got != "█████"+closed {
 		t.Fatalf("without a gap: %s", got)
 	}
-	g.unreceived(cells, []collector.Span{{From: t0 - 45_000, To: t0 - 15_000}, {From: t0 - 2000, To: t0 - 1000}})
+	cells := statesOf(g, core.Closed, tr, t0-60_000, t0, collector.Span{From: t0 - 45_000, To: t0 - 15_000}, collector.Span{From: t0 - 2000, To: t0 - 1000})
 	if got := cellsText(cells); got != "██··█·" {
 		t.Errorf("with gaps: %s", got)
 	}

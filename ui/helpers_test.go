@@ -251,7 +251,7 @@ func testDetail() *collector.Detail {
 			Breakers: []core.BreakerRule{rule}, Flows: []core.FlowRule{flow}, RulesVersion: "v12", PassQPS: 46},
 	}
 	for i := range d.Instances {
-		d.Instances[i].FirstSeen = from - 3_600_000 // seen long before the range
+		d.Instances[i].KnownFrom = from - 3_600_000 // seen long before the range
 	}
 	d.Findings = []triage.Finding{testSnapshot().Findings[0]}
 	d.Findings[0].Timelines = []triage.Timeline{

@@ -177,13 +177,13 @@ func provenanceDetail() *collector.Detail {
 	rule := d.Instances[0].Breakers
 	d.Instances = []collector.InstanceDetail{
 		{Instance: "go-1", State: core.Open, StateSince: t0 - 30_000, HasBreaker: true, Start: core.Closed,
-			FirstSeen: t0 - 120_000, Breakers: rule, Provenance: collector.ProvenanceExact,
+			KnownFrom: t0 - 120_000, Breakers: rule, Provenance: collector.ProvenanceExact,
 			Transitions: []collector.Transition{{AtMs: t0 - 30_000, From: core.Closed, To: core.Open}}},
 		{Instance: "java-1", State: core.Open, StateSince: t0 - 60_000, HasBreaker: true, Start: core.Closed,
-			FirstSeen: t0 - 3_600_000, Breakers: rule, Provenance: collector.ProvenanceInferred,
+			KnownFrom: t0 - 3_600_000, Breakers: rule, Provenance: collector.ProvenanceInferred,
 			Transitions: []collector.Transition{{AtMs: t0 - 60_000, From: core.Closed, To: core.Open, Inferred: true}}},
 		{Instance: "java-2", State: core.Closed, HasBreaker: true, Start: core.Closed,
-			FirstSeen: t0 - 3_600_000, Breakers: rule, Provenance: collector.ProvenanceUnknown},
+			KnownFrom: t0 - 3_600_000, Breakers: rule, Provenance: collector.ProvenanceUnknown},
 	}
 	return d
 }

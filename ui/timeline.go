@@ -120,30 +120,11 @@ func (t timeline) prepare() timeline {
 			padRight(&b, t.st.dim.on("no breaker rule"), t.bandW)
 		default:
 			b.WriteString(pad)
-			cells := t.g.states(in.Start, in.Transitions, max(d.From, knownFrom(in, d.To)), d.To)
-			t.g.unreceived(cells, in.Unreceived)
-			drawStates(&b, t.st, cells)
+			drawStates(&b, t.st, t.g.states(in.Timeline(), d.To))
 		}
 		t.bands[i] = b.String()
 	}
 	return t
-}
-
-// knownFrom is when an instance's breaker state is first known: from its
-// first data (FirstSeen: nothing is known before it; never, without
-// any), unless the first transition seen leaves another state than the
-// one the range starts in (a collector that connects mid-incident sees a
-// HALF_OPEN -> OPEN first, and the state before it is not CLOSED): then
-// only from that transition.
-func knownFrom(in *collector.InstanceDetail, never int64) int64 {
-	known := never
-	if in.FirstSeen > 0 {
-		known = in.FirstSeen
-	}
-	if len(in.Transitions) > 0 && in.Transitions[0].From != in.Start {
-		known = max(known, in.Transitions[0].AtMs)
-	}
-	return known
 }
 
 // hasStates reports whether an instance's band draws states: it has a
@@ -415,6 +396,9 @@ func (t timeline) transition(tr *collector.Transition) string {
 			p += " error"
 		}
 		b.WriteString(st.dim.on(p))
+	}
+	if tr.Restart {
+		b.WriteString(st.dim.on("  the process restarted"))
 	}
 	if tr.RuleID != "" {
 		b.WriteString(st.dim.on("  rule " + safeName(tr.RuleID, 24)))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -145,9 +146,14 @@ func sections(r *Report) []section {
 		}
 		if len(f.Timelines) > 0 {
 			lo, hi := timelineSpan(f.From, f.To)
-			add("Timeline", prose("▁ CLOSED, ▄ HALF_OPEN, █ OPEN; %s to %s UTC, %s per column",
-				fmtClock(lo), fmtClock(hi), fmtDur((hi-lo)/stripWidth)))
-			s.parts = append(s.parts, part{block: timelineLines(f, lo, hi)})
+			lines, unknown := timelineLines(f, lo, hi)
+			legend := "▁ CLOSED, ▄ HALF_OPEN, █ OPEN"
+			if unknown {
+				legend += ", · not known"
+			}
+			add("Timeline", prose("%s; %s to %s UTC, %s per column",
+				legend, fmtClock(lo), fmtClock(hi), fmtDur((hi-lo)/stripWidth)))
+			s.parts = append(s.parts, part{block: lines})
 		}
 		out[i] = s
 	}
@@ -179,22 +185,42 @@ func jsonLine(v any) string {
 
 // timelineSpan widens [from, to] a little so the states around it show.
 func timelineSpan(from, to int64) (lo, hi int64) {
-	pad := max((to-from)/20, 1000)
+	pad := TimelinePad(from, to)
 	return from - pad, to + pad
 }
 
-func timelineLines(f *triage.Finding, lo, hi int64) []string {
+// TimelinePad is how far a finding's timeline reaches before its From and
+// after its To, so that the states around it show: what a report's
+// timelines are asked of the fleet model for (collector.Timelines).
+func TimelinePad(from, to int64) int64 { return max((to-from)/20, 1000) }
+
+// timelineLines draws each timeline over [lo, hi] with its instance's
+// state at each end ("not known" where it is not, "left" after the
+// instance went), and says whether any column is not known.
+func timelineLines(f *triage.Finding, lo, hi int64) (lines []string, unknown bool) {
 	width := 0
 	names := make([]string, len(f.Timelines))
 	for i, tl := range f.Timelines {
 		names[i] = sanitize(tl.Instance, 32)
 		width = max(width, utf8.RuneCountInString(names[i]))
 	}
-	lines := make([]string, 0, len(f.Timelines)+1)
+	lines = make([]string, 0, len(f.Timelines)+1)
 	for i := range f.Timelines {
 		tl := &f.Timelines[i]
 		name := names[i] + strings.Repeat(" ", width-utf8.RuneCountInString(names[i]))
-		lines = append(lines, fmt.Sprintf("%s  %-9s %s %s", name, tl.Start, strip(tl, lo, hi), tl.End()))
+		cells := tl.Cells(stripEdges(lo, hi))
+		first, last := tl.Start.String(), tl.End().String()
+		if cells[0] == triage.StateUnknown {
+			first = "not known"
+		}
+		if cells[len(cells)-1] == triage.StateUnknown {
+			last = "not known"
+			if tl.KnownTo != 0 && tl.KnownTo <= hi {
+				last = "left"
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s  %-9s %s %s", name, first, strip(tl, cells, lo, hi), last))
+		unknown = unknown || slices.Contains(cells, triage.StateUnknown)
 	}
 	if more := len(f.Instances) - len(f.Timelines); more > 0 {
 		why := "no state change to draw"
@@ -203,7 +229,19 @@ func timelineLines(f *triage.Finding, lo, hi int64) []string {
 		}
 		lines = append(lines, fmt.Sprintf("(%d other %s: %s)", more, plural(more, "instance", "instances"), why))
 	}
-	return lines
+	return lines, unknown
+}
+
+// stripEdges are the edges of a strip's columns over [lo, hi], the last
+// column holding hi.
+func stripEdges(lo, hi int64) []int64 {
+	span := max(hi-lo, 1)
+	edges := make([]int64, stripWidth+1)
+	for c := range edges {
+		edges[c] = lo + span*int64(c)/stripWidth
+	}
+	edges[stripWidth] = hi + 1
+	return edges
 }
 
 func plural(n int, one, many string) string {
@@ -213,9 +251,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// strip draws a timeline over [lo, hi] in stripWidth columns: █ where the
-// breaker was OPEN, ▄ where it entered HALF_OPEN (a probe), ▁ otherwise.
-func strip(tl *triage.Timeline, lo, hi int64) string {
+// strip draws a timeline over [lo, hi] in stripWidth columns: · where its
+// state is not known (cells, by triage.Timeline.Cells, the rule every view
+// draws with), else █ where the breaker was OPEN, ▄ where it entered
+// HALF_OPEN (a probe: the report shows each one), ▁ otherwise.
+func strip(tl *triage.Timeline, cells []core.State, lo, hi int64) string {
 	var b strings.Builder
 	state, i := tl.Start, 0
 	span := max(hi-lo, 1)
@@ -229,6 +269,8 @@ func strip(tl *triage.Timeline, lo, hi int64) string {
 			i++
 		}
 		switch {
+		case cells[c] == triage.StateUnknown:
+			b.WriteString("·")
 		case half:
 			b.WriteString("▄")
 		case open:

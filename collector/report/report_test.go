@@ -384,10 +384,18 @@ func TestStrip(t *testing.T) {
 		{AtMs: 1000, To: core.Open}, {AtMs: 2000, To: core.HalfOpen}, {AtMs: 2001, To: core.Open},
 		{AtMs: 3000, To: core.HalfOpen}, {AtMs: 3001, To: core.Closed},
 	}}
-	got := strip(&tl, 0, 4000)
+	got := strip(&tl, tl.Cells(stripEdges(0, 4000)), 0, 4000)
 	want := strings.Repeat("▁", 10) + strings.Repeat("█", 10) + "▄" + strings.Repeat("█", 9) + "▄" + strings.Repeat("▁", 9)
 	if got != want {
 		t.Fatalf("strip\n got %s\nwant %s", got, want)
+	}
+	// Not known before the first data, in a span without a process, and
+	// after the instance left: the same rule as the dashboard's bands.
+	tl.KnownFrom, tl.KnownTo, tl.Unknown = 500, 3500, []triage.Span{{From: 1200, To: 1800}}
+	got = strip(&tl, tl.Cells(stripEdges(0, 4000)), 0, 4000)
+	want = strings.Repeat("·", 5) + strings.Repeat("▁", 5) + "██······██" + "▄" + strings.Repeat("█", 9) + "▄" + strings.Repeat("▁", 4) + strings.Repeat("·", 5)
+	if got != want {
+		t.Fatalf("strip with what is not known\n got %s\nwant %s", got, want)
 	}
 }
 

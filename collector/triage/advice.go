@@ -125,7 +125,6 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 		Instances: a.names, From: from, To: to, Facts: x,
 	}
 	words(f)
-	f.Timelines = e.res[ar.resource].memberTimelines(ar.firingSeries, f.From, f.To)
 	return true
 }
 

@@ -79,13 +79,11 @@ func groupBy[T any, K comparable](xs []T, key func(T) K) ([]K, map[K][]T) {
 	return order, groups
 }
 
-// complete sets a finding's instances (sorted, distinct), its words and the
-// timelines of its instances over [From, To].
+// complete sets a finding's instances (sorted, distinct) and its words.
 func (e *Engine) complete(f *Finding, insts []*instState) {
 	insts = sortInsts(insts)
 	f.Instances = names(insts)
 	words(f)
-	f.Timelines = e.timelines(insts, f.Resource, f.From, f.To, nil)
 }
 
 // sortInsts sorts instances by name (then age) without duplicates.
@@ -179,95 +177,6 @@ func plural(n int64, one, many string) string {
 func fmtFloat(x float64, decimals int) string { return strconv.FormatFloat(x, 'f', decimals, 64) }
 
 func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-
-// timelines collects the state changes over [from, to] of up to
-// MaxTimelines instances (sorted), preferring breakers for which prefer
-// returns true.
-func (e *Engine) timelines(insts []*instState, resource string, from, to int64, prefer func(*breaker) bool) []Timeline {
-	var out []Timeline
-	for _, in := range insts {
-		if len(out) == MaxTimelines {
-			break
-		}
-		if !in.stepped {
-			continue // no breaker of it ever changed state
-		}
-		if tl, ok := timelineOf(in.series[resource], from, to, prefer); ok {
-			out = append(out, tl)
-		}
-	}
-	return out
-}
-
-// memberTimelines is timelines(insts, r.name, from, to, nil) for insts the
-// sorted instances of r's series for which member is true; it reads only
-// the series whose breakers changed state.
-func (r *resState) memberTimelines(member func(*series) bool, from, to int64) []Timeline {
-	var out []Timeline
-	for _, s := range r.stepped.sortedList() {
-		if len(out) == MaxTimelines {
-			break
-		}
-		if !member(s) {
-			continue
-		}
-		if tl, ok := timelineOf(s, from, to, nil); ok {
-			out = append(out, tl)
-		}
-	}
-	return out
-}
-
-// timelineOf is the state changes over [from, to] of a series' breaker
-// (one that changed state, preferring those for which prefer returns true);
-// false without one or when its state at from is unknown.
-func timelineOf(s *series, from, to int64, prefer func(*breaker) bool) (Timeline, bool) {
-	if s == nil {
-		return Timeline{}, false
-	}
-	var b *breaker
-	for _, c := range s.breakers {
-		if c.nring > 0 && (b == nil || (prefer != nil && prefer(c) && !prefer(b))) {
-			b = c
-		}
-	}
-	if b == nil {
-		return Timeline{}, false
-	}
-	tl := Timeline{Instance: s.inst.name, RuleID: b.ruleID}
-	known := false
-	b.steps(func(st step) {
-		switch {
-		case st.at < from:
-			tl.Start, known = st.to, true
-		case st.at <= to:
-			if !known {
-				tl.Start, known = st.from, true
-			}
-			tl.Steps = append(tl.Steps, Step{AtMs: st.at, To: st.to})
-		}
-	})
-	return tl, known
-}
-
-// steppedSeries is a resource's series one of whose breakers recorded a
-// state change (only they have timelines), sorted by instance when sorted
-// is set.
-type steppedSeries struct {
-	list   []*series
-	sorted bool
-}
-
-// sortedList is the series sorted by instance name, then age.
-func (t *steppedSeries) sortedList() []*series {
-	if !t.sorted {
-		slices.SortFunc(t.list, func(x, y *series) int {
-			return cmp.Or(strings.Compare(x.inst.name, y.inst.name), cmp.Compare(x.inst.seq, y.inst.seq))
-		})
-		t.sorted = true
-	}
-	return t.list
-}
 
 // breakerRule is the instance's breaker rule for a resource and rule id
 // (its first one when the id is empty); ok is false if it has none.

@@ -360,7 +360,6 @@ func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
 				insts = append(insts, in)
 			}
 		}
-		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
 	return out

@@ -33,7 +33,6 @@ const (
 
 // Bounds of the state kept per breaker and per series.
 const (
-	timelineLen  = 64     // transitions kept per breaker
 	spacingLen   = 32     // OPEN->OPEN spacings kept per breaker
 	maxGapFillMs = 60_000 // silence between buckets still counted as idle traffic
 	maxInterned  = 1 << 16
@@ -145,9 +144,6 @@ type instState struct {
 
 	series     map[string]*series
 	seriesList []*series
-	// stepped: a breaker of the instance has recorded a transition (only
-	// such instances have timelines).
-	stepped bool
 	// unrecv are the latest spans whose buckets are known never to have
 	// arrived (Unreceived), [from, to), at most maxUnreceivedSpans: a
 	// silence overlapping one is not idle.
@@ -221,7 +217,6 @@ type resState struct {
 	names     []string // names(members)
 	membersAt [3]int
 	finding   sharedFinding
-	stepped   steppedSeries // its series that have timelines (detector.go)
 }
 
 // New returns an engine; see Config for the zero value.
@@ -471,7 +466,7 @@ func (e *Engine) Transition(h Series, t core.Transition) {
 	b.state = t.To
 	s.healthyTransition(b, &t, wasOpen)
 	e.adviceChanged(s)
-	b.record(t.AtMs, t.From, t.To)
+	b.moved = true
 	if t.RetryTimeoutMs > 0 {
 		b.retry = t.RetryTimeoutMs
 	}

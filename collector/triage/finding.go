@@ -120,16 +120,28 @@ func (r RuleSet) MarshalJSON() ([]byte, error) {
 // MaxTimelines bounds the timelines attached to one finding.
 const MaxTimelines = 8
 
-// Timeline is one instance's breaker state changes over a finding's span.
+// Timeline is one instance's breaker history over a finding's span, as
+// the fleet model keeps it: the one history every view draws.
 type Timeline struct {
 	Instance string
 	RuleID   string
-	// Start is the state at the beginning of the span (or before the
-	// earliest transition still held, when older ones were dropped).
+	// Start is the state at the beginning of the span, or at KnownFrom
+	// when that is later.
 	Start core.State
 	// Steps are the transitions within the span, in time order.
 	Steps []Step
+	// KnownFrom is when the breaker's state is first known (the
+	// instance's first data for the resource); 0: before the span.
+	// KnownTo is when it stops being known (the instance left, or the
+	// input ends); 0: after the span. Unknown are the spans between them
+	// whose state is not known either: data that never arrived, or no
+	// process running (between a process's last data and its restart).
+	KnownFrom, KnownTo int64
+	Unknown            []Span
 }
+
+// Span is the time [From, To), Unix ms.
+type Span struct{ From, To int64 }
 
 // End is the state after the last step.
 func (t *Timeline) End() core.State {
@@ -143,6 +155,62 @@ func (t *Timeline) End() core.State {
 type Step struct {
 	AtMs int64
 	To   core.State
+}
+
+// StateUnknown is a cell of Cells whose state is not known.
+const StateUnknown core.State = -1
+
+// Cells is the timeline's state in each cell [edges[i], edges[i+1]): the
+// most severe state the breaker held within the known part of the cell
+// (OPEN, then HALF_OPEN, then CLOSED: the order of core.State), so a cell
+// with an OPEN spell shows OPEN whatever else fell in it. A cell is
+// StateUnknown when no part of it is known (before KnownFrom, from
+// KnownTo on, or wholly in an Unknown span), and when the state known of a
+// cell an Unknown span cuts is CLOSED (the unknown part may have been
+// worse). Every view draws a breaker's history with this one rule.
+func (t *Timeline) Cells(edges []int64) []core.State {
+	if len(edges) < 2 {
+		return nil
+	}
+	out := make([]core.State, len(edges)-1)
+	known := func(at int64) bool { return at >= t.KnownFrom && (t.KnownTo == 0 || at < t.KnownTo) }
+	cur, j := t.Start, 0
+	advance := func(before int64) core.State { // applies the steps before a time; the worst state entered
+		worst := StateUnknown
+		for ; j < len(t.Steps) && t.Steps[j].AtMs < before; j++ {
+			cur = t.Steps[j].To
+			worst = max(worst, cur)
+		}
+		return worst
+	}
+	advance(edges[0])
+	for i := range out {
+		lo, hi := max(edges[i], t.KnownFrom), edges[i+1]
+		if t.KnownTo != 0 {
+			hi = min(hi, t.KnownTo)
+		}
+		if lo >= hi || !known(lo) {
+			advance(edges[i+1])
+			out[i] = StateUnknown
+			continue
+		}
+		advance(lo + 1)
+		atLo := cur // read before advance moves it
+		out[i] = max(atLo, advance(hi))
+		advance(edges[i+1])
+	}
+	for _, sp := range t.Unknown {
+		for i := range out {
+			lo, hi := edges[i], edges[i+1]
+			if sp.From >= hi || sp.To <= lo {
+				continue
+			}
+			if (sp.From <= lo && sp.To >= hi) || out[i] == core.Closed {
+				out[i] = StateUnknown
+			}
+		}
+	}
+	return out
 }
 
 // compareFindings is the report order: severity (critical first), then

@@ -117,7 +117,6 @@ func (e *Engine) herdFindings(now int64, out []Finding) []Finding {
 		hold := max(e.cfg.HoldMs, 2*int64(x.RetryTimeoutMs))
 		f.Severity = severity(present >= HerdSize && held(h.to, now, hold))
 		words(&f)
-		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
 	return out

@@ -253,7 +253,7 @@ func cannotTrip(w *windowMax) (inertHit, bool) {
 
 // tripped reports whether the series' breaker of that rule id changed state.
 func tripped(s *series, ruleID string) bool {
-	return slices.ContainsFunc(s.breakers, func(b *breaker) bool { return b.nring > 0 && (b.ruleID == ruleID || ruleID == "") })
+	return slices.ContainsFunc(s.breakers, func(b *breaker) bool { return b.moved && (b.ruleID == ruleID || ruleID == "") })
 }
 
 // cannotTripSuggest is a minRequestAmount a busiest window held ten times

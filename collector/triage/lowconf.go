@@ -255,7 +255,6 @@ func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
 			Instances: m.names, From: c.from, To: c.to, Facts: x,
 		}
 		words(&f)
-		f.Timelines = e.timelines(m.insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
 	return out

@@ -71,7 +71,6 @@ func (e *Engine) misalignedFindings(now int64, out []Finding) []Finding {
 			f.To = max(now, m.to)
 		}
 		words(&f)
-		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, nil)
 		out = append(out, f)
 	}
 	return out

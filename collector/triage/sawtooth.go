@@ -140,7 +140,6 @@ func (e *Engine) sawtoothFindings(now int64, out []Finding) []Finding {
 			x.Suggest.RetryTimeoutMs = max(SawtoothRetryMs, x.RetryTimeoutMs)
 		}
 		words(&f)
-		f.Timelines = e.timelines(insts, ar.resource, f.From, f.To, func(b *breaker) bool { return b.listed })
 		out = append(out, f)
 	}
 	return out

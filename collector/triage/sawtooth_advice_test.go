@@ -52,16 +52,11 @@ func TestSawtoothSpecExample(t *testing.T) {
 		Summary: "6 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
 		Advice:  "the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)",
 	}
-	tl := f.Timelines
-	f.Timelines = nil
 	if !reflect.DeepEqual(f, want) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
 	}
 	if b, _ := json.Marshal(f.Facts); string(b) != `{"count":6,"periodMs":10040,"probeRtMs":2000,"suggest":{"retryTimeoutMs":30000}}` {
 		t.Fatalf("facts %s", b)
-	}
-	if len(tl) != 1 || tl[0].Instance != "order-1" || tl[0].Start != core.Closed || tl[0].End() != core.Open || len(tl[0].Steps) != 13 {
-		t.Fatalf("timeline %+v", tl)
 	}
 }
 

@@ -19,7 +19,6 @@ type series struct {
 	res      *resState
 	rr       *resRules // the instance's rules for the resource (nil: none): in.rules[resource]
 
-	stepped   bool // in res.stepped: a breaker of it recorded a state change
 	hasBucket bool
 	traffic   bool // some bucket passed entries
 	// ratio says rr has a ratio breaker (hasRatioBreaker), and listed that
@@ -65,11 +64,6 @@ func (s *series) open() bool {
 	return false
 }
 
-type step struct {
-	at       int64
-	from, to core.State
-}
-
 // breaker follows one breaker (one resource and rule id on one instance).
 type breaker struct {
 	s      *series
@@ -98,9 +92,8 @@ type breaker struct {
 	spacings    recent // OPEN->OPEN spacings of qualifying runs
 	probeRts    recent // response times of their failed probes, where told
 
-	ring     [timelineLen]step
-	nring    int
-	ringHead int
+	// moved: the breaker changed state at least once.
+	moved bool
 }
 
 func validState(s core.State) bool { return s == core.Closed || s == core.Open || s == core.HalfOpen }
@@ -115,25 +108,6 @@ func (s *series) breaker(ruleID string) *breaker {
 	s.breakers = append(s.breakers, b)
 	s.setHold() // a breaker of unknown rule is held for longest
 	return b
-}
-
-func (b *breaker) record(at int64, from, to core.State) {
-	b.s.inst.stepped = true
-	if s := b.s; !s.stepped && s.res != nil {
-		s.stepped = true
-		s.res.stepped.list, s.res.stepped.sorted = append(s.res.stepped.list, s), false
-	}
-	b.ring[b.ringHead] = step{at: at, from: from, to: to}
-	b.ringHead = (b.ringHead + 1) % timelineLen
-	b.nring = min(b.nring+1, timelineLen)
-}
-
-// steps calls f for the transitions held, oldest first.
-func (b *breaker) steps(f func(step)) {
-	start := (b.ringHead - b.nring + timelineLen) % timelineLen
-	for i := range b.nring {
-		f(b.ring[(start+i)%timelineLen])
-	}
 }
 
 // startRun starts a run of failed probes with a trip at at (0: no run).

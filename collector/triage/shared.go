@@ -49,7 +49,6 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 		}
 		f := r.finding.f
 		f.To = max(r.last, r.since)
-		f.Timelines = r.memberTimelines(r.sharedMember, f.From, f.To)
 		out = append(out, f)
 	}
 	return out
