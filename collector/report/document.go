@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -97,8 +96,6 @@ func fmtRange(from, to int64) string {
 	}
 	return fmt.Sprintf("%s to %s (%s)", fmtTime(from), end, fmtDur(to-from))
 }
-
-func fmtFloat(x float64, decimals int) string { return strconv.FormatFloat(x, 'f', decimals, 64) }
 
 func headerParts(r *Report) []part {
 	c, w, i := r.severityCounts()
