@@ -188,10 +188,9 @@ type Collector struct {
 	// breakersGen changes whenever a snapshot's breaker states may differ
 	// from the last one's: a message other than buckets, a new series, an
 	// instance leaving or coming back. pub is what Publish keeps between
-	// snapshots (publish.go); pubGen numbers its passes.
+	// snapshots (publish.go).
 	breakersGen uint64
 	pub         pubCache
-	pubGen      uint64
 	// arriveFloor: no instance that is not gone last arrived before it, so
 	// that sweep need not look at each until StaleAfter has passed it.
 	arriveFloor int64

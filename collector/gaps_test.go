@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/record"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -32,10 +33,10 @@ func gwItems(ts, start int64) wire.Message {
 }
 
 // recorder is a recording in the test's folder.
-func recorder(t *testing.T) (string, *wire.Writer) {
+func recorder(t *testing.T) (string, *record.Writer) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "live.ndjson")
-	rec, err := wire.Create(path)
+	rec, err := record.Create(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 	deadAddr := dead.Addr().String()
 	dead.Close() // dialing it is refused
 	recording, rec := recorder(t)
-	c := New(Options{Record: rec})
+	c := New(Options{Record: rec.Writer})
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
 	target := Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath}
@@ -270,7 +271,7 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 func TestRecordingKeepsWhatSettledABacklog(t *testing.T) {
 	const t0 = int64(1764460800000)
 	recording, rec := recorder(t)
-	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0)), Record: rec})
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0)), Record: rec.Writer})
 	for _, m := range []wire.Message{gwHello(t0, t0-1, ""), gwItems(t0+500, t0),
 		gwHello(t0+90_000, t0-1, ""), gwItems(t0+500, t0), gwItems(t0+90_000, t0+40_000)} {
 		c.Ingest("t", m)

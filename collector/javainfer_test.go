@@ -248,12 +248,6 @@ func (s *javaReplayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, e.Body)
 }
 
-func (s *javaReplayServer) metricPolls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.polls
-}
-
 // TestJavaInferenceFromTransport plays the recorded transport API to a
 // poller, second by second, and measures the transitions it infers against
 // those Java's breakers made.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/record"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -170,11 +171,11 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 		targets = append(targets, Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath})
 	}
 	recording := filepath.Join(t.TempDir(), "live.ndjson.gz")
-	rec, err := wire.Create(recording)
+	rec, err := record.Create(recording, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Options{Record: rec})
+	c := New(Options{Record: rec.Writer})
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
 	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(dialed) }()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/record"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -16,12 +17,12 @@ import (
 // so its replay covers the seconds recorded, not the service's uptime.
 func TestRecordingStartsWhenRecorded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rec.ndjson")
-	w, err := wire.Create(path)
+	w, err := record.Create(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
-	c := New(Options{Clock: vc, Record: w})
+	c := New(Options{Clock: vc, Record: w.Writer})
 	hourAgo := t0ms - 3_600_000
 	c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: hourAgo, Instance: "a-1"}, App: "a", StartedAt: hourAgo, BucketMs: 500})
 	c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: hourAgo, Instance: "a-1"}, Version: "v1"})

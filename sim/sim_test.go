@@ -540,12 +540,12 @@ func TestWriteFixtureReplacesTheOtherForm(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale gzip form still there: %v", err)
 	}
-	r, err := wire.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	m, err := r.Next()
+	defer f.Close()
+	m, err := wire.NewReader(f, path).Next()
 	if err != nil || m.Kind() != wire.KindMeta {
 		t.Fatalf("first line %v, %v", m, err)
 	}

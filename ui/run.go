@@ -11,7 +11,7 @@ import (
 )
 
 // ErrNoTTY is returned by Run when the output is not a terminal.
-var ErrNoTTY = errors.New("sentinel-top needs a terminal; for a headless summary use: sentinel-top report ...")
+var ErrNoTTY = errors.New("sentinel-top needs a terminal; for a headless summary use: sentinel-top report [flags]")
 
 // Run shows the dashboard on the terminal (in the alternate screen) until
 // the user quits or ctx is done; both end it without error. It returns

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/record"
 	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -269,7 +270,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	f.limits(&opts)
 	s.closers = append(s.closers, followBudget(opts.MaxMemory))
 	if f.record != "" {
-		w, err := wire.CreateRecording(f.record, f.recordOver)
+		w, err := record.Create(f.record, f.recordOver)
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
@@ -279,7 +280,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 			w.Close()
 			return nil, fmt.Errorf("--record: %w", err)
 		}
-		opts.Record = w
+		opts.Record = w.Writer
 		s.closers = append(s.closers, func() error {
 			// A write that failed stopped the recording (the collector
 			// keeps the first error): the run fails, whatever Close says.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -98,8 +97,6 @@ func fmtRange(from, to int64) string {
 	}
 	return fmt.Sprintf("%s to %s (%s)", fmtTime(from), end, fmtDur(to-from))
 }
-
-func fmtFloat(x float64, decimals int) string { return strconv.FormatFloat(x, 'f', decimals, 64) }
 
 func headerParts(r *Report) []part {
 	c, w, i := r.severityCounts()

@@ -62,7 +62,6 @@ type arAdvice struct {
 	has     bool
 	f       Finding
 
-	insts           []*instState
 	names           []string
 	qps             []float64 // sorted
 	p99, first, end int64

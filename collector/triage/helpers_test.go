@@ -108,13 +108,10 @@ func (f Finding) groups() []RuleGroup {
 	}
 	return nil
 }
-func (f Finding) passed() int64           { return f.Facts.(*UnprotectedFacts).Passed }
-func (f Finding) apps() []string          { return f.Facts.(*SharedResourceFacts).Apps }
-func (f Finding) rule() core.BreakerRule  { return f.Facts.(*WindowMisalignedFacts).Rule }
-func (f Finding) qps() float64            { return f.Facts.(*RuleAdviceFacts).QPS }
-func (f Finding) windowRequests() float64 { return f.Facts.(*RuleAdviceFacts).WindowRequests }
-func (f Finding) p99Ms() int64            { return f.Facts.(*RuleAdviceFacts).P99Ms }
-func (f Finding) rtOverP99() float64      { return f.Facts.(*RuleAdviceFacts).RtOverP99 }
+func (f Finding) passed() int64          { return f.Facts.(*UnprotectedFacts).Passed }
+func (f Finding) apps() []string         { return f.Facts.(*SharedResourceFacts).Apps }
+func (f Finding) rule() core.BreakerRule { return f.Facts.(*WindowMisalignedFacts).Rule }
+func (f Finding) qps() float64           { return f.Facts.(*RuleAdviceFacts).QPS }
 
 // firesInert checks whether feed gives one inert-rule finding, and returns
 // it and its facts (nil when it does not fire).

@@ -389,7 +389,7 @@ func stdHotItems(it *BucketItem, hot []stdHot, i int) *DecodeError {
 		if len(h.Value) > MaxHotValueBytes {
 			return hotValueTooLong(i, j, len(h.Value))
 		}
-		it.Hot[j] = HotItem{Param: h.Param, Value: h.Value, Pass: h.Pass, Block: h.Block}
+		it.Hot[j] = HotItem(h)
 	}
 	return nil
 }

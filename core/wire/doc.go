@@ -1,11 +1,11 @@
 // Package wire owns sentinel-top's wire format, version 1
 // (spec/wire-v1.md): the Go types of its six message kinds, their encoder,
 // a validating decoder with a fast path for buckets, the content hash that
-// versions rule sets, and the NDJSON fixture files that record streams.
+// versions rule sets, and the NDJSON fixture format that records streams.
 //
 // One format serves three places: the websocket stream an instrumented
 // service serves (agent), the stream the collector re-serves, and recorded
-// fixtures. This package knows nothing of websockets or terminals; it
+// fixtures. This package knows nothing of websockets, terminals or files; it
 // turns messages into bytes and untrusted bytes into checked messages.
 //
 // # Messages
@@ -95,11 +95,15 @@
 //
 // # Fixtures
 //
-// Create and NewWriter write one message per line (gzip when the file
-// name ends in .gz); Open and NewReader read them back (gzip recognised by
-// its magic bytes), giving each message's file:line. A bad line is a
+// NewWriter and NewGzipWriter write one message per line, plain or
+// gzip-compressed; NewReader reads either back from any io.Reader (gzip
+// recognised by its magic bytes, not by a name), giving each message's
+// file:line. A bad line is a
 // *LineError naming file:line and the reason, and reading goes on with the
 // next line; a line over the frame limit is skipped without being held in
 // memory; a truncated last line or gzip stream is reported after every
 // line before it. A meta line is valid only as the first line.
+//
+// This package reads and writes streams only: opening, creating and
+// closing fixture and recording files is collector/record's.
 package wire

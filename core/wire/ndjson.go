@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"strconv"
-	"strings"
 )
 
 // Pos is a place in a fixture: file name and 1-based line number.
@@ -41,7 +39,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 var ErrMetaNotFirst = errors.New("meta is only valid as the first line")
 
 // Reader reads a fixture: NDJSON, one wire message per line, optionally
-// gzip-compressed (recognised by its magic bytes). Blank lines are skipped;
+// gzip-compressed (recognised by its magic bytes, whatever the stream's
+// name, so a pipe or a copy reads as the file would). Blank lines are skipped;
 // a last line without a newline is read like any other. Memory stays
 // bounded whatever the input: a line longer than the frame limit is
 // skipped in pieces, never held whole.
@@ -58,7 +57,6 @@ var ErrMetaNotFirst = errors.New("meta is only valid as the first line")
 type Reader struct {
 	name    string
 	src     io.Reader
-	closer  io.Closer
 	br      *bufio.Reader
 	dec     *Decoder
 	line    int
@@ -107,28 +105,6 @@ func NewReader(r io.Reader, name string) *Reader {
 // NewReaderLimits is NewReader with limits for the lines' decoder.
 func NewReaderLimits(r io.Reader, name string, lim Limits) *Reader {
 	return &Reader{name: name, src: r, dec: NewDecoder(lim), first: true}
-}
-
-// Open opens a fixture file. Close it when done.
-func Open(path string) (*Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	r := NewReader(f, path)
-	r.closer = f
-	return r, nil
-}
-
-// Close closes the file Open opened; for a NewReader it does nothing.
-func (r *Reader) Close() error {
-	r.done = true
-	if r.closer != nil {
-		err := r.closer.Close()
-		r.closer = nil
-		return err
-	}
-	return nil
 }
 
 // Meta returns the file's meta line, once it has been read.
@@ -266,14 +242,14 @@ func (r *Reader) All() iter.Seq2[Message, error] {
 	}
 }
 
-// Writer writes a fixture: one message per line.
+// Writer writes a fixture: one message per line, to an io.Writer it does
+// not own (closing a Writer ends the fixture, not w).
 type Writer struct {
-	bw     *bufio.Writer
-	zw     *gzip.Writer
-	closer io.Closer
-	buf    []byte
-	lines  int
-	err    error
+	bw    *bufio.Writer
+	zw    *gzip.Writer
+	buf   []byte
+	lines int
+	err   error
 }
 
 // NewWriter returns a Writer to w, uncompressed.
@@ -281,55 +257,13 @@ func NewWriter(w io.Writer) *Writer {
 	return &Writer{bw: bufio.NewWriter(w)}
 }
 
-// Create creates (or truncates) a fixture file, gzip-compressed when the
-// name ends in ".gz". Close it to flush everything.
-func Create(path string) (*Writer, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	return newFileWriter(f, path), nil
-}
-
-// ErrExists is returned by CreateRecording for a path that already exists
-// when overwriting was not asked for.
-var ErrExists = errors.New("already exists (overwrite it explicitly, or name another file)")
-
-// errSymlink is openNoFollow's refusal of a symbolic link.
-var errSymlink = errors.New("is a symbolic link")
-
-// CreateRecording creates a recording at path, as Create does, but never
-// through a symbolic link (so a link planted where a recording goes cannot
-// make it truncate another file), and, unless overwrite is set, only when
-// nothing is there yet.
-func CreateRecording(path string, overwrite bool) (*Writer, error) {
-	flags := os.O_WRONLY | os.O_CREATE
-	if overwrite {
-		flags |= os.O_TRUNC
-	} else {
-		flags |= os.O_EXCL
-	}
-	f, err := openNoFollow(path, flags)
-	switch {
-	case errors.Is(err, os.ErrExist):
-		return nil, fmt.Errorf("%s: %w", path, ErrExists)
-	case errors.Is(err, errSymlink):
-		return nil, fmt.Errorf("%s: is a symbolic link; a recording is never written through one", path)
-	case err != nil:
-		return nil, err
-	}
-	return newFileWriter(f, path), nil
-}
-
-func newFileWriter(f *os.File, path string) *Writer {
-	w := &Writer{closer: f}
-	if strings.HasSuffix(path, ".gz") {
-		w.zw = gzip.NewWriter(f)
-		w.bw = bufio.NewWriter(w.zw)
-	} else {
-		w.bw = bufio.NewWriter(f)
-	}
-	return w
+// NewGzipWriter returns a Writer to w that gzip-compresses the fixture
+// (the .ndjson.gz form). Flush writes a gzip block through, so what was
+// flushed can be read back even if the stream is never ended; Close ends
+// the stream.
+func NewGzipWriter(w io.Writer) *Writer {
+	zw := gzip.NewWriter(w)
+	return &Writer{bw: bufio.NewWriter(zw), zw: zw}
 }
 
 // Write appends m as one line. A Meta may only be the first line.
@@ -371,8 +305,8 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// Close flushes, ends the gzip stream and closes the file Create opened.
-// For a NewWriter it only flushes.
+// Close flushes and, for a NewGzipWriter, ends the gzip stream; it does
+// not close the io.Writer underneath. Writing after Close is an error.
 func (w *Writer) Close() error {
 	err := w.bw.Flush()
 	if w.zw != nil {
@@ -380,12 +314,6 @@ func (w *Writer) Close() error {
 			err = zerr
 		}
 		w.zw = nil
-	}
-	if w.closer != nil {
-		if cerr := w.closer.Close(); err == nil {
-			err = cerr
-		}
-		w.closer = nil
 	}
 	if err == nil {
 		err = w.err

@@ -1,6 +1,6 @@
 //go:build unix
 
-package wire
+package record
 
 import (
 	"errors"
