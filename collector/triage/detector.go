@@ -126,28 +126,6 @@ func mergeSorted[T any](a, b []T, cmp func(x, y T) int) []T {
 	return append(out, a...)
 }
 
-// instancesByName is every instance ever, sorted by name then age; it is
-// sorted again only after an instance was created.
-func (e *Engine) instancesByName() []*instState {
-	if e.byName == nil {
-		e.byName = sortInsts(slices.Clone(e.instList))
-	}
-	return e.byName
-}
-
-// newestNamed is the latest instance to take that name (nil: none).
-func (e *Engine) newestNamed(name string) *instState {
-	insts := e.instancesByName()
-	i, _ := slices.BinarySearchFunc(insts, name, func(in *instState, n string) int {
-		return cmp.Compare(in.name, n)
-	})
-	var last *instState
-	for ; i < len(insts) && insts[i].name == name; i++ {
-		last = insts[i]
-	}
-	return last
-}
-
 func setInsts(set map[*instState]struct{}) []*instState {
 	insts := make([]*instState, 0, len(set))
 	for in := range set {

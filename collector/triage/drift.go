@@ -354,12 +354,6 @@ func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
 		slices.Sort(all)
 		f.Instances = slices.Compact(all)
 		words(&f)
-		var insts []*instState
-		for _, n := range f.Instances {
-			if in := e.newestNamed(n); in != nil {
-				insts = append(insts, in)
-			}
-		}
 		out = append(out, f)
 	}
 	return out

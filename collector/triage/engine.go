@@ -96,7 +96,6 @@ type Engine struct {
 
 	seq       int
 	instList  []*instState // every instance ever, in creation order
-	byName    []*instState // instList sorted by name then age (nil: to sort again)
 	appMoves  int          // instances moved to another app (moveApp)
 	instNames map[string]struct{}
 	apps      map[string]*appState

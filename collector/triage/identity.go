@@ -164,7 +164,6 @@ func (e *Engine) newInstance(name, appName string) *instState {
 	e.seq++
 	in := &instState{name: name, seq: e.seq, app: a, series: map[string]*series{}}
 	e.instList = append(e.instList, in)
-	e.byName = nil
 	e.instNames[name] = struct{}{}
 	e.attach(in, 0)
 	return in

@@ -15,7 +15,7 @@ import (
 // forget drops what Findings keeps between calls, so that the next one
 // derives every finding from the engine's state alone.
 func (e *Feeder) forget() {
-	e.adviceARs, e.adviceDirty, e.byName = nil, nil, nil
+	e.adviceARs, e.adviceDirty = nil, nil
 	for _, ar := range e.ars {
 		ar.advice = arAdvice{}
 		ar.low.made = lowMade{}

@@ -54,13 +54,6 @@ func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
 	return out
 }
 
-// sharedMember reports whether a series of the resource is one of its
-// members': its instance is of one of the resource's apps.
-func (r *resState) sharedMember(s *series) bool {
-	_, ok := r.apps[s.inst.app.name]
-	return ok
-}
-
 // sharedMembers is the instances of a shared resource's apps, sorted; kept
 // (with their names and its finding) until an instance reports it, an app
 // joins it or an instance moves app. Instances that began reporting it since are sorted
