@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ type benchChildHooks struct {
 func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hooks benchChildHooks) (*benchChild, error) {
 	ch := &benchChild{first: cfg.first, count: cfg.count, stderr: &tailBuffer{max: 16 << 10},
 		replies: make(chan benchEvent, 8), exited: make(chan struct{})}
-	ch.cmd = exec.CommandContext(ctx, exe, benchAgentsCommand,
+	ch.cmd = exec.CommandContext(ctx, exe, AgentsCommand,
 		"--first", strconv.Itoa(cfg.first), "--count", strconv.Itoa(cfg.count), "--fleet", strconv.Itoa(cfg.fleet),
 		"--resources", strconv.Itoa(cfg.resources), "--rate", strconv.FormatFloat(cfg.rate, 'g', -1, 64))
 	if cfg.cpuProfile != "" {
@@ -57,7 +57,7 @@ func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hoo
 		ch.cmd.Path = nice
 		ch.cmd.Args = append([]string{nice, "-n", strconv.Itoa(cfg.nice), exe}, ch.cmd.Args[1:]...)
 	}
-	ch.cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	ch.cmd.Env = append(os.Environ(), ChildEnv+"=1")
 	ch.cmd.Stderr = ch.stderr
 	ch.cmd.SysProcAttr = benchChildAttr() // killed with us (Linux)
 	ch.cmd.WaitDelay = 5 * time.Second

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -45,15 +45,25 @@ import (
 // A child exits when its standard input ends, which is also when the bench
 // is gone (on Linux it is also killed with it: Pdeathsig).
 
+// AgentsCommand is the subcommand, left out of the help, that runs an
+// agents' process: Run runs its own executable with it as the first
+// argument, and the program's main hands what follows it to RunAgents.
+const AgentsCommand = "bench-agents"
+
+// ChildEnv is set in the environment of every agents' process: a test
+// binary that Run re-executes as one sees it, and runs AgentsCommand
+// instead of its tests.
+const ChildEnv = "SENTINEL_TOP_BENCH_CHILD"
+
 const (
-	benchAgentsCommand = "bench-agents"
-	// benchChildEnv is set for every child; a test binary re-executed as
-	// a child runs the command instead of the tests when it sees it.
-	benchChildEnv = "SENTINEL_TOP_BENCH_CHILD"
 	benchProtocol = 1
 	// benchLineLimit bounds a line either way.
 	benchLineLimit = 1 << 20
 )
+
+// ErrUsage is the error of an agents' process whose arguments are not
+// ones Run gives.
+var ErrUsage = errors.New("bad usage")
 
 // benchEvent is one line from a child.
 type benchEvent struct {
@@ -101,10 +111,19 @@ type benchAgentsConfig struct {
 	nice                           int // the process's niceness (run through nice(1)); 0 runs it as is
 }
 
-// runBenchAgents is the child: it serves its agents until its standard
-// input ends.
-func runBenchAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(benchAgentsCommand, flag.ContinueOnError)
+// RunAgents is an agents' process: args are what follows AgentsCommand
+// on its command line. It serves its share of the fleet on loopback until
+// stdin ends, and speaks to Run over stdin and stdout. It writes its
+// errors to stderr itself, where Run reads them, and returns them too: an
+// error wrapping ErrUsage when args are not ones Run gives.
+func RunAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runAgents(ctx, args, stdin, stdout, stderr, nil)
+}
+
+// runAgents is RunAgents, with afterTraffic (tests) run once the traffic
+// has stopped, before the calls are reported.
+func runAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, afterTraffic func(*benchFleet)) error {
+	fs := flag.NewFlagSet(AgentsCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg benchAgentsConfig
 	fs.IntVar(&cfg.first, "first", 0, "index of the first agent")
@@ -113,19 +132,19 @@ func runBenchAgents(ctx context.Context, args []string, stdin io.Reader, stdout,
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile from the first mark to the second to FILE")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if err := fs.Parse(args); err != nil { // the flag package has said why
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if cfg.first < 0 || cfg.count < 1 || cfg.first+cfg.count > cfg.fleet || cfg.fleet > 100000 ||
-		cfg.resources < 1 || cfg.resources > 1000 || cfg.rate <= 0 || cfg.rate > 10000 || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: bad share %+v\n", benchAgentsCommand, cfg)
-		return exitUsage
+		cfg.resources < 1 || cfg.resources > maxResources || cfg.rate <= 0 || cfg.rate > maxRate || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: bad share %+v\n", AgentsCommand, cfg)
+		return fmt.Errorf("%w: share %+v", ErrUsage, cfg)
 	}
-	if err := serveBenchAgents(ctx, cfg, stdin, stdout); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", benchAgentsCommand, err)
-		return exitRuntime
+	if err := serveBenchAgents(ctx, cfg, stdin, stdout, afterTraffic); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", AgentsCommand, err)
+		return err
 	}
-	return exitOK
+	return nil
 }
 
 // benchOut writes a child's lines, from one goroutine. Transitions are
@@ -169,7 +188,7 @@ func (o *benchOut) run(w io.Writer) error {
 	return err
 }
 
-func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reader, stdout io.Writer) error {
+func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reader, stdout io.Writer, afterTraffic func(*benchFleet)) error {
 	out := &benchOut{lines: make(chan benchEvent, 4096)}
 	written := make(chan error, 1)
 	go func() { written <- out.run(stdout) }()
@@ -263,8 +282,8 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 				}
 			case "stop":
 				stop()
-				if benchAfterTraffic != nil {
-					benchAfterTraffic(fleet)
+				if afterTraffic != nil {
+					afterTraffic(fleet)
 				}
 				for i := range fleet.agents {
 					out.send(benchEvent{Kind: "made", Agent: cfg.first + i, Calls: fleet.madeBy(i)})
