@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return bench(ctx, cfg, stdout, newBenchProgress(stderr))
+	return run(ctx, cfg, stdout, newProgressWriter(stderr))
 }
 
 // procSample is the process's CPU time and memory at one instant.
@@ -180,8 +180,8 @@ func openFilesLimit() int64 {
 	return 0
 }
 
-// benchResult is what one run measured.
-type benchResult struct {
+// result is what one run measured.
+type result struct {
 	cfg       Config
 	processes int
 	// niceness is the least niceness the agents' processes have, as
@@ -214,7 +214,7 @@ type benchResult struct {
 	overflows                      []collector.RejectCount
 	filesLimit                     int64
 	lat                            *latency
-	agents                         benchChildStats // summed over the children, at the end
+	agents                         childStats // summed over the children, at the end
 }
 
 // seriesShort is an instance x resource whose calls the collector did not
@@ -225,23 +225,23 @@ type seriesShort struct {
 	reconnected        bool // its target reconnected during the run
 }
 
-// benchChildren are the agents' processes, in the order of their agents.
-type benchChildren []*benchChild
+// children are the agents' processes, in the order of their agents.
+type children []*child
 
 // start runs cfg's fleet as processes of perProcess agents each, and
 // returns its targets once every agent serves.
-func (kids *benchChildren) start(ctx context.Context, cfg Config, hooks benchChildHooks) ([]collector.Target, error) {
+func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) ([]collector.Target, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
 	}
 	for first := 0; first < cfg.Agents; first += cfg.PerProcess {
-		share := benchAgentsConfig{first: first, count: min(cfg.PerProcess, cfg.Agents-first), fleet: cfg.Agents,
+		part := share{first: first, count: min(cfg.PerProcess, cfg.Agents-first), fleet: cfg.Agents,
 			resources: cfg.Resources, rate: cfg.Rate, nice: cfg.AgentsNice}
 		if cfg.AgentsCPUProfile != "" {
-			share.cpuProfile = cfg.AgentsCPUProfile + "." + strconv.Itoa(len(*kids))
+			part.cpuProfile = cfg.AgentsCPUProfile + "." + strconv.Itoa(len(*kids))
 		}
-		ch, err := startBenchChild(ctx, exe, share, hooks)
+		ch, err := startChild(ctx, exe, part, hooks)
 		if err != nil {
 			return nil, err
 		}
@@ -265,13 +265,13 @@ func (kids *benchChildren) start(ctx context.Context, cfg Config, hooks benchChi
 }
 
 // ask sends cmd to every child and returns each one's reply of kind.
-func (kids benchChildren) ask(ctx context.Context, cmd, kind string, timeout time.Duration) ([]benchEvent, error) {
+func (kids children) ask(ctx context.Context, cmd, kind string, timeout time.Duration) ([]event, error) {
 	for _, ch := range kids {
 		if err := ch.send(cmd); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]benchEvent, len(kids))
+	out := make([]event, len(kids))
 	for i, ch := range kids {
 		e, err := ch.wait(ctx, kind, timeout)
 		if err != nil {
@@ -283,7 +283,7 @@ func (kids benchChildren) ask(ctx context.Context, cmd, kind string, timeout tim
 }
 
 // failed is the first child found to have ended, if one has.
-func (kids benchChildren) failed() error {
+func (kids children) failed() error {
 	for _, ch := range kids {
 		if err := ch.failureNow(); err != nil {
 			return err
@@ -293,7 +293,7 @@ func (kids benchChildren) failed() error {
 }
 
 // stop ends every child and waits for them.
-func (kids benchChildren) stop() error {
+func (kids children) stop() error {
 	var first error
 	for _, ch := range kids {
 		if err := ch.stop(30 * time.Second); err != nil && first == nil {
@@ -304,10 +304,10 @@ func (kids benchChildren) stop() error {
 }
 
 // sum adds the children's counters up.
-func sumStats(es []benchEvent) benchChildStats {
-	var s benchChildStats
+func sumStats(es []event) childStats {
+	var s childStats
 	for _, e := range es {
-		c := e.benchChildStats
+		c := e.childStats
 		s.Messages, s.Buckets, s.Items = s.Messages+c.Messages, s.Buckets+c.Buckets, s.Items+c.Items
 		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
 		s.Dropped, s.Evicted, s.Skipped = s.Dropped+c.Dropped, s.Evicted+c.Evicted, s.Skipped+c.Skipped
@@ -318,7 +318,8 @@ func sumStats(es []benchEvent) benchChildStats {
 	return s
 }
 
-func bench(ctx context.Context, cfg Config, w io.Writer, progress *benchProgress) error {
+// run is Run, once cfg is known to be in bounds.
+func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter) error {
 	// The collector holds a connection per agent; the agents' processes
 	// their own files.
 	need := int64(cfg.Agents + 64)
@@ -327,20 +328,20 @@ func bench(ctx context.Context, cfg Config, w io.Writer, progress *benchProgress
 		return fmt.Errorf("%d agents need about %d open files in the collector's process and the limit is %d: raise it (ulimit -n %d) or run fewer agents",
 			cfg.Agents, need, limit, need)
 	}
-	res := benchResult{cfg: cfg, filesLimit: limit, lat: newLatency(), processes: (cfg.Agents + cfg.PerProcess - 1) / cfg.PerProcess}
+	res := result{cfg: cfg, filesLimit: limit, lat: newLatency(), processes: (cfg.Agents + cfg.PerProcess - 1) / cfg.PerProcess}
 	fmt.Fprintf(w, "sentinel-top bench: %d agents x %d resources, %g calls/s per resource (%s calls/s), measuring %v\n",
 		cfg.Agents, cfg.Resources, cfg.Rate, thousands(int64(float64(cfg.Agents*cfg.Resources)*cfg.Rate)), cfg.Duration)
 
-	resources := benchResources(cfg.Resources)
+	resources := resourceNames(cfg.Resources)
 	made := make([][]int64, cfg.Agents)
-	hooks := benchChildHooks{resources: cfg.Resources,
-		transition: func(i int, e *benchEvent) {
-			res.lat.transition(benchInstance(i), e.To, e.AtMs, time.Unix(0, e.AtNs))
+	hooks := childHooks{resources: cfg.Resources,
+		transition: func(i int, e *event) {
+			res.lat.transition(instanceName(i), e.To, e.AtMs, time.Unix(0, e.AtNs))
 		},
 		made: func(i int, calls []int64) { made[i] = calls }}
 	childCtx, killChildren := context.WithCancel(ctx)
 	defer killChildren()
-	var kids benchChildren
+	var kids children
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -503,10 +504,10 @@ func bench(ctx context.Context, cfg Config, w io.Writer, progress *benchProgress
 		res.counted, res.short = 0, res.short[:0]
 		for i := range made {
 			for j, r := range resources {
-				tm, _ := c.Totals(benchInstance(i), r)
+				tm, _ := c.Totals(instanceName(i), r)
 				res.counted += tm.Pass
 				if tm.Pass != made[i][j] {
-					res.short = append(res.short, seriesShort{instance: benchInstance(i), resource: r, made: made[i][j], counted: tm.Pass})
+					res.short = append(res.short, seriesShort{instance: instanceName(i), resource: r, made: made[i][j], counted: tm.Pass})
 				}
 			}
 		}
@@ -613,7 +614,7 @@ func whyDown(s *collector.Snapshot) string {
 // and is behind by at most slack items (about one message an agent: what
 // is on its way), or after two minutes (the series and the lag printed at
 // the window's start then tell it).
-func settle(ctx context.Context, kids benchChildren, c *collector.Collector, series int, slack int64, progress *benchProgress) error {
+func settle(ctx context.Context, kids children, c *collector.Collector, series int, slack int64, progress *progressWriter) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if have := listedSeries(c.Snapshot()); have < series && time.Now().Before(deadline) {
@@ -672,7 +673,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (r *benchResult) print(w io.Writer) {
+func (r *result) print(w io.Writer) {
 	secs := r.window.Seconds()
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
 	niceness := ""
@@ -832,7 +833,7 @@ func writeAllocs(file, suffix string) error {
 // holding fewer items than the resources means the agents ran late and
 // their calls bunched. µs per item then spreads each message's cost over
 // fewer items than the fleet was to send. "" before any message.
-func (r *benchResult) fill() string {
+func (r *result) fill() string {
 	if r.bucketsWritten <= 0 {
 		return ""
 	}

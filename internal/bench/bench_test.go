@@ -34,8 +34,8 @@ import (
 // test binary again (os.Executable) as its children, with ChildEnv set.
 func TestMain(m *testing.M) {
 	if os.Getenv(ChildEnv) != "" {
-		var afterTraffic func(*benchFleet)
-		if os.Getenv(benchLateCallEnv) != "" {
+		var afterTraffic func(*childFleet)
+		if os.Getenv(lateCallEnv) != "" {
 			afterTraffic = addLateCall
 		}
 		if len(os.Args) < 2 || os.Args[1] != AgentsCommand {
@@ -147,9 +147,9 @@ func atoi(t *testing.T, s string) int64 {
 // next bucket (wsstream's TestLateAdditionsAreShippedOnce).
 //
 // Both are made in the agents' process (TestMain sets addLateCall there
-// when it sees benchLateCallEnv).
+// when it sees lateCallEnv).
 func TestBenchMissingCallsFail(t *testing.T) {
-	t.Setenv(benchLateCallEnv, "1")
+	t.Setenv(lateCallEnv, "1")
 	cfg := DefaultConfig()
 	cfg.Agents, cfg.Resources, cfg.Rate, cfg.Duration = 2, 3, 50, time.Second
 	out, _, err := runBench(t, cfg)
@@ -208,7 +208,7 @@ func TestBenchAgentsEndWithStdin(t *testing.T) {
 
 // runAgentsProcess runs an agents' process with args and reads its ready
 // line.
-func runAgentsProcess(ctx context.Context, t *testing.T, exe string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner, *strings.Builder, benchEvent) {
+func runAgentsProcess(ctx context.Context, t *testing.T, exe string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner, *strings.Builder, event) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, exe, append([]string{AgentsCommand}, args...)...)
 	cmd.Env = append(os.Environ(), ChildEnv+"=1")
@@ -229,8 +229,8 @@ func runAgentsProcess(ctx context.Context, t *testing.T, exe string, args ...str
 	if !sc.Scan() {
 		t.Fatalf("no ready line: %v; stderr %q", sc.Err(), stderr.String())
 	}
-	var ready benchEvent
-	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.V != benchProtocol || ready.Kind != "ready" {
+	var ready event
+	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.V != protocolVersion || ready.Kind != "ready" {
 		t.Fatalf("first line %s (%v)", sc.Bytes(), err)
 	}
 	return cmd, stdin, sc, stderr, ready
@@ -248,10 +248,10 @@ func TestBenchAgentsCallOnlyOnceStarted(t *testing.T) {
 	defer cancel()
 	for _, begin := range []bool{false, true} {
 		cmd, stdin, sc, stderr, _ := runAgentsProcess(ctx, t, exe, "--count", "2", "--fleet", "2", "--resources", "2", "--rate", "100")
-		next := func(kind string) benchEvent {
+		next := func(kind string) event {
 			t.Helper()
 			for sc.Scan() {
-				var e benchEvent
+				var e event
 				if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 					t.Fatal(err)
 				}
@@ -260,7 +260,7 @@ func TestBenchAgentsCallOnlyOnceStarted(t *testing.T) {
 				}
 			}
 			t.Fatalf("no %s line: %v; stderr %q", kind, sc.Err(), stderr.String())
-			return benchEvent{}
+			return event{}
 		}
 		time.Sleep(300 * time.Millisecond)
 		if begin {
@@ -287,14 +287,14 @@ func TestBenchAgentsCallOnlyOnceStarted(t *testing.T) {
 	}
 }
 
-// benchLateCallEnv makes the agents' process run addLateCall.
-const benchLateCallEnv = "SENTINEL_TOP_BENCH_TEST_LATE_CALL"
+// lateCallEnv makes the agents' process run addLateCall.
+const lateCallEnv = "SENTINEL_TOP_BENCH_TEST_LATE_CALL"
 
 // addLateCall adds a pass to agent 1's first resource in its last bucket
 // with traffic, 2.5 s after that bucket closed (and was shipped), and counts
 // it as made; and counts one call to its third resource as made without
 // making it.
-func addLateCall(f *benchFleet) {
+func addLateCall(f *childFleet) {
 	for _, r := range f.agents[1].Guard().Resources() {
 		if r.Name() != f.resources[0] {
 			continue
@@ -333,7 +333,7 @@ func wsFrame(opcode byte, fin bool, payload []byte) []byte {
 	return append(h, payload...)
 }
 
-func benchBucketsMessage(items int, hist bool) []byte {
+func bucketsMessage(items int, hist bool) []byte {
 	b := &wire.Buckets{Header: wire.Header{Ts: 1764460800512, Instance: "i-1"}, BucketMs: 500}
 	for k := range items {
 		it := wire.BucketItem{Resource: fmt.Sprintf(`GET:http://svc/{"resource":%d}`, k), Start: 1764460800000, Metrics: core.Metrics{Pass: 3, Complete: 3}}
@@ -351,8 +351,8 @@ func TestFrameScannerPieces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := benchBucketsMessage(400, true) // over 64 KiB: an 8-byte length
-	small := benchBucketsMessage(20, false)
+	big := bucketsMessage(400, true) // over 64 KiB: an 8-byte length
+	small := bucketsMessage(20, false)
 	var stream []byte
 	stream = append(stream, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"...)
 	stream = append(stream, wsFrame(websocket.TextMessage, true, hello)...)
@@ -389,7 +389,7 @@ func TestCountingListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c wireCount
-	msgs := [][]byte{benchBucketsMessage(20, true), benchBucketsMessage(1000, true), benchBucketsMessage(0, false)}
+	msgs := [][]byte{bucketsMessage(20, true), bucketsMessage(1000, true), bucketsMessage(0, false)}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := (&websocket.Upgrader{WriteBufferSize: 32 << 10}).Upgrade(w, r, nil)
 		if err != nil {
@@ -497,7 +497,7 @@ func TestGroupReasons(t *testing.T) {
 // health lines, and nothing is said when there is none.
 func TestBenchSaysWhatWasNeverReceived(t *testing.T) {
 	for ms, want := range map[int64]string{0: "", 125_500: "            125.5 s of targets' data never received: out of reach longer than their backlog\n"} {
-		r := &benchResult{lat: newLatency(), unreceivedMs: ms}
+		r := &result{lat: newLatency(), unreceivedMs: ms}
 		var b strings.Builder
 		r.print(&b)
 		if got := b.String(); (want == "") == strings.Contains(got, "never received") || !strings.Contains(got, want) {
@@ -520,7 +520,7 @@ func TestBenchFillTellsBunchedCalls(t *testing.T) {
 		{1, 1_000_000, 100_000, "10.0 items a buckets message, of 20 due", false}, // at 1 a second, half the buckets are due none
 		{2, 0, 0, "", false},
 	} {
-		r := benchResult{cfg: Config{Resources: 20, Rate: c.rate}, items: c.items, bucketsWritten: c.buckets}
+		r := result{cfg: Config{Resources: 20, Rate: c.rate}, items: c.items, bucketsWritten: c.buckets}
 		got := r.fill()
 		if !strings.HasPrefix(got, c.want) || strings.Contains(got, "ran late") != c.late || c.want == "" && got != "" {
 			t.Errorf("rate %v, %d items in %d messages: %q, want %q...", c.rate, c.items, c.buckets, got, c.want)

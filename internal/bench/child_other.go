@@ -4,6 +4,6 @@ package bench
 
 import "syscall"
 
-// benchChildAttr: elsewhere an agents' process ends when its standard
+// childAttr: elsewhere an agents' process ends when its standard
 // input does, which the bench's death also ends.
-func benchChildAttr() *syscall.SysProcAttr { return nil }
+func childAttr() *syscall.SysProcAttr { return nil }
