@@ -1,19 +1,15 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/sentinel-top/sentinel-top/agent"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/internal/english"
@@ -105,366 +101,195 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	return run(ctx, cfg, stdout, newProgressWriter(stderr))
 }
 
-// procSample is the process's CPU time and memory at one instant.
-type procSample struct {
-	at       time.Time
-	cpu      time.Duration // user + system, all threads
-	rss      int64         // bytes; 0 when unknown
-	rssPeak  int64         // the most RSS ever
-	heap     uint64        // Go heap in use
-	heapSys  uint64
-	cpuKnown bool
-}
-
-func sampleProc() procSample {
-	s := procSample{at: time.Now()}
-	s.cpu, s.cpuKnown = procCPU()
-	s.rss, s.rssPeak = procStatusBytes("VmRSS:"), procStatusBytes("VmHWM:")
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	s.heap, s.heapSys = ms.HeapInuse, ms.HeapSys
-	return s
-}
-
-// procNice is a process's niceness, from /proc/PID/stat (Linux).
-func procNice(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// run is Run, once cfg is known to be in bounds.
+func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter) error {
+	limit, err := checkOpenFiles(cfg.Agents)
 	if err != nil {
-		return 0, false
+		return err
 	}
-	// After the command's ")" come the fields from the 3rd on; nice is the 19th.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 17 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(f[16])
-	return n, err == nil
-}
+	r := &runner{cfg: cfg, progress: progress, resources: resourceNames(cfg.Resources), made: make([][]int64, cfg.Agents),
+		res: &result{cfg: cfg, filesLimit: limit, lat: newLatency(), processes: (cfg.Agents + cfg.PerProcess - 1) / cfg.PerProcess}}
+	fmt.Fprintf(w, "sentinel-top bench: %d agents x %d resources, %g calls/s per resource (%s calls/s), measuring %v\n",
+		cfg.Agents, cfg.Resources, cfg.Rate, thousands(int64(float64(cfg.Agents*cfg.Resources)*cfg.Rate)), cfg.Duration)
 
-// procStatusBytes reads a "kB" line of /proc/self/status (Linux).
-func procStatusBytes(key string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	childCtx, killChildren := context.WithCancel(ctx)
+	defer killChildren()
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = r.kids.stop()
+		}
+	}()
+	progress.say("starting %s agents in %d %s", thousands(int64(cfg.Agents)), r.res.processes, english.Plural(r.res.processes, "process", "processes"))
+	targets, err := r.kids.start(childCtx, cfg, r.hooks())
 	if err != nil {
-		return 0
+		return err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
+	r.res.niceness = r.kids.niceness()
 
-// openFilesLimit is the soft limit on open files (Linux), 0 when unknown.
-// Go raises it to the hard limit at start-up.
-func openFilesLimit() int64 {
-	b, err := os.ReadFile("/proc/self/limits")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
+	r.c = collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.MaxMemory})
+	dialCtx, stopDial := context.WithCancel(ctx)
+	var dialing sync.WaitGroup
+	dialing.Add(3)
+	go func() { defer dialing.Done(); r.c.Dial(dialCtx, targets, collector.DialOptions{}) }()
+	go func() { defer dialing.Done(); r.c.Run(dialCtx) }()
+	go func() { defer dialing.Done(); r.res.lat.watch(dialCtx, r.c, r.resources[0]) }()
+	defer func() { stopDial(); dialing.Wait() }()
 
-// result is what one run measured.
-type result struct {
-	cfg       Config
-	processes int
-	// niceness is the least niceness the agents' processes have, as
-	// /proc/PID/stat tells it (-1: not known here).
-	niceness int
-	connect  time.Duration
-	// Read by the collector over the measured window: messages, bytes, and
-	// the items of its buckets messages (its µs per item divides by them).
-	messages, bytes, read int64
-	// lagStart and lagEnd are the items the agents had written and the
-	// collector not read yet, at the window's start and end.
-	lagStart, lagEnd int64
-	// seriesStart is the series the collector had as the window began, of
-	// the fleet's series (agents x resources).
-	seriesStart int
-	// Written by the agents over the measured window, counted on the wire.
-	written, bucketsWritten, items int64
-	window                         time.Duration
-	calls, counted                 int64
-	short                          []seriesShort
-	worstTarget                    string  // how the target of the series most short ended
-	cpu, agentsCPU                 float64 // cores
-	cpuKnown                       bool
-	rss, rssPeak, agentsRSS        int64
-	heap, heapSys, heapPeak, live  uint64
-	reconnects, dropped            int64
-	unreceivedMs                   int64 // sender time the collector knows it never received
-	downAtEnd                      int   // targets not up when the counting ended
-	rejected, overflow             int64
-	overflows                      []collector.RejectCount
-	filesLimit                     int64
-	lat                            *latency
-	agents                         childStats // summed over the children, at the end
-}
-
-// seriesShort is an instance x resource whose calls the collector did not
-// all count.
-type seriesShort struct {
-	instance, resource string
-	made, counted      int64
-	reconnected        bool // its target reconnected during the run
-}
-
-// children are the agents' processes, in the order of their agents.
-type children []*child
-
-// start runs cfg's fleet as processes of perProcess agents each, and
-// returns its targets once every agent serves.
-func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) ([]collector.Target, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
+	progress.say("agents ready; the collector dials them")
+	if r.res.connect, err = r.waitUp(ctx); err != nil {
+		return err
 	}
-	for first := 0; first < cfg.Agents; first += cfg.PerProcess {
-		part := share{first: first, count: min(cfg.PerProcess, cfg.Agents-first), fleet: cfg.Agents,
-			resources: cfg.Resources, rate: cfg.Rate, nice: cfg.AgentsNice}
-		if cfg.AgentsCPUProfile != "" {
-			part.cpuProfile = cfg.AgentsCPUProfile + "." + strconv.Itoa(len(*kids))
-		}
-		ch, err := startChild(ctx, exe, part, hooks)
-		if err != nil {
-			return nil, err
-		}
-		*kids = append(*kids, ch)
+	if err := r.startCalls(ctx); err != nil {
+		return err
 	}
-	var targets []collector.Target
-	for _, ch := range *kids {
-		e, err := ch.wait(ctx, "ready", 2*time.Minute)
-		if err != nil {
-			return nil, err
-		}
-		for _, port := range e.Ports {
-			if port < 1 || port > 65535 {
-				return nil, fmt.Errorf("agents %d-%d: port %d", ch.first, ch.first+ch.count-1, port)
-			}
-			addr := "127.0.0.1:" + strconv.Itoa(port)
-			targets = append(targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
-		}
+	if err := r.measure(ctx); err != nil {
+		return err
 	}
-	return targets, nil
-}
-
-// ask sends cmd to every child and returns each one's reply of kind.
-func (kids children) ask(ctx context.Context, cmd, kind string, timeout time.Duration) ([]event, error) {
-	for _, ch := range kids {
-		if err := ch.send(cmd); err != nil {
-			return nil, err
-		}
+	if err := r.count(ctx); err != nil {
+		return err
 	}
-	out := make([]event, len(kids))
-	for i, ch := range kids {
-		e, err := ch.wait(ctx, kind, timeout)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = e
+	r.res.health(r.c.Publish())
+	// What the collector holds once garbage is gone, before it goes.
+	runtime.GC()
+	end := sampleProc()
+	r.res.live, r.res.rss, r.res.rssPeak = end.heap, end.rss, end.rssPeak
+	runtime.KeepAlive(r.c)
+	stopDial()
+	dialing.Wait()
+	stopped = true
+	if err := r.kids.stop(); err != nil {
+		return err
 	}
-	return out, nil
-}
-
-// failed is the first child found to have ended, if one has.
-func (kids children) failed() error {
-	for _, ch := range kids {
-		if err := ch.failureNow(); err != nil {
-			return err
-		}
+	r.res.print(w)
+	if r.res.counted != r.res.calls {
+		return fmt.Errorf("the collector counted %d calls of the %d the agents admitted", r.res.counted, r.res.calls)
 	}
 	return nil
 }
 
-// stop ends every child and waits for them.
-func (kids children) stop() error {
-	var first error
-	for _, ch := range kids {
-		if err := ch.stop(30 * time.Second); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// sum adds the children's counters up.
-func sumStats(es []event) childStats {
-	var s childStats
-	for _, e := range es {
-		c := e.childStats
-		s.Messages, s.Buckets, s.Items = s.Messages+c.Messages, s.Buckets+c.Buckets, s.Items+c.Items
-		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
-		s.Dropped, s.Evicted, s.Skipped = s.Dropped+c.Dropped, s.Evicted+c.Evicted, s.Skipped+c.Skipped
-		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
-		s.FirstPong, s.Unrecorded = s.FirstPong+c.FirstPong, s.Unrecorded+c.Unrecorded
-		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
-	}
-	return s
-}
-
-// run is Run, once cfg is known to be in bounds.
-func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter) error {
+// checkOpenFiles fails when the limit on open files is too low for the
+// collector's connections to agents; it returns the limit, 0 when unknown.
+func checkOpenFiles(agents int) (int64, error) {
 	// The collector holds a connection per agent; the agents' processes
 	// their own files.
-	need := int64(cfg.Agents + 64)
+	need := int64(agents + 64)
 	limit := openFilesLimit()
 	if limit > 0 && limit < need {
-		return fmt.Errorf("%d agents need about %d open files in the collector's process and the limit is %d: raise it (ulimit -n %d) or run fewer agents",
-			cfg.Agents, need, limit, need)
+		return limit, fmt.Errorf("%d agents need about %d open files in the collector's process and the limit is %d: raise it (ulimit -n %d) or run fewer agents",
+			agents, need, limit, need)
 	}
-	res := result{cfg: cfg, filesLimit: limit, lat: newLatency(), processes: (cfg.Agents + cfg.PerProcess - 1) / cfg.PerProcess}
-	fmt.Fprintf(w, "sentinel-top bench: %d agents x %d resources, %g calls/s per resource (%s calls/s), measuring %v\n",
-		cfg.Agents, cfg.Resources, cfg.Rate, thousands(int64(float64(cfg.Agents*cfg.Resources)*cfg.Rate)), cfg.Duration)
+	return limit, nil
+}
 
-	resources := resourceNames(cfg.Resources)
-	made := make([][]int64, cfg.Agents)
-	hooks := childHooks{resources: cfg.Resources,
+// runner is a run under way: the agents' processes, the collector reading
+// them, and what is measured so far.
+type runner struct {
+	cfg       Config
+	progress  *progressWriter
+	kids      children
+	c         *collector.Collector
+	resources []string
+	// made[i] is the calls agent i admitted, by resource, as its process
+	// reports them after "stop".
+	made [][]int64
+	res  *result
+}
+
+// hooks take the children's reports: the latency breakers' transitions,
+// and the calls each agent made.
+func (r *runner) hooks() childHooks {
+	return childHooks{resources: r.cfg.Resources,
 		transition: func(i int, e *event) {
-			res.lat.transition(instanceName(i), e.To, e.AtMs, time.Unix(0, e.AtNs))
+			r.res.lat.transition(instanceName(i), e.To, e.AtMs, time.Unix(0, e.AtNs))
 		},
-		made: func(i int, calls []int64) { made[i] = calls }}
-	childCtx, killChildren := context.WithCancel(ctx)
-	defer killChildren()
-	var kids children
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = kids.stop()
-		}
-	}()
-	progress.say("starting %s agents in %d %s", thousands(int64(cfg.Agents)), res.processes, english.Plural(res.processes, "process", "processes"))
-	targets, err := kids.start(childCtx, cfg, hooks)
-	if err != nil {
-		return err
-	}
-	res.niceness = kids.niceness()
+		made: func(i int, calls []int64) { r.made[i] = calls }}
+}
 
-	c := collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.MaxMemory})
-	dialCtx, stopDial := context.WithCancel(ctx)
-	var dialing sync.WaitGroup
-	dialing.Add(3)
-	go func() { defer dialing.Done(); c.Dial(dialCtx, targets, collector.DialOptions{}) }()
-	go func() { defer dialing.Done(); c.Run(dialCtx) }()
-	go func() { defer dialing.Done(); res.lat.watch(dialCtx, c, resources[0]) }()
-	defer func() { stopDial(); dialing.Wait() }()
-
-	progress.say("agents ready; the collector dials them")
+// waitUp waits for every target to be up, and returns how long it took.
+func (r *runner) waitUp(ctx context.Context) (time.Duration, error) {
 	began := time.Now()
 	for {
-		up := 0
-		if s := c.Snapshot(); s != nil {
-			for _, t := range s.Targets {
-				if t.State == collector.TargetUp {
-					up++
-				}
-			}
+		up := upTargets(r.c.Snapshot())
+		if up == r.cfg.Agents {
+			return time.Since(began), nil
 		}
-		if up == cfg.Agents {
-			break
-		}
-		progress.waiting("%s of %s targets up", thousands(int64(up)), thousands(int64(cfg.Agents)))
+		r.progress.waiting("%s of %s targets up", thousands(int64(up)), thousands(int64(r.cfg.Agents)))
 		if time.Since(began) > 2*time.Minute {
-			return fmt.Errorf("%d of %d targets connected after two minutes; the others: %s (a machine too small for the fleet makes the agents too slow to answer: try fewer agents, a lower --rate, or --agents-nice)",
-				up, cfg.Agents, whyDown(c.Snapshot()))
+			return 0, fmt.Errorf("%d of %d targets connected after two minutes; the others: %s (a machine too small for the fleet makes the agents too slow to answer: try fewer agents, a lower --rate, or --agents-nice)",
+				up, r.cfg.Agents, whyDown(r.c.Snapshot()))
 		}
-		if err := kids.failed(); err != nil {
-			return err
+		if err := r.kids.failed(); err != nil {
+			return 0, err
 		}
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	res.connect = time.Since(began)
+}
+
+// upTargets counts the targets up in s (0 before the first snapshot).
+func upTargets(s *collector.Snapshot) int {
+	up := 0
+	if s != nil {
+		for _, t := range s.Targets {
+			if t.State == collector.TargetUp {
+				up++
+			}
+		}
+	}
+	return up
+}
+
+// startCalls starts the agents' calls, and returns once the collector
+// has settled into reading them.
+func (r *runner) startCalls(ctx context.Context) error {
 	// The calls begin once every target is up: an agent keeps a minute of
 	// buckets for a reader that comes later, and at 10,000 targets on a
 	// small machine connecting takes longer than that (the calls made in
 	// the first half minute never reached the targets connected last, and
 	// were counted as missing).
-	progress.say("every target up in %.1f s; starting the calls", res.connect.Seconds())
-	if _, err := kids.ask(ctx, "start", "started", time.Minute); err != nil {
+	r.progress.say("every target up in %.1f s; starting the calls", r.res.connect.Seconds())
+	if _, err := r.kids.ask(ctx, "start", "started", time.Minute); err != nil {
 		return err
 	}
 	if err := sleepCtx(ctx, time.Second); err != nil { // the first buckets come in
 		return err
 	}
-	if err := settle(ctx, kids, c, cfg.Agents*cfg.Resources, int64(cfg.Agents*cfg.Resources), progress); err != nil {
-		return err
-	}
+	series := r.cfg.Agents * r.cfg.Resources
+	return settle(ctx, r.kids, r.c, series, int64(series), r.progress)
+}
 
-	// The measured window. The collector's side of it (its CPU and the
-	// messages, bytes and items it read) is taken before the agents' first
-	// mark and after their second, so that it holds the window the agents
-	// count what they wrote in (their answers can take seconds on a loaded
-	// machine); µs per item divides the collector's CPU by the items it
-	// read over the same window.
-	if err := writeAllocs(cfg.MemProfile, ".base"); err != nil {
+// measure runs the measured window, and fills in what it measured. The
+// collector's side of it (its CPU and the messages, bytes and items it
+// read) is taken before the agents' first mark and after their second, so
+// that it holds the window the agents count what they wrote in (their
+// answers can take seconds on a loaded machine); µs per item divides the
+// collector's CPU by the items it read over the same window.
+func (r *runner) measure(ctx context.Context) error {
+	res := r.res
+	if err := writeAllocs(r.cfg.MemProfile, ".base"); err != nil {
 		return err
 	}
-	m0, b0, i0 := targetTotals(c)
+	m0, b0, i0 := targetTotals(r.c)
 	p0 := sampleProc()
-	mark0, err := kids.ask(ctx, "mark 0", "mark", time.Minute)
+	mark0, err := r.kids.ask(ctx, "mark 0", "mark", time.Minute)
 	if err != nil {
 		return err
 	}
-	_, _, lag0 := targetTotals(c) // read after the agents' answers, as at the end
-	res.seriesStart = listedSeries(c.Snapshot())
-	peak := p0
-	watch := func(until time.Time) error {
-		for time.Now().Before(until) {
-			if err := sleepCtx(ctx, min(time.Second, time.Until(until))); err != nil {
-				return err
-			}
-			if err := kids.failed(); err != nil {
-				return err
-			}
-			s := sampleProc()
-			peak.heap = max(peak.heap, s.heap)
-		}
-		return nil
-	}
-	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-	}
-	progress.say("measuring for %v", cfg.Duration)
-	res.lat.measure(true)
-	err = watch(time.Now().Add(cfg.Duration))
-	res.lat.measure(false)
-	if cfg.CPUProfile != "" {
-		pprof.StopCPUProfile()
-	}
+	_, _, lag0 := targetTotals(r.c) // read after the agents' answers, as at the end
+	res.seriesStart = listedSeries(r.c.Snapshot())
+	peakHeap, err := r.window(ctx, p0.heap)
 	if err != nil {
 		return err
 	}
-	mark1, err := kids.ask(ctx, "mark 1", "mark", time.Minute)
+	mark1, err := r.kids.ask(ctx, "mark 1", "mark", time.Minute)
 	if err != nil {
 		return err
 	}
 	p1 := sampleProc()
-	m1, b1, i1 := targetTotals(c)
-	if err := writeAllocs(cfg.MemProfile, ""); err != nil {
+	m1, b1, i1 := targetTotals(r.c)
+	if err := writeAllocs(r.cfg.MemProfile, ""); err != nil {
 		return err
 	}
 	s0, s1 := sumStats(mark0), sumStats(mark1)
@@ -476,22 +301,61 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	res.cpu = (p1.cpu - p0.cpu).Seconds() / res.window.Seconds()
 	res.agentsCPU = time.Duration(s1.CPUNs-s0.CPUNs).Seconds() / res.window.Seconds()
 	res.agentsRSS = s1.RSS
-	res.heap, res.heapSys, res.heapPeak = p1.heap, p1.heapSys, max(peak.heap, p1.heap)
+	res.heap, res.heapSys, res.heapPeak = p1.heap, p1.heapSys, max(peakHeap, p1.heap)
+	return nil
+}
 
+// window waits cfg.Duration, under the CPU profile when one is asked for,
+// checking on the agents' processes and sampling the heap every second;
+// it returns the heap's peak, from heap at its start. The latency
+// breakers' transitions are measured meanwhile.
+func (r *runner) window(ctx context.Context, heap uint64) (uint64, error) {
+	if r.cfg.CPUProfile != "" {
+		f, err := os.Create(r.cfg.CPUProfile)
+		if err != nil {
+			return 0, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 0, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	r.progress.say("measuring for %v", r.cfg.Duration)
+	r.res.lat.measure(true)
+	defer r.res.lat.measure(false)
+	until := time.Now().Add(r.cfg.Duration)
+	for time.Now().Before(until) {
+		if err := sleepCtx(ctx, min(time.Second, time.Until(until))); err != nil {
+			return 0, err
+		}
+		if err := r.kids.failed(); err != nil {
+			return 0, err
+		}
+		heap = max(heap, sampleProc().heap)
+	}
+	return heap, nil
+}
+
+// count stops the calls and counts them at both ends: the calls each agent
+// made, and those the collector counted, series by series, until they
+// agree or the collector's count stops moving.
+func (r *runner) count(ctx context.Context) error {
 	// Every call made must be counted, once the last buckets are in: the
 	// agents ship a bucket when it ends, every 500 ms, and re-send the last
 	// 4 for late additions. A count that has not moved for 8 s will not
 	// move again: at 10,000 targets the last buckets of 200,000 series
 	// took more than 2 s to come in (2 s ended the count with 8,872 calls
 	// still on their way; 8 s: every one counted).
-	progress.say("stopping the calls; counting them at both ends")
-	done, err := kids.ask(ctx, "stop", "done", 2*time.Minute)
+	res := r.res
+	r.progress.say("stopping the calls; counting them at both ends")
+	done, err := r.kids.ask(ctx, "stop", "done", 2*time.Minute)
 	if err != nil {
 		return err
 	}
 	res.agents = sumStats(done)
-	for i := range made {
-		for _, n := range made[i] {
+	for i := range r.made {
+		for _, n := range r.made[i] {
 			res.calls += n
 		}
 	}
@@ -501,76 +365,37 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 		if res.counted != last {
 			last, lastMoved = res.counted, time.Now()
 		}
-		res.counted, res.short = 0, res.short[:0]
-		for i := range made {
-			for j, r := range resources {
-				tm, _ := c.Totals(instanceName(i), r)
-				res.counted += tm.Pass
-				if tm.Pass != made[i][j] {
-					res.short = append(res.short, seriesShort{instance: instanceName(i), resource: r, made: made[i][j], counted: tm.Pass})
-				}
-			}
-		}
-		// A target still reconnecting has its last buckets to deliver.
-		res.downAtEnd = 0
-		if s := c.Snapshot(); s != nil {
-			for _, t := range s.Targets {
-				if t.State != collector.TargetUp {
-					res.downAtEnd++
-				}
-			}
-		}
+		r.tally()
 		if res.counted == res.calls || time.Now().After(deadline) ||
 			res.counted == last && time.Since(lastMoved) >= 8*time.Second && res.downAtEnd == 0 {
-			break
+			return nil
 		}
-		progress.waiting("%s of %s calls counted, %d targets not up", thousands(res.counted), thousands(res.calls), res.downAtEnd)
+		r.progress.waiting("%s of %s calls counted, %d targets not up", thousands(res.counted), thousands(res.calls), res.downAtEnd)
 		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	snap := c.Publish()
-	reconnected := map[string]bool{}
-	var worst seriesShort
-	for i := range res.short {
-		if s := res.short[i]; s.made-s.counted > worst.made-worst.counted {
-			worst = s
+}
+
+// tally compares the collector's counts with the calls made, series by
+// series, and counts the targets not up.
+func (r *runner) tally() {
+	res := r.res
+	res.counted, res.short = 0, res.short[:0]
+	for i := range r.made {
+		for j, rs := range r.resources {
+			tm, _ := r.c.Totals(instanceName(i), rs)
+			res.counted += tm.Pass
+			if tm.Pass != r.made[i][j] {
+				res.short = append(res.short, seriesShort{instance: instanceName(i), resource: rs, made: r.made[i][j], counted: tm.Pass})
+			}
 		}
 	}
-	for _, t := range snap.Targets {
-		res.reconnects += t.Reconnects
-		if t.Reconnects > 0 {
-			reconnected[t.Instance] = true
-		}
-		if worst.instance != "" && t.Instance == worst.instance {
-			res.worstTarget = fmt.Sprintf("%s's target: %s for %.1f s, %s messages, the last %.1f s before the count ended, %d reconnects",
-				t.Instance, t.State, float64(snap.At-t.Since)/1000, thousands(t.Messages), float64(snap.At-t.LastMessageAt)/1000, t.Reconnects)
-		}
+	// A target still reconnecting has its last buckets to deliver.
+	res.downAtEnd = 0
+	if s := r.c.Snapshot(); s != nil {
+		res.downAtEnd = len(s.Targets) - upTargets(s)
 	}
-	for i := range res.short {
-		res.short[i].reconnected = reconnected[res.short[i].instance]
-	}
-	res.dropped, res.rejected, res.unreceivedMs = snap.Dropped, snap.Rejected, snap.UnreceivedMs
-	for _, o := range snap.Overflow {
-		res.overflow += o.Count
-	}
-	res.overflows = snap.Overflow
-	// What the collector holds once garbage is gone, before it goes.
-	runtime.GC()
-	end := sampleProc()
-	res.live, res.rss, res.rssPeak = end.heap, end.rss, end.rssPeak
-	runtime.KeepAlive(c)
-	stopDial()
-	dialing.Wait()
-	stopped = true
-	if err := kids.stop(); err != nil {
-		return err
-	}
-	res.print(w)
-	if res.counted != res.calls {
-		return fmt.Errorf("the collector counted %d calls of the %d the agents admitted", res.counted, res.calls)
-	}
-	return nil
 }
 
 // whyDown tells why the targets not up are down: their last errors, the
@@ -673,137 +498,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func (r *result) print(w io.Writer) {
-	secs := r.window.Seconds()
-	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
-	niceness := ""
-	if r.niceness > 0 {
-		niceness = fmt.Sprintf(" at niceness %d", r.niceness)
-	}
-	fmt.Fprintf(w, "connected:  %d targets in %.1f s, served by %d agents' %s%s (open files limit %d)\n",
-		r.cfg.Agents, r.connect.Seconds(), r.processes, english.Plural(r.processes, "process", "processes"), niceness, r.filesLimit)
-	fmt.Fprintf(w, "ingest:     %s items/s, %s messages/s, %.1f MB/s of websocket payload, over %.1f s\n",
-		thousands(int64(float64(r.read)/secs)), thousands(int64(float64(r.messages)/secs)),
-		float64(r.bytes)/secs/(1<<20), secs)
-	fmt.Fprintf(w, "            %s items in %s buckets messages written by the agents (%s messages in all); %s items in %s messages read by the collector\n",
-		thousands(r.items), thousands(r.bucketsWritten), thousands(r.written), thousands(r.read), thousands(r.messages))
-	if line := r.fill(); line != "" {
-		fmt.Fprintf(w, "            %s\n", line)
-	}
-	fmt.Fprintf(w, "            the collector %s items behind the agents as the window began (with %s of the %s series), %s as it ended\n",
-		thousands(r.lagStart), thousands(int64(r.seriesStart)), thousands(int64(r.cfg.Agents*r.cfg.Resources)), thousands(r.lagEnd))
-	exact := "exact"
-	switch {
-	case r.counted < r.calls:
-		exact = "MISSING " + thousands(r.calls-r.counted)
-	case r.counted > r.calls:
-		exact = "OVER BY " + thousands(r.counted-r.calls)
-	}
-	fmt.Fprintf(w, "accounted:  %s calls made, %s counted by the collector (%s)\n", thousands(r.calls), thousands(r.counted), exact)
-	if len(r.short) > 0 {
-		worst := int64(0)
-		for _, s := range r.short {
-			worst = max(worst, s.made-s.counted, s.counted-s.made)
-		}
-		calls := "calls"
-		if worst == 1 {
-			calls = "call"
-		}
-		fmt.Fprintf(w, "            %d instance x resource series of %s differ, by up to %s %s:\n", len(r.short),
-			thousands(int64(r.cfg.Agents*r.cfg.Resources)), thousands(worst), calls)
-		for _, s := range r.short[:min(len(r.short), 10)] {
-			fmt.Fprintf(w, "            %s %s: %s made, %s counted\n", s.instance, s.resource, thousands(s.made), thousands(s.counted))
-		}
-		if len(r.short) > 10 {
-			fmt.Fprintf(w, "            and %d more\n", len(r.short)-10)
-		}
-		var on, off [2]int64 // series, calls missing: on targets that reconnected, on the others
-		for _, s := range r.short {
-			p := &off
-			if s.reconnected {
-				p = &on
-			}
-			p[0]++
-			p[1] += s.made - s.counted
-		}
-		fmt.Fprintf(w, "            of them, %s (%s calls) on targets that reconnected during the run, %s (%s calls) on targets that never did\n",
-			thousands(on[0]), thousands(on[1]), thousands(off[0]), thousands(off[1]))
-		if r.worstTarget != "" {
-			fmt.Fprintf(w, "            %s\n", r.worstTarget)
-		}
-	}
-	if r.agents.Refused > 0 {
-		fmt.Fprintf(w, "            %s calls refused by the agents' guards (not counted as made)\n", thousands(r.agents.Refused))
-	}
-	r.lat.print(w)
-	if r.agents.LostEvents > 0 {
-		fmt.Fprintf(w, "            %s transitions not reported by the agents' processes (their pipe was full)\n", thousands(r.agents.LostEvents))
-	}
-	if r.cpuKnown {
-		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
-			r.cpu, r.cpu*secs*1e6/max(float64(r.read), 1), r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
-	} else {
-		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
-	}
-	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
-		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
-	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
-	fmt.Fprintf(w, "health:     %d reconnects, %d messages dropped by agents, %d rejected, %d over limits\n",
-		r.reconnects, r.dropped, r.rejected, r.overflow)
-	if r.downAtEnd > 0 {
-		fmt.Fprintf(w, "            %d targets still not up when the counting ended\n", r.downAtEnd)
-	}
-	if r.unreceivedMs > 0 {
-		fmt.Fprintf(w, "            %.1f s of targets' data never received: out of reach longer than their backlog\n", float64(r.unreceivedMs)/1000)
-	}
-	for _, o := range r.overflows {
-		fmt.Fprintf(w, "            over %s: %s (the last: %s)\n", termtext.Sanitize(o.Reason, 40), thousands(o.Count), termtext.Sanitize(o.Last, 200))
-	}
-	a := r.agents
-	if a.Dropped+a.Evicted+a.WriteTimeouts+a.ReadTimeouts+a.ConnErrors > 0 {
-		fmt.Fprintf(w, "            agents' side: %d messages dropped for slow readers, %d readers evicted, %d writes timed out, %d reads timed out (no pong; %d of them the first ping's), %d other connection errors\n",
-			a.Dropped, a.Evicted, a.WriteTimeouts, a.ReadTimeouts, a.FirstPong, a.ConnErrors)
-	}
-	if a.Skipped > 0 {
-		fmt.Fprintf(w, "            agents' side: %s resource buckets never shipped: overwritten while their agents ran more than 10 s late (a machine too small for the fleet), and what they counted is lost\n",
-			thousands(a.Skipped))
-	}
-	if a.Unrecorded > 0 {
-		fmt.Fprintf(w, "            agents' side: %s passes, blocks and completions not recorded: their calls read the clock 10 s or more before counting (goroutines starved of CPU)\n",
-			thousands(a.Unrecorded))
-	}
-	reasons := r.lat.downReasons()
-	for i, d := range reasons {
-		if i == 8 {
-			fmt.Fprintf(w, "            and %d other reasons\n", len(reasons)-i)
-			break
-		}
-		alike := ""
-		if d.alike > 0 {
-			alike = fmt.Sprintf(" (and %d alike, numbers aside)", d.alike)
-		}
-		fmt.Fprintf(w, "            down %d times: %s%s\n", d.n, termtext.Sanitize(d.why, 200), alike)
-	}
-}
-
-// thousands formats n with thousands separators.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
 // writeAllocs writes the allocations since the start to file+suffix;
 // nothing when file is empty. Two of them, taken just before and just
 // after the measured window, are its allocations (pprof's -diff_base).
@@ -826,22 +520,4 @@ func writeAllocs(file, suffix string) error {
 		return fmt.Errorf("--memprofile: %w", err)
 	}
 	return nil
-}
-
-// fill tells how full the agents' buckets messages were: at --rate 2 or
-// more every resource is due a call in every 500 ms bucket, and a message
-// holding fewer items than the resources means the agents ran late and
-// their calls bunched. µs per item then spreads each message's cost over
-// fewer items than the fleet was to send. "" before any message.
-func (r *result) fill() string {
-	if r.bucketsWritten <= 0 {
-		return ""
-	}
-	per := float64(r.items) / float64(r.bucketsWritten)
-	line := fmt.Sprintf("%.1f items a buckets message, of %d due", per, r.cfg.Resources)
-	if r.cfg.Rate >= 2 && per < 0.9*float64(r.cfg.Resources) {
-		line += fmt.Sprintf(" (%.0f %%): the agents ran late and their calls bunched, so the collector's cost a message is spread over fewer items than the fleet was to send (a machine too small for the fleet)",
-			100*per/float64(r.cfg.Resources))
-	}
-	return line
 }

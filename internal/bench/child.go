@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
@@ -252,4 +254,97 @@ func (kids children) niceness() int {
 		}
 	}
 	return least
+}
+
+// children are the agents' processes, in the order of their agents.
+type children []*child
+
+// start runs cfg's fleet as processes of perProcess agents each, and
+// returns its targets once every agent serves.
+func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) ([]collector.Target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
+	}
+	for first := 0; first < cfg.Agents; first += cfg.PerProcess {
+		part := share{first: first, count: min(cfg.PerProcess, cfg.Agents-first), fleet: cfg.Agents,
+			resources: cfg.Resources, rate: cfg.Rate, nice: cfg.AgentsNice}
+		if cfg.AgentsCPUProfile != "" {
+			part.cpuProfile = cfg.AgentsCPUProfile + "." + strconv.Itoa(len(*kids))
+		}
+		ch, err := startChild(ctx, exe, part, hooks)
+		if err != nil {
+			return nil, err
+		}
+		*kids = append(*kids, ch)
+	}
+	var targets []collector.Target
+	for _, ch := range *kids {
+		e, err := ch.wait(ctx, "ready", 2*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		for _, port := range e.Ports {
+			if port < 1 || port > 65535 {
+				return nil, fmt.Errorf("agents %d-%d: port %d", ch.first, ch.first+ch.count-1, port)
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(port)
+			targets = append(targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
+		}
+	}
+	return targets, nil
+}
+
+// ask sends cmd to every child and returns each one's reply of kind.
+func (kids children) ask(ctx context.Context, cmd, kind string, timeout time.Duration) ([]event, error) {
+	for _, ch := range kids {
+		if err := ch.send(cmd); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]event, len(kids))
+	for i, ch := range kids {
+		e, err := ch.wait(ctx, kind, timeout)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// failed is the first child found to have ended, if one has.
+func (kids children) failed() error {
+	for _, ch := range kids {
+		if err := ch.failureNow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends every child and waits for them.
+func (kids children) stop() error {
+	var first error
+	for _, ch := range kids {
+		if err := ch.stop(30 * time.Second); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// sum adds the children's counters up.
+func sumStats(es []event) childStats {
+	var s childStats
+	for _, e := range es {
+		c := e.childStats
+		s.Messages, s.Buckets, s.Items = s.Messages+c.Messages, s.Buckets+c.Buckets, s.Items+c.Items
+		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
+		s.Dropped, s.Evicted, s.Skipped = s.Dropped+c.Dropped, s.Evicted+c.Evicted, s.Skipped+c.Skipped
+		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
+		s.FirstPong, s.Unrecorded = s.FirstPong+c.FirstPong, s.Unrecorded+c.Unrecorded
+		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
+	}
+	return s
 }
