@@ -1,42 +1,26 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"regexp"
-	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/gorilla/websocket"
-
-	"github.com/sentinel-top/sentinel-top/agent"
-	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/core"
-	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/bench"
 )
 
 // TestMain runs the agents' processes of bench: bench runs this test
-// binary again (os.Executable) as its children, with benchChildEnv set.
+// binary again (os.Executable) as its children, with bench.ChildEnv set,
+// and they go through run as the program's would. The harness itself is
+// tested in internal/bench; here, what the command wires: its flags, its
+// messages and exit codes, its agents' subcommand.
 func TestMain(m *testing.M) {
-	if os.Getenv(benchChildEnv) != "" {
-		if os.Getenv(benchLateCallEnv) != "" {
-			benchAfterTraffic = addLateCall
-		}
+	if os.Getenv(bench.ChildEnv) != "" {
 		if why := os.Getenv(benchChildFailEnv); why != "" {
 			fmt.Fprintln(os.Stderr, why)
 			os.Exit(1)
@@ -47,112 +31,6 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-// A fleet of 4 agents in 2 processes. Its one latency breaker opens, then
-// probes after its 1 s retry timeout and opens again: measuring 3 s holds
-// at least one of its transitions however the window falls (1 s could
-// hold none).
-func TestBenchSmallFleet(t *testing.T) {
-	allocs := filepath.Join(t.TempDir(), "allocs.prof")
-	code, out, errOut := runCmd(t, "bench", "--agents", "4", "--resources", "3", "--rate", "50", "--duration", "3s", "--per-process", "2", "--memprofile", allocs)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
-	}
-	for _, f := range []string{allocs + ".base", allocs} { // the window's start and end
-		b, err := os.ReadFile(f)
-		if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-			t.Errorf("--memprofile: %s is not a pprof profile (%d bytes, %v)", f, len(b), err)
-		}
-	}
-	for _, want := range []string{
-		`(?m)^sentinel-top bench: 4 agents x 3 resources, 50 calls/s per resource \(600 calls/s\), measuring 3s$`,
-		`(?m)^connected:  4 targets in [0-9.]+ s, served by 2 agents' processes`,
-		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
-		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
-		`(?m)^ {12}[0-9]\.[0-9] items a buckets message, of 3 due$`,
-		// Measured in the steady state: every series there as it begins.
-		`(?m)^ {12}the collector [0-9,]+ items behind the agents as the window began \(with 12 of the 12 series\), [0-9,]+ as it ended$`,
-		`(?m)^memory:     collector heap in use [0-9]+ MB \(peak [0-9]+ MB\), [0-9]+ MB live after a collection, heap reserved [0-9]+ MB; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
-		`(?m)^ {12}agents' processes: RSS [1-9][0-9]* MB$`,
-		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
-		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
-	} {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("no %s in\n%s", want, out)
-		}
-	}
-	// What it is doing, told on stderr as it goes, in order.
-	var at []int
-	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",
-		"every target up in [0-9.]+ s; ", "measuring for 3s", "stopping the calls; counting them at both ends"} {
-		loc := regexp.MustCompile(`(?m)^bench: +[0-9]+\.[0-9] s  ` + phase).FindStringIndex(errOut)
-		if loc == nil {
-			t.Errorf("no %q on stderr:\n%s", phase, errOut)
-			continue
-		}
-		at = append(at, loc[0])
-	}
-	if !slices.IsSorted(at) {
-		t.Errorf("stderr out of order:\n%s", errOut)
-	}
-	// Every resource is called in every bucket: 3 items a buckets message,
-	// counted, not assumed.
-	m := regexp.MustCompile(`(?m)^ {12}([0-9,]+) items in ([0-9,]+) buckets messages written by the agents \([0-9,]+ messages in all\); ([0-9,]+) items in ([0-9,]+) messages read by the collector$`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no items written and read in\n%s", out)
-	}
-	items, msgs := atoi(t, m[1]), atoi(t, m[2])
-	if msgs == 0 || items != 3*msgs {
-		t.Errorf("%d items in %d buckets messages, want 3 a message:\n%s", items, msgs, out)
-	}
-	// The collector's items (what µs per item divides by) are counted
-	// over a window that holds the agents': as many, but for what is on
-	// its way at either end (4 agents' buckets, twice a second).
-	if read := atoi(t, m[3]); read < items-3*8 || read > items+3*8 {
-		t.Errorf("the collector read %d items where the agents wrote %d:\n%s", read, items, out)
-	}
-	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item; agents [0-9.]+ cores \(2 processes\)$`).MatchString(out) {
-		t.Errorf("no CPU split on Linux:\n%s", out)
-	}
-}
-
-func atoi(t *testing.T, s string) int64 {
-	t.Helper()
-	n, err := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// A call made but never counted (here: counted as made by the bench
-// without reaching the statistic) is reported: bench must say which series
-// came up short, and fail. A call added 3 s after its bucket was shipped is
-// in the same run and must not be reported: the agent sends it with its
-// next bucket (wsstream's TestLateAdditionsAreShippedOnce).
-//
-// Both are made in the agents' process (TestMain sets addLateCall there
-// when it sees benchLateCallEnv).
-func TestBenchMissingCallsFail(t *testing.T) {
-	t.Setenv(benchLateCallEnv, "1")
-	code, out, errOut := runCmd(t, "bench", "--agents", "2", "--resources", "3", "--rate", "50", "--duration", "1s")
-	if code != exitRuntime {
-		t.Errorf("exit %d, want %d", code, exitRuntime)
-	}
-	for _, want := range []string{
-		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(MISSING 1\)$`,
-		`(?m)^ {12}1 instance x resource series of 6 differ, by up to 1 call:$`,
-		`(?m)^ {12}bench-0001 GET:http://svc-2/api/v1/resource/2: [0-9,]+ made, [0-9,]+ counted$`,
-		`(?m)^ {12}of them, 0 \(0 calls\) on targets that reconnected during the run, 1 \(1 calls\) on targets that never did$`,
-	} {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("no %s in\n%s", want, out)
-		}
-	}
-	if !strings.Contains(errOut, "the collector counted") {
-		t.Errorf("stderr: %q", errOut)
-	}
 }
 
 // benchChildFailEnv makes the agents' process fail at once, saying why.
@@ -173,262 +51,10 @@ func TestBenchChildFails(t *testing.T) {
 	}
 }
 
-// An agents' process ends when its standard input does: the bench is
-// done with it, or gone.
-func TestBenchAgentsEndWithStdin(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd, stdin, sc, stderr, ready := runAgentsProcess(ctx, t, exe, "--count", "3", "--fleet", "3", "--resources", "2")
-	if len(ready.Ports) != 3 {
-		t.Fatalf("ready with %d ports, want 3", len(ready.Ports))
-	}
-	// The agents serve: a stream answers on each port.
-	for _, p := range ready.Ports {
-		conn, _, err := websocket.DefaultDialer.DialContext(ctx, fmt.Sprintf("ws://127.0.0.1:%d%s", p, agent.StreamPath), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, msg, err := conn.ReadMessage(); err != nil || !strings.Contains(string(msg), `"kind":"hello"`) {
-			t.Errorf("port %d: %q %v", p, msg, err)
-		}
-		conn.Close()
-	}
-	stdin.Close()
-	for sc.Scan() { // transitions, until it goes
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("%v; stderr %q", err, stderr.String())
-	}
-	if ctx.Err() != nil {
-		t.Fatal("killed at the timeout: it did not end with its stdin")
-	}
-}
-
-// runAgentsProcess runs an agents' process with args and reads its ready
-// line.
-func runAgentsProcess(ctx context.Context, t *testing.T, exe string, args ...string) (*exec.Cmd, io.WriteCloser, *bufio.Scanner, *strings.Builder, benchEvent) {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, exe, append([]string{benchAgentsCommand}, args...)...)
-	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &strings.Builder{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	if !sc.Scan() {
-		t.Fatalf("no ready line: %v; stderr %q", sc.Err(), stderr.String())
-	}
-	var ready benchEvent
-	if err := json.Unmarshal(sc.Bytes(), &ready); err != nil || ready.V != benchProtocol || ready.Kind != "ready" {
-		t.Fatalf("first line %s (%v)", sc.Bytes(), err)
-	}
-	return cmd, stdin, sc, stderr, ready
-}
-
-// The agents' processes make no call before "start" (at 10,000 targets on
-// a small machine, connecting takes longer than the minute of buckets an
-// agent keeps for a reader coming later), and do once it comes.
-func TestBenchAgentsCallOnlyOnceStarted(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, begin := range []bool{false, true} {
-		cmd, stdin, sc, stderr, _ := runAgentsProcess(ctx, t, exe, "--count", "2", "--fleet", "2", "--resources", "2", "--rate", "100")
-		next := func(kind string) benchEvent {
-			t.Helper()
-			for sc.Scan() {
-				var e benchEvent
-				if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-					t.Fatal(err)
-				}
-				if e.Kind == kind {
-					return e
-				}
-			}
-			t.Fatalf("no %s line: %v; stderr %q", kind, sc.Err(), stderr.String())
-			return benchEvent{}
-		}
-		time.Sleep(300 * time.Millisecond)
-		if begin {
-			fmt.Fprintln(stdin, "start")
-			next("started")
-			time.Sleep(300 * time.Millisecond)
-		}
-		fmt.Fprintln(stdin, "stop")
-		var made int64
-		for range 2 {
-			for _, n := range next("made").Calls {
-				made += n
-			}
-		}
-		if begin != (made > 0) {
-			t.Errorf("started %v: %d calls made", begin, made)
-		}
-		stdin.Close()
-		for sc.Scan() {
-		}
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("%v; stderr %q", err, stderr.String())
-		}
-	}
-}
-
-// benchLateCallEnv makes the agents' process run addLateCall.
-const benchLateCallEnv = "SENTINEL_TOP_BENCH_TEST_LATE_CALL"
-
-// addLateCall adds a pass to agent 1's first resource in its last bucket
-// with traffic, 2.5 s after that bucket closed (and was shipped), and counts
-// it as made; and counts one call to its third resource as made without
-// making it.
-func addLateCall(f *benchFleet) {
-	for _, r := range f.agents[1].Guard().Resources() {
-		if r.Name() != f.resources[0] {
-			continue
-		}
-		now := time.Now().UnixMilli()
-		for start := now - now%core.ResourceBucketMs; start > now-5000; start -= core.ResourceBucketMs {
-			b, ok := r.Stat().Lookup(start)
-			if !ok || b.Snapshot().Pass == 0 {
-				continue
-			}
-			time.Sleep(time.Until(time.UnixMilli(start + core.ResourceBucketMs + 2500)))
-			b.AddPass(1)
-			r.Stat().Wrote(start) // as every write of a Guard is told
-			f.made[1][0]++
-			break
-		}
-	}
-	f.made[1][2]++
-}
-
-// wsFrame is one server frame (unmasked).
-func wsFrame(opcode byte, fin bool, payload []byte) []byte {
-	b0 := opcode
-	if fin {
-		b0 |= 0x80
-	}
-	var h []byte
-	switch n := len(payload); {
-	case n < 126:
-		h = []byte{b0, byte(n)}
-	case n < 1<<16:
-		h = []byte{b0, 126, byte(n >> 8), byte(n)}
-	default:
-		h = []byte{b0, 127, 0, 0, 0, 0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
-	}
-	return append(h, payload...)
-}
-
-func benchBucketsMessage(items int, hist bool) []byte {
-	b := &wire.Buckets{Header: wire.Header{Ts: 1764460800512, Instance: "i-1"}, BucketMs: 500}
-	for k := range items {
-		it := wire.BucketItem{Resource: fmt.Sprintf(`GET:http://svc/{"resource":%d}`, k), Start: 1764460800000, Metrics: core.Metrics{Pass: 3, Complete: 3}}
-		if hist {
-			it.Hist[0], it.HasHist = 1, true
-		}
-		b.Items = append(b.Items, it)
-	}
-	return wire.AppendBuckets(nil, b)
-}
-
-// The scanner counts the same whatever the pieces the stream is written in.
-func TestFrameScannerPieces(t *testing.T) {
-	hello, err := wire.Marshal(&wire.Hello{Header: wire.Header{Ts: 1, Instance: "i-1"}, App: "a", StartedAt: 1, BucketMs: 500})
-	if err != nil {
-		t.Fatal(err)
-	}
-	big := benchBucketsMessage(400, true) // over 64 KiB: an 8-byte length
-	small := benchBucketsMessage(20, false)
-	var stream []byte
-	stream = append(stream, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"...)
-	stream = append(stream, wsFrame(websocket.TextMessage, true, hello)...)
-	stream = append(stream, wsFrame(websocket.TextMessage, true, small)...)
-	stream = append(stream, wsFrame(websocket.PingMessage, true, nil)...)
-	stream = append(stream, wsFrame(websocket.TextMessage, true, big)...)
-	// A fragmented message with a control frame between its fragments.
-	stream = append(stream, wsFrame(websocket.TextMessage, false, small[:100])...)
-	stream = append(stream, wsFrame(websocket.PongMessage, true, []byte(`{"resource":`))...)
-	stream = append(stream, wsFrame(0, true, small[100:])...)
-	stream = append(stream, wsFrame(websocket.TextMessage, true, []byte(`{"v":1,"kind":"buckets"`))...) // truncated: no items
-	if len(small) < 126 || len(small) >= 1<<16 || len(big) < 1<<16 {
-		t.Fatalf("sizes %d, %d do not cover the length encodings", len(small), len(big))
-	}
-	for _, size := range []int{1, 2, 3, 5, 7, 11, 12, 13, 64, 1000, 4096, len(stream)} {
-		var c wireCount
-		s := frameScanner{count: &c}
-		for p := stream; len(p) > 0; {
-			n := min(size, len(p))
-			s.feed(p[:n])
-			p = p[n:]
-		}
-		if m, b, i := c.load(); m != 5 || b != 4 || i != 20+400+20 {
-			t.Errorf("pieces of %d: %d messages, %d buckets, %d items; want 5, 4, 440", size, m, b, i)
-		}
-	}
-}
-
-// Through a real websocket connection, as the agents write: the scanner
-// sees what the reader receives.
-func TestCountingListener(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c wireCount
-	msgs := [][]byte{benchBucketsMessage(20, true), benchBucketsMessage(1000, true), benchBucketsMessage(0, false)}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{WriteBufferSize: 32 << 10}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		for _, m := range msgs {
-			if conn.WriteMessage(websocket.TextMessage, m) != nil {
-				return
-			}
-		}
-		_ = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second))
-		_, _, _ = conn.ReadMessage() // until the client goes
-	}))
-	srv.Listener = countingListener{ln, &c}
-	srv.Start()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range msgs {
-		if _, _, err := conn.ReadMessage(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn.Close()
-	if m, b, i := c.load(); m != 3 || b != 3 || i != 1020 {
-		t.Errorf("%d messages, %d buckets, %d items; want 3, 3, 1020", m, b, i)
-	}
-}
-
 // TestBenchAgentsNice: the agents' processes run at the niceness asked for,
 // as the kernel reports it (/proc/PID/stat), and the fleet is measured as
-// without it.
+// without it. It is the whole run through the command: its flags, and its
+// agents' processes started as this program's bench-agents subcommand.
 func TestBenchAgentsNice(t *testing.T) {
 	if _, err := exec.LookPath("nice"); err != nil {
 		t.Skip("no nice(1) here")
@@ -469,106 +95,14 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
-func TestBenchHelpers(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
+// The agents' subcommand refuses a share bench would not give, saying so
+// where bench reads it, with the usage exit code.
+func TestBenchAgentsUsage(t *testing.T) {
+	code, _, errOut := runCmd(t, bench.AgentsCommand, "--count", "2", "--fleet", "1")
+	if code != exitUsage || !strings.HasPrefix(errOut, bench.AgentsCommand+": bad share {first:0 count:2 fleet:1 ") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
-	if runtime.GOOS != "linux" {
-		return
-	}
-	if cpu, ok := procCPU(); !ok || cpu < 0 {
-		t.Errorf("process CPU %v %v", cpu, ok)
-	}
-	if rss := procStatusBytes("VmRSS:"); rss < 1<<20 {
-		t.Errorf("RSS %d bytes", rss)
-	}
-	if openFilesLimit() <= 0 {
-		t.Error("no open files limit read")
-	}
-}
-
-// Targets that did not come up are told by their last errors, the most
-// frequent first; errors that differ only in a port count as one.
-func TestWhyDown(t *testing.T) {
-	down := func(why string) collector.TargetStatus {
-		return collector.TargetStatus{State: collector.TargetDown, LastError: why}
-	}
-	s := &collector.Snapshot{Targets: []collector.TargetStatus{
-		{State: collector.TargetUp},
-		down("handshake: i/o timeout"),
-		down("refused: nothing listens on 127.0.0.1:40001 (connection refused)"),
-		down("refused: nothing listens on 127.0.0.1:40002 (connection refused)"),
-		down("refused: nothing listens on 127.0.0.1:40003 (connection refused)"),
-		down(""),
-		down("handshake: i/o timeout"),
-		down("reset \x1b[2J"),
-		down("closed by the peer"),
-	}}
-	want := "3 refused: nothing listens on 127.0.0.1:40001 (connection refused); 2 handshake: i/o timeout; " +
-		"1 not connected yet; 2 more reasons"
-	if got := whyDown(s); got != want {
-		t.Errorf("whyDown:\n got %s\nwant %s", got, want)
-	}
-	if strings.Contains(whyDown(&collector.Snapshot{Targets: s.Targets[7:8]}), "\x1b") {
-		t.Error("an escape sequence printed as it came")
-	}
-	if got := whyDown(nil); got != "no snapshot yet" {
-		t.Errorf("whyDown(nil) = %q", got)
-	}
-}
-
-// Reasons that differ only in their numbers are one, most frequent first,
-// the first in text order as the example.
-func TestGroupReasons(t *testing.T) {
-	got := groupReasons([]downReason{
-		{why: "closed by the peer", n: 2},
-		{why: "timed out: read tcp 127.0.0.1:33794->127.0.0.1:38808: i/o timeout", n: 1},
-		{why: "timed out: read tcp 127.0.0.1:34064->127.0.0.1:40438: i/o timeout", n: 2},
-		{why: "timed out: read tcp 127.0.0.1:35122->127.0.0.1:4253: i/o timeout", n: 1},
-	})
-	want := []downReason{
-		{why: "timed out: read tcp 127.0.0.1:33794->127.0.0.1:38808: i/o timeout", n: 4, alike: 2},
-		{why: "closed by the peer", n: 2},
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("groupReasons:\n got %+v\nwant %+v", got, want)
-	}
-}
-
-// TestBenchSaysWhatWasNeverReceived: data the collector knows it never
-// received (a target out of reach longer than its backlog) is on the
-// health lines, and nothing is said when there is none.
-func TestBenchSaysWhatWasNeverReceived(t *testing.T) {
-	for ms, want := range map[int64]string{0: "", 125_500: "            125.5 s of targets' data never received: out of reach longer than their backlog\n"} {
-		r := &benchResult{lat: newLatency(), unreceivedMs: ms}
-		var b strings.Builder
-		r.print(&b)
-		if got := b.String(); (want == "") == strings.Contains(got, "never received") || !strings.Contains(got, want) {
-			t.Errorf("%d ms never received: output\n%s", ms, got)
-		}
-	}
-}
-
-// The fill line says when the agents' messages held fewer items than due,
-// and only then.
-func TestBenchFillTellsBunchedCalls(t *testing.T) {
-	for _, c := range []struct {
-		rate           float64
-		items, buckets int64
-		want           string
-		late           bool
-	}{
-		{2, 3_207_502, 418_749, "7.7 items a buckets message, of 20 due (38 %): the agents ran late", true},
-		{4, 1_630_780, 81_539, "20.0 items a buckets message, of 20 due", false},
-		{1, 1_000_000, 100_000, "10.0 items a buckets message, of 20 due", false}, // at 1 a second, half the buckets are due none
-		{2, 0, 0, "", false},
-	} {
-		r := benchResult{cfg: benchConfig{resources: 20, rate: c.rate}, items: c.items, bucketsWritten: c.buckets}
-		got := r.fill()
-		if !strings.HasPrefix(got, c.want) || strings.Contains(got, "ran late") != c.late || c.want == "" && got != "" {
-			t.Errorf("rate %v, %d items in %d messages: %q, want %q...", c.rate, c.items, c.buckets, got, c.want)
-		}
+	if code, _, _ := runCmd(t, bench.AgentsCommand, "--nope"); code != exitUsage {
+		t.Errorf("--nope: exit %d, want %d", code, exitUsage)
 	}
 }

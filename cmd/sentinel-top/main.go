@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sentinel-top/sentinel-top/internal/bench"
 )
 
 // Exit codes.
@@ -45,7 +47,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runServe(ctx, args[1:], stdout, stderr)
 		case "bench":
 			return runBench(ctx, args[1:], stdout, stderr)
-		case benchAgentsCommand: // internal: bench's agents' processes
+		case bench.AgentsCommand: // internal: bench's agents' processes
 			return runBenchAgents(ctx, args[1:], stdin, stdout, stderr)
 		case "version", "--version", "-version":
 			fmt.Fprintln(stdout, versionString())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/internal/english"
 )
 
 // openReplay opens what --replay names: a wire v1 fixture file (.ndjson,
@@ -120,9 +121,5 @@ func isMetricLog(path string) bool {
 	return metriclog.Detect(path, head)
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
+// plural is english.Plural for the counts of this package's messages.
+func plural(n int, one, many string) string { return english.Plural(n, one, many) }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -43,51 +44,49 @@ loopback) gets 403 unless --allow-host lists the name (a name given to
 Flags:
 `
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cmd := newCommand("sentinel-top serve", serveUsage, stderr)
-	fs, in := cmd.fs, &cmd.in
-	listen := fs.String("listen", "127.0.0.1:9464", "address to serve on (loopback by default)")
-	serveToken := fs.String("serve-token", "", "bearer token required by every endpoint (env SENTINEL_TOP_SERVE_TOKEN)")
-	certFile := fs.String("tls-cert", "", "TLS certificate (PEM) to serve https/wss")
-	keyFile := fs.String("tls-key", "", "TLS private key (PEM)")
-	maxReaders := fs.Int("max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
-	var origins, hosts []string
-	fs.Func("allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none", appendList(&origins))
-	fs.Func("allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas", appendList(&hosts))
-	var backlog int64
+// serveFlags are serve's own flags, beside the input flags.
+type serveFlags struct {
+	listen, serveToken string
+	certFile, keyFile  string
+	maxReaders         int
+	origins, hosts     []string
+	backlog            int64
+}
+
+// register defines the flags on fs.
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:9464", "address to serve on (loopback by default)")
+	fs.StringVar(&f.serveToken, "serve-token", "", "bearer token required by every endpoint (env SENTINEL_TOP_SERVE_TOKEN)")
+	fs.StringVar(&f.certFile, "tls-cert", "", "TLS certificate (PEM) to serve https/wss")
+	fs.StringVar(&f.keyFile, "tls-key", "", "TLS private key (PEM)")
+	fs.IntVar(&f.maxReaders, "max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
+	fs.Func("allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none", appendList(&f.origins))
+	fs.Func("allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas", appendList(&f.hosts))
 	fs.Func("max-stream-backlog", "most kept for new /sentinel/stream readers (the instances' hello and rules, then a minute of buckets), e.g. 64MiB; taken from --max-memory (default: an eighth of it, at most a quarter); over it, the oldest buckets go first", func(v string) error {
 		n, err := parseBytes(v)
-		backlog = n
+		f.backlog = n
 		return err
 	})
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand("sentinel-top serve", serveUsage, stderr)
+	var f serveFlags
+	f.register(cmd.fs)
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	var tlsConf *tls.Config
-	if (*certFile == "") != (*keyFile == "") {
-		fmt.Fprintln(stderr, "sentinel-top serve: --tls-cert and --tls-key go together")
+	tlsConf, err := f.tlsConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", err)
 		return exitUsage
 	}
-	if *certFile != "" {
-		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "sentinel-top serve:", err)
-			return exitUsage
-		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := f.listenOn(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top serve:", err)
 		return exitRuntime
 	}
-	if host, _, _ := net.SplitHostPort(*listen); host != "" && net.ParseIP(host) == nil {
-		hosts = append(hosts, host) // --listen collector-a:9464: clients use that name
-	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && *serveToken == "" {
-		fmt.Fprintf(stderr, "sentinel-top serve: warning: serving %s beyond loopback without --serve-token: anyone who reaches it reads every breaker, rule and finding\n", ln.Addr())
-	}
-	s, err := in.open(ctx, -1)
+	s, err := cmd.in.open(ctx, -1)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintln(stderr, "sentinel-top serve:", err)
@@ -97,15 +96,68 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return exitRuntime
 	}
-	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: *maxReaders,
-		AllowOrigins: origins, AllowHosts: hosts},
-		BacklogBytes: backlog})
+	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: f.maxReaders,
+		AllowOrigins: f.origins, AllowHosts: f.hosts},
+		BacklogBytes: f.backlog})
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	return serve(ctx, s, stream, ln, serveHandler(s, stream, f.serveToken), scheme, stderr)
+}
+
+// tlsConfig is the TLS the server speaks, nil for none; its errors are the
+// user's.
+func (f *serveFlags) tlsConfig() (*tls.Config, error) {
+	if (f.certFile == "") != (f.keyFile == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if f.certFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// listenOn listens on --listen, adds the name it gives to the hosts
+// allowed, and warns when the server is open beyond loopback to anyone.
+func (f *serveFlags) listenOn(stderr io.Writer) (net.Listener, error) {
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return nil, err
+	}
+	if host, _, _ := net.SplitHostPort(f.listen); host != "" && net.ParseIP(host) == nil {
+		f.hosts = append(f.hosts, host) // --listen collector-a:9464: clients use that name
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && f.serveToken == "" {
+		fmt.Fprintf(stderr, "sentinel-top serve: warning: serving %s beyond loopback without --serve-token: anyone who reaches it reads every breaker, rule and finding\n", ln.Addr())
+	}
+	return ln, nil
+}
+
+// serveHandler routes serve's endpoints, every one but /healthz behind
+// token when there is one.
+func serveHandler(s *session, stream http.Handler, token string) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.c.PrometheusCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.Handle("/sentinel/stream", stream)
-	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/report", reportHandler(s))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	if token == "" {
+		return mux
+	}
+	return healthzOpen(mux, requireToken(token, mux))
+}
+
+// reportHandler serves the findings of the snapshot published last, in
+// the format ?format= asks for.
+func reportHandler(s *session) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		messages, rejected, _ := s.c.Counters()
 		rep := report.New(s.source, s.c.Engine(), messages, rejected)
 		snap := s.c.Snapshot() // as published: what /metrics and a dashboard see
@@ -123,13 +175,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		default:
 			http.Error(w, "400 bad request: format must be json, md or text", http.StatusBadRequest)
 		}
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	var handler http.Handler = mux
-	if *serveToken != "" {
-		handler = healthzOpen(mux, requireToken(*serveToken, mux))
 	}
+}
 
+// serve feeds the collector and serves handler on ln until ctx ends or
+// the server fails, then closes the input; it returns the exit code.
+func serve(ctx context.Context, s *session, stream *wsstream.Server, ln net.Listener, handler http.Handler, scheme string, stderr io.Writer) int {
 	feedCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fed := make(chan error, 1)
@@ -139,10 +190,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer func() { cancel(); <-published }()
 	served := make(chan error, 1)
 	go func() { served <- stream.Serve(ln, handler) }()
-	scheme := "http"
-	if tlsConf != nil {
-		scheme = "https"
-	}
 	fmt.Fprintf(stderr, "sentinel-top serve: %s on %s://%s (/metrics /sentinel/stream /report)\n",
 		report.Sanitize(s.source), scheme, ln.Addr())
 	code := exitOK

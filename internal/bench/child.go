@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -14,33 +14,35 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
-// benchChild is one child process serving agents first to first+count-1
-// (benchagents.go), as the bench sees it.
-type benchChild struct {
+// child is one child process serving agents first to first+count-1
+// (agents.go), as the bench sees it.
+type child struct {
 	first, count int
 	cmd          *exec.Cmd
 	stdin        io.WriteCloser
 	stderr       *tailBuffer
-	replies      chan benchEvent // ready, mark and done; made lines go to onMade
-	exited       chan struct{}   // closed once the process is waited for
-	err          error           // why it ended, set before exited is closed
+	replies      chan event    // ready, mark and done; made lines go to onMade
+	exited       chan struct{} // closed once the process is waited for
+	err          error         // why it ended, set before exited is closed
 }
 
-// benchChildHooks receive a child's reports from its reading goroutine.
-type benchChildHooks struct {
-	transition func(agent int, e *benchEvent)
+// childHooks receive a child's reports from its reading goroutine.
+type childHooks struct {
+	transition func(agent int, e *event)
 	made       func(agent int, calls []int64)
 	resources  int
 }
 
-// startBenchChild runs exe as the agents first to first+count-1 of a fleet.
-func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hooks benchChildHooks) (*benchChild, error) {
-	ch := &benchChild{first: cfg.first, count: cfg.count, stderr: &tailBuffer{max: 16 << 10},
-		replies: make(chan benchEvent, 8), exited: make(chan struct{})}
-	ch.cmd = exec.CommandContext(ctx, exe, benchAgentsCommand,
+// startChild runs exe as the agents first to first+count-1 of a fleet.
+func startChild(ctx context.Context, exe string, cfg share, hooks childHooks) (*child, error) {
+	ch := &child{first: cfg.first, count: cfg.count, stderr: &tailBuffer{max: 16 << 10},
+		replies: make(chan event, 8), exited: make(chan struct{})}
+	ch.cmd = exec.CommandContext(ctx, exe, AgentsCommand,
 		"--first", strconv.Itoa(cfg.first), "--count", strconv.Itoa(cfg.count), "--fleet", strconv.Itoa(cfg.fleet),
 		"--resources", strconv.Itoa(cfg.resources), "--rate", strconv.FormatFloat(cfg.rate, 'g', -1, 64))
 	if cfg.cpuProfile != "" {
@@ -57,9 +59,9 @@ func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hoo
 		ch.cmd.Path = nice
 		ch.cmd.Args = append([]string{nice, "-n", strconv.Itoa(cfg.nice), exe}, ch.cmd.Args[1:]...)
 	}
-	ch.cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	ch.cmd.Env = append(os.Environ(), ChildEnv+"=1")
 	ch.cmd.Stderr = ch.stderr
-	ch.cmd.SysProcAttr = benchChildAttr() // killed with us (Linux)
+	ch.cmd.SysProcAttr = childAttr() // killed with us (Linux)
 	ch.cmd.WaitDelay = 5 * time.Second
 	stdin, err := ch.cmd.StdinPipe()
 	if err != nil {
@@ -93,16 +95,16 @@ func startBenchChild(ctx context.Context, exe string, cfg benchAgentsConfig, hoo
 }
 
 // read reads the child's lines until its standard output ends.
-func (ch *benchChild) read(r io.Reader, hooks benchChildHooks) error {
+func (ch *child) read(r io.Reader, hooks childHooks) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), benchLineLimit)
+	sc.Buffer(make([]byte, 0, 64<<10), lineLimit)
 	for sc.Scan() {
-		var e benchEvent
+		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("a line from the agents' process: %w", err)
 		}
-		if e.V != benchProtocol {
-			return fmt.Errorf("the agents' process speaks version %d of the bench protocol, not %d", e.V, benchProtocol)
+		if e.V != protocolVersion {
+			return fmt.Errorf("the agents' process speaks version %d of the bench protocol, not %d", e.V, protocolVersion)
 		}
 		agentOK := e.Agent >= ch.first && e.Agent < ch.first+ch.count
 		switch e.Kind {
@@ -137,10 +139,10 @@ func (ch *benchChild) read(r io.Reader, hooks benchChildHooks) error {
 }
 
 // wait returns the next reply of the given kind, or why none came.
-func (ch *benchChild) wait(ctx context.Context, kind string, timeout time.Duration) (benchEvent, error) {
+func (ch *child) wait(ctx context.Context, kind string, timeout time.Duration) (event, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	check := func(e benchEvent) (benchEvent, error) {
+	check := func(e event) (event, error) {
 		if e.Kind != kind {
 			return e, fmt.Errorf("the agents' process answered %q, not %q", e.Kind, kind)
 		}
@@ -155,16 +157,16 @@ func (ch *benchChild) wait(ctx context.Context, kind string, timeout time.Durati
 			return check(e)
 		default:
 		}
-		return benchEvent{}, ch.failure()
+		return event{}, ch.failure()
 	case <-ctx.Done():
-		return benchEvent{}, ctx.Err()
+		return event{}, ctx.Err()
 	case <-t.C:
-		return benchEvent{}, fmt.Errorf("agents %d-%d: no %q after %v", ch.first, ch.first+ch.count-1, kind, timeout)
+		return event{}, fmt.Errorf("agents %d-%d: no %q after %v", ch.first, ch.first+ch.count-1, kind, timeout)
 	}
 }
 
 // send writes one command.
-func (ch *benchChild) send(cmd string) error {
+func (ch *child) send(cmd string) error {
 	if _, err := io.WriteString(ch.stdin, cmd+"\n"); err != nil {
 		return fmt.Errorf("agents %d-%d: %w", ch.first, ch.first+ch.count-1, errors.Join(err, ch.failureNow()))
 	}
@@ -173,7 +175,7 @@ func (ch *benchChild) send(cmd string) error {
 
 // failure describes how the child ended, with the end of its stderr; call
 // it once exited is closed.
-func (ch *benchChild) failure() error {
+func (ch *child) failure() error {
 	why := ch.err
 	if errors.Is(why, io.EOF) {
 		why = errors.New("exited before it was asked to")
@@ -186,7 +188,7 @@ func (ch *benchChild) failure() error {
 }
 
 // failureNow is failure if the child has ended.
-func (ch *benchChild) failureNow() error {
+func (ch *child) failureNow() error {
 	select {
 	case <-ch.exited:
 		return ch.failure()
@@ -198,7 +200,7 @@ func (ch *benchChild) failureNow() error {
 // stop closes the child's standard input, on which it closes its agents
 // and exits, and waits for it (killing it after timeout). It returns an
 // error when the child failed.
-func (ch *benchChild) stop(timeout time.Duration) error {
+func (ch *child) stop(timeout time.Duration) error {
 	_ = ch.stdin.Close()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -240,7 +242,7 @@ func (b *tailBuffer) bytes() []byte {
 
 // niceness is the least niceness of the agents' processes as the kernel
 // reports it, -1 when it cannot be read.
-func (kids benchChildren) niceness() int {
+func (kids children) niceness() int {
 	least := -1
 	for _, ch := range kids {
 		n, ok := procNice(ch.cmd.Process.Pid)
@@ -252,4 +254,97 @@ func (kids benchChildren) niceness() int {
 		}
 	}
 	return least
+}
+
+// children are the agents' processes, in the order of their agents.
+type children []*child
+
+// start runs cfg's fleet as processes of perProcess agents each, and
+// returns its targets once every agent serves.
+func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) ([]collector.Target, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
+	}
+	for first := 0; first < cfg.Agents; first += cfg.PerProcess {
+		part := share{first: first, count: min(cfg.PerProcess, cfg.Agents-first), fleet: cfg.Agents,
+			resources: cfg.Resources, rate: cfg.Rate, nice: cfg.AgentsNice}
+		if cfg.AgentsCPUProfile != "" {
+			part.cpuProfile = cfg.AgentsCPUProfile + "." + strconv.Itoa(len(*kids))
+		}
+		ch, err := startChild(ctx, exe, part, hooks)
+		if err != nil {
+			return nil, err
+		}
+		*kids = append(*kids, ch)
+	}
+	var targets []collector.Target
+	for _, ch := range *kids {
+		e, err := ch.wait(ctx, "ready", 2*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		for _, port := range e.Ports {
+			if port < 1 || port > 65535 {
+				return nil, fmt.Errorf("agents %d-%d: port %d", ch.first, ch.first+ch.count-1, port)
+			}
+			addr := "127.0.0.1:" + strconv.Itoa(port)
+			targets = append(targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
+		}
+	}
+	return targets, nil
+}
+
+// ask sends cmd to every child and returns each one's reply of kind.
+func (kids children) ask(ctx context.Context, cmd, kind string, timeout time.Duration) ([]event, error) {
+	for _, ch := range kids {
+		if err := ch.send(cmd); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]event, len(kids))
+	for i, ch := range kids {
+		e, err := ch.wait(ctx, kind, timeout)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// failed is the first child found to have ended, if one has.
+func (kids children) failed() error {
+	for _, ch := range kids {
+		if err := ch.failureNow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stop ends every child and waits for them.
+func (kids children) stop() error {
+	var first error
+	for _, ch := range kids {
+		if err := ch.stop(30 * time.Second); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// sum adds the children's counters up.
+func sumStats(es []event) childStats {
+	var s childStats
+	for _, e := range es {
+		c := e.childStats
+		s.Messages, s.Buckets, s.Items = s.Messages+c.Messages, s.Buckets+c.Buckets, s.Items+c.Items
+		s.CPUNs, s.RSS, s.RSSPeak = s.CPUNs+c.CPUNs, s.RSS+c.RSS, s.RSSPeak+c.RSSPeak
+		s.Dropped, s.Evicted, s.Skipped = s.Dropped+c.Dropped, s.Evicted+c.Evicted, s.Skipped+c.Skipped
+		s.WriteTimeouts, s.ReadTimeouts, s.ConnErrors = s.WriteTimeouts+c.WriteTimeouts, s.ReadTimeouts+c.ReadTimeouts, s.ConnErrors+c.ConnErrors
+		s.FirstPong, s.Unrecorded = s.FirstPong+c.FirstPong, s.Unrecorded+c.Unrecorded
+		s.Refused, s.LostEvents = s.Refused+c.Refused, s.LostEvents+c.LostEvents
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ import (
 // collector: each is the same executable run as the internal subcommand
 // `bench-agents` (not in the help), serving a share of the fleet on
 // loopback. It talks to the bench over its standard streams, one JSON
-// object a line, each with "v": benchProtocol:
+// object a line, each with "v": protocolVersion:
 //
 //	child -> bench (stdout)
 //	  {"kind":"ready","ports":[...]}           once serving: a port per agent, in order
@@ -45,18 +45,28 @@ import (
 // A child exits when its standard input ends, which is also when the bench
 // is gone (on Linux it is also killed with it: Pdeathsig).
 
+// AgentsCommand is the subcommand, left out of the help, that runs an
+// agents' process: Run runs its own executable with it as the first
+// argument, and the program's main hands what follows it to RunAgents.
+const AgentsCommand = "bench-agents"
+
+// ChildEnv is set in the environment of every agents' process: a test
+// binary that Run re-executes as one sees it, and runs AgentsCommand
+// instead of its tests.
+const ChildEnv = "SENTINEL_TOP_BENCH_CHILD"
+
 const (
-	benchAgentsCommand = "bench-agents"
-	// benchChildEnv is set for every child; a test binary re-executed as
-	// a child runs the command instead of the tests when it sees it.
-	benchChildEnv = "SENTINEL_TOP_BENCH_CHILD"
-	benchProtocol = 1
-	// benchLineLimit bounds a line either way.
-	benchLineLimit = 1 << 20
+	protocolVersion = 1
+	// lineLimit bounds a line either way.
+	lineLimit = 1 << 20
 )
 
-// benchEvent is one line from a child.
-type benchEvent struct {
+// ErrUsage is the error of an agents' process whose arguments are not
+// ones Run gives.
+var ErrUsage = errors.New("bad usage")
+
+// event is one line from a child.
+type event struct {
 	V    int    `json:"v"`
 	Kind string `json:"kind"`
 	// ready
@@ -69,12 +79,12 @@ type benchEvent struct {
 	Calls []int64    `json:"calls,omitempty"`
 	// mark
 	ID int64 `json:"id,omitempty"`
-	benchChildStats
+	childStats
 }
 
-// benchChildStats is what a child counts of itself, reported by mark and
+// childStats is what a child counts of itself, reported by mark and
 // done.
-type benchChildStats struct {
+type childStats struct {
 	Messages      int64 `json:"messages,omitempty"` // written, as counted on the wire
 	Buckets       int64 `json:"buckets,omitempty"`
 	Items         int64 `json:"items,omitempty"`
@@ -93,56 +103,65 @@ type benchChildStats struct {
 	LostEvents    int64 `json:"lostTransitions,omitempty"` // transitions not reported: the pipe was full
 }
 
-// benchAgentsConfig is one child's share of the fleet.
-type benchAgentsConfig struct {
+// share is one child's share of the fleet.
+type share struct {
 	first, count, fleet, resources int
 	rate                           float64
 	cpuProfile                     string
 	nice                           int // the process's niceness (run through nice(1)); 0 runs it as is
 }
 
-// runBenchAgents is the child: it serves its agents until its standard
-// input ends.
-func runBenchAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(benchAgentsCommand, flag.ContinueOnError)
+// RunAgents is an agents' process: args are what follows AgentsCommand
+// on its command line. It serves its share of the fleet on loopback until
+// stdin ends, and speaks to Run over stdin and stdout. It writes its
+// errors to stderr itself, where Run reads them, and returns them too: an
+// error wrapping ErrUsage when args are not ones Run gives.
+func RunAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return runAgents(ctx, args, stdin, stdout, stderr, nil)
+}
+
+// runAgents is RunAgents, with afterTraffic (tests) run once the traffic
+// has stopped, before the calls are reported.
+func runAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, afterTraffic func(*childFleet)) error {
+	fs := flag.NewFlagSet(AgentsCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cfg benchAgentsConfig
+	var cfg share
 	fs.IntVar(&cfg.first, "first", 0, "index of the first agent")
 	fs.IntVar(&cfg.count, "count", 1, "agents")
 	fs.IntVar(&cfg.fleet, "fleet", 1, "agents in the whole fleet")
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile from the first mark to the second to FILE")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if err := fs.Parse(args); err != nil { // the flag package has said why
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if cfg.first < 0 || cfg.count < 1 || cfg.first+cfg.count > cfg.fleet || cfg.fleet > 100000 ||
-		cfg.resources < 1 || cfg.resources > 1000 || cfg.rate <= 0 || cfg.rate > 10000 || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: bad share %+v\n", benchAgentsCommand, cfg)
-		return exitUsage
+		cfg.resources < 1 || cfg.resources > maxResources || cfg.rate <= 0 || cfg.rate > maxRate || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: bad share %+v\n", AgentsCommand, cfg)
+		return fmt.Errorf("%w: share %+v", ErrUsage, cfg)
 	}
-	if err := serveBenchAgents(ctx, cfg, stdin, stdout); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", benchAgentsCommand, err)
-		return exitRuntime
+	if err := serveAgents(ctx, cfg, stdin, stdout, afterTraffic); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", AgentsCommand, err)
+		return err
 	}
-	return exitOK
+	return nil
 }
 
-// benchOut writes a child's lines, from one goroutine. Transitions are
+// childOut writes a child's lines, from one goroutine. Transitions are
 // queued without waiting (an agent's OnTransition must not block): when
 // the queue is full they are counted as lost.
-type benchOut struct {
-	lines chan benchEvent
+type childOut struct {
+	lines chan event
 	lost  atomic.Int64
 }
 
-func (o *benchOut) send(e benchEvent) {
-	e.V = benchProtocol
+func (o *childOut) send(e event) {
+	e.V = protocolVersion
 	o.lines <- e
 }
 
-func (o *benchOut) trySend(e benchEvent) {
-	e.V = benchProtocol
+func (o *childOut) trySend(e event) {
+	e.V = protocolVersion
 	select {
 	case o.lines <- e:
 	default:
@@ -151,7 +170,7 @@ func (o *benchOut) trySend(e benchEvent) {
 }
 
 // run writes lines until lines is closed.
-func (o *benchOut) run(w io.Writer) error {
+func (o *childOut) run(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	var err error
@@ -169,12 +188,14 @@ func (o *benchOut) run(w io.Writer) error {
 	return err
 }
 
-func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reader, stdout io.Writer) error {
-	out := &benchOut{lines: make(chan benchEvent, 4096)}
+// serveAgents serves cfg's agents and answers the bench's commands until
+// stdin ends.
+func serveAgents(ctx context.Context, cfg share, stdin io.Reader, stdout io.Writer, afterTraffic func(*childFleet)) error {
+	out := &childOut{lines: make(chan event, 4096)}
 	written := make(chan error, 1)
 	go func() { written <- out.run(stdout) }()
-	fleet, err := startBenchFleet(cfg, func(i int, t core.Transition) {
-		out.trySend(benchEvent{Kind: "transition", Agent: i, To: t.To, AtMs: t.AtMs, AtNs: time.Now().UnixNano()})
+	fleet, err := startChildFleet(cfg, func(i int, t core.Transition) {
+		out.trySend(event{Kind: "transition", Agent: i, To: t.To, AtMs: t.AtMs, AtNs: time.Now().UnixNano()})
 	})
 	if err != nil {
 		close(out.lines)
@@ -182,7 +203,7 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 		return err
 	}
 	defer fleet.close()
-	out.send(benchEvent{Kind: "ready", Ports: fleet.ports})
+	out.send(event{Kind: "ready", Ports: fleet.ports})
 
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
 	trafficDone := make(chan struct{})
@@ -218,7 +239,7 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 	readErr := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 0, 4096), benchLineLimit)
+		sc.Buffer(make([]byte, 0, 4096), lineLimit)
 		for sc.Scan() {
 			select {
 			case cmds <- sc.Text():
@@ -248,28 +269,28 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 			switch verb {
 			case "start":
 				start()
-				out.send(benchEvent{Kind: "started"})
+				out.send(event{Kind: "started"})
 			case "mark":
 				id, err := strconv.ParseInt(arg, 10, 64)
 				if err != nil {
 					return fmt.Errorf("mark %q: %w", arg, err)
 				}
-				out.send(benchEvent{Kind: "mark", ID: id, benchChildStats: fleet.stats(out)})
+				out.send(event{Kind: "mark", ID: id, childStats: fleet.stats(out)})
 				if cfg.cpuProfile != "" && (id == 0 && !profiling || id == 1 && profiling) {
-					if err := benchProfile(cfg.cpuProfile, id); err != nil {
+					if err := profileWindow(cfg.cpuProfile, id); err != nil {
 						return err
 					}
 					profiling = id == 0
 				}
 			case "stop":
 				stop()
-				if benchAfterTraffic != nil {
-					benchAfterTraffic(fleet)
+				if afterTraffic != nil {
+					afterTraffic(fleet)
 				}
 				for i := range fleet.agents {
-					out.send(benchEvent{Kind: "made", Agent: cfg.first + i, Calls: fleet.madeBy(i)})
+					out.send(event{Kind: "made", Agent: cfg.first + i, Calls: fleet.madeBy(i)})
 				}
-				out.send(benchEvent{Kind: "done", benchChildStats: fleet.stats(out)})
+				out.send(event{Kind: "done", childStats: fleet.stats(out)})
 			default:
 				return fmt.Errorf("unknown command %q", line)
 			}
@@ -284,10 +305,10 @@ func serveBenchAgents(ctx context.Context, cfg benchAgentsConfig, stdin io.Reade
 	return err
 }
 
-// benchProfile starts a CPU profile into file at mark 0 (the measured
+// profileWindow starts a CPU profile into file at mark 0 (the measured
 // window's start) and stops it at mark 1 (its end); the bench's other marks
 // (-1, while it waits for the collector to catch up) leave it be.
-func benchProfile(file string, id int64) error {
+func profileWindow(file string, id int64) error {
 	switch id {
 	case 0:
 		f, err := os.Create(file)
@@ -304,8 +325,8 @@ func benchProfile(file string, id int64) error {
 	return nil
 }
 
-// benchFleet is one child's agents and their traffic.
-type benchFleet struct {
+// childFleet is one child's agents and their traffic.
+type childFleet struct {
 	first     int // the index of agents[0] in the whole fleet
 	agents    []*agent.Agent
 	served    []chan error
@@ -317,7 +338,7 @@ type benchFleet struct {
 	made    [][]int64
 	refused atomic.Int64 // calls an Entry turned away (the latency breakers, when open)
 	wire    wireCount    // what the agents wrote to their stream connections
-	// The latency breakers (benchlatency.go): trippers are the agents the
+	// The latency breakers (latency.go): trippers are the agents the
 	// driver trips, tripped[i] the calls it made on agent i (written by
 	// the driver only); tripEvery is how often it trips one.
 	trippers  []int
@@ -326,17 +347,17 @@ type benchFleet struct {
 }
 
 // madeBy is the calls agent i admitted, by resource.
-func (f *benchFleet) madeBy(i int) []int64 {
+func (f *childFleet) madeBy(i int) []int64 {
 	calls := append([]int64(nil), f.made[i]...)
 	calls[0] += f.tripped[i]
 	return calls
 }
 
-// benchInstance names agent i of the fleet.
-func benchInstance(i int) string { return fmt.Sprintf("bench-%04d", i) }
+// instanceName names agent i of the fleet.
+func instanceName(i int) string { return fmt.Sprintf("bench-%04d", i) }
 
-// benchResources names the resources of every agent.
-func benchResources(n int) []string {
+// resourceNames names the resources of every agent.
+func resourceNames(n int) []string {
 	var rs []string
 	for r := 0; r < n; r++ {
 		rs = append(rs, fmt.Sprintf("GET:http://svc-%d/api/v1/resource/%d", r%7, r))
@@ -344,15 +365,17 @@ func benchResources(n int) []string {
 	return rs
 }
 
-// benchTripper says whether agent i of the fleet is one the latency driver
+// isTripper says whether agent i of the fleet is one the latency driver
 // trips: the first latencyTrippers agents of latencyApp.
-func benchTripper(i int) bool { return i%10 == 0 && i/10 < latencyTrippers }
+func isTripper(i int) bool { return i%10 == 0 && i/10 < latencyTrippers }
 
-func startBenchFleet(cfg benchAgentsConfig, onTransition func(i int, t core.Transition)) (*benchFleet, error) {
-	f := &benchFleet{first: cfg.first, resources: benchResources(cfg.resources), tripped: make([]int64, cfg.count)}
+// startChildFleet starts cfg's agents, each serving on a loopback port of
+// its own; onTransition is told the transitions of their latency breakers.
+func startChildFleet(cfg share, onTransition func(i int, t core.Transition)) (*childFleet, error) {
+	f := &childFleet{first: cfg.first, resources: resourceNames(cfg.resources), tripped: make([]int64, cfg.count)}
 	for k := 0; k < cfg.count; k++ {
 		i := cfg.first + k
-		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: benchInstance(i)}
+		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: instanceName(i)}
 		if opts.App == latencyApp {
 			opts.OnTransition = func(t core.Transition) {
 				if t.Resource == f.resources[0] {
@@ -371,7 +394,7 @@ func startBenchFleet(cfg benchAgentsConfig, onTransition func(i int, t core.Tran
 				f.close()
 				return nil, err
 			}
-			if benchTripper(i) {
+			if isTripper(i) {
 				f.trippers = append(f.trippers, k)
 			}
 		}
@@ -395,7 +418,7 @@ func startBenchFleet(cfg benchAgentsConfig, onTransition func(i int, t core.Tran
 	return f, nil
 }
 
-func (f *benchFleet) close() {
+func (f *childFleet) close() {
 	for i, a := range f.agents {
 		a.Close()
 		<-f.served[i]
@@ -404,8 +427,8 @@ func (f *benchFleet) close() {
 }
 
 // stats reads the child's counters now.
-func (f *benchFleet) stats(out *benchOut) benchChildStats {
-	s := benchChildStats{Refused: f.refused.Load(), LostEvents: out.lost.Load(),
+func (f *childFleet) stats(out *childOut) childStats {
+	s := childStats{Refused: f.refused.Load(), LostEvents: out.lost.Load(),
 		WriteTimeouts: f.wire.writeTimeouts.Load(), ReadTimeouts: f.wire.readTimeouts.Load(), FirstPong: f.wire.firstPongTimeouts.Load(), ConnErrors: f.wire.connErrors.Load()}
 	s.Messages, s.Buckets, s.Items = f.wire.load()
 	p := sampleProc()
@@ -424,7 +447,7 @@ func (f *benchFleet) stats(out *benchOut) benchChildStats {
 // ctx ends, spread over one goroutine per CPU. The calls are placed half an
 // interval away from the agents' bucket boundaries, so that at 2 calls a
 // second each 500 ms bucket of each resource still gets its call.
-func (f *benchFleet) traffic(ctx context.Context, rate float64) {
+func (f *childFleet) traffic(ctx context.Context, rate float64) {
 	workers := min(runtime.GOMAXPROCS(0), len(f.agents))
 	ms := time.Now().UnixMilli()
 	boundary := ms - ms%core.ResourceBucketMs + core.ResourceBucketMs
@@ -462,7 +485,7 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 								made[j]++
 								var cause error
 								if (done+k)%10 == 0 {
-									cause = errBench
+									cause = errFailedCall
 								}
 								e.Exit(cause)
 							}
@@ -476,4 +499,4 @@ func (f *benchFleet) traffic(ctx context.Context, rate float64) {
 	wg.Wait()
 }
 
-var errBench = errors.New("bench: a failed call")
+var errFailedCall = errors.New("bench: a failed call")

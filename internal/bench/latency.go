@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"cmp"
@@ -176,7 +176,7 @@ func (l *latency) print(w io.Writer) {
 // trip trips the latency breakers in turn until ctx ends: failing calls
 // until the breaker refuses one. Its admitted calls are counted in
 // tripped (read once it has returned).
-func (f *benchFleet) trip(ctx context.Context) {
+func (f *childFleet) trip(ctx context.Context) {
 	if len(f.trippers) == 0 {
 		return
 	}
@@ -195,7 +195,7 @@ func (f *benchFleet) trip(ctx context.Context) {
 				break // open
 			}
 			f.tripped[i]++
-			e.Exit(errBench)
+			e.Exit(errFailedCall)
 		}
 	}
 }

@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procSample is the process's CPU time and memory at one instant.
+type procSample struct {
+	at       time.Time
+	cpu      time.Duration // user + system, all threads
+	rss      int64         // bytes; 0 when unknown
+	rssPeak  int64         // the most RSS ever
+	heap     uint64        // Go heap in use
+	heapSys  uint64
+	cpuKnown bool
+}
+
+func sampleProc() procSample {
+	s := procSample{at: time.Now()}
+	s.cpu, s.cpuKnown = procCPU()
+	s.rss, s.rssPeak = procStatusBytes("VmRSS:"), procStatusBytes("VmHWM:")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.heap, s.heapSys = ms.HeapInuse, ms.HeapSys
+	return s
+}
+
+// procNice is a process's niceness, from /proc/PID/stat (Linux).
+func procNice(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// After the command's ")" come the fields from the 3rd on; nice is the 19th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 17 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[16])
+	return n, err == nil
+}
+
+// procStatusBytes reads a "kB" line of /proc/self/status (Linux).
+func procStatusBytes(key string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// openFilesLimit is the soft limit on open files (Linux), 0 when unknown.
+// Go raises it to the hard limit at start-up.
+func openFilesLimit() int64 {
+	b, err := os.ReadFile("/proc/self/limits")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
