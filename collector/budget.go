@@ -139,7 +139,7 @@ func (c *Collector) prune(now int64) {
 	if c.appsLeft && len(c.ruleRes) > 0 {
 		apps := map[string]bool{}
 		for _, in := range c.insts {
-			apps[in.app] = true
+			apps[in.App] = true
 		}
 		for k := range c.ruleRes {
 			if !apps[k.app] {
@@ -163,7 +163,7 @@ func (c *Collector) prune(now int64) {
 func (c *Collector) pruneInstances(now, keep int64) {
 	floor := now
 	for name, in := range c.insts {
-		if !in.gone {
+		if !in.Gone {
 			continue
 		}
 		if now-in.goneAt <= keep {

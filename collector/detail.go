@@ -40,7 +40,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	}
 	var names []string
 	for name, in := range c.insts {
-		if in.app == app && in.series[resource] != nil {
+		if in.App == app && in.series[resource] != nil {
 			names = append(names, name)
 		}
 	}
@@ -54,7 +54,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	for i, name := range names {
 		in := c.insts[name]
 		rules[i] = c.engine.RulesOf(in.tri, resource)
-		if in.gone {
+		if in.Gone {
 			continue
 		}
 		key := rules[i].Key
@@ -75,14 +75,14 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 		r := rules[i]
 		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
 			Breakers: r.Breakers, Flows: r.Flows, Params: r.Params, RulesVersion: r.Version,
-			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.gone, Start: core.Closed,
+			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.Gone, Start: core.Closed,
 			Provenance: se.provenance(in)}
-		for _, sp := range in.unrecv {
+		for _, sp := range in.Unreceived {
 			if sp.To > from && sp.From < to {
 				id.Unreceived = append(id.Unreceived, sp)
 			}
 		}
-		for _, sp := range in.absent {
+		for _, sp := range in.Absent {
 			if sp.To > from && sp.From < to {
 				id.Absent = append(id.Absent, sp)
 			}

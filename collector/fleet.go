@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -19,7 +20,11 @@ import (
 
 // instance is what the collector knows of one emitting process.
 type instance struct {
-	name, app string
+	// Instance is the process's record that every view and triage read:
+	// name, app, start, liveness, what is not known of its history. A
+	// name another process takes (another app after a hello) gets a new
+	// record; the old one stays gone for what triage keeps of it.
+	*fleet.Instance
 
 	// What a snapshot reads of every instance comes first, in the first
 	// cache lines (a fleet's instances are not in any cache when the next
@@ -33,10 +38,10 @@ type instance struct {
 	// as that snapshot found them.
 	changed, dirty bool
 	listed         bool
-	// gone is the one liveness rule: set when the instance said bye or was
-	// silent for longer than Options.StaleAfter (see sweep), cleared by its
-	// next message. goneAt is when, on the collector's clock.
-	gone bool
+	// Gone (the record's) is the one liveness rule: set when the instance
+	// said bye or was silent for longer than Options.StaleAfter (see
+	// sweep), cleared by its next message. goneAt is when, on the
+	// collector's clock (the record's LeftAt is on the instance's).
 	// polled: the collector polls it (Java Sentinel's transport) and
 	// stamps its messages' ts itself, so ts tells how far its data lags,
 	// not its clock: no clock-skew warning.
@@ -55,8 +60,7 @@ type instance struct {
 	// tri is the triage engine's handle of the process: the store tells
 	// the engine what it decided of its identity (see hello, sweep, ingest)
 	// and feeds it facts through this handle and its series'.
-	tri       triage.Instance
-	startedAt int64 // the latest of the process's hellos (0: none)
+	tri triage.Instance
 	// Its rules are the triage engine's (Engine.RulesOf): one copy, in
 	// canonical order, that the detail and rule drift both read.
 	series     map[string]*series
@@ -72,12 +76,7 @@ type instance struct {
 	// reaches back to resumeFrom; wire v1 promises it reaches resumeTo
 	// (0: none awaited; see gaps.go).
 	resumeFrom, resumeTo int64
-	// unrecv holds the instance's latest spans of data known never to have
-	// arrived, [from, to) on its clock, oldest first (see gaps.go); absent
-	// those in which no process ran under its name, between a process's
-	// last data and its restart (see timeline.go).
-	unrecv, absent []Span
-	offsets        [16]int64
+	offsets              [16]int64
 	// helloed: a hello named its app; appChanges counts its moves to
 	// another app since appChangesSince (see appChangeAllowed).
 	helloed                     bool
@@ -233,8 +232,9 @@ func (c *Collector) instanceFor(place, name string) *instance {
 	if !c.charge(instanceBytes, place, name) {
 		return nil
 	}
-	in := &instance{name: name, app: name, series: map[string]*series{}, bucketMs: core.ResourceBucketMs,
-		tri: c.engine.NewInstance(name)}
+	in := &instance{Instance: &fleet.Instance{Name: name, App: name}, series: map[string]*series{},
+		bucketMs: core.ResourceBucketMs}
+	in.tri = c.engine.NewInstance(in.Instance)
 	c.insts[name] = in
 	c.pub.order = nil
 	return in
@@ -253,13 +253,13 @@ func (c *Collector) sweep(now int64) {
 	}
 	floor := now
 	for _, in := range c.insts {
-		if !in.gone && now-in.lastArrive > stale {
-			in.gone, in.goneAt, in.changed = true, in.lastArrive+stale, true
+		if !in.Gone && now-in.lastArrive > stale {
+			in.Gone, in.LeftAt, in.goneAt, in.changed = true, in.lastTs+stale, in.lastArrive+stale, true
 			c.noteGone(in.goneAt)
 			c.breakersGen++
 			c.engine.Left(in.tri, in.lastTs+stale)
 		}
-		if !in.gone {
+		if !in.Gone {
 			floor = min(floor, in.lastArrive)
 		}
 	}
@@ -276,17 +276,17 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 	if app == "" {
 		app = m.Instance
 	}
-	ch := triage.JudgeHello(in.helloed, in.app, in.startedAt, app, m.StartedAt)
-	if in.app != app {
-		if ch == triage.HelloNewProcess && !in.appChangeAllowed(now) {
-			return false
-		}
+	ch := triage.JudgeHello(in.helloed, in.App, in.StartedAt, app, m.StartedAt)
+	if ch == triage.HelloNewProcess && !in.appChangeAllowed(now) {
+		return false
+	}
+	if in.App != app {
 		// Series belong to the app they were counted for; a renamed app
 		// starts fresh.
 		c.releaseSeries(in)
 		c.appsLeft = true
 	}
-	in.app, in.helloed = app, true
+	in.App, in.helloed = app, true
 	in.statesUnknown = strings.HasPrefix(m.SDK, javaSDK) || m.SDK == metriclog.SDK
 	in.polled = strings.HasPrefix(m.SDK, javaSDK)
 	if m.BucketMs > 0 {
@@ -301,14 +301,17 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 		in.restart(m.StartedAt)
 	}
 	if ch == triage.HelloNewProcess {
-		in.startedAt = 0
+		// Another process took the name: the old one left now, and what
+		// triage keeps of it stays with its record.
+		in.Gone, in.LeftAt = true, m.Ts
+		in.Instance = &fleet.Instance{Name: in.Name, App: app}
 	}
 	in.awaitBacklog(ch, m)
-	in.startedAt = max(in.startedAt, m.StartedAt)
+	in.StartedAt = max(in.StartedAt, m.StartedAt)
 	if back && ch != triage.HelloNewProcess {
 		c.engine.Returned(in.tri, m.Ts)
 	}
-	in.tri = c.engine.Hello(in.tri, ch, app, m.Ts, m.StartedAt)
+	in.tri = c.engine.Hello(in.tri, ch, in.Instance, m.Ts)
 	return true
 }
 
@@ -316,7 +319,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 // engine, which holds them (Engine.RulesOf). c.mu is held.
 func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	breakers, flows, params := m.Breakers, m.Flows, m.Params
-	if c.ruleResourcesNew(in.app, m) {
+	if c.ruleResourcesNew(in.App, m) {
 		// Rules naming resources never seen with rules in this app are
 		// charged to the memory budget (triage keeps each app x resource
 		// with rules): a peer naming new ones in every rules message is
@@ -367,11 +370,11 @@ func (c *Collector) ruleResourcesNew(app string, m *wire.Rules) bool {
 // ruleResource admits an app x resource with rules, charging it to the
 // budget when new; false when it does not fit (counted). c.mu is held.
 func (c *Collector) ruleResource(place string, in *instance, resource string) bool {
-	k := arKey{in.app, resource}
+	k := arKey{in.App, resource}
 	if _, ok := c.ruleRes[k]; ok {
 		return true
 	}
-	if !c.charge(ruleResourceBytes, place, in.name+" rules for "+resource) {
+	if !c.charge(ruleResourceBytes, place, in.Name+" rules for "+resource) {
 		return false
 	}
 	c.ruleRes[k] = struct{}{}

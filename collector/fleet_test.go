@@ -459,9 +459,9 @@ func TestSweepLooksWhenOneMayBeStale(t *testing.T) {
 					if in == nil {
 						t.Fatalf("seed %d step %d at %d: %s let go; gone %v since %d", seed, step, now-t0ms, name, m.gone, m.goneAt-t0ms)
 					}
-					if in.gone != m.gone || m.gone && in.goneAt != m.goneAt {
+					if in.Gone != m.gone || m.gone && in.goneAt != m.goneAt {
 						t.Fatalf("seed %d step %d at %d: %s gone %v since %d; want %v since %d (last arrived %d)",
-							seed, step, now-t0ms, name, in.gone, in.goneAt-t0ms, m.gone, m.goneAt-t0ms, m.last-t0ms)
+							seed, step, now-t0ms, name, in.Gone, in.goneAt-t0ms, m.gone, m.goneAt-t0ms, m.last-t0ms)
 					}
 				}
 				c.mu.Unlock()

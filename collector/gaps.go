@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -27,11 +28,8 @@ type DataGap struct {
 }
 
 // Span is a time span [From, To), Unix ms.
-type Span = triage.Span
+type Span = fleet.Span
 
-// maxInstanceSpans bounds the spans each instance keeps for its timeline
-// (InstanceDetail.Unreceived); the oldest are forgotten first.
-const maxInstanceSpans = 8
 
 // maxGapInstances bounds the instances whose gaps are kept by name; the
 // time of the others is summed (Snapshot.UnreceivedMs) and they are
@@ -97,30 +95,29 @@ func (c *Collector) resumeBacklog(in *instance, m *wire.Buckets) {
 }
 
 // countUnreceived counts the instance's buckets of [from, to) (its clock)
-// as never received, and tells triage. c.mu is held.
+// as never received, in its record (which triage reads). c.mu is held.
 func (c *Collector) countUnreceived(in *instance, from, to int64) {
 	if to <= from {
 		return
 	}
-	c.engine.Unreceived(in.tri, from, to)
-	in.unrecv = appendSpan(in.unrecv, Span{From: from, To: to})
+	in.Unreceived = fleet.AddSpan(in.Unreceived, Span{From: from, To: to})
 	c.unreceivedMs = sat64(c.unreceivedMs, to-from)
-	g := c.gaps[in.name]
+	g := c.gaps[in.Name]
 	if g == nil {
 		if len(c.gaps) >= maxGapInstances {
 			if len(c.gapsOthers) < maxGapOthers {
 				if c.gapsOthers == nil {
 					c.gapsOthers = map[string]struct{}{}
 				}
-				c.gapsOthers[in.name] = struct{}{}
+				c.gapsOthers[in.Name] = struct{}{}
 			}
 			return
 		}
 		if c.gaps == nil {
 			c.gaps = map[string]*DataGap{}
 		}
-		g = &DataGap{Instance: in.name, FromMs: from}
-		c.gaps[in.name] = g
+		g = &DataGap{Instance: in.Name, FromMs: from}
+		c.gaps[in.Name] = g
 	}
 	g.FromMs, g.Ms, g.Gaps = min(g.FromMs, from), sat64(g.Ms, to-from), g.Gaps+1
 }

@@ -40,7 +40,7 @@ func (c *Collector) addHot(place string, in *instance, s *series, start int64, h
 		return
 	}
 	if s.hot == nil {
-		if !c.charge(c.hotRingBytes(), place, in.name+" hot values of "+s.resource) {
+		if !c.charge(c.hotRingBytes(), place, in.Name+" hot values of "+s.resource) {
 			return
 		}
 		s.hot = &hotRing{buckets: make([]hotBucket, c.hotSlots())}
@@ -78,7 +78,7 @@ func (c *Collector) detailHot(d *Detail, names []string) {
 	best := 0
 	for _, name := range names {
 		in := c.insts[name]
-		if ps := c.engine.RulesOf(in.tri, d.Resource).Params; !in.gone && len(ps) > 0 {
+		if ps := c.engine.RulesOf(in.tri, d.Resource).Params; !in.Gone && len(ps) > 0 {
 			key := wire.RulesVersion(nil, nil, ps...)
 			if votes[key]++; votes[key] > best {
 				best, d.HotRules = votes[key], ps
@@ -94,7 +94,7 @@ func (c *Collector) detailHot(d *Detail, names []string) {
 	sums := map[key]*HotValue{}
 	for _, name := range names {
 		in := c.insts[name]
-		if in.gone {
+		if in.Gone {
 			continue
 		}
 		if in.statesUnknown {

@@ -133,7 +133,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 		}
 	}
 	c.mu.Lock()
-	if in := c.insts[m.Head().Instance]; owner != "" && in != nil && !in.gone && in.owner != "" && in.owner != owner {
+	if in := c.insts[m.Head().Instance]; owner != "" && in != nil && !in.Gone && in.owner != "" && in.owner != owner {
 		c.mu.Unlock()
 		c.rejectReason(place, ReasonImpersonation, fmt.Errorf("instance %q belongs to target %s", m.Head().Instance, in.owner))
 		return false
@@ -190,12 +190,12 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	in.lastArrive = now
 	c.arriveFloor = min(c.arriveFloor, now)
 	in.lastTs = max(in.lastTs, h.Ts)
-	if _, isBuckets := m.(*wire.Buckets); in.gone || !isBuckets {
+	if _, isBuckets := m.(*wire.Buckets); in.Gone || !isBuckets {
 		c.breakersGen++ // back, or a message that may change a breaker state
 		in.changed = true
 	}
-	back := in.gone
-	in.gone = false
+	back := in.Gone
+	in.Gone = false
 	switch m.(type) {
 	case *wire.Rules, *wire.State:
 		if back {
@@ -205,7 +205,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	switch m := m.(type) {
 	case *wire.Hello:
 		if !c.hello(in, m, now, back) {
-			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.name, MaxAppChangesPerMinute)
+			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.Name, MaxAppChangesPerMinute)
 			c.rejected++
 			count(c.rejects, ReasonAppFlap, place+": "+err.Error())
 			return false, err
@@ -218,7 +218,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	case *wire.State:
 		c.state(place, in, m)
 	case *wire.Bye:
-		in.gone, in.goneAt = true, now
+		in.Gone, in.LeftAt, in.goneAt = true, m.Ts, now
 		c.noteGone(now)
 		c.engine.Left(in.tri, m.Ts)
 	}
@@ -233,17 +233,17 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		return s
 	}
 	if len(in.series) >= c.opts.MaxResourcesPerInstance {
-		count(c.overflow, ReasonMaxResources, place+": "+in.name+" "+resource)
+		count(c.overflow, ReasonMaxResources, place+": "+in.Name+" "+resource)
 		return nil
 	}
-	key := arKey{in.app, resource}
+	key := arKey{in.App, resource}
 	coarse := c.coarseSlots()
 	a := c.apps[key]
 	cost := c.seriesBytes()
 	if a == nil {
 		cost += c.appSeriesBytes()
 	}
-	if !c.charge(cost, place, in.name+" "+resource) {
+	if !c.charge(cost, place, in.Name+" "+resource) {
 		return nil
 	}
 	if a == nil {
@@ -325,7 +325,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 			continue
 		}
 		if old {
-			count(c.overflow, ReasonDedupeSpan, place+": "+in.name+" "+it.Resource)
+			count(c.overflow, ReasonDedupeSpan, place+": "+in.Name+" "+it.Resource)
 			continue
 		}
 		if tee {
@@ -379,10 +379,10 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 	}
 	if t == nil {
 		if len(s.tracks) >= MaxTracksPerSeries {
-			count(c.overflow, ReasonMaxRuleIDs, place+": "+in.name+" "+m.Resource)
+			count(c.overflow, ReasonMaxRuleIDs, place+": "+in.Name+" "+m.Resource)
 			return
 		}
-		if !c.charge(trackBytes, place, in.name+" "+m.Resource) {
+		if !c.charge(trackBytes, place, in.Name+" "+m.Resource) {
 			return
 		}
 		t = &track{ruleID: m.RuleID, state: core.Closed}

@@ -165,7 +165,7 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	if !listed {
 		return rowPart{}
 	}
-	p := rowPart{on: true, live: !in.gone, slowUnknown: in.statesUnknown, prov: se.provenance(in), end: end,
+	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.statesUnknown, prov: se.provenance(in), end: end,
 		// A state inferred shows a breaker whose rules went unseen (a
 		// metric log carries none).
 		guarded: se.ruled || se.inferred}
@@ -200,26 +200,26 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	}
 	skews, measured := c.pub.skews[:0], 0
 	for _, in := range c.sortedInstances() {
-		listed := !in.gone || now-in.goneAt <= stale
-		if listed != in.listed || listed && in.app != in.listedApp {
+		listed := !in.Gone || now-in.goneAt <= stale
+		if listed != in.listed || listed && in.App != in.listedApp {
 			c.pub.countApp(in, listed)
 		}
 		c.takeParts(in, listed, rateMs)
-		if !listed || in.gone {
+		if !listed || in.Gone {
 			continue
 		}
 		s.Instances++
 		if in.nOffsets > 0 && c.opts.Mode == ModeLive && !in.polled {
 			measured++
 			if off := in.offset; off > in.bucketMs || -off > in.bucketMs {
-				skews = append(skews, skewed{in.name, off})
+				skews = append(skews, skewed{in.Name, off})
 			}
 		}
 		if rebuild {
 			// The guarded series alone: a fleet's other series are not
 			// read again after every transition anywhere.
 			for _, se := range in.guardedList {
-				breakers = append(breakers, BreakerState{App: in.app, Resource: se.resource, Instance: in.name,
+				breakers = append(breakers, BreakerState{App: in.App, Resource: se.resource, Instance: in.Name,
 					State: se.part.state, Provenance: se.part.prov})
 			}
 		}
@@ -288,8 +288,8 @@ func (p *pubCache) countApp(in *instance, listed bool) {
 		if p.apps == nil {
 			p.apps = map[string]int{}
 		}
-		p.apps[in.app]++
-		in.listedApp = in.app
+		p.apps[in.App]++
+		in.listedApp = in.App
 	}
 }
 
@@ -297,7 +297,7 @@ func (p *pubCache) countApp(in *instance, listed bool) {
 // and sorted again only after an instance came or went. c.mu is held.
 func (c *Collector) sortedInstances() []*instance {
 	if c.pub.order == nil {
-		c.pub.order = slices.SortedFunc(maps.Values(c.insts), func(x, y *instance) int { return cmp.Compare(x.name, y.name) })
+		c.pub.order = slices.SortedFunc(maps.Values(c.insts), func(x, y *instance) int { return cmp.Compare(x.Name, y.Name) })
 	}
 	return c.pub.order
 }

@@ -3,6 +3,7 @@ package collector
 import (
 	"slices"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -18,7 +19,7 @@ import (
 // timelineOf is the history of track t of the instance's series s over
 // [from, to]. c.mu is held.
 func timelineOf(in *instance, s *series, t *track, from, to int64) triage.Timeline {
-	tl := triage.Timeline{Instance: in.name, RuleID: t.ruleID, Start: core.Closed}
+	tl := triage.Timeline{Instance: in.Name, RuleID: t.ruleID, Start: core.Closed}
 	first := len(t.steps)
 	for i, st := range t.steps {
 		switch {
@@ -49,10 +50,10 @@ func (in *instance) known(s *series, steps []Transition, start core.State, from,
 	if len(steps) > 0 && steps[0].AtMs <= to && steps[0].From != start {
 		knownFrom = max(knownFrom, steps[0].AtMs)
 	}
-	if in.gone {
+	if in.Gone {
 		knownTo = in.lastTs
 	}
-	for _, list := range [][]Span{in.absent, in.unrecv} {
+	for _, list := range [][]Span{in.Absent, in.Unreceived} {
 		for _, sp := range list {
 			if sp.To > from && sp.From <= to {
 				unknown = append(unknown, sp)
@@ -82,7 +83,7 @@ func firstStepFrom(steps []Transition, from int64) int {
 // no count of transitions includes. c.mu is held.
 func (in *instance) restart(startedAt int64) {
 	if in.dataEnd > 0 && startedAt > in.dataEnd {
-		in.absent = appendSpan(in.absent, Span{From: in.dataEnd, To: startedAt})
+		in.Absent = fleet.AddSpan(in.Absent, Span{From: in.dataEnd, To: startedAt})
 	}
 	for _, s := range in.series {
 		for _, t := range s.tracks {
@@ -98,15 +99,6 @@ func (in *instance) restart(startedAt int64) {
 			t.state, t.since = core.Closed, startedAt
 		}
 	}
-}
-
-// appendSpan adds sp to an instance's spans, the oldest forgotten past
-// maxInstanceSpans.
-func appendSpan(spans []Span, sp Span) []Span {
-	if len(spans) == maxInstanceSpans {
-		spans = slices.Delete(spans, 0, 1)
-	}
-	return append(spans, sp)
 }
 
 // Timelines returns findings with the timelines of their instances over

@@ -81,7 +81,7 @@ func TestRuleAdvice(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := NewFeeder(Config{})
-			insts := fleet(e, "price", 3, t0, "v1", c.rule)
+			insts := appFleet(e, "price", 3, t0, "v1", c.rule)
 			adviceTraffic(e, insts, res, c.pass, c.everyMs, c.durMs, c.slot)
 			got := only(t, e.Findings(t0+c.durMs), KindRuleAdvice)
 			if (len(got) == 1) != (c.json != "") {
@@ -118,7 +118,7 @@ func TestRuleAdvice(t *testing.T) {
 func TestRuleAdviceNeverFromAnOutage(t *testing.T) {
 	const res = "db"
 	e := NewFeeder(Config{})
-	insts := fleet(e, "order", 3, t0, "v1", slowRule(res))
+	insts := appFleet(e, "order", 3, t0, "v1", slowRule(res))
 	hists := func(start int64) [core.HistogramSlots]int64 {
 		if start >= t0+60000 && start < t0+90000 {
 			return hist(10, 11)
@@ -187,7 +187,7 @@ func TestRuleAdviceHighestHealthyP99(t *testing.T) {
 	r := slowRule(res)
 	r.MaxAllowedRtMs = 150
 	e := NewFeeder(Config{})
-	fleet(e, "order", 2, t0, "v1", r)
+	appFleet(e, "order", 2, t0, "v1", r)
 	adviceTraffic(e, []string{"order-1"}, res, 10, 500, 30000, 6)
 	adviceTraffic(e, []string{"order-2"}, res, 10, 500, 30000, 7)
 	x := one(t, e.Findings(t0+30000), KindRuleAdvice).Facts.(*RuleAdviceFacts)
@@ -204,7 +204,7 @@ func TestRuleAdviceSpansItsInstances(t *testing.T) {
 	r := slowRule(res)
 	r.MaxAllowedRtMs = 30 // under 2 x the healthy p99 of 20 ms
 	e := NewFeeder(Config{})
-	fleet(e, "order", 2, t0, "v1", r)
+	appFleet(e, "order", 2, t0, "v1", r)
 	for ts := t0 + 10000; ts < t0+40000; ts += 500 {
 		e.Bucket("order-1", bucketAt(res, ts, hist(10, 4), 0))
 	}
@@ -243,7 +243,7 @@ func TestUnreceivedIsNotIdle(t *testing.T) {
 		{"never received around it", [][2]int64{{-600_000, -500_000}, {200_000, 300_000}}, true},
 	} {
 		e := NewFeeder(Config{})
-		insts := fleet(e, "price", 3, t0, "v1", rule)
+		insts := appFleet(e, "price", 3, t0, "v1", rule)
 		feed := func(from, to int64) {
 			for ts := from; ts < to; ts += 500 {
 				for _, in := range insts {
@@ -278,7 +278,7 @@ func TestRuleAdviceJudgedOncePerBucketLiveTwiceABacklog(t *testing.T) {
 	rule := slowRule(res)
 	rule.MinRequestAmount = 5
 	e := NewFeeder(Config{})
-	insts := fleet(e, "price", 3, t0, "v1", rule)
+	insts := appFleet(e, "price", 3, t0, "v1", rule)
 	e.Findings(t0)
 	judged := func() int { n := e.adviceJudged; e.adviceJudged = 0; return n }
 	judged()

@@ -227,7 +227,7 @@ func (a *arAdvice) refresh(ar *appRes) bool {
 	a.firing = keep
 	if !a.sorted {
 		slices.SortFunc(a.firing, func(x, y *series) int {
-			return cmp.Or(strings.Compare(x.inst.name, y.inst.name), cmp.Compare(x.inst.seq, y.inst.seq))
+			return cmp.Or(strings.Compare(x.inst.id.Name, y.inst.id.Name), cmp.Compare(x.inst.seq, y.inst.seq))
 		})
 		a.sorted = true
 	}

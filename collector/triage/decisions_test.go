@@ -43,7 +43,7 @@ func TestRuleAdviceCountsBlockedTraffic(t *testing.T) {
 	const res = "GET:/member"
 	r := slowRule(res)
 	r.MinRequestAmount = 5 // so that the advice fires
-	names := fleet(e, "order", 2, t0, "v1", r)
+	names := appFleet(e, "order", 2, t0, "v1", r)
 	for ts := t0; ts < t0+60000; ts += 500 {
 		for _, in := range names {
 			e.Bucket(in, BucketStat{Resource: res, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1, Block: 24, Complete: 1, RtSum: 20, RtMax: 20, Hist: [core.HistogramSlots]int64{4: 1}}, HasHist: true})
@@ -60,7 +60,7 @@ func TestRuleAdviceCountsBlockedTraffic(t *testing.T) {
 func TestSyncHalfOpenAdviceRetryOfCountedOccasions(t *testing.T) {
 	e := NewFeeder(Config{})
 	const res = "GET:/stock"
-	names := fleet(e, "gw", 4, t0, "v1", slowRule(res))
+	names := appFleet(e, "gw", 4, t0, "v1", slowRule(res))
 	traffic(e, names, res, t0, t0+100000, 20)
 	for _, at := range []int64{t0 + 20000, t0 + 50000} {
 		for i, in := range names {

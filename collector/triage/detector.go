@@ -93,7 +93,7 @@ func sortInsts(insts []*instState) []*instState {
 }
 
 func compareInsts(a, b *instState) int {
-	return cmp.Or(strings.Compare(a.name, b.name), cmp.Compare(a.seq, b.seq))
+	return cmp.Or(strings.Compare(a.id.Name, b.id.Name), cmp.Compare(a.seq, b.seq))
 }
 
 // mergeInsts merges two lists sorted by sortInsts into a new one, as
@@ -138,8 +138,8 @@ func setInsts(set map[*instState]struct{}) []*instState {
 func names(insts []*instState) []string {
 	out := make([]string, 0, len(insts))
 	for _, in := range insts {
-		if len(out) == 0 || out[len(out)-1] != in.name {
-			out = append(out, in.name)
+		if len(out) == 0 || out[len(out)-1] != in.id.Name {
+			out = append(out, in.id.Name)
 		}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 )
 
 // TestEveryKindHasOneDetector: the detectors cover Kinds exactly, in order,
@@ -20,7 +22,7 @@ func TestEveryKindHasOneDetector(t *testing.T) {
 	}
 	e := NewFeeder(Config{})
 	end := sawtoothRun(e, "order-1", "db", t0, 10040, 6)
-	fleet(e, "order", 2, t0, "v1", slowRule("db"))
+	appFleet(e, "order", 2, t0, "v1", slowRule("db"))
 	fs := e.Findings(end)
 	if len(fs) == 0 {
 		t.Fatal("no finding to check")
@@ -39,7 +41,7 @@ func TestMergeAgreesWithSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	pool := make([]*instState, 40)
 	for i := range pool {
-		pool[i] = &instState{name: fmt.Sprintf("i-%02d", rng.IntN(25)), seq: i}
+		pool[i] = &instState{id: &fleet.Instance{Name: fmt.Sprintf("i-%02d", rng.IntN(25))}, seq: i}
 	}
 	pick := func(n int) []*instState {
 		out := make([]*instState, n)

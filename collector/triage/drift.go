@@ -94,7 +94,7 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 					insts = append(insts, in)
 				}
 			}
-			slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.name, y.name) })
+			slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.id.Name, y.id.Name) })
 		}
 		return insts
 	}
@@ -176,7 +176,7 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 	at := x.ruleHist.versionAt
 	groups, keys := slices.Clone(d.groups), slices.Clone(d.keys)
 	for i := range groups {
-		j, ok := slices.BinarySearch(groups[i].Instances, x.name)
+		j, ok := slices.BinarySearch(groups[i].Instances, x.id.Name)
 		if !ok {
 			continue
 		}
@@ -209,12 +209,12 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 		}
 	}
 	if i < 0 || i == len(groups) {
-		groups = append(groups, RuleGroup{Version: x.version, Rule: ruleSet(rr), Instances: []string{x.name}, FirstSeen: at})
+		groups = append(groups, RuleGroup{Version: x.version, Rule: ruleSet(rr), Instances: []string{x.id.Name}, FirstSeen: at})
 		keys = append(keys, groupKey{content: content, at: []int64{at}})
 	} else {
 		g, k := &groups[i], &keys[i]
-		j, _ := slices.BinarySearch(g.Instances, x.name)
-		g.Instances = slices.Insert(slices.Clone(g.Instances), j, x.name)
+		j, _ := slices.BinarySearch(g.Instances, x.id.Name)
+		g.Instances = slices.Insert(slices.Clone(g.Instances), j, x.id.Name)
 		k.at = slices.Insert(slices.Clone(k.at), j, at)
 		g.FirstSeen = min(g.FirstSeen, at)
 		if j == 0 {
@@ -308,7 +308,7 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, i
 			keys = append(keys, groupKey{content: content})
 			i = len(groups) - 1
 		}
-		groups[i].Instances = append(groups[i].Instances, in.name)
+		groups[i].Instances = append(groups[i].Instances, in.id.Name)
 		keys[i].at = append(keys[i].at, in.ruleHist.versionAt)
 		groups[i].FirstSeen = min(groups[i].FirstSeen, in.ruleHist.versionAt)
 	}

@@ -72,7 +72,7 @@ func TestDriftMovesEqualGroupingAfresh(t *testing.T) {
 						insts = append(insts, in)
 					}
 				}
-				slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.name, y.name) })
+				slices.SortFunc(insts, func(x, y *instState) int { return strings.Compare(x.id.Name, y.id.Name) })
 				for _, ar := range a.ars {
 					groups, keys, contents := groupRules(insts, ar.resource)
 					d := &ar.drift

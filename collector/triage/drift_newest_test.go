@@ -19,24 +19,24 @@ func TestRuleDriftNewest(t *testing.T) {
 		firstSeen []int64 // by group
 	}{
 		{"the push, in the smaller group", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1", old)
+			appFleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-3", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
 		}, "v2", []int64{t0, t0 + 10000}},
 		{"the push, in the larger group, first seen on its earliest instance", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1", old)
+			appFleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-2", t0+10100, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
 		}, "v2", []int64{t0 + 10000, t0}},
 		{"an instance that starts without rules is not the newest", func(e *Feeder) int64 {
-			fleet(e, "order", 2, t0, "v1", old)
+			appFleet(e, "order", 2, t0, "v1", old)
 			e.Hello("order-3", "order", t0+20000, t0+20000)
 			e.Rules("order-3", t0+20000, "v0", nil, nil)
 			return t0 + 60000
 		}, "v1", []int64{t0, t0 + 20000}},
 		{"a version sent again keeps when it was first seen", func(e *Feeder) int64 {
-			fleet(e, "order", 2, t0, "v1", old)
+			appFleet(e, "order", 2, t0, "v1", old)
 			e.Rules("order-2", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+30000, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000

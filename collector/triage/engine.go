@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -126,13 +127,11 @@ type Engine struct {
 }
 
 type instState struct {
-	name      string
-	seq       int
-	app       *appState
-	startedAt int64
-
-	gone     bool
-	goneAt   int64
+	// id is the fleet model's record of the process: its name, start,
+	// liveness and what never arrived, written by the store alone.
+	id       *fleet.Instance
+	seq      int
+	app      *appState
 	attached bool // counted among its app's instances (rule counts, drift, reporters)
 
 	hasRules bool
@@ -143,41 +142,20 @@ type instState struct {
 
 	series     map[string]*series
 	seriesList []*series
-	// unrecv are the latest spans whose buckets are known never to have
-	// arrived (Unreceived), [from, to), at most maxUnreceivedSpans: a
-	// silence overlapping one is not idle.
-	unrecv [][2]int64
 }
-
-// maxUnreceivedSpans bounds the spans an instance keeps; the oldest go
-// first (a silence is judged when the bucket after it comes, soon after
-// the span it overlaps is told).
-const maxUnreceivedSpans = 8
 
 // unreceived reports whether [from, to) overlaps the instance's data known
 // never to have arrived.
 func (in *instState) unreceived(from, to int64) bool {
-	for _, sp := range in.unrecv {
-		if from < sp[1] && sp[0] < to {
-			return true
-		}
-	}
-	return false
+	return fleet.Overlaps(in.id.Unreceived, from, to)
 }
 
 // alive reports whether the instance still counts as present at now: not
 // gone, or gone no longer than StaleMs ago.
-func (e *Engine) alive(in *instState, now int64) bool {
-	return !in.gone || now-in.goneAt <= e.cfg.StaleMs
-}
+func (e *Engine) alive(in *instState, now int64) bool { return in.id.Alive(now, e.cfg.StaleMs) }
 
-// end is when the instance's evidence stops: now, or when it said bye.
-func (in *instState) end(now int64) int64 {
-	if in.gone && in.goneAt < now {
-		return in.goneAt
-	}
-	return now
-}
+// end is when the instance's evidence stops: now, or when it left.
+func (in *instState) end(now int64) int64 { return in.id.End(now) }
 
 type appState struct {
 	name  string
@@ -297,8 +275,8 @@ func (e *Engine) attach(in *instState, ts int64) {
 	}
 	in.attached = true
 	a := in.app
-	replaced := a.insts[in.name]
-	a.insts[in.name] = in
+	replaced := a.insts[in.id.Name]
+	a.insts[in.id.Name] = in
 	for _, s := range in.seriesList {
 		s.ar.reporters[in] = struct{}{}
 	}
@@ -320,8 +298,8 @@ func (e *Engine) detach(in *instState, ts int64) {
 	}
 	in.attached = false
 	a := in.app
-	if a.insts[in.name] == in {
-		delete(a.insts, in.name)
+	if a.insts[in.id.Name] == in {
+		delete(a.insts, in.id.Name)
 	}
 	for _, s := range in.seriesList {
 		delete(s.ar.reporters, in)

@@ -3,6 +3,7 @@ package triage_test
 import (
 	"fmt"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -42,20 +43,26 @@ func ExampleFeeder() {
 	// the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)
 }
 
-// A fleet model judges each hello once and feeds the engine through its
-// handles: another app under a name that said hello already is another
-// process, and the old one leaves the app at once.
+// A fleet model judges each hello once, writes its records
+// (fleet.Instance) and feeds the engine through its handles: another app
+// under a name that said hello already is another process, with a record
+// of its own, and the old one leaves the app at once.
 func ExampleEngine() {
 	const start = int64(1764460800000)
 	e := triage.New(triage.Config{})
-	in := e.NewInstance("pay-1")
-	in = e.Hello(in, triage.JudgeHello(false, "", 0, "pay", start-60000), "pay", start, start-60000)
+	rec := &fleet.Instance{Name: "pay-1", App: "pay-1"}
+	in := e.NewInstance(rec)
+	ch := triage.JudgeHello(false, rec.App, rec.StartedAt, "pay", start-60000)
+	rec.App, rec.StartedAt = "pay", start-60000
+	in = e.Hello(in, ch, rec, start)
 	s := e.Series(in, "POST:/charge", start)
 	e.Bucket(s, &triage.BucketStat{Start: start, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10}})
 
-	ch := triage.JudgeHello(true, "pay", start-60000, "refund", start+1000)
+	ch = triage.JudgeHello(true, rec.App, rec.StartedAt, "refund", start+1000)
 	fmt.Println(ch == triage.HelloNewProcess)
-	moved := e.Hello(in, ch, "refund", start+1000, start+1000)
+	rec.Gone, rec.LeftAt = true, start+1000
+	rec = &fleet.Instance{Name: "pay-1", App: "refund", StartedAt: start + 1000}
+	moved := e.Hello(in, ch, rec, start+1000)
 	fmt.Println(moved == in, e.Counts().Instances, e.Counts().Apps)
 	// Output:
 	// true

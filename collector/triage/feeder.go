@@ -1,14 +1,18 @@
 package triage
 
-import "github.com/sentinel-top/sentinel-top/core"
+import (
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
+	"github.com/sentinel-top/sentinel-top/core"
+)
 
 // Feeder feeds an Engine by instance name, for callers without a fleet model
 // of their own (tests, examples, a report built by hand). It keeps each
-// name's current handle and what JudgeHello needs, and decides nothing else:
-// a hello is judged by JudgeHello, the collector's rule too; an instance is
-// gone after its Bye and back with its next message (a Feeder has no stale
-// period: the collector's fleet model adds that). The collector feeds its
-// engine itself, through the handles.
+// name's fleet record (fleet.Instance) and current handle, as the
+// collector's store does, and decides nothing else: a hello is judged by
+// JudgeHello, the collector's rule too; an instance is gone after its Bye
+// and back with its next message (a Feeder has no stale period: the
+// collector's fleet model adds that). The collector feeds its engine
+// itself, through the handles.
 //
 // The Engine's methods (Findings, Counts, ...) are reached through the
 // embedded *Engine. A Feeder is not safe for concurrent use.
@@ -19,11 +23,9 @@ type Feeder struct {
 
 // fed is what a Feeder knows of one name.
 type fed struct {
-	in        Instance
-	helloed   bool
-	gone      bool
-	app       string
-	startedAt int64
+	id      *fleet.Instance
+	in      Instance
+	helloed bool
 }
 
 // NewFeeder returns a Feeder of a new Engine; see Config for the zero value.
@@ -36,11 +38,12 @@ func NewFeeder(cfg Config) *Feeder {
 func (f *Feeder) instance(name string, ts int64) *fed {
 	d := f.insts[name]
 	if d == nil {
-		d = &fed{in: f.NewInstance(name)}
+		d = &fed{id: &fleet.Instance{Name: name}}
+		d.in = f.NewInstance(d.id)
 		f.insts[name] = d
 	}
-	if d.gone {
-		d.gone = false
+	if d.id.Gone {
+		d.id.Gone = false
 		f.Returned(d.in, ts)
 	}
 	return d
@@ -50,13 +53,14 @@ func (f *Feeder) instance(name string, ts int64) *fed {
 // process started (see JudgeHello for what it can mean).
 func (f *Feeder) Hello(instance, app string, ts, startedAt int64) {
 	d := f.instance(instance, ts)
-	ch := JudgeHello(d.helloed, d.app, d.startedAt, app, startedAt)
-	d.in = f.Engine.Hello(d.in, ch, app, ts, startedAt)
-	d.helloed, d.app = true, app
+	ch := JudgeHello(d.helloed, d.id.App, d.id.StartedAt, app, startedAt)
 	if ch == HelloNewProcess {
-		d.startedAt = 0
+		d.id.Gone, d.id.LeftAt = true, ts
+		d.id = &fleet.Instance{Name: instance}
 	}
-	d.startedAt = max(d.startedAt, startedAt)
+	d.helloed, d.id.App = true, app
+	d.id.StartedAt = max(d.id.StartedAt, startedAt)
+	d.in = f.Engine.Hello(d.in, ch, d.id, ts)
 }
 
 // Rules feeds an instance's complete rule set (see Engine.Rules).
@@ -75,11 +79,13 @@ func (f *Feeder) Bucket(instance string, b BucketStat) {
 	f.Engine.Bucket(f.Series(in, b.Resource, end), &b)
 }
 
-// Unreceived tells the engine that an instance's buckets of [from, to)
-// never arrived (see Engine.Unreceived).
+// Unreceived notes in an instance's record that its buckets of [from, to)
+// never arrived: a silence overlapping them is not idle traffic.
 func (f *Feeder) Unreceived(instance string, from, to int64) {
-	if d := f.insts[instance]; d != nil {
-		f.Engine.Unreceived(d.in, from, to)
+	if d := f.insts[instance]; d != nil && to > from {
+		f.mu.Lock()
+		d.id.Unreceived = fleet.AddSpan(d.id.Unreceived, Span{From: from, To: to})
+		f.mu.Unlock()
 	}
 }
 
@@ -99,6 +105,12 @@ func (f *Feeder) Bye(instance string, ts int64) {
 		f.Left(Instance{}, ts)
 		return
 	}
+	if d.id.Gone {
+		f.Left(Instance{}, ts)
+		return
+	}
+	f.mu.Lock()
+	d.id.Gone, d.id.LeftAt = true, ts
+	f.mu.Unlock()
 	f.Left(d.in, ts)
-	d.gone = true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -141,7 +142,7 @@ type Timeline struct {
 }
 
 // Span is the time [From, To), Unix ms.
-type Span struct{ From, To int64 }
+type Span = fleet.Span
 
 // End is the state after the last step.
 func (t *Timeline) End() core.State {

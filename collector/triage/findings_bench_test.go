@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkFindingsScale(b *testing.B) {
 func BenchmarkMergeInsts(b *testing.B) {
 	pool := make([]*instState, 10010)
 	for i := range pool {
-		pool[i] = &instState{name: fmt.Sprintf("bench-%d", i*7919%len(pool)), seq: i}
+		pool[i] = &instState{id: &fleet.Instance{Name: fmt.Sprintf("bench-%d", i*7919%len(pool))}, seq: i}
 	}
 	members, arriving := sortInsts(slices.Clone(pool[:10000])), sortInsts(slices.Clone(pool[10000:]))
 	memberNames, arrivingNames := names(members), names(arriving)

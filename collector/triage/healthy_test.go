@@ -100,7 +100,7 @@ func healthyP99Of(e *Feeder, inst, res string) (int64, bool) {
 // most 5000 ms (slot 11).
 func incident(e *Feeder, lateMs int64) {
 	const res = "db"
-	fleet(e, "order", 1, t0, "v1", slowRule(res))
+	appFleet(e, "order", 1, t0, "v1", slowRule(res))
 	good := hist(9, 3)
 	good[6] = 1
 	hists := func(start int64) [core.HistogramSlots]int64 {
@@ -165,7 +165,7 @@ func TestHealthyP99Bounds(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := NewFeeder(Config{})
-			fleet(e, "order", 1, t0, "v1", slowRule("db"))
+			appFleet(e, "order", 1, t0, "v1", slowRule("db"))
 			start := t0
 			for left := c.n; left > 0; left -= 10 {
 				e.Bucket("order-1", bucketAt("db", start, hist(min(left, 10), c.slot), c.rtMax))
@@ -201,7 +201,7 @@ func TestHealthyHoldBounds(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := NewFeeder(Config{})
-			fleet(e, "order", 1, t0, "v1", c.rules...)
+			appFleet(e, "order", 1, t0, "v1", c.rules...)
 			e.Bucket("order-1", bucketAt("db", t0, hist(10, 3), 8))
 			if c.trip {
 				e.Transition("order-1", trans("db", core.Closed, core.Open, t0+500))
@@ -221,7 +221,7 @@ func TestHealthyHeldBoundedForShortBuckets(t *testing.T) {
 	long := slowRule("db")
 	long.StatIntervalMs = 300_000
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", long)
+	appFleet(e, "order", 1, t0, "v1", long)
 	b := bucketAt("db", t0, hist(10, 3, 12), 8)
 	b.BucketMs = 1
 	e.Bucket("order-1", b)
@@ -253,7 +253,7 @@ func TestHealthyTwoBreakers(t *testing.T) {
 	errs := core.BreakerRule{Resource: "db", ID: "errors", Strategy: core.ErrorRatio, Threshold: 0.5,
 		MinRequestAmount: 20, StatIntervalMs: 20_000, RetryTimeoutMs: 10_000}
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slow, errs)
+	appFleet(e, "order", 1, t0, "v1", slow, errs)
 	feed(e, []string{"order-1"}, "db", t0, t0+60000, steady(hist(10, 3)), arrivals(0, withRule("slow",
 		trans("db", core.Closed, core.Open, t0+30000),
 		trans("db", core.Open, core.HalfOpen, t0+39990),
@@ -266,7 +266,7 @@ func TestHealthyTwoBreakers(t *testing.T) {
 // A restart ends a spell: the new process's breakers are CLOSED.
 func TestHealthyRestartEndsTheSpell(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slowRule("db"))
+	appFleet(e, "order", 1, t0, "v1", slowRule("db"))
 	e.Transition("order-1", trans("db", core.Closed, core.Open, t0+1000))
 	e.Hello("order-1", "order", t0+5000, t0+4000)
 	// 20 buckets from 5 s: all healthy, 200 completions.
@@ -284,7 +284,7 @@ func TestHealthyRestartEndsTheSpell(t *testing.T) {
 // overlapping 10.01 s are out; 20 more from 10.5 s count: 200.
 func TestHealthyJoinedMidSpell(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slowRule("db"))
+	appFleet(e, "order", 1, t0, "v1", slowRule("db"))
 	feed(e, []string{"order-1"}, "db", t0, t0+20500, steady(hist(10, 3)), map[int64][]core.Transition{t0 + 10000: {
 		trans("db", core.Open, core.HalfOpen, t0+10000),
 		trans("db", core.HalfOpen, core.Closed, t0+10010),
@@ -297,7 +297,7 @@ func TestHealthyJoinedMidSpell(t *testing.T) {
 // Holding buckets back costs no allocation in steady state.
 func TestHealthyDoesNotAllocate(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slowRule("db"))
+	appFleet(e, "order", 1, t0, "v1", slowRule("db"))
 	start := t0
 	b := bucketAt("db", start, hist(10, 3), 8)
 	e.Bucket("order-1", b)
@@ -323,7 +323,7 @@ func TestHealthyDoesNotAllocate(t *testing.T) {
 // they added.
 func TestHealthyHeldWide(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slowRule("db"))
+	appFleet(e, "order", 1, t0, "v1", slowRule("db"))
 	narrow, wide := hist(10, 3), hist(70_000, 3, 4)
 	e.Bucket("order-1", bucketAt("db", t0, narrow, 40))
 	e.Bucket("order-1", bucketAt("db", t0+500, wide, 40))

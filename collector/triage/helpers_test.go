@@ -18,8 +18,8 @@ func slowRule(res string) core.BreakerRule {
 	}
 }
 
-// fleet feeds hello and one rules message to each instance of an app.
-func fleet(e *Feeder, app string, n int, ts int64, version string, breakers ...core.BreakerRule) []string {
+// appFleet feeds hello and one rules message to each instance of an app.
+func appFleet(e *Feeder, app string, n int, ts int64, version string, breakers ...core.BreakerRule) []string {
 	var names []string
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("%s-%d", app, i)

@@ -11,7 +11,7 @@ import (
 // together twice, their transitions telling retry (0: not told).
 func herdOf(r core.BreakerRule, retry uint32) Finding {
 	e := NewFeeder(Config{})
-	insts := fleet(e, "gw", 3, t0, "v1", r)
+	insts := appFleet(e, "gw", 3, t0, "v1", r)
 	for _, at := range []int64{t0 + 1000, t0 + 13000} {
 		for i, in := range insts {
 			tr := trans(r.Resource, core.Closed, core.Open, at+int64(i)*100)

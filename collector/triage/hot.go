@@ -176,7 +176,7 @@ func (e *Engine) hotFindings(_ int64, out []Finding) []Finding {
 	slices.SortFunc(hits, func(a, b hotHit) int {
 		return cmp.Or(strings.Compare(a.s.inst.app.name, b.s.inst.app.name), strings.Compare(a.s.resource, b.s.resource),
 			cmp.Compare(a.r.param, b.r.param), strings.Compare(a.r.value, b.r.value),
-			strings.Compare(a.s.inst.name, b.s.inst.name), cmp.Compare(a.s.inst.seq, b.s.inst.seq))
+			strings.Compare(a.s.inst.id.Name, b.s.inst.id.Name), cmp.Compare(a.s.inst.seq, b.s.inst.seq))
 	})
 	for i := 0; i < len(hits); {
 		j := i

@@ -1,9 +1,6 @@
 package triage
 
-import (
-	"slices"
-	"strings"
-)
+import "github.com/sentinel-top/sentinel-top/collector/fleet"
 
 // Identity: the engine never decides which process a message belongs to,
 // whether it restarted or whether it is still there. Its caller's fleet
@@ -55,24 +52,25 @@ func JudgeHello(helloed bool, app string, startedAt int64, newApp string, newSta
 	return HelloSame
 }
 
-// NewInstance begins an instance of that name, present and of no app until
-// its first hello (data may come before it). Calling it again with a name
-// already given (the fleet model forgot an instance long gone, and the
-// name came back) begins another instance under that name.
-func (e *Engine) NewInstance(name string) Instance {
+// NewInstance begins the engine's instance of a fleet model's record,
+// present and of no app until its first hello (data may come before it).
+// A record taken by another process gets a new instance (Hello).
+func (e *Engine) NewInstance(id *fleet.Instance) Instance {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return Instance{e.newInstance(name, "")}
+	return Instance{e.newInstance(id, "")}
 }
 
-// Hello tells the engine of an instance's hello (app, ts and startedAt as
-// sent, the app filled in when the hello named none) and what the fleet
-// model judged it to mean (see JudgeHello). It returns the instance's handle
-// from now on: a new one for HelloNewProcess, the same one otherwise.
-func (e *Engine) Hello(h Instance, ch HelloChange, app string, ts, startedAt int64) Instance {
+// Hello tells the engine of an instance's hello (its ts) and what the
+// fleet model judged it to mean (see JudgeHello), once the model's record
+// id says so: its App and StartedAt. It returns the instance's handle from
+// now on: for HelloNewProcess, a new one for id, the record of the new
+// process (the old record the model marked gone); the same one otherwise.
+func (e *Engine) Hello(h Instance, ch HelloChange, id *fleet.Instance, ts int64) Instance {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observeState(ts)
+	app := id.App
 	if app != "" {
 		e.appNames[app] = struct{}{}
 	}
@@ -85,66 +83,41 @@ func (e *Engine) Hello(h Instance, ch HelloChange, app string, ts, startedAt int
 		}
 	case HelloNewProcess:
 		e.detach(in, ts)
-		in.gone, in.goneAt = true, ts
-		in = e.newInstance(in.name, app)
+		in = e.newInstance(id, app)
 	case HelloRestart:
 		for _, s := range in.seriesList {
 			for _, b := range s.breakers {
-				b.restart(startedAt)
+				b.restart(id.StartedAt)
 			}
-			s.hz.close(startedAt)
+			s.hz.close(id.StartedAt)
 		}
 	}
-	in.startedAt = max(in.startedAt, startedAt)
 	return Instance{in}
 }
 
-// Left tells the engine that an instance is gone at ts: it said bye, or the
-// fleet model found it silent past its stale period (one rule for every
-// view). It leaves the comparisons of rule drift, unprotected traffic and
-// recovery floods at once; conditions it was part of still count as
-// lasting when it left at the very end of the input, so a fleet that stops
-// at the end of a recording keeps its last findings' severities. The zero
-// Instance only notes ts as part of the input.
+// Left tells the engine that an instance is gone at ts, once the fleet
+// model's record says so (Gone, LeftAt): it said bye, or the model found
+// it silent past its stale period (one rule for every view). It leaves
+// the comparisons of rule drift, unprotected traffic and recovery floods
+// at once; conditions it was part of still count as lasting when it left
+// at the very end of the input, so a fleet that stops at the end of a
+// recording keeps its last findings' severities. The zero Instance only
+// notes ts as part of the input.
 func (e *Engine) Left(h Instance, ts int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.observe(ts)
-	in := h.in
-	if in == nil || in.gone {
-		return
+	if in := h.in; in != nil {
+		e.detach(in, ts)
 	}
-	in.gone, in.goneAt = true, ts
-	e.detach(in, ts)
 }
 
-// Returned tells the engine that an instance gone (see Left) is back at ts,
-// the time of the first fact it sent since.
+// Returned tells the engine that an instance gone (see Left) is back at
+// ts, the time of the first fact it sent since.
 func (e *Engine) Returned(h Instance, ts int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if in := h.in; in.gone {
-		in.gone = false
-		e.attach(in, ts)
-	}
-}
-
-// Unreceived tells the engine that the instance's buckets of [from, to)
-// (its clock) never arrived: it was out of reach for longer than a
-// reconnect's backlog brings back. A silence overlapping such a time is
-// not counted as idle traffic (the QPS of findings-v1 is over the time
-// reported); the engine keeps the instance's last 8 spans.
-func (e *Engine) Unreceived(h Instance, from, to int64) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	in := h.in
-	if in == nil || to <= from {
-		return
-	}
-	if len(in.unrecv) == maxUnreceivedSpans {
-		in.unrecv = slices.Delete(in.unrecv, 0, 1)
-	}
-	in.unrecv = append(in.unrecv, [2]int64{from, to})
+	e.attach(h.in, ts)
 }
 
 // Series returns the handle of an instance's series of a resource,
@@ -157,14 +130,13 @@ func (e *Engine) Series(h Instance, resource string, ts int64) Series {
 	return Series{e.seriesFor(h.in, resource, ts)}
 }
 
-// newInstance begins an instance, attached to its app.
-func (e *Engine) newInstance(name, appName string) *instState {
-	name = strings.Clone(name)
+// newInstance begins an instance of record id, attached to its app.
+func (e *Engine) newInstance(id *fleet.Instance, appName string) *instState {
 	a := e.appFor(appName)
 	e.seq++
-	in := &instState{name: name, seq: e.seq, app: a, series: map[string]*series{}}
+	in := &instState{id: id, seq: e.seq, app: a, series: map[string]*series{}}
 	e.instList = append(e.instList, in)
-	e.instNames[name] = struct{}{}
+	e.instNames[id.Name] = struct{}{}
 	e.attach(in, 0)
 	return in
 }

@@ -329,7 +329,7 @@ func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
 	hits = judgeCands(e.inert.origins, originMismatch, hits)
 	slices.SortFunc(hits, func(a, b inertHit) int {
 		return cmp.Or(strings.Compare(a.in.app.name, b.in.app.name), strings.Compare(a.resource, b.resource),
-			strings.Compare(a.in.name, b.in.name), cmp.Compare(a.in.seq, b.in.seq),
+			strings.Compare(a.in.id.Name, b.in.id.Name), cmp.Compare(a.in.seq, b.in.seq),
 			strings.Compare(string(a.facts.Reason), string(b.facts.Reason)), strings.Compare(a.facts.Near, b.facts.Near))
 	})
 	for i := 0; i < len(hits); {

@@ -20,31 +20,31 @@ func TestInertCannotTrip(t *testing.T) {
 		suggest InertSuggest
 	}{
 		{"minRequestAmount 10000 at 100 QPS in a 10 s window", func(e *Feeder) int64 {
-			in := fleet(e, "pay", 2, t0, "v1", huge)
+			in := appFleet(e, "pay", 2, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+120000, 50)
 			return t0 + 120000
 		}, true, 1000, InertSuggest{MinRequestAmount: 100}},
 		{"a window holding fewer than 20 also needs a longer one", func(e *Feeder) int64 {
 			r := huge
 			r.MinRequestAmount, r.StatIntervalMs = 50, 1000
-			in := fleet(e, "pay", 1, t0, "v1", r)
+			in := appFleet(e, "pay", 1, t0, "v1", r)
 			traffic(e, in, res, t0, t0+120000, 3)
 			return t0 + 120000
 		}, true, 6, InertSuggest{MinRequestAmount: 20, StatIntervalMs: 4000}},
 		{"under a minute of traffic: not judged", func(e *Feeder) int64 {
-			in := fleet(e, "pay", 1, t0, "v1", huge)
+			in := appFleet(e, "pay", 1, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+50000, 50)
 			return t0 + 50000
 		}, false, 0, InertSuggest{}},
 		{"the windows reach minRequestAmount", func(e *Feeder) int64 {
 			r := huge
 			r.MinRequestAmount = 1000
-			in := fleet(e, "pay", 1, t0, "v1", r)
+			in := appFleet(e, "pay", 1, t0, "v1", r)
 			traffic(e, in, res, t0, t0+120000, 50)
 			return t0 + 120000
 		}, false, 0, InertSuggest{}},
 		{"a breaker seen to trip can trip", func(e *Feeder) int64 {
-			in := fleet(e, "pay", 1, t0, "v1", huge)
+			in := appFleet(e, "pay", 1, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+60000, 50)
 			tr := trans(res, core.Closed, core.Open, t0+60000)
 			tr.Snapshot = core.WindowSnapshot{Total: 900, Bad: 800}
@@ -54,7 +54,7 @@ func TestInertCannotTrip(t *testing.T) {
 			return t0 + 120000
 		}, false, 0, InertSuggest{}},
 		{"the rule lowered: no longer inert", func(e *Feeder) int64 {
-			in := fleet(e, "pay", 1, t0, "v1", huge)
+			in := appFleet(e, "pay", 1, t0, "v1", huge)
 			traffic(e, in, res, t0, t0+120000, 50)
 			e.Rules(in[0], t0+120000, "v2", []core.BreakerRule{slowRule(res)}, nil)
 			return t0 + 120000

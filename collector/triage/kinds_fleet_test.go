@@ -113,7 +113,7 @@ func TestSyncHalfOpen(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := NewFeeder(Config{})
-			insts := fleet(e, "gateway", c.instances, t0, "v1", slowRule(res))
+			insts := appFleet(e, "gateway", c.instances, t0, "v1", slowRule(res))
 			now := c.feed(e, insts)
 			got := only(t, e.Findings(now), KindSyncHalfOpen)
 			if (len(got) == 1) != c.want {
@@ -142,7 +142,7 @@ func TestRuleDrift(t *testing.T) {
 		groups   []RuleGroup
 	}{
 		{"a push that reached 2 of 3 instances", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1", old)
+			appFleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+10100, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
@@ -151,14 +151,14 @@ func TestRuleDrift(t *testing.T) {
 			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
 		{"a push that converged within the grace period", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1", old)
+			appFleet(e, "order", 3, t0, "v1", old)
 			for i, in := range []string{"order-1", "order-2", "order-3"} {
 				e.Rules(in, t0+10000+int64(i)*1000, "v2", []core.BreakerRule{pushed}, nil)
 			}
 			return t0 + 60000
 		}, false, 0, nil},
 		{"a push that converged late: warning", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1", old)
+			appFleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+20000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-3", t0+30000, "v2", []core.BreakerRule{pushed}, nil)
@@ -168,7 +168,7 @@ func TestRuleDrift(t *testing.T) {
 			{Version: "v1", Rule: RuleSet{Breakers: []core.BreakerRule{old}}, Instances: []string{"order-3"}, FirstSeen: t0},
 		}},
 		{"a new rule missing on one instance", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1")
+			appFleet(e, "order", 3, t0, "v1")
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Rules("order-2", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			return t0 + 60000
@@ -185,12 +185,12 @@ func TestRuleDrift(t *testing.T) {
 			return t0 + 60000
 		}, false, 0, nil},
 		{"instances of different apps do not drift", func(e *Feeder) int64 {
-			fleet(e, "order", 2, t0, "v1", old)
-			fleet(e, "pay", 2, t0, "v2", pushed)
+			appFleet(e, "order", 2, t0, "v1", old)
+			appFleet(e, "pay", 2, t0, "v2", pushed)
 			return t0 + 60000
 		}, false, 0, nil},
 		{"the odd instance left: warning", func(e *Feeder) int64 {
-			fleet(e, "order", 3, t0, "v1", old)
+			appFleet(e, "order", 3, t0, "v1", old)
 			e.Rules("order-1", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
 			e.Bye("order-1", t0+30000)
 			return t0 + 60000
@@ -231,14 +231,14 @@ func TestUnprotected(t *testing.T) {
 		passed   int64
 	}{
 		{"one instance without the rule, to the end", func(e *Feeder) int64 {
-			in := fleet(e, "price", 2, t0, "v1", slowRule(res))
+			in := appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, append(in, "price-3"), res, t0, t0+10000, 7)
 			return t0 + 10000
 		}, true, Critical, 7 * 20},
 		{"it got the rule later: warning", func(e *Feeder) int64 {
-			in := fleet(e, "price", 2, t0, "v1", slowRule(res))
+			in := appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, append(in, "price-3"), res, t0, t0+10000, 7)
@@ -247,14 +247,14 @@ func TestUnprotected(t *testing.T) {
 			return t0 + 20000
 		}, true, Warning, 7 * 20},
 		{"traffic stopped long before the end: warning", func(e *Feeder) int64 {
-			fleet(e, "price", 2, t0, "v1", slowRule(res))
+			appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, []string{"price-3"}, res, t0, t0+10000, 1)
 			return t0 + 60000
 		}, true, Warning, 20},
 		{"shorter than the grace period: nothing", func(e *Feeder) int64 {
-			fleet(e, "price", 2, t0, "v1", slowRule(res))
+			appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, []string{"price-3"}, res, t0, t0+2000, 1)
@@ -263,25 +263,25 @@ func TestUnprotected(t *testing.T) {
 			return t0 + 20000
 		}, false, 0, 0},
 		{"no instance has a rule: nothing", func(e *Feeder) int64 {
-			in := fleet(e, "price", 3, t0, "v0")
+			in := appFleet(e, "price", 3, t0, "v0")
 			traffic(e, in, res, t0, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
 		{"rules not known yet: nothing", func(e *Feeder) int64 {
-			fleet(e, "price", 2, t0, "v1", slowRule(res))
+			appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			traffic(e, []string{"price-3"}, res, t0, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
 		{"a flow rule protects too", func(e *Feeder) int64 {
-			fleet(e, "price", 2, t0, "v1", slowRule(res))
+			appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v9", nil, []core.FlowRule{{Resource: res, Threshold: 100}})
 			traffic(e, []string{"price-3"}, res, t0, t0+20000, 1)
 			return t0 + 20000
 		}, false, 0, 0},
 		{"blocked only (pass 0) is not passing", func(e *Feeder) int64 {
-			fleet(e, "price", 2, t0, "v1", slowRule(res))
+			appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			e.Hello("price-3", "price", t0, t0)
 			e.Rules("price-3", t0, "v0", nil, nil)
 			traffic(e, []string{"price-3"}, res, t0, t0+20000, 0)
@@ -309,9 +309,9 @@ func TestUnprotected(t *testing.T) {
 
 func TestSharedResource(t *testing.T) {
 	e := NewFeeder(Config{})
-	z := fleet(e, "zeta", 1, t0, "v1")
-	a := fleet(e, "alpha", 2, t0, "v1")
-	b := fleet(e, "beta", 1, t0, "v1")
+	z := appFleet(e, "zeta", 1, t0, "v1")
+	a := appFleet(e, "alpha", 2, t0, "v1")
+	b := appFleet(e, "beta", 1, t0, "v1")
 	traffic(e, z, "GET:/shared", t0, t0+5000, 1)
 	traffic(e, a, "GET:/shared", t0+1000, t0+5000, 1)
 	traffic(e, b, "GET:/shared", t0+2000, t0+6000, 1)

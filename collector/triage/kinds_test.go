@@ -55,7 +55,7 @@ func TestLowConfidenceTrip(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := NewFeeder(Config{})
-			fleet(e, "order", 1, t0, "v1", slowRule("r"))
+			appFleet(e, "order", 1, t0, "v1", slowRule("r"))
 			tr := trans("r", core.Closed, core.Open, t0+1000)
 			tr.Strategy, tr.Threshold = c.strategy, c.thr
 			tr.Snapshot = core.WindowSnapshot{Total: c.n, Bad: c.k, Value: float64(c.k) / max(float64(c.n), 1)}
@@ -77,7 +77,7 @@ func TestLowConfidenceTrip(t *testing.T) {
 
 func TestLowConfidenceTripMerged(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 2, t0, "v1", slowRule("r"))
+	appFleet(e, "order", 2, t0, "v1", slowRule("r"))
 	for i, c := range []struct {
 		inst string
 		k, n int64
@@ -171,7 +171,7 @@ func TestSawtooth(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := NewFeeder(Config{})
-			fleet(e, "order", 3, t0, "v1", slowRule(res))
+			appFleet(e, "order", 3, t0, "v1", slowRule(res))
 			now := c.feed(e)
 			got := only(t, e.Findings(now), KindSawtooth)
 			if (len(got) == 1) != c.want {
@@ -200,7 +200,7 @@ func TestWindowMisaligned(t *testing.T) {
 		e := NewFeeder(Config{})
 		r := slowRule("r")
 		r.StatIntervalMs, r.StatSlidingWindowBucketCount = c.interval, c.buckets
-		fleet(e, "order", 2, t0, "v1", r)
+		appFleet(e, "order", 2, t0, "v1", r)
 		got := only(t, e.Findings(t0+1000), KindWindowMisaligned)
 		if (len(got) == 1) != c.want {
 			t.Fatalf("%d/%d: got %d findings, want fires=%v", c.interval, c.buckets, len(got), c.want)
@@ -218,7 +218,7 @@ func TestWindowMisaligned(t *testing.T) {
 func TestHealthyStreamGivesNoWarning(t *testing.T) {
 	e := NewFeeder(Config{})
 	r := slowRule("queryPrice")
-	insts := fleet(e, "price", 4, t0, "v1", r, slowRule("createOrder"))
+	insts := appFleet(e, "price", 4, t0, "v1", r, slowRule("createOrder"))
 	traffic(e, insts, "queryPrice", t0, t0+120000, 50)
 	traffic(e, insts, "createOrder", t0, t0+120000, 30)
 	// A rule push reaching the instances within a second.
@@ -248,8 +248,8 @@ func TestFindingsOrderAndDeterminism(t *testing.T) {
 		bad := slowRule("m")
 		bad.StatSlidingWindowBucketCount = 3
 		bad.MinRequestAmount = 3
-		insts := fleet(e, "order", 4, t0, "v1", slowRule("r"), bad)
-		fleet(e, "pay", 1, t0, "v1")
+		insts := appFleet(e, "order", 4, t0, "v1", slowRule("r"), bad)
+		appFleet(e, "pay", 1, t0, "v1")
 		traffic(e, []string{"pay-1"}, "r", t0, t0+1000, 1)
 		traffic(e, insts, "m", t0, t0+1000, 5)
 		// Three instances in step: a sawtooth and a recovery flood.
@@ -290,7 +290,7 @@ func TestFindingsOrderAndDeterminism(t *testing.T) {
 
 func TestBoundedState(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slowRule("r"))
+	appFleet(e, "order", 1, t0, "v1", slowRule("r"))
 	sawtoothRun(e, "order-1", "r", t0, 1000, 10000)
 	b := e.inst("order-1").series["r"].breakers[0]
 	if b.spacings.n != spacingLen || b.probeRts.n != spacingLen || b.maxRun != 10000 {
@@ -320,7 +320,7 @@ func TestAppChangeAndDataBeforeHello(t *testing.T) {
 // The UI asks for findings while the collector feeds the engine.
 func TestConcurrentFeedAndFindings(t *testing.T) {
 	e := NewFeeder(Config{})
-	insts := fleet(e, "order", 4, t0, "v1", slowRule("r"))
+	insts := appFleet(e, "order", 4, t0, "v1", slowRule("r"))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -181,14 +181,14 @@ func lowTripOf(b *breaker, t core.Transition) (lowTrip, bool) {
 // before, or the instance was already reporting other traffic.
 func coldStart(s *series, at int64) bool {
 	in := s.inst
-	if in.startedAt > 0 && at >= in.startedAt && at-in.startedAt <= ColdStartMs {
+	if in.id.StartedAt > 0 && at >= in.id.StartedAt && at-in.id.StartedAt <= ColdStartMs {
 		return true // any traffic of this process came after its start
 	}
 	first := at
 	if s.traffic {
 		first = min(s.firstAt, at)
 	}
-	if at-first > ColdStartMs || (in.startedAt > 0 && in.startedAt > first) {
+	if at-first > ColdStartMs || (in.id.StartedAt > 0 && in.id.StartedAt > first) {
 		return false // too late, or a restart after the first traffic seen
 	}
 	for _, o := range in.seriesList {

@@ -12,7 +12,7 @@ import (
 // its own retryTimeoutMs; other rules, other copies.
 func TestRulesSharedAcrossInstances(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 3, t0, "v1", slowRule("db"), slowRule("cache"))
+	appFleet(e, "order", 3, t0, "v1", slowRule("db"), slowRule("cache"))
 	jittered := slowRule("db")
 	jittered.RetryTimeoutMs = 12_000
 	e.Rules("order-3", t0+1000, "v1", []core.BreakerRule{jittered, slowRule("cache")}, nil)
@@ -33,7 +33,7 @@ func TestRulesSharedAcrossInstances(t *testing.T) {
 // breakers kept 200 of them, about 40 MB of keys).
 func TestRulesSharedWithinBound(t *testing.T) {
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1")
+	appFleet(e, "order", 1, t0, "v1")
 	many := make([]core.BreakerRule, 1000)
 	for k := range 200 {
 		for i := range many {

@@ -37,12 +37,12 @@ type lostRules struct {
 // rules held: a new process, a new version, rules lost and rules back.
 func (e *Engine) noteRules(in *instState, ts int64, version string, rules map[string]*resRules) {
 	h := &in.ruleHist
-	if !in.hasRules || h.proc != in.startedAt {
+	if !in.hasRules || h.proc != in.id.StartedAt {
 		// The first rules of this process: nothing held is its own.
 		for _, l := range h.lost {
 			l.on = false
 		}
-		*h = ruleHistory{proc: in.startedAt, from: ts, versionAt: ts}
+		*h = ruleHistory{proc: in.id.StartedAt, from: ts, versionAt: ts}
 		return
 	}
 	if version != in.version {

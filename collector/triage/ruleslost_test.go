@@ -22,7 +22,7 @@ func TestRulesLost(t *testing.T) {
 		lostAt    int64
 	}{
 		{"a bad push wipes every instance, to the end", func(e *Feeder) int64 {
-			in := fleet(e, "order", 3, t0, "v1", rule)
+			in := appFleet(e, "order", 3, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+30000, 5)
 			for i, n := range in {
 				e.Rules(n, t0+30000+int64(i)*10, "v2", nil, nil)
@@ -31,14 +31,14 @@ func TestRulesLost(t *testing.T) {
 			return t0 + 60000
 		}, true, Critical, []string{"order-1", "order-2", "order-3"}, (60 + 59 + 59) * 5, t0 + 30000},
 		{"one resource's rules dropped, the others kept", func(e *Feeder) int64 {
-			in := fleet(e, "order", 2, t0, "v1", rule, other)
+			in := appFleet(e, "order", 2, t0, "v1", rule, other)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-2", t0+20000, "v2", []core.BreakerRule{other}, nil)
 			traffic(e, in, res, t0+20000, t0+60000, 5)
 			return t0 + 60000
 		}, true, Critical, []string{"order-2"}, 80 * 5, t0 + 20000},
 		{"the rules came back: warning", func(e *Feeder) int64 {
-			in := fleet(e, "order", 2, t0, "v1", rule)
+			in := appFleet(e, "order", 2, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-1", t0+20000, "v2", nil, nil)
 			traffic(e, in, res, t0+20000, t0+40000, 5)
@@ -47,14 +47,14 @@ func TestRulesLost(t *testing.T) {
 			return t0 + 60000
 		}, true, Warning, []string{"order-1"}, 40 * 5, t0 + 20000},
 		{"traffic stopped long before the end: warning", func(e *Feeder) int64 {
-			in := fleet(e, "order", 1, t0, "v1", rule)
+			in := appFleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+10000, 5)
 			e.Rules("order-1", t0+10000, "v2", nil, nil)
 			traffic(e, in, res, t0+10000, t0+30000, 5)
 			return t0 + 90000
 		}, true, Warning, []string{"order-1"}, 40 * 5, t0 + 10000},
 		{"back within the grace period: nothing", func(e *Feeder) int64 {
-			in := fleet(e, "order", 1, t0, "v1", rule)
+			in := appFleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-1", t0+20000, "v2", nil, nil)
 			traffic(e, in, res, t0+20000, t0+22000, 5)
@@ -63,13 +63,13 @@ func TestRulesLost(t *testing.T) {
 			return t0 + 60000
 		}, false, 0, nil, 0, 0},
 		{"no traffic after the loss: nothing", func(e *Feeder) int64 {
-			in := fleet(e, "order", 1, t0, "v1", rule)
+			in := appFleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Rules("order-1", t0+20000, "v2", nil, nil)
 			return t0 + 60000
 		}, false, 0, nil, 0, 0},
 		{"a restarted process starts without rules: not a loss", func(e *Feeder) int64 {
-			in := fleet(e, "order", 1, t0, "v1", rule)
+			in := appFleet(e, "order", 1, t0, "v1", rule)
 			traffic(e, in, res, t0, t0+20000, 5)
 			e.Hello("order-1", "order", t0+20000, t0+19000)
 			e.Rules("order-1", t0+20000, "v0", nil, nil)
@@ -117,7 +117,7 @@ func fires(t *testing.T, feed func(*Feeder) int64, kind Kind, want bool) (Findin
 // A fleet wiped at once does not drift: its instances agree on no rules.
 func TestRulesLostEverywhereIsNotDrift(t *testing.T) {
 	e := NewFeeder(Config{})
-	in := fleet(e, "order", 4, t0, "v1", slowRule("r"))
+	in := appFleet(e, "order", 4, t0, "v1", slowRule("r"))
 	traffic(e, in, "r", t0, t0+20000, 5)
 	for i, n := range in {
 		e.Rules(n, t0+20000+int64(i)*100, "v2", nil, nil)

@@ -39,7 +39,7 @@ func failedProbes(e *Feeder, inst, res string, start, period int64, retry uint32
 func TestSawtoothSpecExample(t *testing.T) {
 	const res = "GET:/member/info"
 	e := NewFeeder(Config{})
-	fleet(e, "order", 1, t0, "v1", slowRule(res))
+	appFleet(e, "order", 1, t0, "v1", slowRule(res))
 	from := t0 + 10000
 	end := failedProbes(e, "order-1", res, from, 10040, 10000, core.SlowRequestRatio, 2000, 2000, 2000, 2000, 2000, 2000)
 	f := one(t, e.Findings(end+5000), KindSawtooth)
@@ -114,9 +114,9 @@ func TestSawtoothAdvice(t *testing.T) {
 			r := slowRule(res)
 			r.Strategy, r.RetryTimeoutMs = c.strategy, c.retry
 			if c.retry > 0 {
-				fleet(e, "order", 1, t0, "v1", r)
+				appFleet(e, "order", 1, t0, "v1", r)
 			} else {
-				fleet(e, "order", 1, t0, "v1")
+				appFleet(e, "order", 1, t0, "v1")
 			}
 			if c.slot >= 0 {
 				adviceTraffic(e, []string{"order-1"}, res, 10, 500, 60000, c.slot)
@@ -143,7 +143,7 @@ func TestSawtoothAdvice(t *testing.T) {
 func TestSawtoothProbeRtMedian(t *testing.T) {
 	const res = "db"
 	e := NewFeeder(Config{})
-	fleet(e, "order", 3, t0, "v1", slowRule(res))
+	appFleet(e, "order", 3, t0, "v1", slowRule(res))
 	failedProbes(e, "order-1", res, t0, 10000, 10000, core.SlowRequestRatio, 100, 200, 300)
 	failedProbes(e, "order-2", res, t0, 10000, 10000, core.SlowRequestRatio, 400, 500, 600, 700)
 	end := failedProbes(e, "order-3", res, t0, 10000, 10000, core.SlowRequestRatio, 5000, 5000)

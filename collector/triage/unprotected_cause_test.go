@@ -18,7 +18,7 @@ func TestUnprotectedCause(t *testing.T) {
 		from     int64 // 0: not checked
 	}{
 		{"a new instance takes traffic before its rules load", func(e *Feeder) int64 {
-			in := fleet(e, "price", 2, t0, "v1", slowRule(res))
+			in := appFleet(e, "price", 2, t0, "v1", slowRule(res))
 			traffic(e, in, res, t0, t0+30000, 5)
 			e.Hello("price-3", "price", t0+30000, t0+29000)
 			e.Rules("price-3", t0+30000, "v0", nil, nil)
@@ -28,7 +28,7 @@ func TestUnprotectedCause(t *testing.T) {
 			return t0 + 60000
 		}, CauseStartedWithoutRules, Warning, "readiness gate that returns 503", t0 + 30000},
 		{"a restarted instance serves before its rules load, to the end", func(e *Feeder) int64 {
-			in := fleet(e, "price", 3, t0, "v1", slowRule(res))
+			in := appFleet(e, "price", 3, t0, "v1", slowRule(res))
 			traffic(e, in, res, t0, t0+30000, 5)
 			e.Hello("price-3", "price", t0+30000, t0+29000)
 			e.Rules("price-3", t0+30000, "v0", nil, nil)
@@ -36,7 +36,7 @@ func TestUnprotectedCause(t *testing.T) {
 			return t0 + 60000
 		}, CauseStartedWithoutRules, Critical, "load the app's rules on the 1 instance now, and add a readiness gate", 0},
 		{"a push reaches 2 of 3 instances: the bucket ending at the push is not counted", func(e *Feeder) int64 {
-			in := fleet(e, "price", 3, t0, "v1")
+			in := appFleet(e, "price", 3, t0, "v1")
 			traffic(e, in, res, t0, t0+19500, 5)
 			e.Rules("price-1", t0+20000, "v2", []core.BreakerRule{slowRule(res)}, nil)
 			e.Rules("price-2", t0+20010, "v2", []core.BreakerRule{slowRule(res)}, nil)
@@ -44,7 +44,7 @@ func TestUnprotectedCause(t *testing.T) {
 			return t0 + 60000
 		}, CauseMissedPush, Critical, "push the app's current rules again", t0 + 20000},
 		{"one started without rules, another missed the push", func(e *Feeder) int64 {
-			in := fleet(e, "price", 3, t0, "v1")
+			in := appFleet(e, "price", 3, t0, "v1")
 			e.Rules("price-1", t0+10000, "v2", []core.BreakerRule{slowRule(res)}, nil)
 			e.Hello("price-4", "price", t0+20000, t0+20000)
 			e.Rules("price-4", t0+20000, "v0", nil, nil)
