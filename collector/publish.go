@@ -2,7 +2,7 @@ package collector
 
 import (
 	"cmp"
-	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -54,19 +54,16 @@ func (c *Collector) Publish() *Snapshot {
 		}
 	}
 	rows, warnings := c.instanceRows(s, now)
-	noteList := make([]string, 0, len(notes))
-	for note, n := range notes {
-		noteList = append(noteList, fmt.Sprintf("%d %s: %s", n, plural(n, "target", "targets"), note))
+	for _, note := range slices.Sorted(maps.Keys(notes)) {
+		warnings = append(warnings, TargetNote{Note: note, Targets: notes[note]})
 	}
-	slices.Sort(noteList)
-	s.Warnings = append(warnings, noteList...)
-	if w := c.unreceived(s); w != "" {
-		s.Warnings = append(s.Warnings, w)
+	if w, ok := c.unreceived(s); ok {
+		warnings = append(warnings, w)
 	}
-	s.Notices = c.sortedNotices()
-	for _, n := range s.Notices {
-		s.Warnings = append(s.Warnings, n.String())
+	for _, n := range c.sortedNotices() {
+		warnings = append(warnings, n)
 	}
+	s.Warnings = warnings
 	rateMs := c.opts.RateWindow.Milliseconds()
 	s.Rows = make([]ResourceRow, 0, len(rows))
 	for _, a := range rows {

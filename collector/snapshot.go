@@ -56,11 +56,12 @@ type Snapshot struct {
 	Unreceived       []DataGap
 	UnreceivedMs     int64
 	UnreceivedOthers int
-	// Warnings are one-line notices (clock skew, incompatible sources).
-	Warnings []string
-	// Notices are the typed warnings about the input (name collisions),
-	// sorted by instance and resource; each is also in Warnings.
-	Notices []Notice
+	// Warnings are typed facts to warn of, in the order to show them:
+	// clock skew (the collector's, then each instance's), the targets'
+	// notes (sorted), the data never received, then the notices about the
+	// input (sorted by instance, resource and kind). WarningText words
+	// each.
+	Warnings []Warning
 	// Recording is set while everything accepted is being recorded
 	// (Options.Record); RecordError says when that stopped.
 	Recording bool

@@ -133,17 +133,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	rep := report.New(s.source, c.Engine(), messages, rejected)
 	rep.Findings, rep.ResourcesSeen = snap.Findings, resourcesSeen(snap)
-	warnings := make([]string, 0, len(down)+len(snap.Warnings))
-	for _, d := range down {
-		warnings = append(warnings, "target "+d)
-	}
-	for _, w := range snap.Warnings { // clock skew, names Java folded together, what a target cannot tell
-		warnings = append(warnings, report.SanitizeWarning(w))
-	}
-	for _, w := range warnings {
+	rep.Targets, rep.Warnings = snap.Targets, snap.Warnings
+	for _, w := range rep.WarningLines() {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	rep.Warnings = warnings
 	if err := render(stdout, rep); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime

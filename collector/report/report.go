@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
@@ -25,10 +27,13 @@ type Report struct {
 	// input and where its breaker states came from (findings-v1
 	// "resourcesSeen"); empty when the caller has none to give.
 	ResourcesSeen []ResourceSeen
-	// Warnings say what the input lacked (a target down, say): one line
-	// each, in the text and Markdown headers. Input strings in them must
-	// already be sanitized.
-	Warnings []string
+	// Targets are the dialed targets of a live input: each one not up is
+	// a warning, before Warnings.
+	Targets []collector.TargetStatus
+	// Warnings are what the input's snapshot warned of (clock skew, data
+	// never received, ...), in its order. The text and Markdown headers
+	// word each with collector.WarningText.
+	Warnings []collector.Warning
 }
 
 // New builds the report of an engine that has been fed the whole input:
@@ -47,6 +52,44 @@ func New(source string, e *triage.Engine, messages, rejected int64) *Report {
 		Rejected:  rejected,
 		Findings:  e.Findings(c.To),
 	}
+}
+
+// down lists the targets not up, one sanitized "NAME: WHY" each.
+func (r *Report) down() []string {
+	var out []string
+	for _, t := range r.Targets {
+		if t.State != collector.TargetUp {
+			out = append(out, Sanitize(t.Name)+": "+Sanitize(cmp.Or(t.LastError, t.State.String())))
+		}
+	}
+	return out
+}
+
+// warnings are the report's warning lines: the targets not up (sanitized
+// as they are made, name and error each cut to a name's length), then the
+// snapshot's warnings in the collector's words around names from the
+// input, printed as input.
+func (r *Report) warnings() []seg {
+	var out []seg
+	for _, d := range r.down() {
+		out = append(out, warning("target "+d))
+	}
+	for _, w := range r.Warnings {
+		out = append(out, warning(collector.WarningText(w)))
+	}
+	return out
+}
+
+// WarningLines are the report's warnings as its text header shows them,
+// one sanitized line each: for a terminal beside the report (its standard
+// error, when standard output carries the report).
+func (r *Report) WarningLines() []string {
+	segs := r.warnings()
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = sanitize(s.text, s.runes())
+	}
+	return out
 }
 
 // severityCounts counts the findings by severity.

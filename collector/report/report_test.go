@@ -14,6 +14,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/report/spectest"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -440,5 +441,35 @@ func TestUnknownStatesSaidOutLoud(t *testing.T) {
 	r.ResourcesSeen[0].States = "inferred"
 	if out := string(render(t, text, r)); !strings.Contains(out, "No findings.\n") || strings.Contains(out, "cannot be judged") {
 		t.Errorf("inferred states are not unknown:\n%s", out)
+	}
+}
+
+// TestWarningsOfTheSnapshot: the targets not up, then the snapshot's
+// warnings, worded by the collector, each a line of the header and of
+// WarningLines, sanitized.
+func TestWarningsOfTheSnapshot(t *testing.T) {
+	r := &Report{Source: "src", Messages: 1,
+		Targets: []collector.TargetStatus{{Name: "up:1", State: collector.TargetUp},
+			{Name: evilInstance, State: collector.TargetDown, LastError: "refused\x1b[2J"}, {Name: "c:3", State: collector.TargetConnecting}},
+		Warnings: []collector.Warning{collector.ClockSkew{Instance: evilInstance, OffsetMs: -2000},
+			collector.TargetNote{Note: "n", Targets: 2}},
+	}
+	want := []string{
+		`target evil-1\x1b[31m\u202eroot\x07: refused\x1b[2J`,
+		"target c:3: connecting",
+		`clock of evil-1\x1b[31m\u202eroot\x07 is 2.0 s ahead of the collector's`,
+		"2 targets: n",
+	}
+	if got := r.WarningLines(); !slices.Equal(got, want) {
+		t.Fatalf("warning lines\n%q\nwant\n%q", got, want)
+	}
+	text := string(render(t, text, r))
+	for _, w := range want {
+		if !strings.Contains(text, "  Warning:                "+w+"\n") {
+			t.Errorf("the header does not say %q:\n%s", w, text)
+		}
+	}
+	if md := string(render(t, md, r)); !strings.Contains(md, "- **Warning:** `"+want[2]+"`\n") {
+		t.Errorf("Markdown:\n%s", md)
 	}
 }
