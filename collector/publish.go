@@ -22,7 +22,7 @@ func (c *Collector) Publish() *Snapshot {
 	findings := c.engine.Findings(now)
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
-		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings,
+		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Seen: c.engine.Counts(),
 		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory, MemoryNames: c.namesHeld}
 	if c.replay.Active {
 		s.Replay = c.replay

@@ -39,6 +39,10 @@ type Snapshot struct {
 	Targets []TargetStatus
 	// Counts.
 	Apps, Instances, Resources int
+	// Seen counts the apps, instances and resources the input named since
+	// the collector started (unlike the counts above, those gone too),
+	// with the time range of the data: what a report of the input saw.
+	Seen triage.Counts
 	// Messages counts accepted messages; Rejected those refused, by reason.
 	Messages int64
 	Rejected int64

@@ -106,10 +106,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.Handle("/sentinel/stream", stream)
 	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
-		messages, rejected, _ := s.c.Counters()
-		rep := report.New(s.source, s.c.Engine(), messages, rejected)
-		snap := s.c.Snapshot() // as published: what /metrics and a dashboard see
-		rep.Findings, rep.ResourcesSeen = snap.Findings, resourcesSeen(snap)
+		rep := report.FromSnapshot(s.source, s.c.Snapshot()) // as published: what /metrics and a dashboard see
 		switch r.URL.Query().Get("format") {
 		case "md", "markdown":
 			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
