@@ -32,14 +32,14 @@ func (c *Collector) Publish() *Snapshot {
 	if err := c.RecordError(); err != nil {
 		s.RecordError = err.Error()
 	}
-	notes := map[string]int{}
+	notes := map[TargetRemark]int{}
 	if len(c.targets) > 0 {
 		s.Targets = make([]TargetStatus, 0, len(c.targets))
 	}
 	for _, t := range c.targets {
 		st := t.status()
 		s.Targets = append(s.Targets, st)
-		if st.Note != "" {
+		if st.Note != (TargetRemark{}) {
 			notes[st.Note]++
 		}
 	}
@@ -54,7 +54,7 @@ func (c *Collector) Publish() *Snapshot {
 		}
 	}
 	rows, warnings := c.instanceRows(s, now)
-	for _, note := range slices.Sorted(maps.Keys(notes)) {
+	for _, note := range slices.SortedFunc(maps.Keys(notes), compareRemarks) {
 		warnings = append(warnings, TargetNote{Note: note, Targets: notes[note]})
 	}
 	if w, ok := c.unreceived(s); ok {
@@ -95,6 +95,18 @@ func (c *Collector) Publish() *Snapshot {
 		close(*ch)
 	}
 	return s
+}
+
+// compareRemarks orders remarks by their rules error (none first), then
+// those without inferred states first.
+func compareRemarks(a, b TargetRemark) int {
+	if c := cmp.Compare(a.RulesError, b.RulesError); c != 0 || a.StatesInferred == b.StatesInferred {
+		return c
+	}
+	if a.StatesInferred {
+		return 1
+	}
+	return -1
 }
 
 // appTotals are the exact counters of every app x resource since the

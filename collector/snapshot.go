@@ -158,7 +158,7 @@ type TargetStatus struct {
 	LastError string
 	// Note is a standing remark about what this target can tell, such as
 	// a Java Sentinel target whose breaker states are not exposed.
-	Note     string
+	Note     TargetRemark
 	Messages int64
 	Bytes    int64
 	// Items counts the items of the buckets messages it sent that decoded
@@ -175,6 +175,17 @@ type TargetStatus struct {
 	LastMessageAt int64
 	// RetryAt is when the next dial happens while down, Unix ms.
 	RetryAt int64
+}
+
+// TargetRemark is what a target cannot tell, standing while it is
+// polled; the zero value remarks nothing. RemarkText words it.
+type TargetRemark struct {
+	// StatesInferred: the target (Java Sentinel's transport API) does
+	// not expose breaker states; they are inferred from the counts where
+	// a resource has only degrade rules.
+	StatesInferred bool
+	// RulesError is why its rules could not be read ("" when they were).
+	RulesError string
 }
 
 // RejectCount is a reason and how many messages it turned away.

@@ -41,10 +41,10 @@ type CollectorClock struct {
 	MinMs, MedianMs, MaxMs int64
 }
 
-// TargetNote: Targets dialed targets have the same standing note
+// TargetNote: Targets dialed targets have the same standing remark
 // (TargetStatus.Note).
 type TargetNote struct {
-	Note    string
+	Note    TargetRemark
 	Targets int
 }
 
@@ -86,13 +86,26 @@ func WarningText(w Warning) string {
 		return fmt.Sprintf("%s: messages of %d of %d instances arrive %.1f-%.1f s %s their timestamps (median %.1f s)",
 			cause, w.Instances, w.Measured, secs(w.MinMs), secs(w.MaxMs), words, secs(w.MedianMs))
 	case TargetNote:
-		return fmt.Sprintf("%d %s: %s", w.Targets, plural(w.Targets, "target", "targets"), w.Note)
+		return fmt.Sprintf("%d %s: %s", w.Targets, plural(w.Targets, "target", "targets"), RemarkText(w.Note))
 	case UnreceivedData:
 		return unreceivedText(w)
 	case Notice:
 		return noticeText(w)
 	}
 	return fmt.Sprintf("warning %T", w)
+}
+
+// RemarkText is a target's standing remark in words, as every view shows
+// it ("" for none).
+func RemarkText(r TargetRemark) string {
+	var parts []string
+	if r.StatesInferred {
+		parts = append(parts, "breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules")
+	}
+	if r.RulesError != "" {
+		parts = append(parts, "rules unavailable: "+r.RulesError)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unreceivedText says which instances' data never arrived, the largest

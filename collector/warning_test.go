@@ -38,8 +38,11 @@ func TestWarningText(t *testing.T) {
 			"the collector reads late or its clock is ahead: messages of 1980 of 2000 instances arrive 2.1-4.0 s after their timestamps (median 3.0 s)"},
 		{CollectorClock{Instances: 4, Measured: 4, MinMs: 2000, MedianMs: 2600, MaxMs: 9000},
 			"the collector's clock is behind: messages of 4 of 4 instances arrive 2.0-9.0 s before their timestamps (median 2.6 s)"},
-		{TargetNote{Note: JavaBreakerStatesNote, Targets: 1}, "1 target: " + JavaBreakerStatesNote},
-		{TargetNote{Note: "n", Targets: 3}, "3 targets: n"},
+		{TargetNote{Note: TargetRemark{StatesInferred: true}, Targets: 1},
+			"1 target: breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules"},
+		{TargetNote{Note: TargetRemark{StatesInferred: true, RulesError: "GET /getRules: 404"}, Targets: 3},
+			"3 targets: breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules; rules unavailable: GET /getRules: 404"},
+		{TargetNote{Note: TargetRemark{RulesError: "e"}, Targets: 2}, "2 targets: rules unavailable: e"},
 		{UnreceivedData{Gaps: []DataGap{gap("gw-1", 120_000)}, TotalMs: 120_000},
 			"no data received from gw-1 for 2m0s from 2025-11-30 00:00:00 UTC: lost while out of reach " +
 				"(a reconnect brings back an agent's last 60 s, Java Sentinel's 10 min); unknown, not idle"},

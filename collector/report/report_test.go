@@ -527,13 +527,13 @@ func TestWarningsOfTheSnapshot(t *testing.T) {
 		Targets: []collector.TargetStatus{{Name: "up:1", State: collector.TargetUp},
 			{Name: evilInstance, State: collector.TargetDown, LastError: "refused\x1b[2J"}, {Name: "c:3", State: collector.TargetConnecting}},
 		Warnings: []collector.Warning{collector.ClockSkew{Instance: evilInstance, OffsetMs: -2000},
-			collector.TargetNote{Note: "n", Targets: 2}},
+			collector.TargetNote{Note: collector.TargetRemark{RulesError: "n"}, Targets: 2}},
 	})
 	want := []string{
 		`target evil-1\x1b[31m\u202eroot\x07: refused\x1b[2J`,
 		"target c:3: connecting",
 		`clock of evil-1\x1b[31m\u202eroot\x07 is 2.0 s ahead of the collector's`,
-		"2 targets: n",
+		"2 targets: rules unavailable: n",
 	}
 	if got := r.WarningLines(); !slices.Equal(got, want) {
 		t.Fatalf("warning lines\n%q\nwant\n%q", got, want)
