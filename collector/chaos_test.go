@@ -368,7 +368,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		}
 		return nil
 	})
-	warnings := c.Publish().Warnings
+	warnings := warningTexts(c.Publish().Warnings)
 	skewed, checked := 0, 0
 	for i, ca := range agents {
 		// A restart starts the agent's clock later: its skew now. The

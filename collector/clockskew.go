@@ -1,9 +1,6 @@
 package collector
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // An instance's clock offset is the least arrival-minus-ts of its recent
 // buckets messages (instance.observeOffset): network delay and backlog
@@ -26,35 +23,29 @@ type skewed struct {
 	off  int64 // ms; > 0: messages arrive after their ts (behind)
 }
 
-// clockWarnings words the clock skew of a snapshot: skews are the
+// clockWarnings judges the clock skew of a snapshot: skews are the
 // instances off, of measured instances with an offset. When enough are
 // off the same way, they are one warning about the collector; those off
 // the other way are still warned about one by one.
-func clockWarnings(skews []skewed, measured int) []string {
+func clockWarnings(skews []skewed, measured int) []Warning {
 	if len(skews) == 0 {
 		return nil
 	}
-	var out []string
+	var out []Warning
 	fleet := 0 // the way the collector is off: 1 behind, -1 ahead, 0 not
-	// The cause first: a status line shows as much of a warning as fits.
-	for _, side := range []struct {
-		sign         int
-		cause, words string
-	}{
-		{1, "the collector reads late or its clock is ahead", "after"},
-		{-1, "the collector's clock is behind", "before"},
-	} {
+	// The collector first: a status line shows the first warning.
+	for _, side := range []int{1, -1} {
 		var offs []int64
 		for _, s := range skews {
-			if sign(s.off) == side.sign {
-				offs = append(offs, s.off*int64(side.sign))
+			if sign(s.off) == side {
+				offs = append(offs, s.off*int64(side))
 			}
 		}
 		if n := len(offs); n >= fleetSkewMin && 4*n >= 3*measured {
 			slices.Sort(offs)
-			out = append(out, fmt.Sprintf("%s: messages of %d of %d instances arrive %.1f-%.1f s %s their timestamps (median %.1f s)",
-				side.cause, n, measured, secs(offs[0]), secs(offs[n-1]), side.words, secs(offs[n/2])))
-			fleet = side.sign
+			out = append(out, CollectorClock{Late: side > 0, Instances: n, Measured: measured,
+				MinMs: offs[0], MedianMs: offs[n/2], MaxMs: offs[n-1]})
+			fleet = side
 			break
 		}
 	}
@@ -62,11 +53,7 @@ func clockWarnings(skews []skewed, measured int) []string {
 		if sign(s.off) == fleet {
 			continue
 		}
-		dir, off := "behind", s.off
-		if off < 0 {
-			dir, off = "ahead of", -off
-		}
-		out = append(out, fmt.Sprintf("clock of %s is %.1f s %s the collector's", s.name, secs(off), dir))
+		out = append(out, ClockSkew{Instance: s.name, OffsetMs: s.off})
 	}
 	return out
 }
@@ -77,5 +64,3 @@ func sign(v int64) int {
 	}
 	return 1
 }
-
-func secs(ms int64) float64 { return float64(ms) / 1000 }

@@ -25,7 +25,7 @@ func TestClockOffsetWarning(t *testing.T) {
 		c.Ingest("a", bucketsAt("ok", now+20, now-500, 1))        // 20 ms of network
 		c.Ingest("b", bucketsAt("behind", now-5000, now-5500, 1)) // a clock 5 s behind
 	}
-	w := c.Publish().Warnings
+	w := warningTexts(c.Publish().Warnings)
 	if len(w) != 1 || !strings.Contains(w[0], "behind") || !strings.Contains(w[0], "5.0 s behind") {
 		t.Fatalf("warnings %q", w)
 	}

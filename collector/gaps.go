@@ -2,11 +2,7 @@ package collector
 
 import (
 	"cmp"
-	"fmt"
-	"math"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -29,7 +25,6 @@ type DataGap struct {
 
 // Span is a time span [From, To), Unix ms.
 type Span = fleet.Span
-
 
 // maxGapInstances bounds the instances whose gaps are kept by name; the
 // time of the others is summed (Snapshot.UnreceivedMs) and they are
@@ -122,11 +117,11 @@ func (c *Collector) countUnreceived(in *instance, from, to int64) {
 	g.FromMs, g.Ms, g.Gaps = min(g.FromMs, from), sat64(g.Ms, to-from), g.Gaps+1
 }
 
-// unreceived fills the snapshot's gaps and returns its warning ("" for
+// unreceived fills the snapshot's gaps and returns its warning (false for
 // none). c.mu is held.
-func (c *Collector) unreceived(s *Snapshot) string {
+func (c *Collector) unreceived(s *Snapshot) (UnreceivedData, bool) {
 	if c.unreceivedMs == 0 {
-		return ""
+		return UnreceivedData{}, false
 	}
 	s.UnreceivedMs, s.UnreceivedOthers = c.unreceivedMs, len(c.gapsOthers)
 	s.Unreceived = make([]DataGap, 0, len(c.gaps))
@@ -136,46 +131,6 @@ func (c *Collector) unreceived(s *Snapshot) string {
 	slices.SortFunc(s.Unreceived, func(x, y DataGap) int {
 		return cmp.Or(cmp.Compare(y.Ms, x.Ms), cmp.Compare(x.Instance, y.Instance))
 	})
-	return gapWarning(s.Unreceived, s.UnreceivedOthers, s.UnreceivedMs)
-}
-
-// gapWarning says in one line which instances' data never arrived, the
-// largest gaps first, at most 3 named.
-func gapWarning(gaps []DataGap, others int, total int64) string {
-	const named = 3
-	var b strings.Builder
-	n := len(gaps) + others
-	if n == 1 {
-		g := gaps[0]
-		fmt.Fprintf(&b, "no data received from %s for %s from %s", g.Instance, gapSpan(g.Ms), gapTime(g.FromMs))
-	} else {
-		fmt.Fprintf(&b, "no data received from %d instances for %s in all (", n, gapSpan(total))
-		for i, g := range gaps[:min(len(gaps), named)] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%s %s from %s", g.Instance, gapSpan(g.Ms), gapTime(g.FromMs))
-		}
-		if more := n - min(len(gaps), named); more > 0 {
-			atLeast := ""
-			if others >= maxGapOthers {
-				atLeast = "at least "
-			}
-			fmt.Fprintf(&b, ", %s%d more", atLeast, more)
-		}
-		b.WriteString(")")
-	}
-	b.WriteString(": lost while out of reach (a reconnect brings back an agent's last 60 s, Java Sentinel's 10 min); unknown, not idle")
-	return b.String()
-}
-
-// gapSpan is a gap's time ("2m10.5s"): a whole number of bucket periods
-// (the most a Duration holds, 292 years, for a peer's absurd times).
-func gapSpan(ms int64) string {
-	return (time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond).String()
-}
-
-// gapTime is when a gap began, on the sender's clock.
-func gapTime(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 UTC")
+	return UnreceivedData{Gaps: s.Unreceived, Others: s.UnreceivedOthers, OthersAtLeast: s.UnreceivedOthers >= maxGapOthers,
+		TotalMs: s.UnreceivedMs}, true
 }

@@ -121,11 +121,11 @@ func TestUnreceivedIsWhatTheBacklogCannotBringBack(t *testing.T) {
 				t.Fatalf("never received %d ms; want %d", s.UnreceivedMs, tc.want)
 			}
 			warned := false
-			for _, w := range s.Warnings {
+			for _, w := range warningTexts(s.Warnings) {
 				warned = warned || strings.HasPrefix(w, "no data received from gw-1")
 			}
 			if warned != (tc.want > 0) || (tc.want > 0) != (len(s.Unreceived) == 1) {
-				t.Errorf("gaps %+v, warnings %q", s.Unreceived, s.Warnings)
+				t.Errorf("gaps %+v, warnings %q", s.Unreceived, warningTexts(s.Warnings))
 			}
 		})
 	}
@@ -158,7 +158,7 @@ func TestUnreceivedWarningNamesTheLargest(t *testing.T) {
 		t.Fatalf("%d ms never received, %d instances named, %d others; want %d, %d and 6",
 			s.UnreceivedMs, len(s.Unreceived), s.UnreceivedOthers, total, maxGapInstances)
 	}
-	w := s.Warnings[len(s.Warnings)-1]
+	w := WarningText(s.Warnings[len(s.Warnings)-1])
 	want := "no data received from 70 instances for 40m50s in all (gw-063 1m3.5s from 2025-11-30 00:00:00 UTC, " +
 		"gw-062 1m2.5s from 2025-11-30 00:00:00 UTC, gw-061 1m1.5s from 2025-11-30 00:00:00 UTC, 67 more): " +
 		"lost while out of reach (a reconnect brings back an agent's last 60 s, Java Sentinel's 10 min); unknown, not idle"

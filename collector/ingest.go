@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -93,11 +92,9 @@ func reasonOf(err error) string {
 	switch {
 	case errors.Is(err, wire.ErrVersion):
 		return ReasonWrongVersion
+	case errors.Is(err, wire.ErrNameTooLong): // a name or a hot value; before ErrTooLarge, which it also is
+		return ReasonNameTooLong
 	case errors.Is(err, wire.ErrTooLarge):
-		var de *wire.DecodeError
-		if errors.As(err, &de) && strings.Contains(de.Reason, " bytes exceeds ") && de.Field != "" {
-			return ReasonNameTooLong // a name or a hot value; lists count items
-		}
 		return ReasonTooLarge
 	case errors.Is(err, wire.ErrUnknownKind):
 		return ReasonUnknownKind

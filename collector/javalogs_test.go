@@ -62,15 +62,16 @@ func TestJavaMetricLogsOfSeveralProcesses(t *testing.T) {
 			}
 		}
 	}
-	if len(snap.Notices) != 3 {
-		t.Fatalf("notices %+v", snap.Notices)
+	notices := warningsOf[Notice](snap.Warnings)
+	if len(notices) != 3 {
+		t.Fatalf("notices %+v", notices)
 	}
-	for _, n := range snap.Notices {
+	for _, n := range notices {
 		if n.Kind != NoticeNameCollision || n.Resource != "price_cache" || n.Count < 15 {
 			t.Errorf("%+v", n)
 		}
-		if w := strings.Join(snap.Warnings, "\n"); !strings.Contains(w, n.String()) {
-			t.Errorf("warnings do not say %q", n)
+		if w := strings.Join(warningTexts(snap.Warnings), "\n"); !strings.Contains(w, WarningText(n)) {
+			t.Errorf("warnings do not say %q", WarningText(n))
 		}
 	}
 }

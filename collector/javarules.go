@@ -28,12 +28,12 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	if err == nil {
 		flow, err = p.get(ctx, "/getRules?type=flow")
 	}
-	note := JavaBreakerStatesNote
+	note := TargetRemark{StatesInferred: true}
 	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
-		note += "; rules unavailable: " + err.Error()
+		note.RulesError = err.Error()
 	}
 	if note != p.rulesErr {
 		p.rulesErr = note

@@ -131,7 +131,7 @@ func TestJavaLateSecondsAreNotEmpty(t *testing.T) {
 	if got := qps(); got != 85*4.0/5 {
 		t.Errorf("after the grace: %.1f/s, want %.1f", got, 85*4.0/5)
 	}
-	if w := strings.Join(c.Publish().Warnings, "\n"); strings.Contains(w, "clock of") {
+	if w := strings.Join(warningTexts(c.Publish().Warnings), "\n"); strings.Contains(w, "clock of") {
 		t.Errorf("a polled instance's data lag is not a clock skew: %q", w)
 	}
 }
@@ -152,9 +152,9 @@ func TestJavaLinesOfOneNameAreSummed(t *testing.T) {
 		return nil
 	})
 	snap := c.Publish()
-	if len(snap.Notices) != 1 || snap.Notices[0] != (Notice{Kind: NoticeNameCollision, Instance: hosts[0], Resource: "x_y",
+	if notices := warningsOf[Notice](snap.Warnings); len(notices) != 1 || notices[0] != (Notice{Kind: NoticeNameCollision, Instance: hosts[0], Resource: "x_y",
 		At: 1764460828000, Count: 2}) {
-		t.Fatalf("notices %+v", snap.Notices)
+		t.Fatalf("notices %+v", notices)
 	}
 	if _, _, dups := c.Counters(); dups != 0 {
 		t.Errorf("%d duplicates", dups)

@@ -32,7 +32,7 @@ import (
 // What the API does not give is not made up. It has no breaker states: they
 // are inferred from the per-second counts (metriclog.Inference) and sent as
 // state messages marked inferred, for resources whose only rules are
-// degrade rules (the target's status says so, see JavaBreakerStatesNote);
+// degrade rules (the target's status says so: TargetRemark.StatesInferred);
 // no slow counts and no histogram (see package metriclog for the mapping of
 // its metric lines); no app name, hence ?app= (without it the app is the
 // instance, and instances of one service are not compared with each
@@ -50,9 +50,6 @@ const (
 	JavaScheme = "sentinel"
 	// JavaDefaultPort is the transport API's default port (csp.sentinel.api.port).
 	JavaDefaultPort = "8719"
-	// JavaBreakerStatesNote is what the status of an up Java target says
-	// in Note.
-	JavaBreakerStatesNote = "breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules"
 )
 
 // Polling periods and bounds of Java targets.
@@ -178,7 +175,7 @@ type javaPoller struct {
 	// are the rules read, regex rules (Pattern set) not yet listed per
 	// resource.
 	rulesVersion string
-	rulesErr     string
+	rulesErr     TargetRemark
 	breakers     []core.BreakerRule
 	flows        []core.FlowRule
 	params       []core.HotParamRule
@@ -232,7 +229,7 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		c.javaUnreceived(jt.instance, lost, first)
 	}
 	st.update(func(s *TargetStatus) {
-		s.State, s.Since, s.LastError, s.Note, s.Instance = TargetUp, c.clock.UnixMilli(), "", JavaBreakerStatesNote, jt.instance
+		s.State, s.Since, s.LastError, s.Note, s.Instance = TargetUp, c.clock.UnixMilli(), "", TargetRemark{StatesInferred: true}, jt.instance
 	})
 	p.ingest(p.hello(ctx))
 	p.pollRules(ctx)

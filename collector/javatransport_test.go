@@ -213,10 +213,10 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 		t.Fatalf("targets %+v", snap.Targets)
 	}
 	st := snap.Targets[0]
-	if st.State != TargetUp || st.Instance != host || st.Note != JavaBreakerStatesNote || st.LastError != "" || st.Rejected != 1 {
+	if st.State != TargetUp || st.Instance != host || st.Note != (TargetRemark{StatesInferred: true}) || st.LastError != "" || st.Rejected != 1 {
 		t.Errorf("status %+v", st)
 	}
-	if w := strings.Join(snap.Warnings, "\n"); !strings.Contains(w, "1 target: "+JavaBreakerStatesNote) {
+	if w := strings.Join(warningTexts(snap.Warnings), "\n"); !strings.Contains(w, "1 target: breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules") {
 		t.Errorf("the snapshot does not say breaker states are unknown: %q", w)
 	}
 	if _, rejected, _ := c.Counters(); rejected != 1 || len(snap.Rejects) != 1 || snap.Rejects[0].Reason != "malformed" ||

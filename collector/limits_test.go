@@ -207,6 +207,34 @@ func TestLimitNameBytesRejectsTheMessageOnly(t *testing.T) {
 	}
 }
 
+// TestReasonOfIsTheErrorsClass: the reject reason is the class of the
+// error, whatever its words: a name or a hot value too long is
+// name_too_long, a list or a frame too large too_large.
+func TestReasonOfIsTheErrorsClass(t *testing.T) {
+	d := wire.NewDecoder(wire.Limits{MaxNameBytes: 64, MaxItems: 1})
+	decode := func(frame string) error {
+		_, err := d.Decode([]byte(frame))
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"resource", decode(fmt.Sprintf(`{"v":1,"kind":"buckets","ts":1,"instance":"i","bucketMs":1,"items":[{"resource":%q,"start":1}]}`, strings.Repeat("r", 65))), ReasonNameTooLong},
+		{"app", decode(fmt.Sprintf(`{"v":1,"kind":"hello","ts":1,"instance":"i","app":%q,"bucketMs":500}`, strings.Repeat("a", 65))), ReasonNameTooLong},
+		{"hot value", decode(fmt.Sprintf(`{"v":1,"kind":"buckets","ts":1,"instance":"i","bucketMs":1,"items":[{"resource":"r","start":1,"hot":[{"value":%q}]}]}`, strings.Repeat("v", wire.MaxHotValueBytes+1))), ReasonNameTooLong},
+		{"items", decode(`{"v":1,"kind":"buckets","ts":1,"instance":"i","bucketMs":1,"items":[{"resource":"r","start":1},{"resource":"r","start":2}]}`), ReasonTooLarge},
+		{"wrapped name", fmt.Errorf("%w: resource name of 2000 bytes exceeds 1024", wire.ErrNameTooLong), ReasonNameTooLong},
+		{"wrapped frame", fmt.Errorf("%w: frame over 8192 bytes", wire.ErrTooLarge), ReasonTooLarge},
+		{"words alone", fmt.Errorf("9 bytes exceeds the limit of 8"), ReasonOther},
+	} {
+		if got := reasonOf(tc.err); got != tc.want {
+			t.Errorf("%s: reason of %v is %s, want %s", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestStalledConnectionIsDialedAgain(t *testing.T) {
 	c := New(Options{})
 	stalled := peer(t, func(conn *websocket.Conn, n int) {

@@ -2,9 +2,7 @@ package collector
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"time"
 )
 
 // NoticeKind names what a Notice is about.
@@ -19,10 +17,9 @@ const (
 	NoticeNameCollision NoticeKind = iota + 1
 )
 
-// Notice is a typed warning about the input: each is also one line of
-// Snapshot.Warnings (its String), and views that show more read its fields.
-// A notice is kept once per kind, instance and resource; what repeats adds
-// to Count.
+// Notice is a typed warning about the input, one of Snapshot.Warnings
+// (WarningText words it). A notice is kept once per kind, instance and
+// resource; what repeats adds to Count.
 type Notice struct {
 	Kind               NoticeKind
 	Instance, Resource string
@@ -30,20 +27,6 @@ type Notice struct {
 	// how many times (for a name collision, the seconds summed).
 	At    int64
 	Count int64
-}
-
-// String is the notice in one line.
-func (n Notice) String() string {
-	switch n.Kind {
-	case NoticeNameCollision:
-		seconds := "seconds"
-		if n.Count == 1 {
-			seconds = "second"
-		}
-		return fmt.Sprintf("%s: lines of one second named %q were summed (Java writes \"|\" as \"_\", so two resources share the name): %d %s from %s",
-			n.Instance, n.Resource, n.Count, seconds, time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
-	}
-	return fmt.Sprintf("%s: notice %d about %q", n.Instance, n.Kind, n.Resource)
 }
 
 // maxNotices bounds the notices kept; further ones are dropped.

@@ -2,7 +2,7 @@ package collector
 
 import (
 	"cmp"
-	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -22,7 +22,7 @@ func (c *Collector) Publish() *Snapshot {
 	findings := c.engine.Findings(now)
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
-		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings,
+		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Seen: c.engine.Counts(),
 		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory, MemoryNames: c.namesHeld}
 	if c.replay.Active {
 		s.Replay = c.replay
@@ -32,14 +32,14 @@ func (c *Collector) Publish() *Snapshot {
 	if err := c.RecordError(); err != nil {
 		s.RecordError = err.Error()
 	}
-	notes := map[string]int{}
+	notes := map[TargetRemark]int{}
 	if len(c.targets) > 0 {
 		s.Targets = make([]TargetStatus, 0, len(c.targets))
 	}
 	for _, t := range c.targets {
 		st := t.status()
 		s.Targets = append(s.Targets, st)
-		if st.Note != "" {
+		if st.Note != (TargetRemark{}) {
 			notes[st.Note]++
 		}
 	}
@@ -54,19 +54,16 @@ func (c *Collector) Publish() *Snapshot {
 		}
 	}
 	rows, warnings := c.instanceRows(s, now)
-	noteList := make([]string, 0, len(notes))
-	for note, n := range notes {
-		noteList = append(noteList, fmt.Sprintf("%d %s: %s", n, plural(n, "target", "targets"), note))
+	for _, note := range slices.SortedFunc(maps.Keys(notes), compareRemarks) {
+		warnings = append(warnings, TargetNote{Note: note, Targets: notes[note]})
 	}
-	slices.Sort(noteList)
-	s.Warnings = append(warnings, noteList...)
-	if w := c.unreceived(s); w != "" {
-		s.Warnings = append(s.Warnings, w)
+	if w, ok := c.unreceived(s); ok {
+		warnings = append(warnings, w)
 	}
-	s.Notices = c.sortedNotices()
-	for _, n := range s.Notices {
-		s.Warnings = append(s.Warnings, n.String())
+	for _, n := range c.sortedNotices() {
+		warnings = append(warnings, n)
 	}
+	s.Warnings = warnings
 	rateMs := c.opts.RateWindow.Milliseconds()
 	s.Rows = make([]ResourceRow, 0, len(rows))
 	for _, a := range rows {
@@ -98,6 +95,18 @@ func (c *Collector) Publish() *Snapshot {
 		close(*ch)
 	}
 	return s
+}
+
+// compareRemarks orders remarks by their rules error (none first), then
+// those without inferred states first.
+func compareRemarks(a, b TargetRemark) int {
+	if c := cmp.Compare(a.RulesError, b.RulesError); c != 0 || a.StatesInferred == b.StatesInferred {
+		return c
+	}
+	if a.StatesInferred {
+		return 1
+	}
+	return -1
 }
 
 // appTotals are the exact counters of every app x resource since the

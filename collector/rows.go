@@ -190,7 +190,7 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 // fleet that stopped is seen stopping), but is not counted. The breaker
 // states are rebuilt only when one may have changed (see breakersGen).
 // c.mu is held.
-func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, warnings []string) {
+func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, warnings []Warning) {
 	rateMs := c.opts.RateWindow.Milliseconds()
 	stale := c.opts.StaleAfter.Milliseconds()
 	rebuild := c.pub.breakersGen != c.breakersGen || c.pub.breakers == nil

@@ -39,6 +39,10 @@ type Snapshot struct {
 	Targets []TargetStatus
 	// Counts.
 	Apps, Instances, Resources int
+	// Seen counts the apps, instances and resources the input named since
+	// the collector started (unlike the counts above, those gone too),
+	// with the time range of the data: what a report of the input saw.
+	Seen triage.Counts
 	// Messages counts accepted messages; Rejected those refused, by reason.
 	Messages int64
 	Rejected int64
@@ -56,11 +60,12 @@ type Snapshot struct {
 	Unreceived       []DataGap
 	UnreceivedMs     int64
 	UnreceivedOthers int
-	// Warnings are one-line notices (clock skew, incompatible sources).
-	Warnings []string
-	// Notices are the typed warnings about the input (name collisions),
-	// sorted by instance and resource; each is also in Warnings.
-	Notices []Notice
+	// Warnings are typed facts to warn of, in the order to show them:
+	// clock skew (the collector's, then each instance's), the targets'
+	// notes (sorted), the data never received, then the notices about the
+	// input (sorted by instance, resource and kind). WarningText words
+	// each.
+	Warnings []Warning
 	// Recording is set while everything accepted is being recorded
 	// (Options.Record); RecordError says when that stopped.
 	Recording bool
@@ -153,7 +158,7 @@ type TargetStatus struct {
 	LastError string
 	// Note is a standing remark about what this target can tell, such as
 	// a Java Sentinel target whose breaker states are not exposed.
-	Note     string
+	Note     TargetRemark
 	Messages int64
 	Bytes    int64
 	// Items counts the items of the buckets messages it sent that decoded
@@ -170,6 +175,17 @@ type TargetStatus struct {
 	LastMessageAt int64
 	// RetryAt is when the next dial happens while down, Unix ms.
 	RetryAt int64
+}
+
+// TargetRemark is what a target cannot tell, standing while it is
+// polled; the zero value remarks nothing. RemarkText words it.
+type TargetRemark struct {
+	// StatesInferred: the target (Java Sentinel's transport API) does
+	// not expose breaker states; they are inferred from the counts where
+	// a resource has only degrade rules.
+	StatesInferred bool
+	// RulesError is why its rules could not be read ("" when they were).
+	RulesError string
 }
 
 // RejectCount is a reason and how many messages it turned away.

@@ -44,7 +44,7 @@ var sgrOnly = regexp.MustCompile("\x1b\\[[0-9;]*m")
 func hostileSource() *staticSource {
 	s := testSnapshot()
 	s.Source = hostile[1]
-	s.Warnings = []string{hostile[2]}
+	s.Warnings = []collector.Warning{collector.ClockSkew{Instance: hostile[2], OffsetMs: 3000}}
 	s.Targets[3].Name = hostile[0]
 	for i, h := range hostile {
 		s.Rows = append(s.Rows, collector.ResourceRow{App: hostile[(i+3)%len(hostile)], Resource: h,

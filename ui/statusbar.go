@@ -207,7 +207,7 @@ func (s statusBar) counts() string {
 	}
 	if len(snap.Warnings) > 0 {
 		b.WriteString("  ")
-		w := "warning: " + sanitize(snap.Warnings[0])
+		w := "warning: " + sanitize(collector.WarningText(snap.Warnings[0]))
 		if n := len(snap.Warnings); n > 1 {
 			w += " (+" + strconv.Itoa(n-1) + " more)"
 		}

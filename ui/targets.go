@@ -287,7 +287,7 @@ func targetWhy(ts *collector.TargetStatus) string {
 	if ts.LastError != "" {
 		return ts.LastError
 	}
-	return ts.Note
+	return collector.RemarkText(ts.Note)
 }
 
 // targetState is a target's state with its glyph: "✖ down".

@@ -302,7 +302,8 @@ func TestDetailWithoutDataDoesNotPanic(t *testing.T) {
 func TestHeaderSaysWhatNeverArrived(t *testing.T) {
 	src := goldenSource()
 	s := testSnapshot()
-	s.UnreceivedMs, s.Warnings = 66_500, []string{"clock of gw-1 is 2.0 s behind the collector's", "no data received from gw-2 ..."}
+	s.UnreceivedMs, s.Warnings = 66_500, []collector.Warning{collector.ClockSkew{Instance: "gw-1", OffsetMs: 2000},
+		collector.UnreceivedData{Gaps: []collector.DataGap{{Instance: "gw-2", FromMs: s.At - 66_500, Ms: 66_500, Gaps: 1}}, TotalMs: 66_500}}
 	src.set(s)
 	m := newTestModel(src, 160, 40)
 	if head := strings.Split(screenText(m), "\n"); !strings.Contains(head[1], "msgs · 66s of data never received") {

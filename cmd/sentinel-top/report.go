@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,42 +32,18 @@ Flags:
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("sentinel-top report", reportUsage, stderr)
-	fs, in := cmd.fs, &cmd.in
-	format := fs.String("format", "text", "output format: text, md or json")
-	failOn := fs.String("fail-on", "", "exit 1 when a finding is at least this severe: warning or critical")
-	dur := fs.Duration("for", 0, "how long to watch live input (--targets, --demo) before reporting")
+	format := cmd.fs.String("format", "text", "output format: text, md or json")
+	failOn := cmd.fs.String("fail-on", "", "exit 1 when a finding is at least this severe: warning or critical")
+	dur := cmd.fs.Duration("for", 0, "how long to watch live input (--targets, --demo) before reporting")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	render, ok := map[string]func(io.Writer, *report.Report) error{
-		"text": report.Text, "md": report.Markdown, "markdown": report.Markdown, "json": report.JSON,
-	}[*format]
-	if !ok {
-		fmt.Fprintf(stderr, "sentinel-top report: --format %q: want text, md or json\n", *format)
+	render, threshold, err := reportOptions(*format, *failOn, cmd.in.replay == "", *dur)
+	if err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitUsage
 	}
-	threshold, hasThreshold := triage.Severity(0), false
-	switch *failOn {
-	case "":
-	case "warning":
-		threshold, hasThreshold = triage.Warning, true
-	case "critical":
-		threshold, hasThreshold = triage.Critical, true
-	default:
-		fmt.Fprintf(stderr, "sentinel-top report: --fail-on %q: want warning or critical\n", *failOn)
-		return exitUsage
-	}
-	live := in.replay == ""
-	if !live && *dur > 0 {
-		fmt.Fprintln(stderr, "sentinel-top report: --for applies to live input (--targets, --demo); a replay ends with its file")
-		return exitUsage
-	}
-	if live && *dur <= 0 {
-		fmt.Fprintln(stderr, "sentinel-top report: live input needs --for DURATION (e.g. --for 60s)")
-		return exitUsage
-	}
-
-	s, err := in.open(ctx, 0)
+	s, err := cmd.in.open(ctx, 0)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		var ue usageError
@@ -77,35 +52,91 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return exitRuntime
 	}
+	snap, err := watch(ctx, s, *dur, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitRuntime
+	}
+	rep := report.FromSnapshot(s.source, snap)
+	if err := rep.NoData(*dur); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitRuntime
+	}
+	for _, w := range rep.WarningLines() {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if err := render(stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "sentinel-top report:", err)
+		return exitRuntime
+	}
+	if *failOn == "" {
+		return exitOK
+	}
+	if tripped := rep.AtLeast(threshold); len(tripped) > 0 {
+		fmt.Fprintf(stderr, "--fail-on %s: %s\n", *failOn, strings.Join(tripped, "; "))
+		return exitFailOn
+	}
+	return exitOK
+}
+
+// reportOptions checks the report's own flags: the renderer of --format,
+// the severity of --fail-on, and that --for goes with live input alone.
+func reportOptions(format, failOn string, live bool, dur time.Duration) (render func(io.Writer, *report.Report) error, threshold triage.Severity, err error) {
+	render, ok := map[string]func(io.Writer, *report.Report) error{
+		"text": report.Text, "md": report.Markdown, "markdown": report.Markdown, "json": report.JSON,
+	}[format]
+	if !ok {
+		return nil, 0, fmt.Errorf("--format %q: want text, md or json", format)
+	}
+	switch failOn {
+	case "":
+	case "warning":
+		threshold = triage.Warning
+	case "critical":
+		threshold = triage.Critical
+	default:
+		return nil, 0, fmt.Errorf("--fail-on %q: want warning or critical", failOn)
+	}
+	if !live && dur > 0 {
+		return nil, 0, errors.New("--for applies to live input (--targets, --demo); a replay ends with its file")
+	}
+	if live && dur <= 0 {
+		return nil, 0, errors.New("live input needs --for DURATION (e.g. --for 60s)")
+	}
+	return render, threshold, nil
+}
+
+// watch feeds the session's input to its end (a replay) or, given a
+// duration (live input), for that long on the collector's clock; closes
+// it; says on stderr what was rejected and accepted; and publishes the
+// snapshot the report is made of: the findings, judged once at the end of
+// the input.
+func watch(ctx context.Context, s *session, dur time.Duration, stderr io.Writer) (*collector.Snapshot, error) {
 	feedCtx := ctx
-	if live {
+	if dur > 0 {
 		// --for is measured on the collector's clock: wall time for
 		// targets, the simulation's time for a demo (which may run faster).
 		var cancel context.CancelFunc
 		feedCtx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		timer := s.c.Clock().AfterFunc(*dur, cancel)
+		timer := s.c.Clock().AfterFunc(dur, cancel)
 		defer timer.Stop()
-		fmt.Fprintf(stderr, "watching %s for %s...\n", report.Sanitize(s.source), *dur)
+		fmt.Fprintf(stderr, "watching %s for %s...\n", report.Sanitize(s.source), dur)
 	}
 	began := time.Now()
-	err = s.feed(feedCtx)
+	err := s.feed(feedCtx)
 	if ctx.Err() != nil {
 		s.close()
-		fmt.Fprintln(stderr, "sentinel-top report: interrupted")
-		return exitRuntime
+		return nil, errors.New("interrupted")
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.close()
-		fmt.Fprintln(stderr, "sentinel-top report:", err)
-		return exitRuntime
+		return nil, err
 	}
 	if err := s.close(); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top report:", err)
-		return exitRuntime
+		return nil, err
 	}
-	c := s.c
-	messages, rejected, dups := c.Counters()
+	messages, rejected, dups := s.c.Counters()
 	for _, line := range s.rejectLog {
 		fmt.Fprintln(stderr, "rejected:", line)
 	}
@@ -114,63 +145,5 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fmt.Fprintf(stderr, "%d messages accepted, %d rejected, %d duplicates dropped, in %s\n",
 		messages, rejected, dups, time.Since(began).Round(time.Millisecond))
-	snap := c.Publish() // the findings, judged once at the end of the input
-	var down []string
-	for _, t := range snap.Targets {
-		if t.State != collector.TargetUp {
-			down = append(down, report.Sanitize(t.Name)+": "+report.Sanitize(cmp.Or(t.LastError, t.State.String())))
-		}
-	}
-	if messages == 0 {
-		// A report of nothing would read as a quiet fleet: the input failed.
-		switch {
-		case len(snap.Targets) > 0 && len(down) == len(snap.Targets):
-			fmt.Fprintf(stderr, "sentinel-top report: no data: all %d %s down: %s\n", len(down), plural(len(down), "target", "targets"), strings.Join(down, "; "))
-		default:
-			fmt.Fprintf(stderr, "sentinel-top report: no data from %s in %s\n", report.Sanitize(s.source), *dur)
-		}
-		return exitRuntime
-	}
-	rep := report.New(s.source, c.Engine(), messages, rejected)
-	rep.Findings, rep.ResourcesSeen = snap.Findings, resourcesSeen(snap)
-	warnings := make([]string, 0, len(down)+len(snap.Warnings))
-	for _, d := range down {
-		warnings = append(warnings, "target "+d)
-	}
-	for _, w := range snap.Warnings { // clock skew, names Java folded together, what a target cannot tell
-		warnings = append(warnings, report.SanitizeWarning(w))
-	}
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	rep.Warnings = warnings
-	if err := render(stdout, rep); err != nil {
-		fmt.Fprintln(stderr, "sentinel-top report:", err)
-		return exitRuntime
-	}
-	if hasThreshold {
-		var tripped []string
-		for _, f := range rep.Findings {
-			if f.Severity >= threshold {
-				tripped = append(tripped, fmt.Sprintf("%s %s %s/%s", f.Severity, f.Kind,
-					report.Sanitize(f.App), report.Sanitize(f.Resource)))
-			}
-		}
-		if len(tripped) > 0 {
-			fmt.Fprintf(stderr, "--fail-on %s: %s\n", *failOn, strings.Join(tripped, "; "))
-			return exitFailOn
-		}
-	}
-	return exitOK
-}
-
-// resourcesSeen is the report's list of app x resource totals, with where
-// their breaker states came from.
-func resourcesSeen(snap *collector.Snapshot) []report.ResourceSeen {
-	out := make([]report.ResourceSeen, 0, len(snap.Totals))
-	for _, t := range snap.Totals {
-		out = append(out, report.ResourceSeen{App: t.App, Resource: t.Resource, Pass: t.Pass, Block: t.Block,
-			Complete: t.Complete, Error: t.Error, Slow: t.Slow, States: t.States.String()})
-	}
-	return out
+	return s.c.Publish(), nil
 }

@@ -45,7 +45,8 @@
 // ignored, as Sentinel's own parsers do.
 //
 // A line that cannot be used is an error wrapping wire.ErrMalformed or
-// wire.ErrTooLarge, so a collector counts it under the same reasons as a
-// bad wire message; Convert reports it as a *wire.LineError with its
-// file:line and goes on with the next line.
+// wire.ErrTooLarge (wire.ErrNameTooLong for a resource name), so a
+// collector counts it under the same reasons as a bad wire message;
+// Convert reports it as a *wire.LineError with its file:line and goes on
+// with the next line.
 package metriclog

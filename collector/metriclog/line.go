@@ -118,7 +118,7 @@ func parse(s string, fat bool) (Line, error) {
 	case res == "":
 		return l, fmt.Errorf("%w: empty resource name", wire.ErrMalformed)
 	case len(res) > wire.DefaultMaxNameBytes:
-		return l, fmt.Errorf("%w: resource name of %d bytes exceeds %d", wire.ErrTooLarge, len(res), wire.DefaultMaxNameBytes)
+		return l, fmt.Errorf("%w: resource name of %d bytes exceeds %d", wire.ErrNameTooLong, len(res), wire.DefaultMaxNameBytes)
 	}
 	l.Resource = res
 	dst := [...]*int64{&l.Pass, &l.Block, &l.Success, &l.Exception, &l.Rt, &l.OccupiedPass, &l.Concurrency, &l.Classification}

@@ -84,6 +84,9 @@ func TestParseRejects(t *testing.T) {
 		if !errors.Is(err, wire.ErrMalformed) && !errors.Is(err, wire.ErrTooLarge) {
 			t.Errorf("%.60q: %v is neither malformed nor too large", line, err)
 		}
+		if name := want == "exceeds 1024"; errors.Is(err, wire.ErrNameTooLong) != name {
+			t.Errorf("%.60q: %v: name too long %v, want %v", line, err, !name, name)
+		}
 	}
 	if _, err := ParseThin("1764460800000|x|1|0|1|0"); err == nil {
 		t.Error("a thin line with 6 fields parsed")

@@ -3,6 +3,9 @@
 // spec's fields exactly), Markdown (a postmortem document) or plain text (the
 // same for a terminal).
 //
+// A Report is made of a snapshot the collector published (FromSnapshot):
+// its findings are the snapshot's, judged once at the publish, and its
+// warnings the snapshot's typed ones, worded by collector.WarningText.
 // Rendering is pure: the same Report gives byte-identical output. Names that
 // come from the input (apps, instances, resources, rule versions) are
 // untrusted: Text escapes control characters, escape sequences, bidi and

@@ -31,9 +31,8 @@ func prose(format string, args ...any) seg { return seg{text: fmt.Sprintf(format
 
 func input(s string) seg { return seg{text: s, input: true} }
 
-// warning is a warning line of the input (a snapshot's): prose of the
-// collector's around names from the input, printed as input, longer than
-// a name.
+// warning is a warning line (a snapshot's, or a target's): words around
+// names from the input, printed as input, longer than a name.
 func warning(s string) seg { return seg{text: s, input: true, limit: maxWarningRunes} }
 
 // runes is how much of s is printed.
@@ -111,8 +110,8 @@ func headerParts(r *Report) []part {
 	if line := r.cannotJudge(); line != "" {
 		parts = append(parts, part{label: "Breaker states", value: []seg{prose("%s", line)}})
 	}
-	for _, w := range r.Warnings {
-		parts = append(parts, part{label: "Warning", value: []seg{warning(w)}})
+	for _, w := range r.warnings() {
+		parts = append(parts, part{label: "Warning", value: []seg{w}})
 	}
 	return parts
 }

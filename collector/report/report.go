@@ -1,8 +1,13 @@
 package report
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
@@ -19,34 +24,122 @@ type Report struct {
 	Apps, Instances, Resources int
 	// Messages counts the messages accepted, Rejected those refused.
 	Messages, Rejected int64
-	// Findings in report order (as triage.Engine.Findings returns them).
+	// Findings in report order (as the collector publishes them).
 	Findings []triage.Finding
 	// ResourcesSeen lists every app x resource with its totals over the
 	// input and where its breaker states came from (findings-v1
 	// "resourcesSeen"); empty when the caller has none to give.
 	ResourcesSeen []ResourceSeen
-	// Warnings say what the input lacked (a target down, say): one line
-	// each, in the text and Markdown headers. Input strings in them must
-	// already be sanitized.
-	Warnings []string
+	// Targets are the dialed targets of a live input: each one not up is
+	// a warning, before Warnings.
+	Targets []collector.TargetStatus
+	// Warnings are what the input's snapshot warned of (clock skew, data
+	// never received, ...), in its order. The text and Markdown headers
+	// word each with collector.WarningText.
+	Warnings []collector.Warning
 }
 
-// New builds the report of an engine that has been fed the whole input:
-// counts and time range from the engine, findings judged at the end of the
-// input.
-func New(source string, e *triage.Engine, messages, rejected int64) *Report {
-	c := e.Counts()
+// FromSnapshot builds the report of a snapshot the collector published
+// once it had been fed the input: its counts and time range, its
+// findings (judged once, at the publish), its totals, targets and
+// warnings. The report judges nothing itself, so it says what the
+// dashboard and /metrics say of the same snapshot.
+func FromSnapshot(source string, s *collector.Snapshot) *Report {
 	return &Report{
-		Source:    source,
-		From:      c.From,
-		To:        c.To,
-		Apps:      c.Apps,
-		Instances: c.Instances,
-		Resources: c.Resources,
-		Messages:  messages,
-		Rejected:  rejected,
-		Findings:  e.Findings(c.To),
+		Source:        source,
+		From:          s.Seen.From,
+		To:            s.Seen.To,
+		Apps:          s.Seen.Apps,
+		Instances:     s.Seen.Instances,
+		Resources:     s.Seen.Resources,
+		Messages:      s.Messages,
+		Rejected:      s.Rejected,
+		Findings:      s.Findings,
+		ResourcesSeen: resourcesSeen(s.Totals),
+		Targets:       s.Targets,
+		Warnings:      s.Warnings,
 	}
+}
+
+// resourcesSeen is the report's list of app x resource totals, with where
+// their breaker states came from.
+func resourcesSeen(totals []collector.ResourceTotals) []ResourceSeen {
+	if totals == nil {
+		return nil
+	}
+	out := make([]ResourceSeen, 0, len(totals))
+	for _, t := range totals {
+		out = append(out, ResourceSeen{App: t.App, Resource: t.Resource, Pass: t.Pass, Block: t.Block,
+			Complete: t.Complete, Error: t.Error, Slow: t.Slow, States: t.States.String()})
+	}
+	return out
+}
+
+// down lists the targets not up, one sanitized "NAME: WHY" each.
+func (r *Report) down() []string {
+	var out []string
+	for _, t := range r.Targets {
+		if t.State != collector.TargetUp {
+			out = append(out, Sanitize(t.Name)+": "+Sanitize(cmp.Or(t.LastError, t.State.String())))
+		}
+	}
+	return out
+}
+
+// warnings are the report's warning lines: the targets not up (sanitized
+// as they are made, name and error each cut to a name's length), then the
+// snapshot's warnings in the collector's words around names from the
+// input, printed as input.
+func (r *Report) warnings() []seg {
+	var out []seg
+	for _, d := range r.down() {
+		out = append(out, warning("target "+d))
+	}
+	for _, w := range r.Warnings {
+		out = append(out, warning(collector.WarningText(w)))
+	}
+	return out
+}
+
+// WarningLines are the report's warnings as its text header shows them,
+// one sanitized line each: for a terminal beside the report (its standard
+// error, when standard output carries the report).
+func (r *Report) WarningLines() []string {
+	segs := r.warnings()
+	out := make([]string, len(segs))
+	for i, s := range segs {
+		out[i] = sanitize(s.text, s.runes())
+	}
+	return out
+}
+
+// ErrNoData is the class of the error NoData returns.
+var ErrNoData = errors.New("no data")
+
+// NoData says why a report of an input that brought no message at all is
+// no report (a report of nothing would read as a quiet fleet): every
+// target down, with why, or nothing from the source in the time watched.
+// It returns nil when a message was accepted.
+func (r *Report) NoData(watched time.Duration) error {
+	if r.Messages > 0 {
+		return nil
+	}
+	if down := r.down(); len(r.Targets) > 0 && len(down) == len(r.Targets) {
+		return fmt.Errorf("%w: all %d %s down: %s", ErrNoData, len(down), plural(len(down), "target", "targets"), strings.Join(down, "; "))
+	}
+	return fmt.Errorf("%w from %s in %s", ErrNoData, Sanitize(r.Source), watched)
+}
+
+// AtLeast lists the findings at least as severe as least, in report
+// order, one sanitized line each: "critical rule-drift APP/RESOURCE".
+func (r *Report) AtLeast(least triage.Severity) []string {
+	var out []string
+	for _, f := range r.Findings {
+		if f.Severity >= least {
+			out = append(out, fmt.Sprintf("%s %s %s/%s", f.Severity, f.Kind, Sanitize(f.App), Sanitize(f.Resource)))
+		}
+	}
+	return out
 }
 
 // severityCounts counts the findings by severity.

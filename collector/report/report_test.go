@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,9 +12,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/report/spectest"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -43,7 +46,8 @@ func tr(res string, from, to core.State, at int64) core.Transition {
 	return core.Transition{Resource: res, Strategy: core.SlowRequestRatio, From: from, To: to, AtMs: at, Threshold: 0.5, RetryTimeoutMs: 10000}
 }
 
-// scenario feeds an engine with every finding kind and returns its report.
+// scenario feeds an engine with every finding kind and returns the report
+// of the snapshot a collector would publish at the end of the input.
 func scenario() *Report {
 	e := triage.NewFeeder(triage.Config{})
 	const (
@@ -123,7 +127,15 @@ func scenario() *Report {
 	for _, in := range append(order, "price-1", "price-2", evilInstance) {
 		e.Bye(in, at(180000))
 	}
-	return New("fixtures/all-kinds.ndjson", e.Engine, 48213, 2)
+	return FromSnapshot("fixtures/all-kinds.ndjson", endOfInput(e.Engine, 48213, 2))
+}
+
+// endOfInput is the snapshot a collector fed by e publishes once the input
+// ended (its clock at the input's last timestamp): the engine's counts,
+// and its findings judged there, once.
+func endOfInput(e *triage.Engine, messages, rejected int64) *collector.Snapshot {
+	seen := e.Counts()
+	return &collector.Snapshot{At: seen.To, Seen: seen, Messages: messages, Rejected: rejected, Findings: e.Findings(seen.To)}
 }
 
 func render(t *testing.T, f func(w *bytes.Buffer, r *Report) error, r *Report) []byte {
@@ -399,14 +411,78 @@ func TestStrip(t *testing.T) {
 	}
 }
 
-func TestNewTakesEngineCounts(t *testing.T) {
+func TestFromSnapshotTakesItsCounts(t *testing.T) {
 	e := triage.NewFeeder(triage.Config{})
 	e.Hello("a", "app", t0, t0)
 	e.Bucket("a", triage.BucketStat{Resource: "r", Start: t0, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
-	r := New("src", e.Engine, 3, 1)
+	r := FromSnapshot("src", endOfInput(e.Engine, 3, 1))
 	want := Report{Source: "src", From: t0, To: t0 + 500, Apps: 1, Instances: 1, Resources: 1, Messages: 3, Rejected: 1}
 	if fmt.Sprint(*r) != fmt.Sprint(want) {
 		t.Fatalf("%+v", *r)
+	}
+}
+
+// TestFromSnapshotJudgesNothing: the report's findings, totals, targets
+// and warnings are the snapshot's, as published.
+func TestFromSnapshotJudgesNothing(t *testing.T) {
+	s := &collector.Snapshot{Messages: 1,
+		Findings: []triage.Finding{{Kind: triage.KindSawtooth, Severity: triage.Critical, App: "a", Resource: "r"}},
+		Totals:   []collector.ResourceTotals{{App: "a", Resource: "r", Pass: 5, Block: 1, Complete: 4, Error: 1, Slow: 2, States: collector.ProvenanceInferred}},
+		Targets:  []collector.TargetStatus{{Name: "t", State: collector.TargetUp}},
+		Warnings: []collector.Warning{collector.ClockSkew{Instance: "i", OffsetMs: 2000}},
+	}
+	r := FromSnapshot("src", s)
+	if len(r.Findings) != 1 || &r.Findings[0] != &s.Findings[0] || len(r.Targets) != 1 || len(r.Warnings) != 1 || r.Warnings[0] != s.Warnings[0] ||
+		len(r.ResourcesSeen) != 1 || r.ResourcesSeen[0] != (ResourceSeen{App: "a", Resource: "r", Pass: 5, Block: 1, Complete: 4, Error: 1, Slow: 2, States: "inferred"}) {
+		t.Fatalf("%+v", *r)
+	}
+}
+
+// TestNoDataSaysWhy: a report of no message is an error of class
+// ErrNoData that says why: every target down, or nothing in the time
+// watched.
+func TestNoDataSaysWhy(t *testing.T) {
+	down := []collector.TargetStatus{{Name: "a:1", State: collector.TargetDown, LastError: "refused"}, {Name: "b:2", State: collector.TargetConnecting}}
+	for _, tc := range []struct {
+		s    *collector.Snapshot
+		want string
+	}{
+		{&collector.Snapshot{Messages: 1, Targets: down}, ""},
+		{&collector.Snapshot{Targets: down}, "no data: all 2 targets down: a:1: refused; b:2: connecting"},
+		{&collector.Snapshot{Targets: down[:1]}, "no data: all 1 target down: a:1: refused"},
+		{&collector.Snapshot{Targets: append([]collector.TargetStatus{{Name: "c:3", State: collector.TargetUp}}, down...)}, `no data from src\x1b in 1m0s`},
+		{&collector.Snapshot{}, `no data from src\x1b in 1m0s`},
+	} {
+		err := FromSnapshot("src\x1b", tc.s).NoData(time.Minute)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", tc.s, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNoData) || err.Error() != tc.want {
+			t.Errorf("%+v: %v, want %q", tc.s, err, tc.want)
+		}
+	}
+}
+
+// TestAtLeast: the findings that trip --fail-on, sanitized.
+func TestAtLeast(t *testing.T) {
+	r := scenario()
+	got := r.AtLeast(triage.Critical)
+	if len(got) != 4 {
+		t.Fatalf("critical: %q", got)
+	}
+	for _, l := range got {
+		if !strings.HasPrefix(l, "critical ") {
+			t.Errorf("%q", l)
+		}
+	}
+	all := r.AtLeast(triage.Info)
+	if len(all) != len(r.Findings) || !slices.ContainsFunc(all, func(l string) bool {
+		return strings.Contains(l, `evil/<script>alert(1)</script> `+"```"+` *x* [a](http://e) | # \x0a`)
+	}) {
+		t.Errorf("every finding: %q", all)
 	}
 }
 
@@ -448,5 +524,35 @@ func TestUnknownStatesSaidOutLoud(t *testing.T) {
 	r.ResourcesSeen[0].States = "inferred"
 	if out := string(render(t, text, r)); !strings.Contains(out, "No findings.\n") || strings.Contains(out, "cannot be judged") {
 		t.Errorf("inferred states are not unknown:\n%s", out)
+	}
+}
+
+// TestWarningsOfTheSnapshot: the targets not up, then the snapshot's
+// warnings, worded by the collector, each a line of the header and of
+// WarningLines, sanitized.
+func TestWarningsOfTheSnapshot(t *testing.T) {
+	r := FromSnapshot("src", &collector.Snapshot{Messages: 1,
+		Targets: []collector.TargetStatus{{Name: "up:1", State: collector.TargetUp},
+			{Name: evilInstance, State: collector.TargetDown, LastError: "refused\x1b[2J"}, {Name: "c:3", State: collector.TargetConnecting}},
+		Warnings: []collector.Warning{collector.ClockSkew{Instance: evilInstance, OffsetMs: -2000},
+			collector.TargetNote{Note: collector.TargetRemark{RulesError: "n"}, Targets: 2}},
+	})
+	want := []string{
+		`target evil-1\x1b[31m\u202eroot\x07: refused\x1b[2J`,
+		"target c:3: connecting",
+		`clock of evil-1\x1b[31m\u202eroot\x07 is 2.0 s ahead of the collector's`,
+		"2 targets: rules unavailable: n",
+	}
+	if got := r.WarningLines(); !slices.Equal(got, want) {
+		t.Fatalf("warning lines\n%q\nwant\n%q", got, want)
+	}
+	text := string(render(t, text, r))
+	for _, w := range want {
+		if !strings.Contains(text, "  Warning:                "+w+"\n") {
+			t.Errorf("the header does not say %q:\n%s", w, text)
+		}
+	}
+	if md := string(render(t, md, r)); !strings.Contains(md, "- **Warning:** `"+want[2]+"`\n") {
+		t.Errorf("Markdown:\n%s", md)
 	}
 }

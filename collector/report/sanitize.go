@@ -18,10 +18,6 @@ const (
 // line, cut to 120 runes (see termtext.Sanitize for the rules).
 func Sanitize(s string) string { return termtext.Sanitize(s, maxNameRunes) }
 
-// SanitizeWarning is Sanitize for a warning line, cut to 600 runes: the
-// collector's prose around names from the input, up to 3 of them.
-func SanitizeWarning(s string) string { return termtext.Sanitize(s, maxWarningRunes) }
-
 // sanitize is Sanitize with its own length limit.
 func sanitize(s string, limit int) string { return termtext.Sanitize(s, limit) }
 

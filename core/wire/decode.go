@@ -299,7 +299,7 @@ func decodeStd(data []byte, lim Limits) (Message, *DecodeError) {
 		m.Items = make([]BucketItem, len(s.Items))
 		for i, it := range s.Items {
 			if len(it.Resource) > lim.MaxNameBytes {
-				return nil, errorf(ErrTooLarge, kind, fieldAt("items", i, "resource"),
+				return nil, errorf(ErrNameTooLong, kind, fieldAt("items", i, "resource"),
 					fmt.Sprintf("%d bytes exceeds the limit of %d", len(it.Resource), lim.MaxNameBytes))
 			}
 			m.Items[i] = BucketItem{Resource: it.Resource, Start: it.Start, Metrics: core.Metrics{

@@ -32,7 +32,8 @@
 // A Decoder checks every message against the rules below and returns a
 // *DecodeError naming the field; errors.Is tells its class: ErrMalformed,
 // ErrVersion, ErrUnknownKind (count it and skip it: a newer sender's kind),
-// ErrTooLarge or ErrInvalid. Decode never panics. Buckets go through a
+// ErrTooLarge (ErrNameTooLong for a name or a hot value) or ErrInvalid.
+// Decode never panics. Buckets go through a
 // hand-written scanner that allocates nothing once a Decoder has seen the
 // resource names (it interns a bounded number of them); the *Buckets it
 // returns is reused by the next Decode, so Clone what you keep. Other
@@ -61,7 +62,7 @@
 //     at most Limits.MaxItems items (10,000) [ErrTooLarge]; names
 //     (instance, resource, app, host, sdk, ruleId, rule ids, version,
 //     limitApp, paramKey, specificItems values) at most
-//     Limits.MaxNameBytes (1024) bytes [ErrTooLarge];
+//     Limits.MaxNameBytes (1024) bytes [ErrNameTooLong, also ErrTooLarge];
 //   - ts present; instance present except in meta [ErrMalformed];
 //   - values [ErrInvalid]: times (ts, start, startedAt) within
 //     [0, MaxTimeMs]; instance non-empty (meta: may be absent);
@@ -80,7 +81,7 @@
 //     land in a closed bucket between the two reads); hot, when present, at
 //     most MaxHotValues (8) values and one HotOther ("(other)") item
 //     [ErrTooLarge, ErrInvalid for a second (other)], each value at most
-//     MaxHotValueBytes (128) [ErrTooLarge], pass and block >= 0 (their
+//     MaxHotValueBytes (128) [ErrNameTooLong], pass and block >= 0 (their
 //     sums are not checked against the item's: an entry without the
 //     rule's parameter has no value);
 //   - state: resource non-empty; strategy 0, 1 or 2; from and to present

@@ -8,6 +8,8 @@ import (
 
 // The error classes of decoding. Every decode error is a *DecodeError that
 // wraps exactly one of them, so callers can count by class with errors.Is.
+// ErrNameTooLong is the narrower class of a name or a hot value over its
+// limit: errors.Is matches it and ErrTooLarge.
 var (
 	// ErrMalformed: not a JSON object, bad syntax, invalid UTF-8, a field
 	// of the wrong JSON type, a known field given twice, or a required
@@ -20,6 +22,9 @@ var (
 	ErrUnknownKind = errors.New("unknown kind")
 	// ErrTooLarge: the frame, an item list or a name exceeds Limits.
 	ErrTooLarge = errors.New("too large")
+	// ErrNameTooLong: a name exceeds Limits.MaxNameBytes, or a hot value
+	// MaxHotValueBytes. It is also ErrTooLarge.
+	ErrNameTooLong error = &subclass{"name too long", ErrTooLarge}
 	// ErrInvalid: well-formed, but a value is out of range.
 	ErrInvalid = errors.New("invalid value")
 )
@@ -34,7 +39,7 @@ type DecodeError struct {
 	// Reason says what is wrong, in words.
 	Reason string
 	// Err is the class: ErrMalformed, ErrVersion, ErrUnknownKind,
-	// ErrTooLarge or ErrInvalid.
+	// ErrTooLarge (ErrNameTooLong for a name or a hot value) or ErrInvalid.
 	Err error
 }
 
@@ -54,6 +59,18 @@ func (e *DecodeError) Error() string {
 
 // Unwrap returns the error class.
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// subclass is an error class narrower than another: errors.Is matches
+// both.
+type subclass struct {
+	text string
+	of   error
+}
+
+func (e *subclass) Error() string { return e.text }
+
+// Unwrap returns the wider class.
+func (e *subclass) Unwrap() error { return e.of }
 
 func errorf(class error, kind Kind, field, reason string) *DecodeError {
 	return &DecodeError{Kind: kind, Field: field, Reason: reason, Err: class}

@@ -915,7 +915,7 @@ func (d *Decoder) readName(data []byte, i int, field string, item int) (string, 
 	}
 	if len(raw) > d.lim.MaxNameBytes {
 		if d.deferred == nil {
-			d.later(errorf(ErrTooLarge, KindBuckets, fieldAt("items", item, field),
+			d.later(errorf(ErrNameTooLong, KindBuckets, fieldAt("items", item, field),
 				fmt.Sprintf("%d bytes exceeds the limit of %d", len(raw), d.lim.MaxNameBytes)))
 		}
 		return "", next, nil

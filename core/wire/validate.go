@@ -80,7 +80,7 @@ func checkName(kind Kind, list string, i int, field, s string, lim Limits) *Deco
 // checkOptName is checkName for names that may be empty.
 func checkOptName(kind Kind, list string, i int, field, s string, lim Limits) *DecodeError {
 	if len(s) > lim.MaxNameBytes {
-		return errorf(ErrTooLarge, kind, fieldAt(list, i, field),
+		return errorf(ErrNameTooLong, kind, fieldAt(list, i, field),
 			fmt.Sprintf("%d bytes exceeds the limit of %d", len(s), lim.MaxNameBytes))
 	}
 	if !utf8.ValidString(s) {
@@ -348,7 +348,7 @@ func tooManyHot(i int) *DecodeError {
 }
 
 func hotValueTooLong(i, j, n int) *DecodeError {
-	return errorf(ErrTooLarge, KindBuckets, fieldAt("items", i, "hot["+strconv.Itoa(j)+"].value"),
+	return errorf(ErrNameTooLong, KindBuckets, fieldAt("items", i, "hot["+strconv.Itoa(j)+"].value"),
 		fmt.Sprintf("%d bytes exceeds the limit of %d", n, MaxHotValueBytes))
 }
 

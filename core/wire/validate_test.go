@@ -62,8 +62,8 @@ var bucketCases = []vcase{
 	{"hot a value after 8 and other", hotFrame(hotValues(8, `{"value":"(other)"},{"value":"late"}`)), ErrTooLarge, "items[0].hot"},
 	{"hot other twice", hotFrame(`[{"value":"(other)"},{"value":"a"},{"value":"(other)"}]`), ErrInvalid, "items[0].hot[2].value"},
 	{"hot value 128 bytes", hotFrame(`[{"value":"` + strings.Repeat("é", 64) + `"}]`), nil, ""},
-	{"hot value 129 bytes", hotFrame(`[{"value":"` + strings.Repeat("v", 129) + `"}]`), ErrTooLarge, "items[0].hot[0].value"},
-	{"hot value 129 bytes escaped", hotFrame(`[{"value":"é` + strings.Repeat("v", 127) + `"}]`), ErrTooLarge, "items[0].hot[0].value"},
+	{"hot value 129 bytes", hotFrame(`[{"value":"` + strings.Repeat("v", 129) + `"}]`), ErrNameTooLong, "items[0].hot[0].value"},
+	{"hot value 129 bytes escaped", hotFrame(`[{"value":"é` + strings.Repeat("v", 127) + `"}]`), ErrNameTooLong, "items[0].hot[0].value"},
 	{"hot negative pass", hotFrame(`[{"value":"a","pass":-1}]`), ErrInvalid, "items[0].hot[0].pass"},
 	{"hot negative block", hotFrame(`[{"value":"a","block":-2}]`), ErrInvalid, "items[0].hot[0].block"},
 	{"hot value number", hotFrame(`[{"value":42}]`), ErrMalformed, "items[0].hot[0].value"},
@@ -115,7 +115,7 @@ var bucketCases = []vcase{
 	{"instance missing", rep(`"instance":"gw-1",`, ``), ErrMalformed, "instance"},
 	{"instance empty", rep(`"instance":"gw-1"`, `"instance":""`), ErrInvalid, "instance"},
 	{"instance number", rep(`"instance":"gw-1"`, `"instance":1`), ErrMalformed, "instance"},
-	{"instance too long", rep(`"instance":"gw-1"`, `"instance":"`+strings.Repeat("i", 1025)+`"`), ErrTooLarge, "instance"},
+	{"instance too long", rep(`"instance":"gw-1"`, `"instance":"`+strings.Repeat("i", 1025)+`"`), ErrNameTooLong, "instance"},
 	{"bucketMs zero", rep(`"bucketMs":500`, `"bucketMs":0`), ErrInvalid, "bucketMs"},
 	{"bucketMs missing", rep(`"bucketMs":500,`, ``), ErrInvalid, "bucketMs"},
 	{"bucketMs negative", rep(`"bucketMs":500`, `"bucketMs":-500`), ErrInvalid, "bucketMs"},
@@ -127,8 +127,8 @@ var bucketCases = []vcase{
 	{"resource missing", rep(`"resource":"r",`, ``), ErrInvalid, "items[0].resource"},
 	{"resource empty", rep(`"resource":"r"`, `"resource":""`), ErrInvalid, "items[0].resource"},
 	{"resource number", rep(`"resource":"r"`, `"resource":7`), ErrMalformed, "items[0].resource"},
-	{"resource too long", rep(`"resource":"r"`, `"resource":"`+strings.Repeat("r", 1025)+`"`), ErrTooLarge, "items[0].resource"},
-	{"resource too long after unescaping", rep(`"resource":"r"`, `"resource":"`+strings.Repeat(`\u00e9`, 513)+`"`), ErrTooLarge, "items[0].resource"},
+	{"resource too long", rep(`"resource":"r"`, `"resource":"`+strings.Repeat("r", 1025)+`"`), ErrNameTooLong, "items[0].resource"},
+	{"resource too long after unescaping", rep(`"resource":"r"`, `"resource":"`+strings.Repeat(`\u00e9`, 513)+`"`), ErrNameTooLong, "items[0].resource"},
 	{"start not a multiple", rep(`"start":1000`, `"start":1001`), ErrInvalid, "items[0].start"},
 	{"start negative", rep(`"start":1000`, `"start":-500`), ErrInvalid, "items[0].start"},
 	{"pass negative", rep(`"pass":3`, `"pass":-1`), ErrInvalid, "items[0].pass"},
@@ -186,7 +186,7 @@ var otherCases = []vcase{
 	{"hello bucketMs missing", `{"v":1,"kind":"hello","ts":1,"instance":"gw"}`, ErrInvalid, "bucketMs"},
 	{"hello pid negative", `{"v":1,"kind":"hello","ts":1,"instance":"gw","pid":-1,"bucketMs":500}`, ErrInvalid, "pid"},
 	{"hello startedAt negative", `{"v":1,"kind":"hello","ts":1,"instance":"gw","startedAt":-1,"bucketMs":500}`, ErrInvalid, "startedAt"},
-	{"hello app too long", `{"v":1,"kind":"hello","ts":1,"instance":"gw","app":"` + strings.Repeat("a", 1025) + `","bucketMs":500}`, ErrTooLarge, "app"},
+	{"hello app too long", `{"v":1,"kind":"hello","ts":1,"instance":"gw","app":"` + strings.Repeat("a", 1025) + `","bucketMs":500}`, ErrNameTooLong, "app"},
 	{"hello instance missing", `{"v":1,"kind":"hello","ts":1,"bucketMs":500}`, ErrMalformed, "instance"},
 	{"hello pid string", `{"v":1,"kind":"hello","ts":1,"instance":"gw","pid":"1","bucketMs":500}`, ErrMalformed, "pid"},
 	{"hello repeated app", `{"v":1,"kind":"hello","ts":1,"instance":"gw","app":"a","APP":"b","bucketMs":500}`, ErrMalformed, "app"},
@@ -202,7 +202,7 @@ var otherCases = []vcase{
 	{"rules repeated rule field", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":[{"resource":"r","threshold":0.1,"threshold":0.2,"statIntervalMs":1000,"retryTimeoutMs":5000}]}`, ErrMalformed, "breakers[0].threshold"},
 	{"rules breakers object", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":{}}`, ErrMalformed, "breakers"},
 	{"rules limitApp", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":[{"resource":"r","statIntervalMs":1000,"retryTimeoutMs":5000,"limitApp":"default"}],"flows":[{"resource":"f","threshold":10,"limitApp":"order-service"}]}`, nil, ""},
-	{"rules limitApp too long", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","flows":[{"resource":"f","threshold":10,"limitApp":"` + strings.Repeat("a", 1025) + `"}]}`, ErrTooLarge, "flows[0].limitApp"},
+	{"rules limitApp too long", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","flows":[{"resource":"f","threshold":10,"limitApp":"` + strings.Repeat("a", 1025) + `"}]}`, ErrNameTooLong, "flows[0].limitApp"},
 	{"rules breaker limitApp not UTF-8", `{"v":1,"kind":"rules","ts":1,"instance":"gw","version":"a","breakers":[{"resource":"r","statIntervalMs":1000,"retryTimeoutMs":5000,"limitApp":"\udc00"}],"flows":[{"resource":"f","threshold":10,"limitApp":1}]}`, ErrMalformed, "flows.limitApp"},
 	{"rules params", paramsFrame(`{"resource":"q","metricType":1,"controlBehavior":0,"paramIndex":0,"threshold":200,"durationInSec":1,"burstCount":0,"paramsMaxCapacity":1000,"specificItems":{"vip-123":1000,"":5}}`), nil, ""},
 	{"rules params key and throttling", paramsFrame(`{"resource":"q","metricType":1,"controlBehavior":1,"paramIndex":-1,"paramKey":"uid","threshold":5,"durationInSec":2,"maxQueueingTimeMs":100,"specificItems":null}`), nil, ""},
@@ -213,8 +213,8 @@ var otherCases = []vcase{
 	{"rules params metric 2", paramsFrame(`{"resource":"q","metricType":2,"threshold":1}`), ErrInvalid, "params[0]"},
 	{"rules params index and key", paramsFrame(`{"resource":"q","paramIndex":1,"paramKey":"k","threshold":1}`), ErrInvalid, "params[0]"},
 	{"rules params resource empty", paramsFrame(`{"resource":"","threshold":1}`), ErrInvalid, "params[0].resource"},
-	{"rules params key too long", paramsFrame(`{"resource":"q","paramKey":"` + strings.Repeat("k", 1025) + `"}`), ErrTooLarge, "params[0].paramKey"},
-	{"rules params item too long", paramsFrame(`{"resource":"q","specificItems":{"` + strings.Repeat("v", 1025) + `":1}}`), ErrTooLarge, "params[0].specificItems"},
+	{"rules params key too long", paramsFrame(`{"resource":"q","paramKey":"` + strings.Repeat("k", 1025) + `"}`), ErrNameTooLong, "params[0].paramKey"},
+	{"rules params item too long", paramsFrame(`{"resource":"q","specificItems":{"` + strings.Repeat("v", 1025) + `":1}}`), ErrNameTooLong, "params[0].specificItems"},
 	{"rules params item threshold string", paramsFrame(`{"resource":"q","specificItems":{"v":"1"}}`), ErrMalformed, "params.specificItems"},
 	{"rules params item repeated", paramsFrame(`{"resource":"q","specificItems":{"v":1,"w":2,"v":3}}`), ErrMalformed, `params[0].specificItems["v"]`},
 	{"rules params item case differs", paramsFrame(`{"resource":"q","specificItems":{"v":1,"V":3}}`), nil, ""},
@@ -257,6 +257,11 @@ func TestValidation(t *testing.T) {
 			}
 			if !errors.Is(err, tc.class) {
 				t.Fatalf("err %v, want class %v", err, tc.class)
+			}
+			// A name or a hot value too long is too large as well; a
+			// list or a frame too large is no name.
+			if name := tc.class == ErrNameTooLong; errors.Is(err, ErrNameTooLong) != name || name && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("err %v: name too long %v, too large %v", err, errors.Is(err, ErrNameTooLong), errors.Is(err, ErrTooLarge))
 			}
 			var de *DecodeError
 			if !errors.As(err, &de) {
@@ -327,15 +332,15 @@ func TestLimits(t *testing.T) {
 	}
 	d = NewDecoder(Limits{MaxItems: 10})
 	_, err := decodeBoth(t, d, frame)
-	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "items: more than 10 items") {
+	if !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNameTooLong) || !strings.Contains(err.Error(), "items: more than 10 items") {
 		t.Fatalf("11 items, limit 10: %v", err)
 	}
 	d = NewDecoder(Limits{MaxFrameBytes: len(frame) - 1})
-	if _, err := decodeBoth(t, d, frame); !errors.Is(err, ErrTooLarge) {
+	if _, err := decodeBoth(t, d, frame); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNameTooLong) {
 		t.Fatalf("frame over limit: %v", err)
 	}
 	d = NewDecoder(Limits{MaxNameBytes: 3})
-	if _, err := decodeBoth(t, d, []byte(rep(`"resource":"r"`, `"resource":"abcd"`))); !errors.Is(err, ErrTooLarge) {
+	if _, err := decodeBoth(t, d, []byte(rep(`"resource":"r"`, `"resource":"abcd"`))); !errors.Is(err, ErrNameTooLong) || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("name over limit: %v", err)
 	}
 	// A frame just over the default 1 MiB, valid otherwise.

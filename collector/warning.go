@@ -1,0 +1,166 @@
+package collector
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Warning is a typed fact a snapshot warns of: something its data may
+// show wrong, or cannot show. It is one of ClockSkew, CollectorClock,
+// TargetNote, UnreceivedData and Notice; views read its fields, and
+// WarningText words it, the same for every view. Names in it come from
+// the input and are not sanitized.
+type Warning interface {
+	warning()
+}
+
+// ClockSkew: an instance's clock is off by more than its bucket length
+// (and the fleet does not say that the collector is the one off).
+type ClockSkew struct {
+	Instance string
+	// OffsetMs is the instance's clock offset, the least arrival minus ts
+	// of its recent buckets messages: > 0 they arrive after their
+	// timestamps (its clock is behind the collector's), < 0 before (ahead).
+	OffsetMs int64
+}
+
+// CollectorClock: at least 3 instances, and three quarters of those
+// measured, are off the same way: the collector is the odd one out (its
+// clock is wrong, or it reads late), and their clocks are not blamed.
+type CollectorClock struct {
+	// Late is set when their messages arrive after their timestamps: the
+	// collector reads late (starved of CPU, behind a backlog) or its clock
+	// is ahead. Unset, they arrive before: the collector's clock is behind.
+	Late bool
+	// Instances counts the instances off that way, of Measured (those with
+	// a clock offset).
+	Instances, Measured int
+	// MinMs, MedianMs and MaxMs are the sizes of their offsets.
+	MinMs, MedianMs, MaxMs int64
+}
+
+// TargetNote: Targets dialed targets have the same standing remark
+// (TargetStatus.Note).
+type TargetNote struct {
+	Note    TargetRemark
+	Targets int
+}
+
+// UnreceivedData: data known never to have arrived (Snapshot.Unreceived).
+type UnreceivedData struct {
+	// Gaps are the instances' gaps, the largest first (at most 64);
+	// Others counts the instances not listed, at least that many when
+	// OthersAtLeast is set (past 1,024 they are not told apart).
+	Gaps          []DataGap
+	Others        int
+	OthersAtLeast bool
+	// TotalMs is the time of all of them.
+	TotalMs int64
+}
+
+func (ClockSkew) warning()      {}
+func (CollectorClock) warning() {}
+func (TargetNote) warning()     {}
+func (UnreceivedData) warning() {}
+func (Notice) warning()         {}
+
+// WarningText is a warning in one line, as every view shows it: the words
+// are made here and nowhere else. Names from the input are in it as they
+// came: a view sanitizes the line as it prints it. The cause comes first,
+// because a status line shows as much of a warning as fits.
+func WarningText(w Warning) string {
+	switch w := w.(type) {
+	case ClockSkew:
+		dir, off := "behind", w.OffsetMs
+		if off < 0 {
+			dir, off = "ahead of", -off
+		}
+		return fmt.Sprintf("clock of %s is %.1f s %s the collector's", w.Instance, secs(off), dir)
+	case CollectorClock:
+		cause, words := "the collector's clock is behind", "before"
+		if w.Late {
+			cause, words = "the collector reads late or its clock is ahead", "after"
+		}
+		return fmt.Sprintf("%s: messages of %d of %d instances arrive %.1f-%.1f s %s their timestamps (median %.1f s)",
+			cause, w.Instances, w.Measured, secs(w.MinMs), secs(w.MaxMs), words, secs(w.MedianMs))
+	case TargetNote:
+		return fmt.Sprintf("%d %s: %s", w.Targets, plural(w.Targets, "target", "targets"), RemarkText(w.Note))
+	case UnreceivedData:
+		return unreceivedText(w)
+	case Notice:
+		return noticeText(w)
+	}
+	return fmt.Sprintf("warning %T", w)
+}
+
+// RemarkText is a target's standing remark in words, as every view shows
+// it ("" for none).
+func RemarkText(r TargetRemark) string {
+	var parts []string
+	if r.StatesInferred {
+		parts = append(parts, "breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules")
+	}
+	if r.RulesError != "" {
+		parts = append(parts, "rules unavailable: "+r.RulesError)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// unreceivedText says which instances' data never arrived, the largest
+// gaps first, at most 3 named.
+func unreceivedText(w UnreceivedData) string {
+	const named = 3
+	var b strings.Builder
+	n := len(w.Gaps) + w.Others
+	if n == 1 && len(w.Gaps) == 1 {
+		g := w.Gaps[0]
+		fmt.Fprintf(&b, "no data received from %s for %s from %s", g.Instance, gapSpan(g.Ms), gapTime(g.FromMs))
+	} else {
+		fmt.Fprintf(&b, "no data received from %d instances for %s in all (", n, gapSpan(w.TotalMs))
+		for i, g := range w.Gaps[:min(len(w.Gaps), named)] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %s from %s", g.Instance, gapSpan(g.Ms), gapTime(g.FromMs))
+		}
+		if more := n - min(len(w.Gaps), named); more > 0 {
+			atLeast := ""
+			if w.OthersAtLeast {
+				atLeast = "at least "
+			}
+			fmt.Fprintf(&b, ", %s%d more", atLeast, more)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(": lost while out of reach (a reconnect brings back an agent's last 60 s, Java Sentinel's 10 min); unknown, not idle")
+	return b.String()
+}
+
+// noticeText is a notice in one line.
+func noticeText(n Notice) string {
+	switch n.Kind {
+	case NoticeNameCollision:
+		seconds := "seconds"
+		if n.Count == 1 {
+			seconds = "second"
+		}
+		return fmt.Sprintf("%s: lines of one second named %q were summed (Java writes \"|\" as \"_\", so two resources share the name): %d %s from %s",
+			n.Instance, n.Resource, n.Count, seconds, time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	return fmt.Sprintf("%s: notice %d about %q", n.Instance, n.Kind, n.Resource)
+}
+
+// gapSpan is a gap's time ("2m10.5s"): a whole number of bucket periods
+// (the most a Duration holds, 292 years, for a peer's absurd times).
+func gapSpan(ms int64) string {
+	return (time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond).String()
+}
+
+// gapTime is when a gap began, on the sender's clock.
+func gapTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func secs(ms int64) float64 { return float64(ms) / 1000 }
