@@ -57,7 +57,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime
 	}
-	rep := report.FromSnapshot(s.source, snap)
+	rep := report.FromSnapshot(s.source, snap, s.c)
 	if err := rep.NoData(*dur); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime

@@ -158,7 +158,7 @@ func serveHandler(s *session, stream http.Handler, token string) http.Handler {
 // the format ?format= asks for.
 func reportHandler(s *session) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		rep := report.FromSnapshot(s.source, s.c.Snapshot()) // as published: what /metrics and a dashboard see
+		rep := report.FromSnapshot(s.source, s.c.Snapshot(), s.c) // as published: what /metrics and a dashboard see
 		switch r.URL.Query().Get("format") {
 		case "md", "markdown":
 			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")

@@ -39,12 +39,24 @@ type Report struct {
 	Warnings []collector.Warning
 }
 
+// Histories gives findings the timelines of their instances from the
+// fleet model's breaker histories, the one history every view draws
+// (collector.Collector.Timelines).
+type Histories interface {
+	Timelines(findings []triage.Finding, pad func(from, to int64) int64) []triage.Finding
+}
+
 // FromSnapshot builds the report of a snapshot the collector published
 // once it had been fed the input: its counts and time range, its
 // findings (judged once, at the publish), its totals, targets and
-// warnings. The report judges nothing itself, so it says what the
-// dashboard and /metrics say of the same snapshot.
-func FromSnapshot(source string, s *collector.Snapshot) *Report {
+// warnings, and, from h (nil: none), each finding's timelines over the
+// span its text draws. The report judges nothing itself, so it says what
+// the dashboard and /metrics say of the same snapshot.
+func FromSnapshot(source string, s *collector.Snapshot, h Histories) *Report {
+	findings := s.Findings
+	if h != nil {
+		findings = h.Timelines(findings, TimelinePad)
+	}
 	return &Report{
 		Source:        source,
 		From:          s.Seen.From,
@@ -54,7 +66,7 @@ func FromSnapshot(source string, s *collector.Snapshot) *Report {
 		Resources:     s.Seen.Resources,
 		Messages:      s.Messages,
 		Rejected:      s.Rejected,
-		Findings:      s.Findings,
+		Findings:      findings,
 		ResourcesSeen: resourcesSeen(s.Totals),
 		Targets:       s.Targets,
 		Warnings:      s.Warnings,

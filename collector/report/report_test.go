@@ -49,7 +49,7 @@ func tr(res string, from, to core.State, at int64) core.Transition {
 // scenario feeds an engine with every finding kind and returns the report
 // of the snapshot a collector would publish at the end of the input.
 func scenario() *Report {
-	e := triage.NewFeeder(triage.Config{})
+	e := newStoreFeeder()
 	const (
 		member = "GET:/member/info"
 		pay    = "payService:pay"
@@ -127,7 +127,65 @@ func scenario() *Report {
 	for _, in := range append(order, "price-1", "price-2", evilInstance) {
 		e.Bye(in, at(180000))
 	}
-	return FromSnapshot("fixtures/all-kinds.ndjson", endOfInput(e.Engine, 48213, 2))
+	return e.report("fixtures/all-kinds.ndjson", 48213, 2)
+}
+
+// storeFeeder feeds a real collector, as a source would, the facts a
+// scenario names: each as the wire message an agent sends, at its time on
+// the collector's virtual clock. Its report is the report command's: of
+// the snapshot published at the end of the input, with timelines from the
+// collector's breaker histories.
+type storeFeeder struct {
+	c  *collector.Collector
+	vc *core.VirtualClock
+}
+
+func newStoreFeeder() *storeFeeder {
+	vc := core.NewVirtualClock(time.UnixMilli(t0))
+	return &storeFeeder{c: collector.New(collector.Options{Clock: vc, WallClock: vc}), vc: vc}
+}
+
+func (f *storeFeeder) at(ts int64, m wire.Message) {
+	if ts > f.vc.UnixMilli() {
+		f.vc.Set(time.UnixMilli(ts))
+	}
+	if !f.c.Ingest("scenario", m) {
+		panic(fmt.Sprintf("refused %T", m))
+	}
+}
+
+func (f *storeFeeder) Hello(in, app string, ts, startedAt int64) {
+	f.at(ts, &wire.Hello{Header: wire.Header{Ts: ts, Instance: in}, App: app, StartedAt: startedAt, BucketMs: 500})
+}
+
+func (f *storeFeeder) Rules(in string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule) {
+	f.at(ts, &wire.Rules{Header: wire.Header{Ts: ts, Instance: in}, Version: version, Breakers: breakers, Flows: flows})
+}
+
+func (f *storeFeeder) Bucket(in string, b triage.BucketStat) {
+	f.at(b.Start+b.BucketMs, &wire.Buckets{Header: wire.Header{Ts: b.Start + b.BucketMs, Instance: in}, BucketMs: b.BucketMs,
+		Items: []wire.BucketItem{{Resource: b.Resource, Start: b.Start, Metrics: b.Metrics, HasHist: b.HasHist, Hot: b.Hot}}})
+}
+
+func (f *storeFeeder) Transition(in string, t core.Transition) {
+	m := &wire.State{Header: wire.Header{Ts: t.AtMs, Instance: in}, Resource: t.Resource, Strategy: t.Strategy,
+		From: t.From, To: t.To, Threshold: t.Threshold, RetryTimeoutMs: int64(t.RetryTimeoutMs)}
+	if t.From == core.Closed && t.To == core.Open {
+		m.Snapshot = &wire.Snapshot{Total: t.Snapshot.Total, Slow: t.Snapshot.Bad, Value: t.Snapshot.Value}
+	}
+	f.at(t.AtMs, m)
+}
+
+func (f *storeFeeder) Bye(in string, ts int64) {
+	f.at(ts, &wire.Bye{Header: wire.Header{Ts: ts, Instance: in}, Reason: "shutdown"})
+}
+
+// report is the report of the snapshot published at the end of the
+// input, its counts of messages set to the scenario's.
+func (f *storeFeeder) report(source string, messages, rejected int64) *Report {
+	r := FromSnapshot(source, f.c.Publish(), f.c)
+	r.Messages, r.Rejected = messages, rejected
+	return r
 }
 
 // endOfInput is the snapshot a collector fed by e publishes once the input
@@ -415,7 +473,7 @@ func TestFromSnapshotTakesItsCounts(t *testing.T) {
 	e := triage.NewFeeder(triage.Config{})
 	e.Hello("a", "app", t0, t0)
 	e.Bucket("a", triage.BucketStat{Resource: "r", Start: t0, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
-	r := FromSnapshot("src", endOfInput(e.Engine, 3, 1))
+	r := FromSnapshot("src", endOfInput(e.Engine, 3, 1), nil)
 	want := Report{Source: "src", From: t0, To: t0 + 500, Apps: 1, Instances: 1, Resources: 1, Messages: 3, Rejected: 1}
 	if fmt.Sprint(*r) != fmt.Sprint(want) {
 		t.Fatalf("%+v", *r)
@@ -431,7 +489,7 @@ func TestFromSnapshotJudgesNothing(t *testing.T) {
 		Targets:  []collector.TargetStatus{{Name: "t", State: collector.TargetUp}},
 		Warnings: []collector.Warning{collector.ClockSkew{Instance: "i", OffsetMs: 2000}},
 	}
-	r := FromSnapshot("src", s)
+	r := FromSnapshot("src", s, nil)
 	if len(r.Findings) != 1 || &r.Findings[0] != &s.Findings[0] || len(r.Targets) != 1 || len(r.Warnings) != 1 || r.Warnings[0] != s.Warnings[0] ||
 		len(r.ResourcesSeen) != 1 || r.ResourcesSeen[0] != (ResourceSeen{App: "a", Resource: "r", Pass: 5, Block: 1, Complete: 4, Error: 1, Slow: 2, States: "inferred"}) {
 		t.Fatalf("%+v", *r)
@@ -453,7 +511,7 @@ func TestNoDataSaysWhy(t *testing.T) {
 		{&collector.Snapshot{Targets: append([]collector.TargetStatus{{Name: "c:3", State: collector.TargetUp}}, down...)}, `no data from src\x1b in 1m0s`},
 		{&collector.Snapshot{}, `no data from src\x1b in 1m0s`},
 	} {
-		err := FromSnapshot("src\x1b", tc.s).NoData(time.Minute)
+		err := FromSnapshot("src\x1b", tc.s, nil).NoData(time.Minute)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%+v: %v", tc.s, err)
@@ -536,7 +594,7 @@ func TestWarningsOfTheSnapshot(t *testing.T) {
 			{Name: evilInstance, State: collector.TargetDown, LastError: "refused\x1b[2J"}, {Name: "c:3", State: collector.TargetConnecting}},
 		Warnings: []collector.Warning{collector.ClockSkew{Instance: evilInstance, OffsetMs: -2000},
 			collector.TargetNote{Note: collector.TargetRemark{RulesError: "n"}, Targets: 2}},
-	})
+	}, nil)
 	want := []string{
 		`target evil-1\x1b[31m\u202eroot\x07: refused\x1b[2J`,
 		"target c:3: connecting",
