@@ -257,7 +257,9 @@ func (c *Collector) Options() Options { return c.opts }
 // Clock is the collector's clock.
 func (c *Collector) Clock() core.Clock { return c.clock }
 
-// Engine is the collector's triage engine.
+// Engine is the collector's triage engine. Its findings read the fleet
+// model's records, which the store writes under its lock: judge them
+// through Publish or Findings while the collector is fed.
 func (c *Collector) Engine() *triage.Engine {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -311,9 +313,13 @@ func (c *Collector) Counters() (messages, rejected, duplicates int64) {
 	return c.messages, c.rejected, c.dups
 }
 
-// Findings judges the input at the collector's current time.
+// Findings judges the input at the collector's current time, under the
+// store's lock (triage reads the fleet model's records).
 func (c *Collector) Findings() []triage.Finding {
-	return c.Engine().Findings(c.clock.UnixMilli())
+	now := c.clock.UnixMilli()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.engine.Findings(now)
 }
 
 func floorDiv(a, b int64) int64 {
