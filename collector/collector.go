@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -137,6 +138,7 @@ type Collector struct {
 	// teeMu; nothing called under mu calls back into a source.
 	mu       sync.Mutex
 	engine   *triage.Engine
+	book     fleet.RuleBook // one copy of each rule set instances share
 	insts    map[string]*instance
 	apps     map[arKey]*appSeries
 	messages int64

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -50,10 +51,12 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	votes := map[string]int{}
 	best := 0
 	var majorityRules []core.BreakerRule
-	rules := make([]triage.InstanceRules, len(names))
+	rules := make([]fleet.ResourceRules, len(names))
 	for i, name := range names {
 		in := c.insts[name]
-		rules[i] = c.engine.RulesOf(in.tri, resource)
+		if rr := in.Rules.Of(resource); rr != nil {
+			rules[i] = *rr
+		}
 		if in.Gone {
 			continue
 		}
@@ -74,7 +77,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 		se := in.series[resource]
 		r := rules[i]
 		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
-			Breakers: r.Breakers, Flows: r.Flows, Params: r.Params, RulesVersion: r.Version,
+			Breakers: r.Breakers, Flows: r.Flows, Params: in.Rules.ParamsOf(resource), RulesVersion: in.Rules.VersionOf(),
 			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.Gone, Start: core.Closed,
 			Provenance: se.provenance(in)}
 		for _, sp := range in.Unreceived {

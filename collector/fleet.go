@@ -61,7 +61,7 @@ type instance struct {
 	// the engine what it decided of its identity (see hello, sweep, ingest)
 	// and feeds it facts through this handle and its series'.
 	tri triage.Instance
-	// Its rules are the triage engine's (Engine.RulesOf): one copy, in
+	// Its rules are its record's (fleet.Instance.Rules): one copy, in
 	// canonical order, that the detail and rule drift both read.
 	series     map[string]*series
 	seriesList []*series // the values of series, for passes without map lookups
@@ -315,8 +315,9 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 	return true
 }
 
-// rules hands an instance's rules, those the budget admits, to the triage
-// engine, which holds them (Engine.RulesOf). c.mu is held.
+// rules makes an instance's rules, those the budget admits, its record's
+// (one copy each of the rule sets instances share: c.book), and tells the
+// triage engine. c.mu is held.
 func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	breakers, flows, params := m.Breakers, m.Flows, m.Params
 	if c.ruleResourcesNew(in.App, m) {
@@ -328,9 +329,11 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 		flows = admitRules(c, place, in, m.Flows, func(r *core.FlowRule) string { return r.Resource })
 		params = admitRules(c, place, in, m.Params, func(r *core.HotParamRule) string { return r.Resource })
 	}
-	c.engine.Rules(in.tri, m.Ts, m.Version, breakers, flows, params...)
+	prev := in.Rules
+	in.Rules = c.book.Make(m.Version, breakers, flows, params)
+	c.engine.Rules(in.tri, m.Ts, prev)
 	for _, s := range in.seriesList {
-		s.ruled = c.engine.HasBreaker(in.tri, s.resource)
+		s.ruled = in.Rules.HasBreaker(s.resource)
 	}
 }
 

@@ -78,7 +78,7 @@ func (c *Collector) detailHot(d *Detail, names []string) {
 	best := 0
 	for _, name := range names {
 		in := c.insts[name]
-		if ps := c.engine.RulesOf(in.tri, d.Resource).Params; !in.Gone && len(ps) > 0 {
+		if ps := in.Rules.ParamsOf(d.Resource); !in.Gone && len(ps) > 0 {
 			key := wire.RulesVersion(nil, nil, ps...)
 			if votes[key]++; votes[key] > best {
 				best, d.HotRules = votes[key], ps

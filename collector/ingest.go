@@ -249,7 +249,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		c.pub.appOrder = nil
 	}
 	a.refs++
-	s := &series{resource: resource, app: a, ruled: c.engine.HasBreaker(in.tri, resource), idx: int32(len(in.seriesList))}
+	s := &series{resource: resource, app: a, ruled: in.Rules.HasBreaker(resource), idx: int32(len(in.seriesList))}
 	s.initFine(c.instanceFineSlots())
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -179,10 +180,13 @@ func TestJavaRegexRules(t *testing.T) {
 	c, hosts := javaServe(t, clock, "gw", a, b, lit)
 	javaPolls(t, c, clock, 2)
 	for _, h := range hosts[:2] {
-		rules := func(res string) triage.InstanceRules {
+		rules := func(res string) fleet.ResourceRules {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			return c.engine.RulesOf(c.insts[h].tri, res)
+			if rr := c.insts[h].Rules.Of(res); rr != nil {
+				return *rr
+			}
+			return fleet.ResourceRules{}
 		}
 		br, fl := rules("GET:/api/b").Breakers, rules("GET:/api/b").Flows
 		other := len(rules("other").Breakers)
@@ -200,7 +204,12 @@ func TestJavaRegexRules(t *testing.T) {
 	a.add("1764460830000|GET:/api/c|4|0|4|0|10|0|0|0", "1764460830000|GET:/api/d|4|0|4|0|10|0|0|0")
 	javaPolls(t, c, clock, 8)
 	c.mu.Lock()
-	rules := func(res string) triage.InstanceRules { return c.engine.RulesOf(c.insts[hosts[1]].tri, res) }
+	rules := func(res string) fleet.ResourceRules {
+		if rr := c.insts[hosts[1]].Rules.Of(res); rr != nil {
+			return *rr
+		}
+		return fleet.ResourceRules{}
+	}
 	got := fmt.Sprint(len(rules("GET:/api/c").Breakers), len(rules("GET:/api/d").Breakers), len(rules("GET:/api/d").Flows))
 	c.mu.Unlock()
 	if got != "1 0 1" {

@@ -25,6 +25,9 @@ type Instance struct {
 	// (between a process's last data and its restart's start), [From, To)
 	// on its clock, oldest first, at most MaxSpans each.
 	Unreceived, Absent []Span
+	// Rules are its latest complete rule set (nil: none told yet; a
+	// process that takes the name begins with none).
+	Rules *Rules
 }
 
 // Span is the time [From, To), Unix ms.

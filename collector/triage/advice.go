@@ -28,8 +28,8 @@ func judgeAdvice(in *instState, s *series) (j adviceJudgment, fires bool) {
 	}
 	qps := s.qps()
 	p99, hasP99 := s.healthyP99()
-	for i := range rr.breakers {
-		r := &rr.breakers[i]
+	for i := range rr.Breakers {
+		r := &rr.Breakers[i]
 		if !r.Strategy.IsRatio() {
 			continue
 		}

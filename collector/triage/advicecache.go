@@ -245,8 +245,8 @@ func hasRatioBreaker(rr *resRules) bool {
 	if rr == nil {
 		return false
 	}
-	for i := range rr.breakers {
-		if rr.breakers[i].Strategy.IsRatio() {
+	for i := range rr.Breakers {
+		if rr.Breakers[i].Strategy.IsRatio() {
 			return true
 		}
 	}

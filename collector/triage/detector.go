@@ -159,8 +159,8 @@ func fmtNum(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 // breakerRule is the instance's breaker rule for a resource and rule id
 // (its first one when the id is empty); ok is false if it has none.
 func breakerRule(in *instState, resource, ruleID string) (r core.BreakerRule, ok bool) {
-	if rr := in.rules[resource]; rr != nil {
-		for _, b := range rr.breakers {
+	if rr := in.rulesOf(resource); rr != nil {
+		for _, b := range rr.Breakers {
 			if b.ID == ruleID || ruleID == "" {
 				return b, true
 			}

@@ -1,7 +1,7 @@
 package triage
 
 import (
-	"bytes"
+
 	"encoding/json"
 	"slices"
 	"strings"
@@ -21,62 +21,6 @@ type drift struct {
 	repGroups []RuleGroup
 }
 
-// canonicalize sorts the rules by content, so that equal rule sets compare
-// equal whatever their order, and computes the comparison key.
-func (rr *resRules) canonicalize() {
-	enc := func(v any) string {
-		b, err := json.Marshal(v)
-		if err != nil { // NaN or Inf: keep them distinguishable all the same
-			return "!"
-		}
-		return string(b)
-	}
-	// retryTimeoutMs is left out of the comparison: jittering it per
-	// instance is the fix for synchronized half-open probes, not drift.
-	bk := make([]string, len(rr.breakers))
-	for i := range rr.breakers {
-		r := rr.breakers[i]
-		r.RetryTimeoutMs = 0
-		bk[i] = enc(r)
-	}
-	fk := make([]string, len(rr.flows))
-	for i := range rr.flows {
-		fk[i] = enc(rr.flows[i])
-	}
-	sortBy(rr.breakers, bk)
-	sortBy(rr.flows, fk)
-	var buf bytes.Buffer
-	for _, k := range bk {
-		buf.WriteString(k)
-		buf.WriteByte(0)
-	}
-	buf.WriteByte(1)
-	for _, k := range fk {
-		buf.WriteString(k)
-		buf.WriteByte(0)
-	}
-	rr.key = buf.String()
-}
-
-// sortBy sorts xs and keys together by keys.
-func sortBy[T any](xs []T, keys []string) {
-	if len(xs) < 2 {
-		return
-	}
-	idx := make([]int, len(xs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
-	xs2 := make([]T, len(xs))
-	ks2 := make([]string, len(xs))
-	for i, j := range idx {
-		xs2[i], ks2[i] = xs[j], keys[j]
-	}
-	copy(xs, xs2)
-	copy(keys, ks2)
-}
-
 // recomputeDrift compares the rules of the app's instances at time ts after
 // instance x (nil: none) joined or changed its rules for the resources in
 // only (nil: all). Resources drifting are regrouped (their groups carry
@@ -90,7 +34,7 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 	ruled := func() []*instState {
 		if insts == nil {
 			for _, in := range a.insts {
-				if in.hasRules {
+				if in.hasRules() {
 					insts = append(insts, in)
 				}
 			}
@@ -100,7 +44,7 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 	}
 	var ref *instState // an instance other than x
 	for _, in := range a.insts {
-		if in != x && in.hasRules {
+		if in != x && in.hasRules() {
 			ref = in
 			break
 		}
@@ -169,9 +113,9 @@ type groupKey struct {
 // its version and content now; the groups it changes are copied, the
 // others shared. The first instance of a group by name lends it its rules.
 func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]RuleGroup, []groupKey, int) {
-	content, rr := "", x.rules[resource]
+	content, rr := "", x.rulesOf(resource)
 	if rr != nil {
-		content = rr.key
+		content = rr.Key
 	}
 	at := x.ruleHist.versionAt
 	groups, keys := slices.Clone(d.groups), slices.Clone(d.keys)
@@ -180,7 +124,7 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 		if !ok {
 			continue
 		}
-		if keys[i].content == content && groups[i].Version == x.version && keys[i].at[j] == at {
+		if keys[i].content == content && groups[i].Version == x.id.Rules.Version && keys[i].at[j] == at {
 			// Where it was; its rules may differ in what is not compared
 			// (retryTimeoutMs), and the group shows its first instance's.
 			if j == 0 {
@@ -198,18 +142,18 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 		k.at = slices.Delete(slices.Clone(k.at), j, j+1)
 		g.FirstSeen = slices.Min(k.at)
 		if j == 0 {
-			g.Rule = ruleSet(a.insts[g.Instances[0]].rules[resource])
+			g.Rule = ruleSet(a.insts[g.Instances[0]].rulesOf(resource))
 		}
 		break
 	}
-	i := slices.IndexFunc(groups, func(g RuleGroup) bool { return g.Version == x.version })
+	i := slices.IndexFunc(groups, func(g RuleGroup) bool { return g.Version == x.id.Rules.Version })
 	for ; i >= 0 && i < len(groups); i++ {
-		if groups[i].Version == x.version && keys[i].content == content {
+		if groups[i].Version == x.id.Rules.Version && keys[i].content == content {
 			break
 		}
 	}
 	if i < 0 || i == len(groups) {
-		groups = append(groups, RuleGroup{Version: x.version, Rule: ruleSet(rr), Instances: []string{x.id.Name}, FirstSeen: at})
+		groups = append(groups, RuleGroup{Version: x.id.Rules.Version, Rule: ruleSet(rr), Instances: []string{x.id.Name}, FirstSeen: at})
 		keys = append(keys, groupKey{content: content, at: []int64{at}})
 	} else {
 		g, k := &groups[i], &keys[i]
@@ -230,7 +174,7 @@ func ruleSet(rr *resRules) RuleSet {
 	if rr == nil {
 		return RuleSet{}
 	}
-	return RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)}
+	return RuleSet{Breakers: slices.Clone(rr.Breakers), Flows: slices.Clone(rr.Flows)}
 }
 
 // sortGroups orders groups and their keys together: the largest first, then
@@ -278,8 +222,8 @@ func groupedInstances(groups []RuleGroup) int {
 // ruleKey is the content of an instance's rules for a resource ("" for
 // none). Contents are interned, so comparing equal ones is cheap.
 func ruleKey(in *instState, resource string) string {
-	if rr := in.rules[resource]; rr != nil {
-		return rr.key
+	if rr := in.rulesOf(resource); rr != nil {
+		return rr.Key
 	}
 	return ""
 }
@@ -293,18 +237,18 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, i
 	var keys []groupKey
 	for _, in := range insts {
 		content := ""
-		rr := in.rules[resource]
+		rr := in.rulesOf(resource)
 		if rr != nil {
-			content = rr.key
+			content = rr.Key
 		}
 		i := slices.IndexFunc(keys, func(k groupKey) bool { return k.content == content })
 		for ; i >= 0 && i < len(keys); i++ {
-			if keys[i].content == content && groups[i].Version == in.version {
+			if keys[i].content == content && groups[i].Version == in.id.Rules.Version {
 				break
 			}
 		}
 		if i < 0 || i == len(keys) {
-			groups = append(groups, RuleGroup{Version: in.version, Rule: ruleSet(rr), FirstSeen: in.ruleHist.versionAt})
+			groups = append(groups, RuleGroup{Version: in.id.Rules.Version, Rule: ruleSet(rr), FirstSeen: in.ruleHist.versionAt})
 			keys = append(keys, groupKey{content: content})
 			i = len(groups) - 1
 		}

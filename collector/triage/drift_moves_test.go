@@ -68,7 +68,7 @@ func TestDriftMovesEqualGroupingAfresh(t *testing.T) {
 			for _, a := range f.Engine.apps {
 				var insts []*instState
 				for _, in := range a.insts {
-					if in.hasRules {
+					if in.hasRules() {
 						insts = append(insts, in)
 					}
 				}

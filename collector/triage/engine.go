@@ -36,7 +36,6 @@ const (
 const (
 	spacingLen   = 32     // OPEN->OPEN spacings kept per breaker
 	maxGapFillMs = 60_000 // silence between buckets still counted as idle traffic
-	maxInterned  = 1 << 16
 )
 
 // Config tunes an Engine. The zero value gives the defaults.
@@ -104,8 +103,6 @@ type Engine struct {
 	res       map[string]*resState
 	resNames  map[string]struct{}
 	ars       map[arKey]*appRes
-	keys      map[string]*resRules // shared rules by comparison key (shareRules)
-	keyBytes  int                  // the length of keys' keys
 
 	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
 	herds    []*appRes    // app x resource with a counted recovery flood
@@ -134,10 +131,6 @@ type instState struct {
 	app      *appState
 	attached bool // counted among its app's instances (rule counts, drift, reporters)
 
-	hasRules bool
-	version  string
-	rules    map[string]*resRules
-	hotRules map[string][]core.HotParamRule // by resource
 	ruleHist ruleHistory
 
 	series     map[string]*series
@@ -215,7 +208,6 @@ func New(cfg Config) *Engine {
 		res:       map[string]*resState{},
 		resNames:  map[string]struct{}{},
 		ars:       map[arKey]*appRes{},
-		keys:      map[string]*resRules{},
 	}
 }
 
@@ -260,8 +252,8 @@ func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 		s.ar = e.appRes(in.app, s.resource)
 		e.registerApp(s.res, in.app.name, ts)
 	}
-	if in.hasRules {
-		for r := range in.rules {
+	if in.hasRules() {
+		for r := range in.rules() {
 			e.appRes(in.app, r)
 		}
 		e.updateMisaligned(in, ts)
@@ -280,12 +272,12 @@ func (e *Engine) attach(in *instState, ts int64) {
 	for _, s := range in.seriesList {
 		s.ar.reporters[in] = struct{}{}
 	}
-	if in.hasRules {
-		for r := range in.rules {
+	if in.hasRules() {
+		for r := range in.rules() {
 			e.appRes(a, r).addRule(ts)
 		}
 		e.recomputeDrift(a, ts, in, nil)
-	} else if replaced != nil && replaced != in && replaced.hasRules {
+	} else if replaced != nil && replaced != in && replaced.hasRules() {
 		// The instance it replaces under its name had rules: it left.
 		e.recomputeDrift(a, ts, nil, nil)
 	}
@@ -304,8 +296,8 @@ func (e *Engine) detach(in *instState, ts int64) {
 	for _, s := range in.seriesList {
 		delete(s.ar.reporters, in)
 	}
-	if in.hasRules {
-		for r := range in.rules {
+	if in.hasRules() {
+		for r := range in.rules() {
 			e.appRes(a, r).dropRule(ts)
 		}
 		e.recomputeDrift(a, ts, nil, nil) // leaving can end drift, not start it
@@ -335,7 +327,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		r = &resState{name: ar.resource, apps: map[string]struct{}{}}
 		e.res[r.name] = r
 	}
-	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rules[resource]}
+	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rulesOf(resource)}
 	s.ratio = hasRatioBreaker(s.rr)
 	s.setHold()
 	in.series[s.resource] = s

@@ -19,6 +19,7 @@ import (
 type Feeder struct {
 	*Engine
 	insts map[string]*fed
+	book  fleet.RuleBook
 }
 
 // fed is what a Feeder knows of one name.
@@ -63,9 +64,15 @@ func (f *Feeder) Hello(instance, app string, ts, startedAt int64) {
 	d.in = f.Engine.Hello(d.in, ch, d.id, ts)
 }
 
-// Rules feeds an instance's complete rule set (see Engine.Rules).
+// Rules feeds an instance's complete rule set: its record's rules are made
+// by the Feeder's fleet.RuleBook, as the collector's store makes them.
 func (f *Feeder) Rules(instance string, ts int64, version string, breakers []core.BreakerRule, flows []core.FlowRule, params ...core.HotParamRule) {
-	f.Engine.Rules(f.instance(instance, ts).in, ts, version, breakers, flows, params...)
+	d := f.instance(instance, ts)
+	f.mu.Lock()
+	prev := d.id.Rules
+	d.id.Rules = f.book.Make(version, breakers, flows, params)
+	f.mu.Unlock()
+	f.Engine.Rules(d.in, ts, prev)
 }
 
 // Bucket feeds one completed bucket of an instance's resource.

@@ -173,7 +173,7 @@ func (s *series) statInterval(ruleID string) int64 {
 		return 0
 	}
 	var ms int64
-	for _, b := range rr.breakers {
+	for _, b := range rr.Breakers {
 		if ruleID == "" || b.ID == ruleID {
 			ms = max(ms, int64(b.StatIntervalMs))
 		}

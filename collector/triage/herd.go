@@ -147,9 +147,9 @@ func ceilTo(x, unit int64) int64 { return (x + unit - 1) / unit * unit }
 // and that rule's retry timeout.
 func herdRules(insts []*instState, resource string) (java bool, retry uint32) {
 	for _, in := range sortInsts(slices.Clone(insts)) {
-		if rr := in.rules[resource]; rr != nil && len(rr.breakers) > 0 {
-			i := max(slices.IndexFunc(rr.breakers, func(r core.BreakerRule) bool { return r.Semantics == core.SemanticsJava }), 0)
-			return rr.breakers[i].Semantics == core.SemanticsJava, rr.breakers[i].RetryTimeoutMs
+		if rr := in.rulesOf(resource); rr != nil && len(rr.Breakers) > 0 {
+			i := max(slices.IndexFunc(rr.Breakers, func(r core.BreakerRule) bool { return r.Semantics == core.SemanticsJava }), 0)
+			return rr.Breakers[i].Semantics == core.SemanticsJava, rr.Breakers[i].RetryTimeoutMs
 		}
 	}
 	return false, 0

@@ -231,7 +231,7 @@ func (e *Engine) hotFinding(hits []hotHit) Finding {
 // hotRule is the instance's hot-parameter rule of the resource for that
 // parameter index, or nil.
 func hotRule(s *series, param int64) *core.HotParamRule {
-	for _, r := range s.inst.hotRules[s.resource] {
+	for _, r := range s.inst.id.Rules.ParamsOf(s.resource) {
 		if int64(r.ParamIndex) == param && r.ParamKey == "" {
 			return &r
 		}

@@ -132,7 +132,7 @@ func (e *Engine) syncWindows(s *series, rr *resRules) {
 	old := w.ws
 	w.ws = nil
 	if rr != nil {
-		for _, b := range rr.breakers {
+		for _, b := range rr.Breakers {
 			iv := int64(b.StatIntervalMs)
 			i := slices.IndexFunc(w.ws, func(x *windowMax) bool { return x.interval == iv })
 			if i < 0 {
@@ -166,14 +166,14 @@ func (e *Engine) syncWindows(s *series, rr *resRules) {
 // the rules whose resource has no traffic while one of nearly its name has.
 func (e *Engine) inertRules(in *instState) {
 	for _, s := range in.seriesList {
-		e.syncWindows(s, in.rules[s.resource])
+		e.syncWindows(s, in.rulesOf(s.resource))
 	}
 	e.originRules(in)
 	if len(in.seriesList) == 0 {
 		return
 	}
 	byFold := map[string][]string{}
-	for r := range in.rules {
+	for r := range in.rules() {
 		if !hasTraffic(in.series[r]) {
 			k := foldName(r)
 			byFold[k] = append(byFold[k], r)
@@ -200,7 +200,7 @@ func (e *Engine) inertBucket(s *series, start, bm, complete, offered int64) {
 	}
 	if offered > 0 && s.offered == offered {
 		k := foldName(s.resource)
-		for r := range s.inst.rules {
+		for r := range s.inst.rules() {
 			if r != s.resource && foldName(r) == k && !hasTraffic(s.inst.series[r]) {
 				e.addNameCand(s.inst, r, s.resource)
 			}
@@ -239,7 +239,7 @@ func cannotTrip(w *windowMax) (inertHit, bool) {
 	if rr == nil || w.max <= 0 || s.reportedMs < InertMinReportMs {
 		return inertHit{}, false
 	}
-	for _, b := range rr.breakers {
+	for _, b := range rr.Breakers {
 		if int64(b.StatIntervalMs) != w.interval || b.MinRequestAmount <= uint64(w.max) || tripped(s, b.ID) ||
 			b.Strategy == core.AverageRT { // its minRequestAmount counts slow calls in a row, not a window
 			continue
@@ -274,7 +274,7 @@ func cannotTripSuggest(b core.BreakerRule, most int64) *InertSuggest {
 // reported for InertMinReportMs. Candidates that can no longer hold are
 // reported as gone.
 func nameMismatch(c nameCand) (hit inertHit, ok, gone bool) {
-	rr := c.in.rules[c.rule]
+	rr := c.in.rulesOf(c.rule)
 	if rr == nil || hasTraffic(c.in.series[c.rule]) {
 		return inertHit{}, false, true
 	}
@@ -284,7 +284,7 @@ func nameMismatch(c nameCand) (hit inertHit, ok, gone bool) {
 	}
 	x := InertRuleFacts{
 		Reason: InertNameMismatch, Near: c.near, NearEntries: s.offered,
-		Rule: RuleSet{Breakers: slices.Clone(rr.breakers), Flows: slices.Clone(rr.flows)},
+		Rule: RuleSet{Breakers: slices.Clone(rr.Breakers), Flows: slices.Clone(rr.Flows)},
 	}
 	return inertHit{in: c.in, resource: c.rule, facts: x, from: s.firstAt, to: s.endAt}, true, false
 }

@@ -308,7 +308,7 @@ func TestAppChangeAndDataBeforeHello(t *testing.T) {
 	e.Rules("x-1", t0, "v1", []core.BreakerRule{slowRule("r")}, nil)
 	traffic(e, []string{"x-1"}, "r", t0, t0+1000, 1)
 	e.Hello("x-1", "order", t0+1000, t0)
-	if in := e.inst("x-1"); in.app.name != "order" || in.series["r"].ar.app.name != "order" || !in.hasRules {
+	if in := e.inst("x-1"); in.app.name != "order" || in.series["r"].ar.app.name != "order" || !in.hasRules() {
 		t.Fatalf("instance not moved: %+v", in)
 	}
 	c := e.Counts()

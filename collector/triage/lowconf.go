@@ -202,12 +202,12 @@ func coldStart(s *series, at int64) bool {
 // tripRule is the instance's breaker rule that tripped: same resource, id
 // and strategy, the same threshold if one has it.
 func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
-	rr := in.rules[t.Resource]
+	rr := in.rulesOf(t.Resource)
 	if rr == nil {
 		return core.BreakerRule{}, false
 	}
 	found := -1
-	for i, r := range rr.breakers {
+	for i, r := range rr.Breakers {
 		if r.ID != t.RuleID || r.Strategy != t.Strategy {
 			continue
 		}
@@ -221,7 +221,7 @@ func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
 	if found < 0 {
 		return core.BreakerRule{}, false
 	}
-	return rr.breakers[found], true
+	return rr.Breakers[found], true
 }
 
 // low-confidence-trip: count is the trips settled and those still awaiting

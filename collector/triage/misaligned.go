@@ -24,9 +24,9 @@ func (e *Engine) updateMisaligned(in *instState, ts int64) {
 			continue
 		}
 		still := false
-		if rr := in.rules[ar.resource]; rr != nil {
-			for i := range rr.breakers {
-				still = still || rr.breakers[i].WindowMisaligned()
+		if rr := in.rulesOf(ar.resource); rr != nil {
+			for i := range rr.Breakers {
+				still = still || rr.Breakers[i].WindowMisaligned()
 			}
 		}
 		if !still {
@@ -34,9 +34,9 @@ func (e *Engine) updateMisaligned(in *instState, ts int64) {
 			m.to = max(m.to, ts)
 		}
 	}
-	for res, rr := range in.rules {
-		for i := range rr.breakers {
-			b := &rr.breakers[i]
+	for res, rr := range in.rules() {
+		for i := range rr.Breakers {
+			b := &rr.Breakers[i]
 			if !b.WindowMisaligned() {
 				continue
 			}

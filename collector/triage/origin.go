@@ -39,8 +39,8 @@ func namesCaller(limitApp string) bool {
 // originRules notes the resources of an instance's new flow rules whose
 // limitApp names a caller.
 func (e *Engine) originRules(in *instState) {
-	for res, rr := range in.rules {
-		if slices.ContainsFunc(rr.flows, func(f core.FlowRule) bool { return namesCaller(f.LimitApp) }) {
+	for res, rr := range in.rules() {
+		if slices.ContainsFunc(rr.Flows, func(f core.FlowRule) bool { return namesCaller(f.LimitApp) }) {
 			if e.inert.origins == nil {
 				e.inert.origins = map[originCand]struct{}{}
 			}
@@ -54,7 +54,7 @@ func (e *Engine) originRules(in *instState) {
 // traffic was reported for InertMinReportMs. A candidate whose flow rules
 // no longer name a caller is reported as gone.
 func originMismatch(c originCand) (hit inertHit, ok, gone bool) {
-	rr := c.in.rules[c.resource]
+	rr := c.in.rulesOf(c.resource)
 	if rr == nil {
 		return inertHit{}, false, true
 	}
@@ -62,7 +62,7 @@ func originMismatch(c originCand) (hit inertHit, ok, gone bool) {
 	own := func(limitApp string) bool { return app != "" && limitApp == app }
 	var set RuleSet
 	named := false
-	for _, f := range rr.flows {
+	for _, f := range rr.Flows {
 		named = named || namesCaller(f.LimitApp)
 		if own(f.LimitApp) {
 			set.Flows = append(set.Flows, f)

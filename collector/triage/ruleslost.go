@@ -3,6 +3,8 @@ package triage
 import (
 	"math"
 	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 )
 
 // The rules-lost detector: an instance that had breaker or flow rules for a
@@ -33,11 +35,11 @@ type lostRules struct {
 	listed   bool
 }
 
-// noteRules records a rules message of an instance before it replaces the
-// rules held: a new process, a new version, rules lost and rules back.
-func (e *Engine) noteRules(in *instState, ts int64, version string, rules map[string]*resRules) {
+// noteRules records a rules message of an instance, its record's rules
+// replacing prev: a new process, a new version, rules lost and rules back.
+func (e *Engine) noteRules(in *instState, ts int64, prev *fleet.Rules) {
 	h := &in.ruleHist
-	if !in.hasRules || h.proc != in.id.StartedAt {
+	if prev == nil || h.proc != in.id.StartedAt {
 		// The first rules of this process: nothing held is its own.
 		for _, l := range h.lost {
 			l.on = false
@@ -45,10 +47,11 @@ func (e *Engine) noteRules(in *instState, ts int64, version string, rules map[st
 		*h = ruleHistory{proc: in.id.StartedAt, from: ts, versionAt: ts}
 		return
 	}
-	if version != in.version {
+	if in.id.Rules.Version != prev.Version {
 		h.versionAt = ts
 	}
-	for res := range in.rules {
+	rules := in.rules()
+	for res := range prev.Resources {
 		if _, kept := rules[res]; kept {
 			continue
 		}

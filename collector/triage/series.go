@@ -17,7 +17,7 @@ type series struct {
 	resource string
 	ar       *appRes
 	res      *resState
-	rr       *resRules // the instance's rules for the resource (nil: none): in.rules[resource]
+	rr       *resRules // the instance's rules for the resource (nil: none): in.rulesOf(resource)
 
 	hasBucket bool
 	traffic   bool // some bucket passed entries

@@ -44,7 +44,7 @@ func (ar *appRes) ruled(now int64) bool {
 
 func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 	in := s.inst
-	if !in.hasRules {
+	if !in.hasRules() {
 		return // rules not known yet: nothing to judge
 	}
 	u := &s.up
@@ -102,7 +102,7 @@ func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
 				x.Cause = CauseMissedPush
 			}
 			f.From, f.To = min(f.From, u.from), max(f.To, u.to)
-			_, has := in.rules[ar.resource]
+			has := in.rulesOf(ar.resource) != nil
 			if u.on && !has && ar.ruled(now) && e.alive(in, now) && u.to >= in.end(now)-e.cfg.StaleMs {
 				ongoing = true
 			}
