@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
+	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"

@@ -1,7 +1,6 @@
 package triage
 
 import (
-
 	"encoding/json"
 	"slices"
 	"strings"
