@@ -91,10 +91,10 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 			}
 		}
 		for _, t := range se.tracks {
-			if t.state == id.State {
-				id.StateSince = max(id.StateSince, t.since)
+			if t.State == id.State {
+				id.StateSince = max(id.StateSince, t.Since)
 			}
-			for _, st := range t.steps {
+			for _, st := range t.Steps {
 				switch {
 				case st.AtMs < from:
 					id.Start = st.To

@@ -129,26 +129,10 @@ func (s *series) initFine(n int) {
 	s.fine = newRingOver(fineStepMs, n, starts)
 }
 
-// track is one breaker's timeline on one instance.
-type track struct {
-	ruleID string
-	state  core.State
-	since  int64
-	steps  []Transition // bounded: the oldest are dropped first
-}
+// track is one breaker's history on one instance.
+type track = fleet.Track
 
 const maxTrackSteps = 512
-
-// holds reports whether the track holds tr already (the same time, from
-// and to), looking back from its latest step to tr's time.
-func (t *track) holds(tr Transition) bool {
-	for i := len(t.steps) - 1; i >= 0 && t.steps[i].AtMs >= tr.AtMs; i-- {
-		if st := &t.steps[i]; st.AtMs == tr.AtMs && st.From == tr.From && st.To == tr.To {
-			return true
-		}
-	}
-	return false
-}
 
 // insertStep puts tr, older than the track's latest step, in its place
 // among the steps, for the timelines; the current state and triage, which
@@ -156,15 +140,15 @@ func (t *track) holds(tr Transition) bool {
 // step held of a full track is left out: it may be one dropped for room.
 // c.mu is held.
 func (c *Collector) insertStep(s *series, t *track, tr Transition) {
-	i, _ := slices.BinarySearchFunc(t.steps, tr.AtMs, func(x Transition, at int64) int { return cmp.Compare(x.AtMs, at) })
-	if i == 0 && len(t.steps) >= maxTrackSteps*3/4 {
+	i, _ := slices.BinarySearchFunc(t.Steps, tr.AtMs, func(x Transition, at int64) int { return cmp.Compare(x.AtMs, at) })
+	if i == 0 && len(t.Steps) >= maxTrackSteps*3/4 {
 		return
 	}
-	if len(t.steps) == maxTrackSteps {
-		t.steps = slices.Delete(t.steps, 0, maxTrackSteps/4)
+	if len(t.Steps) == maxTrackSteps {
+		t.Steps = slices.Delete(t.Steps, 0, maxTrackSteps/4)
 		i = max(i-maxTrackSteps/4, 0)
 	}
-	t.steps = slices.Insert(t.steps, i, tr)
+	t.Steps = slices.Insert(t.Steps, i, tr)
 	s.first = min(s.first, tr.AtMs)
 	s.app.transitions[[2]core.State{tr.From, tr.To}]++
 	c.transition()
@@ -415,8 +399,8 @@ func (s *series) provenance(in *instance) Provenance {
 func worstState(tracks []*track) core.State {
 	st := core.Closed
 	for _, t := range tracks {
-		if t.state == core.Open || (t.state == core.HalfOpen && st == core.Closed) {
-			st = t.state
+		if t.State == core.Open || (t.State == core.HalfOpen && st == core.Closed) {
+			st = t.State
 		}
 	}
 	return st

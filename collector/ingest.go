@@ -370,7 +370,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 	}
 	var t *track
 	for _, x := range s.tracks {
-		if x.ruleID == m.RuleID {
+		if x.RuleID == m.RuleID {
 			t = x
 		}
 	}
@@ -382,19 +382,19 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		if !c.charge(trackBytes, place, in.Name+" "+m.Resource) {
 			return
 		}
-		t = &track{ruleID: m.RuleID, state: core.Closed}
+		t = &track{RuleID: m.RuleID, State: core.Closed}
 		s.tracks = append(s.tracks, t)
 	}
 	tr := Transition{AtMs: m.Ts, From: m.From, To: m.To, RuleID: m.RuleID, Inferred: m.Inferred}
-	if n := len(t.steps); n > 0 && m.Ts <= t.steps[n-1].AtMs {
+	if n := len(t.Steps); n > 0 && m.Ts <= t.Steps[n-1].AtMs {
 		// Not after the latest held: a reconnect's backlog sends the
 		// transitions of its time again, and each breaker's last.
-		if t.holds(tr) {
+		if t.Holds(tr) {
 			c.dups++
 			c.dupState = true
 			return
 		}
-		if m.Ts < t.steps[n-1].AtMs {
+		if m.Ts < t.Steps[n-1].AtMs {
 			// One never received, older than what was: in its place in
 			// the timeline; the current state is the latest's.
 			c.insertStep(s, t, tr)
@@ -421,18 +421,19 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		p := core.Probe{RtMs: m.Probe.RtMs, Error: m.Probe.Error}
 		tr.Probe, ct.Probe = &p, &p
 	}
-	if len(t.steps) == maxTrackSteps {
-		t.steps = slices.Delete(t.steps, 0, maxTrackSteps/4)
+	// Triage is told first: it reads the state before the step.
+	c.engine.Transition(c.triSeries(in, s, m.Ts), t, ct)
+	if len(t.Steps) == maxTrackSteps {
+		t.Steps = slices.Delete(t.Steps, 0, maxTrackSteps/4)
 	}
-	t.steps = append(t.steps, tr)
-	t.state, t.since = m.To, m.Ts
+	t.Steps = append(t.Steps, tr)
+	t.State, t.Since = m.To, m.Ts
 	s.app.last = max(s.app.last, m.Ts)
 	if s.app.transitions == nil {
 		s.app.transitions = map[[2]core.State]int64{}
 	}
 	s.app.transitions[[2]core.State{m.From, m.To}]++
 	c.transition()
-	c.engine.Transition(c.triSeries(in, s, m.Ts), ct)
 }
 
 // tee hands an accepted message to the recording and the re-served stream;

@@ -235,8 +235,8 @@ func (c *Collector) javaResume(instance string, now int64) (inf *metriclog.Infer
 			continue
 		}
 		for _, t := range se.tracks {
-			if t.state != core.Closed {
-				inf.Restore(name, t.state, t.since)
+			if t.State != core.Closed {
+				inf.Restore(name, t.State, t.Since)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -360,19 +361,5 @@ func (in *InstanceDetail) Timeline() triage.Timeline {
 	return tl
 }
 
-// Transition is one breaker state change as the collector keeps it.
-type Transition struct {
-	AtMs     int64
-	From, To core.State
-	RuleID   string
-	// Inferred is set for a transition derived from counts (wire v1
-	// "inferred"): accurate to the second, no Snapshot.
-	Inferred bool
-	// Restart marks the step to CLOSED of a breaker whose process
-	// restarted (a new process's breakers start CLOSED, and say nothing):
-	// a step of its history, counted as no transition.
-	Restart bool
-	// Snapshot is set for CLOSED -> OPEN, Probe for HALF_OPEN -> OPEN|CLOSED.
-	Snapshot *core.WindowSnapshot
-	Probe    *core.Probe
-}
+// Transition is one breaker state change as the fleet model keeps it.
+type Transition = fleet.Transition

@@ -19,9 +19,9 @@ import (
 // timelineOf is the history of track t of the instance's series s over
 // [from, to]. c.mu is held.
 func timelineOf(in *instance, s *series, t *track, from, to int64) triage.Timeline {
-	tl := triage.Timeline{Instance: in.Name, RuleID: t.ruleID, Start: core.Closed}
-	first := len(t.steps)
-	for i, st := range t.steps {
+	tl := triage.Timeline{Instance: in.Name, RuleID: t.RuleID, Start: core.Closed}
+	first := len(t.Steps)
+	for i, st := range t.Steps {
 		switch {
 		case st.AtMs < from:
 			tl.Start = st.To
@@ -30,7 +30,7 @@ func timelineOf(in *instance, s *series, t *track, from, to int64) triage.Timeli
 			tl.Steps = append(tl.Steps, triage.Step{AtMs: st.AtMs, To: st.To})
 		}
 	}
-	tl.KnownFrom, tl.KnownTo, tl.Unknown = in.known(s, t.steps[first:], tl.Start, from, to)
+	tl.KnownFrom, tl.KnownTo, tl.Unknown = in.known(s, t.Steps[first:], tl.Start, from, to)
 	return tl
 }
 
@@ -87,16 +87,16 @@ func (in *instance) restart(startedAt int64) {
 	}
 	for _, s := range in.series {
 		for _, t := range s.tracks {
-			if t.state == core.Closed {
+			if t.State == core.Closed {
 				continue
 			}
-			if n := len(t.steps); n == 0 || t.steps[n-1].AtMs <= startedAt {
+			if n := len(t.Steps); n == 0 || t.Steps[n-1].AtMs <= startedAt {
 				if n == maxTrackSteps {
-					t.steps = slices.Delete(t.steps, 0, maxTrackSteps/4)
+					t.Steps = slices.Delete(t.Steps, 0, maxTrackSteps/4)
 				}
-				t.steps = append(t.steps, Transition{AtMs: startedAt, From: t.state, To: core.Closed, RuleID: t.ruleID, Restart: true})
+				t.Steps = append(t.Steps, Transition{AtMs: startedAt, From: t.State, To: core.Closed, RuleID: t.RuleID, Restart: true})
 			}
-			t.state, t.since = core.Closed, startedAt
+			t.State, t.Since = core.Closed, startedAt
 		}
 	}
 }
@@ -145,11 +145,11 @@ func busiestTrack(s *series, from, to int64) *track {
 	var best *track
 	most := -1
 	for _, t := range s.tracks {
-		if len(t.steps) == 0 || t.steps[0].AtMs > to {
+		if len(t.Steps) == 0 || t.Steps[0].AtMs > to {
 			continue
 		}
 		n := 0
-		for i := firstStepFrom(t.steps, from); i < len(t.steps) && t.steps[i].AtMs <= to; i++ {
+		for i := firstStepFrom(t.Steps, from); i < len(t.Steps) && t.Steps[i].AtMs <= to; i++ {
 			n++
 		}
 		if n > most {

@@ -418,8 +418,10 @@ func (e *Engine) takeBucket(s *series, b *BucketStat, bm, end, pass, offered int
 }
 
 // Transition records one breaker state change of series h (t.Resource is
-// not read: the series names it). In steady state it does not allocate.
-func (e *Engine) Transition(h Series, t core.Transition) {
+// not read: the series names it) on the breaker whose history is track,
+// told before the fleet model's track takes it (track.State is the state
+// before t). In steady state it does not allocate.
+func (e *Engine) Transition(h Series, track *fleet.Track, t core.Transition) {
 	if !validState(t.From) || !validState(t.To) || t.From == t.To {
 		return
 	}
@@ -431,9 +433,9 @@ func (e *Engine) Transition(h Series, t core.Transition) {
 	t.Resource = s.resource
 	s.res.last = max(s.res.last, t.AtMs)
 	b := s.breaker(t.RuleID)
+	b.track = track
 	wasOpen := s.open()
-	b.state = t.To
-	s.healthyTransition(b, &t, wasOpen)
+	s.healthyTransition(b, &t, wasOpen, t.To != core.Closed || s.openBut(b))
 	e.adviceChanged(s)
 	b.moved = true
 	if t.RetryTimeoutMs > 0 {

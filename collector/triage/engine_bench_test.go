@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -92,16 +93,18 @@ func BenchmarkBucket(b *testing.B) {
 func BenchmarkTransition(b *testing.B) {
 	e, insts, res, ts := benchFleet(b)
 	ss := seriesOf(e, insts, res, ts)
+	tracks := make([]fleet.Track, len(ss))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		s := ss[(i%len(insts))*len(res)+(i/len(insts))%len(res)]
+		k := (i%len(insts))*len(res) + (i/len(insts))%len(res)
 		ts++
+		t := core.Transition{From: core.HalfOpen, To: core.Open, AtMs: ts}
 		if i%2 == 0 {
-			e.Engine.Transition(s, core.Transition{From: core.Open, To: core.HalfOpen, AtMs: ts})
-		} else {
-			e.Engine.Transition(s, core.Transition{From: core.HalfOpen, To: core.Open, AtMs: ts})
+			t.From, t.To = core.Open, core.HalfOpen
 		}
+		e.Engine.Transition(ss[k], &tracks[k], t)
+		tracks[k].State = t.To
 	}
 }
 

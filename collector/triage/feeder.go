@@ -27,6 +27,7 @@ type fed struct {
 	id      *fleet.Instance
 	in      Instance
 	helloed bool
+	tracks  map[[2]string]*fleet.Track // by resource and rule id
 }
 
 // NewFeeder returns a Feeder of a new Engine; see Config for the zero value.
@@ -55,9 +56,14 @@ func (f *Feeder) instance(name string, ts int64) *fed {
 func (f *Feeder) Hello(instance, app string, ts, startedAt int64) {
 	d := f.instance(instance, ts)
 	ch := JudgeHello(d.helloed, d.id.App, d.id.StartedAt, app, startedAt)
-	if ch == HelloNewProcess {
+	switch ch {
+	case HelloNewProcess:
 		d.id.Gone, d.id.LeftAt = true, ts
-		d.id = &fleet.Instance{Name: instance}
+		d.id, d.tracks = &fleet.Instance{Name: instance}, nil
+	case HelloRestart:
+		for _, t := range d.tracks { // a new process's breakers start CLOSED
+			t.State = core.Closed
+		}
 	}
 	d.helloed, d.id.App = true, app
 	d.id.StartedAt = max(d.id.StartedAt, startedAt)
@@ -96,13 +102,26 @@ func (f *Feeder) Unreceived(instance string, from, to int64) {
 	}
 }
 
-// Transition feeds one breaker state change of an instance.
+// Transition feeds one breaker state change of an instance, which its
+// breaker's track (fleet.Track) then holds, as the collector's store does.
 func (f *Feeder) Transition(instance string, t core.Transition) {
 	if !validState(t.From) || !validState(t.To) || t.From == t.To {
 		return // no fact: it neither brings the instance back nor begins a series
 	}
-	in := f.instance(instance, t.AtMs).in
-	f.Engine.Transition(f.Series(in, t.Resource, t.AtMs), t)
+	d := f.instance(instance, t.AtMs)
+	k := [2]string{t.Resource, t.RuleID}
+	tr := d.tracks[k]
+	if tr == nil {
+		if d.tracks == nil {
+			d.tracks = map[[2]string]*fleet.Track{}
+		}
+		tr = &fleet.Track{RuleID: t.RuleID}
+		d.tracks[k] = tr
+	}
+	f.Engine.Transition(f.Series(d.in, t.Resource, t.AtMs), tr, t)
+	f.mu.Lock()
+	tr.State, tr.Since = t.To, t.AtMs
+	f.mu.Unlock()
 }
 
 // Bye feeds an instance's bye at ts: it is gone until its next message.

@@ -47,6 +47,7 @@ func BenchmarkFindingsScale(b *testing.B) {
 		b.Fatal("no findings")
 	}
 	next := 0
+	tracks := make([]fleet.Track, len(ss))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -57,12 +58,13 @@ func BenchmarkFindingsScale(b *testing.B) {
 			e.Engine.Bucket(ss[next], &stat)
 			next = (next + 1) % len(ss)
 		}
-		s := ss[(i*37)%len(ss)]
+		k := (i * 37) % len(ss)
+		t := core.Transition{From: core.Open, To: core.Closed, AtMs: ts}
 		if i%2 == 0 {
-			e.Engine.Transition(s, core.Transition{From: core.Closed, To: core.Open, AtMs: ts})
-		} else {
-			e.Engine.Transition(s, core.Transition{From: core.Open, To: core.Closed, AtMs: ts})
+			t.From, t.To = core.Closed, core.Open
 		}
+		e.Engine.Transition(ss[k], &tracks[k], t)
+		tracks[k].State = t.To
 		b.StartTimer()
 		e.Findings(ts)
 	}

@@ -194,10 +194,9 @@ func (s *series) setHold() {
 }
 
 // healthyTransition follows the series into and out of spells: the state
-// of breaker b has just changed by t, and wasOpen tells whether a breaker of
-// the series was not CLOSED before.
-func (s *series) healthyTransition(b *breaker, t *core.Transition, wasOpen bool) {
-	open := s.open()
+// of breaker b changes by t; wasOpen tells whether a breaker of the series
+// was not CLOSED before, and open whether one is after.
+func (s *series) healthyTransition(b *breaker, t *core.Transition, wasOpen, open bool) {
 	switch {
 	case t.From == core.Closed && t.To == core.Open:
 		w := s.statInterval(b.ruleID)

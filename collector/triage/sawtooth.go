@@ -64,7 +64,7 @@ func (e *Engine) failedProbe(b *breaker, at int64, p *core.Probe) {
 }
 
 // ongoing reports whether the breaker is still in a qualifying run.
-func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state != core.Closed }
+func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state() != core.Closed }
 
 // sawtooth: count is the longest qualifying run on any instance, periodMs
 // the median of the OPEN->OPEN spacings kept (the last spacingLen per

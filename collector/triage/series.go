@@ -3,6 +3,8 @@ package triage
 import (
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
+
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -55,20 +57,35 @@ func (s *series) qps() float64 {
 }
 
 // open reports whether any breaker of the series is not CLOSED.
-func (s *series) open() bool {
+func (s *series) open() bool { return s.openBut(nil) }
+
+// openBut reports whether a breaker of the series other than x is not
+// CLOSED.
+func (s *series) openBut(x *breaker) bool {
 	for _, b := range s.breakers {
-		if b.state != core.Closed {
+		if b != x && b.state() != core.Closed {
 			return true
 		}
 	}
 	return false
 }
 
+// state is the breaker's state: its track's, the fleet model's (CLOSED
+// before any).
+func (b *breaker) state() core.State {
+	if b.track == nil {
+		return core.Closed
+	}
+	return b.track.State
+}
+
 // breaker follows one breaker (one resource and rule id on one instance).
 type breaker struct {
 	s      *series
 	ruleID string
-	state  core.State
+	// track is the fleet model's history of the breaker (its state), as
+	// of its latest transition told.
+	track *fleet.Track
 
 	// The current run of failed probes, and the spacings and probe times of
 	// its first failed probes, kept until it qualifies.
@@ -124,11 +141,9 @@ func (b *breaker) endRun(at int64) {
 	b.startRun(0)
 }
 
-// restart is a process restart at at: the breaker is new, and CLOSED.
-func (b *breaker) restart(at int64) {
-	b.state = core.Closed
-	b.endRun(at)
-}
+// restart is a process restart at at: the breaker is new, and CLOSED
+// (its track says so).
+func (b *breaker) restart(at int64) { b.endRun(at) }
 
 // recent keeps the last spacingLen values added.
 type recent struct {
