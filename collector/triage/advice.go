@@ -71,10 +71,11 @@ func ratioAsRt(r core.BreakerRule) bool {
 // AdviceMinRequests, the statIntervalMs (whole seconds) that holds
 // AdviceMinRequests requests at qps, and maxAllowedRtMs AdviceRtFactor x
 // p99Ms, each where it does not fit. Always info.
-func (e *Engine) adviceFindings(_ int64, out []Finding) []Finding {
+func (d *adviceDetector) findings(_ int64, out []Finding) []Finding {
+	e := d.e
 	e.judgeDirtyAdvice()
-	e.adviceGen++ // a bucket's series may be judged at once again
-	for _, ar := range e.adviceARs {
+	d.gen++ // a bucket's series may be judged at once again
+	for _, ar := range d.ars {
 		a := &ar.advice
 		if a.stale {
 			a.stale = false

@@ -280,7 +280,7 @@ func TestRuleAdviceJudgedOncePerBucketLiveTwiceABacklog(t *testing.T) {
 	e := NewFeeder(Config{})
 	insts := appFleet(e, "price", 3, t0, "v1", rule)
 	e.Findings(t0)
-	judged := func() int { n := e.adviceJudged; e.adviceJudged = 0; return n }
+	judged := func() int { n := e.advice.judged; e.advice.judged = 0; return n }
 	judged()
 
 	// A minute of buckets from each instance, then Findings: 3 at the

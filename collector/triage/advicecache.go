@@ -24,7 +24,7 @@ type seriesAdvice struct {
 	dirty   bool
 	fires   bool
 	counted bool
-	gen     uint32 // Engine.adviceGen when a bucket last judged it (adviceBucket)
+	gen     uint32 // Engine.advice.gen when a bucket last judged it (adviceBucket)
 	list    *appRes
 	j       adviceJudgment
 	c       adviceSum
@@ -128,7 +128,7 @@ func (a *arAdvice) findExtremes() {
 func (e *Engine) adviceChanged(s *series) {
 	if (s.ratio || s.listed) && !s.advice.dirty {
 		s.advice.dirty = true
-		e.adviceDirty = append(e.adviceDirty, s)
+		e.advice.dirty = append(e.advice.dirty, s)
 	}
 }
 
@@ -143,28 +143,28 @@ func (e *Engine) adviceChanged(s *series) {
 func (e *Engine) adviceBucket(s *series) {
 	switch {
 	case !(s.ratio || s.listed) || s.advice.dirty:
-	case s.advice.gen == e.adviceGen:
+	case s.advice.gen == e.advice.gen:
 		e.adviceChanged(s)
 	default:
-		s.advice.gen = e.adviceGen
+		s.advice.gen = e.advice.gen
 		e.judgeSeriesAdvice(s)
 	}
 }
 
 // judgeDirtyAdvice judges the series marked.
 func (e *Engine) judgeDirtyAdvice() {
-	for i, s := range e.adviceDirty {
-		e.adviceDirty[i] = nil
+	for i, s := range e.advice.dirty {
+		e.advice.dirty[i] = nil
 		s.advice.dirty = false
 		e.judgeSeriesAdvice(s)
 	}
-	e.adviceDirty = e.adviceDirty[:0]
+	e.advice.dirty = e.advice.dirty[:0]
 }
 
 // judgeSeriesAdvice judges a series, moving it in and out of its app x
 // resource's firing list and sums.
 func (e *Engine) judgeSeriesAdvice(s *series) {
-	e.adviceJudged++
+	e.advice.judged++
 	sa := &s.advice
 	j, fires := judgeAdvice(s.inst, s)
 	c := adviceSum{qps: j.qps, p99: j.p99, first: s.firstAt, end: s.endAt, window: j.window, rt: j.rt}
@@ -194,7 +194,7 @@ func (e *Engine) judgeSeriesAdvice(s *series) {
 		ar.advice.sorted, ar.advice.members = false, true
 		if !ar.advice.listed {
 			ar.advice.listed = true
-			e.adviceARs = append(e.adviceARs, ar)
+			e.advice.ars = append(e.advice.ars, ar)
 		}
 	}
 	sa.c = c
@@ -252,3 +252,18 @@ func hasRatioBreaker(rr *resRules) bool {
 	}
 	return false
 }
+
+// adviceDetector is the rule-advice detector's own state: the e it
+// observes, the app x resource that had advice (ars), the series to judge
+// again (dirty), the findings made (gen, for adviceBucket) and the series
+// judged (judged, for the tests).
+type adviceDetector struct {
+	e      *Engine
+	ars    []*appRes
+	dirty  []*series
+	gen    uint32
+	judged int
+}
+
+func (d *adviceDetector) init(e *Engine) detector { d.e = e; return d }
+func (*adviceDetector) kind() Kind                { return KindRuleAdvice }

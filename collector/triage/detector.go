@@ -6,32 +6,74 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
-// A detector finds one kind of pattern. Each lives in its own file
-// (sawtooth.go, herd.go, ...) with the state it keeps, which the engine's
-// events update as they are applied; find turns that state into findings
-// judged at now, appending them to out. Adding a kind is a detector, its
-// facts and their words (facts.go, text.go), and a line here.
-type detector struct {
-	kind Kind
-	find func(e *Engine, now int64, out []Finding) []Finding
+// A detector finds one kind of pattern: a type of its own, in its own file
+// (sawtooth.go, herd.go, ...), with the state it keeps: its own fields,
+// and the part it keeps beside each series, breaker or app x resource for
+// locality, in a type of its own there (sawtoothRun, herd, lowConf, ...).
+// It is told the fleet model's events it judges by through the observer
+// interfaces below that it implements, in the order the store applies
+// them, and findings turns its state into findings judged at now,
+// appending them to out. Adding a kind is a detector, its facts and their
+// words (facts.go, text.go), and a line in newDetectors.
+type detector interface {
+	kind() Kind
+	findings(now int64, out []Finding) []Finding
 }
 
-// detectors are every kind's, in the spec's order.
-var detectors = [...]detector{
-	{KindSawtooth, (*Engine).sawtoothFindings},
-	{KindSyncHalfOpen, (*Engine).herdFindings},
-	{KindLowConfidenceTrip, (*Engine).lowFindings},
-	{KindRuleDrift, (*Engine).driftFindings},
-	{KindUnprotected, (*Engine).unprotectedFindings},
-	{KindRulesLost, (*Engine).rulesLostFindings},
-	{KindInertRule, (*Engine).inertFindings},
-	{KindHotValue, (*Engine).hotFindings},
-	{KindSharedResource, (*Engine).sharedFindings},
-	{KindWindowMisaligned, (*Engine).misalignedFindings},
-	{KindRuleAdvice, (*Engine).adviceFindings},
+// The events of the fleet model a detector may judge by: a bucket taken
+// on a series, a breaker's transition (told before its track takes it),
+// an instance's new rules (replacing prev), and an instance joining or
+// leaving its app's comparisons (membership: a first hello, a departure,
+// a return).
+type (
+	bucketObserver interface {
+		bucket(s *series, b *BucketStat)
+	}
+	transitionObserver interface {
+		transition(b *breaker, t *core.Transition)
+	}
+	rulesObserver interface {
+		rules(in *instState, ts int64, prev *fleet.Rules)
+	}
+	membershipObserver interface{ membership(in *instState, ts int64) }
+)
+
+// detectors are the engine's detectors, every kind's in the spec's order,
+// and those that observe each event.
+type detectors struct {
+	all         []detector
+	buckets     []bucketObserver
+	transitions []transitionObserver
+	rules       []rulesObserver
+	members     []membershipObserver
+}
+
+// newDetectors makes e's detectors, one of each kind.
+func newDetectors(e *Engine) detectors {
+	var d detectors
+	d.all = []detector{
+		e.sawtooth.init(e), e.herd.init(e), e.low.init(e), e.drift.init(e), e.unprot.init(e), e.lost.init(e),
+		e.inert.init(e), e.hot.init(e), e.shared.init(e), e.misaligned.init(e), e.advice.init(e),
+	}
+	for _, x := range d.all {
+		if o, ok := x.(bucketObserver); ok {
+			d.buckets = append(d.buckets, o)
+		}
+		if o, ok := x.(transitionObserver); ok {
+			d.transitions = append(d.transitions, o)
+		}
+		if o, ok := x.(rulesObserver); ok {
+			d.rules = append(d.rules, o)
+		}
+		if o, ok := x.(membershipObserver); ok {
+			d.members = append(d.members, o)
+		}
+	}
+	return d
 }
 
 // Findings returns the findings of everything fed so far, judged at now (the
@@ -45,8 +87,8 @@ func (e *Engine) Findings(now int64) []Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Finding
-	for _, d := range detectors {
-		out = d.find(e, now, out)
+	for _, d := range e.det.all {
+		out = d.findings(now, out)
 	}
 	e.sortRefs = sortFindings(out, e.sortRefs)
 	return out

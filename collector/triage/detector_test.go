@@ -12,15 +12,16 @@ import (
 // TestEveryKindHasOneDetector: the detectors cover Kinds exactly, in order,
 // and every finding's facts are of its own kind.
 func TestEveryKindHasOneDetector(t *testing.T) {
-	if len(detectors) != len(Kinds) {
-		t.Fatalf("%d detectors for %d kinds", len(detectors), len(Kinds))
+	e := NewFeeder(Config{})
+	all := e.det.all
+	if len(all) != len(Kinds) {
+		t.Fatalf("%d detectors for %d kinds", len(all), len(Kinds))
 	}
-	for i, d := range detectors {
-		if d.kind != Kinds[i] {
-			t.Errorf("detector %d is %s, want %s", i, d.kind, Kinds[i])
+	for i, d := range all {
+		if d.kind() != Kinds[i] {
+			t.Errorf("detector %d is %s, want %s", i, d.kind(), Kinds[i])
 		}
 	}
-	e := NewFeeder(Config{})
 	end := sawtoothRun(e, "order-1", "db", t0, 10040, 6)
 	appFleet(e, "order", 2, t0, "v1", slowRule("db"))
 	fs := e.Findings(end)

@@ -75,7 +75,7 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 				d.active, d.since = true, ts
 				if !d.listed {
 					d.listed = true
-					e.drifts = append(e.drifts, ar)
+					e.drift.ars = append(e.drift.ars, ar)
 				}
 			}
 			d.groups, d.keys = groups, keys
@@ -259,6 +259,16 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, i
 	return groups, keys, countContents(keys)
 }
 
+// driftDetector is the RuleDrift detector's own state: the e it observes, and
+// its ars: app x resource that had rule drift.
+type driftDetector struct {
+	e   *Engine
+	ars []*appRes
+}
+
+func (d *driftDetector) init(e *Engine) detector { d.e = e; return d }
+func (*driftDetector) kind() Kind                { return KindRuleDrift }
+
 // rule-drift: an episode starts when the present instances of the app (those
 // with rules that have not left: see Left) first disagree on the resource's
 // rules, and ends when they agree again or the disagreeing ones leave.
@@ -267,8 +277,9 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, i
 // is still open at now, with To = now and its current groups, or ended at
 // now; else a warning spanning the reported episodes, with the groups of the
 // latest at its widest.
-func (e *Engine) driftFindings(now int64, out []Finding) []Finding {
-	for _, ar := range e.drifts {
+func (d *driftDetector) findings(now int64, out []Finding) []Finding {
+	e := d.e
+	for _, ar := range e.drift.ars {
 		d := &ar.drift
 		f := Finding{Kind: KindRuleDrift, App: ar.app.name, Resource: ar.resource}
 		var groups []RuleGroup

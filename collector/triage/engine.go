@@ -104,23 +104,22 @@ type Engine struct {
 	resNames  map[string]struct{}
 	ars       map[arKey]*appRes
 
-	sawtooth []*breaker   // breakers that had a run of SawtoothRun failed probes
-	herds    []*appRes    // app x resource with a counted recovery flood
-	lows     []*appRes    // ... with a low-confidence trip
-	drifts   []*appRes    // ... that had rule drift
-	unprot   []*series    // series with unprotected traffic lasting GraceMs
-	shared   []*resState  // resources reported by two or more apps
-	misalign []*appRes    // app x resource with a misaligned breaker window
-	lost     []*lostRules // instance x resource whose rules went, with traffic for GraceMs after
-	// adviceARs are the app x resource that had rule advice; adviceDirty the
-	// series to judge again (advicecache.go).
-	adviceARs    []*appRes
-	adviceDirty  []*series
-	adviceGen    uint32       // Findings made, for adviceBucket
-	adviceJudged int          // series judged, for the tests
-	sortRefs     []findingRef // Findings' sorting (sortFindings)
-	inert        inertIndex
-	hots         []*series // series that had a run of one value taking half of the blocks
+	sortRefs []findingRef // Findings' sorting (sortFindings)
+
+	// The detectors, one of each kind (detector.go), each with the state
+	// it keeps; det lists them and those told of each event.
+	sawtooth   sawtoothDetector
+	herd       herdDetector
+	low        lowDetector
+	drift      driftDetector
+	unprot     unprotectedDetector
+	lost       rulesLostDetector
+	inert      inertDetector
+	hot        hotDetector
+	shared     sharedDetector
+	misaligned misalignedDetector
+	advice     adviceDetector
+	det        detectors
 }
 
 type instState struct {
@@ -200,7 +199,7 @@ func New(cfg Config) *Engine {
 	if cfg.HoldMs <= 0 {
 		cfg.HoldMs = DefaultHoldMs
 	}
-	return &Engine{
+	e := &Engine{
 		cfg:       cfg,
 		instNames: map[string]struct{}{},
 		apps:      map[string]*appState{},
@@ -209,6 +208,8 @@ func New(cfg Config) *Engine {
 		resNames:  map[string]struct{}{},
 		ars:       map[arKey]*appRes{},
 	}
+	e.det = newDetectors(e)
+	return e
 }
 
 func (e *Engine) observe(ts int64) {

@@ -67,7 +67,7 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 			h.ever = map[*instState]struct{}{}
 		}
 		if h.occasions == HerdOccasions {
-			e.herds = append(e.herds, ar)
+			e.herd.ars = append(e.herd.ars, ar)
 		}
 	}
 	if h.clusterRetry > 0 {
@@ -83,6 +83,16 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 	}
 }
 
+// herdDetector is the SyncHalfOpen detector's own state: the e it observes, and
+// its ars: app x resource with a counted recovery flood.
+type herdDetector struct {
+	e   *Engine
+	ars []*appRes
+}
+
+func (d *herdDetector) init(e *Engine) detector { d.e = e; return d }
+func (*herdDetector) kind() Kind                { return KindSyncHalfOpen }
+
 // sync-half-open: count is the occasions, spreadMs the largest spread of
 // one, From the first entry of the first occasion and To the last entry of
 // the last; the instances are every participant of an occasion. An occasion
@@ -93,8 +103,9 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 // retry timeouts, whichever is longer (the instances probe together once
 // per retry timeout while the downstream is down), as long as HerdSize or
 // more participants of the latest occasion are still there.
-func (e *Engine) herdFindings(now int64, out []Finding) []Finding {
-	for _, ar := range e.herds {
+func (d *herdDetector) findings(now int64, out []Finding) []Finding {
+	e := d.e
+	for _, ar := range e.herd.ars {
 		h := &ar.herd
 		insts := setInsts(h.ever)
 		f := Finding{

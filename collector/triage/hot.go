@@ -108,7 +108,7 @@ func (e *Engine) hotBucket(s *series, start, end, block int64, hot []wire.HotIte
 	x := hot[best]
 	if !h.listed {
 		h.listed = true
-		e.hots = append(e.hots, s)
+		e.hot.series = append(e.hot.series, s)
 	}
 	*c = hotRun{on: true, param: x.Param, value: strings.Clone(x.Value), from: start, to: end,
 		valBlock: x.Block, resBlock: block, offd: max(x.Pass, 0) + x.Block}
@@ -160,15 +160,26 @@ type hotHit struct {
 	r hotRun
 }
 
+// hotDetector is the HotValue detector's own state: the e it observes, and
+// its series: series that had a run of one value taking half of the blocks.
+type hotDetector struct {
+	e      *Engine
+	series []*series
+}
+
+func (d *hotDetector) init(e *Engine) detector { d.e = e; return d }
+func (*hotDetector) kind() Kind                { return KindHotValue }
+
 // hot-value: one finding per app and resource, for the value (parameter
 // and text) whose qualifying runs blocked most over the instances (then
 // the smallest parameter and value); its instances are those where it
 // qualified. blockShare is its blocks over the resource's during those
 // runs, qps the highest of its rates on one instance, the rule the first
 // instance's hot-parameter rule of that parameter. Always a warning.
-func (e *Engine) hotFindings(_ int64, out []Finding) []Finding {
+func (d *hotDetector) findings(_ int64, out []Finding) []Finding {
+	e := d.e
 	var hits []hotHit
-	for _, s := range e.hots {
+	for _, s := range e.hot.series {
 		if r, ok := s.hot.merged(); ok {
 			hits = append(hits, hotHit{s: s, r: r})
 		}

@@ -197,8 +197,8 @@ func TestHotValueBounded(t *testing.T) {
 	hotBuckets(e, "o-1", t0, t0+100000, func(t int64) (int64, []wire.HotItem) {
 		return 50, []wire.HotItem{{Value: fmt.Sprint("id-", t/500), Pass: 1, Block: 50}}
 	})
-	if len(e.hots) != 1 || len(only(t, e.Findings(t0+100000), KindHotValue)) != 0 {
-		t.Fatalf("hots %d", len(e.hots))
+	if len(e.hot.series) != 1 || len(only(t, e.Findings(t0+100000), KindHotValue)) != 0 {
+		t.Fatalf("hots %d", len(e.hot.series))
 	}
 	hot := []wire.HotItem{{Value: "vip", Pass: 10, Block: 50}}
 	at := t0 + 100000

@@ -15,7 +15,7 @@ import (
 // forget drops what Findings keeps between calls, so that the next one
 // derives every finding from the engine's state alone.
 func (e *Feeder) forget() {
-	e.adviceARs, e.adviceDirty = nil, nil
+	e.advice.ars, e.advice.dirty = nil, nil
 	for _, ar := range e.ars {
 		ar.advice = arAdvice{}
 		ar.low.made = lowMade{}
@@ -27,7 +27,7 @@ func (e *Feeder) forget() {
 		for _, s := range in.seriesList {
 			// Every series judged, whatever adviceChanged would skip.
 			s.advice, s.listed = seriesAdvice{dirty: true}, false
-			e.adviceDirty = append(e.adviceDirty, s)
+			e.advice.dirty = append(e.advice.dirty, s)
 		}
 	}
 }

@@ -44,11 +44,18 @@ const (
 // yet seen minRequestAmount completions, the pairs of a rule without
 // traffic and a resource of nearly its name with traffic, and the
 // resources whose rules name a caller in limitApp.
-type inertIndex struct {
+// inertDetector is the inert-rule detector's own state: the e it
+// observes, the windows that may have become judgeable, and the name and
+// origin candidates.
+type inertDetector struct {
+	e       *Engine
 	windows []*windowMax
 	names   map[nameCand]struct{}
 	origins map[originCand]struct{}
 }
+
+func (d *inertDetector) init(e *Engine) detector { d.e = e; return d }
+func (*inertDetector) kind() Kind                { return KindInertRule }
 
 type nameCand struct {
 	in         *instState
@@ -310,7 +317,8 @@ func judgeCands[C comparable](cands map[C]struct{}, judge func(C) (h inertHit, o
 // largest of theirs, the entries offered their sum and the QPS the highest
 // of theirs, From and To bound their traffic (of the near resource for
 // name-mismatch). Always a warning.
-func (e *Engine) inertFindings(_ int64, out []Finding) []Finding {
+func (d *inertDetector) findings(_ int64, out []Finding) []Finding {
+	e := d.e
 	var hits []inertHit
 	kept := e.inert.windows[:0]
 	for _, w := range e.inert.windows {

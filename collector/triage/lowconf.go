@@ -116,7 +116,7 @@ func (e *Engine) lowConfidence(b *breaker, t core.Transition) {
 			l.gen++
 			if !l.listed {
 				l.listed = true
-				e.lows = append(e.lows, b.s.ar)
+				e.low.ars = append(e.low.ars, b.s.ar)
 			}
 		}
 	case t.From == core.HalfOpen && t.To == core.Open:
@@ -224,14 +224,25 @@ func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
 	return rr.Breakers[found], true
 }
 
+// lowDetector is the LowConfidenceTrip detector's own state: the e it observes, and
+// its ars: app x resource with a low-confidence trip.
+type lowDetector struct {
+	e   *Engine
+	ars []*appRes
+}
+
+func (d *lowDetector) init(e *Engine) detector { d.e = e; return d }
+func (*lowDetector) kind() Kind                { return KindLowConfidenceTrip }
+
 // low-confidence-trip: count is the trips settled and those still awaiting
 // their first probe; worst the one whose lower bound sits furthest under
 // its threshold (then the smaller window, then the earliest); From is the
 // first of them, To the last of them or of the CLOSED that ended one. The advice's QPS is the median over the
 // instances of each one's QPS for the resource, and its current values are
 // the weakest trip's rule. Always a warning.
-func (e *Engine) lowFindings(_ int64, out []Finding) []Finding {
-	for _, ar := range e.lows {
+func (d *lowDetector) findings(_ int64, out []Finding) []Finding {
+	e := d.e
+	for _, ar := range e.low.ars {
 		m := ar.low.sum(ar.resource)
 		c := &m.c
 		if c.count == 0 {

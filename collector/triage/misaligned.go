@@ -45,7 +45,7 @@ func (e *Engine) updateMisaligned(in *instState, ts int64) {
 			if !m.listed {
 				m.listed, m.rule, m.from = true, *b, ts
 				m.ever, m.cur = map[*instState]struct{}{}, map[*instState]struct{}{}
-				e.misalign = append(e.misalign, ar)
+				e.misaligned.ars = append(e.misaligned.ars, ar)
 			}
 			m.from = min(m.from, ts)
 			m.to = max(m.to, ts)
@@ -56,11 +56,22 @@ func (e *Engine) updateMisaligned(in *instState, ts int64) {
 	}
 }
 
+// misalignedDetector is the WindowMisaligned detector's own state: the e it observes, and
+// its ars: app x resource with a misaligned breaker window.
+type misalignedDetector struct {
+	e   *Engine
+	ars []*appRes
+}
+
+func (d *misalignedDetector) init(e *Engine) detector { d.e = e; return d }
+func (*misalignedDetector) kind() Kind                { return KindWindowMisaligned }
+
 // window-misaligned: rule is the first misaligned rule seen for the app and
 // resource; From is when it was first loaded, To now while an instance still
 // has one, else when the last one was replaced. Always a warning.
-func (e *Engine) misalignedFindings(now int64, out []Finding) []Finding {
-	for _, ar := range e.misalign {
+func (d *misalignedDetector) findings(now int64, out []Finding) []Finding {
+	e := d.e
+	for _, ar := range e.misaligned.ars {
 		m := &ar.mis
 		insts := setInsts(m.ever)
 		f := Finding{

@@ -100,9 +100,19 @@ func (e *Engine) lostBucket(s *series, start, end, pass int64) {
 	l.to = max(l.to, end)
 	if !l.listed && l.to-l.at >= e.cfg.GraceMs {
 		l.listed = true
-		e.lost = append(e.lost, l)
+		e.lost.losses = append(e.lost.losses, l)
 	}
 }
+
+// rulesLostDetector is the RulesLost detector's own state: the e it observes, and
+// its losses: instance x resource whose rules went, with traffic for GraceMs after.
+type rulesLostDetector struct {
+	e      *Engine
+	losses []*lostRules
+}
+
+func (d *rulesLostDetector) init(e *Engine) detector { d.e = e; return d }
+func (*rulesLostDetector) kind() Kind                { return KindRulesLost }
 
 // rules-lost: one finding per app and resource, merging the instances that
 // lost the resource's rules; passed counts the entries admitted in buckets
@@ -111,9 +121,10 @@ func (e *Engine) lostBucket(s *series, start, end, pass int64) {
 // bucket. It is critical when, on an instance still there, the rules are
 // still gone and its latest bucket with traffic after the loss ended within
 // StaleMs of the instance's end (now, or its bye).
-func (e *Engine) rulesLostFindings(now int64, out []Finding) []Finding {
+func (d *rulesLostDetector) findings(now int64, out []Finding) []Finding {
+	e := d.e
 	type key struct{ app, resource string }
-	order, byKey := groupBy(e.lost, func(l *lostRules) key { return key{l.in.app.name, l.resource} })
+	order, byKey := groupBy(e.lost.losses, func(l *lostRules) key { return key{l.in.app.name, l.resource} })
 	for _, k := range order {
 		f := Finding{Kind: KindRulesLost, App: k.app, Resource: k.resource, From: math.MaxInt64}
 		x := &RulesLostFacts{LostAt: math.MaxInt64}

@@ -46,7 +46,7 @@ func (e *Engine) failedProbe(b *breaker, at int64, p *core.Probe) {
 		b.npending, b.npendRt = 0, 0
 		if !b.listed {
 			b.listed, b.qualFrom = true, b.runStart
-			e.sawtooth = append(e.sawtooth, b)
+			e.sawtooth.breakers = append(e.sawtooth.breakers, b)
 		}
 		b.qualFrom = min(b.qualFrom, b.runStart)
 	}
@@ -66,6 +66,16 @@ func (e *Engine) failedProbe(b *breaker, at int64, p *core.Probe) {
 // ongoing reports whether the breaker is still in a qualifying run.
 func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state() != core.Closed }
 
+// sawtoothDetector is the Sawtooth detector's own state: the e it observes, and
+// its breakers: breakers that had a run of SawtoothRun failed probes.
+type sawtoothDetector struct {
+	e        *Engine
+	breakers []*breaker
+}
+
+func (d *sawtoothDetector) init(e *Engine) detector { d.e = e; return d }
+func (*sawtoothDetector) kind() Kind                { return KindSawtooth }
+
 // sawtooth: count is the longest qualifying run on any instance, periodMs
 // the median of the OPEN->OPEN spacings kept (the last spacingLen per
 // breaker) of qualifying runs, probeRtMs the median response time of their
@@ -82,10 +92,11 @@ func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state() != c
 // maxAllowedRtMs, the probe criterion is too strict (suggest maxAllowedRtMs
 // 2 x that p99); otherwise the downstream is still down (suggest a
 // retryTimeoutMs of at least SawtoothRetryMs, per instance up to 4/3 of it).
-func (e *Engine) sawtoothFindings(now int64, out []Finding) []Finding {
+func (d *sawtoothDetector) findings(now int64, out []Finding) []Finding {
+	e := d.e
 	byAR := map[*appRes][]*breaker{}
 	var order []*appRes
-	for _, b := range e.sawtooth {
+	for _, b := range e.sawtooth.breakers {
 		ar := b.s.ar
 		if _, ok := byAR[ar]; !ok {
 			order = append(order, ar)

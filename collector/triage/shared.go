@@ -14,7 +14,7 @@ func (e *Engine) registerApp(r *resState, appName string, ts int64) {
 	r.apps[appName] = struct{}{}
 	if len(r.apps) == 2 && !r.listed {
 		r.listed, r.since = true, ts
-		e.shared = append(e.shared, r)
+		e.shared.res = append(e.shared.res, r)
 	}
 }
 
@@ -25,14 +25,25 @@ type sharedFinding struct {
 	f  Finding
 }
 
+// sharedDetector is the SharedResource detector's own state: the e it observes, and
+// its res: resources reported by two or more apps.
+type sharedDetector struct {
+	e   *Engine
+	res []*resState
+}
+
+func (d *sharedDetector) init(e *Engine) detector { d.e = e; return d }
+func (*sharedDetector) kind() Kind                { return KindSharedResource }
+
 // shared-resource: one finding per resource, whose app is the first of its
 // apps in name order (so the finding does not depend on which app connected
 // first); instances are those of all its apps. From is when a second app
 // reported the resource, To the latest report. Always a warning. Only To
 // and the timelines are made at every call, the rest when an instance or
 // app joins.
-func (e *Engine) sharedFindings(_ int64, out []Finding) []Finding {
-	for _, r := range e.shared {
+func (d *sharedDetector) findings(_ int64, out []Finding) []Finding {
+	e := d.e
+	for _, r := range e.shared.res {
 		e.sharedMembers(r)
 		if !r.finding.ok {
 			apps := make([]string, 0, len(r.apps))

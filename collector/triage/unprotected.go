@@ -74,9 +74,19 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 	u.maxSpan = max(u.maxSpan, end-u.epStart)
 	if !u.listed && u.maxSpan >= e.cfg.GraceMs {
 		u.listed = true
-		e.unprot = append(e.unprot, s)
+		e.unprot.series = append(e.unprot.series, s)
 	}
 }
+
+// unprotectedDetector is the Unprotected detector's own state: the e it observes, and
+// its series: series with unprotected traffic lasting GraceMs.
+type unprotectedDetector struct {
+	e      *Engine
+	series []*series
+}
+
+func (d *unprotectedDetector) init(e *Engine) detector { d.e = e; return d }
+func (*unprotectedDetector) kind() Kind                { return KindUnprotected }
 
 // unprotected: passed counts every entry admitted without a rule, From and
 // To bound those buckets. Reported once an instance passed traffic without a
@@ -85,8 +95,9 @@ func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
 // an instance still there, the latest bucket with traffic passed without a
 // rule, ended within StaleMs of the instance's end (now, or its bye), and
 // the instance still has no rule while others of the app do.
-func (e *Engine) unprotectedFindings(now int64, out []Finding) []Finding {
-	order, byAR := groupBy(e.unprot, func(s *series) *appRes { return s.ar })
+func (d *unprotectedDetector) findings(now int64, out []Finding) []Finding {
+	e := d.e
+	order, byAR := groupBy(e.unprot.series, func(s *series) *appRes { return s.ar })
 	for _, ar := range order {
 		f := Finding{Kind: KindUnprotected, App: ar.app.name, Resource: ar.resource, From: math.MaxInt64}
 		x := &UnprotectedFacts{Cause: CauseStartedWithoutRules}
