@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // Rule advice is judged per series, again only when its inputs changed: at
-// once after a bucket (adviceBucket), and at the next Findings after a
+// once after a bucket (adviceDetector.bucket), and at the next Findings after a
 // transition, its instance's rules or hello. An app x resource keeps the
 // sums its finding is made of (see arAdvice), which a series' new judgment
 // updates; the firing list and its names are made again only when a
@@ -132,7 +134,11 @@ func (e *Engine) adviceChanged(s *series) {
 	}
 }
 
-// adviceBucket judges a series again after a bucket, at once: what the
+// transition marks the series to judge again: its healthy traffic may
+// have changed.
+func (d *adviceDetector) transition(b *breaker, _ *core.Transition) { d.e.adviceChanged(b.s) }
+
+// bucket judges a series again after a bucket, at once: what the
 // judgment reads (its rules, traffic, healthy histogram and last judgment)
 // is in the caches then, where the next Findings would read it back from
 // memory for every series that changed, a fleet's worth. A live series
@@ -140,7 +146,8 @@ func (e *Engine) adviceChanged(s *series) {
 // backlog, a replay) is judged at once for the first, and marked for the
 // next Findings after that, so that a minute's backlog or an hour's replay
 // is not judged bucket by bucket.
-func (e *Engine) adviceBucket(s *series) {
+func (d *adviceDetector) bucket(s *series, _ *takenBucket) {
+	e := d.e
 	switch {
 	case !(s.ratio || s.listed) || s.advice.dirty:
 	case s.advice.gen == e.advice.gen:

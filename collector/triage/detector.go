@@ -31,7 +31,7 @@ type detector interface {
 // a return).
 type (
 	bucketObserver interface {
-		bucket(s *series, b *BucketStat)
+		bucket(s *series, b *takenBucket)
 	}
 	transitionObserver interface {
 		transition(b *breaker, t *core.Transition)

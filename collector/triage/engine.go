@@ -105,6 +105,10 @@ type Engine struct {
 	ars       map[arKey]*appRes
 
 	sortRefs []findingRef // Findings' sorting (sortFindings)
+	// taken and told are the bucket and the transition being told to the
+	// detectors (under mu).
+	taken takenBucket
+	told  core.Transition
 
 	// The detectors, one of each kind (detector.go), each with the state
 	// it keeps; det lists them and those told of each event.
@@ -348,7 +352,8 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 func (e *Engine) Bucket(h Series, b *BucketStat) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.bucket(h.s, b)
+	e.taken.BucketStat = *b
+	e.bucket(h.s)
 }
 
 // Buckets records the items of one wire v1 buckets message of bucketMs
@@ -361,14 +366,17 @@ func (e *Engine) Buckets(bucketMs int64, items []wire.BucketItem, series []Serie
 	for i := range items {
 		if s := series[i].s; s != nil {
 			it := &items[i]
-			b := BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: bucketMs, Metrics: it.Metrics,
+			e.taken.BucketStat = BucketStat{Resource: it.Resource, Start: it.Start, BucketMs: bucketMs, Metrics: it.Metrics,
 				HasHist: it.HasHist, Hot: it.Hot}
-			e.bucket(s, &b)
+			e.bucket(s)
 		}
 	}
 }
 
-func (e *Engine) bucket(s *series, b *BucketStat) {
+// bucket takes the bucket in e.taken on series s and tells the detectors.
+func (e *Engine) bucket(s *series) {
+	b := &e.taken.BucketStat
+	defer func() { e.taken.Hot = nil }() // the caller's, reused after
 	bm := b.BucketMs
 	if bm <= 0 {
 		bm = core.ResourceBucketMs
@@ -395,27 +403,30 @@ func (e *Engine) bucket(s *series, b *BucketStat) {
 		}
 	}
 	s.hasBucket, s.lastStart = true, b.Start
-	e.takeBucket(s, b, bm, end, pass, offered)
-	e.adviceBucket(s)
-}
-
-// takeBucket is bucket's part once a bucket is taken.
-func (e *Engine) takeBucket(s *series, b *BucketStat, bm, end, pass, offered int64) {
 	s.offered += offered
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, b)
 	s.res.last = max(s.res.last, end)
-	e.inertBucket(s, b.Start, bm, b.Complete, offered)
-	e.hotBucket(s, b.Start, end, b.Block, b.Hot)
-	if pass == 0 {
-		return
+	if pass > 0 {
+		if !s.traffic {
+			s.traffic, s.firstAt = true, b.Start
+		}
+		s.endAt = max(s.endAt, end)
 	}
-	if !s.traffic {
-		s.traffic, s.firstAt = true, b.Start
+	// The detectors are told through the engine's own copy: a pointer to a
+	// local would escape through their interfaces, an allocation a bucket.
+	e.taken.bm, e.taken.end, e.taken.pass, e.taken.offered = bm, end, pass, offered
+	for _, o := range e.det.buckets {
+		o.bucket(s, &e.taken)
 	}
-	s.endAt = max(s.endAt, end)
-	e.unprotectedBucket(s, b.Start, end, pass)
-	e.lostBucket(s, b.Start, end, pass)
+}
+
+// takenBucket is a bucket a series took, as its detectors are told it:
+// its length (bm), end, entries passed and offered (pass + block), all
+// non-negative.
+type takenBucket struct {
+	BucketStat
+	bm, end, pass, offered int64
 }
 
 // Transition records one breaker state change of series h (t.Resource is
@@ -430,28 +441,19 @@ func (e *Engine) Transition(h Series, track *fleet.Track, t core.Transition) {
 	defer e.mu.Unlock()
 	e.observe(t.AtMs)
 	s := h.s
-	in := s.inst
 	t.Resource = s.resource
 	s.res.last = max(s.res.last, t.AtMs)
 	b := s.breaker(t.RuleID)
 	b.track = track
 	wasOpen := s.open()
 	s.healthyTransition(b, &t, wasOpen, t.To != core.Closed || s.openBut(b))
-	e.adviceChanged(s)
 	b.moved = true
 	if t.RetryTimeoutMs > 0 {
 		b.retry = t.RetryTimeoutMs
 	}
-	e.lowConfidence(b, t)
-	switch {
-	case t.To == core.Open && t.From == core.Closed:
-		b.startRun(t.AtMs)
-	case t.To == core.Open && t.From == core.HalfOpen:
-		e.failedProbe(b, t.AtMs, t.Probe)
-	case t.To == core.Closed:
-		b.endRun(t.AtMs)
-	case t.To == core.HalfOpen:
-		e.halfOpen(s.ar, in, t.AtMs, b.retry)
+	e.told = t // as taken: not a pointer to t, which would escape
+	for _, o := range e.det.transitions {
+		o.transition(b, &e.told)
 	}
 }
 

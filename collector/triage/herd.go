@@ -28,7 +28,14 @@ type herd struct {
 	clusterRetry uint32
 }
 
-func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
+// transition follows the breakers that enter HALF_OPEN together.
+func (d *herdDetector) transition(b *breaker, t *core.Transition) {
+	if t.To == core.HalfOpen {
+		d.halfOpen(b.s.ar, b.s.inst, t.AtMs, b.retry)
+	}
+}
+
+func (d *herdDetector) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 	h := &ar.herd
 	joined := false
 	if h.active {
@@ -67,7 +74,7 @@ func (e *Engine) halfOpen(ar *appRes, in *instState, at int64, retry uint32) {
 			h.ever = map[*instState]struct{}{}
 		}
 		if h.occasions == HerdOccasions {
-			e.herd.ars = append(e.herd.ars, ar)
+			d.ars = append(d.ars, ar)
 		}
 	}
 	if h.clusterRetry > 0 {

@@ -55,7 +55,8 @@ type hotState struct {
 // hotBucket follows one bucket of a series: its resource's blocks and its
 // hot values (wire.HotOther, the sum of the values not listed, is never a
 // hot value).
-func (e *Engine) hotBucket(s *series, start, end, block int64, hot []wire.HotItem) {
+func (d *hotDetector) bucket(s *series, b *takenBucket) {
+	e, start, end, block, hot := d.e, b.Start, b.end, b.Block, b.Hot
 	if s.hot == nil {
 		if len(hot) == 0 || block <= 0 {
 			return // no run to follow, none starting

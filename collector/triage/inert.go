@@ -198,7 +198,8 @@ func (e *Engine) inertRules(in *instState) {
 // inertBucket counts a bucket's completions in the series' windows; the
 // series' first traffic (offered is this bucket's) may be what a rule of
 // nearly its name misses.
-func (e *Engine) inertBucket(s *series, start, bm, complete, offered int64) {
+func (d *inertDetector) bucket(s *series, b *takenBucket) {
+	e, start, bm, complete, offered := d.e, b.Start, b.bm, b.Complete, b.offered
 	if !s.win.synced {
 		e.syncWindows(s, s.rr)
 	}

@@ -106,17 +106,17 @@ type lowMade struct {
 // a trip on too few completions is held until its first probe decides. A
 // failed probe shows the downstream was failing and drops the trip; a probe
 // that closes the breaker, or a new trip before any probe, settles it.
-func (e *Engine) lowConfidence(b *breaker, t core.Transition) {
+func (d *lowDetector) transition(b *breaker, t *core.Transition) {
 	l := &b.s.ar.low
 	switch {
 	case t.From == core.Closed && t.To == core.Open:
 		l.settle(b, false, 0)
-		if tr, ok := lowTripOf(b, t); ok {
+		if tr, ok := lowTripOf(b, *t); ok {
 			l.pending = append(l.pending, tr)
 			l.gen++
 			if !l.listed {
 				l.listed = true
-				e.low.ars = append(e.low.ars, b.s.ar)
+				d.ars = append(d.ars, b.s.ar)
 			}
 		}
 	case t.From == core.HalfOpen && t.To == core.Open:

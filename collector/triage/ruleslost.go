@@ -88,7 +88,11 @@ func (in *instState) lostRules(resource string) *lostRules {
 
 // lostBucket counts a bucket that passed entries. A loss is reported once
 // the traffic after it spans GraceMs.
-func (e *Engine) lostBucket(s *series, start, end, pass int64) {
+func (d *rulesLostDetector) bucket(s *series, b *takenBucket) {
+	e, start, end, pass := d.e, b.Start, b.end, b.pass
+	if pass == 0 {
+		return
+	}
 	l := s.inst.lostRules(s.resource)
 	if l == nil || start < l.at {
 		return

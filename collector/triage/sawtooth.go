@@ -15,7 +15,19 @@ import (
 // [SawtoothRetryMs, 4/3 of it].
 const SawtoothRetryMs = 30_000
 
-func (e *Engine) failedProbe(b *breaker, at int64, p *core.Probe) {
+// transition follows the breaker's runs of failed probes.
+func (d *sawtoothDetector) transition(b *breaker, t *core.Transition) {
+	switch {
+	case t.To == core.Open && t.From == core.Closed:
+		b.startRun(t.AtMs)
+	case t.To == core.Open && t.From == core.HalfOpen:
+		d.failedProbe(b, t.AtMs, t.Probe)
+	case t.To == core.Closed:
+		b.endRun(t.AtMs)
+	}
+}
+
+func (d *sawtoothDetector) failedProbe(b *breaker, at int64, p *core.Probe) {
 	b.run++
 	if b.runStart == 0 {
 		b.runStart = at // joined mid-run: the run starts with this probe
@@ -46,7 +58,7 @@ func (e *Engine) failedProbe(b *breaker, at int64, p *core.Probe) {
 		b.npending, b.npendRt = 0, 0
 		if !b.listed {
 			b.listed, b.qualFrom = true, b.runStart
-			e.sawtooth.breakers = append(e.sawtooth.breakers, b)
+			d.breakers = append(d.breakers, b)
 		}
 		b.qualFrom = min(b.qualFrom, b.runStart)
 	}

@@ -42,7 +42,11 @@ func (ar *appRes) ruled(now int64) bool {
 	return ar.ruleCount > 0 || (ar.ruledTo > 0 && ar.ruledTo >= now)
 }
 
-func (e *Engine) unprotectedBucket(s *series, start, end, pass int64) {
+func (d *unprotectedDetector) bucket(s *series, b *takenBucket) {
+	e, start, end, pass := d.e, b.Start, b.end, b.pass
+	if pass == 0 {
+		return
+	}
 	in := s.inst
 	if !in.hasRules() {
 		return // rules not known yet: nothing to judge
