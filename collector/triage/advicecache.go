@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -26,7 +27,7 @@ type seriesAdvice struct {
 	dirty   bool
 	fires   bool
 	counted bool
-	gen     uint32 // Engine.advice.gen when a bucket last judged it (adviceBucket)
+	gen     uint32 // Engine.advice.gen when a bucket last judged it (adviceDetector.bucket)
 	list    *appRes
 	j       adviceJudgment
 	c       adviceSum
@@ -122,21 +123,29 @@ func (a *arAdvice) findExtremes() {
 	}
 }
 
-// adviceChanged marks a series to be judged again. A series with no ratio
+// changed marks a series to be judged again. A series with no ratio
 // breaker that is in no finding is not: its judgment is "does not fire"
 // whatever its traffic (judgeAdvice), and most series of a fleet have no
 // breaker; every change of rules marks each series of the instance (the
 // rules it is judged by may be new).
-func (e *Engine) adviceChanged(s *series) {
+func (d *adviceDetector) changed(s *series) {
 	if (s.ratio || s.listed) && !s.advice.dirty {
 		s.advice.dirty = true
-		e.advice.dirty = append(e.advice.dirty, s)
+		d.dirty = append(d.dirty, s)
+	}
+}
+
+// rules marks the instance's series to judge again: the rules they are
+// judged by may be new.
+func (d *adviceDetector) rules(in *instState, _ int64, _ *fleet.Rules) {
+	for _, s := range in.seriesList {
+		d.e.advice.changed(s)
 	}
 }
 
 // transition marks the series to judge again: its healthy traffic may
 // have changed.
-func (d *adviceDetector) transition(b *breaker, _ *core.Transition) { d.e.adviceChanged(b.s) }
+func (d *adviceDetector) transition(b *breaker, _ *core.Transition) { d.e.advice.changed(b.s) }
 
 // bucket judges a series again after a bucket, at once: what the
 // judgment reads (its rules, traffic, healthy histogram and last judgment)
@@ -151,7 +160,7 @@ func (d *adviceDetector) bucket(s *series, _ *takenBucket) {
 	switch {
 	case !(s.ratio || s.listed) || s.advice.dirty:
 	case s.advice.gen == e.advice.gen:
-		e.adviceChanged(s)
+		e.advice.changed(s)
 	default:
 		s.advice.gen = e.advice.gen
 		e.judgeSeriesAdvice(s)
@@ -262,7 +271,7 @@ func hasRatioBreaker(rr *resRules) bool {
 
 // adviceDetector is the rule-advice detector's own state: the e it
 // observes, the app x resource that had advice (ars), the series to judge
-// again (dirty), the findings made (gen, for adviceBucket) and the series
+// again (dirty), the findings made (gen, for bucket) and the series
 // judged (judged, for the tests).
 type adviceDetector struct {
 	e      *Engine

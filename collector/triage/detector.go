@@ -39,7 +39,10 @@ type (
 	rulesObserver interface {
 		rules(in *instState, ts int64, prev *fleet.Rules)
 	}
-	membershipObserver interface{ membership(in *instState, ts int64) }
+	membershipObserver interface {
+		joined(in *instState, ts int64, replaced *instState)
+		left(in *instState, ts int64)
+	}
 )
 
 // detectors are the engine's detectors, every kind's in the spec's order,

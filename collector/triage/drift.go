@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 )
 
 // The rule-drift detector, and the rule comparison it rests on.
@@ -28,6 +30,44 @@ type drift struct {
 // what x's moves cost, not a regrouping of every instance; when x is nil
 // (an instance left) they are grouped again. The others were agreed on by
 // every instance but x, so x is compared with one of them.
+// rules compares the instance's new rules with its app's, on the
+// resources whose rules it had or has.
+func (d *driftDetector) rules(in *instState, ts int64, prev *fleet.Rules) {
+	if !in.attached {
+		return
+	}
+	var changed map[string]struct{} // resources whose comparison may change; nil: all
+	if prev != nil {
+		changed = map[string]struct{}{}
+		for r := range prev.Resources {
+			changed[r] = struct{}{}
+		}
+		for r := range in.rules() {
+			changed[r] = struct{}{}
+		}
+	}
+	d.e.recomputeDrift(in.app, ts, in, changed)
+}
+
+// joined compares the rules of an instance that joined its app's
+// comparisons (replacing one of its name, or nil); left, those left when
+// one left (leaving can end drift, not start it).
+func (d *driftDetector) joined(in *instState, ts int64, replaced *instState) {
+	switch {
+	case in.hasRules():
+		d.e.recomputeDrift(in.app, ts, in, nil)
+	case replaced != nil && replaced != in && replaced.hasRules():
+		// The instance it replaces under its name had rules: it left.
+		d.e.recomputeDrift(in.app, ts, nil, nil)
+	}
+}
+
+func (d *driftDetector) left(in *instState, ts int64) {
+	if in.hasRules() {
+		d.e.recomputeDrift(in.app, ts, nil, nil)
+	}
+}
+
 func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[string]struct{}) {
 	var insts []*instState // with rules, sorted by name: taken when needed
 	ruled := func() []*instState {

@@ -253,9 +253,9 @@ func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 		if s.advice.list != nil {
 			s.advice.list.advice.stale = true // it leaves that finding
 		}
-		e.adviceChanged(s)
+		e.advice.changed(s)
 		s.ar = e.appRes(in.app, s.resource)
-		e.registerApp(s.res, in.app.name, ts)
+		e.shared.reported(s.res, in.app.name, ts)
 	}
 	if in.hasRules() {
 		for r := range in.rules() {
@@ -277,14 +277,11 @@ func (e *Engine) attach(in *instState, ts int64) {
 	for _, s := range in.seriesList {
 		s.ar.reporters[in] = struct{}{}
 	}
-	if in.hasRules() {
-		for r := range in.rules() {
-			e.appRes(a, r).addRule(ts)
-		}
-		e.recomputeDrift(a, ts, in, nil)
-	} else if replaced != nil && replaced != in && replaced.hasRules() {
-		// The instance it replaces under its name had rules: it left.
-		e.recomputeDrift(a, ts, nil, nil)
+	for r := range in.rules() {
+		e.appRes(a, r).addRule(ts)
+	}
+	for _, o := range e.det.members {
+		o.joined(in, ts, replaced)
 	}
 }
 
@@ -301,11 +298,11 @@ func (e *Engine) detach(in *instState, ts int64) {
 	for _, s := range in.seriesList {
 		delete(s.ar.reporters, in)
 	}
-	if in.hasRules() {
-		for r := range in.rules() {
-			e.appRes(a, r).dropRule(ts)
-		}
-		e.recomputeDrift(a, ts, nil, nil) // leaving can end drift, not start it
+	for r := range in.rules() {
+		e.appRes(a, r).dropRule(ts)
+	}
+	for _, o := range e.det.members {
+		o.left(in, ts)
 	}
 }
 
@@ -341,7 +338,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		ar.reporters[in] = struct{}{}
 	}
 	r.insts = append(r.insts, in)
-	e.registerApp(r, in.app.name, ts)
+	e.shared.reported(r, in.app.name, ts)
 	return s
 }
 

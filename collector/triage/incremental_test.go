@@ -25,7 +25,7 @@ func (e *Feeder) forget() {
 	}
 	for _, in := range e.instList {
 		for _, s := range in.seriesList {
-			// Every series judged, whatever adviceChanged would skip.
+			// Every series judged, whatever adviceDetector.changed would skip.
 			s.advice, s.listed = seriesAdvice{dirty: true}, false
 			e.advice.dirty = append(e.advice.dirty, s)
 		}

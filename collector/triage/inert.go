@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -169,9 +170,10 @@ func (e *Engine) syncWindows(s *series, rr *resRules) {
 	}
 }
 
-// inertRules follows an instance's new rules: its series' windows, and
+// rules follows an instance's new rules: its series' windows, and
 // the rules whose resource has no traffic while one of nearly its name has.
-func (e *Engine) inertRules(in *instState) {
+func (d *inertDetector) rules(in *instState, _ int64, _ *fleet.Rules) {
+	e := d.e
 	for _, s := range in.seriesList {
 		e.syncWindows(s, in.rulesOf(s.resource))
 	}

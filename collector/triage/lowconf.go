@@ -102,7 +102,7 @@ type lowMade struct {
 	qps    []float64 // scratch for the median
 }
 
-// lowConfidence follows a breaker's trips and the first probe after each:
+// transition follows a breaker's trips and the first probe after each:
 // a trip on too few completions is held until its first probe decides. A
 // failed probe shows the downstream was failing and drops the trip; a probe
 // that closes the breaker, or a new trip before any probe, settles it.

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -13,6 +14,11 @@ type misaligned struct {
 	from, to int64
 	ever     map[*instState]struct{}
 	cur      map[*instState]struct{}
+}
+
+// rules judges the instance's new rules' windows.
+func (d *misalignedDetector) rules(in *instState, ts int64, _ *fleet.Rules) {
+	d.e.updateMisaligned(in, ts)
 }
 
 func (e *Engine) updateMisaligned(in *instState, ts int64) {

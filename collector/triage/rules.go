@@ -44,16 +44,6 @@ func (e *Engine) Rules(h Instance, ts int64, prev *fleet.Rules) {
 		e.appRes(a, r)
 	}
 
-	var changed map[string]struct{} // resources whose comparison may change; nil: all
-	if prev != nil && in.attached {
-		changed = map[string]struct{}{}
-		for r := range old {
-			changed[r] = struct{}{}
-		}
-		for r := range rules {
-			changed[r] = struct{}{}
-		}
-	}
 	if in.attached {
 		for r := range old {
 			if _, ok := rules[r]; !ok {
@@ -70,21 +60,9 @@ func (e *Engine) Rules(h Instance, ts int64, prev *fleet.Rules) {
 	for _, s := range in.seriesList {
 		s.rr = rules[s.resource]
 		s.ratio = hasRatioBreaker(s.rr)
-		e.adviceChanged(s)
-	}
-	e.inertRules(in)
-	for _, s := range in.seriesList {
 		s.setHold() // buckets wait out the rules' statIntervalMs
 	}
-
-	// Traffic of a resource that now has a rule is protected from here on.
-	for r := range rules {
-		if s := in.series[r]; s != nil {
-			s.up.on = false
-		}
-	}
-	e.updateMisaligned(in, ts)
-	if in.attached {
-		e.recomputeDrift(a, ts, in, changed)
+	for _, o := range e.det.rules {
+		o.rules(in, ts, prev)
 	}
 }

@@ -25,7 +25,7 @@ type series struct {
 	traffic   bool // some bucket passed entries
 	// ratio says rr has a ratio breaker (hasRatioBreaker), and listed that
 	// advice.list is set: beside what every bucket touches, so that a
-	// series advice cannot judge costs it no other read (adviceChanged).
+	// series advice cannot judge costs it no other read (adviceDetector.changed).
 	ratio, listed  bool
 	lastStart      int64
 	bucketMs       int64

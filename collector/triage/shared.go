@@ -6,15 +6,15 @@ import (
 
 // The shared-resource detector: one resource name reported by several apps.
 
-// registerApp records that an app reports a resource.
-func (e *Engine) registerApp(r *resState, appName string, ts int64) {
+// reported records that an app reports a resource.
+func (d *sharedDetector) reported(r *resState, appName string, ts int64) {
 	if _, ok := r.apps[appName]; ok || appName == "" {
 		return
 	}
 	r.apps[appName] = struct{}{}
 	if len(r.apps) == 2 && !r.listed {
 		r.listed, r.since = true, ts
-		e.shared.res = append(e.shared.res, r)
+		d.res = append(d.res, r)
 	}
 }
 

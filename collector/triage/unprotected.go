@@ -2,6 +2,8 @@ package triage
 
 import (
 	"math"
+
+	"github.com/sentinel-top/sentinel-top/collector/fleet"
 )
 
 // The unprotected detector: traffic passed without a rule while other
@@ -40,6 +42,16 @@ func (ar *appRes) dropRule(ts int64) {
 // the input).
 func (ar *appRes) ruled(now int64) bool {
 	return ar.ruleCount > 0 || (ar.ruledTo > 0 && ar.ruledTo >= now)
+}
+
+// rules: traffic of a resource that now has a rule is protected from here
+// on.
+func (d *unprotectedDetector) rules(in *instState, _ int64, _ *fleet.Rules) {
+	for r := range in.rules() {
+		if s := in.series[r]; s != nil {
+			s.up.on = false
+		}
+	}
 }
 
 func (d *unprotectedDetector) bucket(s *series, b *takenBucket) {
