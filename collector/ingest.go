@@ -153,16 +153,15 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 	}
 	out := m
 	if b, isBuckets := m.(*wire.Buckets); ok && tee && isBuckets && len(kept) < len(b.Items) && !c.keepWhole {
-		if len(kept) == 0 && b.Dropped == 0 {
-			out = nil // every item was a re-send or refused
-		} else {
-			nb := *b
-			nb.Items = make([]wire.BucketItem, len(kept))
-			for i, k := range kept {
-				nb.Items[i] = b.Items[k]
-			}
-			out = &nb
+		// What was a re-send or refused is left out; a message left with no
+		// item is kept as a heartbeat, so that a replay knows, as the store
+		// did, that the instance's data is complete up to its ts.
+		nb := *b
+		nb.Items = make([]wire.BucketItem, len(kept))
+		for i, k := range kept {
+			nb.Items[i] = b.Items[k]
 		}
+		out = &nb
 	}
 	c.mu.Unlock()
 	if refused != nil && c.opts.OnReject != nil {
