@@ -299,8 +299,8 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, i
 	return groups, keys, countContents(keys)
 }
 
-// driftDetector is the RuleDrift detector's own state: the e it observes, and
-// its ars: app x resource that had rule drift.
+// driftDetector is the rule-drift detector's own state: the engine it
+// observes, and its ars: app x resource that had rule drift.
 type driftDetector struct {
 	e   *Engine
 	ars []*appRes

@@ -90,8 +90,8 @@ func (d *herdDetector) halfOpen(ar *appRes, in *instState, at int64, retry uint3
 	}
 }
 
-// herdDetector is the SyncHalfOpen detector's own state: the e it observes, and
-// its ars: app x resource with a counted recovery flood.
+// herdDetector is the sync-half-open detector's own state: the engine it
+// observes, and its ars: app x resource with a counted recovery flood.
 type herdDetector struct {
 	e   *Engine
 	ars []*appRes

@@ -161,8 +161,9 @@ type hotHit struct {
 	r hotRun
 }
 
-// hotDetector is the HotValue detector's own state: the e it observes, and
-// its series: series that had a run of one value taking half of the blocks.
+// hotDetector is the hot-value detector's own state: the engine it observes,
+// and its series: series that had a run of one value taking half of the
+// blocks.
 type hotDetector struct {
 	e      *Engine
 	series []*series

@@ -224,8 +224,8 @@ func tripRule(in *instState, t core.Transition) (core.BreakerRule, bool) {
 	return rr.Breakers[found], true
 }
 
-// lowDetector is the LowConfidenceTrip detector's own state: the e it observes, and
-// its ars: app x resource with a low-confidence trip.
+// lowDetector is the low-confidence-trip detector's own state: the engine it
+// observes, and its ars: app x resource with a low-confidence trip.
 type lowDetector struct {
 	e   *Engine
 	ars []*appRes

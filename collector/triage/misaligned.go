@@ -62,8 +62,9 @@ func (e *Engine) updateMisaligned(in *instState, ts int64) {
 	}
 }
 
-// misalignedDetector is the WindowMisaligned detector's own state: the e it observes, and
-// its ars: app x resource with a misaligned breaker window.
+// misalignedDetector is the window-misaligned detector's own state: the
+// engine it observes, and its ars: app x resource with a misaligned breaker
+// window.
 type misalignedDetector struct {
 	e   *Engine
 	ars []*appRes

@@ -104,12 +104,13 @@ func (d *rulesLostDetector) bucket(s *series, b *takenBucket) {
 	l.to = max(l.to, end)
 	if !l.listed && l.to-l.at >= e.cfg.GraceMs {
 		l.listed = true
-		e.lost.losses = append(e.lost.losses, l)
+		d.losses = append(d.losses, l)
 	}
 }
 
-// rulesLostDetector is the RulesLost detector's own state: the e it observes, and
-// its losses: instance x resource whose rules went, with traffic for GraceMs after.
+// rulesLostDetector is the rules-lost detector's own state: the engine it
+// observes, and its losses: instance x resource whose rules went, with
+// traffic for GraceMs after.
 type rulesLostDetector struct {
 	e      *Engine
 	losses []*lostRules

@@ -78,8 +78,9 @@ func (d *sawtoothDetector) failedProbe(b *breaker, at int64, p *core.Probe) {
 // ongoing reports whether the breaker is still in a qualifying run.
 func (b *breaker) ongoing() bool { return b.run >= SawtoothRun && b.state() != core.Closed }
 
-// sawtoothDetector is the Sawtooth detector's own state: the e it observes, and
-// its breakers: breakers that had a run of SawtoothRun failed probes.
+// sawtoothDetector is the sawtooth detector's own state: the engine it
+// observes, and its breakers: breakers that had a run of SawtoothRun failed
+// probes.
 type sawtoothDetector struct {
 	e        *Engine
 	breakers []*breaker

@@ -25,8 +25,8 @@ type sharedFinding struct {
 	f  Finding
 }
 
-// sharedDetector is the SharedResource detector's own state: the e it observes, and
-// its res: resources reported by two or more apps.
+// sharedDetector is the shared-resource detector's own state: the engine it
+// observes, and its res: resources reported by two or more apps.
 type sharedDetector struct {
 	e   *Engine
 	res []*resState

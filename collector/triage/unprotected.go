@@ -90,12 +90,12 @@ func (d *unprotectedDetector) bucket(s *series, b *takenBucket) {
 	u.maxSpan = max(u.maxSpan, end-u.epStart)
 	if !u.listed && u.maxSpan >= e.cfg.GraceMs {
 		u.listed = true
-		e.unprot.series = append(e.unprot.series, s)
+		d.series = append(d.series, s)
 	}
 }
 
-// unprotectedDetector is the Unprotected detector's own state: the e it observes, and
-// its series: series with unprotected traffic lasting GraceMs.
+// unprotectedDetector is the unprotected detector's own state: the engine it
+// observes, and its series: series with unprotected traffic lasting GraceMs.
 type unprotectedDetector struct {
 	e      *Engine
 	series []*series
