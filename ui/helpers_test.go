@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -177,7 +178,7 @@ func testSnapshot() *collector.Snapshot {
 			{Name: "10.0.0.2:8719", State: collector.TargetUp, Since: t0 - 95_000, Instance: "order-2",
 				Messages: 1_900, Bytes: 770_000, Reconnects: 1, LastMessageAt: t0 - 1_200},
 			{Name: "sentinel://10.0.0.3:8719?app=payment", State: collector.TargetUp, Since: t0 - 600_000,
-				Instance: "payment-1", Note: collector.JavaBreakerStatesNote, Messages: 600, Bytes: 120_000,
+				Instance: "payment-1", Note: source.JavaBreakerStatesNote, Messages: 600, Bytes: 120_000,
 				LastMessageAt: t0 - 75_000},
 			{Name: "10.0.0.4:8719", State: collector.TargetDown, Since: t0 - 12_000, RetryAt: t0 + 4_000, Reconnects: 5,
 				LastError: "refused: nothing listens on 10.0.0.4:8719 (connection refused)"},

@@ -16,6 +16,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/agent"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
@@ -88,8 +89,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var err error
 	switch {
-	case cfg.agents < 1 || cfg.agents > collector.MaxTargets:
-		err = fmt.Errorf("--agents %d: want 1 to %d", cfg.agents, collector.MaxTargets)
+	case cfg.agents < 1 || cfg.agents > source.MaxTargets:
+		err = fmt.Errorf("--agents %d: want 1 to %d", cfg.agents, source.MaxTargets)
 	case cfg.resources < 1 || cfg.resources > 1000:
 		err = fmt.Errorf("--resources %d: want 1 to 1000", cfg.resources)
 	case cfg.rate <= 0 || cfg.rate > 10000:
@@ -241,7 +242,7 @@ type benchChildren []*benchChild
 
 // start runs cfg's fleet as processes of perProcess agents each, and
 // returns its targets once every agent serves.
-func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks benchChildHooks) ([]collector.Target, error) {
+func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks benchChildHooks) ([]source.Target, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
@@ -258,7 +259,7 @@ func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks ben
 		}
 		*kids = append(*kids, ch)
 	}
-	var targets []collector.Target
+	var targets []source.Target
 	for _, ch := range *kids {
 		e, err := ch.wait(ctx, "ready", 2*time.Minute)
 		if err != nil {
@@ -269,7 +270,7 @@ func (kids *benchChildren) start(ctx context.Context, cfg benchConfig, hooks ben
 				return nil, fmt.Errorf("agents %d-%d: port %d", ch.first, ch.first+ch.count-1, port)
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(port)
-			targets = append(targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
+			targets = append(targets, source.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
 		}
 	}
 	return targets, nil
@@ -370,7 +371,7 @@ func bench(ctx context.Context, cfg benchConfig, w io.Writer, progress *benchPro
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
 	dialing.Add(3)
-	go func() { defer dialing.Done(); c.Dial(dialCtx, targets, collector.DialOptions{}) }()
+	go func() { defer dialing.Done(); source.Dial(dialCtx, c, targets, source.DialOptions{}) }()
 	go func() { defer dialing.Done(); c.Run(dialCtx) }()
 	go func() { defer dialing.Done(); res.lat.watch(dialCtx, c, resources[0]) }()
 	defer func() { stopDial(); dialing.Wait() }()
