@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/racetest"
@@ -54,11 +55,11 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(chaosSeed, 1))
 	base := time.UnixMilli(1764460800000)
 	cclock := core.NewVirtualClock(base)
-	c := New(Options{Clock: cclock, Mode: ModeLive, Limits: wire.Limits{MaxFrameBytes: chaosMaxFrame}})
+	c := New(Options{Clock: cclock, Mode: ModeLive})
 	resources := chaosResourceNames[:nResources]
 
 	agents := make([]*chaosAgent, nAgents)
-	var targets []Target
+	var targets []source.Target
 	for i := range agents {
 		skew := time.Duration(rng.IntN(10001)-5000) * time.Millisecond
 		ca := &chaosAgent{name: fmt.Sprintf("gw-%03d", i), skew: skew, clock: core.NewVirtualClock(base.Add(skew)),
@@ -68,7 +69,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		}
 		ca.proxy = newChaosProxy(t, ca.start(t))
 		agents[i] = ca
-		targets = append(targets, Target{Name: ca.name, URL: "ws://" + ca.proxy.addr() + agent.StreamPath})
+		targets = append(targets, source.Target{Name: ca.name, URL: "ws://" + ca.proxy.addr() + agent.StreamPath})
 	}
 	// Two peers that are broken through and through: one speaks only
 	// garbage (incompatible), one sends a hello then an oversized frame.
@@ -78,7 +79,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		for i := 0; i < garbageLimit+5; i++ {
+		for i := 0; i < 20+5; i++ { // the source drops a connection whose first 20 messages are all rejected
 			if conn.WriteMessage(websocket.TextMessage, []byte("<html>502 Bad Gateway</html>")) != nil {
 				return
 			}
@@ -95,14 +96,15 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		conn.WriteMessage(websocket.TextMessage, make([]byte, chaosMaxFrame+1))
 		conn.ReadMessage()
 	}))
-	fakes := []Target{{Name: "junk", URL: "ws" + strings.TrimPrefix(junk.URL, "http")},
+	fakes := []source.Target{{Name: "junk", URL: "ws" + strings.TrimPrefix(junk.URL, "http")},
 		{Name: "huge", URL: "ws" + strings.TrimPrefix(huge.URL, "http")}}
 	targets = append(targets, fakes...)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
 	go func() {
-		c.Dial(ctx, targets, DialOptions{Seed: chaosSeed, IdleTimeout: chaosIdle, HandshakeTimeout: 5 * time.Second})
+		dial(ctx, c, targets, source.DialOptions{Seed: chaosSeed, IdleTimeout: chaosIdle, HandshakeTimeout: 5 * time.Second,
+			Limits: wire.Limits{MaxFrameBytes: chaosMaxFrame}})
 		close(dialed)
 	}()
 	var collectorHeap uint64
@@ -133,7 +135,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		c.mu.Unlock()
 		out := make([]TargetStatus, len(ts))
 		for i, s := range ts {
-			out[i] = s.status()
+			out[i] = s.Status()
 		}
 		return out
 	}
@@ -188,8 +190,8 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 			for i, s := range st {
 				if s.State == TargetDown {
 					b := s.RetryAt - s.Since
-					if b > MaxBackoff.Milliseconds() {
-						t.Fatalf("%s: retry in %d ms, over MaxBackoff", s.Name, b)
+					if b > source.MaxBackoff.Milliseconds() {
+						t.Fatalf("%s: retry in %d ms, over source.MaxBackoff", s.Name, b)
 					}
 					if i < nAgents {
 						worstBackoff = max(worstBackoff, b)
@@ -216,7 +218,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 					if s.State == TargetUp && s.Reconnects >= expectReconnect[i] {
 						worstGap = max(worstGap, now-clearedAt[i])
 						clearedAt[i] = 0
-					} else if now-clearedAt[i] > MaxBackoff.Milliseconds()+500 {
+					} else if now-clearedAt[i] > source.MaxBackoff.Milliseconds()+500 {
 						t.Fatalf("%s still %s %d ms after its fault cleared: %+v", s.Name, s.State, now-clearedAt[i], s)
 					}
 				}
@@ -411,7 +413,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 	t.Logf("clock skew: %d of %d agents off by 1.1 s or more were connected at the end, each warned about by its offset", checked, skewed)
 
 	// Drain: the agents stop; the collector's time runs on until every
-	// target is back (at most MaxBackoff), and the totals are exact.
+	// target is back (at most source.MaxBackoff), and the totals are exact.
 	for p := 0; ; p++ {
 		up := 0
 		for _, s := range status()[:nAgents] {
@@ -422,7 +424,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 		if up == nAgents {
 			break
 		}
-		if p > int(2*MaxBackoff/(500*time.Millisecond)) {
+		if p > int(2*source.MaxBackoff/(500*time.Millisecond)) {
 			t.Fatalf("%d of %d targets up %d periods after the last fault", up, nAgents, p)
 		}
 		cclock.Advance(500 * time.Millisecond)
@@ -459,7 +461,7 @@ func TestChaosFleetTotalsExact(t *testing.T) {
 	if dups == 0 {
 		t.Error("no duplicates: reconnect backlogs were not exercised")
 	}
-	if fakeBackoff < MaxBackoff.Milliseconds()/2 {
+	if fakeBackoff < source.MaxBackoff.Milliseconds()/2 {
 		t.Errorf("the broken peers' backoff reached only %d ms", fakeBackoff)
 	}
 	var reconnects, gens int64

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -25,7 +26,7 @@ func TestClockSkewOfTheWholeFleetIsTheCollectors(t *testing.T) {
 		clock *core.VirtualClock
 	}
 	var agents []skewAgent
-	var targets []Target
+	var targets []source.Target
 	for i, off := range []time.Duration{0, 0, 0, 0, 8 * time.Second} {
 		clock := core.NewVirtualClock(base.Add(off))
 		name := fmt.Sprintf("gw-%d", i)
@@ -35,11 +36,11 @@ func TestClockSkewOfTheWholeFleetIsTheCollectors(t *testing.T) {
 		fa := startFleetAgent(t, clock, name)
 		fa.a.Ship() // the first ship begins the stream at the clock's now
 		agents = append(agents, skewAgent{fa.a, clock})
-		targets = append(targets, Target{Name: fa.addr, URL: "ws://" + fa.addr + agent.StreamPath})
+		targets = append(targets, source.Target{Name: fa.addr, URL: "ws://" + fa.addr + agent.StreamPath})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
-	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(dialed) }()
+	go func() { dial(ctx, c, targets, source.DialOptions{Seed: 1}); close(dialed) }()
 	t.Cleanup(func() { cancel(); <-dialed })
 	eventually(t, "every target up", func() error {
 		up := 0

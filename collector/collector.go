@@ -2,11 +2,11 @@ package collector
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -21,9 +21,6 @@ const (
 	DefaultPublishEvery       = 250 * time.Millisecond
 	DefaultMaxInstances       = 10000
 	DefaultMaxResourcesPerApp = 5000
-	// DefaultMaxMessageRate is Options.MaxMessageRate when it is zero: far
-	// above an agent's 2 messages a second, far below a flood.
-	DefaultMaxMessageRate = 1000
 	// TrendLen is the number of seconds of ResourceRow.Trend.
 	TrendLen = 60
 )
@@ -59,23 +56,10 @@ type Options struct {
 	// MaxResourcesPerInstance caps the resources of one instance; items of
 	// further resources are turned away and counted. Default 5,000.
 	MaxResourcesPerInstance int
-	// MaxReplayBytes bounds the input a replay reads in one pass,
-	// decompressed, and what it copies of an input that cannot be read
-	// twice (a pipe): a gzip bomb or /dev/zero ends with an error. It does
-	// not bound memory: a replay streams its input, one message at a time.
-	// Default 512 MiB.
-	MaxReplayBytes int64
 	// MaxMemory bounds, in bytes, what peers can make the collector keep
 	// (instances, series, breaker tracks: see budget.go); what does not fit
 	// is turned away and counted (reason max_memory). Default 512 MiB.
 	MaxMemory int64
-	// Limits bound every message (wire.Limits; zero fields take its defaults).
-	Limits wire.Limits
-	// MaxMessageRate caps the messages a second taken from one dialed
-	// connection (a token bucket holding 10 seconds' worth, so a
-	// reconnect's backlog passes); the excess is dropped unread and counted.
-	// Default 1,000; negative: no limit.
-	MaxMessageRate float64
 	// MaxClockSkew, when positive, rejects a message from a dialed target
 	// (see Bound) whose ts is further than this from Clock (reason
 	// clock_skew). Default 0: no check; sentinel-top sets
@@ -89,7 +73,7 @@ type Options struct {
 	// (file:line or target), outside the collector's lock. It must not block.
 	OnReject func(place string, err error)
 	// WallClock paces what happens in real time whatever Clock says:
-	// publishing snapshots, and a replay's speed. Default: core.NewRealClock().
+	// publishing snapshots. Default: core.NewRealClock().
 	WallClock core.Clock
 }
 
@@ -121,9 +105,6 @@ func (o Options) withDefaults() Options {
 	if o.MaxResourcesPerInstance <= 0 {
 		o.MaxResourcesPerInstance = DefaultMaxResourcesPerApp
 	}
-	if o.MaxMessageRate == 0 {
-		o.MaxMessageRate = DefaultMaxMessageRate
-	}
 	return o
 }
 
@@ -147,11 +128,11 @@ type Collector struct {
 	dropped  int64
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
-	targets  []*targetStatus
-	keptBuf  []int           // Ingest's scratch: the bucket items taken
-	triBuf   []triage.Series // and their triage series (buckets)
-	touched  int64           // what touchSeries read: kept, never used
-	memUsed  int64           // bytes charged to the budget (budget.go)
+	targets  []*feed.TargetRecord // the dialed targets' records, read at publish
+	keptBuf  []int                // Ingest's scratch: the bucket items taken
+	triBuf   []triage.Series      // and their triage series (buckets)
+	touched  int64                // what touchSeries read: kept, never used
+	memUsed  int64                // bytes charged to the budget (budget.go)
 	// streamShare is the part of the budget the re-served stream took
 	// (restream.go): the model's is what is left.
 	streamShare int64
@@ -268,8 +249,9 @@ func (c *Collector) Engine() *triage.Engine {
 	return c.engine
 }
 
-// reset forgets everything ingested (a replay seeking backwards starts over).
-func (c *Collector) reset() {
+// Reset forgets everything ingested (a replay seeking backwards starts
+// over); the notices and the input's names stay.
+func (c *Collector) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.engine = triage.New(c.opts.Triage)
@@ -284,9 +266,9 @@ func (c *Collector) reset() {
 	c.pub = pubCache{}
 }
 
-// setReplay records the status a replay told; an older generation than the
+// SetReplay records the status a replay told; an older generation than the
 // one held is ignored.
-func (c *Collector) setReplay(st ReplayStatus, gen uint64) {
+func (c *Collector) SetReplay(st ReplayStatus, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen > c.replayGen {
@@ -364,9 +346,6 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// itoa is strconv.Itoa for int64.
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
-
 // Run publishes a snapshot every Options.PublishEvery on the wall clock
 // (Options.WallClock) until ctx ends, and sooner when a breaker changed
 // state: at once, or as soon as PublishEvery x 2/5 has passed since the
@@ -430,7 +409,7 @@ func (c *Collector) signature() [5]int64 {
 	sig[4] = int64(c.replayGen)
 	c.mu.Unlock()
 	for _, t := range targets {
-		st := t.status()
+		st := t.Status()
 		sig[4] = sig[4]*31 + st.Messages + int64(st.State) + st.Reconnects + st.Rejected
 	}
 	return sig

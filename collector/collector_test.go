@@ -9,6 +9,8 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
+const t0ms = int64(1764460800000)
+
 func bucketsAt(instance string, ts, start int64, pass int64) *wire.Buckets {
 	return &wire.Buckets{Header: wire.Header{Ts: ts, Instance: instance}, BucketMs: 500,
 		Items: []wire.BucketItem{{Resource: "r", Start: start, Metrics: core.Metrics{Pass: pass}}}}

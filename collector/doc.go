@@ -1,18 +1,19 @@
-// Package collector turns wire v1 streams into a diagnosis. It dials
-// instrumented services (--targets), polls Java Sentinel, replays recorded
-// fixtures and metric logs on a virtual clock, and keeps one model of the
-// fleet that every view reads.
+// Package collector turns wire v1 streams into a diagnosis: it is the
+// store that keeps one model of the fleet that every view reads. What
+// feeds it (dialed services, Java Sentinel polled, recordings and metric
+// logs replayed on a virtual clock) is in collector/source, which writes
+// to it as a sink (collector/feed) and reads nothing of it.
 //
 // The flow, as docs/ARCHITECTURE.md draws it:
 //
-//   - Sources (Dial, the Java poller, Replay, metric logs, the demo) decode
-//     and validate what arrives and hand it to the store through two calls,
-//     Ingest and Reject. The store holds no pointer back to a source and
-//     never calls one while holding its lock: a replay tells the store its
-//     status; the dashboard takes the replay's controls directly. Dial
-//     runs a goroutine per target for its connection's life; on Linux a
-//     plain (ws://) connection is read past its handshake by a few pollers
-//     (one epoll set each, poll_linux.go) rather than by that goroutine.
+//   - Sources (collector/source: Dial, the Java poller, Replay; metric
+//     logs, the demo) decode and validate what arrives and hand it to the
+//     store through a sink: Ingest (Hello for a hello, with what the
+//     source states of its sender, feed.Origin) and Reject. The store
+//     knows no source and calls none: what it shows of one arrives as
+//     values through the sink (a dialed target's status record, read at
+//     publish; a replay's status, stamped with a generation). The
+//     dashboard takes a replay's controls directly.
 //   - The fleet model (fleet.go, ingest.go) owns instance identity and
 //     restarts (each hello judged once, by triage.JudgeHello), the one
 //     liveness rule (a bye, or silent past Options.StaleAfter: swept at

@@ -4,10 +4,9 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
-	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -84,8 +83,9 @@ type instance struct {
 	// owner is the connection (dialed target) that announced it, "" for
 	// sources without one; see Bound.
 	owner string
-	// statesUnknown: the source cannot report breaker transitions (its
-	// hello's sdk is Java Sentinel's transport or a metric log).
+	// statesUnknown: its source cannot report breaker transitions (Java
+	// Sentinel's transport or a metric log: feed.Origin, stated with its
+	// hello).
 	statesUnknown bool
 }
 
@@ -252,10 +252,11 @@ func (c *Collector) sweep(now int64) {
 
 // hello applies an instance's hello, judged by triage.JudgeHello (a first
 // hello, a restart, another process under the name), and tells the triage
-// engine what it decided; back says the instance was gone until this
-// message. False when it moves the instance to another app more often than
-// MaxAppChangesPerMinute (rejected).
-func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) bool {
+// engine what it decided; o is what its source stated of the sender, back
+// says the instance was gone until this message. False when it moves the
+// instance to another app more often than MaxAppChangesPerMinute
+// (rejected).
+func (c *Collector) hello(in *instance, m *wire.Hello, o feed.Origin, now int64, back bool) bool {
 	app := m.App
 	if app == "" {
 		app = m.Instance
@@ -271,8 +272,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, now int64, back bool) boo
 		c.appsLeft = true
 	}
 	in.App, in.helloed = app, true
-	in.statesUnknown = strings.HasPrefix(m.SDK, javaSDK) || m.SDK == metriclog.SDK
-	in.polled = strings.HasPrefix(m.SDK, javaSDK)
+	in.statesUnknown, in.polled = o.StatesUnknown, o.Polled
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}

@@ -260,9 +260,9 @@ func TestUnknownStatesAreNotClosed(t *testing.T) {
 	c := New(Options{Clock: vc})
 	rule := core.BreakerRule{Resource: "r", Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 100, Threshold: 0.5,
 		MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 10000, Semantics: core.SemanticsJava}
-	for _, sdk := range []string{javaSDK + "/1.8.9", "sentinel-metric-log"} {
+	for _, sdk := range []string{"java-sentinel/1.8.9", "sentinel-metric-log"} {
 		name := "j-" + sdk[:4]
-		c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, App: "a", SDK: sdk, BucketMs: 1000})
+		readIngest(c, "t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, App: "a", SDK: sdk, BucketMs: 1000})
 		c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: name}, Version: "v", Breakers: []core.BreakerRule{rule}})
 		c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 1000, Instance: name}, BucketMs: 1000,
 			Items: []wire.BucketItem{{Resource: "r", Start: t0ms, Metrics: core.Metrics{Pass: 5, Complete: 5}}}})

@@ -43,8 +43,8 @@ const maxGapOthers = 1024
 // ends at dataEnd), or its restart (its data begins at its first whole
 // period after startedAt). A collector that starts after its agents
 // misses nothing it knew of. Java Sentinel's polled targets are left out
-// here (the collector stamps their hellos itself): javaResume reads their
-// gap back and counts what it cannot. c.mu is held.
+// here (their source stamps their hellos itself): it reads their gap back
+// and counts what it cannot (Unreceived). c.mu is held.
 func (in *instance) awaitBacklog(ch triage.HelloChange, m *wire.Hello) {
 	in.resumeFrom, in.resumeTo = 0, 0
 	bm := in.bucketMs

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector/record"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -47,7 +48,7 @@ func recorder(t *testing.T) (string, *record.Writer) {
 // collector counts as never received.
 func replayedUnreceived(t *testing.T, path string) int64 {
 	t.Helper()
-	r, err := NewReplayMessages(filepath.Base(path), readFile(t, path), nil, 0, Options{})
+	r, err := newReplayMessages(filepath.Base(path), readFile(t, path), nil, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +107,13 @@ func TestUnreceivedIsWhatTheBacklogCannotBringBack(t *testing.T) {
 		{"a collector that starts after its agent", []wire.Message{
 			hello(t0+180_000, started, agentSDK), items(t0+180_000, t0+120_000)}, 0},
 		{"a Java target the collector polls", []wire.Message{
-			hello(t0, 0, javaSDK+"/1.8.8"), items(t0+1000, t0),
-			hello(t0+180_000, 0, javaSDK+"/1.8.8"), items(t0+181_000, t0+120_000)}, 0},
+			hello(t0, 0, "java-sentinel/1.8.8"), items(t0+1000, t0),
+			hello(t0+180_000, 0, "java-sentinel/1.8.8"), items(t0+181_000, t0+120_000)}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0))})
 			for _, m := range tc.msgs {
-				if !c.Ingest("t", m) {
+				if !readIngest(c, "t", m) {
 					t.Fatalf("%T refused", m)
 				}
 			}
@@ -187,9 +188,9 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 	c := New(Options{Record: rec.Writer})
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
-	target := Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath}
+	target := source.Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath}
 	go func() {
-		c.Dial(ctx, []Target{target}, DialOptions{Seed: 1})
+		dial(ctx, c, []source.Target{target}, source.DialOptions{Seed: 1})
 		close(dialed)
 	}()
 	defer func() { cancel(); <-dialed }()
@@ -570,7 +571,7 @@ func dialOne(t *testing.T, c *Collector, addr string) *Collector {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		c.Dial(ctx, []Target{{Name: addr, URL: "ws://" + addr + DefaultStreamPath}}, DialOptions{Seed: 1})
+		dial(ctx, c, []source.Target{{Name: addr, URL: "ws://" + addr + source.DefaultStreamPath}}, source.DialOptions{Seed: 1})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -1,21 +1,14 @@
 package collector
 
 import (
-	"bytes"
-	"compress/gzip"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
-	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // TestImpersonationRefused: once a target announced an instance, another
@@ -138,43 +131,6 @@ func TestMemoryBudgetHolds(t *testing.T) {
 	c.Publish()
 	if s := c.Publish(); s.MemoryUsed != 0 || len(s.Totals) != 0 {
 		t.Fatalf("after the retention: %d bytes, %d app series held", s.MemoryUsed, len(s.Totals))
-	}
-}
-
-// TestReplayInputIsBounded: a gzip bomb, /dev/zero and a long stream of
-// garbage end with an error naming the bound, in bounded memory, instead
-// of reading on.
-func TestReplayInputIsBounded(t *testing.T) {
-	if racetest.Enabled {
-		t.Skip("a claim of memory, which the race detector bloats: .ci/run runs it without -race")
-	}
-	var bomb bytes.Buffer
-	zw := gzip.NewWriter(&bomb)
-	zero := make([]byte, 1<<20)
-	for range 64 { // 64 MiB of zeros in about 64 KiB
-		zw.Write(zero)
-	}
-	zw.Close()
-	inputs := map[string]io.Reader{
-		"bomb.ndjson.gz": &bomb,
-		"garbage":        io.LimitReader(ones{}, 40<<20),
-	}
-	if f, err := os.Open("/dev/zero"); err == nil {
-		defer f.Close()
-		inputs["/dev/zero"] = f
-	}
-	for name, src := range inputs {
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, err := NewReplay(name, src, 0, Options{MaxReplayBytes: 16 << 20})
-		if !errors.Is(err, wire.ErrInputTooLarge) || !strings.Contains(err.Error(), "split the recording") {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var after runtime.MemStats
-		runtime.ReadMemStats(&after)
-		if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
-			t.Fatalf("%s: the heap grew %d MiB", name, grew>>20)
-		}
 	}
 }
 

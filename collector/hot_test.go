@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -29,7 +30,7 @@ func TestHotValuesFromAnAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
 	go func() {
-		c.Dial(ctx, []Target{{Name: fa.addr, URL: "ws://" + fa.addr + agent.StreamPath}}, DialOptions{Seed: 1})
+		dial(ctx, c, []source.Target{{Name: fa.addr, URL: "ws://" + fa.addr + agent.StreamPath}}, source.DialOptions{Seed: 1})
 		close(dialed)
 	}()
 	defer func() { cancel(); <-dialed }()

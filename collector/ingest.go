@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -28,7 +29,7 @@ const (
 	ReasonMaxInstances = "max_instances" // Options.MaxInstances
 	ReasonMaxResources = "max_resources" // Options.MaxResourcesPerInstance
 	ReasonDedupeSpan   = "dedupe_span"   // a bucket older than dedupe can tell
-	ReasonMaxRate      = "max_rate"      // Options.MaxMessageRate
+	ReasonMaxRate      = "max_rate"      // a source's rate limit (OverRate)
 	// Rejected messages that were well formed but not believable.
 	ReasonImpersonation = "impersonation" // names an instance another target announced
 	ReasonClockSkew     = "clock_skew"    // ts further than Options.MaxClockSkew from the collector's clock
@@ -38,20 +39,11 @@ const (
 // one peer's year-9999 timestamps must not stretch every report's range.
 const DefaultMaxClockSkew = 24 * time.Hour
 
-// Sink is what a source writes to: Ingest a decoded, valid message (false:
-// turned away, and counted), or Reject what could not be used, with its
-// place (file:line or target). *Collector is one; Bound gives one that
-// holds a connection to the instances it announced.
-type Sink interface {
-	Ingest(place string, m wire.Message) bool
-	Reject(place string, err error)
-}
-
 // Bound returns a sink for one connection (a dialed target): the
 // instances it announces are bound to it while they live, so a message
 // naming an instance another connection announced, a bye included, is
 // rejected (ReasonImpersonation) instead of moving, ending or feeding it.
-func (c *Collector) Bound(owner string) Sink { return boundSink{c, owner} }
+func (c *Collector) Bound(owner string) feed.Sink { return boundSink{c, owner} }
 
 type boundSink struct {
 	c     *Collector
@@ -59,7 +51,10 @@ type boundSink struct {
 }
 
 func (b boundSink) Ingest(place string, m wire.Message) bool {
-	return b.c.ingestFrom(b.owner, place, m)
+	return b.c.ingestFrom(b.owner, place, m, feed.Origin{})
+}
+func (b boundSink) Hello(place string, h *wire.Hello, o feed.Origin) bool {
+	return b.c.ingestFrom(b.owner, place, h, o)
 }
 func (b boundSink) Reject(place string, err error) { b.c.Reject(place, err) }
 
@@ -114,11 +109,20 @@ func reasonOf(err error) string {
 // tees), outside the store's lock: a buckets message only with the items
 // the store took, so each (instance, resource, start) is written once
 // whatever the reconnects re-sent.
-func (c *Collector) Ingest(place string, m wire.Message) bool { return c.ingestFrom("", place, m) }
+func (c *Collector) Ingest(place string, m wire.Message) bool {
+	return c.ingestFrom("", place, m, feed.Origin{})
+}
+
+// Hello is Ingest for a hello, with what its source states of the process
+// that sent it (feed.Origin).
+func (c *Collector) Hello(place string, h *wire.Hello, o feed.Origin) bool {
+	return c.ingestFrom("", place, h, o)
+}
 
 // ingestFrom is Ingest for a message that came over the connection owner
-// ("" for sources without one: files, the demo's own recordings).
-func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
+// ("" for sources without one: files, the demo's own recordings), o what
+// the source stated of a hello's sender.
+func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origin) bool {
 	if _, ok := m.(*wire.Meta); ok {
 		return true // fixture annotations: nothing to aggregate
 	}
@@ -141,7 +145,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 		kept = c.keptBuf[:0]
 	}
 	c.keepWhole, c.dupState = false, false
-	ok, refused := c.ingest(place, m, now, tee, &kept)
+	ok, refused := c.ingest(place, m, o, now, tee, &kept)
 	if c.dupState {
 		tee = false // held already: not recorded twice
 	}
@@ -173,11 +177,12 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message) bool {
 	return ok
 }
 
-// ingest applies m to the fleet model; c.mu is held. With tee set, kept
-// collects the indexes of the bucket items taken. A message rejected (not
-// merely turned away by a limit) is counted here and returned as refused,
-// for OnReject once the lock is let go.
-func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, kept *[]int) (ok bool, refused error) {
+// ingest applies m to the fleet model (o: what its source stated of a
+// hello's sender); c.mu is held. With tee set, kept collects the indexes
+// of the bucket items taken. A message rejected (not merely turned away by
+// a limit) is counted here and returned as refused, for OnReject once the
+// lock is let go.
+func (c *Collector) ingest(place string, m wire.Message, o feed.Origin, now int64, tee bool, kept *[]int) (ok bool, refused error) {
 	h := m.Head()
 	in := c.instanceFor(place, h.Instance)
 	if in == nil {
@@ -200,7 +205,7 @@ func (c *Collector) ingest(place string, m wire.Message, now int64, tee bool, ke
 	}
 	switch m := m.(type) {
 	case *wire.Hello:
-		if !c.hello(in, m, now, back) {
+		if !c.hello(in, m, o, now, back) {
 			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.Name, MaxAppChangesPerMinute)
 			c.rejected++
 			count(c.rejects, ReasonAppFlap, place+": "+err.Error())

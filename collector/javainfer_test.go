@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -178,6 +179,16 @@ type javaReplayServer struct {
 	polls   int
 }
 
+// javaExchange is one recorded request to a Java transport command API
+// (as collector/source's TestRecordJavaTransport writes them): when it was
+// asked (the recorder's clock, Unix ms), what, and the answer.
+type javaExchange struct {
+	At     int64  `json:"at"`
+	Path   string `json:"path"`
+	Status int    `json:"status"`
+	Body   string `json:"body"`
+}
+
 type javaRecordedLine struct {
 	second, seen int64
 	text         string
@@ -280,7 +291,7 @@ func javaReplayPolled(t *testing.T, dir, app string, until func(first int64, srv
 		if i == 1 {
 			javaTicking(t, clock, 1)
 		}
-		clock.Advance(JavaMetricEvery)
+		clock.Advance(source.JavaMetricEvery)
 	}
 }
 

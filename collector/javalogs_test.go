@@ -37,7 +37,7 @@ func TestJavaMetricLogsOfSeveralProcesses(t *testing.T) {
 	if len(r.Errors) != 0 {
 		t.Fatal(r.Errors)
 	}
-	rp, err := NewReplayMessages("logs", r.Messages, r.Errors, 0, Options{})
+	rp, err := newReplayMessages("logs", r.Messages, r.Errors, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -73,7 +74,7 @@ func (f *fakeJava) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ts, _ := strconv.ParseInt(l[:strings.IndexByte(l, '|')], 10, 64)
 			if ts/1000 >= start/1000 && ts/1000 <= end/1000 {
 				b.WriteString(l + "\n")
-				if n++; n == javaMaxLines {
+				if n++; n == 100000 { // Java's MetricsReader.MAX_LINES_RETURN
 					break // Java's MetricsReader.MAX_LINES_RETURN
 				}
 			}
@@ -145,13 +146,16 @@ func javaWaitFor(t *testing.T, what string, cond func() error) {
 
 func javaDial(t *testing.T, c *Collector, spec string) {
 	t.Helper()
-	targets, err := ParseTargets(spec)
+	targets, err := source.ParseTargets(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1, HandshakeTimeout: 5 * time.Second}); close(done) }()
+	go func() {
+		dial(ctx, c, targets, source.DialOptions{Seed: 1, HandshakeTimeout: 5 * time.Second})
+		close(done)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
@@ -249,7 +253,7 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 	// The next seconds arrive once each, from where the last poll ended.
 	fake.add("1764460830000|GET:/api_v2|7|1|7|0|10|0|1|1", "1764460830000|db|1|0|1|0|2|0|0|0")
 	javaTicking(t, clock, 1)
-	clock.Advance(JavaMetricEvery)
+	clock.Advance(source.JavaMetricEvery)
 	javaWaitFor(t, "second poll", func() error {
 		if got := javaTotals(c, host, "GET:/api_v2"); got != "pass 29 block 3 complete 28 error 1 slow 0" {
 			return fmt.Errorf("GET:/api_v2: %s", got)
@@ -259,7 +263,7 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 	if got := fake.requests(); len(got) != 2 || got[1] != 1764460830000 {
 		t.Errorf("second poll asked from %v", got)
 	}
-	clock.Advance(JavaMetricEvery)
+	clock.Advance(source.JavaMetricEvery)
 	javaWaitFor(t, "third poll", func() error {
 		if n := len(fake.requests()); n != 3 {
 			return fmt.Errorf("%d polls", n)
@@ -307,7 +311,7 @@ func TestJavaRuleDriftAcrossGateways(t *testing.T) {
 	})
 	javaTicking(t, clock, 8)
 	for i := 0; i < 6; i++ {
-		clock.Advance(JavaMetricEvery)
+		clock.Advance(source.JavaMetricEvery)
 	}
 	var drift *triage.Finding
 	for _, f := range c.Findings() {
@@ -360,39 +364,6 @@ func TestJavaTargetsThatAreNot(t *testing.T) {
 	}
 }
 
-func TestParseJavaTargets(t *testing.T) {
-	got, err := ParseTargets("sentinel://10.0.0.5:8719?app=gateway,sentinel://gw-2,sentinel://[::1]:9000/,sentinel://10.0.0.5:8719?app=gateway")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"sentinel://10.0.0.5:8719?app=gateway", "sentinel://gw-2:8719", "sentinel://[::1]:9000"}
-	if len(got) != len(want) {
-		t.Fatalf("%+v", got)
-	}
-	for i := range want {
-		if got[i].URL != want[i] || !isJavaTarget(got[i]) {
-			t.Errorf("%d: %s, want %s", i, got[i].URL, want[i])
-		}
-	}
-	jt, _ := javaTargetOf(got[1])
-	if jt.base != "http://gw-2:8719" || jt.instance != "gw-2:8719" || jt.app != "gw-2:8719" {
-		t.Errorf("%+v", jt)
-	}
-	for spec, msg := range map[string]string{
-		"sentinel://h:1/metric":      "without a path",
-		"sentinel://h:1?ap=x":        "only ?app=NAME",
-		"sentinel://h:1?app=":        "empty app",
-		"sentinel://h:1?app=a&app=b": "only ?app=NAME",
-		"sentinel://u@h:1":           "no credentials",
-		"sentinel://h:0":             "bad port",
-		"sentinel:///x":              "no host",
-	} {
-		if _, err := ParseTargets(spec); err == nil || !strings.Contains(err.Error(), msg) {
-			t.Errorf("%q: %v, want %q", spec, err, msg)
-		}
-	}
-}
-
 // javaPolls advances the clock n seconds, waiting for each poll of every
 // target to be applied to the end.
 func javaPolls(t *testing.T, c *Collector, clock *core.VirtualClock, n int) {
@@ -403,7 +374,7 @@ func javaPolls(t *testing.T, c *Collector, clock *core.VirtualClock, n int) {
 			want[k]++
 		}
 		javaTicking(t, clock, len(want))
-		clock.Advance(JavaMetricEvery)
+		clock.Advance(source.JavaMetricEvery)
 		javaWaitPolls(t, c, "poll", want)
 	}
 }
@@ -415,7 +386,7 @@ func javaPollCounts(c *Collector) []int64 {
 	c.mu.Unlock()
 	out := make([]int64, len(ts))
 	for i, st := range ts {
-		out[i] = st.status().Polls
+		out[i] = st.Status().Polls
 	}
 	return out
 }

@@ -13,13 +13,14 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // peer is a hostile or broken stream: serve runs for each connection, with
 // its number (0 for the first).
-func peer(t *testing.T, serve func(conn *websocket.Conn, n int)) Target {
+func peer(t *testing.T, serve func(conn *websocket.Conn, n int)) source.Target {
 	t.Helper()
 	var conns atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -31,15 +32,15 @@ func peer(t *testing.T, serve func(conn *websocket.Conn, n int)) Target {
 		serve(conn, int(conns.Add(1)-1))
 	}))
 	t.Cleanup(srv.Close)
-	return Target{Name: "peer", URL: "ws" + strings.TrimPrefix(srv.URL, "http") + DefaultStreamPath}
+	return source.Target{Name: "peer", URL: "ws" + strings.TrimPrefix(srv.URL, "http") + source.DefaultStreamPath}
 }
 
 // dialPeer dials target until the test ends.
-func dialPeer(t *testing.T, c *Collector, target Target, opts DialOptions) {
+func dialPeer(t *testing.T, c *Collector, target source.Target, opts source.DialOptions) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Dial(ctx, []Target{target}, opts); close(done) }()
+	go func() { dial(ctx, c, []source.Target{target}, opts); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 }
 
@@ -79,7 +80,7 @@ func byReason(rc []RejectCount) map[string]int64 {
 
 func TestLimitMessageRatePerTarget(t *testing.T) {
 	wall := core.NewVirtualClock(time.UnixMilli(t0ms)) // the token bucket's time
-	c := New(Options{MaxMessageRate: 10, WallClock: wall})
+	c := New(Options{WallClock: wall})
 	next := make(chan struct{})
 	target := peer(t, func(conn *websocket.Conn, n int) {
 		if n > 0 {
@@ -97,7 +98,7 @@ func TestLimitMessageRatePerTarget(t *testing.T) {
 		// Leaving counts what is still pending.
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	})
-	dialPeer(t, c, target, DialOptions{Seed: 1})
+	dialPeer(t, c, target, source.DialOptions{Seed: 1, MaxMessageRate: 10})
 	eventually(t, "300 messages read", func() error {
 		if st := firstTarget(c.Publish()); st.Messages != 300 {
 			return fmt.Errorf("read %d", st.Messages)
@@ -113,48 +114,15 @@ func TestLimitMessageRatePerTarget(t *testing.T) {
 	close(next)
 	eventually(t, "the rest counted", func() error {
 		s := c.Publish()
-		if got := byReason(s.Overflow)[overRateReason]; got != 240 || s.Messages != 110 {
+		if got := byReason(s.Overflow)[ReasonMaxRate]; got != 240 || s.Messages != 110 {
 			return fmt.Errorf("accepted %d, over the rate %d; want 110 and 240", s.Messages, got)
 		}
 		return nil
 	})
 }
 
-func TestRateLimitTokenBucket(t *testing.T) {
-	for _, rate := range []float64{-1, 0} {
-		r := newRateLimit(rate, time.Time{})
-		for range 3 * rateBurstSeconds {
-			if !r.allow(time.Time{}) {
-				t.Fatalf("rate %v must mean no limit", rate)
-			}
-		}
-	}
-	at := time.UnixMilli(t0ms)
-	r := newRateLimit(2, at)
-	n := 0
-	for r.allow(at) {
-		n++
-	}
-	if n != 2*rateBurstSeconds {
-		t.Fatalf("burst %d", n)
-	}
-	if r.allow(at.Add(-time.Hour)) {
-		t.Fatal("a clock that went back refilled the bucket")
-	}
-	if !r.allow(at.Add(500*time.Millisecond)) || r.allow(at.Add(500*time.Millisecond)) {
-		t.Fatal("half a second at 2/s is one token")
-	}
-	n = 0
-	for r.allow(at.Add(time.Hour)) {
-		n++
-	}
-	if n != 2*rateBurstSeconds {
-		t.Fatalf("an hour refilled %d tokens, want the burst", n)
-	}
-}
-
 func TestLimitFrameBytesDropsTheConnection(t *testing.T) {
-	c := New(Options{Limits: wire.Limits{MaxFrameBytes: 8 << 10}})
+	c := New(Options{})
 	target := peer(t, func(conn *websocket.Conn, n int) {
 		send(conn, helloFrame("big"), heartbeat("big", 1))
 		// Over the limit by one byte: the collector stops reading and leaves.
@@ -164,7 +132,7 @@ func TestLimitFrameBytesDropsTheConnection(t *testing.T) {
 		send(conn, huge)
 		conn.ReadMessage() // until the collector closes
 	})
-	dialPeer(t, c, target, DialOptions{Seed: 1})
+	dialPeer(t, c, target, source.DialOptions{Seed: 1, Limits: wire.Limits{MaxFrameBytes: 8 << 10}})
 	eventually(t, "the oversized frame refused", func() error {
 		s := c.Publish()
 		st := firstTarget(s)
@@ -179,7 +147,7 @@ func TestLimitFrameBytesDropsTheConnection(t *testing.T) {
 }
 
 func TestLimitNameBytesRejectsTheMessageOnly(t *testing.T) {
-	c := New(Options{Limits: wire.Limits{MaxNameBytes: 64}})
+	c := New(Options{})
 	long := strings.Repeat("r", 65)
 	target := peer(t, func(conn *websocket.Conn, n int) {
 		if n > 0 {
@@ -191,7 +159,7 @@ func TestLimitNameBytesRejectsTheMessageOnly(t *testing.T) {
 			fmt.Appendf(nil, `{"v":1,"kind":"buckets","ts":%d,"instance":"names","bucketMs":500,"items":[{"resource":"short","start":%d,"pass":3}]}`, t0ms+500, t0ms))
 		conn.ReadMessage()
 	})
-	dialPeer(t, c, target, DialOptions{Seed: 1})
+	dialPeer(t, c, target, source.DialOptions{Seed: 1, Limits: wire.Limits{MaxNameBytes: 64}})
 	eventually(t, "long names rejected, the rest kept", func() error {
 		s := c.Publish()
 		if got := byReason(s.Rejects)["name_too_long"]; got != 2 {
@@ -241,7 +209,7 @@ func TestStalledConnectionIsDialedAgain(t *testing.T) {
 		send(conn, helloFrame("stalled"))
 		conn.ReadMessage() // then nothing, not even a ping
 	})
-	dialPeer(t, c, stalled, DialOptions{Seed: 1, IdleTimeout: 200 * time.Millisecond})
+	dialPeer(t, c, stalled, source.DialOptions{Seed: 1, IdleTimeout: 200 * time.Millisecond})
 	eventually(t, "the stalled target dialed again", func() error {
 		if st := firstTarget(c.Publish()); !strings.Contains(st.LastError, "stalled") || st.Reconnects == 0 {
 			return fmt.Errorf("%+v", st)
@@ -278,7 +246,7 @@ func TestStalledConnectionIsDialedAgain(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
-	dialPeer(t, c2, quiet, DialOptions{Seed: 1, IdleTimeout: time.Second})
+	dialPeer(t, c2, quiet, source.DialOptions{Seed: 1, IdleTimeout: time.Second})
 	time.Sleep(2500 * time.Millisecond)
 	if st := firstTarget(c2.Publish()); st.State != TargetUp || st.Reconnects != 0 {
 		t.Fatalf("a pinging connection was dropped: %+v", st)
@@ -289,8 +257,7 @@ func TestStalledConnectionIsDialedAgain(t *testing.T) {
 // finds each counter in the Prometheus exposition.
 func TestLimitCountersInPrometheus(t *testing.T) {
 	wall := core.NewVirtualClock(time.UnixMilli(t0ms))
-	c := New(Options{MaxInstances: 2, MaxResourcesPerInstance: 1, MaxMessageRate: 1, WallClock: wall,
-		Limits: wire.Limits{MaxFrameBytes: 8 << 10, MaxNameBytes: 64}})
+	c := New(Options{MaxInstances: 2, MaxResourcesPerInstance: 1, WallClock: wall})
 	target := peer(t, func(conn *websocket.Conn, n int) {
 		if n > 0 {
 			return
@@ -305,7 +272,7 @@ func TestLimitCountersInPrometheus(t *testing.T) {
 		send(conn, []byte(`{"v":1,"kind":"bye","ts":1,"instance":"a","pad":"`+strings.Repeat("x", 9<<10)+`"}`))
 		conn.ReadMessage()
 	})
-	dialPeer(t, c, target, DialOptions{Seed: 1})
+	dialPeer(t, c, target, source.DialOptions{Seed: 1, MaxMessageRate: 1, Limits: wire.Limits{MaxFrameBytes: 8 << 10, MaxNameBytes: 64}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c.PrometheusCollector())
 	want := map[string]bool{
@@ -363,7 +330,7 @@ func TestTargetItemsCounted(t *testing.T) {
 			}
 		}
 	})
-	dialPeer(t, c, target, DialOptions{Seed: 1})
+	dialPeer(t, c, target, source.DialOptions{Seed: 1})
 	eventually(t, "6 messages read", func() error {
 		if st := firstTarget(c.Publish()); st.Messages != 6 || st.Items != 8 || st.Rejected != 1 {
 			return fmt.Errorf("read %d messages, %d items, %d rejected; want 6, 8, 1", st.Messages, st.Items, st.Rejected)
@@ -408,7 +375,7 @@ func TestDecodedNamesAreCharged(t *testing.T) {
 		close(sent)
 		<-release
 	})
-	dialPeer(t, c, target, DialOptions{Seed: 1})
+	dialPeer(t, c, target, source.DialOptions{Seed: 1})
 	select {
 	case <-sent:
 	case <-time.After(20 * time.Second):

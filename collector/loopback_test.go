@@ -15,6 +15,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector/record"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -163,12 +164,12 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 	resources := []string{"db", "GET:http://member-service/api/user/info", "风控检查"}
 	var agents []*fleetAgent
 	var proxies []*proxy
-	var targets []Target
+	var targets []source.Target
 	for i := 0; i < 3; i++ {
 		fa := startFleetAgent(t, clock, fmt.Sprintf("gateway-%d", i))
 		p := newProxy(t, fa.addr)
 		agents, proxies = append(agents, fa), append(proxies, p)
-		targets = append(targets, Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath})
+		targets = append(targets, source.Target{Name: p.addr(), URL: "ws://" + p.addr() + agent.StreamPath})
 	}
 	recording := filepath.Join(t.TempDir(), "live.ndjson.gz")
 	rec, err := record.Create(recording, false)
@@ -178,7 +179,7 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 	c := New(Options{Record: rec.Writer})
 	ctx, cancel := context.WithCancel(context.Background())
 	dialed := make(chan struct{})
-	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(dialed) }()
+	go func() { dial(ctx, c, targets, source.DialOptions{Seed: 1}); close(dialed) }()
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -312,7 +313,7 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	r, err := NewReplay("live.ndjson.gz", g, 0, Options{})
+	r, err := newReplay("live.ndjson.gz", g, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

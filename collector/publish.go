@@ -37,7 +37,7 @@ func (c *Collector) Publish() *Snapshot {
 		s.Targets = make([]TargetStatus, 0, len(c.targets))
 	}
 	for _, t := range c.targets {
-		st := t.status()
+		st := t.Status()
 		s.Targets = append(s.Targets, st)
 		if st.Note != (TargetRemark{}) {
 			notes[st.Note]++

@@ -44,7 +44,7 @@ func TestRecordingStartsWhenRecorded(t *testing.T) {
 	}
 	g, _ := os.Open(path)
 	defer g.Close()
-	r, err := NewReplay("rec", g, 0, Options{})
+	r, err := newReplay("rec", g, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
@@ -37,7 +38,7 @@ func TestRestreamReadersWithinTheirShare(t *testing.T) {
 		}
 		closeSrv()
 	}()
-	url := "ws://" + addr + DefaultStreamPath
+	url := "ws://" + addr + source.DefaultStreamPath
 	stalled := func() { // connects, then never reads
 		conn, _, err := websocket.DefaultDialer.Dial(url, nil)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
@@ -26,23 +27,23 @@ func TestCollectorOfCollectors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mids []Target
+	var mids []source.Target
 	var stop []func()
 	for half := 0; half < 2; half++ {
 		c := New(Options{})
-		var targets []Target
+		var targets []source.Target
 		for _, fa := range agents[2*half : 2*half+2] {
-			targets = append(targets, Target{Name: fa.addr, URL: "ws://" + fa.addr + DefaultStreamPath})
+			targets = append(targets, source.Target{Name: fa.addr, URL: "ws://" + fa.addr + source.DefaultStreamPath})
 		}
 		addr, closeSrv := serveRestream(t, c.Restream(RestreamOptions{}))
 		dialed := make(chan struct{})
-		go func() { c.Dial(ctx, targets, DialOptions{Seed: 3}); close(dialed) }()
+		go func() { dial(ctx, c, targets, source.DialOptions{Seed: 3}); close(dialed) }()
 		stop = append(stop, func() { closeSrv(); <-dialed })
-		mids = append(mids, Target{Name: addr, URL: "ws://" + addr + DefaultStreamPath})
+		mids = append(mids, source.Target{Name: addr, URL: "ws://" + addr + source.DefaultStreamPath})
 	}
 	top := New(Options{})
 	dialed := make(chan struct{})
-	go func() { top.Dial(ctx, mids, DialOptions{Seed: 4}); close(dialed) }()
+	go func() { dial(ctx, top, mids, source.DialOptions{Seed: 4}); close(dialed) }()
 	defer func() {
 		cancel()
 		<-dialed
@@ -79,7 +80,7 @@ func TestCollectorOfCollectors(t *testing.T) {
 	}
 }
 
-// serveRestream serves srv at DefaultStreamPath on a loopback port, until
+// serveRestream serves srv at source.DefaultStreamPath on a loopback port, until
 // closeSrv.
 func serveRestream(t *testing.T, srv *wsstream.Server) (addr string, closeSrv func()) {
 	t.Helper()
@@ -88,7 +89,7 @@ func serveRestream(t *testing.T, srv *wsstream.Server) (addr string, closeSrv fu
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(DefaultStreamPath, srv)
+	mux.Handle(source.DefaultStreamPath, srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln, mux) }()
 	return ln.Addr().String(), func() { srv.Close(nil); <-served }

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -119,75 +120,27 @@ type TransitionCount struct {
 	Count    int64
 }
 
-// ReplayStatus describes a replay in progress.
-type ReplayStatus struct {
-	Active   bool
-	Paused   bool
-	Speed    float64 // 0 means as fast as possible
-	From, To int64   // the fixture's time range, Unix ms
-	Pos      int64   // the current replay position
-	Done     bool    // the whole fixture has been fed
-}
+// ReplayStatus describes a replay in progress, as the replay tells it
+// (feed.ReplaySink).
+type ReplayStatus = feed.ReplayStatus
 
 // TargetState is a dialed target's connection state.
-type TargetState uint8
+type TargetState = feed.TargetState
 
 // The target states.
 const (
-	TargetConnecting TargetState = iota
-	TargetUp
-	TargetDown
+	TargetConnecting = feed.TargetConnecting
+	TargetUp         = feed.TargetUp
+	TargetDown       = feed.TargetDown
 )
 
-func (s TargetState) String() string {
-	switch s {
-	case TargetUp:
-		return "up"
-	case TargetDown:
-		return "down"
-	}
-	return "connecting"
-}
-
-// TargetStatus is one dialed target as the UI shows it.
-type TargetStatus struct {
-	Name     string // as given on the command line
-	State    TargetState
-	Since    int64  // when it entered State, Unix ms
-	Instance string // the instance its hello named, once known
-	// LastError is why it is down (or the last reconnect failed).
-	LastError string
-	// Note is a standing remark about what this target can tell, such as
-	// a Java Sentinel target whose breaker states are not exposed.
-	Note     TargetRemark
-	Messages int64
-	Bytes    int64
-	// Items counts the items of the buckets messages it sent that decoded
-	// (duplicates included).
-	Items      int64
-	Rejected   int64
-	Reconnects int64
-	// Polls is how many polls of a polled target (Java Sentinel) have been
-	// applied to the end: its metrics, the breaker states inferred from
-	// them and, when due, its rules. 0 for a streaming target.
-	Polls int64
-	// LastMessageAt is when its latest message arrived (the collector's
-	// clock, Unix ms; 0 before any).
-	LastMessageAt int64
-	// RetryAt is when the next dial happens while down, Unix ms.
-	RetryAt int64
-}
+// TargetStatus is one dialed target as the UI shows it, as its connection
+// tells it (feed.TargetRecord).
+type TargetStatus = feed.TargetStatus
 
 // TargetRemark is what a target cannot tell, standing while it is
-// polled; the zero value remarks nothing. RemarkText words it.
-type TargetRemark struct {
-	// StatesInferred: the target (Java Sentinel's transport API) does
-	// not expose breaker states; they are inferred from the counts where
-	// a resource has only degrade rules.
-	StatesInferred bool
-	// RulesError is why its rules could not be read ("" when they were).
-	RulesError string
-}
+// polled (feed.TargetRemark); RemarkText words it.
+type TargetRemark = feed.TargetRemark
 
 // RejectCount is a reason and how many messages it turned away.
 type RejectCount struct {

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/fixtures"
 	"github.com/sentinel-top/sentinel-top/ui"
 )
@@ -21,14 +22,18 @@ func ExampleNew() {
 		panic(err)
 	}
 	defer f.Close()
-	r, err := collector.NewReplay("sawtooth-db-slow", f, 0, collector.Options{})
+	r, err := source.NewReplay("sawtooth-db-slow", f, 0, source.ReplayOptions{})
 	if err != nil {
 		panic(err)
 	}
+	c := collector.New(collector.Options{Clock: r.Clock(), Mode: collector.ModeReplay, Source: "sawtooth-db-slow"})
+	if err := r.Start(c); err != nil {
+		panic(err)
+	}
 	_ = r.Run(context.Background()) // at speed 0 it returns at the end
-	r.Collector().Publish()
+	c.Publish()
 
-	m := ui.New(r.Collector(), ui.Options{NoColor: true, Location: time.UTC})
+	m := ui.New(c, ui.Options{NoColor: true, Location: time.UTC})
 	m, _ = m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
 	frame := strings.Split(m.View(), "\n")
 	fmt.Println(frame[0])

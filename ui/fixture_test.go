@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
 )
@@ -14,7 +15,7 @@ import (
 // up to a position, then held: the collector is the UI's Source, exactly as
 // in the binary, and every screen built from it is repeatable.
 type fixtureReplay struct {
-	r *collector.Replay
+	r *source.Replay
 	c *collector.Collector
 }
 
@@ -36,27 +37,33 @@ func replayFixture(t testing.TB, name string, offsetMs int64) *fixtureReplay {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := collector.NewReplay(name, f, 0, collector.Options{})
+	r, err := source.NewReplay(name, f, 0, source.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return holdReplay(t, r, offsetMs)
+	return holdReplay(t, r, name, offsetMs)
 }
 
 // replayMessages replays msgs as replayFixture replays a fixture.
 func replayMessages(t testing.TB, name string, msgs []wire.Message, offsetMs int64) *fixtureReplay {
 	t.Helper()
-	r, err := collector.NewReplayMessages(name, msgs, nil, 0, collector.Options{})
+	r, err := source.NewReplayMessages(name, msgs, nil, 0, source.ReplayOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return holdReplay(t, r, offsetMs)
+	return holdReplay(t, r, name, offsetMs)
 }
 
-// holdReplay feeds r up to offsetMs (as replayFixture) and holds it there.
-func holdReplay(t testing.TB, r *collector.Replay, offsetMs int64) *fixtureReplay {
+// holdReplay feeds r (named name) to a collector up to offsetMs (as
+// replayFixture) and holds it there.
+func holdReplay(t testing.TB, r *source.Replay, name string, offsetMs int64) *fixtureReplay {
 	t.Helper()
-	fr := &fixtureReplay{r: r, c: r.Collector()}
+	c := collector.New(collector.Options{Clock: r.Clock(), Mode: collector.ModeReplay, Source: name})
+	if err := r.Start(c); err != nil {
+		t.Fatal(err)
+	}
+	c.Publish()
+	fr := &fixtureReplay{r: r, c: c}
 	from, to := r.Range()
 	if offsetMs < 0 {
 		offsetMs = to - from + offsetMs + 1

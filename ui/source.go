@@ -20,7 +20,14 @@ type Source interface {
 // The dashboard takes it in Options.Replay (the collector knows nothing of
 // the replay feeding it) and calls it only while the snapshot says a replay
 // is active. Its methods only set what the replay reads next, so a key press
-// never waits on the replay.
-type ReplayControl = collector.ReplayControl
+// never waits on the replay. A *source.Replay (collector/source) is one.
+type ReplayControl interface {
+	Pause()
+	Resume()
+	// SetSpeed sets the replay speed: 1 is real time, 0 as fast as possible.
+	SetSpeed(x float64)
+	// SeekBy moves the replay position by deltaMs (negative: back).
+	SeekBy(deltaMs int64)
+}
 
 var _ Source = (*collector.Collector)(nil)

@@ -13,23 +13,24 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 )
 
 // wsURL is the stream URL of an httptest server.
 func wsURL(s *httptest.Server, scheme string) string {
-	return scheme + "://" + s.Listener.Addr().String() + collector.DefaultStreamPath
+	return scheme + "://" + s.Listener.Addr().String() + source.DefaultStreamPath
 }
 
 // dialed runs a real collector dialing targets until every target but up
 // is down with an error, and up (if any) has sent messages; the collector
 // is then the source of a dashboard, as in the binary.
-func dialed(t *testing.T, targets []collector.Target, up string) *collector.Collector {
+func dialed(t *testing.T, targets []source.Target, up string) *collector.Collector {
 	t.Helper()
 	c := collector.New(collector.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		c.Dial(ctx, targets, collector.DialOptions{Seed: 7, HandshakeTimeout: 5 * time.Second})
+		source.Dial(ctx, c, targets, source.DialOptions{Seed: 7, HandshakeTimeout: 5 * time.Second})
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -95,23 +96,23 @@ func TestTargetsSayWhyTheyAreDown(t *testing.T) {
 	t.Cleanup(good.Close)
 
 	cases := []struct {
-		target collector.Target
+		target source.Target
 		words  string
 	}{
-		{collector.Target{Name: refused, URL: "ws://" + refused + collector.DefaultStreamPath}, "refused: nothing listens on " + refused},
-		{collector.Target{Name: "nohost.invalid:8720", URL: "ws://nohost.invalid:8720" + collector.DefaultStreamPath}, "DNS: "},
-		{collector.Target{Name: "tls-to-plain", URL: wsURL(plain, "wss")}, "TLS: the target does not speak TLS"},
-		{collector.Target{Name: "untrusted", URL: wsURL(untrusted, "wss")}, "TLS: the certificate is not trusted"},
-		{collector.Target{Name: "failing", URL: wsURL(serve(http.StatusServiceUnavailable), "ws")}, "HTTP 503 Service Unavailable"},
-		{collector.Target{Name: "locked", URL: wsURL(serve(http.StatusUnauthorized), "ws")}, "HTTP 401 Unauthorized: the target wants a token (--token"},
-		{collector.Target{Name: "plain", URL: wsURL(plain, "ws")}, "plain HTTP server, not a sentinel-top stream: HTTP 200 OK"},
-		{collector.Target{Name: "web", URL: wsURL(serve(http.StatusNotFound), "ws")}, "plain HTTP server, not a sentinel-top stream: HTTP 404"},
+		{source.Target{Name: refused, URL: "ws://" + refused + source.DefaultStreamPath}, "refused: nothing listens on " + refused},
+		{source.Target{Name: "nohost.invalid:8720", URL: "ws://nohost.invalid:8720" + source.DefaultStreamPath}, "DNS: "},
+		{source.Target{Name: "tls-to-plain", URL: wsURL(plain, "wss")}, "TLS: the target does not speak TLS"},
+		{source.Target{Name: "untrusted", URL: wsURL(untrusted, "wss")}, "TLS: the certificate is not trusted"},
+		{source.Target{Name: "failing", URL: wsURL(serve(http.StatusServiceUnavailable), "ws")}, "HTTP 503 Service Unavailable"},
+		{source.Target{Name: "locked", URL: wsURL(serve(http.StatusUnauthorized), "ws")}, "HTTP 401 Unauthorized: the target wants a token (--token"},
+		{source.Target{Name: "plain", URL: wsURL(plain, "ws")}, "plain HTTP server, not a sentinel-top stream: HTTP 200 OK"},
+		{source.Target{Name: "web", URL: wsURL(serve(http.StatusNotFound), "ws")}, "plain HTTP server, not a sentinel-top stream: HTTP 404"},
 	}
-	var targets []collector.Target
+	var targets []source.Target
 	for _, c := range cases {
 		targets = append(targets, c.target)
 	}
-	targets = append(targets, collector.Target{Name: "good", URL: wsURL(good, "ws")})
+	targets = append(targets, source.Target{Name: "good", URL: wsURL(good, "ws")})
 	c := dialed(t, targets, "good")
 	m := newTestModel(c, 200, 50)
 	if head := strings.Split(screenText(m), "\n")[0]; !strings.Contains(head, "targets 1/9 up ✖ 8 down: "+refused+", nohost.invalid:8720") {
@@ -152,7 +153,7 @@ func TestTargetsSayWhyTheyAreDown(t *testing.T) {
 // the first one and why, not "waiting".
 func TestNoTargetUpSaysWhy(t *testing.T) {
 	addr := closedAddr(t)
-	c := dialed(t, []collector.Target{{Name: addr, URL: "ws://" + addr + collector.DefaultStreamPath}}, "")
+	c := dialed(t, []source.Target{{Name: addr, URL: "ws://" + addr + source.DefaultStreamPath}}, "")
 	s := screenText(newTestModel(c, 120, 40))
 	if !strings.Contains(s, "no target is up, 1 down: "+addr+": refused: nothing listens") || strings.Contains(s, "waiting") {
 		t.Errorf("the empty table does not say why:\n%s", s)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/sim"
 )
 
@@ -32,7 +33,7 @@ func (f *inputFlags) openDemo(ctx context.Context, s *session, opts collector.Op
 		return nil, fmt.Errorf("--demo: %w", err)
 	}
 	s.closers = append(s.closers, d.Close)
-	targets, err := collector.ParseTargets(strings.Join(d.Targets(), ","))
+	targets, err := source.ParseTargets(strings.Join(d.Targets(), ","))
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -43,8 +44,9 @@ func (f *inputFlags) openDemo(ctx context.Context, s *session, opts collector.Op
 	}
 	opts.Mode, opts.Source, opts.Clock = collector.ModeLive, s.source, d.Clock()
 	s.c = collector.New(opts)
+	s.dial.Clock = d.Clock()
 	s.feed = func(ctx context.Context) error {
-		s.c.Dial(ctx, targets, collector.DialOptions{})
+		source.Dial(ctx, s.c, targets, s.dial)
 		return nil
 	}
 	return s, nil

@@ -21,7 +21,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/hostiletest"
@@ -320,7 +320,7 @@ func stallReaders(t *testing.T, cmd *exec.Cmd, w *syncBuffer, run time.Duration)
 	ctx, cancel := context.WithTimeout(context.Background(), run)
 	defer cancel()
 	for range 15 { // every slot but one: they never read, nor answer pings
-		conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+collector.DefaultStreamPath, nil)
+		conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+source.DefaultStreamPath, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/record"
 	"github.com/sentinel-top/sentinel-top/collector/report"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -70,13 +71,13 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 		f.maxMemory = n
 		return nil
 	})
-	f.maxReplay = collector.DefaultMaxReplayBytes
+	f.maxReplay = source.DefaultMaxReplayBytes
 	fs.Func("max-replay-bytes", "most a --replay reads in one pass, decompressed, and copies of a pipe, e.g. 2GiB (default 512MiB); a larger input ends with an error. A replay holds one message at a time, whatever the size", func(s string) error {
 		n, err := parseBytes(s)
 		f.maxReplay = n
 		return err
 	})
-	fs.Float64Var(&f.maxRate, "max-rate", collector.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
+	fs.Float64Var(&f.maxRate, "max-rate", source.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
 }
 
@@ -169,14 +170,22 @@ const (
 // limits are the collector options the limit flags set.
 func (f *inputFlags) limits(opts *collector.Options) {
 	opts.MaxInstances, opts.MaxResourcesPerInstance = f.maxInstances, f.maxResources
-	opts.Limits.MaxFrameBytes, opts.Limits.MaxNameBytes = f.maxFrame, f.maxName
-	opts.MaxMessageRate = f.maxRate
-	if f.maxRate == 0 {
-		opts.MaxMessageRate = -1 // no limit
-	}
 	opts.MaxClockSkew = collector.DefaultMaxClockSkew
 	opts.MaxMemory = f.maxMemory
-	opts.MaxReplayBytes = f.maxReplay
+}
+
+// dialLimits are the options of the dialing source the limit flags set.
+func (f *inputFlags) dialLimits() source.DialOptions {
+	d := source.DialOptions{Limits: wire.Limits{MaxFrameBytes: f.maxFrame, MaxNameBytes: f.maxName}, MaxMessageRate: f.maxRate}
+	if f.maxRate == 0 {
+		d.MaxMessageRate = -1 // no limit
+	}
+	return d
+}
+
+// replayLimits are the options of a replay the limit flags set.
+func (f *inputFlags) replayLimits() source.ReplayOptions {
+	return source.ReplayOptions{Limits: wire.Limits{MaxFrameBytes: f.maxFrame, MaxNameBytes: f.maxName}, MaxBytes: f.maxReplay}
 }
 
 // parseBytes reads a size: a number of bytes, or with KiB, MiB, GiB (or
@@ -214,7 +223,9 @@ func (f *inputFlags) parseSpeed() (float64, error) {
 // session is an opened input: a collector and what feeds it.
 type session struct {
 	c      *collector.Collector
-	replay *collector.Replay
+	replay *source.Replay
+	// dial is what the dialing source takes (--targets, --demo).
+	dial   source.DialOptions
 	source string
 	// feed runs the input until ctx ends (or, for a replay at max speed,
 	// until it has all been fed).
@@ -303,18 +314,19 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		if speedOverride >= 0 {
 			speed = speedOverride
 		}
-		rp, name, err := openReplay(f.replay, speed, opts)
+		rp, c, name, err := openReplay(f.replay, speed, f.replayLimits(), opts)
 		if err != nil {
 			return nil, err
 		}
-		s.c, s.replay, s.source = rp.Collector(), rp, name
+		s.c, s.replay, s.source = c, rp, name
 		s.feed = rp.Run
 	case f.targets != "":
-		targets, err := collector.ParseTargets(f.targets)
+		targets, err := source.ParseTargets(f.targets)
 		if err != nil {
 			return nil, usageError{err}
 		}
-		dial := collector.DialOptions{Token: f.token}
+		dial := f.dialLimits()
+		dial.Token = f.token
 		if f.caFile != "" {
 			pem, err := os.ReadFile(f.caFile)
 			if err != nil {
@@ -326,16 +338,18 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 			}
 			dial.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
-		s.source = collector.TargetNames(targets)
+		s.source = source.TargetNames(targets)
 		opts.Mode, opts.Source = collector.ModeLive, s.source
 		s.c = collector.New(opts)
+		s.dial = dial
 		s.feed = func(ctx context.Context) error {
-			s.c.Dial(ctx, targets, dial)
+			source.Dial(ctx, s.c, targets, s.dial)
 			return nil
 		}
 	case f.demoSet:
-		if speed, _ := f.parseSpeed(); speed > 1 && opts.MaxMessageRate > 0 {
-			opts.MaxMessageRate *= speed // a faster demo's agents send as much more often
+		s.dial = f.dialLimits()
+		if speed, _ := f.parseSpeed(); speed > 1 && s.dial.MaxMessageRate > 0 {
+			s.dial.MaxMessageRate *= speed // a faster demo's agents send as much more often
 		}
 		return f.openDemo(ctx, s, opts)
 	}

@@ -13,32 +13,42 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
+// opened are the options of the collector the session opens, with the
+// limits of the source that dials its targets.
+type opened struct {
+	collector.Options
+	Limits         wire.Limits
+	MaxMessageRate float64
+}
+
 // openedOptions parses args as the dashboard does and returns the options
-// of the collector the session opens (nothing is dialed).
-func openedOptions(t *testing.T, args ...string) (collector.Options, error) {
+// of the collector the session opens and of its source (nothing is
+// dialed).
+func openedOptions(t *testing.T, args ...string) (opened, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var in inputFlags
 	in.register(fs)
 	if err := fs.Parse(append([]string{"--targets", "127.0.0.1:1"}, args...)); err != nil {
-		return collector.Options{}, err
+		return opened{}, err
 	}
 	if err := applyEnv(fs); err != nil {
-		return collector.Options{}, err
+		return opened{}, err
 	}
 	if err := in.validate(); err != nil {
-		return collector.Options{}, err
+		return opened{}, err
 	}
 	s, err := in.open(context.Background(), -1)
 	if err != nil {
-		return collector.Options{}, err
+		return opened{}, err
 	}
 	t.Cleanup(func() { s.close() })
-	return s.c.Options(), nil
+	return opened{s.c.Options(), s.dial.Limits, s.dial.MaxMessageRate}, nil
 }
 
 func TestLimitFlagsDefaults(t *testing.T) {
@@ -47,7 +57,7 @@ func TestLimitFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Limits.MaxFrameBytes != wire.DefaultMaxFrameBytes || o.Limits.MaxNameBytes != wire.DefaultMaxNameBytes ||
-		o.MaxMessageRate != collector.DefaultMaxMessageRate || o.MaxInstances != collector.DefaultMaxInstances ||
+		o.MaxMessageRate != source.DefaultMaxMessageRate || o.MaxInstances != collector.DefaultMaxInstances ||
 		o.MaxResourcesPerInstance != collector.DefaultMaxResourcesPerApp {
 		t.Fatalf("defaults: %+v %+v rate %v", o.Limits, o, o.MaxMessageRate)
 	}
@@ -148,7 +158,7 @@ func TestLimitRateFollowsTheDemoSpeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.close()
-	if got := s.c.Options().MaxMessageRate; got != 5000 {
+	if got := s.dial.MaxMessageRate; got != 5000 {
 		t.Fatalf("rate %v at --speed 50, want 50 x 100", got)
 	}
 }

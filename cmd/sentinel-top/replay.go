@@ -9,6 +9,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/internal/english"
 )
 
@@ -16,72 +17,93 @@ import (
 // .ndjson.gz), a built-in fixture, or Sentinel metric log files
 // (app-metrics.log[.pidPID].YYYY-MM-DD and its rotations, comma-separated,
 // each optionally @INSTANCE), as Java Sentinel and sentinel-golang write
-// them: each process's files are an instance of their own.
-func openReplay(spec string, speed float64, opts collector.Options) (*collector.Replay, string, error) {
+// them: each process's files are an instance of their own. The replay
+// feeds a collector of opts on its clock, which it returns.
+func openReplay(spec string, speed float64, ropts source.ReplayOptions, opts collector.Options) (*source.Replay, *collector.Collector, string, error) {
 	if specs := strings.Split(spec, ","); len(specs) > 1 {
 		for _, p := range specs {
 			if _, err := os.Stat(metricLogPath(p)); err != nil {
-				return nil, "", usagef("--replay: %s: %v (one of the files named in %q)", metricLogPath(p), errors.Unwrap(err), spec)
+				return nil, nil, "", usagef("--replay: %s: %v (one of the files named in %q)", metricLogPath(p), errors.Unwrap(err), spec)
 			}
 		}
 	}
 	if specs := strings.Split(spec, ","); isMetricLog(metricLogPath(specs[0])) {
-		return openMetricLogs(spec, specs, speed, opts)
+		return openMetricLogs(spec, specs, speed, ropts, opts)
 	}
 	if log, ok := metriclog.IndexOf(spec); ok {
-		return nil, "", fmt.Errorf("nothing replayable in %s: it is the index of a Sentinel metric log, not the log: replay %s", spec, log)
+		return nil, nil, "", fmt.Errorf("nothing replayable in %s: it is the index of a Sentinel metric log, not the log: replay %s", spec, log)
 	}
 	rc, name, err := openFixture(spec)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	defer rc.Close()
-	rp, err := collector.NewReplay(name, rc, speed, opts)
+	rp, err := source.NewReplay(name, rc, speed, ropts)
 	if err != nil {
-		return nil, "", fmt.Errorf("--replay: %w", err)
+		return nil, nil, "", fmt.Errorf("--replay: %w", err)
+	}
+	c, err := replayInto(rp, name, opts)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	if err := replayable(rp, name); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return rp, name, nil
+	return rp, c, name, nil
+}
+
+// replayInto builds the collector rp feeds (of opts, on rp's clock) and
+// starts rp.
+func replayInto(rp *source.Replay, name string, opts collector.Options) (*collector.Collector, error) {
+	opts.Clock, opts.Mode, opts.Source = rp.Clock(), collector.ModeReplay, name
+	c := collector.New(opts)
+	if err := rp.Start(c); err != nil {
+		return nil, fmt.Errorf("--replay: %w", err)
+	}
+	c.Publish()
+	return c, nil
 }
 
 // openMetricLogs opens the Sentinel metric logs of --replay: each PATH or
 // PATH@INSTANCE of specs, grouped into the processes that wrote them (one
 // instance each: see metriclog.Group).
-func openMetricLogs(spec string, specs []string, speed float64, opts collector.Options) (*collector.Replay, string, error) {
+func openMetricLogs(spec string, specs []string, speed float64, ropts source.ReplayOptions, opts collector.Options) (*source.Replay, *collector.Collector, string, error) {
 	for _, s := range specs {
 		p := metricLogPath(s)
 		if log, ok := metriclog.IndexOf(p); ok {
-			return nil, "", fmt.Errorf("nothing replayable in %s: it is the index of a Sentinel metric log, not the log: replay %s", p, log)
+			return nil, nil, "", fmt.Errorf("nothing replayable in %s: it is the index of a Sentinel metric log, not the log: replay %s", p, log)
 		}
 		if !isMetricLog(p) {
-			return nil, "", usagef("--replay %q: %s is not a Sentinel metric log like %s", spec, p, metricLogPath(specs[0]))
+			return nil, nil, "", usagef("--replay %q: %s is not a Sentinel metric log like %s", spec, p, metricLogPath(specs[0]))
 		}
 	}
 	srcs, err := metriclog.Group(specs)
 	if err != nil {
-		return nil, "", usagef("--replay %q: %v", spec, err)
+		return nil, nil, "", usagef("--replay %q: %v", spec, err)
 	}
 	r := metriclog.ConvertSources(srcs)
 	if len(r.Messages) == 0 {
 		if len(r.Errors) > 0 {
-			return nil, "", fmt.Errorf("nothing replayable in %s: no usable line: %w", spec, r.Errors[0])
+			return nil, nil, "", fmt.Errorf("nothing replayable in %s: no usable line: %w", spec, r.Errors[0])
 		}
-		return nil, "", fmt.Errorf("nothing replayable in %s: it holds no metric lines", spec)
+		return nil, nil, "", fmt.Errorf("nothing replayable in %s: it holds no metric lines", spec)
 	}
-	rp, err := collector.NewReplayMessages(spec, r.Messages, r.Errors, speed, opts)
+	rp, err := source.NewReplayMessages(spec, r.Messages, r.Errors, speed, ropts)
 	if err != nil {
-		return nil, "", fmt.Errorf("--replay: %w", err)
+		return nil, nil, "", fmt.Errorf("--replay: %w", err)
 	}
-	for _, c := range r.Collisions {
-		rp.Collector().Notice(collector.Notice{Kind: collector.NoticeNameCollision, Instance: c.Instance,
-			Resource: c.Resource, At: c.First, Count: int64(c.Seconds)})
+	c, err := replayInto(rp, spec, opts)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for _, x := range r.Collisions {
+		c.Notice(collector.Notice{Kind: collector.NoticeNameCollision, Instance: x.Instance,
+			Resource: x.Resource, At: x.First, Count: int64(x.Seconds)})
 	}
 	if err := replayable(rp, spec); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return rp, spec, nil
+	return rp, c, spec, nil
 }
 
 // metricLogPath is the path of a --replay item, PATH or PATH@INSTANCE.
@@ -93,7 +115,7 @@ func metricLogPath(spec string) string {
 // replayable refuses an input with nothing to replay, in one line that
 // says why: a dashboard or a report of nothing would look like a quiet
 // fleet.
-func replayable(rp *collector.Replay, name string) error {
+func replayable(rp *source.Replay, name string) error {
 	if rp.Messages() > 0 {
 		return nil
 	}

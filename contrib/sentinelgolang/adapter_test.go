@@ -16,6 +16,7 @@ import (
 	"github.com/alibaba/sentinel-golang/logging"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -48,13 +49,13 @@ func serve(t *testing.T, a *Adapter) *collector.Collector {
 	}
 	go a.Serve(ln)
 	c := collector.New(collector.Options{})
-	targets, err := collector.ParseTargets(ln.Addr().String())
+	targets, err := source.ParseTargets(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Dial(ctx, targets, collector.DialOptions{Seed: 1}); close(done) }()
+	go func() { source.Dial(ctx, c, targets, source.DialOptions{Seed: 1}); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return c
 }

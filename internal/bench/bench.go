@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/internal/english"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
@@ -20,7 +21,7 @@ import (
 // the bounds.
 type Config struct {
 	// Agents is how many agents (targets) serve on loopback: 1 to
-	// collector.MaxTargets (default 100).
+	// source.MaxTargets (default 100).
 	Agents int
 	// Resources is how many resources each agent has: 1 to 1000 (default 20).
 	Resources int
@@ -62,8 +63,8 @@ func DefaultConfig() Config {
 // the flag of `sentinel-top bench` that sets it.
 func (cfg Config) Validate() error {
 	switch {
-	case cfg.Agents < 1 || cfg.Agents > collector.MaxTargets:
-		return fmt.Errorf("--agents %d: want 1 to %d", cfg.Agents, collector.MaxTargets)
+	case cfg.Agents < 1 || cfg.Agents > source.MaxTargets:
+		return fmt.Errorf("--agents %d: want 1 to %d", cfg.Agents, source.MaxTargets)
 	case cfg.Resources < 1 || cfg.Resources > maxResources:
 		return fmt.Errorf("--resources %d: want 1 to %d", cfg.Resources, maxResources)
 	case cfg.Rate <= 0 || cfg.Rate > maxRate:
@@ -131,7 +132,7 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
 	dialing.Add(3)
-	go func() { defer dialing.Done(); r.c.Dial(dialCtx, targets, collector.DialOptions{}) }()
+	go func() { defer dialing.Done(); source.Dial(dialCtx, r.c, targets, source.DialOptions{}) }()
 	go func() { defer dialing.Done(); r.c.Run(dialCtx) }()
 	go func() { defer dialing.Done(); r.res.lat.watch(dialCtx, r.c, r.resources[0]) }()
 	defer func() { stopDial(); dialing.Wait() }()

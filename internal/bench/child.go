@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
-	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
@@ -261,7 +261,7 @@ type children []*child
 
 // start runs cfg's fleet as processes of perProcess agents each, and
 // returns its targets once every agent serves.
-func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) ([]collector.Target, error) {
+func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) ([]source.Target, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding this executable to run the agents: %w", err)
@@ -278,7 +278,7 @@ func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) (
 		}
 		*kids = append(*kids, ch)
 	}
-	var targets []collector.Target
+	var targets []source.Target
 	for _, ch := range *kids {
 		e, err := ch.wait(ctx, "ready", 2*time.Minute)
 		if err != nil {
@@ -289,7 +289,7 @@ func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) (
 				return nil, fmt.Errorf("agents %d-%d: port %d", ch.first, ch.first+ch.count-1, port)
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(port)
-			targets = append(targets, collector.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
+			targets = append(targets, source.Target{Name: addr, URL: "ws://" + addr + agent.StreamPath})
 		}
 	}
 	return targets, nil

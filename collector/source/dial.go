@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
@@ -36,10 +38,28 @@ const (
 	// rateBurstSeconds: a connection may send this many seconds' worth of
 	// MaxMessageRate at once (a reconnect's backlog comes in one burst).
 	rateBurstSeconds = 10
+	// DefaultMaxMessageRate is DialOptions.MaxMessageRate when it is zero:
+	// far above an agent's 2 messages a second, far below a flood.
+	DefaultMaxMessageRate = 1000
 )
 
-// DialOptions configures the dialing of targets.
+// DialOptions configures the dialing of targets. Every field is optional.
 type DialOptions struct {
+	// Clock is the collector's time: a target's status times, the
+	// backoff, the polls of Java targets. It must be the clock of the
+	// store the targets feed. Default: core.NewRealClock().
+	Clock core.Clock
+	// WallClock paces the rate limit in real time whatever Clock says.
+	// Default: core.NewRealClock().
+	WallClock core.Clock
+	// Limits bound every message (wire.Limits; zero fields take its
+	// defaults).
+	Limits wire.Limits
+	// MaxMessageRate caps the messages a second taken from one connection
+	// (a token bucket holding 10 seconds' worth, so a reconnect's backlog
+	// passes); the excess is dropped unread and counted (Sink.OverRate).
+	// Default DefaultMaxMessageRate; negative: no limit.
+	MaxMessageRate float64
 	// Token is sent as "Authorization: Bearer TOKEN" when set.
 	Token string
 	// TLS configures wss:// targets (nil: system roots).
@@ -67,57 +87,67 @@ type DialOptions struct {
 // DefaultMaxHandshakes is DialOptions.MaxHandshakes when it is zero.
 const DefaultMaxHandshakes = 256
 
-// targetStatus is what a dialed target's connection has told the store of
-// itself, as the snapshot reports it: the store's record, written by the
-// connection (update) and read at publish under a leaf lock. The store holds
-// nothing else of the connection.
-type targetStatus struct {
-	mu sync.Mutex
-	st TargetStatus
-}
-
-func (t *targetStatus) status() TargetStatus {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.st
-}
-
-// update tells the store of a change of the target's status.
-func (t *targetStatus) update(f func(s *TargetStatus)) {
-	t.mu.Lock()
-	f(&t.st)
-	t.mu.Unlock()
+// withDefaults fills in the defaults of the fields left zero.
+func (o DialOptions) withDefaults() DialOptions {
+	if o.Clock == nil {
+		o.Clock = core.NewRealClock()
+	}
+	if o.WallClock == nil {
+		o.WallClock = core.NewRealClock()
+	}
+	if o.MaxMessageRate == 0 {
+		o.MaxMessageRate = DefaultMaxMessageRate
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxHandshakes <= 0 {
+		o.MaxHandshakes = DefaultMaxHandshakes
+	}
+	return o
 }
 
 // targetState is one target's connection state across reconnects, owned by
-// its dial loop: the status it tells the store, and what it keeps for itself.
+// its dial loop: the status it tells the store (its record), and what it
+// keeps for itself.
 type targetState struct {
-	*targetStatus
+	*feed.TargetRecord
 	// javaRules is a Java target's rules as last read.
 	javaRules javaRulesMemo
+	// java is what a Java target's polls delivered, for a reconnect to go
+	// on from (javaResume).
+	java javaMemory
 }
 
-// Dial connects to every target and feeds the collector until ctx ends,
+// dialer is one Dial: its sink, its options, and what its targets share.
+type dialer struct {
+	sink  feed.DialSink
+	opts  DialOptions
+	clock core.Clock
+	// apps are the resources the Java targets of each app reported.
+	apps javaApps
+}
+
+// Dial connects to every target and feeds sink until ctx ends,
 // reconnecting with exponential backoff and jitter (from MinBackoff, capped
-// at MaxBackoff). It returns when every connection goroutine has ended.
-func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions) {
-	if opts.HandshakeTimeout <= 0 {
-		opts.HandshakeTimeout = 10 * time.Second
-	}
-	if opts.IdleTimeout <= 0 {
-		opts.IdleTimeout = DefaultIdleTimeout
-	}
-	if opts.MaxHandshakes <= 0 {
-		opts.MaxHandshakes = DefaultMaxHandshakes
-	}
+// at MaxBackoff). Each target's status is a record handed to sink
+// (DialSink.AddTargets) that the target's goroutine updates. Dial returns
+// when every connection goroutine has ended.
+func Dial(ctx context.Context, sink feed.DialSink, targets []Target, opts DialOptions) {
+	opts = opts.withDefaults()
+	d := &dialer{sink: sink, opts: opts, clock: opts.Clock}
 	turns := make(chan struct{}, opts.MaxHandshakes)
 	states := make([]*targetState, len(targets))
-	c.mu.Lock()
+	records := make([]*feed.TargetRecord, len(targets))
+	now := d.clock.UnixMilli()
 	for i, t := range targets {
-		states[i] = &targetState{targetStatus: &targetStatus{st: TargetStatus{Name: t.Name, State: TargetConnecting, Since: c.clock.UnixMilli()}}}
-		c.targets = append(c.targets, states[i].targetStatus)
+		records[i] = feed.NewTargetRecord(feed.TargetStatus{Name: t.Name, State: feed.TargetConnecting, Since: now})
+		states[i] = &targetState{TargetRecord: records[i]}
 	}
-	c.mu.Unlock()
+	sink.AddTargets(records...)
 	seed := opts.Seed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -129,34 +159,34 @@ func (c *Collector) Dial(ctx context.Context, targets []Target, opts DialOptions
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.dialLoop(ctx, t, states[i], opts, turns, pl, rand.New(rand.NewPCG(seed, uint64(i))))
+			d.dialLoop(ctx, t, states[i], turns, pl, rand.New(rand.NewPCG(seed, uint64(i))))
 		}()
 	}
 	wg.Wait()
 }
 
-func (c *Collector) dialLoop(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}, pl *pollers, rng *rand.Rand) {
+func (d *dialer) dialLoop(ctx context.Context, t Target, st *targetState, turns chan struct{}, pl *pollers, rng *rand.Rand) {
 	backoff := MinBackoff
 	for ctx.Err() == nil {
-		st.update(func(s *TargetStatus) { s.State, s.Since = TargetConnecting, c.clock.UnixMilli() })
-		began := c.clock.Now()
-		err := c.connect(ctx, t, st, opts, turns, pl)
+		st.Update(func(s *feed.TargetStatus) { s.State, s.Since = feed.TargetConnecting, d.clock.UnixMilli() })
+		began := d.clock.Now()
+		err := d.connect(ctx, t, st, turns, pl)
 		if ctx.Err() != nil {
 			return
 		}
-		if c.clock.Now().Sub(began) >= stableAfter {
+		if d.clock.Now().Sub(began) >= stableAfter {
 			backoff = MinBackoff
 		}
 		// Full jitter: anywhere in [backoff/2, backoff], so targets that
 		// fail together do not come back together.
 		wait := backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1))
-		now := c.clock.UnixMilli()
-		st.update(func(s *TargetStatus) {
-			s.State, s.Since, s.LastError, s.RetryAt = TargetDown, now, describeDialError(err), now+wait.Milliseconds()
+		now := d.clock.UnixMilli()
+		st.Update(func(s *feed.TargetStatus) {
+			s.State, s.Since, s.LastError, s.RetryAt = feed.TargetDown, now, describeDialError(err), now+wait.Milliseconds()
 			s.Reconnects++
 		})
 		timer := make(chan struct{})
-		tm := c.clock.AfterFunc(wait, func() { close(timer) })
+		tm := d.clock.AfterFunc(wait, func() { close(timer) })
 		select {
 		case <-ctx.Done():
 			tm.Stop()
@@ -227,18 +257,19 @@ func describeHTTPStatus(code int) error {
 
 // connect runs one connection until it fails. Its handshake waits for a
 // turn of turns (DialOptions.MaxHandshakes).
-func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts DialOptions, turns chan struct{}, pl *pollers) error {
+func (d *dialer) connect(ctx context.Context, t Target, st *targetState, turns chan struct{}, pl *pollers) error {
 	if isJavaTarget(t) {
-		return c.pollJava(ctx, t, st, opts) // javatransport.go
+		return d.pollJava(ctx, t, st) // javatransport.go
 	}
-	sink := c.Bound(t.Name) // the instances this target announces are its own
+	opts := d.opts
+	sink := d.sink.Bound(t.Name) // the instances this target announces are its own
 	header := http.Header{}
 	if opts.Token != "" {
 		header.Set("Authorization", "Bearer "+opts.Token)
 	}
 	var bounded *handshakeConn
 	plain := pl != nil && strings.HasPrefix(t.URL, "ws:")
-	d := websocket.Dialer{HandshakeTimeout: opts.HandshakeTimeout, TLSClientConfig: opts.TLS, Proxy: http.ProxyFromEnvironment,
+	wd := websocket.Dialer{HandshakeTimeout: opts.HandshakeTimeout, TLSClientConfig: opts.TLS, Proxy: http.ProxyFromEnvironment,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 			if err != nil {
@@ -252,11 +283,11 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	conn, resp, err := d.DialContext(ctx, t.URL, header)
+	conn, resp, err := wd.DialContext(ctx, t.URL, header)
 	<-turns
 	if bounded != nil && bounded.over {
-		c.Reject(t.Name, fmt.Errorf("%w: %w", wire.ErrTooLarge, errHandshakeTooLarge))
-		st.update(func(s *TargetStatus) { s.Rejected++ })
+		d.sink.Reject(t.Name, fmt.Errorf("%w: %w", wire.ErrTooLarge, errHandshakeTooLarge))
+		st.Update(func(s *feed.TargetStatus) { s.Rejected++ })
 		if conn != nil {
 			conn.Close()
 		}
@@ -272,7 +303,7 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 	bounded.lift() // the stream's own limits take over
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	lim := c.opts.Limits
+	lim := opts.Limits
 	maxFrame := wire.DefaultMaxFrameBytes
 	if lim.MaxFrameBytes > 0 {
 		maxFrame = lim.MaxFrameBytes
@@ -289,8 +320,8 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 		}
 		return err
 	})
-	st.update(func(s *TargetStatus) { s.State, s.Since, s.LastError = TargetUp, c.clock.UnixMilli(), "" })
-	s := c.newStream(t, st, sink)
+	st.Update(func(s *feed.TargetStatus) { s.State, s.Since, s.LastError = feed.TargetUp, d.clock.UnixMilli(), "" })
+	s := d.newStream(t, st, sink)
 	defer s.end()
 	if plain {
 		if fd, err := takeFD(bounded.Conn); err == nil {
@@ -326,10 +357,10 @@ func (c *Collector) connect(ctx context.Context, t Target, st *targetState, opts
 // is done, whoever reads them: the connection's own goroutine, or a poller
 // (poll_linux.go) reading many connections.
 type stream struct {
-	c                  *Collector
+	d                  *dialer
 	t                  Target
 	st                 *targetState
-	sink               Sink
+	sink               feed.Sink
 	dec                *wire.Decoder
 	accepted, rejected int
 	rate               rateLimit // in the stream, read with it
@@ -337,20 +368,20 @@ type stream struct {
 	nameBytes          int64     // the decoder's own names, charged to the budget
 }
 
-func (c *Collector) newStream(t Target, st *targetState, sink Sink) *stream {
-	dec := wire.NewDecoder(c.opts.Limits)
-	dec.ShareNames(c.names)
-	return &stream{c: c, t: t, st: st, sink: sink, dec: dec,
-		rate: newRateLimit(c.opts.MaxMessageRate, c.opts.WallClock.Now())}
+func (d *dialer) newStream(t Target, st *targetState, sink feed.Sink) *stream {
+	dec := wire.NewDecoder(d.opts.Limits)
+	dec.ShareNames(d.sink.Names())
+	return &stream{d: d, t: t, st: st, sink: sink, dec: dec,
+		rate: newRateLimit(d.opts.MaxMessageRate, d.opts.WallClock.Now())}
 }
 
 // message takes one websocket message of kind (websocket.TextMessage, ...);
 // data is not kept past the call. An error ends the connection.
 func (s *stream) message(kind int, data []byte) error {
-	c, t, st := s.c, s.t, s.st
-	at := c.clock.UnixMilli()
-	if !s.rate.allow(c.opts.WallClock.Now()) {
-		st.update(func(s *TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
+	d, t, st := s.d, s.t, s.st
+	at := d.clock.UnixMilli()
+	if !s.rate.allow(d.opts.WallClock.Now()) {
+		st.Update(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
 		// Dropped before decoding: a flood costs its reading only.
 		if s.overRate++; s.overRate >= 1000 {
 			s.flush()
@@ -368,23 +399,24 @@ func (s *stream) message(kind int, data []byte) error {
 		m, err = s.dec.Decode(data)
 	}
 	if nb := s.dec.NameBytes(); nb != s.nameBytes {
-		c.chargeNames(nb - s.nameBytes)
+		d.sink.HoldNames(nb - s.nameBytes)
 		s.nameBytes = nb
 	}
 	instance := ""
+	var hello *wire.Hello
 	if err != nil {
-		c.Reject(t.Name, err)
+		s.sink.Reject(t.Name, err)
 		s.rejected++
 		rejected = 1
 	} else {
 		switch m := m.(type) {
 		case *wire.Hello:
-			instance = m.Instance
+			instance, hello = m.Instance, m
 		case *wire.Buckets:
 			items = int64(len(m.Items))
 		}
 	}
-	st.update(func(s *TargetStatus) {
+	st.Update(func(s *feed.TargetStatus) {
 		s.Messages++
 		s.Bytes += int64(len(data))
 		s.LastMessageAt = at
@@ -394,7 +426,15 @@ func (s *stream) message(kind int, data []byte) error {
 			s.Instance = instance
 		}
 	})
-	if err == nil && s.sink.Ingest(t.Name, m) {
+	switch {
+	case err != nil:
+	case hello != nil:
+		// Its sender is what its sdk says: a recording or a re-served
+		// stream of a Java target is still Java's.
+		if s.sink.Hello(t.Name, hello, OriginOf(hello.SDK)) {
+			s.accepted++
+		}
+	case s.sink.Ingest(t.Name, m):
 		s.accepted++
 	}
 	if s.accepted == 0 && s.rejected >= garbageLimit {
@@ -407,21 +447,21 @@ func (s *stream) message(kind int, data []byte) error {
 // its decoder's names are given back to the budget.
 func (s *stream) end() {
 	s.flush()
-	s.c.chargeNames(-s.nameBytes)
+	s.d.sink.HoldNames(-s.nameBytes)
 	s.nameBytes = 0
 }
 
 // flush counts the messages dropped over MaxMessageRate not counted yet.
 func (s *stream) flush() {
 	if s.overRate > 0 {
-		s.c.addOverflow(overRateReason, s.t.Name, s.overRate)
+		s.d.sink.OverRate(s.t.Name, s.overRate)
 		s.overRate = 0
 	}
 }
 
 // overLimit rejects a message over maxFrame bytes; the connection ends.
 func (s *stream) overLimit(maxFrame int) error {
-	s.c.Reject(s.t.Name, fmt.Errorf("%w: frame over %d bytes", wire.ErrTooLarge, maxFrame))
+	s.sink.Reject(s.t.Name, fmt.Errorf("%w: frame over %d bytes", wire.ErrTooLarge, maxFrame))
 	return fmt.Errorf("frame over the %d-byte limit", maxFrame)
 }
 
@@ -516,21 +556,6 @@ func (c *handshakeConn) lift() { c.left = -1 }
 // rest is what the target sent after its upgrade response that was read
 // already, for a reader of the raw connection to begin with.
 func (c *handshakeConn) rest() []byte { return c.ahead }
-
-// overRateReason is the overflow counter of messages dropped by
-// Options.MaxMessageRate.
-const overRateReason = ReasonMaxRate
-
-// addOverflow counts n items turned away by a limit at once.
-func (c *Collector) addOverflow(reason, place string, n int64) {
-	if n <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	count(c.overflow, reason, place)
-	c.overflow[reason].Count += n - 1
-}
 
 // rateLimit is a token bucket: rate tokens a second, holding at most
 // rateBurstSeconds' worth. The zero rateLimit allows everything.

@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -67,7 +68,7 @@ func sawtoothFixtureBytes() []byte {
 	return buf.Bytes()
 }
 
-func runReplay(t *testing.T, r *Replay) {
+func runReplay(t *testing.T, r *replayed) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -77,14 +78,14 @@ func runReplay(t *testing.T, r *Replay) {
 }
 
 func TestReplayFindsSawtooth(t *testing.T) {
-	r, err := NewReplay("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 0, Options{})
+	r, err := newReplayed("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 0, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	runReplay(t, r)
 	c := r.Collector()
 	snap := c.Publish()
-	if snap.Mode != ModeReplay || !snap.Replay.Done || snap.Messages == 0 || snap.Rejected != 0 {
+	if snap.Mode != collector.ModeReplay || !snap.Replay.Done || snap.Messages == 0 || snap.Rejected != 0 {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	if len(snap.Rows) != 1 {
@@ -132,7 +133,7 @@ func TestReplayBadLinesCountedRestKeepsWorking(t *testing.T) {
 		}
 	}
 	parts = append(parts, strings.NewReader(`{"v":1,"kind":"bye","ts":17644608`)) // truncated last line
-	r, err := NewReplay("bad.ndjson", io.MultiReader(parts...), 0, Options{})
+	r, err := newReplayed("bad.ndjson", io.MultiReader(parts...), 0, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestReplayBadLinesCountedRestKeepsWorking(t *testing.T) {
 	if snap.Rejected != 5 {
 		t.Fatalf("rejected %d: %+v", snap.Rejected, snap.Rejects)
 	}
-	reasons := map[string]RejectCount{}
+	reasons := map[string]collector.RejectCount{}
 	for _, rc := range snap.Rejects {
 		reasons[rc.Reason] = rc
 	}
@@ -167,7 +168,7 @@ func (ones) Read(p []byte) (int, error) {
 }
 
 func TestReplaySeekAndPause(t *testing.T) {
-	r, err := NewReplay("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 100, Options{})
+	r, err := newReplayed("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 100, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +216,12 @@ func TestReplaySeekAndPause(t *testing.T) {
 }
 
 // TestReplayPublishAndDetailWhileFeeding reads the collector the way the
-// dashboard, /metrics and /report do (Publish, Detail, Snapshot) in a loop
+// dashboard, /metrics and /report do (Publish, Detail, collector.Snapshot) in a loop
 // while a replay feeds it, seeks and pauses. A lock held by the replay while
 // it calls the collector, and one held by the collector while it asks the
 // replay, once made this hang in its first round.
 func TestReplayPublishAndDetailWhileFeeding(t *testing.T) {
-	r, err := NewReplay("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 1000, Options{})
+	r, err := newReplayed("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 1000, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestReplayPublishAndDetailWhileFeeding(t *testing.T) {
 // plays on from there.
 func TestReplaySeekBackAfterTheEnd(t *testing.T) {
 	for _, paused := range []bool{false, true} {
-		r, err := NewReplay("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 0, Options{})
+		r, err := newReplayed("saw.ndjson", bytes.NewReader(sawtoothFixture(t)), 0, collector.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

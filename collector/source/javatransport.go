@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -62,7 +63,7 @@ const (
 	// instance reads.
 	javaBacklog = 60 * time.Second
 	// javaCatchUp is how far back the first poll of a reconnect may read,
-	// from where the collector's data of the instance ends, so that it
+	// from where the data the target's polls delivered ends, so that it
 	// fills its gap from Java's metric logs (an answer holds at most
 	// javaMaxLines: the rest comes with the next polls); the collector
 	// drops what it has.
@@ -154,7 +155,8 @@ func javaTargetOf(t Target) (javaTarget, error) {
 
 // javaPoller is one connection's worth of polling one Java target.
 type javaPoller struct {
-	c      *Collector
+	d      *dialer
+	sink   feed.Sink // bound to the target
 	t      Target
 	st     *targetState
 	jt     javaTarget
@@ -175,7 +177,7 @@ type javaPoller struct {
 	// are the rules read, regex rules (Pattern set) not yet listed per
 	// resource.
 	rulesVersion string
-	rulesErr     TargetRemark
+	rulesErr     feed.TargetRemark
 	breakers     []core.BreakerRule
 	flows        []core.FlowRule
 	params       []core.HotParamRule
@@ -183,8 +185,9 @@ type javaPoller struct {
 	// version is the service's Sentinel version ("" when /version did not
 	// say).
 	version string
-	// seen are the resources the target reported; patterns the compiled
-	// regex rules; governable the names they were last listed over.
+	// seen are the resources the target reported (told to d.apps too);
+	// patterns the compiled regex rules; governable the names they were
+	// last listed over.
 	seen       map[string]bool
 	patterns   map[string]*regexp.Regexp
 	governable []string
@@ -197,9 +200,10 @@ type javaPoller struct {
 
 // pollJava polls a Java target until it fails or ctx ends; dialLoop
 // reconnects as for a stream. Each connection starts with a hello, the
-// rules, and the metrics since the collector's data of the instance ends
+// rules, and the metrics since the data the target's polls delivered ends
 // (the last javaBacklog for a new one; see javaResume).
-func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opts DialOptions) error {
+func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error {
+	opts := d.opts
 	jt, err := javaTargetOf(t)
 	if err != nil {
 		return err
@@ -208,12 +212,12 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		DialContext: (&net.Dialer{Timeout: opts.HandshakeTimeout}).DialContext, ResponseHeaderTimeout: opts.HandshakeTimeout,
 		MaxResponseHeaderBytes: handshakeLimit} // as for a stream's upgrade: a target's headers are bounded
 	defer tr.CloseIdleConnections()
-	p := &javaPoller{c: c, t: t, st: st, jt: jt, seen: map[string]bool{}, patterns: map[string]*regexp.Regexp{},
+	p := &javaPoller{d: d, sink: d.sink.Bound(t.Name), t: t, st: st, jt: jt, seen: map[string]bool{}, patterns: map[string]*regexp.Regexp{},
 		client: &http.Client{Transport: tr, Timeout: 2 * opts.HandshakeTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	now := c.clock.UnixMilli()
+	now := d.clock.UnixMilli()
 	var lost int64
-	p.inf, p.next, p.fed, lost = c.javaResume(jt.instance, now)
+	p.inf, p.next, p.fed, lost = st.java.resume(jt.instance, now)
 	first := p.next
 
 	// The first answer decides whether this is a Sentinel command API.
@@ -226,26 +230,26 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 		return err
 	}
 	if lost > 0 {
-		c.javaUnreceived(jt.instance, lost, first)
+		d.sink.Unreceived(jt.instance, lost, first)
 	}
-	st.update(func(s *TargetStatus) {
-		s.State, s.Since, s.LastError, s.Note, s.Instance = TargetUp, c.clock.UnixMilli(), "", TargetRemark{StatesInferred: true}, jt.instance
+	st.Update(func(s *feed.TargetStatus) {
+		s.State, s.Since, s.LastError, s.Note, s.Instance = feed.TargetUp, d.clock.UnixMilli(), "", feed.TargetRemark{StatesInferred: true}, jt.instance
 	})
 	p.ingest(p.hello(ctx))
 	p.pollRules(ctx)
 	p.deliver(items)
-	st.update(func(s *TargetStatus) { s.Polls++ })
+	st.Update(func(s *feed.TargetStatus) { s.Polls++ })
 
-	tk := c.clock.NewTicker(JavaMetricEvery)
+	tk := d.clock.NewTicker(JavaMetricEvery)
 	defer tk.Stop()
-	rulesDue := c.clock.UnixMilli() + JavaRulesEvery.Milliseconds()
+	rulesDue := d.clock.UnixMilli() + JavaRulesEvery.Milliseconds()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tk.C():
 		}
-		now := c.clock.UnixMilli()
+		now := d.clock.UnixMilli()
 		body, err := p.get(ctx, p.metricPath(now))
 		if err != nil {
 			return err
@@ -262,7 +266,7 @@ func (c *Collector) pollJava(ctx context.Context, t Target, st *targetState, opt
 			rulesDue = now + JavaRulesEvery.Milliseconds()
 			p.pollRules(ctx)
 		}
-		st.update(func(s *TargetStatus) { s.Polls++ })
+		st.Update(func(s *feed.TargetStatus) { s.Polls++ })
 	}
 }
 
@@ -286,7 +290,7 @@ func (p *javaPoller) get(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.st.update(func(s *TargetStatus) { s.Bytes += int64(len(body)) })
+	p.st.Update(func(s *feed.TargetStatus) { s.Bytes += int64(len(body)) })
 	if len(body) > javaMaxBody {
 		return nil, fmt.Errorf("%s: answer over %d bytes", path, javaMaxBody)
 	}
@@ -342,10 +346,10 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 		return nil, fmt.Errorf("incompatible: /metric answered %d lines, none of them Sentinel metric lines (%v)", lines, firstErr)
 	}
 	for _, err := range rejects {
-		p.c.Reject(p.t.Name, fmt.Errorf("/metric: %w", err))
+		p.sink.Reject(p.t.Name, fmt.Errorf("/metric: %w", err))
 	}
 	if bad > 0 {
-		p.st.update(func(s *TargetStatus) { s.Rejected += int64(bad) })
+		p.st.Update(func(s *feed.TargetStatus) { s.Rejected += int64(bad) })
 	}
 	p.accepted += int64(lines - bad)
 	p.short = lines >= javaMaxLines
@@ -366,10 +370,13 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 	p.next = newest + metriclog.BucketMs
 	items, collided := metriclog.Merge(items)
 	for _, x := range collided {
-		p.c.Notice(Notice{Kind: NoticeNameCollision, Instance: p.jt.instance, Resource: x.Resource, At: x.Start, Count: 1})
+		p.d.sink.NameCollision(p.jt.instance, x.Resource, x.Start)
 	}
 	for i := range items {
-		p.seen[items[i].Resource] = true
+		if name := items[i].Resource; !p.seen[name] {
+			p.seen[name] = true
+			p.d.apps.add(p.jt.app, name)
+		}
 	}
 	return items, nil
 }
@@ -387,7 +394,7 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 // is never read as a second without traffic. (The collector does not take
 // a polled instance's ts for its clock: it stamped it.)
 func (p *javaPoller) deliver(items []wire.BucketItem) {
-	now := p.c.clock.UnixMilli()
+	now := p.d.clock.UnixMilli()
 	end := max(p.written, floorDown(now-javaGrace.Milliseconds(), metriclog.BucketMs))
 	if p.short {
 		end = min(end, p.next) // the seconds after the cut come with the next polls
@@ -431,21 +438,31 @@ func (p *javaPoller) infer(items []wire.BucketItem, end int64) {
 	}
 }
 
-// ingest validates and feeds one synthesized message.
+// ingest validates and feeds one synthesized message; what the sink took
+// is remembered for a reconnect (javaMemory). A hello states its sender:
+// polled, without breaker states of its own.
 func (p *javaPoller) ingest(m wire.Message) {
-	if err := wire.Validate(m, p.c.opts.Limits); err != nil {
-		p.c.Reject(p.t.Name, err)
-		p.st.update(func(s *TargetStatus) { s.Rejected++ })
+	if err := wire.Validate(m, p.d.opts.Limits); err != nil {
+		p.sink.Reject(p.t.Name, err)
+		p.st.Update(func(s *feed.TargetStatus) { s.Rejected++ })
 		return
 	}
-	p.st.update(func(s *TargetStatus) { s.Messages++ })
-	p.c.Bound(p.t.Name).Ingest(p.t.Name, m)
+	p.st.Update(func(s *feed.TargetStatus) { s.Messages++ })
+	var ok bool
+	if h, isHello := m.(*wire.Hello); isHello {
+		ok = p.sink.Hello(p.t.Name, h, javaOrigin())
+	} else {
+		ok = p.sink.Ingest(p.t.Name, m)
+	}
+	if ok {
+		p.st.java.took(m)
+	}
 }
 
 // hello synthesizes the connection's hello: the host the service reports
 // (/basicInfo) and its Sentinel version (/version), when it answers them.
 func (p *javaPoller) hello(ctx context.Context) *wire.Hello {
-	h := &wire.Hello{Header: wire.Header{Ts: p.c.clock.UnixMilli(), Instance: p.jt.instance},
+	h := &wire.Hello{Header: wire.Header{Ts: p.d.clock.UnixMilli(), Instance: p.jt.instance},
 		App: p.jt.app, SDK: javaSDK, BucketMs: metriclog.BucketMs}
 	if body, err := p.get(ctx, "/basicInfo"); err == nil {
 		var info struct{ Machine, IP string }
@@ -477,5 +494,14 @@ func cleanName(s string, n int) string {
 	return s
 }
 
-// floorDown rounds t down to a multiple of step.
-func floorDown(t, step int64) int64 { return t - floorMod(t, step) }
+// floorDown rounds t down to a multiple of step (step > 0).
+func floorDown(t, step int64) int64 {
+	m := t % step
+	if m < 0 {
+		m += step
+	}
+	return t - m
+}
+
+// itoa is strconv.Itoa for int64.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package collector
+package source
 
 import (
 	"bufio"
@@ -25,6 +25,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
@@ -146,7 +148,7 @@ func TestPolledStreamAnyWayItArrives(t *testing.T) {
 				}
 				time.Sleep(time.Second) // the close is read before the conn ends
 			})
-			c := New(Options{})
+			c := collector.New(collector.Options{})
 			dialPeer(t, c, target, DialOptions{Seed: 1})
 			eventually(t, "every message read and the close taken", func() error {
 				st := firstTarget(c.Publish())
@@ -184,16 +186,16 @@ func TestPolledSilenceIsMeasuredFromTheLastMessage(t *testing.T) {
 		conn.Write(append(upgrade, frame(true, opText, helloFrame("silent"))...))
 		io.Copy(io.Discard, br)
 	})
-	c := New(Options{})
+	c := collector.New(collector.Options{})
 	dialPeer(t, c, target, DialOptions{Seed: 1, IdleTimeout: 1500 * time.Millisecond})
 	eventually(t, "up", func() error {
-		if st := firstTarget(c.Publish()); st.State != TargetUp || st.Instance != "silent" {
+		if st := firstTarget(c.Publish()); st.State != feed.TargetUp || st.Instance != "silent" {
 			return fmt.Errorf("%+v", st)
 		}
 		return nil
 	})
 	time.Sleep(time.Second)
-	if st := firstTarget(c.Publish()); st.State != TargetUp || st.Reconnects != 0 {
+	if st := firstTarget(c.Publish()); st.State != feed.TargetUp || st.Reconnects != 0 {
 		t.Fatalf("dropped before its idle timeout: %+v", st)
 	}
 	eventually(t, "stalled", func() error {
@@ -231,17 +233,17 @@ func TestDialLeavesNoDescriptorsNorGoroutines(t *testing.T) {
 	}
 	runtime.GC()
 	fdsBefore, goBefore := fds(), runtime.NumGoroutine()
-	c := New(Options{})
+	c := collector.New(collector.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Dial(ctx, targets, DialOptions{Seed: 1}); close(done) }()
+	go func() { dial(ctx, c, targets, DialOptions{Seed: 1}); close(done) }()
 	eventually(t, "every target up", func() error {
 		ts := c.Publish().Targets
 		if len(ts) != len(targets) {
 			return fmt.Errorf("%d targets", len(ts))
 		}
 		for _, st := range ts {
-			if st.State != TargetUp || st.Instance == "" {
+			if st.State != feed.TargetUp || st.Instance == "" {
 				return fmt.Errorf("%+v", st)
 			}
 		}
@@ -301,8 +303,8 @@ func TestPolledHoldsNoMoreThanItIsSent(t *testing.T) {
 			}
 		}
 	}
-	if ps.pend != nil || st.status().Messages != 1 || isClosed(ps.done) {
-		t.Fatalf("the frame whole: %d bytes still held, %+v, ended %v (%v)", len(ps.pend), st.status(), isClosed(ps.done), ps.err)
+	if ps.pend != nil || st.Status().Messages != 1 || isClosed(ps.done) {
+		t.Fatalf("the frame whole: %d bytes still held, %+v, ended %v (%v)", len(ps.pend), st.Status(), isClosed(ps.done), ps.err)
 	}
 }
 
@@ -327,9 +329,10 @@ func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polle
 		syscall.Close(l.wake[0])
 		syscall.Close(l.wake[1])
 	})
-	c := New(Options{})
-	st = &targetState{targetStatus: &targetStatus{}}
-	ps = &polled{s: c.newStream(Target{Name: name}, st, c.Bound(name)), fd: fds[0], fr: frameReader{max: maxFrame},
+	c := collector.New(collector.Options{})
+	d := &dialer{sink: c, opts: DialOptions{}.withDefaults(), clock: c.Clock()}
+	st = &targetState{TargetRecord: &feed.TargetRecord{}}
+	ps = &polled{s: d.newStream(Target{Name: name}, st, c.Bound(name)), fd: fds[0], fr: frameReader{max: maxFrame},
 		idle: time.Hour, maxFrame: maxFrame, done: make(chan struct{})}
 	return l, ps, st, fds[1]
 }
@@ -369,7 +372,7 @@ func TestPolledReadsABufferAtATime(t *testing.T) {
 	// goes before it), and more than one read.
 	least := 2 * len(l.buf)
 	sent, passes, full, tried := 0, 0, 0, 0
-	for st.status().Messages < messages+1 {
+	for st.Status().Messages < messages+1 {
 		for sent < len(stream) {
 			n, err := syscall.Write(peer, stream[sent:min(len(stream), sent+1<<20)])
 			if errors.Is(err, syscall.EAGAIN) {
@@ -397,13 +400,13 @@ func TestPolledReadsABufferAtATime(t *testing.T) {
 			}
 		}
 		if passes > len(stream)/len(l.buf)+10 {
-			t.Fatalf("%d passes for %d of %d messages (%d bytes)", passes, st.status().Messages, messages+1, len(stream))
+			t.Fatalf("%d passes for %d of %d messages (%d bytes)", passes, st.Status().Messages, messages+1, len(stream))
 		}
 	}
 	if tried == 0 {
 		t.Errorf("never more than %d bytes waiting: the reads of a pass untried", least)
 	}
-	if got := st.status().Items; got != int64(items) {
+	if got := st.Status().Items; got != int64(items) {
 		t.Errorf("%d items counted, %d sent", got, items)
 	}
 	t.Logf("%d bytes in %d passes, %d of them leaving some for the next", len(stream), passes, full)

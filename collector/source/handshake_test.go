@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/internal/hostiletest"
 )
 
@@ -23,13 +25,13 @@ func endlessHeaders(t *testing.T) (Target, *atomic.Int64) {
 // of the 10 s handshake, and the collector's memory stays where it was.
 func TestDialBoundsTheUpgradeResponse(t *testing.T) {
 	target, sent := endlessHeaders(t)
-	c := New(Options{})
+	c := collector.New(collector.Options{})
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	began := time.Now()
 	dialPeer(t, c, target, DialOptions{Seed: 1})
-	var st TargetStatus
+	var st feed.TargetStatus
 	eventually(t, "the target down", func() error {
 		if st = firstTarget(c.Publish()); st.LastError == "" {
 			return fmt.Errorf("target %+v", st)
@@ -51,7 +53,7 @@ func TestDialBoundsTheUpgradeResponse(t *testing.T) {
 	if allocated > 16<<20 {
 		t.Fatalf("the collector allocated %d MiB while the target sent headers", allocated>>20)
 	}
-	if rc := byReason(c.Publish().Rejects); rc[ReasonTooLarge] == 0 {
+	if rc := byReason(c.Publish().Rejects); rc[collector.ReasonTooLarge] == 0 {
 		t.Fatalf("rejects %v: the oversized handshake is not counted", rc)
 	}
 	if st.Rejected == 0 {

@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"cmp"
@@ -8,34 +8,43 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
-
-// ReplayControl is what a user can do to a replay in progress.
-type ReplayControl interface {
-	Pause()
-	Resume()
-	// SetSpeed sets the replay speed: 1 is real time, 0 as fast as possible.
-	SetSpeed(x float64)
-	// SeekBy moves the replay position by deltaMs (negative: back).
-	SeekBy(deltaMs int64)
-}
 
 // MaxReplayMessages bounds the messages NewReplayMessages takes (they are
 // in memory already); a recording replayed with NewReplay is streamed and
 // has no such bound.
 const MaxReplayMessages = 5_000_000
 
-// DefaultMaxReplayBytes is Options.MaxReplayBytes when it is zero.
+// DefaultMaxReplayBytes is ReplayOptions.MaxBytes when it is zero.
 const DefaultMaxReplayBytes = 512 << 20
 
-// Replay feeds a recorded fixture into a collector on a virtual clock, at a
-// chosen speed, with pause and seek. Create it with NewReplay and start it
-// with Run.
+// ReplayOptions configures a replay. Every field is optional.
+type ReplayOptions struct {
+	// Limits bound every message (wire.Limits; zero fields take its
+	// defaults).
+	Limits wire.Limits
+	// MaxBytes bounds the input a replay reads in one pass, decompressed,
+	// and what it copies of an input that cannot be read twice (a pipe):
+	// a gzip bomb or /dev/zero ends with an error. It does not bound
+	// memory: a replay streams its input, one message at a time. Default
+	// DefaultMaxReplayBytes (512 MiB).
+	MaxBytes int64
+	// WallClock paces the replay's speed in real time. Default:
+	// core.NewRealClock().
+	WallClock core.Clock
+}
+
+// Replay feeds a recorded fixture into a sink on a virtual clock, at a
+// chosen speed, with pause and seek. Create it with NewReplay (or
+// NewReplayMessages), give it the sink to feed with Start (a store whose
+// clock is the replay's Clock), and run it with Run.
 type Replay struct {
-	c     *Collector
+	sink  feed.ReplaySink
 	clock *core.VirtualClock
+	wall  core.Clock
 	name  string
 
 	// What the first pass learnt: messages (the meta line included), the
@@ -63,7 +72,7 @@ type Replay struct {
 	done   bool
 	fed    int // messages fed, to look at ctx now and then
 	seekTo *int64
-	gen    uint64 // statuses told to the collector
+	gen    uint64 // statuses told to the sink
 	stay   bool   // Run stays after the end, for the controls
 	wake   chan struct{}
 }
@@ -79,12 +88,12 @@ const replayStep = 50 * time.Millisecond
 
 // NewReplay reads the recording src (named name in messages) through once,
 // for its range, and returns a replay at speed (0: as fast as possible),
-// with its collector built from opts (Clock, Mode and Source are the
-// replay's). The replay streams it (see replaysource.go): what it holds does
-// not grow with the recording, and each pass reads at most
-// Options.MaxReplayBytes, decompressed. Lines that cannot be used are
-// counted as rejected, with their file:line, as the replay meets them.
-func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay, error) {
+// its clock at the recording's start. The replay streams it (see
+// replaysource.go): what it holds does not grow with the recording, and
+// each pass reads at most ReplayOptions.MaxBytes, decompressed. Lines that
+// cannot be used are counted as rejected, with their file:line, as the
+// replay meets them.
+func NewReplay(name string, src io.Reader, speed float64, opts ReplayOptions) (*Replay, error) {
 	open, first, spool, err := fileOpener(name, src, opts)
 	if err != nil {
 		return nil, err
@@ -103,7 +112,7 @@ func NewReplay(name string, src io.Reader, speed float64, opts Options) (*Replay
 // Sentinel metric log, say). rejects are the input's unusable parts: a
 // *wire.LineError is counted with its file:line, anything else with name.
 // Messages are named by their index in places.
-func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed float64, opts Options) (*Replay, error) {
+func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed float64, opts ReplayOptions) (*Replay, error) {
 	if len(msgs) > MaxReplayMessages {
 		return nil, errors.New(name + ": more than 5,000,000 messages; split the input")
 	}
@@ -126,18 +135,25 @@ func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed 
 	return r.start(speed, opts)
 }
 
-// start builds the replay's collector and opens the first pass.
-func (r *Replay) start(speed float64, opts Options) (*Replay, error) {
+// start sets the replay's clock at the start of its range.
+func (r *Replay) start(speed float64, opts ReplayOptions) (*Replay, error) {
 	r.speed, r.wake = max(speed, 0), make(chan struct{}, 1)
 	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
-	opts.Clock, opts.Mode, opts.Source = r.clock, ModeReplay, r.name
-	r.c = New(opts)
-	r.tell()
-	if err := r.rewind(); err != nil {
-		return nil, err
+	r.wall = opts.WallClock
+	if r.wall == nil {
+		r.wall = core.NewRealClock()
 	}
-	r.c.Publish()
 	return r, nil
+}
+
+// Start gives the replay the sink it feeds (a store on the replay's Clock)
+// and opens the first pass: the sink is told the replay's status, and
+// what the input holds before its first message that cannot be used is
+// counted. Call it once, before Run.
+func (r *Replay) Start(sink feed.ReplaySink) error {
+	r.sink = sink
+	r.tell()
+	return r.rewind()
 }
 
 // rewind starts a new pass from the beginning: the rejects of converted
@@ -153,7 +169,7 @@ func (r *Replay) rewind() error {
 	}
 	r.pass, r.done1 = pass, done
 	for _, rj := range r.rejects {
-		r.c.Reject(rj.place, rj.err)
+		r.sink.Reject(rj.place, rj.err)
 	}
 	r.advance()
 	return r.err
@@ -172,7 +188,7 @@ func (r *Replay) advance() {
 			return
 		}
 		if it.err != nil {
-			r.c.Reject(it.place, it.err)
+			r.sink.Reject(it.place, it.err)
 			continue
 		}
 		r.next = &it
@@ -196,8 +212,8 @@ func (r *Replay) Rejects() (n int, place string, err error) {
 	return r.rejN, r.rej1.place, r.rej1.err
 }
 
-// Collector is the collector the replay feeds.
-func (r *Replay) Collector() *Collector { return r.c }
+// Name is the input's name, as given to NewReplay.
+func (r *Replay) Name() string { return r.name }
 
 // Clock is the replay's virtual clock.
 func (r *Replay) Clock() *core.VirtualClock { return r.clock }
@@ -240,7 +256,7 @@ func (r *Replay) SeekBy(deltaMs int64) {
 }
 
 // control applies a user's change under the replay's lock, tells the
-// collector the new status, and wakes the feeding goroutine.
+// sink the new status, and wakes the feeding goroutine.
 func (r *Replay) control(f func()) {
 	r.mu.Lock()
 	f()
@@ -249,22 +265,24 @@ func (r *Replay) control(f func()) {
 	r.poke()
 }
 
-// tell hands the collector the replay's status. It is called with no lock
-// held: the collector never calls back into the replay, and the replay never
-// holds its lock while it calls the collector, so neither can wait on the
-// other. Statuses carry a generation, so one told late never replaces a
-// newer one.
+// tell hands the sink the replay's status (before Start, Start tells it).
+// It is called with no lock held: the sink never calls back into the
+// replay, and the replay never holds its lock while it calls the sink, so
+// neither can wait on the other. Statuses carry a generation, so one told
+// late never replaces a newer one.
 func (r *Replay) tell() {
 	r.mu.Lock()
 	r.gen++
-	st := ReplayStatus{Active: true, Paused: r.paused, Speed: r.speed, From: r.from, To: r.to, Done: r.done}
-	gen := r.gen
+	st := feed.ReplayStatus{Active: true, Paused: r.paused, Speed: r.speed, From: r.from, To: r.to, Done: r.done}
+	gen, sink := r.gen, r.sink
 	r.mu.Unlock()
-	r.c.setReplay(st, gen)
+	if sink != nil {
+		sink.SetReplay(st, gen)
+	}
 }
 
 // setDone records whether every message has been fed, and tells the
-// collector when that changed.
+// sink when that changed.
 func (r *Replay) setDone(done bool) {
 	r.mu.Lock()
 	changed := r.done != done
@@ -286,7 +304,7 @@ func (r *Replay) Done() bool {
 // without Stay, it returns as soon as everything has been fed; otherwise it
 // stays until ctx ends, so the user can seek back.
 //
-// Only Run's goroutine moves the position and feeds the collector, and it
+// Only Run's goroutine moves the position and feeds the sink, and it
 // does so holding no lock of the replay's: the controls only set what Run
 // reads next.
 func (r *Replay) Run(ctx context.Context) error {
@@ -300,7 +318,7 @@ func (r *Replay) Run(ctx context.Context) error {
 			target := *seek
 			if target < r.clock.UnixMilli() {
 				r.setDone(false)
-				r.c.reset()
+				r.sink.Reset()
 				r.clock.Set(time.UnixMilli(r.from))
 				if err := r.rewind(); err != nil {
 					return err
@@ -346,7 +364,7 @@ func (r *Replay) Run(ctx context.Context) error {
 		}
 		// Wait in steps, moving the clock with real time.
 		step := min(time.Duration(float64(ts-now)/speed*float64(time.Millisecond)), replayStep)
-		wall := r.c.opts.WallClock
+		wall := r.wall
 		start := wall.Now()
 		if !r.sleep(ctx, step) {
 			return ctx.Err()
@@ -377,14 +395,18 @@ func (r *Replay) feedOne() {
 	if ts := r.ts(); ts > r.clock.UnixMilli() {
 		r.clock.Set(time.UnixMilli(ts))
 	}
-	r.c.Ingest(r.next.place, r.next.m)
+	if h, ok := r.next.m.(*wire.Hello); ok {
+		r.sink.Hello(r.next.place, h, OriginOf(h.SDK)) // a recording of a Java target is still Java's
+	} else {
+		r.sink.Ingest(r.next.place, r.next.m)
+	}
 	r.advance()
 }
 
 // sleep waits d, or until poked; false when ctx ended.
 func (r *Replay) sleep(ctx context.Context, d time.Duration) bool {
 	fired := make(chan struct{})
-	t := r.c.opts.WallClock.AfterFunc(d, func() { close(fired) })
+	t := r.wall.AfterFunc(d, func() { close(fired) })
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"cmp"
@@ -17,7 +17,7 @@ import (
 // A regular file is opened again for each pass; an input that cannot be
 // read twice (a pipe, a FIFO, <(zcat ...), a device) is copied as it is
 // read the first time to an unnamed temporary file, of at most
-// MaxReplayBytes, which later passes read.
+// ReplayOptions.MaxBytes, which later passes read.
 
 // replayItem is one line of a pass: a message, or a line that cannot be
 // used (err), at place.
@@ -38,7 +38,7 @@ type replayOpener func() (pass replayPass, close func(), err error)
 // regular file, through ReadAt when it has one, or else from a spool
 // filled as the first pass reads it. first is how the first pass reads
 // src.
-func fileOpener(name string, src io.Reader, opts Options) (open replayOpener, first io.Reader, spool *os.File, err error) {
+func fileOpener(name string, src io.Reader, opts ReplayOptions) (open replayOpener, first io.Reader, spool *os.File, err error) {
 	limits, bound := opts.Limits, replayBound(opts)
 	reader := func(in io.Reader, closer func()) (replayPass, func(), error) {
 		rd := wire.NewReaderLimits(in, name, limits)
@@ -80,7 +80,7 @@ func fileOpener(name string, src io.Reader, opts Options) (open replayOpener, fi
 }
 
 // replayBound is the most a replay reads in one pass, decompressed.
-func replayBound(opts Options) int64 { return cmp.Or(opts.MaxReplayBytes, DefaultMaxReplayBytes) }
+func replayBound(opts ReplayOptions) int64 { return cmp.Or(opts.MaxBytes, DefaultMaxReplayBytes) }
 
 // linePass yields the lines of rd: each message cloned (the reader reuses
 // its buffers), each bad line as an item with its error.

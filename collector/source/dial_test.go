@@ -1,4 +1,4 @@
-package collector
+package source
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 )
 
 func TestParseTargets(t *testing.T) {
@@ -51,21 +54,21 @@ func TestParseTargets(t *testing.T) {
 
 // dialOnce dials targets until each reports down with an error, and returns
 // the snapshot's target statuses.
-func dialUntilDown(t *testing.T, targets []Target) []TargetStatus {
+func dialUntilDown(t *testing.T, targets []Target) []feed.TargetStatus {
 	t.Helper()
-	c := New(Options{})
+	c := collector.New(collector.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Dial(ctx, targets, DialOptions{Seed: 7}); close(done) }()
+	go func() { dial(ctx, c, targets, DialOptions{Seed: 7}); close(done) }()
 	defer func() { cancel(); <-done }()
-	var out []TargetStatus
+	var out []feed.TargetStatus
 	eventually(t, "targets down", func() error {
 		out = c.Publish().Targets
 		if len(out) != len(targets) {
 			return fmt.Errorf("%d of %d targets registered", len(out), len(targets))
 		}
 		for _, st := range out {
-			if st.State != TargetDown || st.LastError == "" {
+			if st.State != feed.TargetDown || st.LastError == "" {
 				return fmt.Errorf("%s: %s %q", st.Name, st.State, st.LastError)
 			}
 		}
@@ -119,27 +122,6 @@ func TestDialBadTargetsReportWhy(t *testing.T) {
 	}
 }
 
-func TestDedupeRing(t *testing.T) {
-	var d dedupe
-	for _, idx := range []int64{10, 11, 12} {
-		if dup, old := d.mark(idx); dup || old {
-			t.Fatalf("first sight of %d: dup=%v old=%v", idx, dup, old)
-		}
-	}
-	if dup, _ := d.mark(11); !dup {
-		t.Fatal("11 again not a duplicate")
-	}
-	if dup, _ := d.mark(12 + dedupeSpan - 1); dup {
-		t.Fatal("a new index reported as duplicate")
-	}
-	if _, old := d.mark(11); !old {
-		t.Fatal("an index a whole span behind was not refused")
-	}
-	if dup, _ := d.mark(13 + dedupeSpan); dup {
-		t.Fatal("slot reused after moving on must be clear")
-	}
-}
-
 // Handshakes wait their turn: with MaxHandshakes 4, 48 targets whose
 // upgrades each take 250 ms are never more than 4 in flight, and every one
 // comes up on its first dial although the last waits about 3 s for its turn
@@ -173,19 +155,19 @@ func TestHandshakesTakeTurns(t *testing.T) {
 	for i := range targets {
 		ts = append(ts, Target{Name: fmt.Sprint("t", i), URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/sentinel/stream"})
 	}
-	c := New(Options{Mode: ModeLive})
+	c := collector.New(collector.Options{Mode: collector.ModeLive})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Dial(ctx, ts, DialOptions{MaxHandshakes: turns, HandshakeTimeout: time.Second, Seed: 1})
+		dial(ctx, c, ts, DialOptions{MaxHandshakes: turns, HandshakeTimeout: time.Second, Seed: 1})
 	}()
 	defer func() { cancel(); <-done }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		up, reconnects := 0, int64(0)
 		for _, st := range c.Publish().Targets {
-			if st.State == TargetUp {
+			if st.State == feed.TargetUp {
 				up++
 			}
 			reconnects += st.Reconnects
@@ -203,5 +185,37 @@ func TestHandshakesTakeTurns(t *testing.T) {
 	}
 	if m := most.Load(); m > turns || m < 2 {
 		t.Errorf("at most %d upgrades in flight at once, want 2 to %d", m, turns)
+	}
+}
+func TestRateLimitTokenBucket(t *testing.T) {
+	for _, rate := range []float64{-1, 0} {
+		r := newRateLimit(rate, time.Time{})
+		for range 3 * rateBurstSeconds {
+			if !r.allow(time.Time{}) {
+				t.Fatalf("rate %v must mean no limit", rate)
+			}
+		}
+	}
+	at := time.UnixMilli(t0ms)
+	r := newRateLimit(2, at)
+	n := 0
+	for r.allow(at) {
+		n++
+	}
+	if n != 2*rateBurstSeconds {
+		t.Fatalf("burst %d", n)
+	}
+	if r.allow(at.Add(-time.Hour)) {
+		t.Fatal("a clock that went back refilled the bucket")
+	}
+	if !r.allow(at.Add(500*time.Millisecond)) || r.allow(at.Add(500*time.Millisecond)) {
+		t.Fatal("half a second at 2/s is one token")
+	}
+	n = 0
+	for r.allow(at.Add(time.Hour)) {
+		n++
+	}
+	if n != 2*rateBurstSeconds {
+		t.Fatalf("an hour refilled %d tokens, want the burst", n)
 	}
 }

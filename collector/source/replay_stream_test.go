@@ -1,16 +1,20 @@
-package collector
+package source
 
 import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/fifo"
@@ -71,7 +75,7 @@ func TestReplayStreamsALargeRecording(t *testing.T) {
 	}
 	defer in.Close()
 	before := heap()
-	r, err := NewReplay(path, in, 0, Options{})
+	r, err := newReplayed(path, in, 0, collector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +119,8 @@ func TestReplayFromAFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	opened := make(chan error, 1)
-	var r *Replay
-	go func() { r, err = NewReplay(pipe, in, 0, Options{}); opened <- err }()
+	var r *replayed
+	go func() { r, err = newReplayed(pipe, in, 0, collector.Options{}); opened <- err }()
 	select {
 	case err = <-opened:
 	case <-time.After(10 * time.Second):
@@ -167,5 +171,42 @@ func TestReplayFromAFIFO(t *testing.T) {
 	fedAll("the whole recording again")
 	if r.Collector().Publish().Rows[0].PassQPS == 0 {
 		t.Errorf("no traffic after replaying from the copy")
+	}
+}
+
+// TestReplayInputIsBounded: a gzip bomb, /dev/zero and a long stream of
+// garbage end with an error naming the bound, in bounded memory, instead
+// of reading on.
+func TestReplayInputIsBounded(t *testing.T) {
+	if racetest.Enabled {
+		t.Skip("a claim of memory, which the race detector bloats: .ci/run runs it without -race")
+	}
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zero := make([]byte, 1<<20)
+	for range 64 { // 64 MiB of zeros in about 64 KiB
+		zw.Write(zero)
+	}
+	zw.Close()
+	inputs := map[string]io.Reader{
+		"bomb.ndjson.gz": &bomb,
+		"garbage":        io.LimitReader(ones{}, 40<<20),
+	}
+	if f, err := os.Open("/dev/zero"); err == nil {
+		defer f.Close()
+		inputs["/dev/zero"] = f
+	}
+	for name, src := range inputs {
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := NewReplay(name, src, 0, ReplayOptions{MaxBytes: 16 << 20})
+		if !errors.Is(err, wire.ErrInputTooLarge) || !strings.Contains(err.Error(), "split the recording") {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+			t.Fatalf("%s: the heap grew %d MiB", name, grew>>20)
+		}
 	}
 }

@@ -1,16 +1,16 @@
-package collector
+package source
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -28,7 +28,7 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	if err == nil {
 		flow, err = p.get(ctx, "/getRules?type=flow")
 	}
-	note := TargetRemark{StatesInferred: true}
+	note := feed.TargetRemark{StatesInferred: true}
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -37,7 +37,7 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	}
 	if note != p.rulesErr {
 		p.rulesErr = note
-		p.st.update(func(s *TargetStatus) { s.Note = note })
+		p.st.Update(func(s *feed.TargetStatus) { s.Note = note })
 	}
 	if err != nil {
 		return
@@ -57,7 +57,7 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 		problems = append(problems, paramProblems...)
 	}
 	for _, err := range problems {
-		p.c.Reject(p.t.Name, err)
+		p.sink.Reject(p.t.Name, err)
 	}
 	if degradeChanged || flowChanged || paramsChanged || p.rulesVersion == "" {
 		p.breakers, p.flows, p.params = memo.degrade.rules, memo.flow.rules, memo.params.rules
@@ -119,11 +119,12 @@ func (p *javaPoller) compile(pattern string) {
 
 // sendRules sends the rules read, regex rules listed per resource they
 // govern, when that rule set changed: when the rules read did (changed),
-// or the app's resources did; the inference takes it too.
+// or the app's resources did (those every Java target of the app
+// reported); the inference takes it too.
 func (p *javaPoller) sendRules(changed bool) {
 	breakers, flows, params := p.breakers, p.flows, p.params
 	if len(p.patterns) > 0 {
-		names := p.c.javaAppResources(p.jt.app, p.seen)
+		names := p.d.apps.resources(p.jt.app)
 		if !changed && slices.Equal(names, p.governable) {
 			return
 		}
@@ -137,7 +138,7 @@ func (p *javaPoller) sendRules(changed bool) {
 		return
 	}
 	p.rulesVersion = version
-	now := p.c.clock.UnixMilli()
+	now := p.d.clock.UnixMilli()
 	p.ingest(&wire.Rules{Header: wire.Header{Ts: now, Instance: p.jt.instance},
 		Version: version, Breakers: breakers, Flows: flows, Params: params})
 	for _, m := range p.inf.SetRules(now, breakers, flows) {
@@ -194,70 +195,6 @@ func ruleNames[R javaRule](r *R) (resource, pattern *string) {
 		return &x.Resource, &x.Pattern
 	}
 	panic("unreachable")
-}
-
-// javaAppResources lists the resources the instances of app reported and
-// those in seen, sorted.
-func (c *Collector) javaAppResources(app string, seen map[string]bool) []string {
-	names := make(map[string]bool, len(seen))
-	for n := range seen {
-		names[n] = true
-	}
-	c.mu.Lock()
-	for k := range c.apps {
-		if k.app == app {
-			names[k.resource] = true
-		}
-	}
-	c.mu.Unlock()
-	return slices.Sorted(maps.Keys(names))
-}
-
-// javaResume starts a connection to instance at now: the first second its
-// first poll reads (next), and the inference (from the states the
-// collector holds) with the next second to feed it (fed). A new instance
-// is read from javaBacklog ago. One the collector has data of is read from
-// where that data ends, so that a reconnect fills its gap from Java's
-// metric logs, at most javaCatchUp back; lost is when that data ends when
-// it is older than that: once the first poll answers, [lost, next) is
-// counted as never received (javaUnreceived).
-func (c *Collector) javaResume(instance string, now int64) (inf *metriclog.Inference, next, fed, lost int64) {
-	inf = metriclog.NewInference(instance)
-	next = floorDown(now-javaBacklog.Milliseconds(), metriclog.BucketMs)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	in := c.insts[instance]
-	if in == nil {
-		return inf, next, next, 0
-	}
-	for name, se := range in.series {
-		if !se.inferred {
-			continue
-		}
-		for _, t := range se.tracks {
-			if t.State != core.Closed {
-				inf.Restore(name, t.State, t.Since)
-			}
-		}
-	}
-	end := in.dataEndSecond()
-	if end > 0 && end < next {
-		next = max(end, floorDown(now-javaCatchUp.Milliseconds(), metriclog.BucketMs))
-		if end < next {
-			lost = end
-		}
-	}
-	return inf, next, max(next, end), lost
-}
-
-// javaUnreceived counts instance's seconds of [from, to) as never
-// received: a reconnect could not read them back.
-func (c *Collector) javaUnreceived(instance string, from, to int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if in := c.insts[instance]; in != nil {
-		c.countUnreceived(in, from, to)
-	}
 }
 
 // javaDegradeRule is Java Sentinel's DegradeRule as /getRules?type=degrade

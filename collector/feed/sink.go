@@ -1,0 +1,80 @@
+package feed
+
+import "github.com/sentinel-top/sentinel-top/core/wire"
+
+// Sink is what every source writes to: decoded, valid messages, and what
+// could not be used. A place is where a message came from: file:line, or
+// a target's name.
+type Sink interface {
+	// Ingest takes one message from place; false when it was turned away
+	// by a limit (and counted). The message is not kept: the source may
+	// reuse it afterwards.
+	Ingest(place string, m wire.Message) bool
+	// Hello is Ingest for a hello, with what the source states of the
+	// process that sent it beyond what the wire carries. Ingest of a hello
+	// is Hello with the zero Origin.
+	Hello(place string, h *wire.Hello, o Origin) bool
+	// Reject counts a message that could not be used: err's class
+	// (wire.ErrMalformed, ...) is the reason, place says where.
+	Reject(place string, err error)
+}
+
+// Origin is what a source states of the process whose hello it writes:
+// facts wire v1 does not carry (a hello's sdk names a library; it states
+// no capability). The zero Origin is a process that reports its own
+// breaker transitions and stamps its own messages: an agent.
+type Origin struct {
+	// Polled: the source polls the process (Java Sentinel's command API)
+	// and stamps its messages' ts itself, so a ts tells how far the
+	// process's data lags, not how far its clock is off.
+	Polled bool
+	// StatesUnknown: the source cannot report breaker transitions (Java
+	// Sentinel, a metric log): a breaker's state is inferred from counts
+	// or unknown, never CLOSED by default.
+	StatesUnknown bool
+}
+
+// DialSink is what a source dialing targets writes to: a Sink, a Sink
+// bound to each connection, and the facts of its targets.
+type DialSink interface {
+	Sink
+	// Bound returns a sink for one connection (owner names its target):
+	// the instances it announces are bound to it while they live, so that
+	// a message naming an instance another connection announced is
+	// rejected instead of moving, ending or feeding it.
+	Bound(owner string) Sink
+	// AddTargets hands the store the status records of dialed targets, to
+	// be shown in the order given: the source updates them, the store
+	// reads them at each snapshot.
+	AddTargets(rs ...*TargetRecord)
+	// Names is the name pool the source's decoders share
+	// (wire.Decoder.ShareNames), the store's, charged to its memory
+	// budget.
+	Names() *wire.NamePool
+	// HoldNames tells the store that the source's decoders hold n bytes
+	// more of names of their own (n < 0: fewer), charged to its budget.
+	HoldNames(n int64)
+	// OverRate counts n messages of place dropped unread over the
+	// source's rate limit.
+	OverRate(place string, n int64)
+	// Unreceived counts instance's data of [from, to) (its clock, Unix
+	// ms) as never received: a reconnect could not read it back.
+	Unreceived(instance string, from, to int64)
+	// NameCollision notes that lines of one second (at, Unix ms) of
+	// instance were summed under one resource name: Java writes "|" as
+	// "_", so two resources may share it.
+	NameCollision(instance, resource string, at int64)
+}
+
+// ReplaySink is what a replay writes to: a Sink that can start over, and
+// the replay's status.
+type ReplaySink interface {
+	Sink
+	// Reset forgets everything ingested: a replay seeking back starts
+	// over from the beginning of its input.
+	Reset()
+	// SetReplay tells the replay's status, of generation gen: a status of
+	// an older generation than the one held is ignored, so one told late
+	// never replaces a newer one.
+	SetReplay(st ReplayStatus, gen uint64)
+}

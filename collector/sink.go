@@ -1,0 +1,63 @@
+package collector
+
+import (
+	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// What the sources tell the store besides their messages (feed.DialSink,
+// feed.ReplaySink): facts, taken as values. The store calls no source.
+
+var (
+	_ feed.DialSink   = (*Collector)(nil)
+	_ feed.ReplaySink = (*Collector)(nil)
+)
+
+// AddTargets takes the status records of dialed targets, shown in the
+// snapshot's Targets in the order they were added: their connections
+// update them, Publish reads them.
+func (c *Collector) AddTargets(rs ...*feed.TargetRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.targets = append(c.targets, rs...)
+}
+
+// Names is the name pool the sources' decoders share, charged to the
+// budget at each Publish.
+func (c *Collector) Names() *wire.NamePool { return c.names }
+
+// HoldNames charges n bytes (or gives back -n) of the names the sources'
+// decoders hold of their own (see chargeNames).
+func (c *Collector) HoldNames(n int64) { c.chargeNames(n) }
+
+// OverRate counts n messages of place dropped unread over a source's rate
+// limit (ReasonMaxRate).
+func (c *Collector) OverRate(place string, n int64) { c.addOverflow(ReasonMaxRate, place, n) }
+
+// addOverflow counts n items turned away by a limit at once.
+func (c *Collector) addOverflow(reason, place string, n int64) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	count(c.overflow, reason, place)
+	c.overflow[reason].Count += n - 1
+}
+
+// Unreceived counts instance's data of [from, to) as never received: a
+// reconnect of its source could not read it back. Nothing is counted for
+// an instance the store does not hold.
+func (c *Collector) Unreceived(instance string, from, to int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in := c.insts[instance]; in != nil {
+		c.countUnreceived(in, from, to)
+	}
+}
+
+// NameCollision records the notice that lines of one second of instance
+// were summed under resource's name (NoticeNameCollision).
+func (c *Collector) NameCollision(instance, resource string, at int64) {
+	c.Notice(Notice{Kind: NoticeNameCollision, Instance: instance, Resource: resource, At: at, Count: 1})
+}

@@ -1,0 +1,28 @@
+package source
+
+import (
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+)
+
+// javaOrigin is what the Java poller states of the services it polls: it
+// stamps their messages itself, and they report no breaker transitions.
+func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: true} }
+
+// OriginOf is what a hello's sdk tells of its sender, for a source reading
+// hellos another wrote: a recording, a re-served stream, a simulated
+// fleet. Java Sentinel's, as the Java poller names it ("java-sentinel",
+// "java-sentinel/1.8.9"), was polled and reports no transitions; a metric
+// log's (metriclog.SDK) reports none either; any other is an agent's, the
+// zero Origin.
+func OriginOf(sdk string) feed.Origin {
+	switch {
+	case strings.HasPrefix(sdk, javaSDK):
+		return javaOrigin()
+	case sdk == metriclog.SDK:
+		return feed.Origin{StatesUnknown: true}
+	}
+	return feed.Origin{}
+}
