@@ -217,7 +217,7 @@ func TestJavaTargetMetricsRulesAndStatus(t *testing.T) {
 		t.Fatalf("targets %+v", snap.Targets)
 	}
 	st := snap.Targets[0]
-	if st.State != TargetUp || st.Instance != host || st.Note != (TargetRemark{StatesInferred: true}) || st.LastError != "" || st.Rejected != 1 {
+	if st.State != TargetUp || st.Instance != host || st.Note != (TargetRemark{StatesInferred: true}) || ProblemText(st.Problem) != "" || st.Rejected != 1 {
 		t.Errorf("status %+v", st)
 	}
 	if w := strings.Join(warningTexts(snap.Warnings), "\n"); !strings.Contains(w, "1 target: breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules") {
@@ -353,8 +353,8 @@ func TestJavaTargetsThatAreNot(t *testing.T) {
 			return fmt.Errorf("%d targets", len(ts))
 		}
 		for i, want := range []string{"not a Sentinel command API: /metric: HTTP 404", "incompatible: /metric answered 3 lines"} {
-			if ts[i].State != TargetDown || !strings.Contains(ts[i].LastError, want) {
-				return fmt.Errorf("%s: %s %q", ts[i].Name, ts[i].State, ts[i].LastError)
+			if ts[i].State != TargetDown || !strings.Contains(ProblemText(ts[i].Problem), want) {
+				return fmt.Errorf("%s: %s %q", ts[i].Name, ts[i].State, ProblemText(ts[i].Problem))
 			}
 		}
 		return nil

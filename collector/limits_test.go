@@ -136,7 +136,7 @@ func TestLimitFrameBytesDropsTheConnection(t *testing.T) {
 	eventually(t, "the oversized frame refused", func() error {
 		s := c.Publish()
 		st := firstTarget(s)
-		if byReason(s.Rejects)["too_large"] == 0 || !strings.Contains(st.LastError, "frame over the 8192-byte limit") || st.Reconnects == 0 {
+		if byReason(s.Rejects)["too_large"] == 0 || !strings.Contains(ProblemText(st.Problem), "frame over the 8192-byte limit") || st.Reconnects == 0 {
 			return fmt.Errorf("rejects %+v, target %+v", s.Rejects, st)
 		}
 		return nil
@@ -211,7 +211,7 @@ func TestStalledConnectionIsDialedAgain(t *testing.T) {
 	})
 	dialPeer(t, c, stalled, source.DialOptions{Seed: 1, IdleTimeout: 200 * time.Millisecond})
 	eventually(t, "the stalled target dialed again", func() error {
-		if st := firstTarget(c.Publish()); !strings.Contains(st.LastError, "stalled") || st.Reconnects == 0 {
+		if st := firstTarget(c.Publish()); !strings.Contains(ProblemText(st.Problem), "stalled") || st.Reconnects == 0 {
 			return fmt.Errorf("%+v", st)
 		}
 		return nil

@@ -3,8 +3,12 @@ package collector
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // Warning is a typed fact a snapshot warns of: something its data may
@@ -106,6 +110,52 @@ func RemarkText(r TargetRemark) string {
 		parts = append(parts, "rules unavailable: "+r.RulesError)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// ProblemText is why a target is down, in words, as every view shows it
+// ("" for none): one line, with what to do where the cause is known.
+// Detail and the names in it are the peer's: sanitize before printing.
+func ProblemText(p feed.Problem) string {
+	switch p.Kind {
+	case feed.ProblemNone:
+		return ""
+	case feed.ProblemClosed:
+		return "closed by the peer"
+	case feed.ProblemRefused:
+		where := "there"
+		if p.Where != "" {
+			where = "on " + p.Where
+		}
+		return "refused: nothing listens " + where + " (connection refused)"
+	case feed.ProblemNoHost:
+		return "DNS: no such host " + p.Where
+	case feed.ProblemDNS:
+		return "DNS: cannot resolve " + p.Where + ": " + p.Detail
+	case feed.ProblemNotTLS:
+		return "TLS: the target does not speak TLS (ws:// instead of wss://?)"
+	case feed.ProblemTLSHost:
+		return "TLS: the certificate is not for this host: " + p.Detail
+	case feed.ProblemTLSTrust:
+		return "TLS: the certificate is not trusted (--ca names the CA that signed it): " + p.Detail
+	case feed.ProblemReset:
+		return "reset by the peer: " + p.Detail
+	case feed.ProblemNotStream:
+		return "not a websocket: " + p.Detail
+	case feed.ProblemTimeout:
+		return "timed out: " + p.Detail
+	case feed.ProblemHTTP:
+		status := fmt.Sprintf("HTTP %d %s", p.Status, http.StatusText(p.Status))
+		switch {
+		case p.Status == http.StatusUnauthorized:
+			return status + ": the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong"
+		case p.Status == http.StatusForbidden:
+			return status + ": the target refuses this host name (the agent's AllowHosts, serve's --allow-host) or this token"
+		case p.Status >= 500:
+			return "not a sentinel-top stream: " + status + ": the server, or a proxy before it, failed"
+		}
+		return "plain HTTP server, not a sentinel-top stream: " + status + " (agents serve it at " + wire.StreamPath + ")"
+	}
+	return p.Detail
 }
 
 // unreceivedText says which instances' data never arrived, the largest

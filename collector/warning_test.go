@@ -2,6 +2,8 @@ package collector
 
 import (
 	"testing"
+
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 )
 
 // warningTexts words warnings as the views do.
@@ -60,6 +62,30 @@ func TestWarningText(t *testing.T) {
 	} {
 		if got := WarningText(tc.w); got != tc.want {
 			t.Errorf("%+v:\n got %q\nwant %q", tc.w, got, tc.want)
+		}
+	}
+}
+
+// TestProblemText: each kind of a target's failure in words, with what to
+// do where the cause is known; the zero Problem says nothing.
+func TestProblemText(t *testing.T) {
+	for _, tc := range []struct {
+		p    feed.Problem
+		want string
+	}{
+		{feed.Problem{}, ""},
+		{feed.Problem{Kind: feed.ProblemClosed}, "closed by the peer"},
+		{feed.Problem{Kind: feed.ProblemRefused, Where: "10.0.0.4:8719"}, "refused: nothing listens on 10.0.0.4:8719 (connection refused)"},
+		{feed.Problem{Kind: feed.ProblemRefused}, "refused: nothing listens there (connection refused)"},
+		{feed.Problem{Kind: feed.ProblemNoHost, Where: "gw-9"}, "DNS: no such host gw-9"},
+		{feed.Problem{Kind: feed.ProblemNotTLS}, "TLS: the target does not speak TLS (ws:// instead of wss://?)"},
+		{feed.Problem{Kind: feed.ProblemHTTP, Status: 401}, "HTTP 401 Unauthorized: the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong"},
+		{feed.Problem{Kind: feed.ProblemHTTP, Status: 502}, "not a sentinel-top stream: HTTP 502 Bad Gateway: the server, or a proxy before it, failed"},
+		{feed.Problem{Kind: feed.ProblemHTTP, Status: 404}, "plain HTTP server, not a sentinel-top stream: HTTP 404 Not Found (agents serve it at /sentinel/stream)"},
+		{feed.Problem{Kind: feed.ProblemOther, Detail: "stalled: nothing received for 45s"}, "stalled: nothing received for 45s"},
+	} {
+		if got := ProblemText(tc.p); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -180,7 +181,7 @@ func testSnapshot() *collector.Snapshot {
 				Instance: "payment-1", Note: collector.TargetRemark{StatesInferred: true}, Messages: 600, Bytes: 120_000,
 				LastMessageAt: t0 - 75_000},
 			{Name: "10.0.0.4:8719", State: collector.TargetDown, Since: t0 - 12_000, RetryAt: t0 + 4_000, Reconnects: 5,
-				LastError: "refused: nothing listens on 10.0.0.4:8719 (connection refused)"},
+				Problem: feed.Problem{Kind: feed.ProblemRefused, Where: "10.0.0.4:8719"}},
 		},
 		Apps: 2, Instances: 6, Resources: 5, Messages: 48213, Rows: rows, Findings: findings,
 	}

@@ -284,8 +284,8 @@ func (t *targetsScreen) lastMessage(ts *collector.TargetStatus) string {
 
 // targetWhy is the target's error, or its standing note when it has none.
 func targetWhy(ts *collector.TargetStatus) string {
-	if ts.LastError != "" {
-		return ts.LastError
+	if why := collector.ProblemText(ts.Problem); why != "" {
+		return why
 	}
 	return collector.RemarkText(ts.Note)
 }

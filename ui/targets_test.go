@@ -42,7 +42,7 @@ func dialed(t *testing.T, targets []source.Target, up string) *collector.Collect
 			if st.Name == up {
 				ready = ready && st.State == collector.TargetUp && st.Messages > 0
 			} else {
-				ready = ready && st.State == collector.TargetDown && st.LastError != ""
+				ready = ready && st.State == collector.TargetDown && collector.ProblemText(st.Problem) != ""
 			}
 		}
 		if ready && len(ts) == len(targets) {

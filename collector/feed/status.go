@@ -28,8 +28,8 @@ type TargetStatus struct {
 	State    TargetState
 	Since    int64  // when it entered State, Unix ms
 	Instance string // the instance its hello named, once known
-	// LastError is why it is down (or the last reconnect failed).
-	LastError string
+	// Problem is why it is down (or its last connection failed).
+	Problem Problem
 	// Note is a standing remark about what this target can tell, such as
 	// a Java Sentinel target whose breaker states are not exposed.
 	Note     TargetRemark
@@ -50,6 +50,44 @@ type TargetStatus struct {
 	// RetryAt is when the next dial happens while down, Unix ms.
 	RetryAt int64
 }
+
+// Problem is why a target is down, or why its last connection failed, as
+// a fact: the kind of failure and its particulars. The views word it
+// (collector.ProblemText). The zero Problem is none.
+type Problem struct {
+	Kind ProblemKind
+	// Where is the address that refused (ProblemRefused) or the host name
+	// that did not resolve (ProblemNoHost, ProblemDNS).
+	Where string
+	// Status is the HTTP status a target answered instead of upgrading to
+	// a stream (ProblemHTTP).
+	Status int
+	// Detail is the failure's own text where the kind keeps it: the
+	// resolver's reason, the TLS error, a reset's, a timeout's, or the
+	// whole error of a failure of no other kind. Untrusted: sanitize
+	// before printing.
+	Detail string
+}
+
+// ProblemKind is the kind of a target's failure.
+type ProblemKind uint8
+
+// The kinds of Problem.
+const (
+	ProblemNone      ProblemKind = iota
+	ProblemClosed                // the peer closed the connection
+	ProblemRefused               // nothing listens at Where
+	ProblemNoHost                // DNS: no such host Where
+	ProblemDNS                   // DNS: Where cannot be resolved (Detail)
+	ProblemNotTLS                // the target does not speak TLS
+	ProblemTLSHost               // the certificate is not for this host (Detail)
+	ProblemTLSTrust              // the certificate is not trusted (Detail)
+	ProblemReset                 // reset by the peer (Detail)
+	ProblemNotStream             // not a websocket (Detail)
+	ProblemTimeout               // timed out (Detail)
+	ProblemHTTP                  // answered HTTP Status without upgrading
+	ProblemOther                 // any other failure (Detail)
+)
 
 // TargetRemark is what a target cannot tell, standing while it is
 // polled; the zero value remarks nothing. The views word it.

@@ -92,7 +92,7 @@ func (r *Report) down() []string {
 	var out []string
 	for _, t := range r.Targets {
 		if t.State != collector.TargetUp {
-			out = append(out, Sanitize(t.Name)+": "+Sanitize(cmp.Or(t.LastError, t.State.String())))
+			out = append(out, Sanitize(t.Name)+": "+Sanitize(cmp.Or(collector.ProblemText(t.Problem), t.State.String())))
 		}
 	}
 	return out

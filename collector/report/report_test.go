@@ -17,6 +17,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/report/spectest"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -500,7 +501,7 @@ func TestFromSnapshotJudgesNothing(t *testing.T) {
 // ErrNoData that says why: every target down, or nothing in the time
 // watched.
 func TestNoDataSaysWhy(t *testing.T) {
-	down := []collector.TargetStatus{{Name: "a:1", State: collector.TargetDown, LastError: "refused"}, {Name: "b:2", State: collector.TargetConnecting}}
+	down := []collector.TargetStatus{{Name: "a:1", State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: "refused"}}, {Name: "b:2", State: collector.TargetConnecting}}
 	for _, tc := range []struct {
 		s    *collector.Snapshot
 		want string
@@ -591,7 +592,7 @@ func TestUnknownStatesSaidOutLoud(t *testing.T) {
 func TestWarningsOfTheSnapshot(t *testing.T) {
 	r := FromSnapshot("src", &collector.Snapshot{Messages: 1,
 		Targets: []collector.TargetStatus{{Name: "up:1", State: collector.TargetUp},
-			{Name: evilInstance, State: collector.TargetDown, LastError: "refused\x1b[2J"}, {Name: "c:3", State: collector.TargetConnecting}},
+			{Name: evilInstance, State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: "refused\x1b[2J"}}, {Name: "c:3", State: collector.TargetConnecting}},
 		Warnings: []collector.Warning{collector.ClockSkew{Instance: evilInstance, OffsetMs: -2000},
 			collector.TargetNote{Note: collector.TargetRemark{RulesError: "n"}, Targets: 2}},
 	}, nil)

@@ -182,7 +182,7 @@ func (d *dialer) dialLoop(ctx context.Context, t Target, st *targetState, turns 
 		wait := backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1))
 		now := d.clock.UnixMilli()
 		st.Update(func(s *feed.TargetStatus) {
-			s.State, s.Since, s.LastError, s.RetryAt = feed.TargetDown, now, describeDialError(err), now+wait.Milliseconds()
+			s.State, s.Since, s.Problem, s.RetryAt = feed.TargetDown, now, problemOf(err), now+wait.Milliseconds()
 			s.Reconnects++
 		})
 		timer := make(chan struct{})
@@ -197,10 +197,9 @@ func (d *dialer) dialLoop(ctx context.Context, t Target, st *targetState, turns 
 	}
 }
 
-// describeDialError turns a dial or read error into one line for the UI:
-// what went wrong in words first (refused, DNS, TLS, timed out), then the
-// error's own text where it adds something.
-func describeDialError(err error) string {
+// problemOf tells what kind of failure a dial or read error is, with its
+// particulars; the views word it (collector.ProblemText).
+func problemOf(err error) feed.Problem {
 	var (
 		ne   net.Error
 		op   *net.OpError
@@ -209,50 +208,46 @@ func describeDialError(err error) string {
 		host x509.HostnameError
 		cert *tls.CertificateVerificationError
 		auth x509.UnknownAuthorityError
+		hs   *httpStatusError
 	)
 	switch {
 	case err == nil:
-		return "closed by the peer"
+		return feed.Problem{Kind: feed.ProblemClosed}
+	case errors.As(err, &hs):
+		return feed.Problem{Kind: feed.ProblemHTTP, Status: hs.code}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		where := "there"
+		p := feed.Problem{Kind: feed.ProblemRefused}
 		if errors.As(err, &op) && op.Addr != nil {
-			where = "on " + op.Addr.String()
+			p.Where = op.Addr.String()
 		}
-		return "refused: nothing listens " + where + " (connection refused)"
+		return p
 	case errors.As(err, &dns):
 		if dns.IsNotFound {
-			return "DNS: no such host " + dns.Name
+			return feed.Problem{Kind: feed.ProblemNoHost, Where: dns.Name}
 		}
-		return "DNS: cannot resolve " + dns.Name + ": " + dns.Err
+		return feed.Problem{Kind: feed.ProblemDNS, Where: dns.Name, Detail: dns.Err}
 	case errors.As(err, &rec):
-		return "TLS: the target does not speak TLS (ws:// instead of wss://?)"
+		return feed.Problem{Kind: feed.ProblemNotTLS}
 	case errors.As(err, &host):
-		return "TLS: the certificate is not for this host: " + host.Error()
+		return feed.Problem{Kind: feed.ProblemTLSHost, Detail: host.Error()}
 	case errors.As(err, &auth), errors.As(err, &cert):
-		return "TLS: the certificate is not trusted (--ca names the CA that signed it): " + err.Error()
+		return feed.Problem{Kind: feed.ProblemTLSTrust, Detail: err.Error()}
 	case errors.Is(err, syscall.ECONNRESET):
-		return "reset by the peer: " + err.Error()
+		return feed.Problem{Kind: feed.ProblemReset, Detail: err.Error()}
 	case errors.Is(err, websocket.ErrBadHandshake):
-		return "not a websocket: " + err.Error()
+		return feed.Problem{Kind: feed.ProblemNotStream, Detail: err.Error()}
 	case errors.As(err, &ne) && ne.Timeout():
-		return "timed out: " + err.Error()
+		return feed.Problem{Kind: feed.ProblemTimeout, Detail: err.Error()}
 	}
-	return err.Error()
+	return feed.Problem{Kind: feed.ProblemOther, Detail: err.Error()}
 }
 
-// describeHTTPStatus says why a target answered HTTP without upgrading to
-// a stream.
-func describeHTTPStatus(code int) error {
-	status := fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
-	switch {
-	case code == http.StatusUnauthorized:
-		return fmt.Errorf("%s: the target wants a token (--token or SENTINEL_TOP_TOKEN), or this one is wrong", status)
-	case code == http.StatusForbidden:
-		return fmt.Errorf("%s: the target refuses this host name (the agent's AllowHosts, serve's --allow-host) or this token", status)
-	case code >= 500:
-		return fmt.Errorf("not a sentinel-top stream: %s: the server, or a proxy before it, failed", status)
-	}
-	return fmt.Errorf("plain HTTP server, not a sentinel-top stream: %s (agents serve it at %s)", status, DefaultStreamPath)
+// httpStatusError is a target that answered HTTP without upgrading to a
+// stream.
+type httpStatusError struct{ code int }
+
+func (e *httpStatusError) Error() string {
+	return fmt.Sprintf("HTTP %d %s", e.code, http.StatusText(e.code))
 }
 
 // connect runs one connection until it fails. Its handshake waits for a
@@ -295,7 +290,7 @@ func (d *dialer) connect(ctx context.Context, t Target, st *targetState, turns c
 	}
 	if err != nil {
 		if resp != nil {
-			return describeHTTPStatus(resp.StatusCode)
+			return &httpStatusError{resp.StatusCode}
 		}
 		return err
 	}
@@ -320,7 +315,7 @@ func (d *dialer) connect(ctx context.Context, t Target, st *targetState, turns c
 		}
 		return err
 	})
-	st.Update(func(s *feed.TargetStatus) { s.State, s.Since, s.LastError = feed.TargetUp, d.clock.UnixMilli(), "" })
+	st.Update(func(s *feed.TargetStatus) { s.State, s.Since, s.Problem = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{} })
 	s := d.newStream(t, st, sink)
 	defer s.end()
 	if plain {

@@ -68,8 +68,8 @@ func dialUntilDown(t *testing.T, targets []Target) []feed.TargetStatus {
 			return fmt.Errorf("%d of %d targets registered", len(out), len(targets))
 		}
 		for _, st := range out {
-			if st.State != feed.TargetDown || st.LastError == "" {
-				return fmt.Errorf("%s: %s %q", st.Name, st.State, st.LastError)
+			if st.State != feed.TargetDown || collector.ProblemText(st.Problem) == "" {
+				return fmt.Errorf("%s: %s %q", st.Name, st.State, collector.ProblemText(st.Problem))
 			}
 		}
 		return nil
@@ -113,8 +113,8 @@ func TestDialBadTargetsReportWhy(t *testing.T) {
 	}
 	st := dialUntilDown(t, targets)
 	for i, want := range []string{"connection refused", "not a sentinel-top stream: HTTP 404", "incompatible", "HTTP 401"} {
-		if !strings.Contains(st[i].LastError, want) {
-			t.Errorf("%s: %q, want %q", st[i].Name, st[i].LastError, want)
+		if !strings.Contains(collector.ProblemText(st[i].Problem), want) {
+			t.Errorf("%s: %q, want %q", st[i].Name, collector.ProblemText(st[i].Problem), want)
 		}
 		if st[i].RetryAt == 0 || st[i].Reconnects == 0 {
 			t.Errorf("%s: no retry scheduled: %+v", st[i].Name, st[i])

@@ -33,7 +33,7 @@ func TestDialBoundsTheUpgradeResponse(t *testing.T) {
 	dialPeer(t, c, target, DialOptions{Seed: 1})
 	var st feed.TargetStatus
 	eventually(t, "the target down", func() error {
-		if st = firstTarget(c.Publish()); st.LastError == "" {
+		if st = firstTarget(c.Publish()); collector.ProblemText(st.Problem) == "" {
 			return fmt.Errorf("target %+v", st)
 		}
 		return nil
@@ -43,9 +43,9 @@ func TestDialBoundsTheUpgradeResponse(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("cut off after %v with %q; the target sent %d KiB; the collector allocated %d KiB meanwhile",
-		took.Round(time.Millisecond), st.LastError, sent.Load()>>10, allocated>>10)
-	if st.LastError != "upgrade response over 64 KiB" {
-		t.Fatalf("LastError %q", st.LastError)
+		took.Round(time.Millisecond), collector.ProblemText(st.Problem), sent.Load()>>10, allocated>>10)
+	if collector.ProblemText(st.Problem) != "upgrade response over 64 KiB" {
+		t.Fatalf("problem %q", collector.ProblemText(st.Problem))
 	}
 	if took > 5*time.Second {
 		t.Fatalf("cut off after %v: the limit did not act before the handshake timeout", took)

@@ -233,7 +233,7 @@ func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error 
 		d.sink.Unreceived(jt.instance, lost, first)
 	}
 	st.Update(func(s *feed.TargetStatus) {
-		s.State, s.Since, s.LastError, s.Note, s.Instance = feed.TargetUp, d.clock.UnixMilli(), "", feed.TargetRemark{StatesInferred: true}, jt.instance
+		s.State, s.Since, s.Problem, s.Note, s.Instance = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{}, feed.TargetRemark{StatesInferred: true}, jt.instance
 	})
 	p.ingest(p.hello(ctx))
 	p.pollRules(ctx)

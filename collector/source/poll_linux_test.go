@@ -152,7 +152,7 @@ func TestPolledStreamAnyWayItArrives(t *testing.T) {
 			dialPeer(t, c, target, DialOptions{Seed: 1})
 			eventually(t, "every message read and the close taken", func() error {
 				st := firstTarget(c.Publish())
-				if st.Items != int64(items) || !strings.Contains(st.LastError, "closed by the peer") || st.Rejected != 0 {
+				if st.Items != int64(items) || !strings.Contains(collector.ProblemText(st.Problem), "closed by the peer") || st.Rejected != 0 {
 					return fmt.Errorf("%d items of %d: %+v", st.Items, items, st)
 				}
 				return nil
@@ -199,7 +199,7 @@ func TestPolledSilenceIsMeasuredFromTheLastMessage(t *testing.T) {
 		t.Fatalf("dropped before its idle timeout: %+v", st)
 	}
 	eventually(t, "stalled", func() error {
-		if st := firstTarget(c.Publish()); !strings.Contains(st.LastError, "stalled: nothing received for 1.5s") {
+		if st := firstTarget(c.Publish()); !strings.Contains(collector.ProblemText(st.Problem), "stalled: nothing received for 1.5s") {
 			return fmt.Errorf("%+v", st)
 		}
 		return nil

@@ -33,6 +33,10 @@ const (
 // never reached it.
 const BacklogMs = 60_000
 
+// StreamPath is where an instrumented service serves its stream
+// (ws://HOST:PORT/sentinel/stream).
+const StreamPath = "/sentinel/stream"
+
 // Known reports whether k is one of the kinds of wire v1.
 func (k Kind) Known() bool {
 	switch k {

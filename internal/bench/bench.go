@@ -411,7 +411,7 @@ func whyDown(s *collector.Snapshot) string {
 		if t.State == collector.TargetUp {
 			continue
 		}
-		why := t.LastError
+		why := collector.ProblemText(t.Problem)
 		if why == "" {
 			why = "not connected yet"
 		}

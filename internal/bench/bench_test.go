@@ -26,6 +26,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -448,7 +449,10 @@ func TestBenchHelpers(t *testing.T) {
 // frequent first; errors that differ only in a port count as one.
 func TestWhyDown(t *testing.T) {
 	down := func(why string) collector.TargetStatus {
-		return collector.TargetStatus{State: collector.TargetDown, LastError: why}
+		if why == "" {
+			return collector.TargetStatus{State: collector.TargetDown}
+		}
+		return collector.TargetStatus{State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: why}}
 	}
 	s := &collector.Snapshot{Targets: []collector.TargetStatus{
 		{State: collector.TargetUp},

@@ -54,7 +54,7 @@ type latency struct {
 	// Why targets went down, as snapshots showed them (a target down for
 	// less than a snapshot's interval can go unseen).
 	downSince map[string]int64 // target -> TargetStatus.Since of the down state counted
-	downWhy   map[string]int   // LastError -> times
+	downWhy   map[string]int   // why (collector.ProblemText) -> times
 }
 
 type pendingTransition struct {
@@ -126,7 +126,7 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 	for _, t := range s.Targets {
 		if t.State == collector.TargetDown && l.downSince[t.Name] != t.Since {
 			l.downSince[t.Name] = t.Since
-			l.downWhy[t.LastError]++
+			l.downWhy[collector.ProblemText(t.Problem)]++
 		}
 	}
 }
