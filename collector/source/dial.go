@@ -315,7 +315,9 @@ func (d *dialer) connect(ctx context.Context, t Target, st *targetState, turns c
 		}
 		return err
 	})
-	st.Update(func(s *feed.TargetStatus) { s.State, s.Since, s.Problem = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{} })
+	st.Update(func(s *feed.TargetStatus) {
+		s.State, s.Since, s.Problem = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{}
+	})
 	s := d.newStream(t, st, sink)
 	defer s.end()
 	if plain {
