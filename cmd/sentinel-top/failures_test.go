@@ -118,6 +118,12 @@ func TestReportUsageAndFailOnSaysWhy(t *testing.T) {
 	if code != exitFailOn || !strings.Contains(errOut, "--fail-on warning: critical rule-drift gateway/createOrder") {
 		t.Errorf("--fail-on: exit %d, %q", code, errOut)
 	}
+	// A postmortem of an incident that was critical fails the gate, though
+	// the sawtooth had ended by the end of the recording.
+	code, _, errOut = runCmd(t, "report", "--replay", "sawtooth-db-slow", "--fail-on", "critical")
+	if code != exitFailOn || !strings.Contains(errOut, "--fail-on critical: critical (now warning) sawtooth ") {
+		t.Errorf("--fail-on critical of an ended incident: exit %d, %q", code, errOut)
+	}
 	if _, out, _ := runCmd(t, "--version"); !strings.HasPrefix(out, "sentinel-top ") || strings.Contains(out, "(devel)") {
 		t.Errorf("--version: %q", out)
 	}

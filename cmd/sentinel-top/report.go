@@ -33,7 +33,7 @@ Flags:
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd := newCommand("sentinel-top report", reportUsage, stderr)
 	format := cmd.fs.String("format", "text", "output format: text, md or json")
-	failOn := cmd.fs.String("fail-on", "", "exit 1 when a finding is at least this severe: warning or critical")
+	failOn := cmd.fs.String("fail-on", "", "exit 1 when a finding was at least this severe at its peak (though it ended): warning or critical")
 	dur := cmd.fs.Duration("for", 0, "how long to watch live input (--targets, --demo) before reporting")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code

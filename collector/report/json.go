@@ -35,6 +35,7 @@ type jsonReport struct {
 type jsonHead struct {
 	Kind      triage.Kind `json:"kind"`
 	Severity  string      `json:"severity"`
+	Peak      string      `json:"peakSeverity"`
 	App       string      `json:"app"`
 	Resource  string      `json:"resource"`
 	Instances []string    `json:"instances"`
@@ -59,7 +60,7 @@ func nonNil[T any](xs []T) []T {
 // summary and advice.
 func findingJSON(f *triage.Finding) (json.RawMessage, error) {
 	h := jsonHead{
-		Kind: f.Kind, Severity: f.Severity.String(), App: f.App, Resource: f.Resource,
+		Kind: f.Kind, Severity: f.Severity.String(), Peak: f.PeakSeverity.String(), App: f.App, Resource: f.Resource,
 		Instances: nonNil(f.Instances), From: f.From, To: f.To,
 	}
 	var out []byte

@@ -23,7 +23,7 @@ func Markdown(w io.Writer, r *Report) error {
 	}
 	for i, s := range secs {
 		f := s.f
-		fmt.Fprintf(bw, "\n## %d. %s %s: %s on %s\n\n", i+1, strings.ToUpper(f.Severity.String()), f.Kind,
+		fmt.Fprintf(bw, "\n## %d. %s %s: %s on %s\n\n", i+1, severityWords(f), f.Kind,
 			mdSegs([]seg{input(f.App)}), mdSegs([]seg{input(f.Resource)}))
 		bw.WriteString(escapeMarkdown(f.Summary) + "\n\n")
 		inList := false

@@ -142,16 +142,34 @@ func (r *Report) NoData(watched time.Duration) error {
 	return fmt.Errorf("%w from %s in %s", ErrNoData, Sanitize(r.Source), watched)
 }
 
-// AtLeast lists the findings at least as severe as least, in report
-// order, one sanitized line each: "critical rule-drift APP/RESOURCE".
+// AtLeast lists the findings whose peak severity (the highest they
+// reached over the input) is at least least, in report order, one
+// sanitized line each: "critical rule-drift APP/RESOURCE", or "critical
+// (now warning) sawtooth APP/RESOURCE" for one that ended: a postmortem of
+// a critical incident fails a gate of --fail-on critical.
 func (r *Report) AtLeast(least triage.Severity) []string {
 	var out []string
 	for _, f := range r.Findings {
-		if f.Severity >= least {
-			out = append(out, fmt.Sprintf("%s %s %s/%s", f.Severity, f.Kind, Sanitize(f.App), Sanitize(f.Resource)))
+		if f.PeakSeverity < least && f.Severity < least {
+			continue
 		}
+		sev := max(f.PeakSeverity, f.Severity).String()
+		if f.PeakSeverity > f.Severity {
+			sev += " (now " + f.Severity.String() + ")"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s", sev, f.Kind, Sanitize(f.App), Sanitize(f.Resource)))
 	}
 	return out
+}
+
+// severityWords is a finding's severity as a section heading says it, with
+// its peak when that was higher: "WARNING (CRITICAL while it lasted)".
+func severityWords(f *triage.Finding) string {
+	s := strings.ToUpper(f.Severity.String())
+	if f.PeakSeverity > f.Severity {
+		s += " (" + strings.ToUpper(f.PeakSeverity.String()) + " while it lasted)"
+	}
+	return s
 }
 
 // severityCounts counts the findings by severity.

@@ -25,7 +25,7 @@ func Text(w io.Writer, r *Report) error {
 	}
 	for i, s := range secs {
 		f := s.f
-		fmt.Fprintf(bw, "\n%d. %s %s  app %s  resource %s\n", i+1, strings.ToUpper(f.Severity.String()), f.Kind,
+		fmt.Fprintf(bw, "\n%d. %s %s  app %s  resource %s\n", i+1, severityWords(f), f.Kind,
 			textSegs([]seg{input(f.App)}), textSegs([]seg{input(f.Resource)}))
 		bw.WriteString("   " + sanitize(f.Summary, maxBlockRunes) + "\n")
 		for _, p := range s.parts {

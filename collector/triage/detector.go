@@ -93,6 +93,13 @@ func (e *Engine) Findings(now int64) []Finding {
 	for _, d := range e.det.all {
 		out = d.findings(now, out)
 	}
+	for i := range out {
+		f := &out[i]
+		f.PeakSeverity = f.Severity
+		if f.Kind.criticalWhileItLasts() {
+			f.PeakSeverity = Critical
+		}
+	}
 	e.sortRefs = sortFindings(out, e.sortRefs)
 	return out
 }

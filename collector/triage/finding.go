@@ -34,6 +34,19 @@ var Kinds = []Kind{
 	KindUnprotected, KindRulesLost, KindInertRule, KindHotValue, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
 }
 
+// criticalWhileItLasts reports whether the kind's findings are critical
+// while their condition lasts, and warnings once it ended (findings-v1
+// "Severities"): sawtooth, sync-half-open, rule-drift, unprotected and
+// rules-lost. A finding of such a kind was critical while its condition
+// lasted, so its peak is critical however it stands at the end.
+func (k Kind) criticalWhileItLasts() bool {
+	switch k {
+	case KindSawtooth, KindSyncHalfOpen, KindRuleDrift, KindUnprotected, KindRulesLost:
+		return true
+	}
+	return false
+}
+
 func (k Kind) rank() int {
 	if i := slices.Index(Kinds, k); i >= 0 {
 		return i
@@ -69,6 +82,10 @@ func (s Severity) String() string {
 type Finding struct {
 	Kind     Kind
 	Severity Severity
+	// PeakSeverity is the highest severity the finding reached over the
+	// input (findings-v1 revision 3 "peakSeverity"): a postmortem of an
+	// incident that was critical is judged by it (--fail-on).
+	PeakSeverity Severity
 	App      string
 	Resource string
 	// Instances showing the pattern, sorted, without duplicates.

@@ -45,7 +45,7 @@ func TestSawtoothSpecExample(t *testing.T) {
 	f := one(t, e.Findings(end+5000), KindSawtooth)
 	rt := int64(2000)
 	want := Finding{
-		Kind: KindSawtooth, Severity: Critical, App: "order", Resource: res,
+		Kind: KindSawtooth, Severity: Critical, PeakSeverity: Critical, App: "order", Resource: res,
 		Instances: []string{"order-1"}, From: from, To: end,
 		Facts: &SawtoothFacts{Count: 6, PeriodMs: 10040, ProbeRtMs: &rt, ProbesAlike: true,
 			Suggest: SawtoothSuggest{RetryTimeoutMs: 30000}, RetryTimeoutMs: 10000, OutageMs: end - from},

@@ -41,15 +41,16 @@ type ResourceSeen struct {
 
 // Finding has the common fields and every kind's own (nil when absent).
 type Finding struct {
-	Kind      string   `json:"kind"`
-	Severity  string   `json:"severity"`
-	App       string   `json:"app"`
-	Resource  string   `json:"resource"`
-	Instances []string `json:"instances"`
-	From      int64    `json:"from"`
-	To        int64    `json:"to"`
-	Summary   string   `json:"summary"`
-	Advice    string   `json:"advice"`
+	Kind         string   `json:"kind"`
+	Severity     string   `json:"severity"`
+	PeakSeverity string   `json:"peakSeverity"`
+	App          string   `json:"app"`
+	Resource     string   `json:"resource"`
+	Instances    []string `json:"instances"`
+	From         int64    `json:"from"`
+	To           int64    `json:"to"`
+	Summary      string   `json:"summary"`
+	Advice       string   `json:"advice"`
 
 	Suggest            map[string]json.RawMessage `json:"suggest"`
 	Count              *int64                     `json:"count"`
