@@ -86,8 +86,8 @@ type Finding struct {
 	// input (findings-v1 revision 3 "peakSeverity"): a postmortem of an
 	// incident that was critical is judged by it (--fail-on).
 	PeakSeverity Severity
-	App      string
-	Resource string
+	App          string
+	Resource     string
 	// Instances showing the pattern, sorted, without duplicates.
 	Instances []string
 	// From and To bound the evidence, Unix ms.
