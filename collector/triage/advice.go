@@ -16,7 +16,7 @@ type adviceJudgment struct {
 	qps    float64
 	p99    int64 // healthy, slow-ratio rules only; 0 without one
 	window bool  // fewer than AdviceMinRequests requests in a window
-	rt     bool  // maxAllowedRtMs under AdviceRtFactor x the healthy p99
+	rt     bool  // maxAllowedRtMs under AdviceRtFactor x the least the healthy p99 can be
 }
 
 // judgeAdvice judges the instance's ratio breakers of the series' resource,
@@ -38,7 +38,7 @@ func judgeAdvice(in *instState, s *series) (j adviceJudgment, fires bool) {
 		if r.Strategy == core.SlowRequestRatio {
 			if hasP99 {
 				j.p99 = p99
-				j.rt = r.MaxAllowedRtMs < uint64(AdviceRtFactor*p99)
+				j.rt = r.MaxAllowedRtMs < uint64(AdviceRtFactor*p99Floor(p99))
 			}
 			j.rt = j.rt || ratioAsRt(*r)
 		}
@@ -118,8 +118,11 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 			x.Suggest.StatIntervalMs = uint32(min(need, math.MaxUint32))
 		}
 	}
-	if rt && x.P99Ms > 0 {
-		x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * x.P99Ms)
+	if x.P99Ms > 0 {
+		x.P99FloorMs = p99Floor(x.P99Ms)
+	}
+	if rt && x.P99FloorMs > 0 {
+		x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * x.P99FloorMs)
 	}
 	*f = Finding{
 		Kind: KindRuleAdvice, Severity: Info, App: ar.app.name, Resource: ar.resource,
@@ -147,8 +150,11 @@ type RuleAdviceFacts struct {
 	// P99Ms is the highest healthy p99 among the instances (the upper
 	// bound of its histogram slot), 0 (left out) without one or for an
 	// error-ratio rule; RtOverP99 is maxAllowedRtMs / P99Ms.
-	P99Ms     int64   `json:"p99Ms,omitempty"`
-	RtOverP99 float64 `json:"rtOverP99,omitempty"`
+	// P99FloorMs is the least that p99 can be (p99Floor): the RT advice
+	// is judged and sized on it, so that it keeps the breaker sensitive.
+	P99FloorMs int64   `json:"-"`
+	P99Ms      int64   `json:"p99Ms,omitempty"`
+	RtOverP99  float64 `json:"rtOverP99,omitempty"`
 	// Suggest is the rule values the advice proposes; left out when it
 	// proposes none (maxAllowedRtMs 1 without a healthy p99).
 	Suggest RuleAdviceSuggest `json:"suggest,omitzero"`

@@ -25,7 +25,8 @@ func adviceTraffic(e *Feeder, insts []string, res string, pass, everyMs, durMs i
 // (240 over 239.5 s: 1.002, shown 1.0). windowRequests = QPS x
 // statIntervalMs / 1000; minRequestSeconds = minRequestAmount / QPS; the
 // healthy p99 is the upper bound of the one slot used (slot 4: 20 ms,
-// slot 7: 200 ms), given 200 completions or more.
+// slot 7: 200 ms, slot 8: 500 ms), given 200 completions or more, and the
+// RT advice is judged and sized on the slot's lower bound (10, 100, 200).
 func TestRuleAdvice(t *testing.T) {
 	const res = "queryPrice"
 	fine := slowRule(res) // minRequestAmount 20, 10 s window, 200 ms
@@ -48,21 +49,27 @@ func TestRuleAdvice(t *testing.T) {
 			`{"qps":10,"windowRequests":10,"minRequestSeconds":2,"p99Ms":20,"rtOverP99":10,"suggest":{"statIntervalMs":2000}}`,
 			"a 1000 ms window holds only 10.0 requests at 10.0 QPS",
 			"lengthen statIntervalMs from 1000 to 2000 ms so that a window holds 20 requests at 10.0 QPS"},
-		// Healthy p99 at most 200 ms: maxAllowedRtMs 200 is 1.00x; 2x is 400.
-		{"maxAllowedRtMs under twice the healthy p99", fine, 10, 500, 30000, 7,
-			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":200,"rtOverP99":1,"suggest":{"maxAllowedRtMs":400}}`,
-			"maxAllowedRtMs 200 is only 1.00x the healthy p99 of at most 200 ms",
-			"raise maxAllowedRtMs from 200 to 400 (2x the healthy p99) so that healthy calls do not count as slow"},
+		// Healthy p99 over 200 ms (at most 500): maxAllowedRtMs 200 is under
+		// 2x200, which it is raised to.
+		{"maxAllowedRtMs under twice the healthy p99", fine, 10, 500, 30000, 8,
+			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":500,"rtOverP99":0.4,"suggest":{"maxAllowedRtMs":400}}`,
+			"maxAllowedRtMs 200 is under 2x the healthy p99, which is over 200 ms (at most 500)",
+			"raise maxAllowedRtMs from 200 to 400 (2x the least that p99 can be) so that healthy calls do not count as slow"},
+		// Healthy p99 at most 200 ms, and perhaps 101: a bound of 200 is not
+		// surely under 2x it, and 2x200 could blind the breaker to calls no
+		// healthy one took. No RT advice (the side that keeps the breaker
+		// sensitive).
+		{"maxAllowedRtMs perhaps under twice the healthy p99", fine, 10, 500, 30000, 7, "", "", ""},
 		// The spec's example of suggest: 1 QPS needs a 20 s window.
-		{"everything at once", with(func(r *core.BreakerRule) { r.MinRequestAmount, r.StatIntervalMs = 5, 1000 }), 1, 1000, 240000, 7,
-			`{"qps":1,"windowRequests":1,"minRequestSeconds":5,"p99Ms":200,"rtOverP99":1,"suggest":{"minRequestAmount":20,"statIntervalMs":20000,"maxAllowedRtMs":400}}`,
-			"minRequestAmount 5 is under 20 (5.00 s of traffic at 1.0 QPS), a 1000 ms window holds only 1.0 requests at 1.0 QPS and maxAllowedRtMs 200 is only 1.00x the healthy p99 of at most 200 ms",
-			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls, lengthen statIntervalMs from 1000 to 20000 ms so that a window holds 20 requests at 1.0 QPS and raise maxAllowedRtMs from 200 to 400 (2x the healthy p99) so that healthy calls do not count as slow"},
+		{"everything at once", with(func(r *core.BreakerRule) { r.MinRequestAmount, r.StatIntervalMs = 5, 1000 }), 1, 1000, 240000, 8,
+			`{"qps":1,"windowRequests":1,"minRequestSeconds":5,"p99Ms":500,"rtOverP99":0.4,"suggest":{"minRequestAmount":20,"statIntervalMs":20000,"maxAllowedRtMs":400}}`,
+			"minRequestAmount 5 is under 20 (5.00 s of traffic at 1.0 QPS), a 1000 ms window holds only 1.0 requests at 1.0 QPS and maxAllowedRtMs 200 is under 2x the healthy p99, which is over 200 ms (at most 500)",
+			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls, lengthen statIntervalMs from 1000 to 20000 ms so that a window holds 20 requests at 1.0 QPS and raise maxAllowedRtMs from 200 to 400 (2x the least that p99 can be) so that healthy calls do not count as slow"},
 		// Java's count 0.5 rounded: 1 ms. rtOverP99 = 1 / 20 = 0.05.
 		{"maxAllowedRtMs 1: a ratio typed where an RT belongs", with(func(r *core.BreakerRule) { r.MaxAllowedRtMs = 1 }), 10, 500, 30000, 4,
-			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":20,"rtOverP99":0.05,"suggest":{"maxAllowedRtMs":40}}`,
+			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":20,"rtOverP99":0.05,"suggest":{"maxAllowedRtMs":20}}`,
 			"maxAllowedRtMs 1 counts nearly every call as slow",
-			"set maxAllowedRtMs from 1 to 40 ms (2x the healthy p99 of at most 20 ms) and the ratio in threshold, as 1 ms is a ratio typed where a response time belongs (Java rounds count 0.5 to 1)"},
+			"set maxAllowedRtMs from 1 to 20 ms (2x the least the healthy p99 can be: over 10 ms, at most 20) and the ratio in threshold, as 1 ms is a ratio typed where a response time belongs (Java rounds count 0.5 to 1)"},
 		// 3 per bucket for 30 s: 180 completions, no healthy p99, and no
 		// value to propose; still called out.
 		{"maxAllowedRtMs 1 without a healthy p99", with(func(r *core.BreakerRule) { r.MaxAllowedRtMs = 1 }), 3, 500, 30000, 4,
@@ -179,19 +186,20 @@ func TestRuleAdviceQPS(t *testing.T) {
 // The finding quotes the highest healthy p99 of its instances: the value
 // that the suggested maxAllowedRtMs must cover on all of them.
 //
-// order-1's calls take at most 100 ms (p99 100: maxAllowedRtMs 150 is
-// under 200), order-2's at most 200 ms (p99 200: under 400): both are
-// judged, and the finding suggests 2 x 200 = 400; rtOverP99 = 150 / 200.
+// order-1's calls take over 50 and at most 100 ms (maxAllowedRtMs 80 is
+// under 2x50), order-2's over 100 and at most 200 ms (under 2x100): both
+// are judged, and the finding suggests 2 x 100 = 200, the least the
+// highest p99 can be; rtOverP99 = 80 / 200.
 func TestRuleAdviceHighestHealthyP99(t *testing.T) {
 	const res = "db"
 	r := slowRule(res)
-	r.MaxAllowedRtMs = 150
+	r.MaxAllowedRtMs = 80
 	e := NewFeeder(Config{})
 	appFleet(e, "order", 2, t0, "v1", r)
 	adviceTraffic(e, []string{"order-1"}, res, 10, 500, 30000, 6)
 	adviceTraffic(e, []string{"order-2"}, res, 10, 500, 30000, 7)
 	x := one(t, e.Findings(t0+30000), KindRuleAdvice).Facts.(*RuleAdviceFacts)
-	if x.P99Ms != 200 || x.RtOverP99 != 0.75 || x.Suggest != (RuleAdviceSuggest{MaxAllowedRtMs: 400}) {
+	if x.P99Ms != 200 || x.RtOverP99 != 0.4 || x.Suggest != (RuleAdviceSuggest{MaxAllowedRtMs: 200}) {
 		t.Fatalf("facts %+v", *x)
 	}
 }
@@ -202,7 +210,7 @@ func TestRuleAdviceHighestHealthyP99(t *testing.T) {
 func TestRuleAdviceSpansItsInstances(t *testing.T) {
 	const res = "db"
 	r := slowRule(res)
-	r.MaxAllowedRtMs = 30 // under 2 x the healthy p99 of 20 ms
+	r.MaxAllowedRtMs = 15 // under 2 x the healthy p99, over 10 ms
 	e := NewFeeder(Config{})
 	appFleet(e, "order", 2, t0, "v1", r)
 	for ts := t0 + 10000; ts < t0+40000; ts += 500 {

@@ -164,6 +164,23 @@ func (s *series) healthyP99() (ms int64, ok bool) {
 	return ms, ms > 0
 }
 
+// p99Floor is the least a healthy p99 reported as ms ("at most ms": the
+// upper bound of its histogram slot) can be: the slot's lower bound, 0 for
+// the first slot, the last bound for the open-ended slot. An RT bound
+// judged against it keeps the breaker sensitive (findings-v1 revision 3):
+// a p99 "at most 200" may be 101, and a maxAllowedRtMs of 2x200 would
+// not see calls of 300 that healthy ones never took.
+func p99Floor(ms int64) int64 {
+	var floor int64
+	for _, b := range core.HistogramBounds {
+		if b >= ms {
+			break
+		}
+		floor = b
+	}
+	return floor
+}
+
 // statInterval is the longest statIntervalMs among the instance's breaker
 // rules for the series' resource with that rule id (all of them when the id
 // is empty), 0 when none is known.

@@ -157,9 +157,14 @@ func (d *sawtoothDetector) findings(now int64, out []Finding) []Finding {
 		}
 		p99, ok := highestHealthyP99(insts, ar.resource)
 		maxRt := int64(rule.MaxAllowedRtMs)
-		if hasRule && rule.Strategy == core.SlowRequestRatio && x.ProbeRtMs != nil && *x.ProbeRtMs < 2*maxRt && ok && 2*p99 > maxRt {
+		// Judged on the least the healthy p99 can be, so that an advice to
+		// raise maxAllowedRtMs never rests on a histogram slot's upper
+		// bound (a brownout whose probes take 1.2x the bound, with healthy
+		// calls at half of it, is the downstream failing: no RT advice).
+		floor := p99Floor(p99)
+		if hasRule && rule.Strategy == core.SlowRequestRatio && x.ProbeRtMs != nil && *x.ProbeRtMs < 2*maxRt && ok && 2*floor > maxRt {
 			x.MaxAllowedRtMs, x.P99Ms = rule.MaxAllowedRtMs, p99
-			x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * p99)
+			x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * floor)
 		} else {
 			x.Suggest.RetryTimeoutMs = max(SawtoothRetryMs, x.RetryTimeoutMs)
 		}

@@ -61,14 +61,15 @@ func TestSawtoothSpecExample(t *testing.T) {
 }
 
 // TestSawtoothAdvice: with maxAllowedRtMs 200, probes under 400 ms and a
-// healthy p99 over 100 ms mean the probe criterion is too strict; anything
-// else, that the downstream is still down. Healthy traffic, when given, is
+// healthy p99 that is surely over 100 ms (its slot's lower bound: the
+// side that keeps the breaker sensitive) mean the probe criterion is too
+// strict; anything else, that the downstream is still down. Healthy traffic, when given, is
 // 60 s of 10 calls per 500 ms bucket in one rtHist slot before the trip:
 // 120 buckets less the 20 of the 10 s before it, 1000 calls, their p99 the
 // slot's bound. The run is 3 probes 10 s apart: 30 s.
 func TestSawtoothAdvice(t *testing.T) {
 	const res = "db"
-	const strict = "the probe criterion is too strict: the failed probes took 300 ms, under 2x maxAllowedRtMs, and healthy calls' p99 is at most 200 ms, so raise maxAllowedRtMs from 200 to 400 (2x that p99)"
+	const strict = "the probe criterion is too strict: the failed probes took 300 ms, under 2x maxAllowedRtMs, and healthy calls' p99 is over 200 ms (at most 500), so raise maxAllowedRtMs from 200 to 400 (2x the least that p99 can be)"
 	const down = "the downstream stayed down for >= 30 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)"
 	cases := []struct {
 		name           string
@@ -82,9 +83,15 @@ func TestSawtoothAdvice(t *testing.T) {
 		{"probes over 2x maxAllowedRtMs: still down", core.SlowRequestRatio, 10000, 7, []int64{2000, 2100, 1900},
 			`{"count":3,"periodMs":10000,"probeRtMs":2000,"suggest":{"retryTimeoutMs":30000}}`,
 			"3 failed half-open probes in a row, every 10.0 s; the probes took 2000 ms (median)", down},
-		{"probes under 2x, healthy p99 over half: too strict", core.SlowRequestRatio, 10000, 7, []int64{300, 300, 300},
+		{"probes under 2x, healthy p99 over half: too strict", core.SlowRequestRatio, 10000, 8, []int64{300, 300, 300},
 			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"maxAllowedRtMs":400}}`,
 			"3 failed half-open probes in a row, every 10.0 s; each probe took 300 ms", strict},
+		// A brownout: healthy calls' p99 is at most 200 ms, and may be 101;
+		// probes of 300 ms are slower than any healthy call was. Raising
+		// the bound to 2x200 would blind the breaker to them.
+		{"probes under 2x, healthy p99 perhaps under half: still down", core.SlowRequestRatio, 10000, 7, []int64{300, 300, 300},
+			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"retryTimeoutMs":30000}}`,
+			"3 failed half-open probes in a row, every 10.0 s; each probe took 300 ms", down},
 		// Healthy calls take at most 20 ms: 300 ms probes are the outage.
 		{"probes under 2x, healthy p99 under half: still down", core.SlowRequestRatio, 10000, 4, []int64{300, 300, 300},
 			`{"count":3,"periodMs":10000,"probeRtMs":300,"suggest":{"retryTimeoutMs":30000}}`,
@@ -150,5 +157,34 @@ func TestSawtoothProbeRtMedian(t *testing.T) {
 	x := one(t, e.Findings(end), KindSawtooth).Facts.(*SawtoothFacts)
 	if x.ProbeRtMs == nil || *x.ProbeRtMs != 400 || x.ProbesAlike {
 		t.Fatalf("facts %+v", *x)
+	}
+}
+
+// TestBrownoutGetsNoRTAdvice: three instances whose healthy calls take
+// at most 200 ms (their p99 about 135: slot 7), maxAllowedRtMs 300; then a
+// brownout, every probe 340-390 ms, and the breakers trip and keep
+// failing their probes. The breakers saw the brownout: no finding may
+// advise a maxAllowedRtMs that would not have (2x "at most 200" is 400,
+// over every probe), neither the sawtooth nor rule advice.
+func TestBrownoutGetsNoRTAdvice(t *testing.T) {
+	const res = "GET:/member/info"
+	r := slowRule(res)
+	r.MaxAllowedRtMs = 300
+	e := NewFeeder(Config{})
+	insts := appFleet(e, "order", 3, t0, "v1", r)
+	adviceTraffic(e, insts, res, 10, 500, 120_000, 7)
+	var end int64
+	for i, in := range insts {
+		end = max(end, failedProbes(e, in, res, t0+120_000+int64(i)*300, 10_000, 10_000, core.SlowRequestRatio, 340, 390, 365, 350, 380))
+	}
+	fs := e.Findings(end)
+	saw := one(t, fs, KindSawtooth)
+	if x := saw.Facts.(*SawtoothFacts); x.Suggest.MaxAllowedRtMs != 0 || x.Suggest.RetryTimeoutMs != SawtoothRetryMs {
+		t.Errorf("sawtooth advice %q (suggest %+v): the brownout is the downstream failing", saw.Advice, x.Suggest)
+	}
+	for _, f := range only(t, fs, KindRuleAdvice) {
+		if f.Facts.(*RuleAdviceFacts).Suggest.MaxAllowedRtMs != 0 {
+			t.Errorf("rule advice %q would blind the breaker to the brownout", f.Advice)
+		}
 	}
 }

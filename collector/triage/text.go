@@ -154,8 +154,8 @@ func sawtoothWords(x *SawtoothFacts, n int64) (summary, advice string) {
 	}
 	s := x.Suggest
 	if s.MaxAllowedRtMs > 0 && x.ProbeRtMs != nil {
-		return sb.String(), fmt.Sprintf("the probe criterion is too strict: the failed probes took %d ms, under %dx maxAllowedRtMs, and healthy calls' p99 is at most %d ms, so raise maxAllowedRtMs from %d to %d (%dx that p99)",
-			*x.ProbeRtMs, AdviceRtFactor, x.P99Ms, x.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor)
+		return sb.String(), fmt.Sprintf("the probe criterion is too strict: the failed probes took %d ms, under %dx maxAllowedRtMs, and healthy calls' p99 is over %d ms (at most %d), so raise maxAllowedRtMs from %d to %d (%dx the least that p99 can be)",
+			*x.ProbeRtMs, AdviceRtFactor, p99Floor(x.P99Ms), x.P99Ms, x.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor)
 	}
 	down := fmt.Sprintf("the downstream stayed down for >= %d s", max(x.OutageMs, 0)/1000)
 	spread := fmt.Sprintf("give each instance its own value (%d-%d ms)", s.RetryTimeoutMs, retrySpreadTo(s.RetryTimeoutMs))
@@ -277,7 +277,7 @@ func adviceWords(x *RuleAdviceFacts) (summary, advice string) {
 		why = append(why, fmt.Sprintf("maxAllowedRtMs %d counts nearly every call as slow", r.MaxAllowedRtMs))
 		to := fmt.Sprintf("a response time in ms (%dx the healthy p99, known after %d healthy calls)", AdviceRtFactor, HealthyMinCompletions)
 		if s.MaxAllowedRtMs > 0 {
-			to = fmt.Sprintf("%d ms (%dx the healthy p99 of at most %d ms)", s.MaxAllowedRtMs, AdviceRtFactor, x.P99Ms)
+			to = fmt.Sprintf("%d ms (%dx the least the healthy p99 can be: over %d ms, at most %d)", s.MaxAllowedRtMs, AdviceRtFactor, x.P99FloorMs, x.P99Ms)
 		}
 		fix = append(fix, fmt.Sprintf("set maxAllowedRtMs from %d to %s and the ratio in threshold, as %d ms is a ratio typed where a response time belongs (Java rounds count 0.5 to 1)",
 			r.MaxAllowedRtMs, to, r.MaxAllowedRtMs))
@@ -291,8 +291,8 @@ func adviceWords(x *RuleAdviceFacts) (summary, advice string) {
 		fix = append(fix, fmt.Sprintf("lengthen statIntervalMs from %d to %d ms so that a window holds %d requests at %s QPS", r.StatIntervalMs, s.StatIntervalMs, AdviceMinRequests, qps))
 	}
 	if s.MaxAllowedRtMs > 0 && !ratioAsRt(r) {
-		why = append(why, fmt.Sprintf("maxAllowedRtMs %d is only %sx the healthy p99 of at most %d ms", r.MaxAllowedRtMs, fmtFloat(x.RtOverP99, 2), x.P99Ms))
-		fix = append(fix, fmt.Sprintf("raise maxAllowedRtMs from %d to %d (%dx the healthy p99) so that healthy calls do not count as slow", r.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor))
+		why = append(why, fmt.Sprintf("maxAllowedRtMs %d is under %dx the healthy p99, which is over %d ms (at most %d)", r.MaxAllowedRtMs, AdviceRtFactor, x.P99FloorMs, x.P99Ms))
+		fix = append(fix, fmt.Sprintf("raise maxAllowedRtMs from %d to %d (%dx the least that p99 can be) so that healthy calls do not count as slow", r.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor))
 	}
 	return joinAnd(why), joinAnd(fix)
 }
