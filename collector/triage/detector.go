@@ -93,6 +93,7 @@ func (e *Engine) Findings(now int64) []Finding {
 	for _, d := range e.det.all {
 		out = d.findings(now, out)
 	}
+	agreeOnRetry(out)
 	for i := range out {
 		f := &out[i]
 		f.PeakSeverity = f.Severity
@@ -102,6 +103,38 @@ func (e *Engine) Findings(now int64) []Finding {
 	}
 	e.sortRefs = sortFindings(out, e.sortRefs)
 	return out
+}
+
+// agreeOnRetry gives a recovery flood's retry timeouts the sawtooth's
+// range where both are found on one app and resource, so that no two
+// findings propose two values for one field: the sawtooth's longer retry
+// timeout (the downstream needs longer to recover) comes first, and
+// spreading it is the flood's fix too. The facts are copied, never
+// changed: they may be shared with earlier findings.
+func agreeOnRetry(out []Finding) {
+	type key struct{ app, resource string }
+	base := map[key]uint32{}
+	for i := range out {
+		if x, ok := out[i].Facts.(*SawtoothFacts); ok && x.Suggest.RetryTimeoutMs > 0 {
+			base[key{out[i].App, out[i].Resource}] = x.Suggest.RetryTimeoutMs
+		}
+	}
+	if len(base) == 0 {
+		return
+	}
+	for i := range out {
+		f := &out[i]
+		x, ok := f.Facts.(*SyncHalfOpenFacts)
+		b := base[key{f.App, f.Resource}]
+		if !ok || b == 0 {
+			continue
+		}
+		y := *x
+		y.Suggest = &SyncHalfOpenSuggest{RetryTimeoutMs: RetryRange{Min: int64(b), Max: int64(retrySpreadTo(b))}}
+		y.AfterSawtooth = true
+		f.Facts = &y
+		words(f)
+	}
 }
 
 func severity(ongoing bool) Severity {

@@ -187,7 +187,10 @@ type SyncHalfOpenFacts struct {
 	// timeWindow is in seconds).
 	MaxSize        int    `json:"-"`
 	RetryTimeoutMs uint32 `json:"-"`
-	Java           bool   `json:"-"`
+	// AfterSawtooth: the instances' breakers also had a sawtooth, whose
+	// longer retry timeout the range spreads (agreeOnRetry).
+	AfterSawtooth bool `json:"-"`
+	Java          bool `json:"-"`
 }
 
 // SyncHalfOpenSuggest is sync-half-open's suggest: a retryTimeoutMs of

@@ -188,3 +188,45 @@ func TestBrownoutGetsNoRTAdvice(t *testing.T) {
 		}
 	}
 }
+
+// TestSawtoothAndFloodProposeOneRetryRange: six instances with one rule
+// trip together and every probe fails, together: a sawtooth (the
+// downstream needs longer than 10 s) and a recovery flood (they probe at
+// once). Both propose the instances' retry timeouts, and they propose the
+// same: 30000 to 40000 ms, the sawtooth's longer timeout spread; never
+// the flood's 10000-13000 beside the sawtooth's 30000.
+func TestSawtoothAndFloodProposeOneRetryRange(t *testing.T) {
+	const res = "GET:/api/stock"
+	e := NewFeeder(Config{})
+	insts := appFleet(e, "cart", 6, t0, "v1", slowRule(res))
+	tr := func(from, to core.State, at int64) core.Transition {
+		return core.Transition{Resource: res, Strategy: core.SlowRequestRatio, From: from, To: to, AtMs: at, Threshold: 0.5, RetryTimeoutMs: 10_000}
+	}
+	at := t0 + 60_000
+	for i, in := range insts {
+		trip := tr(core.Closed, core.Open, at+int64(i)*50)
+		trip.Snapshot = core.WindowSnapshot{Total: 100, Bad: 90, Value: 0.9}
+		e.Transition(in, trip)
+	}
+	for range 5 {
+		at += 12_000
+		for i, in := range insts {
+			e.Transition(in, tr(core.Open, core.HalfOpen, at-2000+int64(i)*50))
+		}
+		for i, in := range insts {
+			p := tr(core.HalfOpen, core.Open, at+int64(i)*50)
+			p.Probe = &core.Probe{RtMs: 2000}
+			e.Transition(in, p)
+		}
+	}
+	fs := e.Findings(at + 1000)
+	saw := one(t, fs, KindSawtooth).Facts.(*SawtoothFacts)
+	flood := one(t, fs, KindSyncHalfOpen)
+	x := flood.Facts.(*SyncHalfOpenFacts)
+	if saw.Suggest.RetryTimeoutMs != 30_000 || x.Suggest == nil || *x.Suggest != (SyncHalfOpenSuggest{RetryTimeoutMs: RetryRange{Min: 30_000, Max: 40_000}}) {
+		t.Fatalf("sawtooth suggests %+v, the flood %+v: two values for one field", saw.Suggest, x.Suggest)
+	}
+	if !strings.Contains(flood.Advice, "from 30000 to 40000 ms") || strings.Contains(flood.Advice, "13000") {
+		t.Errorf("flood advice %q", flood.Advice)
+	}
+}

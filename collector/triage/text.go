@@ -62,6 +62,10 @@ func herdAdvice(x *SyncHalfOpenFacts, n int64) string {
 		return fmt.Sprintf("give each of the %d instances its own retryTimeoutMs, spread over at least %d %% of its value, %s", n, HerdSpreadPercent, why)
 	}
 	r := x.Suggest.RetryTimeoutMs
+	if x.AfterSawtooth {
+		return fmt.Sprintf("the instances probe %d ms after they open, and the downstream needs longer (sawtooth): give each of the %d its own retryTimeoutMs from %d to %d ms, the sawtooth's, %s",
+			x.RetryTimeoutMs, n, r.Min, r.Max, why)
+	}
 	if x.Java {
 		return fmt.Sprintf("the instances probe %s s after they open: give each of the %d its own timeWindow from %d to %d s (a spread of %d %%) %s",
 			fmtNum(float64(x.RetryTimeoutMs)/1000), n, r.Min/1000, r.Max/1000, HerdSpreadPercent, why)
