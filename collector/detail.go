@@ -71,51 +71,48 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 		d.HasBreaker, d.Strategy, d.Threshold, d.MaxAllowedRtMs = true, r.Strategy, r.Threshold, r.MaxAllowedRtMs
 	}
 	c.detailHot(d, names)
-	rateMs := c.opts.RateWindow.Milliseconds()
 	for i, name := range names {
-		in := c.insts[name]
-		se := in.series[resource]
-		r := rules[i]
-		id := InstanceDetail{Instance: name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
-			Breakers: r.Breakers, Flows: r.Flows, Params: in.Rules.ParamsOf(resource), RulesVersion: in.Rules.VersionOf(),
-			Drift: drifting[name], ClockOffsetMs: in.offset, Gone: in.Gone, Start: core.Closed,
-			Provenance: se.provenance(in)}
-		for _, sp := range in.Unreceived {
-			if sp.To > from && sp.From < to {
-				id.Unreceived = append(id.Unreceived, sp)
-			}
-		}
-		for _, sp := range in.Absent {
-			if sp.To > from && sp.From < to {
-				id.Absent = append(id.Absent, sp)
-			}
-		}
-		for _, t := range se.tracks {
-			if t.State == id.State {
-				id.StateSince = max(id.StateSince, t.Since)
-			}
-			for _, st := range t.Steps {
-				switch {
-				case st.AtMs < from:
-					id.Start = st.To
-				case st.AtMs < to:
-					id.Transitions = append(id.Transitions, st)
-				}
-			}
-		}
-		slices.SortStableFunc(id.Transitions, func(x, y Transition) int { return cmp.Compare(x.AtMs, y.AtMs) })
-		id.KnownFrom, id.KnownTo, _ = in.known(se, id.Transitions, id.Start, from, to)
-		end := in.dataEndSecond()
-		sum, _ := window(&se.fine, end-rateMs, end)
-		id.PassQPS = float64(sum.pass) * 1000 / float64(rateMs)
-		id.BlockQPS = float64(sum.block) * 1000 / float64(rateMs)
-		if sum.complete > 0 {
-			id.SlowRatio = float64(sum.slow) / float64(sum.complete)
-			id.ErrorRatio = float64(sum.err) / float64(sum.complete)
-		}
+		id := c.instanceDetail(c.insts[name], resource, &rules[i], from, to)
+		id.Drift = drifting[name]
 		d.Instances = append(d.Instances, id)
 	}
 	return d
+}
+
+// instanceDetail is one instance's part of a detail over [from, to): its
+// state, rules (r), rates, and its breaker history with what is not known
+// of it (timeline.go). c.mu is held.
+func (c *Collector) instanceDetail(in *instance, resource string, r *fleet.ResourceRules, from, to int64) InstanceDetail {
+	se := in.series[resource]
+	id := InstanceDetail{Instance: in.Name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
+		Breakers: r.Breakers, Flows: r.Flows, Params: in.Rules.ParamsOf(resource), RulesVersion: in.Rules.VersionOf(),
+		ClockOffsetMs: in.offset, Gone: in.Gone, Start: core.Closed, Provenance: se.provenance(in),
+		Unreceived: spansIn(in.Unreceived, from, to), Absent: spansIn(in.Absent, from, to)}
+	for _, t := range se.tracks {
+		if t.State == id.State {
+			id.StateSince = max(id.StateSince, t.Since)
+		}
+		for _, st := range t.Steps {
+			switch {
+			case st.AtMs < from:
+				id.Start = st.To
+			case st.AtMs < to:
+				id.Transitions = append(id.Transitions, st)
+			}
+		}
+	}
+	slices.SortStableFunc(id.Transitions, func(x, y Transition) int { return cmp.Compare(x.AtMs, y.AtMs) })
+	id.KnownFrom, id.KnownTo, _ = in.known(se, id.Transitions, id.Start, from, to)
+	rateMs := c.opts.RateWindow.Milliseconds()
+	end := in.dataEndSecond()
+	sum, _ := window(&se.fine, end-rateMs, end)
+	id.PassQPS = float64(sum.pass) * 1000 / float64(rateMs)
+	id.BlockQPS = float64(sum.block) * 1000 / float64(rateMs)
+	if sum.complete > 0 {
+		id.SlowRatio = float64(sum.slow) / float64(sum.complete)
+		id.ErrorRatio = float64(sum.err) / float64(sum.complete)
+	}
+	return id
 }
 
 // detailSeries fills the per-step series of d from the app's ring that

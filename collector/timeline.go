@@ -53,14 +53,19 @@ func (in *instance) known(s *series, steps []Transition, start core.State, from,
 	if in.Gone {
 		knownTo = in.lastTs
 	}
-	for _, list := range [][]Span{in.Absent, in.Unreceived} {
-		for _, sp := range list {
-			if sp.To > from && sp.From <= to {
-				unknown = append(unknown, sp)
-			}
+	unknown = append(spansIn(in.Absent, from, to+1), spansIn(in.Unreceived, from, to+1)...)
+	return knownFrom, knownTo, unknown
+}
+
+// spansIn are the spans that overlap [from, to).
+func spansIn(spans []Span, from, to int64) []Span {
+	var out []Span
+	for _, sp := range spans {
+		if sp.To > from && sp.From < to {
+			out = append(out, sp)
 		}
 	}
-	return knownFrom, knownTo, unknown
+	return out
 }
 
 // firstStepFrom is the index of the first step at or after from.
