@@ -124,6 +124,13 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 	if rt && x.P99FloorMs > 0 {
 		x.Suggest.MaxAllowedRtMs = uint64(AdviceRtFactor * x.P99FloorMs)
 	}
+	if r.Semantics == core.SemanticsJava16 {
+		// Sentinel before 1.8 has no statIntervalMs (its window is 1 s) and,
+		// in 1.6, a fixed minRequestAmount: a field a rule does not have is
+		// never proposed for it (findings-v1 revision 3).
+		x.Legacy = x.Suggest.MinRequestAmount > 0 || x.Suggest.StatIntervalMs > 0
+		x.Suggest.MinRequestAmount, x.Suggest.StatIntervalMs = 0, 0
+	}
 	*f = Finding{
 		Kind: KindRuleAdvice, Severity: Info, App: ar.app.name, Resource: ar.resource,
 		Instances: a.names, From: from, To: to, Facts: x,
@@ -160,6 +167,9 @@ type RuleAdviceFacts struct {
 	Suggest RuleAdviceSuggest `json:"suggest,omitzero"`
 	// Rule is the rule judged.
 	Rule core.BreakerRule `json:"-"`
+	// Legacy: the rule is Java Sentinel's before 1.8 (core.SemanticsJava16),
+	// whose window or minRequestAmount do not fit but cannot be set on it.
+	Legacy bool `json:"-"`
 }
 
 // RuleAdviceSuggest is rule-advice's suggest: the fields whose values do

@@ -3,6 +3,7 @@ package triage
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -318,5 +319,34 @@ func TestRuleAdviceJudgedOncePerBucketLiveTwiceABacklog(t *testing.T) {
 	}
 	if len(backlog) != 1 || len(backlog[0].Instances) != 3 {
 		t.Fatalf("advice after the backlog: %+v", backlog)
+	}
+}
+
+// TestRuleAdviceLegacyJava: a degrade rule of Java Sentinel before 1.8
+// (an exception ratio of the last second) at 10 QPS holds 10 requests a
+// window and trips on 5: the advice says so, and proposes none of the
+// fields such a rule does not have (no statIntervalMs, no
+// minRequestAmount), but Sentinel 1.8's circuit breakers.
+func TestRuleAdviceLegacyJava(t *testing.T) {
+	const res = "GET:/api/v1/price"
+	r := core.BreakerRule{Resource: res, Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 5,
+		StatIntervalMs: 1000, RetryTimeoutMs: 10000, Semantics: core.SemanticsJava16}
+	e := NewFeeder(Config{})
+	insts := appFleet(e, "price", 2, t0, "v1", r)
+	adviceTraffic(e, insts, res, 5, 500, 30000, 4)
+	f := one(t, e.Findings(t0+30000), KindRuleAdvice)
+	x := f.Facts.(*RuleAdviceFacts)
+	if x.Suggest != (RuleAdviceSuggest{}) || !x.Legacy {
+		t.Fatalf("suggest %+v for a rule without those fields", x.Suggest)
+	}
+	if b, _ := json.Marshal(x); strings.Contains(string(b), "suggest") {
+		t.Errorf("json %s", b)
+	}
+	if !strings.Contains(f.Advice, "Sentinel 1.8's circuit breakers") || strings.Contains(f.Advice, "raise minRequestAmount") ||
+		strings.Contains(f.Advice, "lengthen statIntervalMs") {
+		t.Errorf("advice %q", f.Advice)
+	}
+	if f.Summary != "minRequestAmount 5 is under 20 (0.50 s of traffic at 10.0 QPS) and a 1000 ms window holds only 10.0 requests at 10.0 QPS" {
+		t.Errorf("summary %q", f.Summary)
 	}
 }

@@ -294,6 +294,15 @@ func adviceWords(x *RuleAdviceFacts) (summary, advice string) {
 		why = append(why, fmt.Sprintf("a %d ms window holds only %s requests at %s QPS", r.StatIntervalMs, fmtFloat(x.WindowRequests, 1), qps))
 		fix = append(fix, fmt.Sprintf("lengthen statIntervalMs from %d to %d ms so that a window holds %d requests at %s QPS", r.StatIntervalMs, s.StatIntervalMs, AdviceMinRequests, qps))
 	}
+	if x.Legacy {
+		if r.MinRequestAmount < AdviceMinRequests {
+			why = append(why, fmt.Sprintf("minRequestAmount %d is under %d (%s s of traffic at %s QPS)", r.MinRequestAmount, AdviceMinRequests, fmtFloat(x.MinRequestSeconds, 2), qps))
+		}
+		if x.WindowRequests < AdviceMinRequests {
+			why = append(why, fmt.Sprintf("a %d ms window holds only %s requests at %s QPS", r.StatIntervalMs, fmtFloat(x.WindowRequests, 1), qps))
+		}
+		fix = append(fix, fmt.Sprintf("move this rule to Sentinel 1.8's circuit breakers, whose statIntervalMs and minRequestAmount can make a trip rest on %d calls: Sentinel before 1.8 fixes the window at 1 s (and minRequestAmount at 5 in 1.6)", AdviceMinRequests))
+	}
 	if s.MaxAllowedRtMs > 0 && !ratioAsRt(r) {
 		why = append(why, fmt.Sprintf("maxAllowedRtMs %d is under %dx the healthy p99, which is over %d ms (at most %d)", r.MaxAllowedRtMs, AdviceRtFactor, x.P99FloorMs, x.P99Ms))
 		fix = append(fix, fmt.Sprintf("raise maxAllowedRtMs from %d to %d (%dx the least that p99 can be) so that healthy calls do not count as slow", r.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor))
