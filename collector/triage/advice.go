@@ -114,7 +114,7 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 		x.Suggest.MinRequestAmount = AdviceMinRequests
 	}
 	if need := int64(0); window {
-		if need = adviceInterval(qps); need > int64(r.StatIntervalMs) {
+		if need = adviceInterval(qps, &r); need > int64(r.StatIntervalMs) {
 			x.Suggest.StatIntervalMs = uint32(min(need, math.MaxUint32))
 		}
 	}
@@ -140,9 +140,18 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 }
 
 // adviceInterval is the statIntervalMs, in whole seconds, that holds
-// AdviceMinRequests requests at qps.
-func adviceInterval(qps float64) int64 {
-	return int64(math.Ceil(AdviceMinRequests*1000/qps/1000)) * 1000
+// AdviceMinRequests requests at qps; for a sentinel-golang rule r of
+// several buckets, also a multiple of their count, which Sentinel
+// otherwise silently turns into one bucket (window-misaligned). r nil:
+// any rule.
+func adviceInterval(qps float64, r *core.BreakerRule) int64 {
+	ms := int64(math.Ceil(AdviceMinRequests*1000/qps/1000)) * 1000
+	if r != nil && r.Semantics == core.SemanticsGo && r.StatSlidingWindowBucketCount > 1 {
+		for b := int64(r.StatSlidingWindowBucketCount); ms%b != 0; {
+			ms += 1000
+		}
+	}
+	return ms
 }
 
 // RuleAdviceFacts: a ratio breaker's settings against the healthy traffic

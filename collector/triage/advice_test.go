@@ -350,3 +350,22 @@ func TestRuleAdviceLegacyJava(t *testing.T) {
 		t.Errorf("summary %q", f.Summary)
 	}
 }
+
+// TestAdviceWindowDivisibleByBuckets: at 6 QPS 20 requests take 4 s, but a
+// sentinel-golang window of 6 buckets must be a multiple of 6 ms or
+// Sentinel silently uses one bucket: the advice proposes 6000, not 4000.
+func TestAdviceWindowDivisibleByBuckets(t *testing.T) {
+	const res = "db"
+	r := slowRule(res)
+	r.StatIntervalMs, r.StatSlidingWindowBucketCount = 1200, 6
+	e := NewFeeder(Config{})
+	insts := appFleet(e, "order", 1, t0, "v1", r)
+	adviceTraffic(e, insts, res, 3, 500, 60000, 4)
+	x := one(t, e.Findings(t0+60000), KindRuleAdvice).Facts.(*RuleAdviceFacts)
+	if x.Suggest.StatIntervalMs != 6000 {
+		t.Fatalf("suggest %+v at %.1f QPS", x.Suggest, x.QPS)
+	}
+	if got := adviceInterval(6, &core.BreakerRule{StatSlidingWindowBucketCount: 6, Semantics: core.SemanticsJava}); got != 4000 {
+		t.Errorf("a Java window (one bucket): %d", got)
+	}
+}

@@ -304,7 +304,7 @@ func (l *lowConf) sum(resource string) *lowMade {
 func lowSuggest(r *core.BreakerRule, qps float64) LowConfidenceSuggest {
 	s := LowConfidenceSuggest{MinRequestAmount: AdviceMinRequests}
 	if qps > 0 {
-		if need := adviceInterval(qps); r == nil || int64(r.StatIntervalMs) < need {
+		if need := adviceInterval(qps, r); r == nil || int64(r.StatIntervalMs) < need {
 			s.StatIntervalMs = uint32(min(need, math.MaxUint32))
 		}
 	}
