@@ -133,7 +133,7 @@ func (c *Collector) releaseSeries(in *instance) {
 // more, giving their bytes back. c.mu is held.
 func (c *Collector) prune(now int64) {
 	keep := c.opts.Retention.Milliseconds()
-	if now-c.goneFloor > keep {
+	if now-c.goneFloor > keep && !c.opts.KeepGone {
 		c.pruneInstances(now, keep)
 	}
 	if c.appsLeft && len(c.ruleRes) > 0 {

@@ -43,6 +43,11 @@ type Options struct {
 	Source string
 	// Retention bounds how far back series and timelines reach. Default 15 min.
 	Retention time.Duration
+	// KeepGone keeps the instances gone for longer than Retention to the
+	// end (within MaxInstances and MaxMemory), so that a report of a long
+	// input draws the timelines of every finding's instances, as triage
+	// judged them. Default false: a live collector forgets them.
+	KeepGone bool
 	// RateWindow is what the table's rates and ratios average over. Default 5 s.
 	RateWindow time.Duration
 	// StaleAfter is how long an instance may be silent before it counts as

@@ -168,3 +168,28 @@ func TestRestartIsAStepOfTheHistory(t *testing.T) {
 		}
 	}
 }
+
+// TestReportKeepsTheTimelinesOfTheGone: a collector that keeps the gone
+// (a report's) still draws, 20 minutes on, the history of an instance
+// that tripped and left in the input's first minute; a live one forgets
+// it after the retention, with the rest of the instance.
+func TestReportKeepsTheTimelinesOfTheGone(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		r := newHistoryRig(t)
+		r.c.opts.KeepGone = keep
+		r.hello(0, -60_000)
+		r.bucket(1_000, 500)
+		r.state(2_000, core.Closed, core.Open)
+		r.at(3_000, &wire.Bye{Header: wire.Header{Ts: t0ms + 3_000, Instance: "db-1"}, Reason: "shutdown"})
+		r.vc.Set(time.UnixMilli(t0ms + 20*60_000))
+		r.c.Publish()
+		f := triage.Finding{App: "shop", Resource: "db", Instances: []string{"db-1"}, From: t0ms, To: t0ms + 3_000}
+		tls := r.c.Timelines([]triage.Finding{f}, nil)[0].Timelines
+		if keep && (len(tls) != 1 || tls[0].End() != core.Open || tls[0].KnownTo != t0ms+3_000) {
+			t.Errorf("kept: timelines %+v", tls)
+		}
+		if !keep && len(tls) != 0 {
+			t.Errorf("forgotten: timelines %+v", tls)
+		}
+	}
+}

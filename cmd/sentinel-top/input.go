@@ -27,6 +27,9 @@ import (
 // inputFlags are the flags that choose and shape the input, shared by the
 // dashboard and the report.
 type inputFlags struct {
+	// keepGone: the input is reported at its end (report), so instances
+	// gone early are kept for their findings' timelines.
+	keepGone     bool
 	targets      string
 	replay       string
 	demo         string
@@ -276,6 +279,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	s := &session{}
 	opts := collector.Options{
 		Retention: f.retention,
+		KeepGone:  f.keepGone,
 		OnReject:  s.onReject,
 	}
 	f.limits(&opts)

@@ -43,6 +43,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitUsage
 	}
+	cmd.in.keepGone = true // every finding's instances drawn, however early they left
 	s, err := cmd.in.open(ctx, 0)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
