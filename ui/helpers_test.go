@@ -154,7 +154,7 @@ func testSnapshot() *collector.Snapshot {
 			Instances: []string{"order-1", "order-2"}, From: t0 - 170_000, To: t0 - 10_000,
 			Facts:   &triage.SawtoothFacts{Count: 6, PeriodMs: 10040},
 			Summary: "6 failed half-open probes in a row, every 10.0 s",
-			Advice:  "the downstream stayed down for >= 120 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)"},
+			Advice:  "the downstream stayed down for >= 120 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)"},
 		{Kind: triage.KindRuleDrift, Severity: triage.Warning, App: "order", Resource: "POST:/order/create",
 			Instances: []string{"order-1", "order-2", "order-3", "order-4"}, From: t0 - 250_000, To: t0,
 			Facts: &triage.RuleDriftFacts{Groups: []triage.RuleGroup{

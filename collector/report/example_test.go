@@ -20,7 +20,7 @@ func ExampleText() {
 			Instances: []string{"order-1\x1b[2J"}, From: start + 10000, To: start + 70000,
 			Facts:   &triage.SawtoothFacts{Count: 6, PeriodMs: 10000},
 			Summary: "6 failed half-open probes in a row, every 10.0 s",
-			Advice:  "the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)",
+			Advice:  "the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)",
 			Timelines: []triage.Timeline{{Instance: "order-1\x1b[2J", Start: core.Closed, Steps: []triage.Step{
 				{AtMs: start + 10000, To: core.Open},
 				{AtMs: start + 30000, To: core.HalfOpen}, {AtMs: start + 30010, To: core.Open},
@@ -45,5 +45,5 @@ func ExampleText() {
 	//    Period:                 10000 ms (median OPEN to OPEN)
 	//    Timeline:               ▁ CLOSED, ▄ HALF_OPEN, █ OPEN; 00:00:07.000 to 00:01:13.000 UTC, 1.65s per column
 	//        order-1\x1b[2J  CLOSED    ▁████████████▄████████████▄███████████▄█ OPEN
-	//    Advice:                 the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)
+	//    Advice:                 the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)
 }

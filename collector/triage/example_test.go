@@ -40,7 +40,7 @@ func ExampleFeeder() {
 	// Output:
 	// critical sawtooth order GET:/member/info [order-1]
 	// 6 failed half-open probes in a row, every 10.0 s; each probe took 40 ms
-	// the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)
+	// the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)
 }
 
 // A fleet model judges each hello once, writes its records

@@ -70,7 +70,7 @@ func TestSyncHalfOpenAdvice(t *testing.T) {
 			if x.Suggest == nil || x.Suggest.RetryTimeoutMs != (RetryRange{Min: c.min, Max: c.max}) {
 				t.Fatalf("suggest %+v, want %d to %d", x.Suggest, c.min, c.max)
 			}
-			if want := c.advice + " (a spread of 30 %) so that they do not all probe the recovering downstream at once"; f.Advice != want {
+			if want := c.advice + " (a spread of 30 %) so that they do not all probe the recovering downstream at once (Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)"; f.Advice != want {
 				t.Fatalf("advice\n got %q\nwant %q", f.Advice, want)
 			}
 		})
@@ -94,7 +94,7 @@ func TestSyncHalfOpenAdviceUnknownRetry(t *testing.T) {
 		t.Fatalf("suggest %+v", x.Suggest)
 	}
 	if want := "give each of the 3 instances its own retryTimeoutMs, spread over at least 30 % of its value, " +
-		"so that they do not all probe the recovering downstream at once"; f.Advice != want {
+		"so that they do not all probe the recovering downstream at once (Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)"; f.Advice != want {
 		t.Fatalf("advice %q", f.Advice)
 	}
 }

@@ -50,7 +50,7 @@ func TestSawtoothSpecExample(t *testing.T) {
 		Facts: &SawtoothFacts{Count: 6, PeriodMs: 10040, ProbeRtMs: &rt, ProbesAlike: true,
 			Suggest: SawtoothSuggest{RetryTimeoutMs: 30000}, RetryTimeoutMs: 10000, OutageMs: end - from},
 		Summary: "6 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
-		Advice:  "the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)",
+		Advice:  "the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)",
 	}
 	if !reflect.DeepEqual(f, want) {
 		t.Fatalf("got  %+v\nwant %+v", f, want)
@@ -70,7 +70,7 @@ func TestSawtoothSpecExample(t *testing.T) {
 func TestSawtoothAdvice(t *testing.T) {
 	const res = "db"
 	const strict = "the probe criterion is too strict: the failed probes took 300 ms, under 2x maxAllowedRtMs, and healthy calls' p99 is over 200 ms (at most 500), so raise maxAllowedRtMs from 200 to 400 (2x the least that p99 can be)"
-	const down = "the downstream stayed down for >= 30 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms)"
+	const down = "the downstream stayed down for >= 30 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)"
 	cases := []struct {
 		name           string
 		strategy       core.Strategy
@@ -109,11 +109,11 @@ func TestSawtoothAdvice(t *testing.T) {
 		{"a retry timeout of 30 s or more is kept", core.SlowRequestRatio, 40000, 7, []int64{2000, 2000, 2000},
 			`{"count":3,"periodMs":10000,"probeRtMs":2000,"suggest":{"retryTimeoutMs":40000}}`,
 			"3 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
-			"the downstream stayed down for >= 30 s: keep retryTimeoutMs at 40000 and give each instance its own value (40000-53000 ms)"},
+			"the downstream stayed down for >= 30 s: keep retryTimeoutMs at 40000 and give each instance its own value (40000-53000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)"},
 		{"an unknown retry timeout", core.SlowRequestRatio, 0, 7, []int64{2000, 2000, 2000},
 			`{"count":3,"periodMs":10000,"probeRtMs":2000,"suggest":{"retryTimeoutMs":30000}}`,
 			"3 failed half-open probes in a row, every 10.0 s; each probe took 2000 ms",
-			"the downstream stayed down for >= 30 s: set retryTimeoutMs to 30000 and give each instance its own value (30000-40000 ms)"},
+			"the downstream stayed down for >= 30 s: set retryTimeoutMs to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -54,10 +54,14 @@ func words(f *Finding) {
 	}
 }
 
+// noJitter says how instances get retry timeouts of their own: Sentinel
+// (Java 1.8, sentinel-golang 1.0) has no jitter setting.
+const noJitter = "Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds"
+
 // herdAdvice spreads the n instances' retry timeouts over the suggested
 // range: timeWindow in whole seconds for Java rules.
 func herdAdvice(x *SyncHalfOpenFacts, n int64) string {
-	const why = "so that they do not all probe the recovering downstream at once"
+	const why = "so that they do not all probe the recovering downstream at once (" + noJitter + ")"
 	if x.Suggest == nil {
 		return fmt.Sprintf("give each of the %d instances its own retryTimeoutMs, spread over at least %d %% of its value, %s", n, HerdSpreadPercent, why)
 	}
@@ -162,7 +166,7 @@ func sawtoothWords(x *SawtoothFacts, n int64) (summary, advice string) {
 			*x.ProbeRtMs, AdviceRtFactor, p99Floor(x.P99Ms), x.P99Ms, x.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor)
 	}
 	down := fmt.Sprintf("the downstream stayed down for >= %d s", max(x.OutageMs, 0)/1000)
-	spread := fmt.Sprintf("give each instance its own value (%d-%d ms)", s.RetryTimeoutMs, retrySpreadTo(s.RetryTimeoutMs))
+	spread := fmt.Sprintf("give each instance its own value (%d-%d ms; %s)", s.RetryTimeoutMs, retrySpreadTo(s.RetryTimeoutMs), noJitter)
 	switch cur := x.RetryTimeoutMs; {
 	case cur == 0:
 		advice = fmt.Sprintf("%s: set retryTimeoutMs to %d and %s", down, s.RetryTimeoutMs, spread)
