@@ -7,26 +7,8 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/fleetbench"
 )
-
-// benchFrame builds a buckets frame of n resources for instance at start.
-func benchFrame(instance string, names []string, start int64) *wire.Buckets {
-	b := &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: instance}, BucketMs: 500}
-	for i, name := range names {
-		var h [core.HistogramSlots]int64
-		h[4], h[5], h[7] = 5, 4, 1+int64(i%3)
-		b.Items = append(b.Items, wire.BucketItem{Resource: name, Start: start, Metrics: core.Metrics{Pass: 10 + int64(i%3), Block: int64(i % 2), Complete: 10 + int64(i%3), Error: int64(i % 4), Slow: 1 + int64(i%3), RtSum: 600, RtMin: 11, RtMax: 180, Concurrency: 2, Hist: h}, HasHist: true})
-	}
-	return b
-}
-
-func benchNames(n int) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("GET:http://svc-%d/api/resource/%d", i%17, i)
-	}
-	return names
-}
 
 func benchHello(c *Collector, instance, app string) {
 	c.Ingest("bench", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: instance}, App: app, StartedAt: t0ms, BucketMs: 500})
@@ -42,12 +24,12 @@ func benchHello(c *Collector, instance, app string) {
 func BenchmarkIngest(b *testing.B) {
 	c := New(Options{})
 	const instances = 20
-	names := benchNames(100)
+	names := fleetbench.Names(100)
 	for i := 0; i < instances; i++ {
 		benchHello(c, fmt.Sprintf("gateway-%d", i), "gateway")
 	}
 	dec := wire.NewDecoder(wire.Limits{})
-	frame := benchFrame("", names, 0)
+	frame := fleetbench.Frame("", names, 0)
 	var buf []byte
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -96,7 +78,7 @@ func BenchmarkPublish(b *testing.B) {
 			b.ReportAllocs()
 			frames := make([]*wire.Buckets, instances)
 			for i := range frames {
-				frames[i] = benchFrame(fmt.Sprintf("gw-%d", i), names, 0)
+				frames[i] = fleetbench.Frame(fmt.Sprintf("gw-%d", i), names, 0)
 			}
 			var ingest time.Duration
 			b.ResetTimer()
@@ -128,7 +110,7 @@ func BenchmarkPublish(b *testing.B) {
 // resource under a breaker, with 10 s of data.
 func publishFleet(instances int) (*Collector, []string) {
 	c := New(Options{MaxMemory: 4 << 30})
-	names := benchNames(20)
+	names := fleetbench.Names(20)
 	var rules []core.BreakerRule
 	for _, n := range names {
 		rules = append(rules, core.BreakerRule{Resource: n, Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
@@ -141,7 +123,7 @@ func publishFleet(instances int) (*Collector, []string) {
 	}
 	for k := int64(0); k < 20; k++ {
 		for i := range instances {
-			c.Ingest("bench", benchFrame(fmt.Sprintf("gw-%d", i), names, t0ms+k*500))
+			c.Ingest("bench", fleetbench.Frame(fmt.Sprintf("gw-%d", i), names, t0ms+k*500))
 		}
 	}
 	return c, names
@@ -157,16 +139,16 @@ func publishFleet(instances int) (*Collector, []string) {
 func BenchmarkIngestFleet(b *testing.B) {
 	const instances, resources = 2000, 20
 	c := New(Options{MaxMemory: 4 << 30})
-	names := benchNames(resources)
+	names := fleetbench.Names(resources)
 	insts := make([]string, instances)
 	for i := range insts {
 		insts[i] = fmt.Sprintf("gw-%d", i)
 		benchHello(c, insts[i], fmt.Sprintf("app-%d", i%10))
 	}
 	dec := wire.NewDecoder(wire.Limits{})
-	f := newFleetRounds(insts, names)
-	f.drive(b, nil, func(i int) {
-		m, err := dec.Decode(f.bufs[i])
+	f := fleetbench.NewRounds(t0ms, insts, names)
+	f.Drive(b, nil, func(i int) {
+		m, err := dec.Decode(f.Bufs[i])
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -175,65 +157,4 @@ func BenchmarkIngestFleet(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N*resources)/b.Elapsed().Seconds(), "items/s")
-}
-
-// fleetRounds encodes a fleet's buckets frames a round at a time: each
-// instance's next 500 ms bucket of the same items, into a buffer of its
-// own (as a read leaves a frame in a poller's).
-type fleetRounds struct {
-	insts []string
-	frame *wire.Buckets
-	bufs  [][]byte
-	round int64
-}
-
-func newFleetRounds(insts, names []string) *fleetRounds {
-	return &fleetRounds{insts: insts, frame: benchFrame("", names, 0), bufs: make([][]byte, len(insts))}
-}
-
-// next encodes the next round and returns its end, Unix ms.
-func (f *fleetRounds) next() int64 {
-	start := t0ms + f.round*500
-	f.frame.Ts = start + 500
-	for k := range f.frame.Items {
-		f.frame.Items[k].Start = start
-	}
-	for i, name := range f.insts {
-		f.frame.Instance = name
-		f.bufs[i] = wire.AppendBuckets(f.bufs[i][:0], f.frame)
-	}
-	f.round++
-	return start + 500
-}
-
-// warmRounds is the minute of rounds drive sends first: every ring has
-// wrapped, and triage holds what it holds at steady state.
-const warmRounds = 120
-
-// drive sends warmRounds rounds, then one frame an op, each instance's in
-// turn; a round is encoded outside the time measured, and tick (when set)
-// told of its end first.
-func (f *fleetRounds) drive(b *testing.B, tick func(end int64), send func(i int)) {
-	round := func() {
-		if end := f.next(); tick != nil {
-			tick(end)
-		}
-	}
-	for range warmRounds {
-		round()
-		for i := range f.insts {
-			send(i)
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		k := i % len(f.insts)
-		if k == 0 {
-			b.StopTimer()
-			round()
-			b.StartTimer()
-		}
-		send(k)
-	}
 }

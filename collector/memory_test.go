@@ -9,6 +9,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/fleetbench"
 )
 
 // TestMemoryFiftyThousandSeries measures the heap of a collector holding
@@ -55,7 +56,7 @@ func measureMemory(t *testing.T, instances, resources int, buckets int64) uint64
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	c := New(Options{MaxMemory: 4 << 30})
-	names := benchNames(resources)
+	names := fleetbench.Names(resources)
 	var rules []core.BreakerRule
 	for _, n := range names {
 		rules = append(rules, core.BreakerRule{Resource: n, Strategy: core.SlowRequestRatio, RetryTimeoutMs: 10000,
@@ -66,7 +67,7 @@ func measureMemory(t *testing.T, instances, resources int, buckets int64) uint64
 		benchHello(c, name, fmt.Sprintf("app-%d", i%10))
 		c.Ingest("bench", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: name}, Version: "v2", Breakers: rules})
 	}
-	frame := benchFrame("", names, 0)
+	frame := fleetbench.Frame("", names, 0)
 	for k := int64(0); k < buckets; k++ {
 		for i := 0; i < instances; i++ {
 			frame.Instance, frame.Ts = fmt.Sprintf("gw-%d", i), t0ms+k*500+500

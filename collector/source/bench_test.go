@@ -11,30 +11,12 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/fleetbench"
 )
 
 // The collector's path from a connection's bytes to its store, as
 // collector's BenchmarkIngestFleet drives its store alone (the fleet's
 // frames built the same way).
-
-// benchFrame builds a buckets frame of n resources for instance at start.
-func benchFrame(instance string, names []string, start int64) *wire.Buckets {
-	b := &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: instance}, BucketMs: 500}
-	for i, name := range names {
-		var h [core.HistogramSlots]int64
-		h[4], h[5], h[7] = 5, 4, 1+int64(i%3)
-		b.Items = append(b.Items, wire.BucketItem{Resource: name, Start: start, Metrics: core.Metrics{Pass: 10 + int64(i%3), Block: int64(i % 2), Complete: 10 + int64(i%3), Error: int64(i % 4), Slow: 1 + int64(i%3), RtSum: 600, RtMin: 11, RtMax: 180, Concurrency: 2, Hist: h}, HasHist: true})
-	}
-	return b
-}
-
-func benchNames(n int) []string {
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("GET:http://svc-%d/api/resource/%d", i%17, i)
-	}
-	return names
-}
 
 func benchHello(c *collector.Collector, instance, app string) {
 	c.Ingest("bench", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: instance}, App: app, StartedAt: t0ms, BucketMs: 500})
@@ -61,7 +43,7 @@ func BenchmarkFleetPath(b *testing.B) {
 			clock := core.NewVirtualClock(time.UnixMilli(t0ms))
 			c := collector.New(collector.Options{MaxMemory: 4 << 30, Clock: clock})
 			d := &dialer{sink: c, opts: DialOptions{Clock: clock}.withDefaults(), clock: clock}
-			names := benchNames(resources)
+			names := fleetbench.Names(resources)
 			streams := make([]*stream, fleet)
 			insts := make([]string, fleet)
 			for i := range streams {
@@ -69,15 +51,15 @@ func BenchmarkFleetPath(b *testing.B) {
 				benchHello(c, insts[i], fmt.Sprintf("app-%d", i%10))
 				streams[i] = d.newStream(Target{Name: insts[i]}, &targetState{TargetRecord: &feed.TargetRecord{}}, c.Bound(insts[i]))
 			}
-			f := newFleetRounds(insts, names)
-			f.drive(b, func(end int64) { clock.Set(time.UnixMilli(end)) }, func(i int) {
-				if err := streams[i].message(websocket.TextMessage, f.bufs[i]); err != nil {
+			f := fleetbench.NewRounds(t0ms, insts, names)
+			f.Drive(b, func(end int64) { clock.Set(time.UnixMilli(end)) }, func(i int) {
+				if err := streams[i].message(websocket.TextMessage, f.Bufs[i]); err != nil {
 					b.Fatal(err)
 				}
 				if (i+1)%(fleet/2) == 0 {
 					c.Publish()
 				}
-				if i == fleet-1 && f.round == warmRounds { // the warm rounds' end
+				if i == fleet-1 && f.Round == fleetbench.WarmRounds { // the warm rounds' end
 					if s := c.Publish(); s.Instances != fleet || s.Rejected != 0 {
 						b.Fatalf("%d instances listed, %d messages rejected", s.Instances, s.Rejected)
 					}
@@ -85,66 +67,5 @@ func BenchmarkFleetPath(b *testing.B) {
 			})
 			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*resources), "µs/item")
 		})
-	}
-}
-
-// fleetRounds encodes a fleet's buckets frames a round at a time: each
-// instance's next 500 ms bucket of the same items, into a buffer of its
-// own (as a read leaves a frame in a poller's).
-type fleetRounds struct {
-	insts []string
-	frame *wire.Buckets
-	bufs  [][]byte
-	round int64
-}
-
-func newFleetRounds(insts, names []string) *fleetRounds {
-	return &fleetRounds{insts: insts, frame: benchFrame("", names, 0), bufs: make([][]byte, len(insts))}
-}
-
-// next encodes the next round and returns its end, Unix ms.
-func (f *fleetRounds) next() int64 {
-	start := t0ms + f.round*500
-	f.frame.Ts = start + 500
-	for k := range f.frame.Items {
-		f.frame.Items[k].Start = start
-	}
-	for i, name := range f.insts {
-		f.frame.Instance = name
-		f.bufs[i] = wire.AppendBuckets(f.bufs[i][:0], f.frame)
-	}
-	f.round++
-	return start + 500
-}
-
-// warmRounds is the minute of rounds drive sends first: every ring has
-// wrapped, and triage holds what it holds at steady state.
-const warmRounds = 120
-
-// drive sends warmRounds rounds, then one frame an op, each instance's in
-// turn; a round is encoded outside the time measured, and tick (when set)
-// told of its end first.
-func (f *fleetRounds) drive(b *testing.B, tick func(end int64), send func(i int)) {
-	round := func() {
-		if end := f.next(); tick != nil {
-			tick(end)
-		}
-	}
-	for range warmRounds {
-		round()
-		for i := range f.insts {
-			send(i)
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
-		k := i % len(f.insts)
-		if k == 0 {
-			b.StopTimer()
-			round()
-			b.StartTimer()
-		}
-		send(k)
 	}
 }
