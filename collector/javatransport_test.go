@@ -18,6 +18,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/waitfor"
 )
 
 // fakeJava answers like Java Sentinel's transport command API: /metric in
@@ -131,17 +132,7 @@ const javaT0 = 1764460830000
 // ceiling for a loaded machine: a 30 MB answer parsed under -race).
 func javaWaitFor(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitfor.Eventually(t, what, 30*time.Second, 10*time.Millisecond, cond)
 }
 
 func javaDial(t *testing.T, c *Collector, spec string) {

@@ -19,6 +19,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/waitfor"
 )
 
 // proxy is a loopback TCP relay the test can cut, to force disconnects, and
@@ -143,17 +144,7 @@ func (fa *fleetAgent) traffic(resources []string, n int) {
 
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Eventually(t, what, 15*time.Second, 20*time.Millisecond, cond)
 }
 
 // TestTotalsEqualAgentsThroughDisconnectAndRestart dials real agents over

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/internal/waitfor"
 )
 
 // The sources' tests feed a real store (package collector), wired as
@@ -19,17 +20,7 @@ import (
 // eventually polls cond every 20 ms for up to 15 s.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Eventually(t, what, 15*time.Second, 20*time.Millisecond, cond)
 }
 
 // dial runs Dial into c until ctx ends, on c's clocks unless opts names
