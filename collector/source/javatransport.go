@@ -221,11 +221,7 @@ func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error 
 	first := p.next
 
 	// The first answer decides whether this is a Sentinel command API.
-	body, err := p.get(ctx, p.metricPath(now))
-	if err != nil {
-		return err
-	}
-	items, err := p.parseMetrics(body)
+	items, err := p.metrics(ctx, now)
 	if err != nil {
 		return err
 	}
@@ -250,11 +246,7 @@ func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error 
 		case <-tk.C():
 		}
 		now := d.clock.UnixMilli()
-		body, err := p.get(ctx, p.metricPath(now))
-		if err != nil {
-			return err
-		}
-		items, err := p.parseMetrics(body)
+		items, err := p.metrics(ctx, now)
 		if err != nil {
 			return err
 		}
@@ -303,6 +295,16 @@ func (p *javaPoller) get(ctx context.Context, path string) ([]byte, error) {
 			resp.StatusCode, http.StatusText(resp.StatusCode), first)
 	}
 	return body, nil
+}
+
+// metrics reads and parses the target's /metric answer for the seconds
+// up to now.
+func (p *javaPoller) metrics(ctx context.Context, now int64) ([]wire.BucketItem, error) {
+	body, err := p.get(ctx, p.metricPath(now))
+	if err != nil {
+		return nil, err
+	}
+	return p.parseMetrics(body)
 }
 
 // parseMetrics reads a /metric answer into bucket items of the seconds not
