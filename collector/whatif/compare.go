@@ -1,0 +1,188 @@
+package whatif
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Case is one instance's trace with the rule it ran and the rule
+// proposed for it.
+type Case struct {
+	Trace             *Trace
+	Current, Proposed core.BreakerRule
+}
+
+// Range is [low, high]: a count the input cannot tell exactly.
+type Range [2]int64
+
+func (r Range) add(lo, hi int64) Range { return Range{r[0] + lo, r[1] + hi} }
+
+// Metrics is what one rule did over the traces replayed. Counts are the
+// side worse for the rule (the most trips, low-confidence trips and probes,
+// the fewest outages caught, the latest detection); what the two sides
+// disagree on for the calls is a Range.
+type Metrics struct {
+	Trips              int64 `json:"trips"`
+	LowConfidenceTrips int64 `json:"lowConfidenceTrips"`
+	OutagesCaught      int64 `json:"outagesCaught"`
+	// DetectMs is, for each outage caught, how long after it began the
+	// breaker tripped, in the order of the outages.
+	DetectMs           []int64 `json:"detectMs"`
+	Probes             int64   `json:"probes"`
+	PassedDuringOutage Range   `json:"passedDuringOutage"`
+	BlockedHealthy     Range   `json:"blockedHealthy"`
+}
+
+// Loss is a sound outage the current rule caught that the proposed one
+// loses, or catches more than the current rule's statIntervalMs later.
+type Loss struct {
+	Instance string `json:"instance"`
+	// From and To bound the outage, Unix ms.
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+	// CurrentMs is how long after the outage began the current rule
+	// tripped; ProposedMs the proposed one's, -1 when it never did.
+	CurrentMs  int64 `json:"currentMs"`
+	ProposedMs int64 `json:"proposedMs"`
+}
+
+// Result compares the current and the proposed rules on the same traces.
+type Result struct {
+	// StepMs is the traces' bucket length (the longest): the replay's
+	// resolution.
+	StepMs int64 `json:"stepMs"`
+	// Estimated says that some of what the replay counted rests on
+	// estimates (refused calls' outcomes, response times between histogram
+	// edges).
+	Estimated bool    `json:"estimated"`
+	Current   Metrics `json:"current"`
+	Proposed  Metrics `json:"proposed"`
+	// Outages is the number of sound outage episodes in the traces.
+	Outages int64 `json:"outages"`
+	// Lost lists the outages the proposal loses (see Loss); empty when it
+	// passes the gate.
+	Lost []Loss `json:"lost,omitempty"`
+}
+
+// Safe reports whether the proposal loses no outage the current rule
+// caught on sound evidence, nor catches one later than allowed.
+func (r *Result) Safe() bool { return len(r.Lost) == 0 }
+
+// AddsLowConfidence reports whether the proposal trips on fewer than
+// SoundCalls calls more often than the current rule.
+func (r *Result) AddsLowConfidence() bool {
+	return r.Proposed.LowConfidenceTrips > r.Current.LowConfidenceTrips
+}
+
+// Compare replays every case with its current and its proposed rule and
+// gates the proposal (package doc). The cases' traces are read, never
+// changed.
+func Compare(cases []Case) (*Result, error) {
+	res := &Result{}
+	for _, c := range cases {
+		if err := compareOne(res, c); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func compareOne(res *Result, c Case) error {
+	p, err := prepare(c.Trace, &c.Current)
+	if err != nil {
+		return err
+	}
+	res.StepMs = max(res.StepMs, p.stepMs)
+	res.Estimated = res.Estimated || p.estimated
+	var cur, prop [len(sides)]*run
+	for _, s := range sides {
+		if cur[s], err = p.replay(c.Current, s); err != nil {
+			return fmt.Errorf("current rule of %q: %w", c.Trace.Instance, err)
+		}
+		if prop[s], err = p.replay(c.Proposed, s); err != nil {
+			return fmt.Errorf("proposed rule of %q: %w", c.Trace.Instance, err)
+		}
+	}
+	for _, e := range p.episodes {
+		if e.sound {
+			res.Outages++
+		}
+	}
+	window := int64(c.Current.StatIntervalMs)
+	for _, e := range p.episodes {
+		if !e.sound {
+			continue
+		}
+		cd, cok := detect(e, cur)
+		pd, pok := detect(e, prop)
+		if cok {
+			res.Current.OutagesCaught++
+			res.Current.DetectMs = append(res.Current.DetectMs, cd)
+		}
+		if pok {
+			res.Proposed.OutagesCaught++
+			res.Proposed.DetectMs = append(res.Proposed.DetectMs, pd)
+		}
+		if !cok {
+			continue
+		}
+		lost := !pok
+		for _, s := range sides {
+			a, aok := detectOn(e, cur[s])
+			b, bok := detectOn(e, prop[s])
+			if aok && (!bok || b > a+window) {
+				lost = true
+			}
+		}
+		if lost {
+			if !pok {
+				pd = -1
+			}
+			res.Lost = append(res.Lost, Loss{Instance: c.Trace.Instance, From: e.from, To: e.to, CurrentMs: cd, ProposedMs: pd})
+		}
+	}
+	addRuns(&res.Current, cur)
+	addRuns(&res.Proposed, prop)
+	return nil
+}
+
+// detect is when both sides' replays caught episode e: the later of
+// their trips after its start; ok is false unless both did.
+func detect(e episode, runs [len(sides)]*run) (ms int64, ok bool) {
+	for _, s := range sides {
+		d, caught := detectOn(e, runs[s])
+		if !caught {
+			return 0, false
+		}
+		ms = max(ms, d)
+	}
+	return ms, true
+}
+
+// detectOn is when r's first trip inside episode e came, after its start
+// (a trip up to its first bucket before it counts, as 0).
+func detectOn(e episode, r *run) (ms int64, ok bool) {
+	i, _ := slices.BinarySearch(r.tripAt, e.from-e.firstMs)
+	if i < len(r.tripAt) && r.tripAt[i] < e.to {
+		return max(r.tripAt[i]-e.from, 0), true
+	}
+	return 0, false
+}
+
+func addRuns(m *Metrics, runs [len(sides)]*run) {
+	var trips, low, probes int64
+	lo, hi := runs[0].passedOutage, runs[0].passedOutage
+	blo, bhi := runs[0].blocked, runs[0].blocked
+	for _, r := range runs {
+		trips, low, probes = max(trips, r.trips), max(low, r.lowConf), max(probes, r.probes)
+		lo, hi = min(lo, r.passedOutage), max(hi, r.passedOutage)
+		blo, bhi = min(blo, r.blocked), max(bhi, r.blocked)
+	}
+	m.Trips += trips
+	m.LowConfidenceTrips += low
+	m.Probes += probes
+	m.PassedDuringOutage = m.PassedDuringOutage.add(lo, hi)
+	m.BlockedHealthy = m.BlockedHealthy.add(blo, bhi)
+}

@@ -1,0 +1,61 @@
+// Package whatif replays an input's own traffic through core's circuit
+// breakers, with the rule an instance ran and with a rule proposed for it,
+// and says what each would have done: trips, trips resting on fewer than
+// SoundCalls calls, outages caught and how long after they began, probes
+// sent, calls passed to a failing downstream and healthy calls blocked
+// (findings-v1 revision 3, "Rule plans").
+//
+// # What the replay knows and what it estimates
+//
+// An input holds each instance's traffic bucket by bucket: passes, blocks,
+// completions, errors, slow completions (against the smallest
+// maxAllowedRtMs of the resource's slow-ratio breakers) and, from Go
+// sources, a response-time histogram. A Trace is those buckets, with the
+// spells during which the instance's real breakers were not CLOSED.
+//
+// Each bucket becomes calls spread evenly over it. Its completions are the
+// calls whose outcome is known: errors spread evenly among them, response
+// times dealt from the histogram in a fixed, well-mixed order (each slot
+// keeps its count exactly), and a call is slow against the bucket's own
+// bound exactly as the bucket says. Its blocks are calls the real breaker
+// refused when the bucket overlaps a spell (their outcome is not known);
+// otherwise a flow rule refused them, in either world, and they never
+// reach a breaker. A call passed at its arrival completes its response
+// time later: a probe holds HALF_OPEN that long.
+//
+// What the input cannot tell is replayed twice, once on each side, and
+// every count is reported for the side that is worse for the rule judged:
+//
+//   - a response time known only between two histogram edges is its
+//     highest value on the sensitive side (the breaker counts it slow
+//     sooner) and its lowest on the other;
+//   - the outcome of a call the real breaker refused is estimated from the
+//     known calls around it: the worse of the last one before and the
+//     first one after (the probes among them) on the sensitive side, the
+//     better on the other.
+//
+// Result.Estimated says whether either happened.
+//
+// # Outage episodes
+//
+// An outage is defined by the data, for the rule in force: a bucket fails
+// when its known calls are bad (slow against the current rule's bound, or
+// failed, as its strategy counts) at least at the rule's ratio threshold
+// (for an error count, at least half of them), or when it has only refused
+// calls and the known calls before and after them were both bad. An episode
+// is a run of failing buckets with nothing but empty buckets between them,
+// from the first one's start to the last one's end. It is sound when its
+// known calls number SoundCalls or more and are bad at the threshold over
+// the whole episode: a few slow calls in a quiet second are not an outage.
+// An episode is caught by a replay that trips inside it (or within its
+// first bucket before it), and detectMs is from its start to that trip.
+//
+// # The gate
+//
+// Gate judges a proposed rule against the current one on the same traces:
+// every sound episode the current rule caught on both sides must be caught
+// by the proposal on both sides, no more than the current rule's
+// statIntervalMs later. A rule that passes adds no loss of a caught
+// outage; Gate also reports whether it adds trips resting on fewer than
+// SoundCalls calls.
+package whatif
