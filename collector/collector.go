@@ -48,6 +48,12 @@ type Options struct {
 	// input draws the timelines of every finding's instances, as triage
 	// judged them. Default false: a live collector forgets them.
 	KeepGone bool
+	// PlanEvery is how much input time may pass before a snapshot replays
+	// the findings' plans again while the findings propose the same
+	// values (a replay is far dearer than a snapshot; new proposals are
+	// replayed at once). Default 10 s; negative: at every snapshot, as a
+	// report does.
+	PlanEvery time.Duration
 	// RateWindow is what the table's rates and ratios average over. Default 5 s.
 	RateWindow time.Duration
 	// StaleAfter is how long an instance may be silent before it counts as
@@ -124,6 +130,7 @@ type Collector struct {
 	// teeMu; nothing called under mu calls back into a source.
 	mu       sync.Mutex
 	engine   *triage.Engine
+	plans    planCache      // the engine's latest plans
 	book     fleet.RuleBook // one copy of each rule set instances share
 	insts    map[string]*instance
 	apps     map[arKey]*appSeries
@@ -260,6 +267,7 @@ func (c *Collector) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.engine = triage.New(c.opts.Triage)
+	c.plans = planCache{}
 	c.insts = map[string]*instance{}
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0

@@ -20,9 +20,10 @@ func (c *Collector) Publish() *Snapshot {
 	c.prune(now)
 	c.chargePool()
 	findings := c.engine.Findings(now)
+	plans := c.plans.of(c.engine, now, findings, c.opts.PlanEvery)
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
-		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Seen: c.engine.Counts(),
+		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Plans: plans, Seen: c.engine.Counts(),
 		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory, MemoryNames: c.namesHeld}
 	if c.replay.Active {
 		s.Replay = c.replay

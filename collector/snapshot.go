@@ -84,6 +84,10 @@ type Snapshot struct {
 	Rows []ResourceRow
 	// Findings are the triage findings, most severe first.
 	Findings []triage.Finding
+	// Plans are the findings' proposals, one per rule, each replayed on
+	// the input's traffic and gated (findings-v1 revision 3); the
+	// findings' suggest and advice agree with them.
+	Plans []triage.Plan
 	// Breakers is the current state of every live instance's breakers, one
 	// per instance x resource with a breaker rule (the worst of its
 	// breakers), grouped by instance in name order (not sorted further:

@@ -282,6 +282,9 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		KeepGone:  f.keepGone,
 		OnReject:  s.onReject,
 	}
+	if f.keepGone {
+		opts.PlanEvery = -1 // reported at its end: the plans of the whole input
+	}
 	f.limits(&opts)
 	s.closers = append(s.closers, followBudget(opts.MaxMemory))
 	if f.record != "" {

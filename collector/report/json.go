@@ -30,6 +30,7 @@ type jsonReport struct {
 	// provenance of its breaker states.
 	ResourcesSeen []ResourceSeen    `json:"resourcesSeen"`
 	Findings      []json.RawMessage `json:"findings"`
+	Plans         []triage.Plan     `json:"plans"`
 }
 
 type jsonHead struct {
@@ -101,6 +102,7 @@ func JSON(w io.Writer, r *Report) error {
 		Apps: r.Apps, Instances: r.Instances, Resources: r.Resources,
 		Messages: r.Messages, Rejected: r.Rejected, ResourcesSeen: nonNil(r.ResourcesSeen),
 		Findings: make([]json.RawMessage, len(r.Findings)),
+		Plans:    nonNil(r.Plans),
 	}
 	for i := range r.Findings {
 		f, err := findingJSON(&r.Findings[i])

@@ -26,6 +26,9 @@ type Report struct {
 	Messages, Rejected int64
 	// Findings in report order (as the collector publishes them).
 	Findings []triage.Finding
+	// Plans are the findings' proposals, one per rule, replayed and gated
+	// (findings-v1 revision 3), in the findings' order.
+	Plans []triage.Plan
 	// ResourcesSeen lists every app x resource with its totals over the
 	// input and where its breaker states came from (findings-v1
 	// "resourcesSeen"); empty when the caller has none to give.
@@ -67,6 +70,7 @@ func FromSnapshot(source string, s *collector.Snapshot, h Histories) *Report {
 		Messages:      s.Messages,
 		Rejected:      s.Rejected,
 		Findings:      findings,
+		Plans:         s.Plans,
 		ResourcesSeen: resourcesSeen(s.Totals),
 		Targets:       s.Targets,
 		Warnings:      s.Warnings,

@@ -53,6 +53,10 @@ type Config struct {
 	// probe cycles is not over, and a finding that turned warning at every
 	// pause would flap. 0 means DefaultHoldMs.
 	HoldMs int64
+	// TraceBytes bounds the traffic kept for the what-if replay of plans
+	// (tracelog.go): 0 means DefaultTraceBytes, a negative value keeps
+	// none (and plans are not checked, so none is proposed).
+	TraceBytes int64
 }
 
 // BucketStat is one completed bucket of one resource on one instance (an
@@ -124,6 +128,8 @@ type Engine struct {
 	misaligned misalignedDetector
 	advice     adviceDetector
 	det        detectors
+
+	traces traces // the traffic kept for replays (tracelog.go)
 }
 
 type instState struct {
@@ -213,6 +219,7 @@ func New(cfg Config) *Engine {
 		ars:       map[arKey]*appRes{},
 	}
 	e.det = newDetectors(e)
+	e.traces.init(cfg.TraceBytes)
 	return e
 }
 
@@ -330,6 +337,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		e.res[r.name] = r
 	}
 	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rulesOf(resource)}
+	s.slowBound = slowBoundOf(s.rr)
 	s.ratio = hasRatioBreaker(s.rr)
 	s.setHold()
 	in.series[s.resource] = s
@@ -403,6 +411,7 @@ func (e *Engine) bucket(s *series) {
 	s.offered += offered
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, b)
+	e.traceBucket(s, b, bm)
 	s.res.last = max(s.res.last, end)
 	if pass > 0 {
 		if !s.traffic {
@@ -443,7 +452,14 @@ func (e *Engine) Transition(h Series, track *fleet.Track, t core.Transition) {
 	b := s.breaker(t.RuleID)
 	b.track = track
 	wasOpen := s.open()
-	s.healthyTransition(b, &t, wasOpen, t.To != core.Closed || s.openBut(b))
+	open := t.To != core.Closed || s.openBut(b)
+	s.healthyTransition(b, &t, wasOpen, open)
+	switch {
+	case open && !wasOpen:
+		e.traceRecord(s, recSpellFrom, t.AtMs)
+	case !open && wasOpen:
+		e.traceRecord(s, recSpellTo, t.AtMs)
+	}
 	b.moved = true
 	if t.RetryTimeoutMs > 0 {
 		b.retry = t.RetryTimeoutMs

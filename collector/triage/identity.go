@@ -86,6 +86,7 @@ func (e *Engine) Hello(h Instance, ch HelloChange, id *fleet.Instance, ts int64)
 		in = e.newInstance(id, app)
 	case HelloRestart:
 		for _, s := range in.seriesList {
+			e.traceRecord(s, recRestart, id.StartedAt) // ends a spell too
 			for _, b := range s.breakers {
 				b.restart(id.StartedAt)
 			}

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"math"
+	"strings"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -338,7 +339,7 @@ type LowConfidenceFacts struct {
 // LowConfidenceSuggest is low-confidence-trip's suggest: StatIntervalMs
 // is 0 (left out) when the rule's window already holds the requests.
 type LowConfidenceSuggest struct {
-	MinRequestAmount uint64 `json:"minRequestAmount"`
+	MinRequestAmount uint64 `json:"minRequestAmount,omitempty"`
 	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
 }
 
@@ -348,9 +349,16 @@ func (*LowConfidenceFacts) Kind() Kind { return KindLowConfidenceTrip }
 // Evidence lists the trips, the weakest, how they ended and began, and the
 // values proposed.
 func (f *LowConfidenceFacts) Evidence() []Fact {
-	proposed := "minRequestAmount " + itoa(int64(f.Suggest.MinRequestAmount))
+	var values []string
+	if f.Suggest.MinRequestAmount > 0 {
+		values = append(values, "minRequestAmount "+itoa(int64(f.Suggest.MinRequestAmount)))
+	}
 	if f.Suggest.StatIntervalMs > 0 {
-		proposed += ", statIntervalMs " + itoa(int64(f.Suggest.StatIntervalMs))
+		values = append(values, "statIntervalMs "+itoa(int64(f.Suggest.StatIntervalMs)))
+	}
+	proposed := "no change (see the rule's plan)"
+	if len(values) > 0 {
+		proposed = strings.Join(values, ", ")
 	}
 	return []Fact{
 		text("Trips", itoa(f.Count)+" on fewer than "+itoa(AdviceMinRequests)+" calls"),

@@ -59,6 +59,7 @@ func (e *Engine) Rules(h Instance, ts int64, prev *fleet.Rules) {
 	e.noteRules(in, ts, prev)
 	for _, s := range in.seriesList {
 		s.rr = rules[s.resource]
+		s.slowBound = slowBoundOf(s.rr)
 		s.ratio = hasRatioBreaker(s.rr)
 		s.setHold() // buckets wait out the rules' statIntervalMs
 	}

@@ -152,6 +152,7 @@ func (d *sawtoothDetector) findings(now int64, out []Finding) []Finding {
 		x.OutageMs = max(dur, 0)
 		rule, hasRule := breakerRule(longest.s.inst, ar.resource, longest.ruleID)
 		x.RetryTimeoutMs = longest.maxRunRetry
+		x.RuleID = longest.ruleID
 		if x.RetryTimeoutMs == 0 {
 			x.RetryTimeoutMs = rule.RetryTimeoutMs
 		}
@@ -215,6 +216,8 @@ type SawtoothFacts struct {
 	OutageMs       int64  `json:"-"`
 	MaxAllowedRtMs uint64 `json:"-"`
 	P99Ms          int64  `json:"-"`
+	// RuleID is the id of the longest run's breaker rule.
+	RuleID string `json:"-"`
 }
 
 // SawtoothSuggest is sawtooth's suggest: one of its fields is set.

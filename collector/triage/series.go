@@ -44,6 +44,11 @@ type series struct {
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 
+	// log is the series' traffic for replays (tracelog.go); slowBound
+	// what its buckets' slow counts against (slowBoundOf(rr)).
+	log       traceLog
+	slowBound int64
+
 	breakers []*breaker
 }
 

@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -60,10 +61,10 @@ type Result struct {
 	Current   Metrics `json:"current"`
 	Proposed  Metrics `json:"proposed"`
 	// Outages is the number of sound outage episodes in the traces.
-	Outages int64 `json:"outages"`
+	Outages int64 `json:"-"`
 	// Lost lists the outages the proposal loses (see Loss); empty when it
 	// passes the gate.
-	Lost []Loss `json:"lost,omitempty"`
+	Lost []Loss `json:"-"`
 }
 
 // Safe reports whether the proposal loses no outage the current rule
@@ -143,6 +144,9 @@ func compareOne(res *Result, c Case) error {
 			res.Lost = append(res.Lost, Loss{Instance: c.Trace.Instance, From: e.from, To: e.to, CurrentMs: cd, ProposedMs: pd})
 		}
 	}
+	for _, s := range sides {
+		res.Estimated = res.Estimated || cur[s].estimated || prop[s].estimated
+	}
 	addRuns(&res.Current, cur)
 	addRuns(&res.Proposed, prop)
 	return nil
@@ -169,6 +173,16 @@ func detectOn(e episode, r *run) (ms int64, ok bool) {
 		return max(r.tripAt[i]-e.from, 0), true
 	}
 	return 0, false
+}
+
+// MarshalJSON writes DetectMs as [] when no outage was caught.
+func (m Metrics) MarshalJSON() ([]byte, error) {
+	type plain Metrics
+	p := plain(m)
+	if p.DetectMs == nil {
+		p.DetectMs = []int64{}
+	}
+	return json.Marshal(p)
 }
 
 func addRuns(m *Metrics, runs [len(sides)]*run) {

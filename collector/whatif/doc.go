@@ -30,9 +30,11 @@
 //     highest value on the sensitive side (the breaker counts it slow
 //     sooner) and its lowest on the other;
 //   - the outcome of a call the real breaker refused is estimated from the
-//     known calls around it: the worse of the last one before and the
-//     first one after (the probes among them) on the sensitive side, the
-//     better on the other.
+//     known calls around it: the nearest known call before it and those
+//     within one statIntervalMs of that one (at most SoundCalls) are one
+//     sample, the same after it another (the probes among them); the
+//     sensitive side deals refused calls the outcomes of the worse sample,
+//     the lenient side those of the better.
 //
 // Result.Estimated says whether either happened.
 //
@@ -42,7 +44,7 @@
 // when its known calls are bad (slow against the current rule's bound, or
 // failed, as its strategy counts) at least at the rule's ratio threshold
 // (for an error count, at least half of them), or when it has only refused
-// calls and the known calls before and after them were both bad. An episode
+// calls and they are that bad on the lenient side of the estimate. An episode
 // is a run of failing buckets with nothing but empty buckets between them,
 // from the first one's start to the last one's end. It is sound when its
 // known calls number SoundCalls or more and are bad at the threshold over

@@ -29,16 +29,17 @@ var sides = [...]side{sensitive, lenient}
 
 // prepared is a trace's calls and outage episodes for one current rule.
 type prepared struct {
-	inst      string
-	calls     []call
-	prev      []int32 // index of the last known call before each call, -1 if none
-	next      []int32 // index of the first known call after it, -1 if none
+	inst  string
+	calls []call
+	// pick is, for each refused call, the known call whose outcome it
+	// takes on each side (-1: none known at all); see estimate.
+	pick      [len(sides)][]int32
 	episodes  []episode
 	stepMs    int64
 	estimated bool // refused calls, unknown response times or scaled buckets
 	strategy  core.Strategy
 	bound     int64 // the current rule's maxAllowedRtMs (slow ratio)
-	slowBound int64 // the trace's
+	restarts  []int64
 }
 
 // episode is an outage episode: [from, to), whether it is sound, and its
@@ -51,7 +52,7 @@ type episode struct {
 }
 
 func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
-	p := &prepared{inst: t.Instance, strategy: current.Strategy, bound: int64(current.MaxAllowedRtMs), slowBound: t.SlowBoundMs}
+	p := &prepared{inst: t.Instance, strategy: current.Strategy, bound: int64(current.MaxAllowedRtMs), restarts: t.Restarts}
 	var total int64
 	for i := range t.Buckets {
 		total += min(max(t.Buckets[i].Complete, 0)+max(t.Buckets[i].Block, 0), MaxCallsPerBucket)
@@ -76,28 +77,7 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 		p.estimated = p.estimated || scaled || (refused && b.Block > 0)
 		spans = append(spans, bucketSpan{start: b.Start, ms: b.Ms, first: first, end: len(p.calls)})
 	}
-	n := len(p.calls)
-	p.prev, p.next = make([]int32, n), make([]int32, n)
-	last := int32(-1)
-	for i := range p.calls {
-		p.prev[i] = last
-		if p.calls[i].known {
-			last = int32(i)
-		}
-	}
-	last = -1
-	for i := n - 1; i >= 0; i-- {
-		p.next[i] = last
-		if p.calls[i].known {
-			last = int32(i)
-		}
-	}
-	for i := range p.calls {
-		c := &p.calls[i]
-		if c.known && c.slowKnown < 0 && c.rtLo != c.rtHi && p.strategy == core.SlowRequestRatio {
-			p.estimated = true
-		}
-	}
+	p.estimate(max(int64(current.StatIntervalMs), 1))
 	// Episodes: runs of failing buckets with only empty ones between.
 	thr := current.Threshold
 	if current.Strategy == core.ErrorCount {
@@ -119,13 +99,13 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 				continue
 			}
 			refused++
-			if a, b := p.prev[i], p.next[i]; a >= 0 && b >= 0 && p.surelyBad(&p.calls[a]) && p.surelyBad(&p.calls[b]) {
-				refusedBad++
+			if k := p.pick[lenient][i]; k >= 0 && p.surelyBad(&p.calls[k]) {
+				refusedBad++ // bad even on the side that judges it better
 			}
 		}
 		failing := known > 0 && bad > 0 && float64(bad) >= thr*float64(known)
 		if known == 0 {
-			failing = refusedBad == refused
+			failing = refusedBad > 0 && float64(refusedBad) >= thr*float64(refused)
 		}
 		if !failing {
 			cur = nil
@@ -152,55 +132,28 @@ func (p *prepared) surelyBad(c *call) bool {
 	if p.strategy != core.SlowRequestRatio {
 		return c.err
 	}
-	if c.slowKnown >= 0 && p.slowBound == p.bound {
-		return c.slowKnown == 1
-	}
-	return c.rtLo > p.bound
+	return c.rtLo > p.bound // a call known slow against the bound starts above it
 }
 
 // outcome is what call i did on side s: its response time and whether it
-// failed; an unknown call takes a neighbour's.
+// failed; a refused call takes the outcome of the known call picked for
+// it (estimate).
 func (p *prepared) outcome(i int, s side) (rt int64, failed bool) {
 	c := &p.calls[i]
 	if !c.known {
-		a, b := p.prev[i], p.next[i]
-		switch {
-		case a < 0 && b < 0:
+		k := p.pick[s][i]
+		if k < 0 {
 			if s == sensitive {
 				return 60_000, true
 			}
 			return 0, false
-		case a < 0:
-			c = &p.calls[b]
-		case b < 0:
-			c = &p.calls[a]
-		default:
-			x, y := &p.calls[a], &p.calls[b]
-			if p.worse(y, x, s) == (s == sensitive) {
-				c = y
-			} else {
-				c = x
-			}
 		}
+		c = &p.calls[k]
 	}
 	if s == sensitive {
 		return c.rtHi, c.err
 	}
 	return c.rtLo, c.err
-}
-
-// worse reports whether a is worse than b as the current rule's strategy
-// judges calls: by response time first for a slow ratio, by failure first
-// otherwise.
-func (p *prepared) worse(a, b *call, s side) bool {
-	ra, rb := a.rtLo, b.rtLo
-	if s == sensitive {
-		ra, rb = a.rtHi, b.rtHi
-	}
-	if p.strategy == core.SlowRequestRatio {
-		return ra > rb || ra == rb && a.err && !b.err
-	}
-	return a.err && !b.err || a.err == b.err && ra > rb
 }
 
 // healthy reports whether call i's outcome on side s is good as the
@@ -218,6 +171,9 @@ type run struct {
 	trips, lowConf, probes int64
 	tripAt                 []int64
 	passedOutage, blocked  int64 // blocked: healthy calls blocked outside sound outages
+	// estimated: a response time between histogram edges was judged
+	// against the rule's bound.
+	estimated bool
 }
 
 type pending struct {
@@ -270,7 +226,11 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 		failed bool
 	}
 	order := make([]arrival, len(p.calls))
+	bound := int64(rule.MaxAllowedRtMs)
 	for i := range p.calls {
+		if c := &p.calls[i]; c.known && rule.Strategy == core.SlowRequestRatio && c.rtLo <= bound && c.rtHi > bound {
+			r.estimated = true
+		}
 		rt, failed := p.outcome(i, s)
 		at := p.calls[i].at
 		if p.calls[i].known {
@@ -286,7 +246,19 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 			br.OnComplete(x.at, x.rt, x.failed)
 		}
 	}
+	restarts := p.restarts
 	for _, a := range order {
+		if len(restarts) > 0 && a.at >= restarts[0] {
+			// A new process: what the old one had in flight is gone, and its
+			// breakers begin again.
+			for len(restarts) > 0 && a.at >= restarts[0] {
+				restarts = restarts[1:]
+			}
+			h = h[:0]
+			if br, err = core.NewBreaker(rule, listener{r}); err != nil {
+				return nil, fmt.Errorf("whatif: %w", err)
+			}
+		}
 		flush(a.at)
 		// Whether the call met a failing downstream is judged at its
 		// completion, as the episodes are.
@@ -316,4 +288,81 @@ func (p *prepared) inSoundEpisode(at int64) bool {
 		return 1
 	})
 	return i < len(p.episodes) && p.episodes[i].from <= at && p.episodes[i].sound
+}
+
+// estimateCalls is how many known calls on each side of a stretch of
+// refused calls their outcomes are estimated from.
+const estimateCalls = SoundCalls
+
+// estimate picks, for each refused call, a known call whose outcome it
+// takes on each side. The known calls just before it and just after it
+// (the probes among them) are two samples of what the downstream did
+// around it: on each side, the nearest known call and those within one
+// statIntervalMs of it (the span a breaker judges), at most estimateCalls.
+// The sensitive side deals the refused calls the outcomes of the sample
+// with more bad calls, in turn, the lenient side those of the other. So
+// the refused calls are about as bad as the calls around them, on the
+// worse and on the better reading; in the middle of a long OPEN spell
+// the samples are the probes on either side of it.
+func (p *prepared) estimate(windowMs int64) {
+	var known []int32
+	for i := range p.calls {
+		if p.calls[i].known {
+			known = append(known, int32(i))
+		}
+	}
+	bad := make([]int32, len(known)+1) // prefix sums of surely bad
+	for j, i := range known {
+		bad[j+1] = bad[j]
+		if p.surelyBad(&p.calls[i]) {
+			bad[j+1]++
+		}
+	}
+	n := int32(len(known))
+	for s := range p.pick {
+		p.pick[s] = make([]int32, len(p.calls))
+	}
+	var before, refused int32 // known calls before the call; refused calls so far
+	for i := range p.calls {
+		if p.calls[i].known {
+			before++
+			p.pick[sensitive][i], p.pick[lenient][i] = -1, -1
+			continue
+		}
+		bLo, aHi := max(before-estimateCalls, 0), min(before+estimateCalls, n)
+		if before > 0 {
+			from := p.calls[known[before-1]].at - windowMs
+			for bLo < before-1 && p.calls[known[bLo]].at < from {
+				bLo++
+			}
+		}
+		if before < n {
+			to := p.calls[known[before]].at + windowMs
+			for aHi > before+1 && p.calls[known[aHi-1]].at > to {
+				aHi--
+			}
+		}
+		nb, na := before-bLo, aHi-before
+		var worse, better [2]int32 // [from, to) in known
+		switch {
+		case nb == 0 && na == 0:
+			p.pick[sensitive][i], p.pick[lenient][i] = -1, -1
+			refused++
+			continue
+		case nb == 0:
+			worse, better = [2]int32{before, aHi}, [2]int32{before, aHi}
+		case na == 0:
+			worse, better = [2]int32{bLo, before}, [2]int32{bLo, before}
+		default:
+			// Shares compared without division: bad_b/nb against bad_a/na.
+			sb, sa := int64(bad[before]-bad[bLo])*int64(na), int64(bad[aHi]-bad[before])*int64(nb)
+			worse, better = [2]int32{bLo, before}, [2]int32{before, aHi}
+			if sa > sb {
+				worse, better = better, worse
+			}
+		}
+		p.pick[sensitive][i] = known[worse[0]+refused%(worse[1]-worse[0])]
+		p.pick[lenient][i] = known[better[0]+refused%(better[1]-better[0])]
+		refused++
+	}
 }

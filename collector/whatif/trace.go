@@ -27,8 +27,12 @@ type Bucket struct {
 	Block     int64
 	Complete  int64
 	Error     int64
-	// Slow counts the completions slower than the trace's SlowBoundMs.
-	Slow         int64
+	// Slow counts the completions slower than SlowBoundMs.
+	Slow int64
+	// SlowBoundMs is the bound Slow counts against (the smallest
+	// maxAllowedRtMs of the resource's slow-ratio breakers then); 0: the
+	// trace's.
+	SlowBoundMs  int64
 	RtMin, RtMax int64
 	// HasHist says Hist counts completions by response time
 	// (core.HistogramBounds).
@@ -45,9 +49,12 @@ type Trace struct {
 	// real breakers of the resource were not CLOSED: a bucket's blocks
 	// overlapping one were the breaker's, others a flow rule's.
 	Spells []Span
-	// SlowBoundMs is the bound Bucket.Slow counts against (the smallest
-	// maxAllowedRtMs of the resource's slow-ratio breakers); 0: none.
+	// SlowBoundMs is the bound Bucket.Slow counts against where a bucket
+	// does not say; 0: none.
 	SlowBoundMs int64
+	// Restarts are the times, in order, the instance's process restarted:
+	// its breakers began again CLOSED and empty, and so do the replay's.
+	Restarts []int64
 }
 
 // call is one call of a trace: when it arrived, what is known of its
@@ -164,6 +171,9 @@ func (t *Trace) calls(b *Bucket, refused bool, out []call) (_ []call, scaled boo
 		}
 	}
 	bound := t.SlowBoundMs
+	if b.SlowBoundMs > 0 {
+		bound = b.SlowBoundMs
+	}
 	// Slow calls above the bound's slot are slow by their slot; the rest of
 	// Slow falls in the slot the bound cuts, at its top.
 	cut, cutSlow := -1, int64(0)

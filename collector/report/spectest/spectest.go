@@ -1,4 +1,4 @@
-// Package spectest holds a JSON report to spec/findings-v1.md (revision 2)
+// Package spectest holds a JSON report to spec/findings-v1.md (revision 3)
 // rather than to the code that writes it: its types are the spec's fields,
 // written out apart from collector/report's, and Decode refuses any field the
 // spec does not have, at any depth. Tests of the report and of the report
@@ -25,6 +25,54 @@ type Report struct {
 	Rejected      int64          `json:"rejected"`
 	ResourcesSeen []ResourceSeen `json:"resourcesSeen"`
 	Findings      []Finding      `json:"findings"`
+	Plans         []Plan         `json:"plans"`
+}
+
+// Plan is one rule's plan (revision 3, "Rule plans").
+type Plan struct {
+	App         string              `json:"app"`
+	Resource    string              `json:"resource"`
+	Rule        string              `json:"rule"`
+	Instances   []string            `json:"instances"`
+	Current     PlanRule            `json:"current"`
+	Proposed    PlanRule            `json:"proposed"`
+	PerInstance map[string]PlanRule `json:"perInstance"`
+	Because     []string            `json:"because"`
+	Safe        bool                `json:"safe"`
+	Why         string              `json:"why"`
+	WhatIf      *WhatIf             `json:"whatIf"`
+}
+
+// PlanRule is a breaker rule's fields, with the rule's JSON names; a
+// plan's proposed and perInstance hold only those that change.
+type PlanRule struct {
+	Strategy                     *int64   `json:"strategy"`
+	MaxAllowedRtMs               *int64   `json:"maxAllowedRtMs"`
+	Threshold                    *float64 `json:"threshold"`
+	MinRequestAmount             *int64   `json:"minRequestAmount"`
+	StatIntervalMs               *int64   `json:"statIntervalMs"`
+	StatSlidingWindowBucketCount *int64   `json:"statSlidingWindowBucketCount"`
+	RetryTimeoutMs               *int64   `json:"retryTimeoutMs"`
+	ProbeNum                     *int64   `json:"probeNum"`
+}
+
+// WhatIf is a plan's replay, the current rule's and the proposed one's.
+type WhatIf struct {
+	StepMs    int64         `json:"stepMs"`
+	Estimated bool          `json:"estimated"`
+	Current   WhatIfMetrics `json:"current"`
+	Proposed  WhatIfMetrics `json:"proposed"`
+}
+
+// WhatIfMetrics is what one rule did in the replay; ranges are [low, high].
+type WhatIfMetrics struct {
+	Trips              int64    `json:"trips"`
+	LowConfidenceTrips int64    `json:"lowConfidenceTrips"`
+	OutagesCaught      int64    `json:"outagesCaught"`
+	DetectMs           []int64  `json:"detectMs"`
+	Probes             int64    `json:"probes"`
+	PassedDuringOutage [2]int64 `json:"passedDuringOutage"`
+	BlockedHealthy     [2]int64 `json:"blockedHealthy"`
 }
 
 // ResourceSeen is one app x resource of resourcesSeen.

@@ -1,0 +1,36 @@
+package collector
+
+import (
+	"slices"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/triage"
+)
+
+// DefaultPlanEvery is Options.PlanEvery's default.
+const DefaultPlanEvery = 10 * time.Second
+
+// planCache keeps the latest plans, so that snapshots (4 a second) do not
+// replay the input each: they are made again when the findings propose
+// other values, or when PlanEvery of input time has passed.
+type planCache struct {
+	plans []triage.Plan
+	at    int64
+	sig   []triage.Proposal
+	made  bool
+}
+
+// of returns the plans of findings at now, from the cache when it still
+// holds, and brings the findings in line with them.
+func (p *planCache) of(e *triage.Engine, now int64, findings []triage.Finding, every time.Duration) []triage.Plan {
+	if every == 0 {
+		every = DefaultPlanEvery
+	}
+	sig := triage.Proposals(findings)
+	if p.made && slices.Equal(sig, p.sig) && every > 0 && now-p.at < every.Milliseconds() && now >= p.at {
+		triage.AgreeWithPlans(findings, p.plans)
+		return p.plans
+	}
+	p.plans, p.at, p.sig, p.made = e.Plans(now, findings), now, sig, true
+	return p.plans
+}

@@ -1,0 +1,528 @@
+package triage
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Plans (findings-v1 revision 3, "Rule plans"): the rule values that
+// findings propose for one breaker rule (an app, a resource and a rule
+// id) are merged into one proposed rule, checked by replaying the
+// input's own traffic through core's breakers with the current rule and
+// with the proposal (package whatif), and gated: a plan that loses an
+// outage the current rule caught, or catches it more than one
+// statIntervalMs later, is not proposed. docs/TRIAGE.md writes down the
+// precedence; planFields is it.
+
+// RuleValues are the fields of a breaker rule a plan may change, with the
+// rule's JSON names; 0 is "not changed" (left out).
+type RuleValues struct {
+	MinRequestAmount uint64 `json:"minRequestAmount,omitempty"`
+	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
+	MaxAllowedRtMs   uint64 `json:"maxAllowedRtMs,omitempty"`
+	RetryTimeoutMs   uint32 `json:"retryTimeoutMs,omitempty"`
+}
+
+// IsZero reports whether no field is set.
+func (v RuleValues) IsZero() bool { return v == RuleValues{} }
+
+// apply returns r with v's fields set.
+func (v RuleValues) apply(r core.BreakerRule) core.BreakerRule {
+	if v.MinRequestAmount > 0 {
+		r.MinRequestAmount = v.MinRequestAmount
+	}
+	if v.StatIntervalMs > 0 {
+		r.StatIntervalMs = v.StatIntervalMs
+	}
+	if v.MaxAllowedRtMs > 0 {
+		r.MaxAllowedRtMs = v.MaxAllowedRtMs
+	}
+	if v.RetryTimeoutMs > 0 {
+		r.RetryTimeoutMs = v.RetryTimeoutMs
+	}
+	return r
+}
+
+// field is one field of RuleValues, in the order a plan gives fields up
+// when its whole is not safe: first what makes the breaker see less (a
+// higher RT bound, a longer window), last what only makes it wait longer.
+type field int
+
+const (
+	fieldMaxAllowedRt field = iota
+	fieldStatInterval
+	fieldMinRequest
+	fieldRetryTimeout
+	nFields
+)
+
+func (f field) name() string {
+	return [...]string{"maxAllowedRtMs", "statIntervalMs", "minRequestAmount", "retryTimeoutMs"}[f]
+}
+
+func (v *RuleValues) get(f field) int64 {
+	switch f {
+	case fieldMaxAllowedRt:
+		return int64(v.MaxAllowedRtMs)
+	case fieldStatInterval:
+		return int64(v.StatIntervalMs)
+	case fieldMinRequest:
+		return int64(v.MinRequestAmount)
+	default:
+		return int64(v.RetryTimeoutMs)
+	}
+}
+
+func (v *RuleValues) clear(f field) {
+	switch f {
+	case fieldMaxAllowedRt:
+		v.MaxAllowedRtMs = 0
+	case fieldStatInterval:
+		v.StatIntervalMs = 0
+	case fieldMinRequest:
+		v.MinRequestAmount = 0
+	default:
+		v.RetryTimeoutMs = 0
+	}
+}
+
+// PlanRule is a breaker rule as a plan shows it (its current values).
+type PlanRule struct {
+	Strategy                     core.Strategy  `json:"strategy"`
+	MaxAllowedRtMs               uint64         `json:"maxAllowedRtMs,omitempty"`
+	Threshold                    float64        `json:"threshold"`
+	MinRequestAmount             uint64         `json:"minRequestAmount"`
+	StatIntervalMs               uint32         `json:"statIntervalMs"`
+	StatSlidingWindowBucketCount uint32         `json:"statSlidingWindowBucketCount,omitempty"`
+	RetryTimeoutMs               uint32         `json:"retryTimeoutMs"`
+	Semantics                    core.Semantics `json:"-"`
+}
+
+func planRule(r *core.BreakerRule) PlanRule {
+	return PlanRule{Strategy: r.Strategy, MaxAllowedRtMs: r.MaxAllowedRtMs, Threshold: r.Threshold, MinRequestAmount: r.MinRequestAmount,
+		StatIntervalMs: r.StatIntervalMs, StatSlidingWindowBucketCount: r.StatSlidingWindowBucketCount, RetryTimeoutMs: r.RetryTimeoutMs,
+		Semantics: r.Semantics}
+}
+
+// Plan is one rule's proposed change, checked on the input's traffic.
+type Plan struct {
+	App      string `json:"app"`
+	Resource string `json:"resource"`
+	// Rule is the kind of rule: "breaker".
+	Rule   string `json:"rule"`
+	RuleID string `json:"-"`
+	// Instances are those running the rule, replayed, sorted.
+	Instances []string `json:"instances"`
+	Current   PlanRule `json:"current"`
+	// Proposed holds only the fields that change (empty when no change is
+	// safe); PerInstance the values instances should each have their own
+	// of (Sentinel has no jitter setting).
+	Proposed    RuleValues            `json:"proposed"`
+	PerInstance map[string]RuleValues `json:"perInstance,omitempty"`
+	// Because lists the kinds of the findings the proposal merges.
+	Because []Kind `json:"because"`
+	// Safe: the replay loses no outage the current rule caught; Why says
+	// why not, or what was left out to make it so.
+	Safe bool   `json:"safe"`
+	Why  string `json:"why"`
+	// Rejected are the values considered and left out by the gate.
+	Rejected RuleValues `json:"-"`
+	// WhatIf is the replay of the plan as proposed (of the whole proposal
+	// when no part is safe); nil when none could run.
+	WhatIf *whatif.Result `json:"whatIf,omitempty"`
+
+	severity Severity
+	from     int64
+	java     bool
+}
+
+// planKey names one rule.
+type planKey struct{ app, resource, ruleID string }
+
+// proposal is what the findings propose for one rule, before the merge.
+type proposal struct {
+	key      planKey
+	severity Severity
+	from     int64
+	because  []Kind
+	insts    []string // the findings' instances
+	// Each field's candidates by kind.
+	minReq, inertMinReq, interval, maxRt, retry []int64
+	spread                                      *RetryRange
+}
+
+// proposals collects the breaker rule values the findings propose, by
+// rule, in the findings' order.
+func proposals(fs []Finding) []*proposal {
+	var out []*proposal
+	by := map[planKey]*proposal{}
+	get := func(f *Finding, ruleID string) *proposal {
+		k := planKey{f.App, f.Resource, ruleID}
+		p := by[k]
+		if p == nil {
+			p = &proposal{key: k, severity: f.Severity, from: f.From}
+			by[k] = p
+			out = append(out, p)
+		}
+		if !slices.Contains(p.because, f.Kind) {
+			p.because = append(p.because, f.Kind)
+		}
+		p.insts = mergeNames(p.insts, f.Instances)
+		return p
+	}
+	for i := range fs {
+		f := &fs[i]
+		switch x := f.Facts.(type) {
+		case *SawtoothFacts:
+			if s := x.Suggest; s.MaxAllowedRtMs > 0 || s.RetryTimeoutMs > 0 {
+				p := get(f, x.RuleID)
+				if s.MaxAllowedRtMs > 0 {
+					p.maxRt = append(p.maxRt, int64(s.MaxAllowedRtMs))
+				}
+				if s.RetryTimeoutMs > 0 {
+					p.retry = append(p.retry, int64(s.RetryTimeoutMs))
+				}
+			}
+		case *SyncHalfOpenFacts:
+			if x.Suggest != nil {
+				p := get(f, "")
+				r := x.Suggest.RetryTimeoutMs
+				p.spread = &r
+			}
+		case *LowConfidenceFacts:
+			id := ""
+			if x.Rule != nil {
+				id = x.Rule.ID
+			}
+			p := get(f, id)
+			p.minReq = append(p.minReq, int64(x.Suggest.MinRequestAmount))
+			if x.Suggest.StatIntervalMs > 0 {
+				p.interval = append(p.interval, int64(x.Suggest.StatIntervalMs))
+			}
+		case *RuleAdviceFacts:
+			s := x.Suggest
+			if s == (RuleAdviceSuggest{}) {
+				continue
+			}
+			p := get(f, x.Rule.ID)
+			if s.MinRequestAmount > 0 {
+				p.minReq = append(p.minReq, int64(s.MinRequestAmount))
+			}
+			if s.StatIntervalMs > 0 {
+				p.interval = append(p.interval, int64(s.StatIntervalMs))
+			}
+			if s.MaxAllowedRtMs > 0 {
+				p.maxRt = append(p.maxRt, int64(s.MaxAllowedRtMs))
+			}
+		case *InertRuleFacts:
+			if x.Reason != InertCannotTrip || x.Suggest == nil || x.Suggest.MinRequestAmount == 0 || len(x.Rule.Breakers) == 0 {
+				continue
+			}
+			p := get(f, x.Rule.Breakers[0].ID)
+			p.inertMinReq = append(p.inertMinReq, int64(x.Suggest.MinRequestAmount))
+		}
+	}
+	return out
+}
+
+// merge decides each field from its candidates against the current rule
+// r (docs/TRIAGE.md, "Plans"): a breaker that cannot trip takes the
+// minRequestAmount that lets it; otherwise the highest minRequestAmount
+// and statIntervalMs proposed (each proposal asks for at least that much
+// evidence), the lowest maxAllowedRtMs (the one that keeps the breaker
+// most sensitive) and the sawtooth's retry timeout, spread per instance
+// over the flood's range. A value equal to the rule's is no change, and a
+// field the rule's SDK does not have is never proposed.
+func (p *proposal) merge(r *core.BreakerRule) (v RuleValues, spread *RetryRange) {
+	if len(p.inertMinReq) > 0 {
+		v.MinRequestAmount = uint64(slices.Min(p.inertMinReq))
+	} else if len(p.minReq) > 0 {
+		v.MinRequestAmount = uint64(slices.Max(p.minReq))
+	}
+	if len(p.interval) > 0 {
+		v.StatIntervalMs = uint32(min(slices.Max(p.interval), math.MaxUint32))
+	}
+	if len(p.maxRt) > 0 && r.Strategy == core.SlowRequestRatio {
+		v.MaxAllowedRtMs = uint64(slices.Min(p.maxRt))
+	}
+	if len(p.retry) > 0 {
+		v.RetryTimeoutMs = uint32(min(slices.Max(p.retry), math.MaxUint32))
+	}
+	if p.spread != nil {
+		s := *p.spread
+		if v.RetryTimeoutMs > 0 && int64(v.RetryTimeoutMs) != s.Min {
+			s = RetryRange{Min: int64(v.RetryTimeoutMs), Max: int64(retrySpreadTo(v.RetryTimeoutMs))}
+		}
+		v.RetryTimeoutMs = uint32(s.Min)
+		spread = &s
+	} else if v.RetryTimeoutMs > 0 {
+		spread = &RetryRange{Min: int64(v.RetryTimeoutMs), Max: int64(retrySpreadTo(v.RetryTimeoutMs))}
+	}
+	if r.Semantics == core.SemanticsJava16 {
+		v.MinRequestAmount, v.StatIntervalMs = 0, 0
+	}
+	if v.MinRequestAmount == r.MinRequestAmount {
+		v.MinRequestAmount = 0
+	}
+	if v.StatIntervalMs == r.StatIntervalMs {
+		v.StatIntervalMs = 0
+	}
+	if v.MaxAllowedRtMs == r.MaxAllowedRtMs {
+		v.MaxAllowedRtMs = 0
+	}
+	if v.RetryTimeoutMs == 0 {
+		spread = nil
+	}
+	return v, spread
+}
+
+// perInstance spreads the retry timeout over the instances, sorted by
+// name, evenly from the range's start to its end (whole seconds for Java
+// rules); nil for one instance or no spread.
+func perInstance(names []string, spread *RetryRange, java bool) map[string]RuleValues {
+	if spread == nil || len(names) < 2 {
+		return nil
+	}
+	out := make(map[string]RuleValues, len(names))
+	n := int64(len(names) - 1)
+	for i, name := range names {
+		ms := spread.Min + (spread.Max-spread.Min)*int64(i)/n
+		if java {
+			ms = ms / 1000 * 1000
+		} else {
+			ms = ms / 100 * 100
+		}
+		out[name] = RuleValues{RetryTimeoutMs: uint32(min(ms, math.MaxUint32))}
+	}
+	return out
+}
+
+// planInst is an instance a plan replays: its rule and its traffic.
+type planInst struct {
+	in   *instState
+	s    *series
+	rule core.BreakerRule
+}
+
+// planInstances are the instances of the proposal's app that run the
+// rule as the first of the findings' instances does (leaving out
+// retryTimeoutMs), the latest process of each name, sorted by name; ok
+// is false when none of the findings' instances has the rule.
+func (e *Engine) planInstances(p *proposal) (out []planInst, ok bool) {
+	latest := map[string]*instState{}
+	for _, in := range e.instList {
+		if in.app != nil && in.app.name == p.key.app && in.series[p.key.resource] != nil {
+			latest[in.id.Name] = in
+		}
+	}
+	var ref *core.BreakerRule
+	for _, name := range p.insts {
+		if in := latest[name]; in != nil {
+			if r, has := breakerRule(in, p.key.resource, p.key.ruleID); has {
+				ref = &r
+				break
+			}
+		}
+	}
+	if ref == nil {
+		return nil, false
+	}
+	for _, in := range latest {
+		r, has := breakerRule(in, p.key.resource, p.key.ruleID)
+		if !has {
+			continue
+		}
+		a, b := r, *ref
+		a.RetryTimeoutMs, b.RetryTimeoutMs = 0, 0
+		if a != b {
+			continue
+		}
+		out = append(out, planInst{in: in, s: in.series[p.key.resource], rule: r})
+	}
+	slices.SortFunc(out, func(a, b planInst) int { return strings.Compare(a.in.id.Name, b.in.id.Name) })
+	return out, true
+}
+
+// Plans makes the plans of findings fs (from Findings at the same now)
+// and brings the findings' suggest and advice in line with them: a
+// finding whose proposal the plan changed or left out says the plan's
+// values instead, or that no safe change was found. fs is changed in
+// place (its facts replaced by copies, never modified).
+func (e *Engine) Plans(now int64, fs []Finding) []Plan {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var plans []Plan
+	for _, p := range proposals(fs) {
+		if plan, ok := e.plan(p); ok {
+			plans = append(plans, plan)
+		}
+	}
+	slices.SortStableFunc(plans, func(a, b Plan) int {
+		return cmp.Or(cmp.Compare(b.severity, a.severity), cmp.Compare(a.from, b.from),
+			strings.Compare(a.App, b.App), strings.Compare(a.Resource, b.Resource), strings.Compare(a.RuleID, b.RuleID))
+	})
+	agreeWithPlans(fs, plans)
+	return plans
+}
+
+// plan merges, replays and gates one proposal.
+func (e *Engine) plan(p *proposal) (Plan, bool) {
+	insts, ok := e.planInstances(p)
+	if !ok || len(insts) == 0 {
+		return Plan{}, false
+	}
+	ref := &insts[0].rule
+	v, spread := p.merge(ref)
+	java := ref.Semantics == core.SemanticsJava
+	names := make([]string, len(insts))
+	for i := range insts {
+		names[i] = insts[i].in.id.Name
+	}
+	plan := Plan{App: p.key.app, Resource: p.key.resource, Rule: "breaker", RuleID: p.key.ruleID, Instances: names,
+		Current: planRule(ref), Because: p.because, severity: p.severity, from: p.from, java: java}
+	slices.SortFunc(plan.Because, func(a, b Kind) int { return cmp.Compare(a.rank(), b.rank()) })
+	if v.IsZero() {
+		return Plan{}, false
+	}
+	if ref.Semantics == core.SemanticsJava16 {
+		plan.Rejected, plan.Why = v, "no safe change found: rules of Sentinel before 1.8 cannot be replayed"
+		return plan, true
+	}
+	if e.traces.max < 0 {
+		plan.Rejected, plan.Why = v, "no safe change found: the input's traffic was not kept, so no change could be checked"
+		return plan, true
+	}
+	traces := make([]whatif.Trace, len(insts))
+	for i := range insts {
+		traces[i], _ = insts[i].s.trace()
+	}
+	try := func(v RuleValues) (*whatif.Result, map[string]RuleValues, error) {
+		var per map[string]RuleValues
+		if v.RetryTimeoutMs > 0 {
+			per = perInstance(names, spread, java)
+		}
+		cases := make([]whatif.Case, len(insts))
+		for i := range insts {
+			prop := v.apply(insts[i].rule)
+			if pv, ok := per[names[i]]; ok {
+				prop.RetryTimeoutMs = pv.RetryTimeoutMs
+			}
+			cases[i] = whatif.Case{Trace: &traces[i], Current: insts[i].rule, Proposed: prop}
+		}
+		res, err := whatif.Compare(cases)
+		return res, per, err
+	}
+	full, per, err := try(v)
+	if err != nil {
+		plan.Rejected, plan.Why = v, "no safe change found: the replay failed: "+err.Error()
+		return plan, true
+	}
+	plan.WhatIf = full
+	if why, faithful := faithfulReplay(traces, full); !faithful {
+		plan.Rejected, plan.Why = v, "no safe change found: "+why
+		return plan, true
+	}
+	if full.Safe() {
+		plan.Proposed, plan.PerInstance, plan.Safe = v, per, true
+		plan.settle()
+		return plan, true
+	}
+	// Give fields up, the least safe first, until what is left is safe.
+	left := v
+	var dropped []string
+	firstLoss := full.Lost[0]
+	for f := range nFields {
+		if left.get(f) == 0 {
+			continue
+		}
+		dropped = append(dropped, fmt.Sprintf("%s %d", f.name(), left.get(f)))
+		left.clear(f)
+		if left.IsZero() {
+			break
+		}
+		res, per, err := try(left)
+		if err == nil && res.Safe() {
+			plan.Proposed, plan.PerInstance, plan.Safe, plan.WhatIf = left, per, true, res
+			plan.Rejected = v
+			for g := range nFields {
+				if left.get(g) != 0 {
+					plan.Rejected.clear(g)
+				}
+			}
+			plan.Why = fmt.Sprintf("left out %s: with it the breaker %s", joinAnd(dropped), lossWords(full, firstLoss))
+			plan.settle()
+			return plan, true
+		}
+	}
+	plan.Rejected = v
+	plan.Why = fmt.Sprintf("no safe change found: with %s the breaker %s", proposedWords(v, plan.Current), lossWords(full, firstLoss))
+	return plan, true
+}
+
+// settle leaves out of Proposed a retry timeout that only PerInstance
+// changes: the first instance keeps the rule's, the others get longer
+// ones.
+func (p *Plan) settle() {
+	if len(p.PerInstance) > 0 && p.Proposed.RetryTimeoutMs == p.Current.RetryTimeoutMs {
+		p.Proposed.RetryTimeoutMs = 0
+	}
+}
+
+// faithfulReplay reports whether the replay of the current rule trips
+// where the recorded breakers did: a rule whose real breakers tripped
+// (spells) but whose replay never does is not replayed faithfully (an
+// input without the counts a breaker judges by), and nothing can be
+// proven with it.
+func faithfulReplay(traces []whatif.Trace, res *whatif.Result) (why string, ok bool) {
+	var spells int
+	for i := range traces {
+		spells += len(traces[i].Spells)
+	}
+	if spells > 0 && res.Current.Trips == 0 {
+		return fmt.Sprintf("the replay of the current rule never trips, while the recorded breakers opened %d %s, so no change can be checked on this input",
+			spells, plural(int64(spells), "time", "times")), false
+	}
+	return "", true
+}
+
+// lossWords says what the proposal loses: "would have missed 3 of the 3
+// outages the current rule caught (the first from ... on instance ...)"
+// without names (renderers show the plan's instances).
+func lossWords(res *whatif.Result, first whatif.Loss) string {
+	n := int64(len(res.Lost))
+	if first.ProposedMs < 0 {
+		return fmt.Sprintf("would have missed %d of the %d outages the current rule caught (the first lasted %s; the current rule tripped %d ms into it)",
+			n, res.Current.OutagesCaught, fmtDur(first.To-first.From), first.CurrentMs)
+	}
+	return fmt.Sprintf("would have caught %d of the %d outages the current rule caught later than one statIntervalMs after it (%d ms into the first instead of %d ms)",
+		n, res.Current.OutagesCaught, first.ProposedMs, first.CurrentMs)
+}
+
+// proposedWords lists the proposal's fields with the current values:
+// "maxAllowedRtMs 300 -> 400".
+func proposedWords(v RuleValues, cur PlanRule) string {
+	var out []string
+	add := func(name string, from, to int64) {
+		if to > 0 {
+			out = append(out, fmt.Sprintf("%s %d -> %d", name, from, to))
+		}
+	}
+	add("minRequestAmount", int64(cur.MinRequestAmount), int64(v.MinRequestAmount))
+	add("statIntervalMs", int64(cur.StatIntervalMs), int64(v.StatIntervalMs))
+	add("maxAllowedRtMs", int64(cur.MaxAllowedRtMs), int64(v.MaxAllowedRtMs))
+	add("retryTimeoutMs", int64(cur.RetryTimeoutMs), int64(v.RetryTimeoutMs))
+	return joinAnd(out)
+}
+
+func fmtDur(ms int64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%d ms", ms)
+	}
+	return fmtNum(math.Round(float64(ms)/100)/10) + " s"
+}

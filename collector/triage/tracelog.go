@@ -1,0 +1,223 @@
+package triage
+
+import (
+	"encoding/binary"
+
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// The traffic of every series, kept for the what-if replay of plans
+// (plan.go): each bucket the series took, the spells during which a
+// breaker of it was not CLOSED, and the process's restarts, varint-encoded
+// in chunks. Every chunk of the engine is charged to one budget
+// (Config.TraceBytes); when it is spent, the oldest chunk of the engine is
+// dropped, so the longest-quiet history goes first and a replay covers
+// less of the input (Trace says from when). About 20 bytes a bucket.
+
+const (
+	// DefaultTraceBytes is the budget of the traffic kept for replays.
+	DefaultTraceBytes = 64 << 20
+	traceChunkBytes   = 4096
+
+	recBucket     = 1
+	recSpellFrom  = 2
+	recSpellTo    = 3
+	recRestart    = 4
+	histMaskShift = core.HistogramSlots // bit: the bucket has a histogram
+)
+
+// traceChunk is a part of one series' log; base is the time its deltas
+// start from.
+type traceChunk struct {
+	s    *series
+	base int64
+	b    []byte
+}
+
+// traceLog is a series' kept traffic.
+type traceLog struct {
+	chunks  []*traceChunk
+	last    int64 // the time the next record's delta starts from
+	trimmed bool  // chunks were dropped for the budget
+}
+
+// traces is the engine's budget and its chunks, oldest first.
+type traces struct {
+	max, used int64
+	queue     []*traceChunk
+	head      int
+	dropped   int64 // chunks dropped for the budget
+}
+
+func (t *traces) init(max int64) {
+	if max == 0 {
+		max = DefaultTraceBytes
+	}
+	t.max = max
+}
+
+// record appends one record to s's log: tag, then the values, the first
+// a time given as a delta.
+func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
+	t := &e.traces
+	if t.max < 0 {
+		return
+	}
+	l := &s.log
+	var c *traceChunk
+	if n := len(l.chunks); n > 0 {
+		c = l.chunks[n-1]
+	}
+	if c == nil || len(c.b)+binary.MaxVarintLen64*(len(vals)+2) > cap(c.b) {
+		for t.used+traceChunkBytes > t.max && t.head < len(t.queue) {
+			t.evict()
+		}
+		if t.used+traceChunkBytes > t.max {
+			return
+		}
+		c = &traceChunk{s: s, base: at, b: make([]byte, 0, traceChunkBytes)}
+		l.chunks = append(l.chunks, c)
+		l.last = at
+		t.used += traceChunkBytes
+		t.queue = append(t.queue, c)
+	}
+	c.b = append(c.b, tag)
+	c.b = binary.AppendVarint(c.b, at-l.last)
+	l.last = at
+	for _, v := range vals {
+		c.b = binary.AppendUvarint(c.b, uint64(max(v, 0)))
+	}
+}
+
+// evict drops the engine's oldest chunk, the oldest of its series.
+func (t *traces) evict() {
+	c := t.queue[t.head]
+	t.queue[t.head] = nil
+	t.head++
+	if t.head > len(t.queue)/2 && t.head > 64 {
+		t.queue = append(t.queue[:0], t.queue[t.head:]...)
+		t.head = 0
+	}
+	l := &c.s.log
+	if len(l.chunks) > 0 && l.chunks[0] == c {
+		l.chunks[0] = nil
+		l.chunks = l.chunks[1:]
+		l.trimmed = true
+	}
+	t.used -= traceChunkBytes
+	t.dropped++
+}
+
+// traceBucket logs the bucket e.taken of series s.
+func (e *Engine) traceBucket(s *series, b *BucketStat, bm int64) {
+	var mask int64
+	if b.HasHist {
+		mask = 1 << histMaskShift
+		for i, c := range b.Hist {
+			if c > 0 {
+				mask |= 1 << i
+			}
+		}
+	}
+	var v [9 + core.HistogramSlots]int64
+	v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] = bm, b.Pass, b.Block, b.Complete, b.Error, b.Slow, b.RtMin, b.RtMax
+	v[8] = s.slowBound
+	n := 9
+	v[n] = mask
+	n++
+	if b.HasHist {
+		for _, c := range b.Hist {
+			if c > 0 {
+				v[n] = c
+				n++
+			}
+		}
+	}
+	e.traceRecord(s, recBucket, b.Start, v[:n]...)
+}
+
+// slowBoundOf is the smallest maxAllowedRtMs of the slow-ratio breakers
+// among rules (what a bucket's slow counts against), 0 with none.
+func slowBoundOf(rr *resRules) int64 {
+	var bound int64
+	if rr == nil {
+		return 0
+	}
+	for _, b := range rr.Breakers {
+		if b.Strategy == core.SlowRequestRatio && (bound == 0 || int64(b.MaxAllowedRtMs) < bound) {
+			bound = int64(b.MaxAllowedRtMs)
+		}
+	}
+	return bound
+}
+
+// trace decodes s's log into a replay's trace; from is the earliest
+// time it covers (the first record kept).
+func (s *series) trace() (tr whatif.Trace, from int64) {
+	tr.Instance = s.inst.id.Name
+	var spellFrom int64 = -1
+	first, spelled := true, false
+	for _, c := range s.log.chunks {
+		at, b := c.base, c.b
+		for len(b) > 0 {
+			tag := b[0]
+			d, n := binary.Varint(b[1:])
+			if n <= 0 {
+				return tr, from
+			}
+			b = b[1+n:]
+			at += d
+			if first {
+				from, first = at, false
+			}
+			read := func() int64 {
+				v, n := binary.Uvarint(b)
+				if n <= 0 {
+					b = nil
+					return 0
+				}
+				b = b[n:]
+				return int64(v)
+			}
+			switch tag {
+			case recBucket:
+				x := whatif.Bucket{Start: at}
+				x.Ms, x.Pass, x.Block, x.Complete, x.Error, x.Slow, x.RtMin, x.RtMax = read(), read(), read(), read(), read(), read(), read(), read()
+				x.SlowBoundMs = read()
+				mask := read()
+				x.HasHist = mask&(1<<histMaskShift) != 0
+				for i := range x.Hist {
+					if mask&(1<<i) != 0 {
+						x.Hist[i] = read()
+					}
+				}
+				tr.Buckets = append(tr.Buckets, x)
+			case recSpellFrom:
+				if spellFrom < 0 {
+					spellFrom = at
+				}
+				spelled = true
+			case recSpellTo:
+				switch {
+				case spellFrom >= 0:
+					tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: at})
+				case !spelled && s.log.trimmed:
+					tr.Spells = append(tr.Spells, whatif.Span{From: from, To: at}) // began before what is kept
+				}
+				spellFrom, spelled = -1, true
+			case recRestart:
+				// A new process's breakers begin CLOSED.
+				if spellFrom >= 0 {
+					tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: at})
+					spellFrom = -1
+				}
+				tr.Restarts = append(tr.Restarts, at)
+			}
+		}
+	}
+	if spellFrom >= 0 {
+		tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: 1<<62 - 1})
+	}
+	return tr, from
+}
