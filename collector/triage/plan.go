@@ -433,6 +433,13 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 		plan.settle()
 		return plan, true
 	}
+	if len(full.Lost) == 0 { // only an outage not over yet: no change is judged before it ends
+		o := full.Ongoing[0]
+		plan.Rejected = v
+		plan.Why = fmt.Sprintf("no safe change found: the input ends during an outage the current rule has not caught yet (for %s so far); a change is judged once it is over",
+			fmtDur(o.To-o.From))
+		return plan, true
+	}
 	// Give fields up, the least safe first, until what is left is safe.
 	left := v
 	var dropped []string

@@ -65,11 +65,16 @@ type Result struct {
 	// Lost lists the outages the proposal loses (see Loss); empty when it
 	// passes the gate.
 	Lost []Loss `json:"-"`
+	// Ongoing lists the sound outages the traces end in that the current
+	// rule has not caught yet: what a rule would do about them is not
+	// known until they end, so no change is safe meanwhile.
+	Ongoing []Loss `json:"-"`
 }
 
 // Safe reports whether the proposal loses no outage the current rule
 // caught on sound evidence, nor catches one later than allowed.
-func (r *Result) Safe() bool { return len(r.Lost) == 0 }
+// An outage the traces end in, not caught yet, makes no change safe.
+func (r *Result) Safe() bool { return len(r.Lost) == 0 && len(r.Ongoing) == 0 }
 
 // AddsLowConfidence reports whether the proposal trips on fewer than
 // SoundCalls calls more often than the current rule.
@@ -127,6 +132,9 @@ func compareOne(res *Result, c Case) error {
 			res.Proposed.DetectMs = append(res.Proposed.DetectMs, pd)
 		}
 		if !cok {
+			if e.to >= p.end {
+				res.Ongoing = append(res.Ongoing, Loss{Instance: c.Trace.Instance, From: e.from, To: e.to, CurrentMs: -1, ProposedMs: -1})
+			}
 			continue
 		}
 		lost := !pok

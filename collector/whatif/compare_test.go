@@ -114,3 +114,28 @@ func TestLowConfidenceTripsGo(t *testing.T) {
 
 // lessRange reports whether a is below b at both ends.
 func lessRange(a, b Range) bool { return a[0] <= b[0] && a[1] < b[1] }
+
+// An input that ends inside an outage the current rule has not caught yet
+// makes no change safe: what either rule would do is not known yet.
+func TestOngoingOutageMakesNoChangeSafe(t *testing.T) {
+	tr := &Trace{Instance: "a"}
+	for s := int64(0); s < 62; s++ {
+		b := Bucket{Start: s * 1000, Ms: 1000, Pass: 20, Complete: 20, RtMin: 10, RtMax: 30}
+		if s >= 60 {
+			b.Error = 15
+		}
+		tr.Buckets = append(tr.Buckets, b)
+	}
+	cur := core.BreakerRule{Resource: "r", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 100,
+		StatIntervalMs: 10_000, StatSlidingWindowBucketCount: 10, RetryTimeoutMs: 5000}
+	prop := cur
+	prop.MinRequestAmount = 20
+	res := compare(t, Case{Trace: tr, Current: cur, Proposed: prop})
+	if res.Safe() || len(res.Ongoing) != 1 || len(res.Lost) != 0 || res.Ongoing[0].From != 60_000 {
+		t.Fatalf("safe %v, ongoing %+v, lost %+v", res.Safe(), res.Ongoing, res.Lost)
+	}
+	tr.Buckets = append(tr.Buckets, Bucket{Start: 62_000, Ms: 1000, Pass: 20, Complete: 20})
+	if res := compare(t, Case{Trace: tr, Current: cur, Proposed: prop}); !res.Safe() {
+		t.Fatalf("once the outage is over: ongoing %+v, lost %+v", res.Ongoing, res.Lost)
+	}
+}

@@ -57,7 +57,10 @@
 // Gate judges a proposed rule against the current one on the same traces:
 // every sound episode the current rule caught on both sides must be caught
 // by the proposal on both sides, no more than the current rule's
-// statIntervalMs later. A rule that passes adds no loss of a caught
+// statIntervalMs later; and a sound episode the traces end in, which the
+// current rule has not caught yet, makes no change safe until it is over
+// (live, the minutes of a degradation before the breaker trips are no
+// ground for advice). A rule that passes adds no loss of a caught
 // outage; Gate also reports whether it adds trips resting on fewer than
 // SoundCalls calls.
 package whatif

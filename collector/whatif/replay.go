@@ -36,7 +36,8 @@ type prepared struct {
 	pick      [len(sides)][]int32
 	episodes  []episode
 	stepMs    int64
-	estimated bool // refused calls, unknown response times or scaled buckets
+	end       int64 // the end of the last bucket
+	estimated bool  // refused calls, unknown response times or scaled buckets
 	strategy  core.Strategy
 	bound     int64 // the current rule's maxAllowedRtMs (slow ratio)
 	restarts  []int64
@@ -70,6 +71,7 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 	for i := range t.Buckets {
 		b := &t.Buckets[i]
 		p.stepMs = max(p.stepMs, b.Ms)
+		p.end = max(p.end, b.Start+b.Ms)
 		refused := t.refusedIn(b, &k)
 		first := len(p.calls)
 		var scaled bool
