@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // DefaultPlanEvery is Options.PlanEvery's default.
@@ -33,4 +34,13 @@ func (p *planCache) of(e *triage.Engine, now int64, findings []triage.Finding, e
 	}
 	p.plans, p.at, p.sig, p.made = e.Plans(now, findings), now, sig, true
 	return p.plans
+}
+
+// CheckRules replays proposed breaker rules on the input so far, under
+// the store's lock (triage reads the fleet model's records): the
+// `whatif` command's check (triage.Engine.CheckRules).
+func (c *Collector) CheckRules(proposed []core.BreakerRule) ([]triage.RuleCheck, []triage.Unchecked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.engine.CheckRules(proposed)
 }

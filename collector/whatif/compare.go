@@ -9,7 +9,9 @@ import (
 )
 
 // Case is one instance's trace with the rule it ran and the rule
-// proposed for it.
+// proposed for it. A Current of no resource is no breaker at all (a rule
+// proposed for a resource that has none): it passes every call, and the
+// outages are those the proposed rule's criterion sees.
 type Case struct {
 	Trace             *Trace
 	Current, Proposed core.BreakerRule
@@ -96,7 +98,11 @@ func Compare(cases []Case) (*Result, error) {
 }
 
 func compareOne(res *Result, c Case) error {
-	p, err := prepare(c.Trace, &c.Current)
+	crit := &c.Current
+	if crit.Resource == "" {
+		crit = &c.Proposed
+	}
+	p, err := prepare(c.Trace, crit)
 	if err != nil {
 		return err
 	}
@@ -116,7 +122,7 @@ func compareOne(res *Result, c Case) error {
 			res.Outages++
 		}
 	}
-	window := int64(c.Current.StatIntervalMs)
+	window := int64(crit.StatIntervalMs)
 	for _, e := range p.episodes {
 		if !e.sound {
 			continue

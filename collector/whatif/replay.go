@@ -218,9 +218,12 @@ func (l listener) OnTransition(t core.Transition) {
 // at its time. Calls are offered to the breaker in the order they arrived.
 func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 	r := &run{}
-	br, err := core.NewBreaker(rule, listener{r})
-	if err != nil {
-		return nil, fmt.Errorf("whatif: %w", err)
+	var br *core.Breaker
+	var err error
+	if rule.Resource != "" {
+		if br, err = core.NewBreaker(rule, listener{r}); err != nil {
+			return nil, fmt.Errorf("whatif: %w", err)
+		}
 	}
 	type arrival struct {
 		at, rt int64
@@ -230,7 +233,7 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 	order := make([]arrival, len(p.calls))
 	bound := int64(rule.MaxAllowedRtMs)
 	for i := range p.calls {
-		if c := &p.calls[i]; c.known && rule.Strategy == core.SlowRequestRatio && c.rtLo <= bound && c.rtHi > bound {
+		if c := &p.calls[i]; br != nil && c.known && rule.Strategy == core.SlowRequestRatio && c.rtLo <= bound && c.rtHi > bound {
 			r.estimated = true
 		}
 		rt, failed := p.outcome(i, s)
@@ -245,7 +248,9 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 	flush := func(until int64) {
 		for len(h) > 0 && h[0].at <= until {
 			x := heap.Pop(&h).(pending)
-			br.OnComplete(x.at, x.rt, x.failed)
+			if br != nil {
+				br.OnComplete(x.at, x.rt, x.failed)
+			}
 		}
 	}
 	restarts := p.restarts
@@ -257,8 +262,8 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 				restarts = restarts[1:]
 			}
 			h = h[:0]
-			if br, err = core.NewBreaker(rule, listener{r}); err != nil {
-				return nil, fmt.Errorf("whatif: %w", err)
+			if br != nil {
+				br, _ = core.NewBreaker(rule, listener{r}) // valid: it was made once
 			}
 		}
 		flush(a.at)
@@ -266,7 +271,11 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 		// completion, as the episodes are.
 		done := a.at + a.rt
 		inOutage := p.inSoundEpisode(done)
-		if pass, _ := br.TryPass(a.at); pass {
+		pass := true
+		if br != nil {
+			pass, _ = br.TryPass(a.at)
+		}
+		if pass {
 			if inOutage {
 				r.passedOutage++
 			}

@@ -1,0 +1,270 @@
+package triage
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// world is an incident's ground truth: a call's response time and failure
+// by its arrival time (ms since the start).
+type world func(at int64, r *rand.Rand) (rt int64, failed bool)
+
+type simCall struct {
+	at, rt int64
+	failed bool
+}
+
+type simHeap []simCall
+
+func (h simHeap) Len() int           { return len(h) }
+func (h simHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h simHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *simHeap) Push(x any)        { *h = append(*h, x.(simCall)) }
+func (h *simHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+type simInst struct {
+	name  string
+	br    *core.Breaker
+	r     *rand.Rand
+	h     simHeap
+	b     BucketStat
+	trans []core.Transition
+	next  float64
+}
+
+func (s *simInst) OnTransition(t core.Transition) { s.trans = append(s.trans, t) }
+
+// simulate runs an app of n instances, each with its own breaker for rule
+// (retry timeouts from retry(i) when given), calling a downstream that
+// behaves as w, at qps each, for durMs from t0: the engine is fed what
+// agents would send, in time order: hello and rules first, then each
+// 500 ms bucket (histogram, slow against the rule's bound) with the
+// transitions that came in it. It returns the instances' names.
+func simulate(t *testing.T, e *Feeder, app string, n int, rule core.BreakerRule, retry func(i int) uint32, w world, qps float64, durMs int64) []string {
+	t.Helper()
+	insts := make([]*simInst, n)
+	var names []string
+	for i := range insts {
+		s := &simInst{name: fmt.Sprintf("%s-%d", app, i+1), r: rand.New(rand.NewPCG(uint64(i), 11))}
+		r := rule
+		if retry != nil {
+			r.RetryTimeoutMs = retry(i)
+		}
+		br, err := core.NewBreaker(r, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.br = br
+		e.Hello(s.name, app, t0, t0-60_000)
+		e.Rules(s.name, t0, "v1", []core.BreakerRule{r}, nil)
+		insts[i], names = s, append(names, s.name)
+	}
+	const bm = 500
+	gap := 1000 / qps
+	for start := int64(0); start < durMs; start += bm {
+		end := start + bm
+		for _, s := range insts {
+			s.b = BucketStat{Resource: rule.Resource, Start: t0 + start, BucketMs: bm, HasHist: true}
+			complete := func(upTo int64) {
+				for len(s.h) > 0 && s.h[0].at < upTo {
+					c := heap.Pop(&s.h).(simCall)
+					s.br.OnComplete(t0+c.at, c.rt, c.failed)
+					m := &s.b.Metrics
+					if m.Complete == 0 || c.rt < m.RtMin {
+						m.RtMin = c.rt
+					}
+					m.Complete++
+					m.RtSum += c.rt
+					m.RtMax = max(m.RtMax, c.rt)
+					if c.failed {
+						m.Error++
+					}
+					if rule.Strategy == core.SlowRequestRatio && c.rt > int64(rule.MaxAllowedRtMs) {
+						m.Slow++
+					}
+					m.Hist[slotOf(c.rt)]++
+				}
+			}
+			for ; int64(s.next) < end; s.next += gap * (0.5 + s.r.Float64()) {
+				at := int64(s.next)
+				complete(at + 1)
+				if pass, _ := s.br.TryPass(t0 + at); pass {
+					s.b.Pass++
+					rt, failed := w(at, s.r)
+					heap.Push(&s.h, simCall{at + rt, rt, failed})
+				} else {
+					s.b.Block++
+				}
+			}
+			complete(end)
+		}
+		for _, s := range insts {
+			for _, tr := range s.trans {
+				e.Transition(s.name, tr)
+			}
+			s.trans = s.trans[:0]
+			e.Bucket(s.name, s.b)
+		}
+	}
+	return names
+}
+
+func slotOf(rt int64) int {
+	for i, b := range core.HistogramBounds {
+		if rt <= b {
+			return i
+		}
+	}
+	return core.HistogramSlots - 1
+}
+
+// brownout: healthy calls of 40-80 ms (one in a hundred 100-135 ms); from
+// 120 s to 260 s every call takes 340-390 ms.
+func brownout(at int64, r *rand.Rand) (int64, bool) {
+	if at >= 120_000 && at < 260_000 {
+		return 340 + r.Int64N(51), false
+	}
+	if r.IntN(100) == 0 {
+		return 100 + r.Int64N(36), false
+	}
+	return 40 + r.Int64N(41), false
+}
+
+// dbDown: every call fails after 2 s from 60 s to 200 s; healthy (20-60 ms)
+// otherwise.
+func dbDown(at int64, r *rand.Rand) (int64, bool) {
+	if at >= 60_000 && at < 200_000 {
+		return 2000, true
+	}
+	return 20 + r.Int64N(41), false
+}
+
+// jittery: a healthy service at whose gateway one call in ten takes
+// 600-800 ms; no outage.
+func jittery(at int64, r *rand.Rand) (int64, bool) {
+	if r.IntN(10) == 0 {
+		return 600 + r.Int64N(200), false
+	}
+	return 30 + r.Int64N(40), false
+}
+
+func planFor(t *testing.T, plans []Plan, resource string) Plan {
+	t.Helper()
+	for _, p := range plans {
+		if p.Resource == resource {
+			return p
+		}
+	}
+	t.Fatalf("no plan for %q among %d", resource, len(plans))
+	return Plan{}
+}
+
+// The brownout the rule caught: no plan raises maxAllowedRtMs, and a
+// proposed raise over the brownout's response times is a lost outage.
+func TestBrownoutPlanKeepsTheBound(t *testing.T) {
+	const res = "GET:/member/info"
+	rule := core.BreakerRule{Resource: res, Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 300, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 10_000, StatSlidingWindowBucketCount: 10, RetryTimeoutMs: 10_000}
+	e := NewFeeder(Config{})
+	simulate(t, e, "order", 3, rule, nil, brownout, 40, 320_000)
+	end := t0 + 320_000
+	fs := e.Findings(end)
+	plans := e.Plans(end, fs)
+	for _, p := range plans {
+		if p.Proposed.MaxAllowedRtMs > 0 {
+			t.Errorf("plan raises maxAllowedRtMs to %d over a 340-390 ms brownout", p.Proposed.MaxAllowedRtMs)
+		}
+	}
+	for _, f := range fs {
+		if _, v, ok := findingValues(&f); ok && v.MaxAllowedRtMs > 0 {
+			t.Errorf("%s proposes maxAllowedRtMs %d: %s", f.Kind, v.MaxAllowedRtMs, f.Advice)
+		}
+	}
+	raise := rule
+	raise.MaxAllowedRtMs = 400
+	checks, _ := e.CheckRules([]core.BreakerRule{raise})
+	if len(checks) != 1 || !checks[0].LosesOutage || checks[0].WhatIf.Current.OutagesCaught != 3 || checks[0].WhatIf.Proposed.OutagesCaught != 0 {
+		t.Fatalf("maxAllowedRtMs 400: %+v", checks)
+	}
+	keep := rule
+	keep.RetryTimeoutMs = 30_000
+	if checks, _ := e.CheckRules([]core.BreakerRule{keep}); len(checks) != 1 || checks[0].LosesOutage {
+		t.Fatalf("retryTimeoutMs 30000: %+v", checks)
+	}
+}
+
+// A downstream down for 140 s behind six instances of one rule: one retry
+// proposal, the sawtooth's 30 s spread per instance, safe, with fewer
+// probes than the rule sent.
+func TestHerdPlanSpreadsTheSawtoothsRetry(t *testing.T) {
+	const res = "GET:/api/stock"
+	rule := core.BreakerRule{Resource: res, Strategy: core.ErrorRatio, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 2000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+	e := NewFeeder(Config{})
+	names := simulate(t, e, "cart", 6, rule, nil, dbDown, 30, 260_000)
+	end := t0 + 260_000
+	fs := e.Findings(end)
+	plans := e.Plans(end, fs)
+	p := planFor(t, plans, res)
+	if !p.Safe || p.WhatIf == nil || p.Proposed.RetryTimeoutMs != 30_000 || len(p.PerInstance) != 6 {
+		t.Fatalf("plan %+v", p)
+	}
+	var retries []uint32
+	for _, n := range names {
+		retries = append(retries, p.PerInstance[n].RetryTimeoutMs)
+	}
+	if retries[0] != 30_000 || retries[5] != 40_000 || !slices.IsSorted(retries) {
+		t.Errorf("per instance %v, want 30000 to 40000", retries)
+	}
+	w := p.WhatIf
+	if w.Current.OutagesCaught != 6 || w.Proposed.OutagesCaught != 6 || w.Proposed.Probes >= w.Current.Probes {
+		t.Errorf("what-if current %+v, proposed %+v", w.Current, w.Proposed)
+	}
+	for _, f := range fs {
+		if _, v, ok := findingValues(&f); ok && v.RetryTimeoutMs != 0 && v.RetryTimeoutMs != 30_000 {
+			t.Errorf("%s proposes retryTimeoutMs %d beside the plan's 30000: %s", f.Kind, v.RetryTimeoutMs, f.Advice)
+		}
+	}
+}
+
+// A healthy, jittery service at 4 calls a second per instance: the
+// low-confidence trips' plan asks for 20 calls in a window that holds
+// them, and its replay trips on none with fewer.
+func TestLowConfidencePlanStopsThinTrips(t *testing.T) {
+	const res = "priceService:queryPrice"
+	rule := core.BreakerRule{Resource: res, Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 500, Threshold: 0.5,
+		MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+	e := NewFeeder(Config{})
+	simulate(t, e, "gateway", 2, rule, nil, jittery, 4, 600_000)
+	end := t0 + 600_000
+	fs := e.Findings(end)
+	p := planFor(t, e.Plans(end, fs), res)
+	if !p.Safe || p.Proposed.MinRequestAmount != 20 || p.Proposed.StatIntervalMs == 0 {
+		t.Fatalf("plan %+v", p)
+	}
+	if w := p.WhatIf; w.Current.LowConfidenceTrips == 0 || w.Proposed.LowConfidenceTrips != 0 || w.Proposed.Trips >= w.Current.Trips {
+		t.Errorf("what-if current %+v, proposed %+v", w.Current, w.Proposed)
+	}
+	if !slices.Contains(p.Because, KindLowConfidenceTrip) || !strings.Contains(strings.Join(kindsOf(p.Because), ","), "low-confidence-trip") {
+		t.Errorf("because %v", p.Because)
+	}
+}
+
+func kindsOf(ks []Kind) []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return out
+}
