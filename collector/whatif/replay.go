@@ -173,6 +173,7 @@ type run struct {
 	trips, lowConf, probes int64
 	tripAt                 []int64
 	passedOutage, blocked  int64 // blocked: healthy calls blocked outside sound outages
+	passedAll              int64 // every call let through
 	// estimated: a response time between histogram edges was judged
 	// against the rule's bound.
 	estimated bool
@@ -276,6 +277,7 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 			pass, _ = br.TryPass(a.at)
 		}
 		if pass {
+			r.passedAll++
 			if inOutage {
 				r.passedOutage++
 			}
