@@ -39,8 +39,8 @@ func (p *planCache) of(e *triage.Engine, now int64, findings []triage.Finding, e
 // CheckRules replays proposed breaker rules on the input so far, under
 // the store's lock (triage reads the fleet model's records): the
 // `whatif` command's check (triage.Engine.CheckRules).
-func (c *Collector) CheckRules(proposed []core.BreakerRule) ([]triage.RuleCheck, []triage.Unchecked) {
+func (c *Collector) CheckRules(breakers []core.BreakerRule, flows []core.FlowRule) triage.RuleChecks {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.engine.CheckRules(proposed)
+	return c.engine.CheckRules(breakers, flows)
 }

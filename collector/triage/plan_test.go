@@ -193,13 +193,13 @@ func TestBrownoutPlanKeepsTheBound(t *testing.T) {
 	}
 	raise := rule
 	raise.MaxAllowedRtMs = 400
-	checks, _ := e.CheckRules([]core.BreakerRule{raise})
+	checks := e.CheckRules([]core.BreakerRule{raise}, nil).Breakers
 	if len(checks) != 1 || !checks[0].LosesOutage || checks[0].WhatIf.Current.OutagesCaught != 3 || checks[0].WhatIf.Proposed.OutagesCaught != 0 {
 		t.Fatalf("maxAllowedRtMs 400: %+v", checks)
 	}
 	keep := rule
 	keep.RetryTimeoutMs = 30_000
-	if checks, _ := e.CheckRules([]core.BreakerRule{keep}); len(checks) != 1 || checks[0].LosesOutage {
+	if checks := e.CheckRules([]core.BreakerRule{keep}, nil).Breakers; len(checks) != 1 || checks[0].LosesOutage {
 		t.Fatalf("retryTimeoutMs 30000: %+v", checks)
 	}
 }

@@ -35,50 +35,132 @@ type RuleCheck struct {
 	AddsLowConfidence bool `json:"addsLowConfidenceTrips"`
 }
 
+// FlowCheck is a proposed flow rule replayed on one app's instances that
+// report its resource, against the flow rule each of them runs.
+type FlowCheck struct {
+	App       string             `json:"app"`
+	Resource  string             `json:"resource"`
+	Instances []string           `json:"instances"`
+	Current   *core.FlowRule     `json:"current"`
+	Mixed     bool               `json:"mixed,omitempty"`
+	Proposed  core.FlowRule      `json:"proposed"`
+	WhatIf    *whatif.FlowResult `json:"whatIf,omitempty"`
+	Error     string             `json:"error,omitempty"`
+}
+
 // Unchecked is a proposed rule the input cannot check: no instance
 // reported its resource.
 type Unchecked struct {
+	Rule     string `json:"rule"`
 	Resource string `json:"resource"`
 	Why      string `json:"why"`
 }
 
-// CheckRules replays each proposed breaker rule on the instances that
-// reported its resource (the latest process of each name), one check per
-// app, against the breaker each runs for it: the one with the proposed
-// rule's id when it has one, else the one of the same strategy, else its
-// first; none when it has no breaker for the resource.
-func (e *Engine) CheckRules(proposed []core.BreakerRule) (checks []RuleCheck, unchecked []Unchecked) {
+// RuleChecks are the checks of a proposed rule set.
+type RuleChecks struct {
+	Breakers  []RuleCheck `json:"breakers"`
+	Flows     []FlowCheck `json:"flows"`
+	Unchecked []Unchecked `json:"unchecked"`
+}
+
+// CheckRules replays each proposed rule on the instances that reported its
+// resource (the latest process of each name), one check per app. A
+// breaker is checked against the breaker each instance runs for the
+// resource: the one with the proposed rule's id when it has one, else the
+// one of the same strategy, else its first; none when it has no breaker
+// for it. A flow rule against the instance's first flow rule of the
+// resource.
+func (e *Engine) CheckRules(breakers []core.BreakerRule, flows []core.FlowRule) RuleChecks {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var out RuleChecks
+	for _, rule := range breakers {
+		gs := e.reporters(rule.Resource)
+		for _, g := range gs {
+			out.Breakers = append(out.Breakers, e.checkRule(g.app, rule, g.insts))
+		}
+		if len(gs) == 0 {
+			out.Unchecked = append(out.Unchecked, Unchecked{Rule: "breaker", Resource: rule.Resource, Why: noTraffic})
+		}
+	}
+	for _, rule := range flows {
+		gs := e.reporters(rule.Resource)
+		for _, g := range gs {
+			out.Flows = append(out.Flows, e.checkFlow(g.app, rule, g.insts))
+		}
+		if len(gs) == 0 {
+			out.Unchecked = append(out.Unchecked, Unchecked{Rule: "flow", Resource: rule.Resource, Why: noTraffic})
+		}
+	}
+	slices.SortStableFunc(out.Breakers, func(a, b RuleCheck) int {
+		return cmp.Or(strings.Compare(a.App, b.App), strings.Compare(a.Resource, b.Resource))
+	})
+	slices.SortStableFunc(out.Flows, func(a, b FlowCheck) int {
+		return cmp.Or(strings.Compare(a.App, b.App), strings.Compare(a.Resource, b.Resource))
+	})
+	return out
+}
+
+const noTraffic = "no instance reported traffic for this resource in the input"
+
+// appInsts are the instances of one app.
+type appInsts struct {
+	app   string
+	insts []*instState
+}
+
+// reporters are the latest process of each instance name that sent buckets
+// for resource, by app (sorted), each app's sorted by name.
+func (e *Engine) reporters(resource string) []appInsts {
 	latest := map[string]*instState{}
 	for _, in := range e.instList {
 		latest[in.id.Name] = in
 	}
-	for _, rule := range proposed {
-		byApp := map[string][]*instState{}
-		for _, in := range latest {
-			if in.series[rule.Resource] != nil && in.series[rule.Resource].hasBucket {
-				app := ""
-				if in.app != nil {
-					app = in.app.name
-				}
-				byApp[app] = append(byApp[app], in)
+	byApp := map[string][]*instState{}
+	for _, in := range latest {
+		if s := in.series[resource]; s != nil && s.hasBucket {
+			app := ""
+			if in.app != nil {
+				app = in.app.name
 			}
-		}
-		if len(byApp) == 0 {
-			unchecked = append(unchecked, Unchecked{Resource: rule.Resource, Why: "no instance reported traffic for this resource in the input"})
-			continue
-		}
-		for _, app := range slices.Sorted(maps.Keys(byApp)) {
-			insts := byApp[app]
-			slices.SortFunc(insts, func(a, b *instState) int { return strings.Compare(a.id.Name, b.id.Name) })
-			checks = append(checks, e.checkRule(app, rule, insts))
+			byApp[app] = append(byApp[app], in)
 		}
 	}
-	slices.SortStableFunc(checks, func(a, b RuleCheck) int {
-		return cmp.Or(strings.Compare(a.App, b.App), strings.Compare(a.Resource, b.Resource))
-	})
-	return checks, unchecked
+	var out []appInsts
+	for _, app := range slices.Sorted(maps.Keys(byApp)) {
+		insts := byApp[app]
+		slices.SortFunc(insts, func(a, b *instState) int { return strings.Compare(a.id.Name, b.id.Name) })
+		out = append(out, appInsts{app, insts})
+	}
+	return out
+}
+
+func (e *Engine) checkFlow(app string, rule core.FlowRule, insts []*instState) FlowCheck {
+	c := FlowCheck{App: app, Resource: rule.Resource, Proposed: rule}
+	traces := make([]whatif.Trace, len(insts))
+	cases := make([]whatif.FlowCase, len(insts))
+	for i, in := range insts {
+		c.Instances = append(c.Instances, in.id.Name)
+		var cur *core.FlowRule
+		if rr := in.rulesOf(rule.Resource); rr != nil && len(rr.Flows) > 0 {
+			f := rr.Flows[0]
+			cur = &f
+		}
+		if i == 0 {
+			c.Current = cur
+		} else if (cur == nil) != (c.Current == nil) || cur != nil && *cur != *c.Current {
+			c.Mixed = true
+		}
+		traces[i], _ = in.series[rule.Resource].trace()
+		cases[i] = whatif.FlowCase{Trace: &traces[i], Current: cur, Proposed: rule}
+	}
+	res, err := whatif.CompareFlow(cases)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.WhatIf = res
+	return c
 }
 
 func (e *Engine) checkRule(app string, rule core.BreakerRule, insts []*instState) RuleCheck {

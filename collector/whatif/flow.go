@@ -1,0 +1,113 @@
+package whatif
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// Flow rules are replayed through core's Guard (the Entry/Exit path an
+// agent runs) on a virtual clock: every call a bucket was offered (its
+// passes and its blocks, spread evenly over it) asks for an entry at its
+// time, and a throttled entry waits on that clock, so the calls after it
+// come no earlier than it left (a queue). What a flow rule changes is how
+// many calls pass, so that is what is counted.
+
+// FlowCase is one instance's trace with the flow rule it ran (nil: none)
+// and the one proposed.
+type FlowCase struct {
+	Trace    *Trace
+	Current  *core.FlowRule
+	Proposed core.FlowRule
+}
+
+// FlowMetrics is what one flow rule let through of the calls offered.
+type FlowMetrics struct {
+	Passed  int64 `json:"passed"`
+	Blocked int64 `json:"blocked"`
+}
+
+// FlowResult compares two flow rules on the same traces.
+type FlowResult struct {
+	StepMs   int64       `json:"stepMs"`
+	Offered  int64       `json:"offered"`
+	Current  FlowMetrics `json:"current"`
+	Proposed FlowMetrics `json:"proposed"`
+}
+
+// CompareFlow replays every case with its current and its proposed flow
+// rule.
+func CompareFlow(cases []FlowCase) (*FlowResult, error) {
+	res := &FlowResult{}
+	for _, c := range cases {
+		var total int64
+		for i := range c.Trace.Buckets {
+			b := &c.Trace.Buckets[i]
+			res.StepMs = max(res.StepMs, b.Ms)
+			total += min(max(b.Pass, 0)+max(b.Block, 0), MaxCallsPerBucket)
+		}
+		if total > MaxCalls {
+			return nil, fmt.Errorf("%w: %d calls on %q, at most %d", ErrTooLarge, total, c.Trace.Instance, MaxCalls)
+		}
+		res.Offered += total
+		cur, err := replayFlow(c.Trace, c.Current)
+		if err != nil {
+			return nil, fmt.Errorf("current flow rule of %q: %w", c.Trace.Instance, err)
+		}
+		prop, err := replayFlow(c.Trace, &c.Proposed)
+		if err != nil {
+			return nil, fmt.Errorf("proposed flow rule of %q: %w", c.Trace.Instance, err)
+		}
+		res.Current.Passed += cur.Passed
+		res.Current.Blocked += cur.Blocked
+		res.Proposed.Passed += prop.Passed
+		res.Proposed.Blocked += prop.Blocked
+	}
+	return res, nil
+}
+
+func replayFlow(t *Trace, rule *core.FlowRule) (FlowMetrics, error) {
+	var m FlowMetrics
+	if len(t.Buckets) == 0 {
+		return m, nil
+	}
+	clock := core.NewVirtualClock(time.UnixMilli(max(t.Buckets[0].Start, 1)))
+	g := core.NewGuard(core.GuardOptions{Clock: clock, MaxResources: 1})
+	res := "r"
+	if rule != nil {
+		r := *rule
+		res = r.Resource
+		if err := g.LoadFlowRules([]core.FlowRule{r}); err != nil {
+			return m, err
+		}
+	}
+	restarts := t.Restarts
+	for i := range t.Buckets {
+		b := &t.Buckets[i]
+		n := min(max(b.Pass, 0)+max(b.Block, 0), MaxCallsPerBucket)
+		for k := range n {
+			at := b.Start + (2*k+1)*b.Ms/(2*n)
+			if len(restarts) > 0 && at >= restarts[0] && rule != nil {
+				for len(restarts) > 0 && at >= restarts[0] {
+					restarts = restarts[1:]
+				}
+				g = core.NewGuard(core.GuardOptions{Clock: clock, MaxResources: 1})
+				if err := g.LoadFlowRules([]core.FlowRule{*rule}); err != nil {
+					return m, err
+				}
+			}
+			if now := clock.UnixMilli(); at > now {
+				clock.Set(time.UnixMilli(at))
+			}
+			e, err := g.Entry(res)
+			if err != nil {
+				m.Blocked++
+				continue
+			}
+			m.Passed++
+			e.Exit(nil)
+		}
+	}
+	return m, nil
+}
