@@ -83,7 +83,7 @@ func JavaDegradeRules(data []byte, version string) ([]core.BreakerRule, []*RuleE
 	for i, raw := range raws {
 		r, err := javaDegradeRuleAt(raw, version)
 		if err != nil {
-			problems = append(problems, &RuleError{Index: i, Err: err})
+			problems = append(problems, ruleError(i, err))
 			continue
 		}
 		breakers = append(breakers, r)
@@ -94,50 +94,109 @@ func JavaDegradeRules(data []byte, version string) ([]core.BreakerRule, []*RuleE
 // javaDegradeRuleAt maps one element of a degrade rule array.
 func javaDegradeRuleAt(raw json.RawMessage, version string) (core.BreakerRule, error) {
 	j := javaDegradeRule{MinRequestAmount: 5, SlowRatioThreshold: 1, StatIntervalMs: 1000, RtSlowRequestAmount: 5}
-	if err := json.Unmarshal(raw, &j); err != nil {
+	if err := decode(raw, &j); err != nil {
+		return core.BreakerRule{}, err
+	}
+	legacy := javaLegacy(version, raw)
+	if err := javaDegradeCheck(&j, legacy); err != nil {
 		return core.BreakerRule{}, err
 	}
 	r := core.BreakerRule{
 		Resource:                     metriclog.LegalName(j.Resource),
-		RetryTimeoutMs:               uint32(min(max(j.TimeWindow, 0)*1000, math.MaxUint32)),
+		RetryTimeoutMs:               uint32(j.TimeWindow * 1000),
 		MinRequestAmount:             uint64(max(j.MinRequestAmount, 0)),
-		StatIntervalMs:               uint32(min(max(j.StatIntervalMs, 0), math.MaxUint32)),
+		StatIntervalMs:               uint32(max(j.StatIntervalMs, 0)),
 		StatSlidingWindowBucketCount: 1,
 		Semantics:                    core.SemanticsJava,
 		LimitApp:                     JavaLimitApp(j.LimitApp),
 	}
 	if j.Regex {
-		if err := JavaPattern(j.Resource); err != nil {
-			return r, err
-		}
 		r.Resource, r.Pattern = j.Resource, j.Resource
 	}
 	switch {
-	case javaLegacy(version, raw):
-		if !javaLegacyRule(&r, &j) {
-			return r, fmt.Errorf("grade %d is not 0, 1 or 2", j.Grade)
-		}
+	case legacy:
+		javaLegacyRule(&r, &j)
 	case j.Grade == 0: // slow ratio: count is the RT bound, slowRatioThreshold the ratio
-		r.Strategy = core.SlowRequestRatio
-		if j.Count < 0 || math.IsNaN(j.Count) || j.Count > math.MaxInt64 {
-			return r, fmt.Errorf("count %v is not a response time", j.Count)
-		}
 		// Java rounds (Math.round: half up), so count 0.5 is a 1 ms bound.
-		r.MaxAllowedRtMs, r.Threshold = uint64(math.Floor(j.Count+0.5)), j.SlowRatioThreshold
+		r.Strategy, r.MaxAllowedRtMs, r.Threshold = core.SlowRequestRatio, uint64(math.Floor(j.Count+0.5)), j.SlowRatioThreshold
 	case j.Grade == 1:
 		r.Strategy, r.Threshold = core.ErrorRatio, j.Count
-	case j.Grade == 2:
-		r.Strategy, r.Threshold = core.ErrorCount, j.Count
 	default:
-		return r, fmt.Errorf("grade %d is not 0, 1 or 2", j.Grade)
+		r.Strategy, r.Threshold = core.ErrorCount, j.Count
 	}
 	if err := r.Validate(); err != nil {
 		return r, err
 	}
 	if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.LimitApp) > wire.DefaultMaxNameBytes {
-		return r, fmt.Errorf("resource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
+		return r, invalid("resource", "resource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
 	}
 	return r, nil
+}
+
+// javaDegradeCheck refuses what Java's DegradeRuleManager refuses (a
+// blank resource, a negative count, a timeWindow that is not positive,
+// an unknown grade; from 1.8 on, a minRequestAmount or statIntervalMs
+// that is not positive, a slowRatioThreshold outside [0, 1], a regex rule
+// whose pattern does not compile), naming Java's field, and values core
+// cannot hold. An error ratio over 1 is left to core's Validate.
+func javaDegradeCheck(j *javaDegradeRule, legacy bool) error {
+	if err := javaResource(j.Resource, j.Regex); err != nil {
+		return err
+	}
+	switch {
+	case j.Grade < 0 || j.Grade > 2:
+		return invalid("grade", "grade %d is not 0 (slow ratio), 1 (error ratio) or 2 (error count)", j.Grade)
+	case j.Count < 0 || math.IsNaN(j.Count):
+		return invalid("count", "count %v must not be negative", j.Count)
+	case !legacy && j.Grade == 0 && j.Count >= math.MaxInt64:
+		return wrongType("count", "count %v is too long a response time (ms)", j.Count)
+	case j.TimeWindow <= 0:
+		return invalid("timeWindow", "timeWindow %d must be positive (seconds)", j.TimeWindow)
+	case j.TimeWindow > javaMaxTimeWindow:
+		return wrongType("timeWindow", "timeWindow %d overflows Java's milliseconds (an int): at most %d seconds", j.TimeWindow, javaMaxTimeWindow)
+	case legacy:
+		return nil // 1.6 and 1.7 have no more checks, nor these fields
+	}
+	if err := javaPositive("minRequestAmount", j.MinRequestAmount); err != nil {
+		return err
+	}
+	if err := javaPositive("statIntervalMs", j.StatIntervalMs); err != nil {
+		return err
+	}
+	if j.Grade == 0 && !(j.SlowRatioThreshold >= 0 && j.SlowRatioThreshold <= 1) {
+		return invalid("slowRatioThreshold", "slowRatioThreshold %v must be within [0, 1]", j.SlowRatioThreshold)
+	}
+	return nil
+}
+
+// javaMaxTimeWindow is the longest timeWindow (seconds) Java's circuit
+// breakers hold: they keep it in milliseconds, in an int.
+const javaMaxTimeWindow = math.MaxInt32 / 1000
+
+// javaResource refuses a blank resource, as Java does, and a regex rule's
+// pattern Go cannot match.
+func javaResource(resource string, regex bool) error {
+	if strings.TrimSpace(resource) == "" {
+		return invalid("resource", "resource %q is blank", resource)
+	}
+	if regex {
+		if err := JavaPattern(resource); err != nil {
+			return &problem{field: "resource", msg: err.Error(), err: core.ErrInvalidRule}
+		}
+	}
+	return nil
+}
+
+// javaPositive refuses a Java int field that is not positive, or past an
+// int.
+func javaPositive(field string, v int64) error {
+	switch {
+	case v <= 0:
+		return invalid(field, "%s %d must be positive", field, v)
+	case v > math.MaxInt32:
+		return wrongType(field, "%s %d is past Java's int (%d)", field, v, math.MaxInt32)
+	}
+	return nil
 }
 
 // JavaFlowRules maps a JSON array of Java Sentinel's FlowRule (a
@@ -165,7 +224,7 @@ func JavaFlowRules(data []byte) ([]core.FlowRule, []*RuleError, error) {
 	for i, raw := range raws {
 		r, err := javaFlowRuleAt(raw)
 		if err != nil {
-			problems = append(problems, &RuleError{Index: i, Err: err})
+			problems = append(problems, ruleError(i, err))
 			continue
 		}
 		flows = append(flows, r)
@@ -176,48 +235,31 @@ func JavaFlowRules(data []byte) ([]core.FlowRule, []*RuleError, error) {
 // javaFlowRuleAt maps one element of a flow rule array.
 func javaFlowRuleAt(raw json.RawMessage) (core.FlowRule, error) {
 	j := javaFlowRule{LimitApp: "default", Grade: 1, WarmUpPeriodSec: 10, MaxQueueingTimeMs: 500}
-	if err := json.Unmarshal(raw, &j); err != nil {
+	if err := decode(raw, &j); err != nil {
+		return core.FlowRule{}, err
+	}
+	if err := javaFlowCheck(&j); err != nil {
 		return core.FlowRule{}, err
 	}
 	r := core.FlowRule{Resource: metriclog.LegalName(j.Resource), Threshold: j.Count, LimitApp: JavaLimitApp(j.LimitApp)}
 	if j.Regex {
-		if err := JavaPattern(j.Resource); err != nil {
-			return r, err
-		}
 		r.Resource, r.Pattern = j.Resource, j.Resource
 	}
-	switch j.ControlBehavior {
-	case 0:
-	case 1:
-		r.TokenCalculateStrategy = core.WarmUp
-	case 2:
-		r.ControlBehavior = core.Throttling
-	case 3:
-		r.TokenCalculateStrategy, r.ControlBehavior = core.WarmUp, core.Throttling
-	default:
-		return r, fmt.Errorf("controlBehavior %d is not 0, 1, 2 or 3", j.ControlBehavior)
+	if j.ControlBehavior == 1 || j.ControlBehavior == 3 {
+		r.TokenCalculateStrategy, r.WarmUpPeriodSec, r.WarmUpColdFactor = core.WarmUp, uint32(j.WarmUpPeriodSec), JavaColdFactor
 	}
-	if r.TokenCalculateStrategy == core.WarmUp {
-		r.WarmUpPeriodSec = uint32(min(max(j.WarmUpPeriodSec, 0), math.MaxUint32))
-		r.WarmUpColdFactor = JavaColdFactor
-	}
-	if r.ControlBehavior == core.Throttling {
-		r.MaxQueueingTimeMs = uint32(min(max(j.MaxQueueingTimeMs, 0), math.MaxUint32))
+	if j.ControlBehavior == 2 || j.ControlBehavior == 3 {
+		r.ControlBehavior, r.MaxQueueingTimeMs = core.Throttling, uint32(j.MaxQueueingTimeMs)
 	}
 	var id []string
 	if j.Grade == 0 {
 		id = append(id, "threads")
-	} else if j.Grade != 1 {
-		return r, fmt.Errorf("grade %d is not 0 (threads) or 1 (QPS)", j.Grade)
 	}
 	switch j.Strategy {
-	case 0:
 	case 1:
 		id = append(id, "relate="+metriclog.LegalName(j.RefResource))
 	case 2:
 		id = append(id, "chain="+j.RefResource)
-	default:
-		return r, fmt.Errorf("strategy %d is not 0, 1 or 2", j.Strategy)
 	}
 	if j.ClusterMode {
 		id = append(id, "cluster")
@@ -229,9 +271,46 @@ func javaFlowRuleAt(raw json.RawMessage) (core.FlowRule, error) {
 		return r, err
 	}
 	if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.ID) > wire.DefaultMaxNameBytes || len(r.LimitApp) > wire.DefaultMaxNameBytes {
-		return r, fmt.Errorf("resource, refResource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
+		return r, invalid("resource", "resource, refResource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
 	}
 	return r, nil
+}
+
+// javaFlowCheck refuses what Java's FlowRuleUtil refuses (a blank
+// resource, a negative count, a relate or chain rule without refResource,
+// a warm-up without warmUpPeriodSec, a rate limiter without
+// maxQueueingTimeMs, a regex rule that shapes traffic or is clustered)
+// and what Java accepts but no version implements (a grade, strategy or
+// controlBehavior past the known ones), naming Java's field.
+func javaFlowCheck(j *javaFlowRule) error {
+	if err := javaResource(j.Resource, j.Regex); err != nil {
+		return err
+	}
+	switch {
+	case j.Count < 0 || math.IsNaN(j.Count):
+		return invalid("count", "count %v must not be negative", j.Count)
+	case j.Grade != 0 && j.Grade != 1:
+		return invalid("grade", "grade %d is not 0 (threads) or 1 (QPS)", j.Grade)
+	case j.Strategy < 0 || j.Strategy > 2:
+		return invalid("strategy", "strategy %d is not 0 (direct), 1 (relate) or 2 (chain)", j.Strategy)
+	case j.Strategy != 0 && strings.TrimSpace(j.RefResource) == "":
+		return invalid("refResource", "refResource is blank: strategy %d (relate or chain) names the resource it looks at", j.Strategy)
+	case j.ControlBehavior < 0 || j.ControlBehavior > 3:
+		return invalid("controlBehavior", "controlBehavior %d is not 0, 1, 2 or 3", j.ControlBehavior)
+	case j.Regex && (j.ControlBehavior != 0 || j.ClusterMode):
+		return invalid("regex", "a regex rule must have controlBehavior 0 and no cluster mode")
+	}
+	if j.ControlBehavior == 1 || j.ControlBehavior == 3 {
+		if err := javaPositive("warmUpPeriodSec", j.WarmUpPeriodSec); err != nil {
+			return err
+		}
+	}
+	if j.ControlBehavior == 2 || j.ControlBehavior == 3 {
+		if err := javaPositive("maxQueueingTimeMs", j.MaxQueueingTimeMs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // javaLegacy reports whether a degrade rule is one of Sentinel before 1.8:
@@ -262,20 +341,17 @@ func javaLegacy(version string, raw json.RawMessage) bool {
 // rtSlowRequestAmount entries in a row (5 in 1.6), never a slow-request
 // ratio; grade 1 the exception ratio of the last second reaching count
 // with minRequestAmount entries (5 in 1.6); grade 2 the exceptions of the
-// last minute reaching count. False for another grade.
-func javaLegacyRule(r *core.BreakerRule, j *javaDegradeRule) bool {
+// last minute reaching count. javaDegradeCheck has checked the grade.
+func javaLegacyRule(r *core.BreakerRule, j *javaDegradeRule) {
 	r.Semantics, r.Threshold, r.StatIntervalMs = core.SemanticsJava16, j.Count, 1000
 	switch j.Grade {
 	case 0:
 		r.Strategy, r.MinRequestAmount = core.AverageRT, uint64(max(j.RtSlowRequestAmount, 0))
 	case 1:
 		r.Strategy = core.ErrorRatio
-	case 2:
-		r.Strategy, r.MinRequestAmount, r.StatIntervalMs = core.ErrorCount, 0, 60000
 	default:
-		return false
+		r.Strategy, r.MinRequestAmount, r.StatIntervalMs = core.ErrorCount, 0, 60000
 	}
-	return true
 }
 
 // JavaPattern checks a Java regex rule's pattern: Go's regexp must be
