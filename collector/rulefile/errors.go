@@ -1,6 +1,7 @@
 package rulefile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,12 +20,16 @@ var (
 	// the wrong JSON type or a value its type cannot hold (a negative
 	// count, 1.5 where an integer goes, an integer past Java's int).
 	ErrType = errors.New("wrong JSON type")
+	// ErrFormat: the format cannot be told (an empty array, or no rule
+	// with a field that tells it), a rule or the array mixes formats, a
+	// rule does not fit the format named, or a format's name is unknown.
+	ErrFormat = errors.New("rule file format")
 )
 
 // RuleError is a problem of one rule of an array: its index (from 0) and,
 // when one field is at fault, that field's JSON name as the rule's format
-// spells it ("" when the rule as a whole is). Err wraps ErrType or
-// core.ErrInvalidRule.
+// spells it ("" when the rule as a whole is). Err wraps ErrType,
+// core.ErrInvalidRule or ErrFormat.
 type RuleError struct {
 	Index int
 	Field string
@@ -73,6 +78,9 @@ func ruleError(i int, err error) *RuleError {
 // decode unmarshals one rule into v; a type error names its field and
 // says what the field takes.
 func decode(raw json.RawMessage, v any) error {
+	if bytes.Equal(raw, []byte("null")) {
+		return wrongType("", "json: the rule is null, not an object")
+	}
 	err := json.Unmarshal(raw, v)
 	var te *json.UnmarshalTypeError
 	switch {
@@ -81,10 +89,24 @@ func decode(raw json.RawMessage, v any) error {
 	case !errors.As(err, &te):
 		return &problem{msg: "json: " + err.Error(), err: ErrType}
 	case te.Field == "":
-		return wrongType("", "json: the rule is %s, not an object", te.Value)
+		return wrongType("", "json: the rule is %s, not an object", article(te.Value))
 	default:
-		return wrongType(te.Field, "json: %s is %s, not %s", te.Field, te.Value, takes(te.Type))
+		return wrongType(te.Field, "json: %s is %s, not %s", te.Field, article(te.Value), takes(te.Type))
 	}
+}
+
+// article puts an article before a JSON type's name ("a string", "an
+// array"); a value ("number 1.5") stays as it is.
+func article(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "a boolean"
+	case "string", "number":
+		return "a " + v
+	}
+	return v
 }
 
 // takes says what values a Go type of a rule's field holds.

@@ -1,7 +1,6 @@
 package rulefile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -78,16 +77,9 @@ func JavaDegradeRules(data []byte, version string) ([]core.BreakerRule, []*RuleE
 	if err != nil {
 		return nil, nil, err
 	}
-	var breakers []core.BreakerRule
-	var problems []*RuleError
-	for i, raw := range raws {
-		r, err := javaDegradeRuleAt(raw, version)
-		if err != nil {
-			problems = append(problems, ruleError(i, err))
-			continue
-		}
-		breakers = append(breakers, r)
-	}
+	breakers, problems := mapAll(raws, func(raw json.RawMessage) (core.BreakerRule, error) {
+		return javaDegradeRuleAt(raw, version)
+	})
 	return breakers, problems, nil
 }
 
@@ -219,16 +211,7 @@ func JavaFlowRules(data []byte) ([]core.FlowRule, []*RuleError, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var flows []core.FlowRule
-	var problems []*RuleError
-	for i, raw := range raws {
-		r, err := javaFlowRuleAt(raw)
-		if err != nil {
-			problems = append(problems, ruleError(i, err))
-			continue
-		}
-		flows = append(flows, r)
-	}
+	flows, problems := mapAll(raws, javaFlowRuleAt)
 	return flows, problems, nil
 }
 
@@ -370,17 +353,4 @@ func JavaLimitApp(s string) string {
 		return ""
 	}
 	return s
-}
-
-// array splits a JSON array into its elements: none for empty data or
-// null.
-func array(data []byte) ([]json.RawMessage, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSyntax, err)
-	}
-	return raws, nil
 }
