@@ -14,16 +14,17 @@
 //     threshold, probeNum. core.BreakerRule has the same JSON, so a rule
 //     decodes into it as sentinel-golang decodes it, core's own fields
 //     (semantics, pattern, limitApp) included: a rule set core wrote
-//     reads back.
+//     reads back. A window of more than 65536 buckets is refused:
+//     sentinel-golang, like core, makes them all at once.
 //   - go-flow (FormatGoFlow): sentinel-golang v1.0.4's flow.Rule (id,
 //     resource, tokenCalculateStrategy, controlBehavior, threshold,
 //     relationStrategy, refResource, maxQueueingTimeMs, warmUpPeriodSec,
 //     warmUpColdFactor, statIntervalInMs), decoded into core.FlowRule. A
 //     rule core does not implement is refused, not read as another: an
-//     associated resource (relationStrategy 1, or a refResource), a
-//     memory-adaptive one (tokenCalculateStrategy 2). The
-//     memory-adaptive fields are ignored otherwise, as sentinel-golang
-//     ignores them.
+//     associated resource (relationStrategy 1), a memory-adaptive one
+//     (tokenCalculateStrategy 2). What sentinel-golang ignores is
+//     dropped: a refResource without relationStrategy 1, the
+//     memory-adaptive fields of another strategy.
 //   - java-degrade (FormatJavaDegrade): Java Sentinel's DegradeRule
 //     (resource, grade, count, timeWindow, minRequestAmount,
 //     slowRatioThreshold, statIntervalMs, limitApp, regex), mapped by

@@ -210,7 +210,6 @@ func TestParseProblems(t *testing.T) {
 func TestGoFlowUnsupported(t *testing.T) {
 	for _, c := range []struct{ rule, says string }{
 		{`{"resource":"a","threshold":1,"relationStrategy":1,"refResource":"b"}`, "relationStrategy"},
-		{`{"resource":"a","threshold":1,"refResource":"b"}`, "refResource"},
 		{`{"resource":"a","threshold":1,"tokenCalculateStrategy":2,"lowMemUsageThreshold":10,"highMemUsageThreshold":5}`, "tokenCalculateStrategy 2"},
 		{`{"resource":"a","threshold":1,"tokenCalculateStrategy":1}`, "warmUpPeriodSec"},
 		{`{"resource":"a","threshold":1,"tokenCalculateStrategy":1,"warmUpPeriodSec":5,"warmUpColdFactor":1}`, "warmUpColdFactor"},
@@ -262,5 +261,24 @@ func TestMerge(t *testing.T) {
 	}
 	if m := Merge(); m.Breakers != nil || m.Flows != nil {
 		t.Errorf("%+v", m)
+	}
+}
+
+// TestGoBreakerBuckets: a window of more buckets than any rule needs is
+// refused; a bucket count that does not divide the interval is one
+// bucket, and java semantics ignore it.
+func TestGoBreakerBuckets(t *testing.T) {
+	for rule, ok := range map[string]bool{
+		`"statIntervalMs":65536,"statSlidingWindowBucketCount":65536`:                      true,
+		`"statIntervalMs":131072,"statSlidingWindowBucketCount":131072`:                    false,
+		`"statIntervalMs":4294967295,"statSlidingWindowBucketCount":4294967295`:            false,
+		`"statIntervalMs":4294967295,"statSlidingWindowBucketCount":4294967294`:            true,
+		`"statIntervalMs":131072,"statSlidingWindowBucketCount":131072,"semantics":"java"`: true,
+	} {
+		_, _, err := Parse([]byte(`[{"resource":"a","strategy":2,"threshold":1,"retryTimeoutMs":1000,`+rule+`}]`), FormatAuto)
+		var re *RuleError
+		if ok != (err == nil) || !ok && (!errors.As(err, &re) || re.Field != "statSlidingWindowBucketCount") {
+			t.Errorf("%s: %v", rule, err)
+		}
 	}
 }
