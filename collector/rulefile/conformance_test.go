@@ -240,6 +240,7 @@ func TestConformsToSentinelGolang(t *testing.T) {
 		{"flow negative behaviour", FormatGoFlow, `{"resource":"a","controlBehavior":-1,"threshold":1}`, neither},
 		{"flow unknown relation", FormatGoFlow, `{"resource":"a","relationStrategy":2,"refResource":"b","threshold":1}`, neither},
 		{"flow associated without a resource", FormatGoFlow, `{"resource":"a","relationStrategy":1,"threshold":1}`, neither},
+		{"flow memory field of the wrong type", FormatGoFlow, `{"resource":"a","threshold":1,"memLowWaterMarkBytes":"1MiB"}`, neither},
 		{"flow string strategy", FormatGoFlow, `{"resource":"a","tokenCalculateStrategy":"WarmUp","threshold":1}`, neither},
 		// Core refuses a window of more than 65536 buckets, which
 		// sentinel-golang makes at once (4294967295 of them kill it); and

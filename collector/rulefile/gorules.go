@@ -45,6 +45,9 @@ func goFlowAt(raw json.RawMessage) (core.FlowRule, error) {
 	if err := decode(raw, &r); err != nil {
 		return r, err
 	}
+	if err := decode(raw, &goFlowOnly{}); err != nil {
+		return r, err
+	}
 	if r.RelationStrategy == 0 {
 		r.RefResource = ""
 	}
@@ -62,4 +65,15 @@ func goNames(resource, id, limitApp string) error {
 		}
 	}
 	return nil
+}
+
+// goFlowOnly are the fields of sentinel-golang's flow.Rule that core's
+// has not, those of memory-adaptive rules (which Validate refuses): read
+// for their types only, as sentinel-golang refuses a file where one has
+// the wrong type.
+type goFlowOnly struct {
+	LowMemUsageThreshold  int64 `json:"lowMemUsageThreshold"`
+	HighMemUsageThreshold int64 `json:"highMemUsageThreshold"`
+	MemLowWaterMarkBytes  int64 `json:"memLowWaterMarkBytes"`
+	MemHighWaterMarkBytes int64 `json:"memHighWaterMarkBytes"`
 }

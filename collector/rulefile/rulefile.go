@@ -95,8 +95,8 @@ func (f Format) breakers() bool { return f == FormatGoBreaker || f == FormatJava
 // that is not an object, a field of the wrong type or out of its range,
 // and a rule its runtime or core would refuse are errors, every one of
 // them, as Problems: each a RuleError naming the rule's index and, when
-// one field is at fault, the field. Empty data and JSON null read as an
-// empty array. An array whose format cannot be told (it is empty, or no
+// one field is at fault, the field. Empty data (or white space) and JSON
+// null read as an empty array. An array whose format cannot be told (it is empty, or no
 // rule has a field that tells it), that mixes formats, or that does not
 // fit the format f names, is an error wrapping ErrFormat. On any error
 // the rules returned are empty.
