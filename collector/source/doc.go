@@ -14,8 +14,9 @@
 //     goroutine updates and the store reads at each snapshot.
 //   - sentinel:// targets are Java Sentinel's command API, polled
 //     (javatransport.go, javarules.go, javaparams.go): metrics, rules and
-//     hot-parameter rules turned into wire messages, breaker states
-//     inferred from the counts (collector/metriclog). A target's reconnect
+//     hot-parameter rules turned into wire messages (degrade and flow
+//     rules mapped by collector/rulefile), breaker states inferred from
+//     the counts (collector/metriclog). A target's reconnect
 //     goes on from what its own polls delivered (javaresume.go), and the
 //     Java targets of one Dial share the resources of their apps, which
 //     regex rules are listed over.

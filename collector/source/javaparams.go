@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/rulefile"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -100,7 +100,7 @@ func javaParamRule(j *javaParamFlowRule) (core.HotParamRule, error) {
 	r := core.HotParamRule{Resource: metriclog.LegalName(j.Resource), DurationInSec: j.DurationInSec,
 		BurstCount: j.BurstCount, MaxQueueingTimeMs: j.MaxQueueingTimeMs}
 	if j.Regex {
-		if err := javaPattern(j.Resource); err != nil {
+		if err := rulefile.JavaPattern(j.Resource); err != nil {
 			return r, err
 		}
 		r.Resource, r.Pattern = j.Resource, j.Resource
@@ -131,7 +131,7 @@ func javaParamRule(j *javaParamFlowRule) (core.HotParamRule, error) {
 		r.SpecificItems[javaItemText(*it.Object, it.ClassType)] = *it.Count
 	}
 	var id []string
-	if la := javaLimitApp(j.LimitApp); la != "" {
+	if la := rulefile.JavaLimitApp(j.LimitApp); la != "" {
 		id = append(id, "limitApp="+la)
 	}
 	if j.ClusterMode {
@@ -169,24 +169,6 @@ func javaItemText(object, classType string) string {
 // javaRuleProblem is a rule of a /getRules answer that does not map.
 func javaRuleProblem(kind string, i int, format string, args ...any) error {
 	return fmt.Errorf("%w: /getRules?type=%s: rule %d: %s", wire.ErrInvalid, kind, i, fmt.Sprintf(format, args...))
-}
-
-// javaPattern checks a regex rule's pattern: Go's regexp must be able to
-// match it (Java's lookarounds and backreferences it cannot).
-func javaPattern(pattern string) error {
-	if _, err := regexp.Compile(`^(?:` + pattern + `)$`); err != nil {
-		return fmt.Errorf("regex %q cannot be matched here: %v", pattern, err)
-	}
-	return nil
-}
-
-// javaLimitApp is a Java rule's limitApp on the wire: "" for "default",
-// which limits every caller as an absent one does.
-func javaLimitApp(s string) string {
-	if s == "default" {
-		return ""
-	}
-	return s
 }
 
 // orNull reads an empty answer as no rules.

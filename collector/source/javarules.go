@@ -3,15 +3,13 @@ package source
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/feed"
-	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/rulefile"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -197,52 +195,14 @@ func ruleNames[R javaRule](r *R) (resource, pattern *string) {
 	panic("unreachable")
 }
 
-// javaDegradeRule is Java Sentinel's DegradeRule as /getRules?type=degrade
-// writes it, with the Java defaults of fields left out.
-type javaDegradeRule struct {
-	Resource           string  `json:"resource"`
-	Grade              int64   `json:"grade"`
-	Count              float64 `json:"count"`
-	TimeWindow         int64   `json:"timeWindow"` // seconds
-	MinRequestAmount   int64   `json:"minRequestAmount"`
-	SlowRatioThreshold float64 `json:"slowRatioThreshold"`
-	StatIntervalMs     int64   `json:"statIntervalMs"`
-	Regex              bool    `json:"regex"` // 1.8.7+: Resource is a pattern
-	LimitApp           string  `json:"limitApp"`
-	// RtSlowRequestAmount is 1.7's: how many entries in a row over the
-	// average RT cut the resource off (always 5 in 1.6).
-	RtSlowRequestAmount int64 `json:"rtSlowRequestAmount"`
-}
-
-// javaFlowRule is Java Sentinel's FlowRule as /getRules?type=flow writes it.
-type javaFlowRule struct {
-	Resource          string  `json:"resource"`
-	LimitApp          string  `json:"limitApp"`
-	Grade             int64   `json:"grade"` // 0 threads, 1 QPS
-	Count             float64 `json:"count"`
-	Strategy          int64   `json:"strategy"` // 0 direct, 1 relate, 2 chain
-	RefResource       string  `json:"refResource"`
-	ControlBehavior   int64   `json:"controlBehavior"` // 0 reject, 1 warm-up, 2 rate limiter, 3 warm-up rate limiter
-	WarmUpPeriodSec   int64   `json:"warmUpPeriodSec"`
-	MaxQueueingTimeMs int64   `json:"maxQueueingTimeMs"`
-	ClusterMode       bool    `json:"clusterMode"`
-	Regex             bool    `json:"regex"`
-}
-
 // javaRules maps the two /getRules answers of a service of Sentinel
-// version (as /version says; "" unknown) to core rules. Resource names
-// are mapped as the metric lines map them (LegalName), so rules and
-// statistics meet. Breakers keep Java's semantics (Semantics "java": one
-// bucket per window, as Java's circuit breakers use), or, for a service
-// before 1.8, the meaning its degrade rules had (see javaLegacyRule). Both
-// keep limitApp, the origin the rule applies to, unless it is "default"
-// (every caller, as when it is absent). Flow
-// rule attributes core has no field for (thread grade, relate/chain
-// strategy, cluster mode) go into the rule's id, "java:" and a list, so
-// that rules differing in them do not look alike. A regex rule
-// (1.8.7+) keeps its pattern as Resource and Pattern, for javaExpand to
-// list it per resource it governs. Rules that do not map are left out and
-// reported as problems.
+// version (as /version says; "" unknown) to core rules, as
+// rulefile.JavaDegradeRules and rulefile.JavaFlowRules map them: names as
+// the metric lines write them, Java's semantics (or, before 1.8, the
+// meaning its degrade rules had), limitApp kept, flow attributes core has
+// no field for in the rule's id, a regex rule's pattern as Resource and
+// Pattern, for javaExpand to list it per resource it governs. Rules that
+// do not map are left out and reported as problems.
 func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRule, flows []core.FlowRule, problems []error) {
 	breakers, problems = javaDegradeRules(degrade, version)
 	flows, flowProblems := javaFlowRules(flow)
@@ -250,191 +210,26 @@ func javaRules(degrade, flow []byte, version string) (breakers []core.BreakerRul
 }
 
 // javaDegradeRules maps a /getRules?type=degrade answer (see javaRules).
-func javaDegradeRules(degrade []byte, version string) (breakers []core.BreakerRule, problems []error) {
-	bad := func(kind string, i int, format string, args ...any) {
-		problems = append(problems, javaRuleProblem(kind, i, format, args...))
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(orNull(degrade), &raws); err != nil {
-		problems = append(problems, fmt.Errorf("%w: /getRules?type=degrade: %v", wire.ErrMalformed, err))
-		raws = nil
-	}
-	for i, raw := range raws {
-		j := javaDegradeRule{MinRequestAmount: 5, SlowRatioThreshold: 1, StatIntervalMs: 1000, RtSlowRequestAmount: 5}
-		if err := json.Unmarshal(raw, &j); err != nil {
-			bad("degrade", i, "%v", err)
-			continue
-		}
-		r := core.BreakerRule{
-			Resource:                     metriclog.LegalName(j.Resource),
-			RetryTimeoutMs:               uint32(min(max(j.TimeWindow, 0)*1000, math.MaxUint32)),
-			MinRequestAmount:             uint64(max(j.MinRequestAmount, 0)),
-			StatIntervalMs:               uint32(min(max(j.StatIntervalMs, 0), math.MaxUint32)),
-			StatSlidingWindowBucketCount: 1,
-			Semantics:                    core.SemanticsJava,
-			LimitApp:                     javaLimitApp(j.LimitApp),
-		}
-		if j.Regex {
-			if err := javaPattern(j.Resource); err != nil {
-				bad("degrade", i, "%v", err)
-				continue
-			}
-			r.Resource, r.Pattern = j.Resource, j.Resource
-		}
-		switch {
-		case javaLegacy(version, raw):
-			if !javaLegacyRule(&r, &j) {
-				bad("degrade", i, "grade %d is not 0, 1 or 2", j.Grade)
-				continue
-			}
-		case j.Grade == 0: // slow ratio: count is the RT bound, slowRatioThreshold the ratio
-			r.Strategy = core.SlowRequestRatio
-			if j.Count < 0 || math.IsNaN(j.Count) || j.Count > math.MaxInt64 {
-				bad("degrade", i, "count %v is not a response time", j.Count)
-				continue
-			}
-			// Java rounds (Math.round: half up), so count 0.5 is a 1 ms bound.
-			r.MaxAllowedRtMs, r.Threshold = uint64(math.Floor(j.Count+0.5)), j.SlowRatioThreshold
-		case j.Grade == 1:
-			r.Strategy, r.Threshold = core.ErrorRatio, j.Count
-		case j.Grade == 2:
-			r.Strategy, r.Threshold = core.ErrorCount, j.Count
-		default:
-			bad("degrade", i, "grade %d is not 0, 1 or 2", j.Grade)
-			continue
-		}
-		if err := r.Validate(); err != nil {
-			bad("degrade", i, "%v", err)
-			continue
-		}
-		if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.LimitApp) > wire.DefaultMaxNameBytes {
-			bad("degrade", i, "resource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
-			continue
-		}
-		breakers = append(breakers, r)
-	}
-	return breakers, problems
+func javaDegradeRules(degrade []byte, version string) ([]core.BreakerRule, []error) {
+	breakers, problems, err := rulefile.JavaDegradeRules(degrade, version)
+	return breakers, javaProblems("degrade", problems, err)
 }
 
 // javaFlowRules maps a /getRules?type=flow answer (see javaRules).
-func javaFlowRules(flow []byte) (flows []core.FlowRule, problems []error) {
-	bad := func(kind string, i int, format string, args ...any) {
-		problems = append(problems, javaRuleProblem(kind, i, format, args...))
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(orNull(flow), &raws); err != nil {
-		problems = append(problems, fmt.Errorf("%w: /getRules?type=flow: %v", wire.ErrMalformed, err))
-		raws = nil
-	}
-	for i, raw := range raws {
-		j := javaFlowRule{LimitApp: "default", Grade: 1, WarmUpPeriodSec: 10, MaxQueueingTimeMs: 500}
-		if err := json.Unmarshal(raw, &j); err != nil {
-			bad("flow", i, "%v", err)
-			continue
-		}
-		r := core.FlowRule{Resource: metriclog.LegalName(j.Resource), Threshold: j.Count, LimitApp: javaLimitApp(j.LimitApp)}
-		if j.Regex {
-			if err := javaPattern(j.Resource); err != nil {
-				bad("flow", i, "%v", err)
-				continue
-			}
-			r.Resource, r.Pattern = j.Resource, j.Resource
-		}
-		switch j.ControlBehavior {
-		case 0:
-		case 1:
-			r.TokenCalculateStrategy = core.WarmUp
-		case 2:
-			r.ControlBehavior = core.Throttling
-		case 3:
-			r.TokenCalculateStrategy, r.ControlBehavior = core.WarmUp, core.Throttling
-		default:
-			bad("flow", i, "controlBehavior %d is not 0, 1, 2 or 3", j.ControlBehavior)
-			continue
-		}
-		if r.TokenCalculateStrategy == core.WarmUp {
-			r.WarmUpPeriodSec = uint32(min(max(j.WarmUpPeriodSec, 0), math.MaxUint32))
-			r.WarmUpColdFactor = javaColdFactor
-		}
-		if r.ControlBehavior == core.Throttling {
-			r.MaxQueueingTimeMs = uint32(min(max(j.MaxQueueingTimeMs, 0), math.MaxUint32))
-		}
-		var id []string
-		if j.Grade == 0 {
-			id = append(id, "threads")
-		} else if j.Grade != 1 {
-			bad("flow", i, "grade %d is not 0 (threads) or 1 (QPS)", j.Grade)
-			continue
-		}
-		switch j.Strategy {
-		case 0:
-		case 1:
-			id = append(id, "relate="+metriclog.LegalName(j.RefResource))
-		case 2:
-			id = append(id, "chain="+j.RefResource)
-		default:
-			bad("flow", i, "strategy %d is not 0, 1 or 2", j.Strategy)
-			continue
-		}
-		if j.ClusterMode {
-			id = append(id, "cluster")
-		}
-		if len(id) > 0 {
-			r.ID = "java:" + strings.Join(id, ",")
-		}
-		if err := r.Validate(); err != nil {
-			bad("flow", i, "%v", err)
-			continue
-		}
-		if len(r.Resource) > wire.DefaultMaxNameBytes || len(r.ID) > wire.DefaultMaxNameBytes || len(r.LimitApp) > wire.DefaultMaxNameBytes {
-			bad("flow", i, "resource, refResource or limitApp over %d bytes", wire.DefaultMaxNameBytes)
-			continue
-		}
-		flows = append(flows, r)
-	}
-	return flows, problems
+func javaFlowRules(flow []byte) ([]core.FlowRule, []error) {
+	flows, problems, err := rulefile.JavaFlowRules(flow)
+	return flows, javaProblems("flow", problems, err)
 }
 
-// javaLegacy reports whether a degrade rule is one of Sentinel before 1.8:
-// by the version /version gave, or, when it gave none, by the fields only
-// those versions write (passCount, rtSlowRequestAmount) where 1.8's are
-// missing.
-func javaLegacy(version string, raw json.RawMessage) bool {
-	if version != "" {
-		var major, minor int
-		if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err == nil {
-			return major < 1 || major == 1 && minor < 8
-		}
+// javaProblems are a /getRules answer's problems as the sink rejects
+// them: the answer's (wire.ErrMalformed), or its rules' (wire.ErrInvalid).
+func javaProblems(kind string, problems []*rulefile.RuleError, err error) []error {
+	if err != nil {
+		return []error{fmt.Errorf("%w: /getRules?type=%s: %w", wire.ErrMalformed, kind, err)}
 	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return false
+	var out []error
+	for _, p := range problems {
+		out = append(out, fmt.Errorf("%w: /getRules?type=%s: rule %d: %w", wire.ErrInvalid, kind, p.Index, p.Err))
 	}
-	_, pass := fields["passCount"]
-	_, amount := fields["rtSlowRequestAmount"]
-	_, ratio := fields["slowRatioThreshold"]
-	return (pass || amount) && !ratio
-}
-
-// javaLegacyRule maps a degrade rule of Sentinel before 1.8 (1.6, 1.7),
-// whose DegradeRule cuts the resource off for timeWindow when its
-// condition holds at an entry, with no probe: grade 0 is the average
-// response time of the last second reaching count (ms) for
-// rtSlowRequestAmount entries in a row (5 in 1.6), never a slow-request
-// ratio; grade 1 the exception ratio of the last second reaching count
-// with minRequestAmount entries (5 in 1.6); grade 2 the exceptions of the
-// last minute reaching count. False for another grade.
-func javaLegacyRule(r *core.BreakerRule, j *javaDegradeRule) bool {
-	r.Semantics, r.Threshold, r.StatIntervalMs = core.SemanticsJava16, j.Count, 1000
-	switch j.Grade {
-	case 0:
-		r.Strategy, r.MinRequestAmount = core.AverageRT, uint64(max(j.RtSlowRequestAmount, 0))
-	case 1:
-		r.Strategy = core.ErrorRatio
-	case 2:
-		r.Strategy, r.MinRequestAmount, r.StatIntervalMs = core.ErrorCount, 0, 60000
-	default:
-		return false
-	}
-	return true
+	return out
 }

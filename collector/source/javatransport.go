@@ -82,8 +82,6 @@ const (
 	// a second after the second ends, later under load; a service without
 	// traffic writes none.
 	javaGrace = 3 * time.Second
-	// javaColdFactor is Java's csp.sentinel.flow.cold.factor default.
-	javaColdFactor = 3
 	// javaSDK prefixes the hello's sdk of Java targets.
 	javaSDK = "java-sentinel"
 )
