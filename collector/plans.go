@@ -44,3 +44,14 @@ func (c *Collector) CheckRules(breakers []core.BreakerRule, flows []core.FlowRul
 	defer c.mu.Unlock()
 	return c.engine.CheckRules(breakers, flows)
 }
+
+// Assess judges the input at the collector's current time and makes the
+// findings' plans afresh (no cache), under the store's lock: what a report
+// at this moment would say.
+func (c *Collector) Assess() ([]triage.Finding, []triage.Plan) {
+	now := c.clock.UnixMilli()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fs := c.engine.Findings(now)
+	return fs, c.engine.Plans(now, fs)
+}

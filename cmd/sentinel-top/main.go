@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runReport(ctx, args[1:], stdout, stderr)
 		case "serve":
 			return runServe(ctx, args[1:], stdout, stderr)
+		case "whatif":
+			return runWhatif(ctx, args[1:], stdout, stderr)
 		case "bench":
 			return runBench(ctx, args[1:], stdout, stderr)
 		case bench.AgentsCommand: // internal: bench's agents' processes
@@ -55,6 +57,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		case "help", "-h", "-help", "--help":
 			if len(args) > 1 && args[1] == "report" {
 				return runReport(ctx, []string{"--help"}, stdout, stderr)
+			}
+			if len(args) > 1 && args[1] == "whatif" {
+				return runWhatif(ctx, []string{"--help"}, stdout, stderr)
 			}
 			return runWatch(ctx, []string{"--help"}, stdout, stderr)
 		}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/collector/report"
+)
+
+// The README's example rule files: a longer retry timeout passes the
+// gate, a maxAllowedRtMs over the outage's response times fails it, in
+// every format, and the JSON says what the text says.
+func TestWhatifGate(t *testing.T) {
+	retry := filepath.Join("..", "..", "examples", "rules", "member-retry-30s.json")
+	blind := filepath.Join("..", "..", "examples", "rules", "member-rt-3s.json")
+	code, out, errOut := runCmd(t, "whatif", "--rules", retry, "--replay", "sawtooth-db-slow")
+	if code != exitOK || !strings.Contains(out, "verdict:  safe") || !strings.Contains(out, "probes") {
+		t.Fatalf("retry 30 s: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "whatif", "--rules", blind, "--replay", "sawtooth-db-slow", "--format", "json")
+	if code != exitFailOn || !strings.Contains(errOut, "loses 2 of 2 outages") {
+		t.Fatalf("maxAllowedRtMs 3000: exit %d\n%s", code, errOut)
+	}
+	var rep report.WhatIf
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Inputs) != 1 || len(rep.Inputs[0].Breakers) != 1 {
+		t.Fatalf("json %+v", rep)
+	}
+	c := rep.Inputs[0].Breakers[0]
+	if !c.LosesOutage || c.WhatIf.Current.OutagesCaught != 2 || c.WhatIf.Proposed.OutagesCaught != 0 || len(c.Instances) != 2 {
+		t.Fatalf("check %+v", c)
+	}
+	code, out, _ = runCmd(t, "whatif", "--rules", retry+","+blind, "--replay", "sawtooth-db-slow,price-false-trip", "--format", "md")
+	if code != exitFailOn || !strings.Contains(out, "| probes | 20 | 8 |") || !strings.Contains(out, "Not checked") {
+		t.Fatalf("two files, two inputs: exit %d\n%s", code, out)
+	}
+}
+
+// A failing input is exit 3 with its reason; a bad rule file too; a
+// missing flag is a usage error.
+func TestWhatifFailures(t *testing.T) {
+	retry := filepath.Join("..", "..", "examples", "rules", "member-retry-30s.json")
+	if code, _, errOut := runCmd(t, "whatif", "--rules", retry, "--replay", "sawtooth-db-slow,/nonexistent.ndjson"); code != exitRuntime || !strings.Contains(errOut, "nonexistent") {
+		t.Fatalf("missing input: exit %d: %s", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`[{"resource":"r","strategy":0,"retryTimeoutMs":0}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "whatif", "--rules", bad, "--replay", "sawtooth-db-slow"); code != exitRuntime || !strings.Contains(errOut, "invalid rule") {
+		t.Fatalf("bad rule: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "whatif", "--replay", "sawtooth-db-slow"); code != exitUsage {
+		t.Fatalf("no --rules: exit %d", code)
+	}
+	if code, _, _ := runCmd(t, "whatif", "--rules", retry, "--demo"); code != exitUsage {
+		t.Fatalf("--demo: exit %d", code)
+	}
+}
