@@ -40,6 +40,7 @@ type simInst struct {
 	h     simHeap
 	b     BucketStat
 	trans []core.Transition
+	bad   []int64 // bad calls let through, since the last bucket
 	next  float64
 }
 
@@ -53,8 +54,27 @@ func (s *simInst) OnTransition(t core.Transition) { s.trans = append(s.trans, t)
 // transitions that came in it. It returns the instances' names.
 func simulate(t *testing.T, e *Feeder, app string, n int, rule core.BreakerRule, retry func(i int) uint32, w world, qps float64, durMs int64) []string {
 	t.Helper()
+	trips := simulateTrips(t, e, app, n, rule, retry, w, qps, durMs)
+	names := make([]string, len(trips))
+	for i := range trips {
+		names[i] = fmt.Sprintf("%s-%d", app, i+1)
+	}
+	return names
+}
+
+// simTrip is a transition of a simulated breaker (to), or a failed call
+// it let through (bad), ms since the start.
+type simTrip struct {
+	at  int64
+	to  core.State
+	bad bool
+}
+
+// simulateTrips is simulate, returning each instance's transitions.
+func simulateTrips(t *testing.T, e *Feeder, app string, n int, rule core.BreakerRule, retry func(i int) uint32, w world, qps float64, durMs int64) [][]simTrip {
+	t.Helper()
+	tripsOf := make([][]simTrip, n)
 	insts := make([]*simInst, n)
-	var names []string
 	for i := range insts {
 		s := &simInst{name: fmt.Sprintf("%s-%d", app, i+1), r: rand.New(rand.NewPCG(uint64(i), 11))}
 		r := rule
@@ -68,13 +88,13 @@ func simulate(t *testing.T, e *Feeder, app string, n int, rule core.BreakerRule,
 		s.br = br
 		e.Hello(s.name, app, t0, t0-60_000)
 		e.Rules(s.name, t0, "v1", []core.BreakerRule{r}, nil)
-		insts[i], names = s, append(names, s.name)
+		insts[i] = s
 	}
 	const bm = 500
 	gap := 1000 / qps
 	for start := int64(0); start < durMs; start += bm {
 		end := start + bm
-		for _, s := range insts {
+		for i, s := range insts {
 			s.b = BucketStat{Resource: rule.Resource, Start: t0 + start, BucketMs: bm, HasHist: true}
 			complete := func(upTo int64) {
 				for len(s.h) > 0 && s.h[0].at < upTo {
@@ -101,7 +121,13 @@ func simulate(t *testing.T, e *Feeder, app string, n int, rule core.BreakerRule,
 				complete(at + 1)
 				if pass, _ := s.br.TryPass(t0 + at); pass {
 					s.b.Pass++
-					rt, failed := w(at, s.r)
+					// The call's outcome hangs on its instance and time alone, so
+					// that the same world run with another rule answers each
+					// call alike (arrivals draw from s.r, outcomes from here).
+					rt, failed := w(at, rand.New(rand.NewPCG(uint64(at), uint64(i)+1000)))
+					if failed || rule.Strategy == core.SlowRequestRatio && rt > int64(rule.MaxAllowedRtMs) {
+						s.bad = append(s.bad, at)
+					}
 					heap.Push(&s.h, simCall{at + rt, rt, failed})
 				} else {
 					s.b.Block++
@@ -109,15 +135,20 @@ func simulate(t *testing.T, e *Feeder, app string, n int, rule core.BreakerRule,
 			}
 			complete(end)
 		}
-		for _, s := range insts {
+		for i, s := range insts {
+			for _, at := range s.bad {
+				tripsOf[i] = append(tripsOf[i], simTrip{at: at, bad: true})
+			}
+			s.bad = s.bad[:0]
 			for _, tr := range s.trans {
+				tripsOf[i] = append(tripsOf[i], simTrip{at: tr.AtMs - t0, to: tr.To})
 				e.Transition(s.name, tr)
 			}
 			s.trans = s.trans[:0]
 			e.Bucket(s.name, s.b)
 		}
 	}
-	return names
+	return tripsOf
 }
 
 func slotOf(rt int64) int {

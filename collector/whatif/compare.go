@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -179,12 +180,20 @@ func detect(e episode, runs [len(sides)]*run) (ms int64, ok bool) {
 	return ms, true
 }
 
-// detectOn is when r's first trip inside episode e came, after its start
-// (a trip up to its first bucket before it counts, as 0).
+// detectOn is when r's breaker was first open in episode e, after its
+// start: 0 when it was not CLOSED as the episode began (it tripped before,
+// up to its first bucket before it, or was still open from an earlier
+// trip), else when it first opened inside it.
 func detectOn(e episode, r *run) (ms int64, ok bool) {
-	i, _ := slices.BinarySearch(r.tripAt, e.from-e.firstMs)
-	if i < len(r.tripAt) && r.tripAt[i] < e.to {
-		return max(r.tripAt[i]-e.from, 0), true
+	from := e.from - e.firstMs
+	i, _ := slices.BinarySearchFunc(r.steps, from, func(s step, at int64) int { return cmp.Compare(s.at, at) })
+	if i > 0 && r.steps[i-1].to != core.Closed {
+		return 0, true
+	}
+	for ; i < len(r.steps) && r.steps[i].at < e.to; i++ {
+		if r.steps[i].to != core.Closed {
+			return max(r.steps[i].at-e.from, 0), true
+		}
 	}
 	return 0, false
 }

@@ -44,11 +44,15 @@
 // when its known calls are bad (slow against the current rule's bound, or
 // failed, as its strategy counts) at least at the rule's ratio threshold
 // (for an error count, at least half of them), or when it has only refused
-// calls and they are that bad on the lenient side of the estimate. An episode
+// calls and they are that bad on the lenient side of the estimate; a
+// bucket of refused calls that bad on the sensitive side alone may have
+// been failing, and neither starts nor breaks an episode. An episode
 // is a run of failing buckets with nothing but empty buckets between them,
 // from the first one's start to the last one's end. It is sound when its
-// known calls number SoundCalls or more and are bad at the threshold over
-// the whole episode: a few slow calls in a quiet second are not an outage.
+// calls (known, and refused in buckets failing on the lenient reading)
+// number SoundCalls or more and are bad at the threshold over the whole
+// episode: a few slow calls in a quiet second are not an outage, a minute
+// of refused calls between failed probes is.
 // An episode is caught by a replay that trips inside it (or within its
 // first bucket before it), and detectMs is from its start to that trip.
 //

@@ -79,7 +79,7 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 		p.estimated = p.estimated || scaled || (refused && b.Block > 0)
 		spans = append(spans, bucketSpan{start: b.Start, ms: b.Ms, first: first, end: len(p.calls)})
 	}
-	p.estimate(max(int64(current.StatIntervalMs), 1))
+	p.estimate(min(max(int64(current.StatIntervalMs), 1), estimateSpanMs))
 	// Episodes: runs of failing buckets with only empty ones between.
 	thr := current.Threshold
 	if current.Strategy == core.ErrorCount {
@@ -90,7 +90,7 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 		if s.first == s.end {
 			continue // empty: neither starts nor breaks an episode
 		}
-		var known, bad, refusedBad, refused int64
+		var known, bad, refusedBad, refusedMaybe, refused int64
 		for i := s.first; i < s.end; i++ {
 			c := &p.calls[i]
 			if c.known {
@@ -104,10 +104,21 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 			if k := p.pick[lenient][i]; k >= 0 && p.surelyBad(&p.calls[k]) {
 				refusedBad++ // bad even on the side that judges it better
 			}
+			if k := p.pick[sensitive][i]; k >= 0 && p.surelyBad(&p.calls[k]) {
+				refusedMaybe++
+			}
 		}
 		failing := known > 0 && bad > 0 && float64(bad) >= thr*float64(known)
 		if known == 0 {
+			// Only refused calls: bad at the threshold even on the lenient
+			// reading (the probes around them failed), they are evidence too;
+			// bad at it on the sensitive reading alone, they may have been:
+			// such a bucket neither starts nor breaks an episode.
 			failing = refusedBad > 0 && float64(refusedBad) >= thr*float64(refused)
+			if !failing && refusedMaybe > 0 && float64(refusedMaybe) >= thr*float64(refused) {
+				continue
+			}
+			known, bad = refused, refusedBad
 		}
 		if !failing {
 			cur = nil
@@ -172,11 +183,21 @@ func (p *prepared) healthy(i int, s side) bool {
 type run struct {
 	trips, lowConf, probes int64
 	tripAt                 []int64
-	passedOutage, blocked  int64 // blocked: healthy calls blocked outside sound outages
-	passedAll              int64 // every call let through
+	// steps are the breaker's transitions, in order: when it opened (to
+	// OPEN from CLOSED or HALF_OPEN) or closed, for whether it was open
+	// at an episode's start.
+	steps                 []step
+	passedOutage, blocked int64 // blocked: healthy calls blocked outside sound outages
+	passedAll             int64 // every call let through
 	// estimated: a response time between histogram edges was judged
 	// against the rule's bound.
 	estimated bool
+}
+
+// step is one transition of a replayed breaker.
+type step struct {
+	at int64
+	to core.State
 }
 
 type pending struct {
@@ -211,6 +232,7 @@ func (l listener) OnTransition(t core.Transition) {
 	case t.From == core.Open && t.To == core.HalfOpen:
 		l.r.probes++
 	}
+	l.r.steps = append(l.r.steps, step{at: t.AtMs, to: t.To})
 }
 
 // replay runs the prepared trace through a new breaker for rule on side s.
@@ -263,6 +285,7 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 				restarts = restarts[1:]
 			}
 			h = h[:0]
+			r.steps = append(r.steps, step{at: a.at, to: core.Closed})
 			if br != nil {
 				br, _ = core.NewBreaker(rule, listener{r}) // valid: it was made once
 			}
@@ -306,6 +329,11 @@ func (p *prepared) inSoundEpisode(at int64) bool {
 // estimateCalls is how many known calls on each side of a stretch of
 // refused calls their outcomes are estimated from.
 const estimateCalls = SoundCalls
+
+// estimateSpanMs bounds how far from the nearest known call a sample
+// reaches: the calls just before a trip are the downstream as the breaker
+// left it, those of a window earlier may be from before the outage.
+const estimateSpanMs = 1000
 
 // estimate picks, for each refused call, a known call whose outcome it
 // takes on each side. The known calls just before it and just after it
