@@ -10,11 +10,13 @@ import (
 )
 
 // alertsPanel lists the findings, most severe first, one line each: the
-// severity, the kind, the app and resource, and the summary.
+// severity, the kind, the app and resource, "✓ plan" when a plan for its
+// rule was found safe on the input's traffic, and the summary.
 type alertsPanel struct {
 	st       *Styles
 	keys     *keyMap
 	findings []triage.Finding
+	planned  []bool // per finding: a safe plan covers it
 
 	cur           cursor
 	focused       bool
@@ -26,12 +28,15 @@ func newAlertsPanel(st *Styles, keys *keyMap) alertsPanel {
 	return alertsPanel{st: st, keys: keys}
 }
 
-// SetFindings replaces the findings, keeping the cursor's position.
-func (a alertsPanel) SetFindings(f []triage.Finding) alertsPanel {
+// SetFindings replaces the findings and the plans that cover them,
+// keeping the cursor's position.
+func (a alertsPanel) SetFindings(f []triage.Finding, plans []triage.Plan) alertsPanel {
 	a.findings = f
+	a.planned = make([]bool, len(f))
 	a.kindW = 8
 	for i := range f {
 		a.kindW = max(a.kindW, len(f[i].Kind))
+		a.planned[i] = planned(plans, &f[i])
 	}
 	a.kindW = min(a.kindW, 24)
 	a.cur = a.cur.SetCount(len(f))
@@ -115,7 +120,7 @@ func (a alertsPanel) View() string {
 	end := min(len(a.findings), first+body)
 	for i := first; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(a.line(&a.findings[i], i == sel))
+		b.WriteString(a.line(&a.findings[i], a.planned[i], i == sel))
 	}
 	for i := max(0, end-first); i < body; i++ {
 		b.WriteByte('\n')
@@ -124,7 +129,7 @@ func (a alertsPanel) View() string {
 }
 
 // line renders one finding in the panel's width.
-func (a alertsPanel) line(f *triage.Finding, selected bool) string {
+func (a alertsPanel) line(f *triage.Finding, planned, selected bool) string {
 	st := a.st
 	sel := selected && a.focused
 	var b strings.Builder
@@ -142,6 +147,15 @@ func (a alertsPanel) line(f *triage.Finding, selected bool) string {
 	where := findingWhere(f, nameW)
 	padRight(&b, where, nameW)
 	b.WriteByte(' ')
+	if planned {
+		mark := glyphPlan + " plan"
+		if sel {
+			b.WriteString(mark)
+		} else {
+			st.closed.write(&b, mark)
+		}
+		b.WriteByte(' ')
+	}
 	b.WriteString(sanitize(f.Summary))
 	s := fitLine(b.String(), a.width)
 	if sel {
@@ -158,4 +172,15 @@ func findingWhere(f *triage.Finding, w int) string {
 	}
 	appW := min(width(app), max(4, w/3))
 	return elide(app, appW) + "/" + resourceName(f.Resource, max(1, w-appW-1))
+}
+
+// planned reports whether a safe plan covers f: a change to its rule,
+// checked on the input's traffic.
+func planned(plans []triage.Plan, f *triage.Finding) bool {
+	for i := range plans {
+		if plans[i].Safe && plans[i].Covers(f) {
+			return true
+		}
+	}
+	return false
 }

@@ -40,6 +40,8 @@ type detailView struct {
 	// where the source has no p99); hasRow is false when there is none.
 	row    collector.ResourceRow
 	hasRow bool
+	// plans are the resource's rule plans in the snapshot shown.
+	plans []triage.Plan
 
 	tl    timeline
 	focus detailPanel
@@ -96,6 +98,12 @@ func (v detailView) SetDetail(d *collector.Detail) detailView {
 // SetRow sets the resource's row of the snapshot shown.
 func (v detailView) SetRow(r collector.ResourceRow, ok bool) detailView {
 	v.row, v.hasRow = r, ok
+	return v
+}
+
+// SetPlans sets the resource's plans in the snapshot shown.
+func (v detailView) SetPlans(plans []triage.Plan) detailView {
+	v.plans = plans
 	return v
 }
 
@@ -248,6 +256,10 @@ func (v detailView) build() detailView {
 	v.rules(add)
 	add("")
 	v.findings(add)
+	if len(v.plans) > 0 {
+		add("")
+		v.planLines(add)
+	}
 	return v.clampScroll()
 }
 

@@ -74,7 +74,7 @@ func (d *detailScreen) Refresh() tea.Cmd {
 func (d *detailScreen) Receive(msg detailMsg) (changed bool, cmd tea.Cmd) {
 	d.busy = false
 	if d.open && d.view.Is(msg.app, msg.res) {
-		d.view = d.view.SetRow(snapshotRow(d.snap, msg.app, msg.res)).SetDetail(msg.d)
+		d.view = d.view.SetRow(snapshotRow(d.snap, msg.app, msg.res)).SetPlans(snapshotPlans(d.snap, msg.app, msg.res)).SetDetail(msg.d)
 		changed = true
 		// the instances' names moved the timeline's grid: fetch for it.
 		if msg.d != nil && d.view.FetchFrom(msg.d.To) != msg.d.From && !d.refetched {

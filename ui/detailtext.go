@@ -161,11 +161,17 @@ func evidence(f *triage.Finding) string {
 
 // joinNames lists sanitized names in about w cells: "a, b, c +5".
 func joinNames(names []string, w int) string {
+	return joinEach(len(names), w, func(i int) string { return safeName(names[i], 24) })
+}
+
+// joinEach lists n items, item(i) each, in about w cells, the number of
+// those left out at its end: "a, b, c +5".
+func joinEach(n, w int, item func(i int) string) string {
 	var b strings.Builder
-	for i, n := range names {
-		s := safeName(n, 24)
+	for i := range n {
+		s := item(i)
 		if i > 0 && width(b.String())+2+width(s) > w {
-			b.WriteString(" +" + strconv.Itoa(len(names)-i))
+			b.WriteString(" +" + strconv.Itoa(n-i))
 			break
 		}
 		if i > 0 {

@@ -20,7 +20,8 @@
 //     cannot tell their state and "✖1~" for states inferred from counts;
 //     pass/s over the time range), sorted worst first (a breaker OPEN is
 //     at least a warning),
-//     the alerts panel (findings by severity) and the key hints;
+//     the alerts panel (findings by severity, "✓ plan" on those whose rule
+//     has a plan found safe on the input's traffic) and the key hints;
 //   - detail (enter on a resource; on an alert, opened on its finding):
 //     per-instance timeline bands
 //     with the transitions of the selected instance (those inferred from
@@ -29,7 +30,10 @@
 //     block per second, of the slow or error ratio against the rule's
 //     threshold and of p99 against maxAllowedRtMs (or why p99 is
 //     unknown), each instance's rules with
-//     drift marked, and the resource's findings with evidence and advice;
+//     drift marked, the resource's findings with evidence and advice, and
+//     its rule plans (the snapshot's): the change beside the current
+//     values, the what-if replay of both rules side by side, or "no safe
+//     change found" and why;
 //   - targets (t): every dialed target, down ones first, with its state and
 //     for how long, why it is down in words (refused, DNS, TLS, an HTTP
 //     status, a missing token, a plain HTTP server), its reconnects and how

@@ -18,7 +18,13 @@ import (
 
 const flowTick = 20 * time.Millisecond
 
-func startFlow(t *testing.T, src *staticSource) *teatest.TestModel {
+// flowSource is a source with its replay controls (nil when it has none).
+type flowSource interface {
+	Source
+	control() ReplayControl
+}
+
+func startFlow(t *testing.T, src flowSource) *teatest.TestModel {
 	t.Helper()
 	m := New(src, Options{Profile: ColorNone, Location: time.UTC, TickInterval: flowTick, Replay: src.control()})
 	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 40))

@@ -69,6 +69,9 @@ func hostileSource() *staticSource {
 	d.Findings = []triage.Finding{s.Findings[0], {Kind: triage.KindRuleDrift, Severity: triage.Warning,
 		App: hostile[3], Resource: hostile[1], Facts: &triage.RuleDriftFacts{Groups: []triage.RuleGroup{{Version: hostile[0], Instances: hostile}}},
 		Timelines: []triage.Timeline{{Instance: hostile[6], Start: core.Open}}}}
+	plan := notSafePlan()
+	plan.App, plan.Resource, plan.Instances = hostile[3], hostile[1], hostile
+	s.Plans = []triage.Plan{plan}
 	src := newStaticSource(s)
 	src.details[d.App+"\x00"+d.Resource] = d
 	return src
@@ -86,8 +89,11 @@ func TestHostileNamesNeverReachTheTerminal(t *testing.T) {
 			frames["detail"] = m.View()
 			press(m, "<tab>j")
 			frames["detail findings"] = m.View()
-			press(m, "<pgdown><pgdown><pgdown>")
+			press(m, "<pgdown><pgdown><pgdown><pgdown><pgdown>")
 			frames["detail end"] = m.View()
+			if !strings.Contains(frames["detail end"], "no safe change found") {
+				t.Errorf("the plan is not in sight at the detail's end at %v", size)
+			}
 			press(m, "<esc>a<enter>")
 			frames["detail from alert"] = m.View()
 			press(m, "<esc>/clear")

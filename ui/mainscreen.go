@@ -69,7 +69,7 @@ func newMainScreen(c *common) *mainScreen {
 // Show shows a snapshot's rows and findings.
 func (s *mainScreen) Show(snap *collector.Snapshot) {
 	s.table = s.table.SetRows(snap).SetEmptyText(emptyText(snap))
-	s.alerts = s.alerts.SetFindings(snap.Findings)
+	s.alerts = s.alerts.SetFindings(snap.Findings, snap.Plans)
 	s.SetSize(s.width, s.height) // the alerts' share follows their number
 }
 

@@ -106,6 +106,8 @@ const (
 	glyphCursorIdle = "▹"
 	// A rule that differs from most instances'.
 	glyphDrift = "≠"
+	// A finding whose rule has a plan found safe on the input's traffic.
+	glyphPlan = "✓"
 )
 
 func stateGlyph(s core.State) string {

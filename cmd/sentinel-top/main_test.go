@@ -356,3 +356,36 @@ func TestRecordWriteErrorFails(t *testing.T) {
 		t.Fatalf("report --record /dev/full: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestReportShowsPlans: the text and Markdown reports of an incident give
+// its rule plan, numbered, after the findings, the finding naming it, and
+// the replay of both rules side by side.
+func TestReportShowsPlans(t *testing.T) {
+	for format, want := range map[string][]string{
+		"text": {
+			"   Plan:                   Plan 1 below (safe)\n",
+			"\nPlans\n\nPlan 1. breaker rule  app order  resource GET:http://member-service/api/user/info\n",
+			"   Change:                 retryTimeoutMs 10000 -> 30000 to 40000, one per instance\n",
+			"   Per instance:           retryTimeoutMs: order-1 30000, order-2 40000\n",
+			"   Because:                sawtooth (finding 1)\n",
+			"       detected after (ms)                620, 669        620, 669\n",
+		},
+		"md": {
+			"- **Plan:** Plan 1 below (safe)\n",
+			"\n## Plans\n\n### Plan 1. breaker rule: `order` on `GET:http://member-service/api/user/info`\n",
+			"- **Per instance:** retryTimeoutMs: `order-1` 30000, `order-2` 40000\n",
+			"|  | current rule | proposed rule |\n|---|---:|---:|\n| trips | 2 | 2 |\n",
+			"| detected after (ms) | 620, 669 | 620, 669 |\n",
+		},
+	} {
+		code, out, errOut := runCmd(t, "report", "--replay", "sawtooth-db-slow", "--format", format)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d: %s", format, code, errOut)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s report lacks %q:\n%s", format, w, out)
+			}
+		}
+	}
+}

@@ -1,7 +1,7 @@
 // Package report renders the triage report of spec/findings-v1.md: the
-// findings of a stream (live or replayed) with what was seen, as JSON (the
-// spec's fields exactly), Markdown (a postmortem document) or plain text (the
-// same for a terminal).
+// findings of a stream (live or replayed) and their rule plans, with what
+// was seen, as JSON (the spec's fields exactly), Markdown (a postmortem
+// document) or plain text (the same for a terminal).
 //
 // A Report is made of a snapshot the collector published (FromSnapshot):
 // its findings are the snapshot's, judged once at the publish, and its

@@ -39,11 +39,12 @@ func warning(s string) seg { return seg{text: s, input: true, limit: maxWarningR
 func (s seg) runes() int { return cmp.Or(s.limit, maxNameRunes) }
 
 // part is a labelled value or, when block is set, preformatted lines whose
-// input strings are already sanitized.
+// input strings are already sanitized, or, when table is set, a table.
 type part struct {
 	label string
 	value []seg
 	block []string
+	table *table
 }
 
 type section struct {
@@ -118,11 +119,12 @@ func headerParts(r *Report) []part {
 
 func sections(r *Report) []section {
 	out := make([]section, len(r.Findings))
+	plans := planNumbers(r)
 	for i := range r.Findings {
 		f := &r.Findings[i]
 		s := section{f: f}
 		add := func(label string, value ...seg) { s.parts = append(s.parts, part{label: label, value: value}) }
-		add(fmt.Sprintf("Instances (%d)", len(f.Instances)), nameList(f.Instances)...)
+		add(nameCount("Instances", len(f.Instances)), nameList(f.Instances)...)
 		add("When", prose("%s", fmtRange(f.From, f.To)))
 		if f.Facts != nil {
 			for _, fact := range f.Facts.Evidence() {
@@ -150,6 +152,9 @@ func sections(r *Report) []section {
 			add("Timeline", prose("%s; %s to %s UTC, %s per column",
 				legend, fmtClock(lo), fmtClock(hi), fmtDur((hi-lo)/stripWidth)))
 			s.parts = append(s.parts, part{block: lines})
+		}
+		if len(plans[i]) > 0 {
+			s.parts = append(s.parts, planRef(r, plans[i]))
 		}
 		out[i] = s
 	}

@@ -10,7 +10,8 @@ import (
 // Markdown writes the report as a postmortem-ready Markdown document: a
 // header with the source, the time range in UTC and the counts, then one
 // section per finding with its summary, evidence (numbers, rules, a state
-// timeline per instance) and advice.
+// timeline per instance) and advice, then one per rule plan, numbered, with
+// its change, its verdict and its what-if replay as a table.
 func Markdown(w io.Writer, r *Report) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("# sentinel-top report\n\n")
@@ -26,25 +27,80 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(bw, "\n## %d. %s %s: %s on %s\n\n", i+1, severityWords(f), f.Kind,
 			mdSegs([]seg{input(f.App)}), mdSegs([]seg{input(f.Resource)}))
 		bw.WriteString(escapeMarkdown(f.Summary) + "\n\n")
-		inList := false
-		for _, p := range s.parts {
-			if p.block != nil {
-				if inList {
-					bw.WriteString("\n")
-				}
-				mdBlock(bw, p.block)
-				inList = false
-				continue
-			}
-			mdPart(bw, p)
-			inList = true
-		}
-		if inList {
+		if mdParts(bw, s.parts) {
 			bw.WriteString("\n")
 		}
 		bw.WriteString("**Advice:** " + escapeMarkdown(f.Advice) + "\n")
 	}
+	plans := planSections(r)
+	if len(plans) > 0 {
+		bw.WriteString("\n## Plans\n")
+	}
+	for i, s := range plans {
+		p := s.p
+		fmt.Fprintf(bw, "\n### Plan %d. %s rule: %s on %s\n\n", i+1, escapeMarkdown(p.Rule),
+			mdSegs([]seg{input(p.App)}), mdSegs([]seg{input(p.Resource)}))
+		mdParts(bw, s.parts)
+	}
 	return bw.Flush()
+}
+
+// mdParts writes labelled values as a list, blocks and tables between,
+// each apart from the next by a blank line, and reports whether the last
+// one wants a blank line before what follows.
+func mdParts(w *bufio.Writer, parts []part) (open bool) {
+	const (
+		none = iota
+		list
+		tbl
+	)
+	last := none // what the last line written belongs to
+	for _, p := range parts {
+		switch {
+		case p.block != nil:
+			if last != none {
+				w.WriteString("\n")
+			}
+			mdBlock(w, p.block) // ends with a blank line
+			last = none
+		case p.table != nil:
+			if last != none {
+				w.WriteString("\n")
+			}
+			mdTable(w, p.table)
+			last = tbl
+		default:
+			if last == tbl {
+				w.WriteString("\n")
+			}
+			mdPart(w, p)
+			last = list
+		}
+	}
+	return last != none
+}
+
+// mdTable writes a table of trusted cells, escaped, its numbers aligned
+// right.
+func mdTable(w *bufio.Writer, t *table) {
+	row := func(cells []string) {
+		for _, c := range cells {
+			w.WriteString("| " + escapeMarkdown(c) + " ")
+		}
+		w.WriteString("|\n")
+	}
+	row(t.head)
+	for i := range t.head {
+		if i == 0 {
+			w.WriteString("|---")
+		} else {
+			w.WriteString("|---:")
+		}
+	}
+	w.WriteString("|\n")
+	for _, r := range t.rows {
+		row(r)
+	}
 }
 
 func mdPart(w *bufio.Writer, p part) {

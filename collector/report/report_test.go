@@ -19,6 +19,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -409,7 +410,13 @@ func TestCodeSpan(t *testing.T) {
 // override in text; in Markdown, the hostile resource appears only inside
 // code spans or code blocks.
 func TestHostileNames(t *testing.T) {
-	r := scenario()
+	for _, r := range []*Report{scenario(), planReport()} {
+		hostileNames(t, r)
+	}
+}
+
+func hostileNames(t *testing.T, r *Report) {
+	t.Helper()
 	for name, out := range map[string][]byte{"text": render(t, text, r), "md": render(t, md, r)} {
 		for _, bad := range []string{"\x1b", "\x07", "\u202e", "\r"} {
 			if bytes.Contains(out, []byte(bad)) {
@@ -614,4 +621,53 @@ func TestWarningsOfTheSnapshot(t *testing.T) {
 	if md := string(render(t, md, r)); !strings.Contains(md, "- **Warning:** `"+want[2]+"`\n") {
 		t.Errorf("Markdown:\n%s", md)
 	}
+}
+
+// planReport is a report with a plan of each shape: safe with its own
+// retry timeout per instance (few and many instances, hostile names), safe
+// with a value left out, not safe, and not replayed.
+func planReport() *Report {
+	cur := triage.PlanRule{Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 500, Threshold: 0.5, MinRequestAmount: 5,
+		StatIntervalMs: 1000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10000}
+	herd := []string{"gw-1", "gw-2", "gw-3", "gw-4", "gw-5", "gw-6"}
+	per := map[string]triage.RuleValues{}
+	for i, in := range herd {
+		per[in] = triage.RuleValues{RetryTimeoutMs: uint32(10000 + 600*i)}
+	}
+	res := func(estimated bool, detect ...int64) *whatif.Result {
+		return &whatif.Result{StepMs: 500, Estimated: estimated, Outages: int64(len(detect)),
+			Current: whatif.Metrics{Trips: 29, LowConfidenceTrips: 26, OutagesCaught: int64(len(detect)), DetectMs: detect,
+				Probes: 41, PassedDuringOutage: whatif.Range{120, 180}, BlockedHealthy: whatif.Range{2300, 2300}},
+			Proposed: whatif.Metrics{Trips: 4, OutagesCaught: int64(len(detect)), DetectMs: detect,
+				Probes: 12, PassedDuringOutage: whatif.Range{150, 240}, BlockedHealthy: whatif.Range{0, 40}}}
+	}
+	return &Report{Source: "plans", From: t0, To: t0 + 300000, Apps: 2, Instances: 8, Resources: 3, Messages: 100,
+		Findings: []triage.Finding{
+			{Kind: triage.KindSawtooth, Severity: triage.Critical, App: evilResource, Resource: evilResource, Instances: []string{evilInstance},
+				From: t0, To: t0 + 1000, Summary: "s", Advice: "the plan for this rule, replayed on this input's traffic: retryTimeoutMs 10000 -> 30000"},
+			{Kind: triage.KindSyncHalfOpen, Severity: triage.Warning, App: "gw", Resource: "stock", Instances: herd, From: t0, To: t0 + 1000, Summary: "s", Advice: "a"},
+		},
+		Plans: []triage.Plan{
+			{App: evilResource, Resource: evilResource, Rule: "breaker", RuleID: evilValue, Instances: []string{evilInstance, "order-2"},
+				Current: cur, Proposed: triage.RuleValues{MinRequestAmount: 20, StatIntervalMs: 2000, RetryTimeoutMs: 30000},
+				PerInstance: map[string]triage.RuleValues{evilInstance: {RetryTimeoutMs: 30000}, "order-2": {RetryTimeoutMs: 34000}},
+				Because:     []triage.Kind{triage.KindLowConfidenceTrip, triage.KindSawtooth}, Safe: true, WhatIf: res(true, 900)},
+			{App: "gw", Resource: "stock", Rule: "breaker", Instances: herd, Current: cur, PerInstance: per,
+				Because: []triage.Kind{triage.KindSyncHalfOpen}, Safe: true, WhatIf: res(false, 505, 487, 464, 537, 383, 464)},
+			{App: "gw", Resource: "price", Rule: "breaker", Instances: herd[:1], Current: cur, Proposed: triage.RuleValues{MinRequestAmount: 20},
+				Rejected: triage.RuleValues{MaxAllowedRtMs: 800}, Because: []triage.Kind{triage.KindRuleAdvice}, Safe: true,
+				Why:    "left out maxAllowedRtMs 800: with it the breaker would have missed 1 of the 1 outages the current rule caught (the first lasted 40 s; the current rule tripped 600 ms into it)",
+				WhatIf: res(true, 600)},
+			{App: "gw", Resource: "quote", Rule: "breaker", Instances: herd[:2], Current: cur, Rejected: triage.RuleValues{MaxAllowedRtMs: 800},
+				Because: []triage.Kind{triage.KindRuleAdvice}, Why: "no safe change found: with maxAllowedRtMs 500 -> 800 the breaker would have missed 2 of the 2 outages the current rule caught",
+				WhatIf: res(true, 620, 669)},
+			{App: "gw", Resource: "old", Rule: "breaker", Instances: herd[:1], Current: cur, Rejected: triage.RuleValues{MinRequestAmount: 20},
+				Because: []triage.Kind{triage.KindLowConfidenceTrip}, Why: "no safe change found: rules of Sentinel before 1.8 cannot be replayed"},
+		},
+	}
+}
+
+func TestGoldenPlans(t *testing.T) {
+	golden(t, "plans.md.golden", render(t, md, planReport()))
+	golden(t, "plans.txt.golden", render(t, text, planReport()))
 }

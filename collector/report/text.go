@@ -28,18 +28,63 @@ func Text(w io.Writer, r *Report) error {
 		fmt.Fprintf(bw, "\n%d. %s %s  app %s  resource %s\n", i+1, severityWords(f), f.Kind,
 			textSegs([]seg{input(f.App)}), textSegs([]seg{input(f.Resource)}))
 		bw.WriteString("   " + sanitize(f.Summary, maxBlockRunes) + "\n")
-		for _, p := range s.parts {
-			if p.block != nil {
-				for _, l := range p.block {
-					bw.WriteString("       " + l + "\n")
-				}
-				continue
-			}
-			textPart(bw, "   ", p)
-		}
+		textParts(bw, s.parts)
 		textPart(bw, "   ", part{label: "Advice", value: []seg{{text: f.Advice}}})
 	}
+	plans := planSections(r)
+	if len(plans) > 0 {
+		bw.WriteString("\nPlans\n")
+	}
+	for i, s := range plans {
+		p := s.p
+		fmt.Fprintf(bw, "\nPlan %d. %s rule  app %s  resource %s\n", i+1, sanitize(p.Rule, maxNameRunes),
+			textSegs([]seg{input(p.App)}), textSegs([]seg{input(p.Resource)}))
+		textParts(bw, s.parts)
+	}
 	return bw.Flush()
+}
+
+// textParts writes labelled values, and blocks and tables indented under
+// them.
+func textParts(w *bufio.Writer, parts []part) {
+	for _, p := range parts {
+		lines := p.block
+		if p.table != nil {
+			lines = textTable(p.table)
+		}
+		if lines == nil {
+			textPart(w, "   ", p)
+			continue
+		}
+		for _, l := range lines {
+			w.WriteString("       " + l + "\n")
+		}
+	}
+}
+
+// textTable lays a table of trusted cells out in columns, the labels
+// aligned left and the numbers right.
+func textTable(t *table) []string {
+	widths := make([]int, len(t.head))
+	for _, r := range append([][]string{t.head}, t.rows...) {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	var lines []string
+	for _, r := range append([][]string{t.head}, t.rows...) {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("   " + pad + c)
+			}
+		}
+		lines = append(lines, sanitize(b.String(), maxBlockRunes))
+	}
+	return lines
 }
 
 func textPart(w *bufio.Writer, indent string, p part) {

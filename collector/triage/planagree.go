@@ -44,8 +44,7 @@ func agrees(v RuleValues, p *Plan) bool {
 	if !p.Safe {
 		return false
 	}
-	cur := RuleValues{MinRequestAmount: p.Current.MinRequestAmount, StatIntervalMs: p.Current.StatIntervalMs,
-		MaxAllowedRtMs: p.Current.MaxAllowedRtMs, RetryTimeoutMs: p.Current.RetryTimeoutMs}
+	cur := p.Current.values()
 	for f := range nFields {
 		if want := v.get(f); want != 0 && want != p.Proposed.get(f) && want != cur.get(f) {
 			return false

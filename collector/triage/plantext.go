@@ -1,0 +1,138 @@
+package triage
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sentinel-top/sentinel-top/core"
+)
+
+// A plan as the report and the dashboard show it: its rule's current
+// values, the changes it proposes (or considered and left out) and its
+// verdict, in the engine's words and numbers. Instance names stay strings
+// for the renderers to sanitize.
+
+// noSafeChange is the verdict of a plan that is not safe, which its Why
+// begins with.
+const noSafeChange = "no safe change found"
+
+// showOrder is the order in which a plan's fields are shown: the rule's.
+var showOrder = [...]field{fieldMinRequest, fieldStatInterval, fieldMaxAllowedRt, fieldRetryTimeout}
+
+// RuleField is one field of a rule: its JSON name and its value.
+type RuleField struct{ Name, Value string }
+
+// CurrentFields lists the values of the plan's current rule with their
+// JSON names, the strategy by name, maxAllowedRtMs only where the
+// strategy reads it.
+func (p *Plan) CurrentFields() []RuleField {
+	r := &p.Current
+	out := []RuleField{{"strategy", r.Strategy.String()}, {"threshold", fmtNum(r.Threshold)}}
+	if r.Strategy == core.SlowRequestRatio || r.MaxAllowedRtMs > 0 {
+		out = append(out, RuleField{"maxAllowedRtMs", itoa(int64(r.MaxAllowedRtMs))})
+	}
+	out = append(out, RuleField{"minRequestAmount", itoa(int64(r.MinRequestAmount))}, RuleField{"statIntervalMs", itoa(int64(r.StatIntervalMs))})
+	if r.StatSlidingWindowBucketCount > 0 {
+		out = append(out, RuleField{"statSlidingWindowBucketCount", itoa(int64(r.StatSlidingWindowBucketCount))})
+	}
+	return append(out, RuleField{"retryTimeoutMs", itoa(int64(r.RetryTimeoutMs))})
+}
+
+// values are the rule's values a plan may change.
+func (r *PlanRule) values() RuleValues {
+	return RuleValues{MinRequestAmount: r.MinRequestAmount, StatIntervalMs: r.StatIntervalMs,
+		MaxAllowedRtMs: r.MaxAllowedRtMs, RetryTimeoutMs: r.RetryTimeoutMs}
+}
+
+// Change is one field a plan changes: its current value and the proposed
+// one, or the range of the values instances each get.
+type Change struct {
+	Field   string
+	Current int64
+	// Lowest and Highest bound the proposed values: equal unless the
+	// instances each get their own.
+	Lowest, Highest int64
+	// PerInstance are the instances' own values, in the plan's instance
+	// order; nil when they all take the same.
+	PerInstance []InstanceValue
+}
+
+// InstanceValue is the value one instance gets.
+type InstanceValue struct {
+	Instance string
+	Value    int64
+}
+
+// Proposed is the proposed value: "30000", or "30000 to 40000, one per
+// instance".
+func (c *Change) Proposed() string {
+	if c.PerInstance == nil {
+		return itoa(c.Lowest)
+	}
+	return itoa(c.Lowest) + " to " + itoa(c.Highest) + ", one per instance"
+}
+
+// String is the change in words: "retryTimeoutMs 10000 -> 30000".
+func (c *Change) String() string { return c.Field + " " + itoa(c.Current) + " -> " + c.Proposed() }
+
+// changes lists the fields v sets (with per, the instances' own values)
+// against the current rule cur, in the rule's order; a value equal to
+// the current one is no change, unless instances get others.
+func changes(v RuleValues, per map[string]RuleValues, names []string, cur *PlanRule) []Change {
+	now := cur.values()
+	var out []Change
+	for _, f := range showOrder {
+		c := Change{Field: f.name(), Current: now.get(f), Lowest: v.get(f), Highest: v.get(f)}
+		for _, name := range names {
+			pv, ok := per[name]
+			if !ok || pv.get(f) == 0 {
+				continue
+			}
+			x := pv.get(f)
+			if c.PerInstance == nil {
+				c.Lowest, c.Highest = x, x
+			}
+			c.Lowest, c.Highest = min(c.Lowest, x), max(c.Highest, x)
+			c.PerInstance = append(c.PerInstance, InstanceValue{name, x})
+		}
+		if c.Lowest == 0 || (c.PerInstance == nil && c.Lowest == c.Current) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// Changes lists what the plan changes, in the rule's order: Proposed,
+// with the values of PerInstance. Empty when no change is safe.
+func (p *Plan) Changes() []Change {
+	return changes(p.Proposed, p.PerInstance, p.Instances, &p.Current)
+}
+
+// LeftOut lists what the plan considered and did not propose: all it
+// considered when no change is safe, else what was left out to make it
+// so (Why says why).
+func (p *Plan) LeftOut() []Change { return changes(p.Rejected, nil, nil, &p.Current) }
+
+// safeWhy is what a safe plan's replay showed.
+const safeWhy = "replayed on this input, it loses no outage the current rule caught and catches none more than one statIntervalMs later"
+
+// Verdict is "safe" or "no safe change found", and why: for a safe plan,
+// what its replay showed and what was left out to make it so; for one
+// that is not, why not.
+func (p *Plan) Verdict() (verdict, why string) {
+	if p.Safe {
+		if p.Why != "" {
+			return "safe", safeWhy + "; " + p.Why
+		}
+		return "safe", safeWhy
+	}
+	why, _ = strings.CutPrefix(p.Why, noSafeChange+": ")
+	return noSafeChange, why
+}
+
+// Covers reports whether the plan merges f's proposal: f's app and
+// resource, and its kind among Because.
+func (p *Plan) Covers(f *Finding) bool {
+	return p.App == f.App && p.Resource == f.Resource && slices.Contains(p.Because, f.Kind)
+}
