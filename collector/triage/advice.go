@@ -139,19 +139,55 @@ func (e *Engine) adviceFinding(ar *appRes, f *Finding) bool {
 	return true
 }
 
-// adviceInterval is the statIntervalMs, in whole seconds, that holds
-// AdviceMinRequests requests at qps; for a sentinel-golang rule r of
-// several buckets, also a multiple of their count, which Sentinel
-// otherwise silently turns into one bucket (window-misaligned). r nil:
-// any rule.
+// adviceInterval is the statIntervalMs, in whole seconds, whose window
+// holds AdviceMinRequests requests at qps with 95 % probability, the calls
+// arriving as a Poisson process (findings-v1 revision 3): sized on the
+// mean, a window holds fewer 40-50 % of the time, and a breaker that
+// needs that many calls may then not trip for several windows. The span
+// a window is sure to cover is its shape's: a sentinel-golang window of b
+// buckets covers at least (b-1)/b of its interval (its oldest bucket
+// leaves whole), Java's tumbling window all of it only at its end. For a
+// sentinel-golang rule r of several buckets the interval is also a
+// multiple of their count, which Sentinel otherwise silently turns into
+// one bucket (window-misaligned). r nil: a one-bucket window.
 func adviceInterval(qps float64, r *core.BreakerRule) int64 {
-	ms := int64(math.Ceil(AdviceMinRequests*1000/qps/1000)) * 1000
+	buckets := int64(1)
 	if r != nil && r.Semantics == core.SemanticsGo && r.StatSlidingWindowBucketCount > 1 {
-		for b := int64(r.StatSlidingWindowBucketCount); ms%b != 0; {
-			ms += 1000
+		buckets = int64(r.StatSlidingWindowBucketCount)
+	}
+	covered := func(ms int64) float64 {
+		if buckets > 1 {
+			return float64(ms) * float64(buckets-1) / float64(buckets)
+		}
+		return float64(ms)
+	}
+	ms := int64(1000)
+	for ; ms < 3_600_000; ms += 1000 {
+		if ms%buckets != 0 {
+			continue
+		}
+		if poissonBelow(qps*covered(ms)/1000, AdviceMinRequests) <= adviceShortWindow {
+			break
 		}
 	}
 	return ms
+}
+
+// adviceShortWindow is the most probability a window sized by
+// adviceInterval may hold fewer than AdviceMinRequests calls.
+const adviceShortWindow = 0.05
+
+// poissonBelow is P(N < k) for N Poisson with mean lambda.
+func poissonBelow(lambda float64, k int) float64 {
+	if lambda <= 0 {
+		return 1
+	}
+	term, sum := math.Exp(-lambda), 0.0
+	for i := range k {
+		sum += term
+		term *= lambda / float64(i+1)
+	}
+	return sum
 }
 
 // RuleAdviceFacts: a ratio breaker's settings against the healthy traffic

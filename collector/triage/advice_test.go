@@ -47,9 +47,9 @@ func TestRuleAdvice(t *testing.T) {
 			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls"},
 		// 5 per bucket is 10 QPS: a 1 s window holds 10; 20 take 2 s.
 		{"a window of too few requests", with(func(r *core.BreakerRule) { r.StatIntervalMs = 1000 }), 5, 500, 30000, 4,
-			`{"qps":10,"windowRequests":10,"minRequestSeconds":2,"p99Ms":20,"rtOverP99":10,"suggest":{"statIntervalMs":2000}}`,
+			`{"qps":10,"windowRequests":10,"minRequestSeconds":2,"p99Ms":20,"rtOverP99":10,"suggest":{"statIntervalMs":4000}}`,
 			"a 1000 ms window holds only 10.0 requests at 10.0 QPS",
-			"lengthen statIntervalMs from 1000 to 2000 ms so that a window holds 20 requests at 10.0 QPS"},
+			"lengthen statIntervalMs from 1000 to 4000 ms so that 19 windows in 20 hold 20 requests at 10.0 QPS"},
 		// Healthy p99 over 200 ms (at most 500): maxAllowedRtMs 200 is under
 		// 2x200, which it is raised to.
 		{"maxAllowedRtMs under twice the healthy p99", fine, 10, 500, 30000, 8,
@@ -61,11 +61,12 @@ func TestRuleAdvice(t *testing.T) {
 		// healthy one took. No RT advice (the side that keeps the breaker
 		// sensitive).
 		{"maxAllowedRtMs perhaps under twice the healthy p99", fine, 10, 500, 30000, 7, "", "", ""},
-		// The spec's example of suggest: 1 QPS needs a 20 s window.
+		// 1 QPS: 20 calls in 19 windows of 20 need a 31 s window (a 20 s one
+		// holds fewer 47 % of the time).
 		{"everything at once", with(func(r *core.BreakerRule) { r.MinRequestAmount, r.StatIntervalMs = 5, 1000 }), 1, 1000, 240000, 8,
-			`{"qps":1,"windowRequests":1,"minRequestSeconds":5,"p99Ms":500,"rtOverP99":0.4,"suggest":{"minRequestAmount":20,"statIntervalMs":20000,"maxAllowedRtMs":400}}`,
+			`{"qps":1,"windowRequests":1,"minRequestSeconds":5,"p99Ms":500,"rtOverP99":0.4,"suggest":{"minRequestAmount":20,"statIntervalMs":31000,"maxAllowedRtMs":400}}`,
 			"minRequestAmount 5 is under 20 (5.00 s of traffic at 1.0 QPS), a 1000 ms window holds only 1.0 requests at 1.0 QPS and maxAllowedRtMs 200 is under 2x the healthy p99, which is over 200 ms (at most 500)",
-			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls, lengthen statIntervalMs from 1000 to 20000 ms so that a window holds 20 requests at 1.0 QPS and raise maxAllowedRtMs from 200 to 400 (2x the least that p99 can be) so that healthy calls do not count as slow"},
+			"raise minRequestAmount from 5 to 20 so that no trip rests on fewer than 20 calls, lengthen statIntervalMs from 1000 to 31000 ms so that 19 windows in 20 hold 20 requests at 1.0 QPS and raise maxAllowedRtMs from 200 to 400 (2x the least that p99 can be) so that healthy calls do not count as slow"},
 		// Java's count 0.5 rounded: 1 ms. rtOverP99 = 1 / 20 = 0.05.
 		{"maxAllowedRtMs 1: a ratio typed where an RT belongs", with(func(r *core.BreakerRule) { r.MaxAllowedRtMs = 1 }), 10, 500, 30000, 4,
 			`{"qps":20,"windowRequests":200,"minRequestSeconds":1,"p99Ms":20,"rtOverP99":0.05,"suggest":{"maxAllowedRtMs":20}}`,
@@ -173,7 +174,7 @@ func TestRuleAdviceQPS(t *testing.T) {
 	}
 	f := one(t, e.Findings(t0+60000), KindRuleAdvice)
 	x := f.Facts.(*RuleAdviceFacts)
-	want := RuleAdviceFacts{QPS: 3.3, WindowRequests: 3.3, MinRequestSeconds: 6.06, Suggest: RuleAdviceSuggest{StatIntervalMs: 7000}, Rule: r}
+	want := RuleAdviceFacts{QPS: 3.3, WindowRequests: 3.3, MinRequestSeconds: 6.06, Suggest: RuleAdviceSuggest{StatIntervalMs: 10000}, Rule: r}
 	if *x != want || !reflect.DeepEqual(f.Instances, []string{"a", "b"}) {
 		t.Fatalf("facts %+v on %v\nwant  %+v", *x, f.Instances, want)
 	}
@@ -351,9 +352,11 @@ func TestRuleAdviceLegacyJava(t *testing.T) {
 	}
 }
 
-// TestAdviceWindowDivisibleByBuckets: at 6 QPS 20 requests take 4 s, but a
-// sentinel-golang window of 6 buckets must be a multiple of 6 ms or
-// Sentinel silently uses one bucket: the advice proposes 6000, not 4000.
+// TestAdviceWindowDivisibleByBuckets: at 6 QPS, 20 requests in 19 windows
+// of 20 take a window covering 4.65 s (Poisson): 5000 ms for Java's one
+// bucket, and for a sentinel-golang window of 6 buckets (sure to cover 5/6
+// of it) 6000, a multiple of 6 ms too, or Sentinel silently uses one
+// bucket.
 func TestAdviceWindowDivisibleByBuckets(t *testing.T) {
 	const res = "db"
 	r := slowRule(res)
@@ -365,7 +368,7 @@ func TestAdviceWindowDivisibleByBuckets(t *testing.T) {
 	if x.Suggest.StatIntervalMs != 6000 {
 		t.Fatalf("suggest %+v at %.1f QPS", x.Suggest, x.QPS)
 	}
-	if got := adviceInterval(6, &core.BreakerRule{StatSlidingWindowBucketCount: 6, Semantics: core.SemanticsJava}); got != 4000 {
+	if got := adviceInterval(6, &core.BreakerRule{StatSlidingWindowBucketCount: 6, Semantics: core.SemanticsJava}); got != 5000 {
 		t.Errorf("a Java window (one bucket): %d", got)
 	}
 }

@@ -185,7 +185,9 @@ func TestLowConfidenceColdStart(t *testing.T) {
 }
 
 // The advice's numbers: minRequestAmount 20, what that is in seconds of
-// traffic at the QPS seen, and the statIntervalMs that holds 20 requests.
+// traffic at the QPS seen, and the statIntervalMs that holds 20 requests
+// 19 times in 20: a window of 2 buckets is sure to cover only half its
+// interval (its older bucket leaves whole), so at 10 QPS 6000 ms.
 func TestLowConfidenceAdvice(t *testing.T) {
 	price := slowRule("price")
 	price.MinRequestAmount, price.StatIntervalMs, price.StatSlidingWindowBucketCount = 5, 1000, 2
@@ -200,11 +202,11 @@ func TestLowConfidenceAdvice(t *testing.T) {
 		summary   string
 		advice    string
 	}{
-		{"10 QPS in a 1 s window", price, 5, false, LowConfidenceSuggest{MinRequestAmount: 20, StatIntervalMs: 2000},
+		{"10 QPS in a 1 s window", price, 5, false, LowConfidenceSuggest{MinRequestAmount: 20, StatIntervalMs: 6000},
 			"2 trips rested on fewer than 20 calls, the weakest on 3 slow of 6 (90% lower bound 0.27, threshold 0.5); " +
 				"1 closed at the first probe and 1 tripped at the threshold exactly (Java Sentinel 1.8 trips only above it)",
-			"raise minRequestAmount from 5 to 20 and statIntervalMs from 1000 to 2000 ms so that a trip rests on at least 20 calls " +
-				"(2.0 s of traffic at 10.0 QPS, which a 2000 ms window holds), not on a few slow ones"},
+			"raise minRequestAmount from 5 to 20 and statIntervalMs from 1000 to 6000 ms so that a trip rests on at least 20 calls " +
+				"(2.0 s of traffic at 10.0 QPS, which a 6000 ms window holds 19 times in 20), not on a few slow ones"},
 		{"4 QPS in a 10 s window, cold", gray, 2, true, LowConfidenceSuggest{MinRequestAmount: 20},
 			"2 trips rested on fewer than 20 calls, the weakest on 3 slow of 6 (90% lower bound 0.27, threshold 0.5); " +
 				"1 closed at the first probe, 1 tripped at the threshold exactly (Java Sentinel 1.8 trips only above it) " +
@@ -271,7 +273,7 @@ func TestLowConfidenceJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"count":1,"worst":{"k":3,"n":5,"lower":0.33},"atThreshold":0,"closedAtFirstProbe":1,"coldStart":1,` +
-		`"suggest":{"minRequestAmount":20,"statIntervalMs":2000}}`
+		`"suggest":{"minRequestAmount":20,"statIntervalMs":4000}}`
 	if string(b) != want {
 		t.Fatalf("json\n got %s\nwant %s", b, want)
 	}

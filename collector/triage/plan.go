@@ -402,11 +402,40 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 	for i := range insts {
 		traces[i], _ = insts[i].s.trace()
 	}
-	try := func(v RuleValues) (*whatif.Result, map[string]RuleValues, error) {
-		var per map[string]RuleValues
-		if v.RetryTimeoutMs > 0 {
-			per = perInstance(names, spread, java)
+	// Each instance's retry timeout: its share of the spread, never shorter
+	// than the one it runs (instances already spread keep theirs). When
+	// none changes, the retry timeout is no change at all.
+	spreadOf := func(v RuleValues) map[string]RuleValues {
+		if v.RetryTimeoutMs == 0 {
+			return nil
 		}
+		per := perInstance(names, spread, java)
+		if per == nil {
+			per = map[string]RuleValues{names[0]: {RetryTimeoutMs: v.RetryTimeoutMs}}
+		}
+		changed := false
+		for i, n := range names {
+			pv := per[n]
+			pv.RetryTimeoutMs = max(pv.RetryTimeoutMs, insts[i].rule.RetryTimeoutMs)
+			per[n] = pv
+			changed = changed || pv.RetryTimeoutMs != insts[i].rule.RetryTimeoutMs
+		}
+		if !changed {
+			return map[string]RuleValues{}
+		}
+		if len(names) == 1 {
+			return nil // one instance: proposed says it
+		}
+		return per
+	}
+	if v.RetryTimeoutMs > 0 && spreadOf(v) != nil && len(spreadOf(v)) == 0 {
+		v.RetryTimeoutMs = 0 // every instance runs as long a retry timeout already
+		if v.IsZero() {
+			return Plan{}, false
+		}
+	}
+	try := func(v RuleValues) (*whatif.Result, map[string]RuleValues, error) {
+		per := spreadOf(v)
 		cases := make([]whatif.Case, len(insts))
 		for i := range insts {
 			prop := v.apply(insts[i].rule)

@@ -58,10 +58,10 @@ func genWorldOf(r *rand.Rand, strategy core.Strategy, durMs int64) genWorld {
 // caughtOutages simulates the world with rule on n instances and tells,
 // per instance and outage, how long after it began the breaker was first
 // open (0: it already was; -1: never during it), and whether what the
-// breaker let through proves the outage: 20 bad calls, or a failed probe
-// inside it. An outage that ended before the first probe after a trip on
-// a handful of calls looks, in any recording, like a false trip; the gate
-// protects what the input proves.
+// breaker let through proves the outage: 20 bad calls. An outage the
+// breaker tripped on after a handful of calls, its probes failing seconds
+// apart, looks in any recording like a jitter the probe met again: the
+// gate protects what the input proves.
 func caughtOutages(t *testing.T, in genWorld, rule core.BreakerRule, per map[string]RuleValues, n int, qps float64, durMs int64) (trips [][]int64, proven [][]bool) {
 	t.Helper()
 	e := NewFeeder(Config{TraceBytes: -1})
@@ -78,18 +78,15 @@ func caughtOutages(t *testing.T, in genWorld, rule core.BreakerRule, per map[str
 		sound := make([]bool, len(in.outages))
 		for k, o := range in.outages {
 			var bad int
-			for j, tr := range ts {
+			for _, tr := range ts {
 				if tr.at < o.from || tr.at >= o.to {
 					continue
 				}
-				switch {
-				case tr.bad:
+				if tr.bad {
 					bad++
-				case tr.to == core.Open && j > 0 && ts[j-1].to == core.HalfOpen:
-					sound[k] = true // a failed probe
 				}
 			}
-			sound[k] = sound[k] || bad >= 20
+			sound[k] = bad >= 20
 			row[k] = -1
 			open := false // as the outage began
 			for _, tr := range ts {
@@ -154,7 +151,7 @@ func TestPlansNeverLoseACaughtOutage(t *testing.T) {
 			prop := p.Proposed.apply(rule)
 			before, proven := caughtOutages(t, in, rule, nil, n, qps, durMs)
 			after, _ := caughtOutages(t, in, prop, p.PerInstance, n, qps, durMs)
-			slack := int64(rule.StatIntervalMs) + 1000
+			slack := max(int64(rule.StatIntervalMs), int64(prop.StatIntervalMs)) + 1000 // the gate's allowance, and the replay's step
 			for i := range before {
 				for k, d := range before[i] {
 					o := in.outages[k]

@@ -132,7 +132,11 @@ func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 		if s.StatIntervalMs == 0 && x.Rule != nil {
 			window = fmt.Sprintf("the %d ms window", x.Rule.StatIntervalMs)
 		}
-		advice += fmt.Sprintf(" (%s s of traffic at %s QPS, which %s holds)", fmtFloat(float64(s.MinRequestAmount)/x.QPS, 1), fmtFloat(x.QPS, 1), window)
+		held := "holds"
+		if s.StatIntervalMs > 0 {
+			held = "holds 19 times in 20"
+		}
+		advice += fmt.Sprintf(" (%s s of traffic at %s QPS, which %s %s)", fmtFloat(float64(s.MinRequestAmount)/x.QPS, 1), fmtFloat(x.QPS, 1), window, held)
 	}
 	advice += fmt.Sprintf(", not on a few %s ones", bad)
 	if x.ColdStart > 0 {
@@ -296,7 +300,7 @@ func adviceWords(x *RuleAdviceFacts) (summary, advice string) {
 	}
 	if s.StatIntervalMs > 0 {
 		why = append(why, fmt.Sprintf("a %d ms window holds only %s requests at %s QPS", r.StatIntervalMs, fmtFloat(x.WindowRequests, 1), qps))
-		fix = append(fix, fmt.Sprintf("lengthen statIntervalMs from %d to %d ms so that a window holds %d requests at %s QPS", r.StatIntervalMs, s.StatIntervalMs, AdviceMinRequests, qps))
+		fix = append(fix, fmt.Sprintf("lengthen statIntervalMs from %d to %d ms so that 19 windows in 20 hold %d requests at %s QPS", r.StatIntervalMs, s.StatIntervalMs, AdviceMinRequests, qps))
 	}
 	if x.Legacy {
 		if r.MinRequestAmount < AdviceMinRequests {

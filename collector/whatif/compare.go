@@ -72,6 +72,8 @@ type Result struct {
 	// rule has not caught yet: what a rule would do about them is not
 	// known until they end, so no change is safe meanwhile.
 	Ongoing []Loss `json:"-"`
+
+	cur, prop [len(sides)]sideTotals
 }
 
 // Safe reports whether the proposal loses no outage the current rule
@@ -95,6 +97,8 @@ func Compare(cases []Case) (*Result, error) {
 			return nil, err
 		}
 	}
+	settle(&res.Current, res.cur)
+	settle(&res.Proposed, res.prop)
 	return res, nil
 }
 
@@ -123,7 +127,10 @@ func compareOne(res *Result, c Case) error {
 			res.Outages++
 		}
 	}
-	window := int64(crit.StatIntervalMs)
+	// A proposal may catch an outage up to one statIntervalMs later: the
+	// longer of the two rules' (a longer window may need its length to
+	// fill; more is lost).
+	window := max(int64(crit.StatIntervalMs), int64(c.Proposed.StatIntervalMs))
 	for _, e := range p.episodes {
 		if !e.sound {
 			continue
@@ -162,8 +169,8 @@ func compareOne(res *Result, c Case) error {
 	for _, s := range sides {
 		res.Estimated = res.Estimated || cur[s].estimated || prop[s].estimated
 	}
-	addRuns(&res.Current, cur)
-	addRuns(&res.Proposed, prop)
+	addRuns(&res.cur, cur)
+	addRuns(&res.prop, prop)
 	return nil
 }
 
@@ -208,18 +215,24 @@ func (m Metrics) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-func addRuns(m *Metrics, runs [len(sides)]*run) {
-	var trips, low, probes int64
-	lo, hi := runs[0].passedOutage, runs[0].passedOutage
-	blo, bhi := runs[0].blocked, runs[0].blocked
-	for _, r := range runs {
-		trips, low, probes = max(trips, r.trips), max(low, r.lowConf), max(probes, r.probes)
-		lo, hi = min(lo, r.passedOutage), max(hi, r.passedOutage)
-		blo, bhi = min(blo, r.blocked), max(bhi, r.blocked)
+// sideTotals are one reading's counts over every case.
+type sideTotals struct{ trips, low, probes, passed, blocked int64 }
+
+func addRuns(t *[len(sides)]sideTotals, runs [len(sides)]*run) {
+	for s, r := range runs {
+		t[s].trips += r.trips
+		t[s].low += r.lowConf
+		t[s].probes += r.probes
+		t[s].passed += r.passedOutage
+		t[s].blocked += r.blocked
 	}
-	m.Trips += trips
-	m.LowConfidenceTrips += low
-	m.Probes += probes
-	m.PassedDuringOutage = m.PassedDuringOutage.add(lo, hi)
-	m.BlockedHealthy = m.BlockedHealthy.add(blo, bhi)
+}
+
+// settle sets m's counts from the readings' totals: each count the
+// reading's whose total is worse for the rule (a number one reading gave,
+// not a sum of worst cases), the calls as a range over both.
+func settle(m *Metrics, t [len(sides)]sideTotals) {
+	m.Trips, m.LowConfidenceTrips, m.Probes = max(t[0].trips, t[1].trips), max(t[0].low, t[1].low), max(t[0].probes, t[1].probes)
+	m.PassedDuringOutage = Range{min(t[0].passed, t[1].passed), max(t[0].passed, t[1].passed)}
+	m.BlockedHealthy = Range{min(t[0].blocked, t[1].blocked), max(t[0].blocked, t[1].blocked)}
 }

@@ -23,8 +23,9 @@
 // reach a breaker. A call passed at its arrival completes its response
 // time later: a probe holds HALF_OPEN that long.
 //
-// What the input cannot tell is replayed twice, once on each side, and
-// every count is reported for the side that is worse for the rule judged:
+// What the input cannot tell is replayed twice, once on each side; every
+// count is the total of the side worse for the rule judged (over every
+// instance), the calls passed and blocked a range over both:
 //
 //   - a response time known only between two histogram edges is its
 //     highest value on the sensitive side (the breaker counts it slow
@@ -44,24 +45,25 @@
 // when its known calls are bad (slow against the current rule's bound, or
 // failed, as its strategy counts) at least at the rule's ratio threshold
 // (for an error count, at least half of them), or when it has only refused
-// calls and they are that bad on the lenient side of the estimate; a
-// bucket of refused calls that bad on the sensitive side alone may have
-// been failing, and neither starts nor breaks an episode. An episode
+// calls and they are that bad on the lenient side of the estimate. An episode
 // is a run of failing buckets with nothing but empty buckets between them,
-// from the first one's start to the last one's end. It is sound when its
-// calls (known, and refused in buckets failing on the lenient reading)
-// number SoundCalls or more and are bad at the threshold over the whole
-// episode: a few slow calls in a quiet second are not an outage, a minute
-// of refused calls between failed probes is.
+// from the first one's start to the last one's end. It is sound when
+// SoundCalls or more of its calls were bad (known, or refused in buckets
+// failing on the lenient reading), at the threshold over the whole
+// episode: a few slow calls in a quiet second are not an outage, nor is a
+// trip on a handful of calls whose next probe, seconds later, failed too
+// (in a recording, a short outage and a jitter that the probe met again
+// look alike); a minute of refused calls between failed probes is.
 // An episode is caught by a replay that trips inside it (or within its
 // first bucket before it), and detectMs is from its start to that trip.
 //
 // # The gate
 //
-// Gate judges a proposed rule against the current one on the same traces:
-// every sound episode the current rule caught on both sides must be caught
-// by the proposal on both sides, no more than the current rule's
-// statIntervalMs later; and a sound episode the traces end in, which the
+// Compare gates a proposed rule against the current one on the same
+// traces (Result.Safe): every sound episode the current rule caught on both
+// sides must be caught by the proposal on both sides, no more than one
+// statIntervalMs later (the longer of the two rules': a longer window may
+// take its length to fill); and a sound episode the traces end in, which the
 // current rule has not caught yet, makes no change safe until it is over
 // (live, the minutes of a degradation before the breaker trips are no
 // ground for advice). A rule that passes adds no loss of a caught

@@ -90,7 +90,7 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 		if s.first == s.end {
 			continue // empty: neither starts nor breaks an episode
 		}
-		var known, bad, refusedBad, refusedMaybe, refused int64
+		var known, bad, refusedBad, refused int64
 		for i := s.first; i < s.end; i++ {
 			c := &p.calls[i]
 			if c.known {
@@ -104,20 +104,12 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 			if k := p.pick[lenient][i]; k >= 0 && p.surelyBad(&p.calls[k]) {
 				refusedBad++ // bad even on the side that judges it better
 			}
-			if k := p.pick[sensitive][i]; k >= 0 && p.surelyBad(&p.calls[k]) {
-				refusedMaybe++
-			}
 		}
 		failing := known > 0 && bad > 0 && float64(bad) >= thr*float64(known)
 		if known == 0 {
 			// Only refused calls: bad at the threshold even on the lenient
-			// reading (the probes around them failed), they are evidence too;
-			// bad at it on the sensitive reading alone, they may have been:
-			// such a bucket neither starts nor breaks an episode.
+			// reading (the probes around them failed), they are evidence too.
 			failing = refusedBad > 0 && float64(refusedBad) >= thr*float64(refused)
-			if !failing && refusedMaybe > 0 && float64(refusedMaybe) >= thr*float64(refused) {
-				continue
-			}
 			known, bad = refused, refusedBad
 		}
 		if !failing {
@@ -134,7 +126,7 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 	}
 	for i := range p.episodes {
 		e := &p.episodes[i]
-		e.sound = e.known >= SoundCalls && float64(e.bad) >= thr*float64(e.known)
+		e.sound = e.bad >= SoundCalls && float64(e.bad) >= thr*float64(e.known)
 	}
 	return p, nil
 }
