@@ -37,6 +37,7 @@ func Catalog() []*Scenario {
 		StartWithoutRules(),
 		OutageErrorRamp(), OutageDBSlow(),
 		VipThrottled(), LimitAppSelf(),
+		Brownout(), HerdSawtooth(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {
