@@ -99,6 +99,18 @@ func retryEach(insts []string, ms ...uint32) map[string]expect.Values {
 	return out
 }
 
+// retryPlan is a safe plan for the breaker of app and res that proposes
+// retryTimeoutMs retry, each instance its own value (each[i] for
+// insts[i]), merged from the findings of kinds because and replayed as
+// whatIf.
+func retryPlan(app, res string, insts []string, retry uint32, each []uint32, whatIf *whatif.Result, because ...string) expect.Plan {
+	return expect.Plan{
+		App: app, Resource: res, Rule: "breaker", Instances: insts,
+		Proposed: expect.Values{RetryTimeoutMs: retry}, PerInstance: retryEach(insts, each...),
+		Because: because, Safe: true, WhatIf: whatIf,
+	}
+}
+
 // slowRule is a slow-ratio breaker.
 func slowRule(res string, maxRtMs uint64, threshold float64, minReq uint64, statMs, buckets, retryMs uint32) core.BreakerRule {
 	return core.BreakerRule{
@@ -307,17 +319,13 @@ func SawtoothDBSlow() *Scenario {
 		},
 		// Fewer probes into the slow database, the outages caught as
 		// soon; the longer wait blocks more calls after it recovers.
-		ExpectPlans: []expect.Plan{{
-			App: "order", Resource: memberRes, Rule: "breaker", Instances: names("order", 2),
-			Proposed:    expect.Values{RetryTimeoutMs: 30000},
-			PerInstance: retryEach(names("order", 2), 30000, 40000),
-			Because:     []string{"sawtooth"}, Safe: true,
-			WhatIf: &whatif.Result{StepMs: 500, Estimated: true,
+		ExpectPlans: []expect.Plan{retryPlan("order", memberRes, names("order", 2), 30000, []uint32{30000, 40000},
+			&whatif.Result{StepMs: 500, Estimated: true,
 				Current: whatif.Metrics{Trips: 2, OutagesCaught: 2, DetectMs: []int64{620, 669}, Probes: 20,
 					PassedDuringOutage: whatif.Range{278, 307}, BlockedHealthy: whatif.Range{664, 893}},
 				Proposed: whatif.Metrics{Trips: 2, OutagesCaught: 2, DetectMs: []int64{620, 669}, Probes: 7,
 					PassedDuringOutage: whatif.Range{265, 298}, BlockedHealthy: whatif.Range{1105, 1342}}},
-		}},
+			"sawtooth")},
 	}
 }
 
