@@ -5,7 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/fixtures/expect"
 )
 
 const (
@@ -35,6 +37,7 @@ func Catalog() []*Scenario {
 		StartWithoutRules(),
 		OutageErrorRamp(), OutageDBSlow(),
 		VipThrottled(), LimitAppSelf(),
+		Brownout(), HerdSawtooth(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {
@@ -85,6 +88,27 @@ func fleetOf(app string, n int, build func(i int, in *Instance)) []*Instance {
 // always is one rule set loaded at start.
 func always(breakers []core.BreakerRule, flows []core.FlowRule) []RuleChange {
 	return []RuleChange{{At: 0, Breakers: breakers, Flows: flows}}
+}
+
+// retryEach is a plan's retryTimeoutMs of each instance: ms[i] for insts[i].
+func retryEach(insts []string, ms ...uint32) map[string]expect.Values {
+	out := make(map[string]expect.Values, len(insts))
+	for i, name := range insts {
+		out[name] = expect.Values{RetryTimeoutMs: ms[i]}
+	}
+	return out
+}
+
+// retryPlan is a safe plan for the breaker of app and res that proposes
+// retryTimeoutMs retry, each instance its own value (each[i] for
+// insts[i]), merged from the findings of kinds because and replayed as
+// whatIf.
+func retryPlan(app, res string, insts []string, retry uint32, each []uint32, whatIf *whatif.Result, because ...string) expect.Plan {
+	return expect.Plan{
+		App: app, Resource: res, Rule: "breaker", Instances: insts,
+		Proposed: expect.Values{RetryTimeoutMs: retry}, PerInstance: retryEach(insts, each...),
+		Because: because, Safe: true, WhatIf: whatIf,
+	}
 }
 
 // slowRule is a slow-ratio breaker.
@@ -169,6 +193,17 @@ func PriceFalseTrip() *Scenario {
 					"suggest": map[string]any{"minRequestAmount": 20, "statIntervalMs": 2000, "maxAllowedRtMs": nil},
 				}},
 		},
+		// The replay counts the side of its estimates worse for each rule:
+		// the calls the real breakers refused, during a jitter, are dealt
+		// the jitter's slow outcomes, on which the proposal trips too.
+		ExpectPlans: []expect.Plan{{
+			App: "gateway", Resource: priceRes, Rule: "breaker", Instances: names("gateway", 4),
+			Proposed: expect.Values{MinRequestAmount: 20, StatIntervalMs: 2000},
+			Because:  []string{"low-confidence-trip", "rule-advice"}, Safe: true,
+			WhatIf: &whatif.Result{StepMs: 500, Estimated: true,
+				Current:  whatif.Metrics{Trips: 31, LowConfidenceTrips: 31, Probes: 37, BlockedHealthy: whatif.Range{1404, 3214}},
+				Proposed: whatif.Metrics{Trips: 27, Probes: 33, BlockedHealthy: whatif.Range{709, 1362}}},
+		}},
 	}
 }
 
@@ -224,6 +259,17 @@ func GrayColdStart() *Scenario {
 					"suggest": map[string]any{"minRequestAmount": 20, "statIntervalMs": nil, "maxAllowedRtMs": nil},
 				}},
 		},
+		// The proposal's replay trips as often, on the side of its
+		// estimates worse for it: the calls the real breakers refused after
+		// each cold start are dealt the handshakes' slow outcomes.
+		ExpectPlans: []expect.Plan{{
+			App: "order", Resource: grayRes, Rule: "breaker", Instances: names("order", 3),
+			Proposed: expect.Values{MinRequestAmount: 20},
+			Because:  []string{"low-confidence-trip", "rule-advice"}, Safe: true,
+			WhatIf: &whatif.Result{StepMs: 500, Estimated: true,
+				Current:  whatif.Metrics{Trips: 3, LowConfidenceTrips: 3, Probes: 6, BlockedHealthy: whatif.Range{103, 161}},
+				Proposed: whatif.Metrics{Trips: 3, Probes: 3, BlockedHealthy: whatif.Range{18, 75}}},
+		}},
 	}
 }
 
@@ -271,6 +317,15 @@ func SawtoothDBSlow() *Scenario {
 					"suggest": map[string]any{"retryTimeoutMs": 30000, "maxAllowedRtMs": nil},
 				}},
 		},
+		// Fewer probes into the slow database, the outages caught as
+		// soon; the longer wait blocks more calls after it recovers.
+		ExpectPlans: []expect.Plan{retryPlan("order", memberRes, names("order", 2), 30000, []uint32{30000, 40000},
+			&whatif.Result{StepMs: 500, Estimated: true,
+				Current: whatif.Metrics{Trips: 2, OutagesCaught: 2, DetectMs: []int64{620, 669}, Probes: 20,
+					PassedDuringOutage: whatif.Range{278, 307}, BlockedHealthy: whatif.Range{664, 893}},
+				Proposed: whatif.Metrics{Trips: 2, OutagesCaught: 2, DetectMs: []int64{620, 669}, Probes: 7,
+					PassedDuringOutage: whatif.Range{265, 298}, BlockedHealthy: whatif.Range{1105, 1342}}},
+			"sawtooth")},
 	}
 }
 
@@ -278,6 +333,12 @@ const herdRes = "GET:http://inventory-service/api/stock"
 
 // HerdJitterAt is when recovery-herd pushes the jittered retry timeouts.
 const HerdJitterAt = 170 * sec
+
+// herdDetectMs is how long after each of recovery-herd's outages began
+// each gateway's breaker tripped, by outage and gateway, in a replay of
+// its traffic.
+var herdDetectMs = []int64{505, 487, 464, 537, 383, 464, 548, 508, 537, 464, 312, 575, 375, 432, 506, 520,
+	335, 371, 335, 423, 625, 443, 506, 521, 423, 648, 508, 331, 541, 506, 572, 406}
 
 // RecoveryHerd: eight gateways with the same retry timeout probe a
 // recovering downstream at the same instant, again and again; after a rule
@@ -321,6 +382,19 @@ func RecoveryHerd() *Scenario {
 			// No rule-advice: the 2 s timeouts are outages, and the healthy
 			// p99 (at most 200 ms) fits maxAllowedRtMs 500.
 		},
+		// The plan spreads the flood's retry timeout (10 s) by 30 %, and is
+		// replayed with the rules the gateways run at the end: those of
+		// the push at 2:50, already spread from 10 to 19.8 s.
+		ExpectPlans: []expect.Plan{{
+			App: "gateway", Resource: herdRes, Rule: "breaker", Instances: names("gateway", 8),
+			PerInstance: retryEach(names("gateway", 8), 10000, 10400, 10800, 11200, 11700, 12100, 12500, 13000),
+			Because:     []string{"sync-half-open"}, Safe: true,
+			WhatIf: &whatif.Result{StepMs: 500, Estimated: true,
+				Current: whatif.Metrics{Trips: 32, OutagesCaught: 32, DetectMs: herdDetectMs, Probes: 73,
+					PassedDuringOutage: whatif.Range{2045, 3316}, BlockedHealthy: whatif.Range{7521, 12040}},
+				Proposed: whatif.Metrics{Trips: 32, OutagesCaught: 32, DetectMs: herdDetectMs, Probes: 88,
+					PassedDuringOutage: whatif.Range{2084, 3317}, BlockedHealthy: whatif.Range{5830, 8605}}},
+		}},
 	}
 }
 

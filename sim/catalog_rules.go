@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/fixtures/expect"
 )
 
 // Rules that do not protect what they should: wiped by a bad push, unable
@@ -150,6 +152,15 @@ func BreakerCannotTrip() *Scenario {
 					"maxWindowRequests": 1180, "suggest": map[string]any{"minRequestAmount": 118},
 				}},
 		},
+		ExpectPlans: []expect.Plan{{
+			App: "checkout", Resource: payRes, Rule: "breaker", Instances: names("checkout", 3),
+			Proposed: expect.Values{MinRequestAmount: 118},
+			Because:  []string{"inert-rule"}, Safe: true,
+			WhatIf: &whatif.Result{StepMs: 500,
+				Current: whatif.Metrics{PassedDuringOutage: whatif.Range{9091, 9091}},
+				Proposed: whatif.Metrics{Trips: 3, OutagesCaught: 3, DetectMs: []int64{6004, 6004, 6003}, Probes: 3,
+					PassedDuringOutage: whatif.Range{1821, 1830}, BlockedHealthy: whatif.Range{1720, 1744}}},
+		}},
 	}
 }
 

@@ -58,6 +58,6 @@
 // clock, which only the simulation's own goroutine moves.
 //
 // Catalog holds the recorded incidents; each scenario's Expect lists the
-// findings its recording must produce, and the fixtures tests hold them to
-// it.
+// findings its recording must produce and its ExpectPlans the rule plans,
+// and the fixtures tests hold them to it.
 package sim

@@ -82,8 +82,9 @@ func (f *fleet) play(ctx context.Context, end int64) error {
 }
 
 // Meta returns the meta line of s's recording: title, description, and in
-// its extra fields the scenario's name, seed and duration and the findings
-// it must produce ("expect").
+// its extra fields the scenario's name, seed and duration, the findings it
+// must produce ("expect") and the rule plans ("expectPlans", when it
+// must produce any).
 func (s *Scenario) Meta() (*wire.Meta, error) {
 	expect := s.Expect
 	if expect == nil {
@@ -98,6 +99,13 @@ func (s *Scenario) Meta() (*wire.Meta, error) {
 		"scenario":   mustJSON(s.Name),
 		"seed":       mustJSON(s.Seed),
 		"durationMs": mustJSON(s.Duration.Milliseconds()),
+	}
+	if len(s.ExpectPlans) > 0 {
+		plans, err := json.Marshal(s.ExpectPlans)
+		if err != nil {
+			return nil, err
+		}
+		extra["expectPlans"] = plans
 	}
 	return &wire.Meta{
 		Header:      wire.Header{Ts: s.start().UnixMilli()},

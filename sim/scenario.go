@@ -7,6 +7,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/fixtures/expect"
 )
 
 // DefaultStart is where a recording's virtual clock starts when its
@@ -47,6 +48,9 @@ type Scenario struct {
 	// Expect lists the findings a recording must produce (written to the
 	// meta line as "expect").
 	Expect []Expect
+	// ExpectPlans lists the rule plans a recording must produce, exactly
+	// (written to the meta line as "expectPlans" when there are any).
+	ExpectPlans []expect.Plan
 	// Script, when set, writes the recording instead of agents, for a
 	// source no agent can be: a Java Sentinel service as the collector's
 	// Java poller re-serves it (JavaService). It emits the messages from

@@ -160,9 +160,12 @@ func fixtureHealthy(t *testing.T, name string) map[[2]string]*healthySeries {
 
 // TestFixtureRuleAdviceHealthyP99 checks rule-advice's p99 against that
 // account, on every fixture: a finding's p99Ms is the highest healthy p99
-// of its instances, and it suggests maxAllowedRtMs 2 x p99Ms exactly when a
-// slow-ratio rule of one of them is under it; every instance whose
-// slow-ratio rule allows less than 2 x its healthy p99 is in a finding.
+// of its instances (the upper bound of its histogram slot), and it
+// suggests maxAllowedRtMs 2 x the least that p99 can be (the slot's lower
+// bound) exactly when a slow-ratio rule of one of them is under 2 x the
+// least its own can be; every instance whose slow-ratio rule allows less
+// than that is in a finding. (brownout's rule, 300 ms against a p99 of at
+// most 200, perhaps 101, is not.)
 func TestFixtureRuleAdviceHealthyP99(t *testing.T) {
 	for _, name := range fixtures.Names() {
 		t.Run(name, func(t *testing.T) {
@@ -187,24 +190,37 @@ func TestFixtureRuleAdviceHealthyP99(t *testing.T) {
 					advised[[2]string{in, f.Resource}] = true
 					if p99, ok := h.healthyP99(); ok {
 						highest = max(highest, p99)
-						under = under || h.rule.MaxAllowedRtMs < uint64(2*p99)
+						under = under || h.rule.MaxAllowedRtMs < uint64(2*slotFloor(p99))
 					}
 				}
 				if x.P99Ms != highest {
 					t.Errorf("%s %q: p99Ms %d, healthy p99 %d", f.App, f.Resource, x.P99Ms, highest)
 				}
-				if want := uint64(2 * highest); under != (x.Suggest.MaxAllowedRtMs == want && want > 0) {
+				if want := uint64(2 * slotFloor(highest)); under != (x.Suggest.MaxAllowedRtMs == want && want > 0) {
 					t.Errorf("%s %q: suggests maxAllowedRtMs %d, want %d", f.App, f.Resource, x.Suggest.MaxAllowedRtMs, want)
 				}
 			}
 			for k, h := range series {
 				p99, ok := h.healthyP99()
-				if ok && h.rule.Resource != "" && h.rule.MaxAllowedRtMs < uint64(2*p99) && !advised[k] {
-					t.Errorf("%s %q: maxAllowedRtMs %d under 2 x healthy p99 %d, and no advice", k[0], k[1], h.rule.MaxAllowedRtMs, p99)
+				if ok && h.rule.Resource != "" && h.rule.MaxAllowedRtMs < uint64(2*slotFloor(p99)) && !advised[k] {
+					t.Errorf("%s %q: maxAllowedRtMs %d under 2 x the least a healthy p99 of at most %d can be, and no advice",
+						k[0], k[1], h.rule.MaxAllowedRtMs, p99)
 				}
 			}
 		})
 	}
+}
+
+// slotFloor is the lower bound of the histogram slot whose upper bound is
+// ms: the least a p99 reported as "at most ms" can be.
+func slotFloor(ms int64) int64 {
+	var floor int64
+	for _, b := range core.HistogramBounds {
+		if b < ms {
+			floor = b
+		}
+	}
+	return floor
 }
 
 // The advices drawn from incidents before healthy traffic existed are

@@ -32,8 +32,8 @@ func (s sgClock) CurrentTimeMillis() uint64 { return uint64(s.c.UnixMilli()) }
 func (s sgClock) CurrentTimeNano() uint64   { return uint64(s.c.Now().UnixNano()) }
 
 type sgCount struct {
-	mu                     sync.Mutex
-	trips, lowConf, probes int64
+	mu            sync.Mutex
+	trips, probes int64
 }
 
 func (l *sgCount) OnTransformToClosed(sgcb.State, sgcb.Rule) {}
