@@ -13,26 +13,34 @@ const DefaultPlanEvery = 10 * time.Second
 
 // planCache keeps the latest plans, so that snapshots (4 a second) do not
 // replay the input each: they are made again when the findings propose
-// other values, or when PlanEvery of input time has passed.
+// other values, when PlanEvery of input time has passed, and when the
+// input went quiet since they were made (the end of a replay, a fleet
+// gone silent): then the dashboard shows what a report of the input so
+// far would.
 type planCache struct {
-	plans []triage.Plan
-	at    int64
-	sig   []triage.Proposal
-	made  bool
+	plans    []triage.Plan
+	at       int64
+	sig      []triage.Proposal
+	made     bool
+	dataTo   int64 // the input's latest time when they were made
+	lastSeen int64 // the input's latest time at the last snapshot
 }
 
 // of returns the plans of findings at now, from the cache when it still
-// holds, and brings the findings in line with them.
-func (p *planCache) of(e *triage.Engine, now int64, findings []triage.Finding, every time.Duration) []triage.Plan {
+// holds, and brings the findings in line with them; dataTo is the input's
+// latest time.
+func (p *planCache) of(e *triage.Engine, now, dataTo int64, findings []triage.Finding, every time.Duration) []triage.Plan {
 	if every == 0 {
 		every = DefaultPlanEvery
 	}
 	sig := triage.Proposals(findings)
-	if p.made && slices.Equal(sig, p.sig) && every > 0 && now-p.at < every.Milliseconds() && now >= p.at {
+	quiet := dataTo == p.lastSeen && dataTo != p.dataTo
+	p.lastSeen = dataTo
+	if p.made && !quiet && slices.Equal(sig, p.sig) && every > 0 && now-p.at < every.Milliseconds() && now >= p.at {
 		triage.AgreeWithPlans(findings, p.plans)
 		return p.plans
 	}
-	p.plans, p.at, p.sig, p.made = e.Plans(now, findings), now, sig, true
+	p.plans, p.at, p.sig, p.made, p.dataTo = e.Plans(now, findings), now, sig, true, dataTo
 	return p.plans
 }
 

@@ -20,10 +20,11 @@ func (c *Collector) Publish() *Snapshot {
 	c.prune(now)
 	c.chargePool()
 	findings := c.engine.Findings(now)
-	plans := c.plans.of(c.engine, now, findings, c.opts.PlanEvery)
+	seen := c.engine.Counts()
+	plans := c.plans.of(c.engine, now, seen.To, findings, c.opts.PlanEvery)
 	c.seq++
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
-		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Plans: plans, Seen: c.engine.Counts(),
+		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Plans: plans, Seen: seen,
 		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory, MemoryNames: c.namesHeld}
 	if c.replay.Active {
 		s.Replay = c.replay

@@ -59,7 +59,7 @@ func Brownout() *Scenario {
 				Current: whatif.Metrics{Trips: 3, OutagesCaught: 3, DetectMs: []int64{2338, 2204, 2798}, Probes: 37,
 					PassedDuringOutage: whatif.Range{509, 515}, BlockedHealthy: whatif.Range{302, 1895}},
 				Proposed: whatif.Metrics{Trips: 3, OutagesCaught: 3, DetectMs: []int64{2338, 2204, 2798}, Probes: 14,
-					PassedDuringOutage: whatif.Range{485, 494}, BlockedHealthy: whatif.Range{2007, 4802}}},
+					PassedDuringOutage: whatif.Range{485, 494}, BlockedHealthy: whatif.Range{3245, 3564}}},
 			"sawtooth")},
 	}
 }
@@ -108,7 +108,7 @@ func HerdSawtooth() *Scenario {
 				Current: whatif.Metrics{Trips: 6, OutagesCaught: 6, DetectMs: []int64{512, 509, 510, 512, 514, 509}, Probes: 74,
 					PassedDuringOutage: whatif.Range{205, 332}, BlockedHealthy: whatif.Range{5, 1039}},
 				Proposed: whatif.Metrics{Trips: 6, OutagesCaught: 6, DetectMs: []int64{512, 509, 510, 512, 514, 509}, Probes: 23,
-					PassedDuringOutage: whatif.Range{155, 192}, BlockedHealthy: whatif.Range{2725, 6269}}},
+					PassedDuringOutage: whatif.Range{155, 192}, BlockedHealthy: whatif.Range{3987, 5007}}},
 			"sawtooth", "sync-half-open")},
 	}
 }

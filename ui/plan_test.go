@@ -61,7 +61,7 @@ func TestFlowDetailShowsPlan(t *testing.T) {
 			"  trips on fewer than 20 calls            0            0\n"+
 			"  outages caught                     2 of 2       2 of 2\n"+
 			"  detected after (ms)              620, 669     620, 669\n"+
-			"  probes                                 20            7\n"+
+			"  probes                              18-20            7\n"+
 			"  calls passed during outages       278-307      265-298\n"+
 			"  healthy calls blocked             664-893    1105-1342\n",
 	)

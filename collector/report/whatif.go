@@ -81,45 +81,6 @@ func WhatIfJSON(w io.Writer, r *WhatIf) error {
 	return err
 }
 
-// whatIfRows are a breaker check's side by side: label, current, proposed.
-func whatIfRows(r *whatif.Result) [][3]string {
-	n := func(x int64) string { return fmt.Sprint(x) }
-	rg := func(x whatif.Range) string {
-		if x[0] == x[1] {
-			return fmt.Sprint(x[0])
-		}
-		return fmt.Sprintf("%d-%d", x[0], x[1])
-	}
-	return [][3]string{
-		{"trips", n(r.Current.Trips), n(r.Proposed.Trips)},
-		{fmt.Sprintf("trips on fewer than %d calls", whatif.SoundCalls), n(r.Current.LowConfidenceTrips), n(r.Proposed.LowConfidenceTrips)},
-		{fmt.Sprintf("outages caught (of %d)", r.Outages), n(r.Current.OutagesCaught), n(r.Proposed.OutagesCaught)},
-		{"detected after (ms)", detectList(r.Current.DetectMs), detectList(r.Proposed.DetectMs)},
-		{"probes", n(r.Current.Probes), n(r.Proposed.Probes)},
-		{"calls passed during outages", rg(r.Current.PassedDuringOutage), rg(r.Proposed.PassedDuringOutage)},
-		{"healthy calls blocked", rg(r.Current.BlockedHealthy), rg(r.Proposed.BlockedHealthy)},
-	}
-}
-
-// detectList shows detection times: all of a few, else their range.
-func detectList(ms []int64) string {
-	switch {
-	case len(ms) == 0:
-		return "-"
-	case len(ms) <= 4:
-		s := make([]string, len(ms))
-		for i, x := range ms {
-			s[i] = fmt.Sprint(x)
-		}
-		return strings.Join(s, ", ")
-	}
-	lo, hi := ms[0], ms[0]
-	for _, x := range ms {
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	return fmt.Sprintf("%d-%d over %d", lo, hi, len(ms))
-}
-
 // planRuleText shows a rule's values: "strategy 0, maxAllowedRtMs 300, ...".
 func planRuleText(r *triage.PlanRule) string {
 	if r == nil {
@@ -160,8 +121,8 @@ func WhatIfText(w io.Writer, r *WhatIf) error {
 			}
 			fmt.Fprintf(bw, "    verdict:  %s\n", verdict)
 			fmt.Fprintf(bw, "    %-32s %-22s %s\n", "replay (step "+fmt.Sprint(c.WhatIf.StepMs)+" ms)", "current", "proposed")
-			for _, row := range whatIfRows(c.WhatIf) {
-				fmt.Fprintf(bw, "    %-32s %-22s %s\n", row[0], row[1], row[2])
+			for _, row := range c.WhatIf.Rows() {
+				fmt.Fprintf(bw, "    %-32s %-22s %s\n", row.Label, row.Current, row.Proposed)
 			}
 			if c.WhatIf.Estimated {
 				bw.WriteString("    estimated: calls the breakers refused, and response times between histogram edges, are ranges\n")
@@ -211,8 +172,8 @@ func WhatIfMarkdown(w io.Writer, r *WhatIf) error {
 			}
 			fmt.Fprintf(bw, "- **Verdict:** %s\n\n", escapeMarkdown(verdict))
 			fmt.Fprintf(bw, "| replay (step %d ms) | current | proposed |\n|---|---|---|\n", c.WhatIf.StepMs)
-			for _, row := range whatIfRows(c.WhatIf) {
-				fmt.Fprintf(bw, "| %s | %s | %s |\n", row[0], row[1], row[2])
+			for _, row := range c.WhatIf.Rows() {
+				fmt.Fprintf(bw, "| %s | %s | %s |\n", row.Label, row.Current, row.Proposed)
 			}
 			if c.WhatIf.Estimated {
 				bw.WriteString("\nEstimated: calls the breakers refused, and response times between histogram edges, are ranges.\n")

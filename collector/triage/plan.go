@@ -516,6 +516,9 @@ func (p *Plan) settle() {
 // input without the counts a breaker judges by), and nothing can be
 // proven with it.
 func faithfulReplay(traces []whatif.Trace, res *whatif.Result) (why string, ok bool) {
+	if res.Calls == 0 {
+		return "the input kept no traffic of the rule's instances to replay, so no change can be checked on it", false
+	}
 	var spells int
 	for i := range traces {
 		spells += len(traces[i].Spells)

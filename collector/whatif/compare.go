@@ -37,6 +37,10 @@ type Metrics struct {
 	Probes             int64   `json:"probes"`
 	PassedDuringOutage Range   `json:"passedDuringOutage"`
 	BlockedHealthy     Range   `json:"blockedHealthy"`
+	// TripsRange, LowConfidenceRange and ProbesRange are those counts over
+	// both readings, for views that show what the JSON's worse reading
+	// leaves out.
+	TripsRange, LowConfidenceRange, ProbesRange Range `json:"-"`
 }
 
 // Loss is a sound outage the current rule caught that the proposed one
@@ -65,6 +69,9 @@ type Result struct {
 	Proposed  Metrics `json:"proposed"`
 	// Outages is the number of sound outage episodes in the traces.
 	Outages int64 `json:"-"`
+	// Calls is how many calls the traces held (known and refused): none,
+	// and the replay proves nothing.
+	Calls int64 `json:"-"`
 	// Lost lists the outages the proposal loses (see Loss); empty when it
 	// passes the gate.
 	Lost []Loss `json:"-"`
@@ -113,6 +120,7 @@ func compareOne(res *Result, c Case) error {
 	}
 	res.StepMs = max(res.StepMs, p.stepMs)
 	res.Estimated = res.Estimated || p.estimated
+	res.Calls += int64(len(p.calls))
 	var cur, prop [len(sides)]*run
 	for _, s := range sides {
 		if cur[s], err = p.replay(c.Current, s); err != nil {
@@ -233,6 +241,9 @@ func addRuns(t *[len(sides)]sideTotals, runs [len(sides)]*run) {
 // not a sum of worst cases), the calls as a range over both.
 func settle(m *Metrics, t [len(sides)]sideTotals) {
 	m.Trips, m.LowConfidenceTrips, m.Probes = max(t[0].trips, t[1].trips), max(t[0].low, t[1].low), max(t[0].probes, t[1].probes)
+	m.TripsRange = Range{min(t[0].trips, t[1].trips), m.Trips}
+	m.LowConfidenceRange = Range{min(t[0].low, t[1].low), m.LowConfidenceTrips}
+	m.ProbesRange = Range{min(t[0].probes, t[1].probes), m.Probes}
 	m.PassedDuringOutage = Range{min(t[0].passed, t[1].passed), max(t[0].passed, t[1].passed)}
 	m.BlockedHealthy = Range{min(t[0].blocked, t[1].blocked), max(t[0].blocked, t[1].blocked)}
 }

@@ -32,13 +32,20 @@ func (r *Result) Rows() []Row {
 	caught := func(m *Metrics) string {
 		return strconv.FormatInt(m.OutagesCaught, 10) + " of " + strconv.FormatInt(r.Outages, 10)
 	}
-	count := func(n int64) string { return strconv.FormatInt(n, 10) }
+	// A count the readings disagree on shows both (the JSON holds the
+	// worse); a Result made by hand has no ranges: its counts show.
+	count := func(n int64, r Range) string {
+		if r != (Range{}) {
+			return r.String()
+		}
+		return strconv.FormatInt(n, 10)
+	}
 	return []Row{
-		{"trips", count(c.Trips), count(p.Trips)},
-		{fmt.Sprintf("trips on fewer than %d calls", SoundCalls), count(c.LowConfidenceTrips), count(p.LowConfidenceTrips)},
+		{"trips", count(c.Trips, c.TripsRange), count(p.Trips, p.TripsRange)},
+		{fmt.Sprintf("trips on fewer than %d calls", SoundCalls), count(c.LowConfidenceTrips, c.LowConfidenceRange), count(p.LowConfidenceTrips, p.LowConfidenceRange)},
 		{"outages caught", caught(c), caught(p)},
 		{"detected after (ms)", DetectText(c.DetectMs), DetectText(p.DetectMs)},
-		{"probes", count(c.Probes), count(p.Probes)},
+		{"probes", count(c.Probes, c.ProbesRange), count(p.Probes, p.ProbesRange)},
 		{"calls passed during outages", c.PassedDuringOutage.String(), p.PassedDuringOutage.String()},
 		{"healthy calls blocked", c.BlockedHealthy.String(), p.BlockedHealthy.String()},
 	}
@@ -84,7 +91,7 @@ func (r *Result) Basis() string {
 	}
 	if r.Estimated {
 		s += "; estimated: the outcomes of calls the real breaker refused, and response times between histogram edges " +
-			"(each count is the side worse for the rule, calls a range over both sides)"
+			"(counts a range over both readings where they differ, the JSON the reading worse for the rule)"
 	}
 	return s
 }
