@@ -71,8 +71,7 @@ func caughtOutages(t *testing.T, in genWorld, rule core.BreakerRule, per map[str
 		}
 		return rule.RetryTimeoutMs
 	}
-	var got [][]simTrip
-	got = simulateTrips(t, e, "app", n, rule, retry, in.world, qps, durMs)
+	got := simulateTrips(t, e, "app", n, rule, retry, in.world, qps, durMs)
 	for _, ts := range got {
 		row := make([]int64, len(in.outages))
 		sound := make([]bool, len(in.outages))

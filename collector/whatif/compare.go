@@ -21,8 +21,6 @@ type Case struct {
 // Range is [low, high]: a count the input cannot tell exactly.
 type Range [2]int64
 
-func (r Range) add(lo, hi int64) Range { return Range{r[0] + lo, r[1] + hi} }
-
 // Metrics is what one rule did over the traces replayed. Counts are the
 // side worse for the rule (the most trips, low-confidence trips and probes,
 // the fewest outages caught, the latest detection); what the two sides
