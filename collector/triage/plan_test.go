@@ -299,3 +299,31 @@ func kindsOf(ks []Kind) []string {
 	}
 	return out
 }
+
+// CheckRules replays a flow limit on the traffic, and says which rules
+// it cannot check and why: no traffic for the resource, or a Java flow
+// rule of a kind core does not enforce.
+func TestCheckRulesFlowAndUnchecked(t *testing.T) {
+	const res = "GET:/api/stock"
+	rule := core.BreakerRule{Resource: res, Strategy: core.ErrorRatio, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 2000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+	e := NewFeeder(Config{})
+	simulate(t, e, "cart", 2, rule, nil, dbDown, 30, 60_000)
+	limit := core.FlowRule{Resource: res, Threshold: 20}
+	java := core.FlowRule{ID: "java:threads", Resource: res, Threshold: 5}
+	other := core.FlowRule{Resource: "nobody", Threshold: 5}
+	got := e.CheckRules(nil, []core.FlowRule{limit, java, other})
+	if len(got.Flows) != 1 || got.Flows[0].WhatIf == nil {
+		t.Fatalf("flows %+v", got.Flows)
+	}
+	w := got.Flows[0].WhatIf
+	if w.Current.Blocked != 0 || w.Proposed.Blocked == 0 || w.Proposed.Passed+w.Proposed.Blocked != w.Offered {
+		t.Errorf("flow what-if %+v", w)
+	}
+	if want := w.Offered - 2*60*20; w.Proposed.Blocked < want-2*60 || w.Proposed.Blocked > want+2*60 {
+		t.Errorf("a limit of 20/s on 2 x 30/s for 60 s blocks %d, want about %d", w.Proposed.Blocked, want)
+	}
+	if len(got.Unchecked) != 2 || !strings.Contains(got.Unchecked[0].Why, "thread grade") || !strings.Contains(got.Unchecked[1].Why, "no instance") {
+		t.Errorf("unchecked %+v", got.Unchecked)
+	}
+}

@@ -84,6 +84,11 @@ func (e *Engine) CheckRules(breakers []core.BreakerRule, flows []core.FlowRule) 
 		}
 	}
 	for _, rule := range flows {
+		if strings.HasPrefix(rule.ID, "java:") {
+			out.Unchecked = append(out.Unchecked, Unchecked{Rule: "flow", Resource: rule.Resource,
+				Why: "a Java flow rule of thread grade, relate or chain strategy, or cluster mode: the project's flow code enforces none of them as written"})
+			continue
+		}
 		gs := e.reporters(rule.Resource)
 		for _, g := range gs {
 			out.Flows = append(out.Flows, e.checkFlow(g.app, rule, g.insts))
