@@ -32,8 +32,8 @@ type RuleValues struct {
 // IsZero reports whether no field is set.
 func (v RuleValues) IsZero() bool { return v == RuleValues{} }
 
-// apply returns r with v's fields set.
-func (v RuleValues) apply(r core.BreakerRule) core.BreakerRule {
+// Apply returns r with v's fields set.
+func (v RuleValues) Apply(r core.BreakerRule) core.BreakerRule {
 	if v.MinRequestAmount > 0 {
 		r.MinRequestAmount = v.MinRequestAmount
 	}
@@ -438,7 +438,7 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 		per := spreadOf(v)
 		cases := make([]whatif.Case, len(insts))
 		for i := range insts {
-			prop := v.apply(insts[i].rule)
+			prop := v.Apply(insts[i].rule)
 			if pv, ok := per[names[i]]; ok {
 				prop.RetryTimeoutMs = pv.RetryTimeoutMs
 			}

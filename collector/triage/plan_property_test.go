@@ -147,7 +147,7 @@ func TestPlansNeverLoseACaughtOutage(t *testing.T) {
 				continue
 			}
 			proposed++
-			prop := p.Proposed.apply(rule)
+			prop := p.Proposed.Apply(rule)
 			before, proven := caughtOutages(t, in, rule, nil, n, qps, durMs)
 			after, _ := caughtOutages(t, in, prop, p.PerInstance, n, qps, durMs)
 			slack := max(int64(rule.StatIntervalMs), int64(prop.StatIntervalMs)) + 1000 // the gate's allowance, and the replay's step

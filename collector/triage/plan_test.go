@@ -9,11 +9,10 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/worlds"
 )
 
-// world is an incident's ground truth: a call's response time and failure
-// by its arrival time (ms since the start).
-type world func(at int64, r *rand.Rand) (rt int64, failed bool)
+type world = worlds.World
 
 type simCall struct {
 	at, rt int64
@@ -113,7 +112,7 @@ func simulateTrips(t *testing.T, e *Feeder, app string, n int, rule core.Breaker
 					if rule.Strategy == core.SlowRequestRatio && c.rt > int64(rule.MaxAllowedRtMs) {
 						m.Slow++
 					}
-					m.Hist[slotOf(c.rt)]++
+					m.Hist[core.HistogramSlot(c.rt)]++
 				}
 			}
 			for ; int64(s.next) < end; s.next += gap * (0.5 + s.r.Float64()) {
@@ -151,44 +150,12 @@ func simulateTrips(t *testing.T, e *Feeder, app string, n int, rule core.Breaker
 	return tripsOf
 }
 
-func slotOf(rt int64) int {
-	for i, b := range core.HistogramBounds {
-		if rt <= b {
-			return i
-		}
-	}
-	return core.HistogramSlots - 1
-}
-
-// brownout: healthy calls of 40-80 ms (one in a hundred 100-135 ms); from
-// 120 s to 260 s every call takes 340-390 ms.
-func brownout(at int64, r *rand.Rand) (int64, bool) {
-	if at >= 120_000 && at < 260_000 {
-		return 340 + r.Int64N(51), false
-	}
-	if r.IntN(100) == 0 {
-		return 100 + r.Int64N(36), false
-	}
-	return 40 + r.Int64N(41), false
-}
-
-// dbDown: every call fails after 2 s from 60 s to 200 s; healthy (20-60 ms)
-// otherwise.
-func dbDown(at int64, r *rand.Rand) (int64, bool) {
-	if at >= 60_000 && at < 200_000 {
-		return 2000, true
-	}
-	return 20 + r.Int64N(41), false
-}
-
-// jittery: a healthy service at whose gateway one call in ten takes
-// 600-800 ms; no outage.
-func jittery(at int64, r *rand.Rand) (int64, bool) {
-	if r.IntN(10) == 0 {
-		return 600 + r.Int64N(200), false
-	}
-	return 30 + r.Int64N(40), false
-}
+// The incidents of these tests.
+var (
+	brownout = worlds.Brownout(120_000, 260_000)
+	dbDown   = worlds.Down(60_000, 200_000, 0)
+	jittery  = worlds.Jittery()
+)
 
 func planFor(t *testing.T, plans []Plan, resource string) Plan {
 	t.Helper()

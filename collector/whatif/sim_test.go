@@ -6,11 +6,10 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/worlds"
 )
 
-// world is an incident's ground truth: each call's response time and
-// failure by its arrival time.
-type world func(at int64, r *rand.Rand) (rt int64, failed bool)
+type world = worlds.World
 
 // record runs a real breaker for rule on the world's calls (qps for durMs
 // from 0, deterministic) and records what an input would hold: bucketMs
@@ -60,7 +59,7 @@ func record(t testing.TB, inst string, rule core.BreakerRule, w world, qps float
 				if x.rt > int64(rule.MaxAllowedRtMs) && rule.Strategy == core.SlowRequestRatio {
 					b.Slow++
 				}
-				b.Hist[slotOf(x.rt)]++
+				b.Hist[core.HistogramSlot(x.rt)]++
 				b.RtMax = max(b.RtMax, x.rt)
 				if b.Complete == 1 || x.rt < b.RtMin {
 					b.RtMin = x.rt
@@ -96,41 +95,9 @@ type listenFunc func(core.Transition)
 
 func (f listenFunc) OnTransition(t core.Transition) { f(t) }
 
-func slotOf(rt int64) int {
-	for i, b := range core.HistogramBounds {
-		if rt <= b {
-			return i
-		}
-	}
-	return core.HistogramSlots - 1
-}
-
-// brownout: healthy calls of 40-80 ms (a few to 135 ms); from 60 s to 200 s
-// every call takes 340-390 ms.
-func brownout(at int64, r *rand.Rand) (int64, bool) {
-	if at >= 60_000 && at < 200_000 {
-		return 340 + r.Int64N(51), false
-	}
-	if r.IntN(100) == 0 {
-		return 100 + r.Int64N(36), false
-	}
-	return 40 + r.Int64N(41), false
-}
-
-// dbDown: errors for every call from 30 s to 150 s, healthy (20-60 ms)
-// otherwise, with one call in 50 failing anyway.
-func dbDown(at int64, r *rand.Rand) (int64, bool) {
-	if at >= 30_000 && at < 150_000 {
-		return 2000, true
-	}
-	return 20 + r.Int64N(41), r.IntN(50) == 0
-}
-
-// jittery: a healthy service whose calls are slow (over 500 ms) one time
-// in ten, and no outage at all.
-func jittery(at int64, r *rand.Rand) (int64, bool) {
-	if r.IntN(10) == 0 {
-		return 600 + r.Int64N(200), false
-	}
-	return 30 + r.Int64N(40), false
-}
+// The incidents of these tests.
+var (
+	brownout = worlds.Brownout(60_000, 200_000)
+	dbDown   = worlds.Down(30_000, 150_000, 50)
+	jittery  = worlds.Jittery()
+)

@@ -59,7 +59,7 @@ func TestCallsKeepCounts(t *testing.T) {
 			if bound > 0 && (c.slowKnown == 1) != (c.rtLo > bound) {
 				t.Fatalf("slow %d but response time [%d, %d] against %d", c.slowKnown, c.rtLo, c.rtHi, bound)
 			}
-			slots[slotOf(c.rtHi)]++
+			slots[core.HistogramSlot(c.rtHi)]++
 		}
 		if known != b.Complete || errs != b.Error || refused != b.Block || (bound > 0 && slow != b.Slow) {
 			t.Fatalf("bucket %+v (bound %d): calls %d, errors %d, refused %d, slow %d", b, bound, known, errs, refused, slow)
