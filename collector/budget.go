@@ -79,7 +79,7 @@ func (c *Collector) coarseSlots() int {
 // charge takes n bytes from the budget; false (and counted against place)
 // when they do not fit. c.mu is held.
 func (c *Collector) charge(n int64, place, what string) bool {
-	if c.memUsed+n > c.opts.MaxMemory-c.streamShare {
+	if c.memUsed+n > c.opts.MaxMemory-c.streamShare-c.traceReserved() {
 		count(c.overflow, ReasonMaxMemory, place+": "+what)
 		return false
 	}
@@ -102,6 +102,14 @@ func (c *Collector) chargeNames(n int64) {
 	c.mu.Unlock()
 }
 
+// traceReserved is the part of the budget triage's traffic log for plans
+// may still take (its bound, Options.Triage.TraceBytes, less what it holds
+// as last charged): the model admits what fits beside it, so that the two
+// together stay within MaxMemory.
+func (c *Collector) traceReserved() int64 {
+	return max(c.opts.Triage.TraceBytes-c.traceHeld, 0)
+}
+
 // chargePool charges the shared name pool's growth since the last call.
 // c.mu is held.
 func (c *Collector) chargePool() {
@@ -109,6 +117,11 @@ func (c *Collector) chargePool() {
 	c.memUsed += held - c.poolHeld
 	c.namesHeld += held - c.poolHeld
 	c.poolHeld = held
+	// The traffic triage keeps for replaying plans, within its own bound
+	// (Options.Triage.TraceBytes, an eighth of MaxMemory by default).
+	traces := c.engine.TraceBytes()
+	c.memUsed += traces - c.traceHeld
+	c.traceHeld = traces
 }
 
 // releaseSeries gives back an instance's series (it left, or moved to
@@ -135,6 +148,7 @@ func (c *Collector) prune(now int64) {
 	keep := c.opts.Retention.Milliseconds()
 	if now-c.goneFloor > keep && !c.opts.KeepGone {
 		c.pruneInstances(now, keep)
+		c.engine.ForgetTraffic(now - keep)
 	}
 	if c.appsLeft && len(c.ruleRes) > 0 {
 		apps := map[string]bool{}

@@ -113,6 +113,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxMemory <= 0 {
 		o.MaxMemory = DefaultMaxMemory
 	}
+	if o.Triage.TraceBytes == 0 {
+		o.Triage.TraceBytes = o.MaxMemory / 8 // the traffic kept to replay plans
+	}
 	if o.MaxResourcesPerInstance <= 0 {
 		o.MaxResourcesPerInstance = DefaultMaxResourcesPerApp
 	}
@@ -152,8 +155,11 @@ type Collector struct {
 	// shared pool's (poolHeld of it, charged at each Publish) and the
 	// decoders' own (stream.nameBytes).
 	namesHeld, poolHeld int64
-	ruleRes             map[arKey]struct{} // app x resource known with rules (charged to the budget)
-	appsLeft            bool               // an instance left or moved app since the last prune
+	// traceHeld is the part of memUsed triage's traffic log for plans
+	// takes (charged at each Publish).
+	traceHeld int64
+	ruleRes   map[arKey]struct{} // app x resource known with rules (charged to the budget)
+	appsLeft  bool               // an instance left or moved app since the last prune
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus

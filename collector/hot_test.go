@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"math"
 	"testing"
 	"time"
@@ -98,7 +99,8 @@ func TestHotValuesFromAnAgent(t *testing.T) {
 // counts go on.
 func TestHotValuesChargedToTheBudget(t *testing.T) {
 	clock := core.NewVirtualClock(time.UnixMilli(t0ms))
-	c := New(Options{Clock: clock})
+	// No traffic log for plans: the budget is set to the byte below.
+	c := New(Options{Clock: clock, Triage: triage.Config{TraceBytes: -1}})
 	c.Ingest("a", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "i"}, App: "x", BucketMs: 500})
 	c.Ingest("a", bucketsAt("i", t0ms, t0ms-500, 1))
 	c.mu.Lock()

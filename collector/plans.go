@@ -13,10 +13,10 @@ const DefaultPlanEvery = 10 * time.Second
 
 // planCache keeps the latest plans, so that snapshots (4 a second) do not
 // replay the input each: they are made again when the findings propose
-// other values, when PlanEvery of input time has passed, and when the
-// input went quiet since they were made (the end of a replay, a fleet
-// gone silent): then the dashboard shows what a report of the input so
-// far would.
+// other values (at most ten times in PlanEvery), when PlanEvery of input
+// time has passed, and when the input stopped since they were made (the
+// end of a replay): then the dashboard shows what a report of the input
+// so far would.
 type planCache struct {
 	plans    []triage.Plan
 	at       int64
@@ -24,6 +24,7 @@ type planCache struct {
 	made     bool
 	dataTo   int64 // the input's latest time when they were made
 	lastSeen int64 // the input's latest time at the last snapshot
+	lastNow  int64 // and that snapshot's time
 }
 
 // of returns the plans of findings at now, from the cache when it still
@@ -34,9 +35,16 @@ func (p *planCache) of(e *triage.Engine, now, dataTo int64, findings []triage.Fi
 		every = DefaultPlanEvery
 	}
 	sig := triage.Proposals(findings)
-	quiet := dataTo == p.lastSeen && dataTo != p.dataTo
-	p.lastSeen = dataTo
-	if p.made && !quiet && slices.Equal(sig, p.sig) && every > 0 && now-p.at < every.Milliseconds() && now >= p.at {
+	// Quiet: nothing moved since the last snapshot, neither the clock nor
+	// the input (a replay at its end), and the plans predate the input's
+	// last data.
+	quiet := now == p.lastNow && dataTo == p.lastSeen && dataTo != p.dataTo
+	p.lastSeen, p.lastNow = dataTo, now
+	fresh := every > 0 && now >= p.at && now-p.at < every.Milliseconds()
+	// New proposals are replayed at once, but no more than ten times in
+	// PlanEvery: a rule advice's numbers move with every second of traffic.
+	settled := every > 0 && now >= p.at && now-p.at < every.Milliseconds()/10
+	if p.made && !quiet && fresh && (settled || slices.Equal(sig, p.sig)) {
 		triage.AgreeWithPlans(findings, p.plans)
 		return p.plans
 	}

@@ -69,7 +69,9 @@ func randomStream(t *testing.T, seed uint64) {
 	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
 	var rec bytes.Buffer
 	w := wire.NewWriter(&rec)
-	c := New(Options{Clock: vc, StaleAfter: stale * time.Millisecond, Record: w})
+	// Plans have their own tests; replaying them at each snapshot here
+	// would cost minutes under -race.
+	c := New(Options{Clock: vc, StaleAfter: stale * time.Millisecond, Record: w, PlanEvery: time.Hour})
 	nInst := 3 + rng.IntN(4)
 	resources := []string{"db", "GET:/api/x", "风控"}
 	o := &fleetOracle{lastArrive: map[string]int64{}, bye: map[string]bool{}, version: map[string]string{},

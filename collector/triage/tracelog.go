@@ -18,7 +18,11 @@ import (
 const (
 	// DefaultTraceBytes is the budget of the traffic kept for replays.
 	DefaultTraceBytes = 64 << 20
-	traceChunkBytes   = 4096
+	// A series' first chunk holds about a dozen buckets; each next one is
+	// twice the last, up to traceChunkBytes: a fleet of quiet series
+	// keeps little.
+	traceFirstChunk = 256
+	traceChunkBytes = 4096
 
 	recBucket     = 1
 	recSpellFrom  = 2
@@ -70,16 +74,20 @@ func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
 		c = l.chunks[n-1]
 	}
 	if c == nil || len(c.b)+binary.MaxVarintLen64*(len(vals)+2) > cap(c.b) {
-		for t.used+traceChunkBytes > t.max && t.head < len(t.queue) {
+		size := int64(traceFirstChunk)
+		if c != nil {
+			size = min(int64(cap(c.b))*2, traceChunkBytes)
+		}
+		for t.used+size > t.max && t.head < len(t.queue) {
 			t.evict()
 		}
-		if t.used+traceChunkBytes > t.max {
+		if t.used+size > t.max {
 			return
 		}
-		c = &traceChunk{s: s, base: at, b: make([]byte, 0, traceChunkBytes)}
+		c = &traceChunk{s: s, base: at, b: make([]byte, 0, size)}
 		l.chunks = append(l.chunks, c)
 		l.last = at
-		t.used += traceChunkBytes
+		t.used += size
 		t.queue = append(t.queue, c)
 	}
 	c.b = append(c.b, tag)
@@ -99,14 +107,24 @@ func (t *traces) evict() {
 		t.queue = append(t.queue[:0], t.queue[t.head:]...)
 		t.head = 0
 	}
+	if c.s == nil {
+		return // forgotten already (ForgetTraffic)
+	}
 	l := &c.s.log
 	if len(l.chunks) > 0 && l.chunks[0] == c {
 		l.chunks[0] = nil
 		l.chunks = l.chunks[1:]
 		l.trimmed = true
 	}
-	t.used -= traceChunkBytes
+	t.used -= int64(cap(c.b))
 	t.dropped++
+}
+
+// TraceBytes is how many bytes the traffic kept for replays holds.
+func (e *Engine) TraceBytes() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.traces.used
 }
 
 // traceBucket logs the bucket e.taken of series s.
@@ -220,4 +238,29 @@ func (s *series) trace() (tr whatif.Trace, from int64) {
 		tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: 1<<62 - 1})
 	}
 	return tr, from
+}
+
+// ForgetTraffic drops the traffic kept of the processes gone before
+// cutoff (the store forgot them: they left longer ago than its
+// retention), the earlier processes of a name among them: their plans can
+// no longer be replayed, and their bytes go back to the budget.
+func (e *Engine) ForgetTraffic(cutoff int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := &e.traces
+	for _, in := range e.instList {
+		if !in.id.Gone || in.id.LeftAt >= cutoff {
+			continue
+		}
+		for _, s := range in.seriesList {
+			if len(s.log.chunks) == 0 {
+				continue
+			}
+			for _, c := range s.log.chunks {
+				t.used -= int64(cap(c.b))
+				c.b, c.s = nil, nil // the queue skips it when its turn comes
+			}
+			s.log = traceLog{trimmed: true}
+		}
+	}
 }

@@ -2,7 +2,6 @@ package whatif
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -197,6 +196,8 @@ type pending struct {
 	failed bool
 }
 
+// pendingHeap is the calls in flight, a binary min-heap by completion
+// time, typed (container/heap boxes every element it moves).
 type pendingHeap []pending
 
 func (h pendingHeap) Len() int           { return len(h) }
@@ -207,6 +208,43 @@ func (h *pendingHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *pendingHeap) push(x pending) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].at <= a[i].at {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *pendingHeap) pop() pending {
+	a := *h
+	x := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < n && a[l].at < a[m].at {
+			m = l
+		}
+		if r := l + 1; r < n && a[r].at < a[m].at {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
 	return x
 }
 
@@ -258,11 +296,11 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 		}
 		order[i] = arrival{at: at, rt: rt, i: int32(i), failed: failed}
 	}
-	slices.SortStableFunc(order, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
+	slices.SortFunc(order, func(a, b arrival) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.i, b.i)) })
 	var h pendingHeap
 	flush := func(until int64) {
 		for len(h) > 0 && h[0].at <= until {
-			x := heap.Pop(&h).(pending)
+			x := h.pop()
 			if br != nil {
 				br.OnComplete(x.at, x.rt, x.failed)
 			}
@@ -296,7 +334,7 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 			if inOutage {
 				r.passedOutage++
 			}
-			heap.Push(&h, pending{at: done, rt: a.rt, failed: a.failed})
+			h.push(pending{at: done, rt: a.rt, failed: a.failed})
 			continue
 		}
 		if !inOutage && p.healthy(int(a.i), s) {
