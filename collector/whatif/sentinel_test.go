@@ -78,7 +78,7 @@ var errCall = errors.New("call failed")
 
 // sentinelReplay offers the prepared trace's calls on side s, in the order
 // they arrived, to sentinel-golang's breaker for rule.
-func sentinelReplay(t *testing.T, p *prepared, rule core.BreakerRule, s side) (trips, probes, passed int64) {
+func sentinelReplay(t testing.TB, p *prepared, rule core.BreakerRule, s side) (trips, probes, passed int64) {
 	t.Helper()
 	clock := core.NewVirtualClock(time.UnixMilli(1))
 	sgutil.SetClock(sgClock{clock})
