@@ -12,9 +12,11 @@ import (
 // ErrTooLarge is returned for a trace whose calls exceed MaxCalls.
 var ErrTooLarge = errors.New("whatif: trace too large to replay")
 
-// MaxCalls bounds the calls of one trace a replay takes (about 48 bytes
-// each while it runs).
-const MaxCalls = 20_000_000
+// MaxCalls bounds the calls of one trace a replay takes (about 50 bytes
+// each while it runs, given back after: 100 MB at most): an hour at 500
+// calls a second. A longer or busier trace is not replayed (ErrTooLarge),
+// and its plan says so.
+const MaxCalls = 2_000_000
 
 // side is one of the replay's two readings of what the input cannot tell.
 type side int
