@@ -63,3 +63,19 @@ func TestWhatifFailures(t *testing.T) {
 		t.Fatalf("--demo: exit %d", code)
 	}
 }
+
+// A Java DegradeRule array checked on a Java service's metric log (a real
+// Sentinel 1.8.9 one): the log holds no rules, so the current rule is none
+// and the outages are those the proposed rule's criterion sees.
+func TestWhatifJavaRuleOnAMetricLog(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "degrade.json")
+	if err := os.WriteFile(rules, []byte(`[{"resource":"checkStock","grade":1,"count":0.4,"timeWindow":5,"minRequestAmount":20,"statIntervalMs":5000}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join("..", "..", "collector", "testdata", "java", "price-1.8.9", "price-service-metrics.log.2026-12-01.gz")
+	code, out, errOut := runCmd(t, "whatif", "--rules", rules, "--replay", log)
+	if code != exitOK || !strings.Contains(out, "current:  none") || !strings.Contains(out, "(1 instance)") ||
+		!strings.Contains(out, "outages caught                   0 of 4                 4 of 4") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}

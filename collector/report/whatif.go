@@ -105,7 +105,7 @@ func WhatIfText(w io.Writer, r *WhatIf) error {
 			continue
 		}
 		for _, c := range in.Breakers {
-			fmt.Fprintf(bw, "\n  breaker  app %s  resource %s  (%d instances)\n", Sanitize(c.App), Sanitize(c.Resource), len(c.Instances))
+			fmt.Fprintf(bw, "\n  breaker  app %s  resource %s  (%d %s)\n", Sanitize(c.App), Sanitize(c.Resource), len(c.Instances), plural(len(c.Instances), "instance", "instances"))
 			fmt.Fprintf(bw, "    current:  %s\n", planRuleText(c.Current))
 			if c.Mixed {
 				bw.WriteString("              (the instances do not all run it)\n")
@@ -129,7 +129,7 @@ func WhatIfText(w io.Writer, r *WhatIf) error {
 			}
 		}
 		for _, c := range in.Flows {
-			fmt.Fprintf(bw, "\n  flow  app %s  resource %s  (%d instances)\n", Sanitize(c.App), Sanitize(c.Resource), len(c.Instances))
+			fmt.Fprintf(bw, "\n  flow  app %s  resource %s  (%d %s)\n", Sanitize(c.App), Sanitize(c.Resource), len(c.Instances), plural(len(c.Instances), "instance", "instances"))
 			if c.WhatIf == nil {
 				fmt.Fprintf(bw, "    not replayed: %s\n", sanitize(c.Error, maxWarningRunes))
 				continue
