@@ -1,14 +1,11 @@
 package collector_test
 
 import (
-	"bufio"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
-	"github.com/sentinel-top/sentinel-top/core"
-	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
@@ -23,16 +20,6 @@ import (
 func TestSeveritiesDoNotFlap(t *testing.T) {
 	for _, name := range fixtures.Names() {
 		t.Run(name, func(t *testing.T) {
-			f, err := fixtures.Open(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			var d wire.Decoder
-			sc := bufio.NewScanner(f)
-			sc.Buffer(nil, 4<<20)
-			var clock *core.VirtualClock
-			var c *collector.Collector
 			type seen struct {
 				kind          triage.Kind
 				sev           triage.Severity
@@ -46,9 +33,7 @@ func TestSeveritiesDoNotFlap(t *testing.T) {
 					t.Errorf("%s: critical for only %d ms (from %d)", k, at-s.since, s.since)
 				}
 			}
-			var next, end int64
-			publish := func(at int64) {
-				clock.Set(time.UnixMilli(at))
+			publish := func(c *collector.Collector, at int64) {
 				for _, f := range c.Publish().Findings {
 					k := string(f.Kind) + " " + f.App + " " + f.Resource
 					s := findings[k]
@@ -66,30 +51,10 @@ func TestSeveritiesDoNotFlap(t *testing.T) {
 					s.criticalTimes += boolInt(f.Severity == triage.Critical)
 				}
 			}
-			for sc.Scan() {
-				m, err := d.Decode(sc.Bytes())
-				if err != nil || m.Kind() == wire.KindMeta {
-					continue
-				}
-				ts := m.Head().Ts
-				if clock == nil {
-					clock = core.NewVirtualClock(time.UnixMilli(ts))
-					// Plans are not what this test watches: replaying them again at
-					// each of its snapshots would cost it minutes under -race.
-					c = collector.New(collector.Options{Clock: clock, PlanEvery: time.Hour})
-					next = ts
-				}
-				for ; next <= ts; next += 250 {
-					publish(next)
-				}
-				clock.Set(time.UnixMilli(ts))
-				c.Ingest("fixture", wire.Clone(m))
-				end = ts
-			}
-			if err := sc.Err(); err != nil {
-				t.Fatal(err)
-			}
-			publish(end)
+			// Plans are not what this test watches: replaying them again at
+			// each of its snapshots would cost it minutes under -race.
+			c, _, end := feedFixture(t, name, collector.Options{PlanEvery: time.Hour}, 0, publish)
+			publish(c, end)
 			if name == "recovery-herd" {
 				k := "sync-half-open gateway GET:http://inventory-service/api/stock"
 				if s := findings[k]; s == nil || s.criticalTimes != 2 {

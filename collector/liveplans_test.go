@@ -1,15 +1,11 @@
 package collector_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/core"
-	"github.com/sentinel-top/sentinel-top/core/wire"
-	"github.com/sentinel-top/sentinel-top/fixtures"
 )
 
 // TestLivePlansAreTheReports: a dashboard's collector, fed a fixture as it
@@ -24,42 +20,7 @@ func TestLivePlansAreTheReports(t *testing.T) {
 	}{{"sawtooth-db-slow", 0}, {"sawtooth-db-slow", 101_300}, {"price-false-trip", 0}, {"herd-sawtooth", 0}, {"herd-sawtooth", 97_700}} {
 		name, stop := c.name, c.stop
 		t.Run(name, func(t *testing.T) {
-			f, err := fixtures.Open(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			var d wire.Decoder
-			sc := bufio.NewScanner(f)
-			sc.Buffer(nil, 4<<20)
-			var clock *core.VirtualClock
-			var c *collector.Collector
-			var next, end, start int64
-			for sc.Scan() {
-				m, err := d.Decode(sc.Bytes())
-				if err != nil || m.Kind() == wire.KindMeta {
-					continue
-				}
-				ts := m.Head().Ts
-				if clock != nil && stop > 0 && ts-start > stop {
-					break
-				}
-				if clock == nil {
-					clock = core.NewVirtualClock(time.UnixMilli(ts))
-					c = collector.New(collector.Options{Clock: clock})
-					next, start = ts, ts
-				}
-				for ; next <= ts; next += 250 {
-					clock.Set(time.UnixMilli(next))
-					c.Publish()
-				}
-				clock.Set(time.UnixMilli(ts))
-				c.Ingest("fixture", wire.Clone(m))
-				end = ts
-			}
-			if err := sc.Err(); err != nil {
-				t.Fatal(err)
-			}
+			c, clock, end := feedFixture(t, name, collector.Options{}, stop, func(c *collector.Collector, _ int64) { c.Publish() })
 			clock.Set(time.UnixMilli(end))
 			c.Publish()
 			live := c.Publish() // nothing moved: the input is over
