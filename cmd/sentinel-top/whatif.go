@@ -33,7 +33,9 @@ Examples:
 Exit codes: 0 no caught outage lost and no trip on fewer than 20 calls added;
 1 the proposal loses an outage the current rules caught (or catches it more
 than one statIntervalMs later, or an input ends in one not caught yet), or
-adds trips on fewer than 20 calls; 2 bad usage; 3 an input or a rule file failed.
+adds trips on fewer than 20 calls; 2 bad usage; 3 an input or a rule file
+failed, or an input cannot judge a rule (a slow-ratio rule on an input
+without response-time histograms).
 
 Flags:
 `
@@ -96,6 +98,13 @@ func runWhatif(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 			fmt.Fprintf(stderr, "sentinel-top whatif: %s: %s\n", report.Sanitize(input), termtext.Sanitize(err.Error(), maxErrRunes))
 			in.Error, failed = err.Error(), true
+		}
+		for _, c := range in.Breakers {
+			if c.Error != "" { // a rule the input cannot judge passes no gate
+				fmt.Fprintf(stderr, "sentinel-top whatif: %s: %s on %s not replayed: %s\n", report.Sanitize(input),
+					report.Sanitize(c.App), report.Sanitize(c.Resource), termtext.Sanitize(c.Error, maxErrRunes))
+				failed = true
+			}
 		}
 		out.Inputs = append(out.Inputs, in)
 	}

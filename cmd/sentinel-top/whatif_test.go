@@ -79,3 +79,18 @@ func TestWhatifJavaRuleOnAMetricLog(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// A slow-ratio rule cannot be judged on a metric log (an average response
+// time a second): the check says so, and a gate that could not check it
+// does not pass (exit 3).
+func TestWhatifSlowRatioNeedsAHistogram(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "degrade.json")
+	if err := os.WriteFile(rules, []byte(`[{"resource":"checkStock","grade":0,"count":200,"slowRatioThreshold":0.5,"timeWindow":5,"minRequestAmount":20,"statIntervalMs":5000}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join("..", "..", "collector", "testdata", "java", "price-1.8.9", "price-service-metrics.log.2026-12-01.gz")
+	code, out, errOut := runCmd(t, "whatif", "--rules", rules, "--replay", log)
+	if code != exitRuntime || !strings.Contains(out, "no response-time histogram") || !strings.Contains(errOut, "not replayed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -402,6 +402,10 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 	for i := range insts {
 		traces[i], _ = insts[i].s.trace()
 	}
+	if ref.Strategy == core.SlowRequestRatio && v.MaxAllowedRtMs > 0 && !anyHist(traces) {
+		plan.Rejected, plan.Why = v, "no safe change found: the input has no response-time histogram, so a new maxAllowedRtMs cannot be checked on it"
+		return plan, true
+	}
 	// Each instance's retry timeout: its share of the spread, never shorter
 	// than the one it runs (instances already spread keep theirs). When
 	// none changes, the retry timeout is no change at all.

@@ -188,6 +188,10 @@ func (e *Engine) checkRule(app string, rule core.BreakerRule, insts []*instState
 		traces[i], _ = in.series[rule.Resource].trace()
 		cases[i] = whatif.Case{Trace: &traces[i], Current: cur, Proposed: rule}
 	}
+	if rule.Strategy == core.SlowRequestRatio && !anyHist(traces) {
+		c.Error = "the input has no response-time histogram (Java Sentinel and its metric logs give an average a second): a slow-ratio rule cannot be judged on it"
+		return c
+	}
 	res, err := whatif.Compare(cases)
 	if err != nil {
 		c.Error = err.Error()
@@ -197,6 +201,19 @@ func (e *Engine) checkRule(app string, rule core.BreakerRule, insts []*instState
 	c.LosesOutage = !res.Safe()
 	c.AddsLowConfidence = res.AddsLowConfidence()
 	return c
+}
+
+// anyHist reports whether a bucket of the traces has a response-time
+// histogram.
+func anyHist(traces []whatif.Trace) bool {
+	for i := range traces {
+		for j := range traces[i].Buckets {
+			if traces[i].Buckets[j].HasHist {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // currentFor is the instance's breaker for the proposed rule's resource
