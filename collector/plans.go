@@ -11,6 +11,11 @@ import (
 // DefaultPlanEvery is Options.PlanEvery's default.
 const DefaultPlanEvery = 10 * time.Second
 
+// livePlanCalls bounds the calls one live snapshot replays for plans
+// (about 0.4 s of replay, under the store's lock): a fleet's proposals
+// beyond it are checked by the snapshots after, and say so meanwhile.
+const livePlanCalls = 4_000_000
+
 // planCache keeps the latest plans, so that snapshots (4 a second) do not
 // replay the input each: they are made again when the findings propose
 // other values (at most ten times in PlanEvery), when PlanEvery of input
@@ -48,7 +53,11 @@ func (p *planCache) of(e *triage.Engine, now, dataTo int64, findings []triage.Fi
 		triage.AgreeWithPlans(findings, p.plans)
 		return p.plans
 	}
-	p.plans, p.at, p.sig, p.made, p.dataTo = e.Plans(now, findings), now, sig, true, dataTo
+	o := triage.PlanOptions{ReuseMs: every.Milliseconds(), MaxCalls: livePlanCalls}
+	if quiet || every < 0 {
+		o = triage.PlanOptions{} // the input's end, or a report: every plan checked afresh
+	}
+	p.plans, p.at, p.sig, p.made, p.dataTo = e.PlansWith(now, findings, o), now, sig, true, dataTo
 	return p.plans
 }
 

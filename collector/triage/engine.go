@@ -130,6 +130,8 @@ type Engine struct {
 	det        detectors
 
 	traces traces // the traffic kept for replays (tracelog.go)
+	// planMemo is each rule's plan as last made (PlansWith).
+	planMemo map[planKey]*planMemo
 }
 
 type instState struct {

@@ -355,13 +355,78 @@ func (e *Engine) planInstances(p *proposal) (out []planInst, ok bool) {
 // values instead, or that no safe change was found. fs is changed in
 // place (its facts replaced by copies, never modified).
 func (e *Engine) Plans(now int64, fs []Finding) []Plan {
+	return e.PlansWith(now, fs, PlanOptions{})
+}
+
+// PlanOptions bound what making plans may cost: a dashboard makes them
+// again while data flows in, over a fleet whose proposals can be many.
+type PlanOptions struct {
+	// ReuseMs: a plan made less than ReuseMs before now, of the same
+	// proposal over the same instances and rules, is reused rather than
+	// replayed again. 0: none is.
+	ReuseMs int64
+	// MaxCalls bounds the calls one making replays in all. The plans past
+	// it are not checked yet, and say so (no value is shown unchecked);
+	// the next making checks them first, those never checked before those
+	// checked longest ago. 0: no bound (a report).
+	MaxCalls int64
+}
+
+// planMemo is a plan as last made, with what it was made of.
+type planMemo struct {
+	sig  string
+	at   int64
+	plan Plan
+}
+
+// PlansWith is Plans within o's bounds.
+func (e *Engine) PlansWith(now int64, fs []Finding, o PlanOptions) []Plan {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.planMemo == nil {
+		e.planMemo = map[planKey]*planMemo{}
+	}
+	type todo struct {
+		d   *planDraft
+		age int64 // how long ago it was last made; MaxInt64: never
+	}
 	var plans []Plan
+	var work []todo
 	for _, p := range proposals(fs) {
-		if plan, ok := e.plan(p); ok {
-			plans = append(plans, plan)
+		d, done, ok := e.draft(p)
+		if !ok {
+			continue
 		}
+		if done {
+			plans = append(plans, d.plan)
+			continue
+		}
+		m := e.planMemo[p.key]
+		if m != nil && m.sig == d.sig && o.ReuseMs > 0 && now >= m.at && now-m.at < o.ReuseMs {
+			pl := m.plan
+			pl.severity, pl.from, pl.Because = d.plan.severity, d.plan.from, d.plan.Because
+			plans = append(plans, pl)
+			continue
+		}
+		age := int64(math.MaxInt64)
+		if m != nil {
+			age = now - m.at
+		}
+		work = append(work, todo{d, age})
+	}
+	slices.SortStableFunc(work, func(a, b todo) int { return cmp.Compare(b.age, a.age) })
+	var spent int64
+	for _, w := range work {
+		if o.MaxCalls > 0 && spent >= o.MaxCalls {
+			pl := w.d.plan
+			pl.Rejected, pl.Why = w.d.v, "not checked yet: this input proposes many changes, and each snapshot replays a bounded share of them; this one is next"
+			plans = append(plans, pl)
+			continue
+		}
+		pl, calls := e.check(w.d)
+		spent += calls
+		e.planMemo[w.d.key] = &planMemo{sig: w.d.sig, at: now, plan: pl}
+		plans = append(plans, pl)
 	}
 	slices.SortStableFunc(plans, func(a, b Plan) int {
 		return cmp.Or(cmp.Compare(b.severity, a.severity), cmp.Compare(a.from, b.from),
@@ -371,11 +436,25 @@ func (e *Engine) Plans(now int64, fs []Finding) []Plan {
 	return plans
 }
 
-// plan merges, replays and gates one proposal.
-func (e *Engine) plan(p *proposal) (Plan, bool) {
+// planDraft is a proposal merged against its rule, before its replay.
+type planDraft struct {
+	key    planKey
+	plan   Plan
+	v      RuleValues
+	spread *RetryRange
+	insts  []planInst
+	names  []string
+	java   bool
+	sig    string // what the plan is made of: values, instances, rules
+}
+
+// draft merges one proposal against the rule its instances run. done
+// says the plan is whole already (no replay can check it); ok is false
+// when there is no plan to make.
+func (e *Engine) draft(p *proposal) (d *planDraft, done, ok bool) {
 	insts, ok := e.planInstances(p)
 	if !ok || len(insts) == 0 {
-		return Plan{}, false
+		return nil, false, false
 	}
 	ref := &insts[0].rule
 	v, spread := p.merge(ref)
@@ -388,56 +467,77 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 		Current: planRule(ref), Because: p.because, severity: p.severity, from: p.from, java: java}
 	slices.SortFunc(plan.Because, func(a, b Kind) int { return cmp.Compare(a.rank(), b.rank()) })
 	if v.IsZero() {
-		return Plan{}, false
+		return nil, false, false
+	}
+	d = &planDraft{key: p.key, v: v, spread: spread, insts: insts, names: names, java: java}
+	if per := d.spreadOf(v); v.RetryTimeoutMs > 0 && per != nil && len(per) == 0 {
+		v.RetryTimeoutMs = 0 // every instance runs as long a retry timeout already
+		if v.IsZero() {
+			return nil, false, false
+		}
+		d.v = v
 	}
 	if ref.Semantics == core.SemanticsJava16 {
 		plan.Rejected, plan.Why = v, "no safe change found: rules of Sentinel before 1.8 cannot be replayed"
-		return plan, true
+		d.plan = plan
+		return d, true, true
 	}
 	if e.traces.max < 0 {
 		plan.Rejected, plan.Why = v, "no safe change found: the input's traffic was not kept, so no change could be checked"
-		return plan, true
+		d.plan = plan
+		return d, true, true
 	}
+	d.plan = plan
+	var sig strings.Builder
+	fmt.Fprint(&sig, v, spread)
+	for i := range insts {
+		fmt.Fprint(&sig, "|", names[i], insts[i].rule, insts[i].s.log.last, len(insts[i].s.log.chunks))
+	}
+	d.sig = sig.String()
+	return d, false, true
+}
+
+// spreadOf is each instance's retry timeout under values v: its share of
+// the spread, never shorter than the one it runs (instances already spread
+// keep theirs); an empty map when none changes; nil for no retry timeout,
+// or one instance (proposed says it).
+func (d *planDraft) spreadOf(v RuleValues) map[string]RuleValues {
+	if v.RetryTimeoutMs == 0 {
+		return nil
+	}
+	per := perInstance(d.names, d.spread, d.java)
+	if per == nil {
+		per = map[string]RuleValues{d.names[0]: {RetryTimeoutMs: v.RetryTimeoutMs}}
+	}
+	changed := false
+	for i, n := range d.names {
+		pv := per[n]
+		pv.RetryTimeoutMs = max(pv.RetryTimeoutMs, d.insts[i].rule.RetryTimeoutMs)
+		per[n] = pv
+		changed = changed || pv.RetryTimeoutMs != d.insts[i].rule.RetryTimeoutMs
+	}
+	if !changed {
+		return map[string]RuleValues{}
+	}
+	if len(d.names) == 1 {
+		return nil
+	}
+	return per
+}
+
+// check replays and gates a draft; calls is how many calls it replayed.
+func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
+	plan, v, insts, names := d.plan, d.v, d.insts, d.names
+	ref := &insts[0].rule
 	traces := make([]whatif.Trace, len(insts))
 	for i := range insts {
 		traces[i], _ = insts[i].s.trace()
 	}
 	if ref.Strategy == core.SlowRequestRatio && v.MaxAllowedRtMs > 0 && !anyHist(traces) {
 		plan.Rejected, plan.Why = v, "no safe change found: the input has no response-time histogram, so a new maxAllowedRtMs cannot be checked on it"
-		return plan, true
+		return plan, calls
 	}
-	// Each instance's retry timeout: its share of the spread, never shorter
-	// than the one it runs (instances already spread keep theirs). When
-	// none changes, the retry timeout is no change at all.
-	spreadOf := func(v RuleValues) map[string]RuleValues {
-		if v.RetryTimeoutMs == 0 {
-			return nil
-		}
-		per := perInstance(names, spread, java)
-		if per == nil {
-			per = map[string]RuleValues{names[0]: {RetryTimeoutMs: v.RetryTimeoutMs}}
-		}
-		changed := false
-		for i, n := range names {
-			pv := per[n]
-			pv.RetryTimeoutMs = max(pv.RetryTimeoutMs, insts[i].rule.RetryTimeoutMs)
-			per[n] = pv
-			changed = changed || pv.RetryTimeoutMs != insts[i].rule.RetryTimeoutMs
-		}
-		if !changed {
-			return map[string]RuleValues{}
-		}
-		if len(names) == 1 {
-			return nil // one instance: proposed says it
-		}
-		return per
-	}
-	if v.RetryTimeoutMs > 0 && spreadOf(v) != nil && len(spreadOf(v)) == 0 {
-		v.RetryTimeoutMs = 0 // every instance runs as long a retry timeout already
-		if v.IsZero() {
-			return Plan{}, false
-		}
-	}
+	spreadOf := d.spreadOf
 	try := func(v RuleValues) (*whatif.Result, map[string]RuleValues, error) {
 		per := spreadOf(v)
 		cases := make([]whatif.Case, len(insts))
@@ -449,29 +549,32 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 			cases[i] = whatif.Case{Trace: &traces[i], Current: insts[i].rule, Proposed: prop}
 		}
 		res, err := whatif.Compare(cases)
+		if err == nil {
+			calls += 4 * res.Calls // two rules, two readings
+		}
 		return res, per, err
 	}
 	full, per, err := try(v)
 	if err != nil {
 		plan.Rejected, plan.Why = v, "no safe change found: the replay failed: "+err.Error()
-		return plan, true
+		return plan, calls
 	}
 	plan.WhatIf = full
 	if why, faithful := faithfulReplay(traces, full); !faithful {
 		plan.Rejected, plan.Why = v, "no safe change found: "+why
-		return plan, true
+		return plan, calls
 	}
 	if full.Safe() {
 		plan.Proposed, plan.PerInstance, plan.Safe = v, per, true
 		plan.settle()
-		return plan, true
+		return plan, calls
 	}
 	if len(full.Lost) == 0 { // only an outage not over yet: no change is judged before it ends
 		o := full.Ongoing[0]
 		plan.Rejected = v
 		plan.Why = fmt.Sprintf("no safe change found: the input ends during an outage the current rule has not caught yet (for %s so far); a change is judged once it is over",
 			fmtDur(o.To-o.From))
-		return plan, true
+		return plan, calls
 	}
 	// Give fields up, the least safe first, until what is left is safe.
 	left := v
@@ -497,12 +600,12 @@ func (e *Engine) plan(p *proposal) (Plan, bool) {
 			}
 			plan.Why = fmt.Sprintf("left out %s: with it the breaker %s", joinAnd(dropped), lossWords(full, firstLoss))
 			plan.settle()
-			return plan, true
+			return plan, calls
 		}
 	}
 	plan.Rejected = v
 	plan.Why = fmt.Sprintf("no safe change found: with %s the breaker %s", proposedWords(v, plan.Current), lossWords(full, firstLoss))
-	return plan, true
+	return plan, calls
 }
 
 // settle leaves out of Proposed a retry timeout that only PerInstance

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -293,4 +294,61 @@ func TestCheckRulesFlowAndUnchecked(t *testing.T) {
 	if len(got.Unchecked) != 2 || !strings.Contains(got.Unchecked[0].Why, "thread grade") || !strings.Contains(got.Unchecked[1].Why, "no instance") {
 		t.Errorf("unchecked %+v", got.Unchecked)
 	}
+}
+
+// A dashboard bounds what a snapshot replays: past the bound, plans are
+// "not checked yet" (and their findings show no value); the next makings
+// check those first, and reuse the plans already made.
+func TestPlansWithinABudget(t *testing.T) {
+	e := NewFeeder(Config{})
+	for i := range 3 {
+		res := fmt.Sprintf("price-%d", i)
+		rule := core.BreakerRule{Resource: res, Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 500, Threshold: 0.5,
+			MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+		simulate(t, e, fmt.Sprintf("gateway%d", i), 1, rule, nil, jittery, 4, 300_000)
+	}
+	end := t0 + 300_000
+	o := PlanOptions{ReuseMs: 10_000, MaxCalls: 1}
+	checked := func(plans []Plan) (n int) {
+		for _, p := range plans {
+			if p.WhatIf != nil {
+				n++
+			} else if !strings.HasPrefix(p.Why, "not checked yet") || p.Safe || !p.Proposed.IsZero() {
+				t.Errorf("plan %+v", p)
+			}
+		}
+		return n
+	}
+	fs := e.Findings(end)
+	plans := e.PlansWith(end, fs, o)
+	if len(plans) != 3 || checked(plans) != 1 {
+		t.Fatalf("%d plans, %d checked; want 3, 1", len(plans), checked(plans))
+	}
+	for _, f := range fs {
+		if _, v, ok := findingValues(&f); ok && !v.IsZero() {
+			if p := plans[slices.IndexFunc(plans, func(p Plan) bool { return p.Resource == f.Resource })]; p.WhatIf == nil {
+				t.Errorf("%s on %s shows %+v before its plan is checked: %s", f.Kind, f.Resource, v, f.Advice)
+			}
+		}
+	}
+	plans = e.PlansWith(end+250, e.Findings(end+250), o)
+	if checked(plans) != 2 {
+		t.Fatalf("second snapshot: %d checked, want 2 (one reused, one new)", checked(plans))
+	}
+	plans = e.PlansWith(end+500, e.Findings(end+500), o)
+	if checked(plans) != 3 {
+		t.Fatalf("third snapshot: %d checked, want 3", checked(plans))
+	}
+	if all := e.Plans(end+500, e.Findings(end+500)); !reflect.DeepEqual(stripPlans(all), stripPlans(plans)) {
+		t.Errorf("made within the budget:\n%+v\nafresh:\n%+v", plans, all)
+	}
+}
+
+// stripPlans drops what only sorting reads.
+func stripPlans(ps []Plan) []Plan {
+	out := slices.Clone(ps)
+	for i := range out {
+		out[i].severity, out[i].from = 0, 0
+	}
+	return out
 }
