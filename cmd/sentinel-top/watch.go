@@ -7,6 +7,7 @@ import (
 
 const watchUsage = `Usage: sentinel-top [--targets LIST | --replay FILE|NAME | --demo [NAME]] [flags]
        sentinel-top report --help    findings of an input, for postmortems and CI
+       sentinel-top whatif --help    a proposed rule set replayed on recordings: a gate before a rule push
        sentinel-top serve --help     the collector without a terminal: /metrics, /report, a merged stream
        sentinel-top bench --help     a fleet of agents on loopback against a collector: rate, CPU, memory
 
