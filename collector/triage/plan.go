@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -530,8 +531,24 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 	plan, v, insts, names := d.plan, d.v, d.insts, d.names
 	ref := &insts[0].rule
 	traces := make([]whatif.Trace, len(insts))
+	var keptFrom int64 // the latest start of a trace the budget cut
 	for i := range insts {
-		traces[i], _ = insts[i].s.trace()
+		var from int64
+		traces[i], from = insts[i].s.trace()
+		if insts[i].s.log.trimmed {
+			keptFrom = max(keptFrom, from)
+		}
+	}
+	if keptFrom > 0 {
+		defer func() {
+			note := "replayed on the traffic kept since " + time.UnixMilli(keptFrom).UTC().Format("2006-01-02 15:04:05") +
+				" UTC (older traffic went for the memory budget)"
+			if plan.Why == "" {
+				plan.Why = note
+			} else {
+				plan.Why += "; " + note
+			}
+		}()
 	}
 	if ref.Strategy == core.SlowRequestRatio && v.MaxAllowedRtMs > 0 && !anyHist(traces) {
 		plan.Rejected, plan.Why = v, "no safe change found: the input has no response-time histogram, so a new maxAllowedRtMs cannot be checked on it"

@@ -352,3 +352,17 @@ func stripPlans(ps []Plan) []Plan {
 	}
 	return out
 }
+
+// A plan replayed on traffic the budget cut says from when it was kept.
+func TestPlanSaysWhatTrafficItReplayed(t *testing.T) {
+	const res = "GET:/api/stock"
+	rule := core.BreakerRule{Resource: res, Strategy: core.ErrorRatio, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 2000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+	e := NewFeeder(Config{TraceBytes: 8 << 10})
+	simulate(t, e, "cart", 6, rule, nil, dbDown, 30, 260_000)
+	end := t0 + 260_000
+	p := planFor(t, e.Plans(end, e.Findings(end)), res)
+	if !strings.Contains(p.Why, "replayed on the traffic kept since ") || !strings.Contains(p.Why, "memory budget") {
+		t.Fatalf("why %q", p.Why)
+	}
+}
