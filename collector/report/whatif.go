@@ -10,6 +10,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
+	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // WhatIf is the `whatif` command's report: a proposed rule set replayed
@@ -85,6 +86,14 @@ func WhatIfJSON(w io.Writer, r *WhatIf) error {
 func planRuleText(r *triage.PlanRule) string {
 	if r == nil {
 		return "none"
+	}
+	if r.Semantics == core.SemanticsJava { // its DegradeRule's words
+		if r.Strategy == core.SlowRequestRatio {
+			return fmt.Sprintf("grade 0, count %d, slowRatioThreshold %g, minRequestAmount %d, statIntervalMs %d, timeWindow %d",
+				r.MaxAllowedRtMs, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.RetryTimeoutMs/1000)
+		}
+		return fmt.Sprintf("grade %d, count %g, minRequestAmount %d, statIntervalMs %d, timeWindow %d",
+			r.Strategy, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.RetryTimeoutMs/1000)
 	}
 	s := fmt.Sprintf("strategy %d, threshold %g, minRequestAmount %d, statIntervalMs %d, retryTimeoutMs %d",
 		r.Strategy, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.RetryTimeoutMs)

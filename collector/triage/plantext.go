@@ -24,9 +24,21 @@ type RuleField struct{ Name, Value string }
 
 // CurrentFields lists the values of the plan's current rule with their
 // JSON names, the strategy by name, maxAllowedRtMs only where the
-// strategy reads it.
+// strategy reads it. A Java Sentinel rule's are its DegradeRule's: grade,
+// count (the RT bound of a slow ratio, else the threshold),
+// slowRatioThreshold, timeWindow in seconds.
 func (p *Plan) CurrentFields() []RuleField {
 	r := &p.Current
+	if p.java {
+		out := []RuleField{{"grade", r.Strategy.String()}}
+		if r.Strategy == core.SlowRequestRatio {
+			out = append(out, RuleField{"count", itoa(int64(r.MaxAllowedRtMs))}, RuleField{"slowRatioThreshold", fmtNum(r.Threshold)})
+		} else {
+			out = append(out, RuleField{"count", fmtNum(r.Threshold)})
+		}
+		return append(out, RuleField{"minRequestAmount", itoa(int64(r.MinRequestAmount))},
+			RuleField{"statIntervalMs", itoa(int64(r.StatIntervalMs))}, RuleField{"timeWindow", itoa(int64(r.RetryTimeoutMs / 1000))})
+	}
 	out := []RuleField{{"strategy", r.Strategy.String()}, {"threshold", fmtNum(r.Threshold)}}
 	if r.Strategy == core.SlowRequestRatio || r.MaxAllowedRtMs > 0 {
 		out = append(out, RuleField{"maxAllowedRtMs", itoa(int64(r.MaxAllowedRtMs))})
@@ -78,7 +90,7 @@ func (c *Change) String() string { return c.Field + " " + itoa(c.Current) + " ->
 // changes lists the fields v sets (with per, the instances' own values)
 // against the current rule cur, in the rule's order; a value equal to
 // the current one is no change, unless instances get others.
-func changes(v RuleValues, per map[string]RuleValues, names []string, cur *PlanRule) []Change {
+func changes(v RuleValues, per map[string]RuleValues, names []string, cur *PlanRule, java bool) []Change {
 	now := cur.values()
 	var out []Change
 	for _, f := range showOrder {
@@ -100,19 +112,39 @@ func changes(v RuleValues, per map[string]RuleValues, names []string, cur *PlanR
 		}
 		out = append(out, c)
 	}
+	if java {
+		for i := range out {
+			javaChange(&out[i])
+		}
+	}
 	return out
+}
+
+// javaChange names a change as Java's DegradeRule does: count for the RT
+// bound, timeWindow in seconds for the retry timeout.
+func javaChange(c *Change) {
+	switch c.Field {
+	case "maxAllowedRtMs":
+		c.Field = "count"
+	case "retryTimeoutMs":
+		c.Field = "timeWindow"
+		c.Current, c.Lowest, c.Highest = c.Current/1000, c.Lowest/1000, c.Highest/1000
+		for i := range c.PerInstance {
+			c.PerInstance[i].Value /= 1000
+		}
+	}
 }
 
 // Changes lists what the plan changes, in the rule's order: Proposed,
 // with the values of PerInstance. Empty when no change is safe.
 func (p *Plan) Changes() []Change {
-	return changes(p.Proposed, p.PerInstance, p.Instances, &p.Current)
+	return changes(p.Proposed, p.PerInstance, p.Instances, &p.Current, p.java)
 }
 
 // LeftOut lists what the plan considered and did not propose: all it
 // considered when no change is safe, else what was left out to make it
 // so (Why says why).
-func (p *Plan) LeftOut() []Change { return changes(p.Rejected, nil, nil, &p.Current) }
+func (p *Plan) LeftOut() []Change { return changes(p.Rejected, nil, nil, &p.Current, p.java) }
 
 // safeWhy is what a safe plan's replay showed.
 const safeWhy = "replayed on this input, it loses no outage the current rule caught and catches none more than one statIntervalMs later"

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -56,5 +57,28 @@ func TestCurrentFields(t *testing.T) {
 		{"statIntervalMs", "10000"}, {"statSlidingWindowBucketCount", "10"}, {"retryTimeoutMs", "30000"}}
 	if got := p.CurrentFields(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("fields %v", got)
+	}
+}
+
+// A Java Sentinel rule's plan is shown in its DegradeRule's words: count
+// for the RT bound, timeWindow in seconds.
+func TestJavaPlanInJavasWords(t *testing.T) {
+	p := Plan{java: true, Instances: []string{"a", "b"},
+		Current:     PlanRule{Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 500, Threshold: 0.5, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 10_000},
+		Proposed:    RuleValues{MinRequestAmount: 20, RetryTimeoutMs: 30_000},
+		PerInstance: map[string]RuleValues{"a": {RetryTimeoutMs: 30_000}, "b": {RetryTimeoutMs: 40_000}}}
+	var cur []string
+	for _, f := range p.CurrentFields() {
+		cur = append(cur, f.Name+"="+f.Value)
+	}
+	if got, want := strings.Join(cur, " "), "grade=slow-ratio count=500 slowRatioThreshold=0.5 minRequestAmount=5 statIntervalMs=1000 timeWindow=10"; got != want {
+		t.Errorf("current %q, want %q", got, want)
+	}
+	var ch []string
+	for _, c := range p.Changes() {
+		ch = append(ch, c.String())
+	}
+	if got, want := strings.Join(ch, "; "), "minRequestAmount 5 -> 20; timeWindow 10 -> 30 to 40, one per instance"; got != want {
+		t.Errorf("changes %q, want %q", got, want)
 	}
 }
