@@ -364,7 +364,8 @@ func (e *Engine) Plans(now int64, fs []Finding) []Plan {
 type PlanOptions struct {
 	// ReuseMs: a plan made less than ReuseMs before now, of the same
 	// proposal over the same instances and rules, is reused rather than
-	// replayed again. 0: none is.
+	// replayed again, though traffic came since: its numbers are at most
+	// ReuseMs old. 0: none is.
 	ReuseMs int64
 	// MaxCalls bounds the calls one making replays in all. The plans past
 	// it are not checked yet, and say so (no value is shown unchecked);
@@ -446,7 +447,7 @@ type planDraft struct {
 	insts  []planInst
 	names  []string
 	java   bool
-	sig    string // what the plan is made of: values, instances, rules
+	sig    string // what the plan is made of: values, instances, rules (not their traffic)
 }
 
 // draft merges one proposal against the rule its instances run. done
@@ -492,7 +493,7 @@ func (e *Engine) draft(p *proposal) (d *planDraft, done, ok bool) {
 	var sig strings.Builder
 	fmt.Fprint(&sig, v, spread)
 	for i := range insts {
-		fmt.Fprint(&sig, "|", names[i], insts[i].rule, insts[i].s.log.last, len(insts[i].s.log.chunks))
+		fmt.Fprint(&sig, "|", names[i], insts[i].rule)
 	}
 	d.sig = sig.String()
 	return d, false, true
