@@ -421,7 +421,7 @@ func (e *Engine) PlansWith(now int64, fs []Finding, o PlanOptions) []Plan {
 	for _, w := range work {
 		if o.MaxCalls > 0 && spent >= o.MaxCalls {
 			pl := w.d.plan
-			pl.Rejected, pl.Why = w.d.v, "not checked yet: this input proposes many changes, and each snapshot replays a bounded share of them; this one is next"
+			pl.Rejected, pl.Why = w.d.v, notChecked+": this input proposes many changes, and each snapshot replays a bounded share of them; this one is next"
 			plans = append(plans, pl)
 			continue
 		}

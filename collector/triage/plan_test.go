@@ -313,7 +313,7 @@ func TestPlansWithinABudget(t *testing.T) {
 		for _, p := range plans {
 			if p.WhatIf != nil {
 				n++
-			} else if !strings.HasPrefix(p.Why, "not checked yet") || p.Safe || !p.Proposed.IsZero() {
+			} else if v, _ := p.Verdict(); !strings.HasPrefix(p.Why, "not checked yet") || v != "not checked yet" || p.Safe || !p.Proposed.IsZero() {
 				t.Errorf("plan %+v", p)
 			}
 		}

@@ -16,6 +16,10 @@ import (
 // begins with.
 const noSafeChange = "no safe change found"
 
+// notChecked is the verdict of a plan a live snapshot had no replay left
+// for (PlanOptions.MaxCalls), which its Why begins with.
+const notChecked = "not checked yet"
+
 // showOrder is the order in which a plan's fields are shown: the rule's.
 var showOrder = [...]field{fieldMinRequest, fieldStatInterval, fieldMaxAllowedRt, fieldRetryTimeout}
 
@@ -158,6 +162,9 @@ func (p *Plan) Verdict() (verdict, why string) {
 			return "safe", safeWhy + "; " + p.Why
 		}
 		return "safe", safeWhy
+	}
+	if why, ok := strings.CutPrefix(p.Why, notChecked+": "); ok {
+		return notChecked, why
 	}
 	why, _ = strings.CutPrefix(p.Why, noSafeChange+": ")
 	return noSafeChange, why
