@@ -229,6 +229,44 @@ func proposals(fs []Finding) []*proposal {
 			p.inertMinReq = append(p.inertMinReq, int64(x.Suggest.MinRequestAmount))
 		}
 	}
+	return foldUnnamed(out)
+}
+
+// foldUnnamed merges a proposal that names no rule id (a recovery flood
+// is judged over all of a resource's breakers) into the one proposal of
+// its app and resource that names one, so that one rule gets one plan.
+func foldUnnamed(ps []*proposal) []*proposal {
+	named := map[[2]string][]*proposal{}
+	for _, p := range ps {
+		if p.key.ruleID != "" {
+			k := [2]string{p.key.app, p.key.resource}
+			named[k] = append(named[k], p)
+		}
+	}
+	out := ps[:0]
+	for _, p := range ps {
+		into := named[[2]string{p.key.app, p.key.resource}]
+		if p.key.ruleID != "" || len(into) != 1 {
+			out = append(out, p)
+			continue
+		}
+		q := into[0]
+		for _, k := range p.because {
+			if !slices.Contains(q.because, k) {
+				q.because = append(q.because, k)
+			}
+		}
+		q.insts = mergeNames(q.insts, p.insts)
+		q.minReq = append(q.minReq, p.minReq...)
+		q.inertMinReq = append(q.inertMinReq, p.inertMinReq...)
+		q.interval = append(q.interval, p.interval...)
+		q.maxRt = append(q.maxRt, p.maxRt...)
+		q.retry = append(q.retry, p.retry...)
+		if q.spread == nil {
+			q.spread = p.spread
+		}
+		q.severity, q.from = max(q.severity, p.severity), min(q.from, p.from)
+	}
 	return out
 }
 

@@ -366,3 +366,25 @@ func TestPlanSaysWhatTrafficItReplayed(t *testing.T) {
 		t.Fatalf("why %q", p.Why)
 	}
 }
+
+// A resource whose one breaker has an id: the flood (judged over all the
+// resource's breakers, naming none) and the sawtooth (naming it) make one
+// plan, and both findings agree with it.
+func TestOnePlanForANamedRule(t *testing.T) {
+	const res = "GET:/api/stock"
+	rule := core.BreakerRule{ID: "stock-errors", Resource: res, Strategy: core.ErrorRatio, Threshold: 0.5,
+		MinRequestAmount: 20, StatIntervalMs: 2000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+	e := NewFeeder(Config{})
+	simulate(t, e, "cart", 6, rule, nil, dbDown, 30, 260_000)
+	end := t0 + 260_000
+	fs := e.Findings(end)
+	plans := e.Plans(end, fs)
+	if len(plans) != 1 || plans[0].RuleID != "stock-errors" || !slices.Contains(plans[0].Because, KindSyncHalfOpen) || !slices.Contains(plans[0].Because, KindSawtooth) {
+		t.Fatalf("plans %+v", plans)
+	}
+	for _, f := range fs {
+		if _, v, ok := findingValues(&f); ok && v.RetryTimeoutMs != 0 && v.RetryTimeoutMs != plans[0].Proposed.RetryTimeoutMs {
+			t.Errorf("%s proposes retryTimeoutMs %d beside the plan's %d", f.Kind, v.RetryTimeoutMs, plans[0].Proposed.RetryTimeoutMs)
+		}
+	}
+}

@@ -86,9 +86,11 @@ func agreeWithPlans(fs []Finding, plans []Plan) {
 		return
 	}
 	by := make(map[planKey]*Plan, len(plans))
+	byRes := map[[2]string][]*Plan{}
 	for i := range plans {
 		p := &plans[i]
 		by[planKey{p.App, p.Resource, p.RuleID}] = p
+		byRes[[2]string{p.App, p.Resource}] = append(byRes[[2]string{p.App, p.Resource}], p)
 	}
 	for i := range fs {
 		f := &fs[i]
@@ -96,12 +98,14 @@ func agreeWithPlans(fs []Finding, plans []Plan) {
 		if !ok {
 			continue
 		}
+		// The plan of its rule; a finding naming no rule id (a recovery
+		// flood), or whose rule's plan names none, takes the one plan of its
+		// app and resource (foldUnnamed).
 		p := by[k]
 		if p == nil {
-			if k.ruleID == "" {
-				continue
-			}
-			if p = by[planKey{k.app, k.resource, ""}]; p == nil {
+			if rp := byRes[[2]string{k.app, k.resource}]; len(rp) == 1 && (k.ruleID == "" || rp[0].RuleID == "") {
+				p = rp[0]
+			} else {
 				continue
 			}
 		}
