@@ -199,19 +199,8 @@ type pending struct {
 }
 
 // pendingHeap is the calls in flight, a binary min-heap by completion
-// time, typed (container/heap boxes every element it moves).
+// time, typed (container/heap would box every element it moves).
 type pendingHeap []pending
-
-func (h pendingHeap) Len() int           { return len(h) }
-func (h pendingHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h pendingHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *pendingHeap) Push(x any)        { *h = append(*h, x.(pending)) }
-func (h *pendingHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
 
 func (h *pendingHeap) push(x pending) {
 	*h = append(*h, x)

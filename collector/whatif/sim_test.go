@@ -1,7 +1,6 @@
 package whatif
 
 import (
-	"container/heap"
 	"math/rand/v2"
 	"testing"
 
@@ -49,7 +48,7 @@ func record(t testing.TB, inst string, rule core.BreakerRule, w world, qps float
 	var h pendingHeap
 	done := func(until int64) {
 		for len(h) > 0 && h[0].at <= until {
-			x := heap.Pop(&h).(pending)
+			x := h.pop()
 			br.OnComplete(x.at, x.rt, x.failed)
 			if b := at(x.at); b != nil {
 				b.Complete++
@@ -75,7 +74,7 @@ func record(t testing.TB, inst string, rule core.BreakerRule, w world, qps float
 		if pass, _ := br.TryPass(now); pass {
 			b.Pass++
 			rt, failed := w(now, r)
-			heap.Push(&h, pending{at: now + rt, rt: rt, failed: failed})
+			h.push(pending{at: now + rt, rt: rt, failed: failed})
 		} else {
 			b.Block++
 		}
