@@ -10,7 +10,6 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
-	"github.com/sentinel-top/sentinel-top/core"
 )
 
 // WhatIf is the `whatif` command's report: a proposed rule set replayed
@@ -82,25 +81,17 @@ func WhatIfJSON(w io.Writer, r *WhatIf) error {
 	return err
 }
 
-// planRuleText shows a rule's values: "strategy 0, maxAllowedRtMs 300, ...".
+// planRuleText shows a rule's values: "strategy slow-ratio, threshold
+// 0.5, ..." (triage.PlanRule.Fields), "none" for no rule.
 func planRuleText(r *triage.PlanRule) string {
 	if r == nil {
 		return "none"
 	}
-	if r.Semantics == core.SemanticsJava { // its DegradeRule's words
-		if r.Strategy == core.SlowRequestRatio {
-			return fmt.Sprintf("grade 0, count %d, slowRatioThreshold %g, minRequestAmount %d, statIntervalMs %d, timeWindow %d",
-				r.MaxAllowedRtMs, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.RetryTimeoutMs/1000)
-		}
-		return fmt.Sprintf("grade %d, count %g, minRequestAmount %d, statIntervalMs %d, timeWindow %d",
-			r.Strategy, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.RetryTimeoutMs/1000)
+	var parts []string
+	for _, f := range r.Fields() {
+		parts = append(parts, f.Name+" "+f.Value)
 	}
-	s := fmt.Sprintf("strategy %d, threshold %g, minRequestAmount %d, statIntervalMs %d, retryTimeoutMs %d",
-		r.Strategy, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.RetryTimeoutMs)
-	if r.MaxAllowedRtMs > 0 {
-		s += fmt.Sprintf(", maxAllowedRtMs %d", r.MaxAllowedRtMs)
-	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 // WhatIfText writes the whatif report for a terminal.

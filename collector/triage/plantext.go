@@ -26,14 +26,18 @@ var showOrder = [...]field{fieldMinRequest, fieldStatInterval, fieldMaxAllowedRt
 // RuleField is one field of a rule: its JSON name and its value.
 type RuleField struct{ Name, Value string }
 
-// CurrentFields lists the values of the plan's current rule with their
-// JSON names, the strategy by name, maxAllowedRtMs only where the
-// strategy reads it. A Java Sentinel rule's are its DegradeRule's: grade,
-// count (the RT bound of a slow ratio, else the threshold),
-// slowRatioThreshold, timeWindow in seconds.
-func (p *Plan) CurrentFields() []RuleField {
-	r := &p.Current
-	if p.java {
+// CurrentFields lists the values of the plan's current rule (see
+// PlanRule.Fields), in Java's words for a Java Sentinel rule.
+func (p *Plan) CurrentFields() []RuleField { return p.Current.fields(p.java) }
+
+// Fields lists the rule's values with their JSON names, the strategy by
+// name, maxAllowedRtMs only where the strategy reads it. A Java Sentinel
+// rule's are its DegradeRule's: grade, count (the RT bound of a slow
+// ratio, else the threshold), slowRatioThreshold, timeWindow in seconds.
+func (r *PlanRule) Fields() []RuleField { return r.fields(r.Semantics == core.SemanticsJava) }
+
+func (r *PlanRule) fields(java bool) []RuleField {
+	if java {
 		out := []RuleField{{"grade", r.Strategy.String()}}
 		if r.Strategy == core.SlowRequestRatio {
 			out = append(out, RuleField{"count", itoa(int64(r.MaxAllowedRtMs))}, RuleField{"slowRatioThreshold", fmtNum(r.Threshold)})
