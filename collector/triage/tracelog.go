@@ -52,6 +52,37 @@ type traces struct {
 	queue     []*traceChunk
 	head      int
 	dropped   int64 // chunks dropped for the budget
+	// free are chunks evicted, by size class (traceFirstChunk << i), kept
+	// for the next chunks of their size: at most freeChunks each, so that
+	// a full log turning over allocates nothing.
+	free [traceClasses][]*traceChunk
+}
+
+const (
+	traceClasses = 5 // 256 B to 4 KiB
+	freeChunks   = 8
+)
+
+// sizeClass is the class of a chunk of size bytes (a power of two from
+// traceFirstChunk to traceChunkBytes).
+func sizeClass(size int64) int {
+	c := 0
+	for int64(traceFirstChunk)<<c < size {
+		c++
+	}
+	return c
+}
+
+// newChunk is a chunk of size for s from the free ones, or a new one.
+func (t *traces) newChunk(s *series, base, size int64) *traceChunk {
+	k := sizeClass(size)
+	if n := len(t.free[k]); n > 0 {
+		c := t.free[k][n-1]
+		t.free[k] = t.free[k][:n-1]
+		c.s, c.base, c.b = s, base, c.b[:0]
+		return c
+	}
+	return &traceChunk{s: s, base: base, b: make([]byte, 0, size)}
 }
 
 func (t *traces) init(max int64) {
@@ -84,7 +115,7 @@ func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
 		if t.used+size > t.max {
 			return
 		}
-		c = &traceChunk{s: s, base: at, b: make([]byte, 0, size)}
+		c = t.newChunk(s, at, size)
 		l.chunks = append(l.chunks, c)
 		l.last = at
 		t.used += size
@@ -112,12 +143,19 @@ func (t *traces) evict() {
 	}
 	l := &c.s.log
 	if len(l.chunks) > 0 && l.chunks[0] == c {
-		l.chunks[0] = nil
-		l.chunks = l.chunks[1:]
+		// Moved down rather than resliced, so that the series' list does
+		// not creep through new arrays as it turns over.
+		n := copy(l.chunks, l.chunks[1:])
+		l.chunks[n] = nil
+		l.chunks = l.chunks[:n]
 		l.trimmed = true
 	}
 	t.used -= int64(cap(c.b))
 	t.dropped++
+	if k := sizeClass(int64(cap(c.b))); len(t.free[k]) < freeChunks {
+		c.s = nil
+		t.free[k] = append(t.free[k], c)
+	}
 }
 
 // TraceBytes is how many bytes the traffic kept for replays holds.
