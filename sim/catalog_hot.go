@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/fixtures/expect"
 )
 
 // Hot-parameter limits: a limit written for every value that throttles one.
@@ -78,5 +80,17 @@ func VipThrottled() *Scenario {
 					"suggest": map[string]any{"specificItems": map[string]any{vipCustomer: 300}},
 				}},
 		},
+		// The exception, replayed on order-1's own traffic of the value:
+		// from 0:30, 250 calls a second of which the limit passes 200. The
+		// value's first 30 s (1 call a second among 500 customers) are not
+		// among the buckets' busiest values: estimated.
+		ExpectPlans: []expect.Plan{{
+			App: "order", Resource: queryOrderRes, Rule: "param", Instances: []string{"order-1"},
+			Proposed: expect.Values{SpecificItems: map[string]int64{vipCustomer: 300}},
+			Because:  []string{"hot-value"}, Safe: true,
+			ParamWhatIf: &whatif.ParamResult{StepMs: 500, Estimated: true, Offered: 29803,
+				Current:  whatif.ParamMetrics{Passed: 23962, Blocked: 5841},
+				Proposed: whatif.ParamMetrics{Passed: 29803, Blocked: 0}, AddedPeak: 89},
+		}},
 	}
 }

@@ -83,12 +83,15 @@ func (v *detailView) planTable(add func(string), p *triage.Plan) {
 		if c.Lowest != c.Highest {
 			prop += "-" + strconv.FormatInt(c.Highest, 10)
 		}
-		rows = append(rows, whatif.Row{Label: c.Field, Current: strconv.FormatInt(c.Current, 10), Proposed: prop})
+		label := c.Field
+		if c.Key != "" {
+			label += "[" + safeName(c.Key, 24) + "]"
+		}
+		rows = append(rows, whatif.Row{Label: label, Current: strconv.FormatInt(c.Current, 10), Proposed: prop})
 	}
 	nChanges := len(rows)
-	if p.WhatIf != nil {
-		rows = append(rows, p.WhatIf.Rows()...)
-	}
+	replay, basis, replayed := p.Replay()
+	rows = append(rows, replay...)
 	labelW, valW := 8, len(other)
 	for _, r := range rows {
 		labelW = max(labelW, width(r.Label))
@@ -111,12 +114,12 @@ func (v *detailView) planTable(add func(string), p *triage.Plan) {
 			add("    " + st.dim.on(cut("per instance: "+instanceValues(per, v.width-24), max(10, v.width-4))))
 		}
 	}
-	if p.WhatIf == nil {
+	if !replayed {
 		add("  " + st.dim.on("not replayed"))
 		return
 	}
 	add("  " + st.bold.on("WHAT IF"))
-	for _, l := range wrap(p.WhatIf.Basis(), v.width-2) {
+	for _, l := range wrap(basis, v.width-2) {
 		add("  " + st.dim.on(l))
 	}
 	for _, r := range rows[nChanges:] {

@@ -62,6 +62,11 @@ func TestReportEveryFixture(t *testing.T) {
 			if len(rep.ResourcesSeen) == 0 {
 				t.Error("no resourcesSeen")
 			}
+			for i := range rep.Plans {
+				if err := rep.Plans[i].Check(); err != nil {
+					t.Error(err)
+				}
+			}
 			var got []string
 			for _, f := range rep.Findings {
 				if f.Summary == "" || f.Advice == "" || len(f.Instances) == 0 {

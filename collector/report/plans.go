@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 )
 
 // The plans' layout, shared by the Markdown and Text renderers as the
@@ -68,7 +69,7 @@ func planSections(r *Report) []planSection {
 		add("Current rule", prose("%s", strings.Join(cur, ", ")))
 		changes := p.Changes()
 		if len(changes) > 0 {
-			add("Change", prose("%s", changeWords(changes)))
+			add("Change", changeWords(changes)...)
 		}
 		for _, c := range changes {
 			if c.PerInstance != nil {
@@ -82,17 +83,17 @@ func planSections(r *Report) []planSection {
 			if !p.Safe {
 				label = "Considered"
 			}
-			add(label, prose("%s", changeWords(left)))
+			add(label, changeWords(left)...)
 		}
 		if why != "" {
 			verdict += ": " + why
 		}
 		add("Verdict", prose("%s", verdict))
-		if p.WhatIf == nil {
+		if rows, basis, ok := p.Replay(); !ok {
 			add("What if", prose("not replayed"))
 		} else {
-			add("What if", prose("%s", p.WhatIf.Basis()))
-			s.parts = append(s.parts, part{table: whatIfTable(p)})
+			add("What if", prose("%s", basis))
+			s.parts = append(s.parts, part{table: whatIfTable(p, rows)})
 		}
 		out[i] = s
 	}
@@ -101,12 +102,21 @@ func planSections(r *Report) []planSection {
 
 func nameCount(label string, n int) string { return label + " (" + strconv.Itoa(n) + ")" }
 
-func changeWords(cs []triage.Change) string {
-	words := make([]string, len(cs))
+// changeWords lists changes: "retryTimeoutMs 10000 -> 30000; ...", a
+// map entry's key (input) as "specificItems[KEY]".
+func changeWords(cs []triage.Change) []seg {
+	var out []seg
 	for i := range cs {
-		words[i] = cs[i].String()
+		if i > 0 {
+			out = append(out, prose("; "))
+		}
+		if c := &cs[i]; c.Key != "" {
+			out = append(out, prose("%s[", c.Field), input(c.Key), prose("] %d -> %s", c.Current, c.Proposed()))
+			continue
+		}
+		out = append(out, prose("%s", cs[i].String()))
 	}
-	return strings.Join(words, "; ")
+	return out
 }
 
 // perInstance lists the instances' own values of a field: every one, or
@@ -153,13 +163,13 @@ func because(r *Report, p *triage.Plan) string {
 
 // whatIfTable is the plan's replay, the current rule beside the proposed
 // one (the one considered, when none is safe).
-func whatIfTable(p *triage.Plan) *table {
+func whatIfTable(p *triage.Plan, rows []whatif.Row) *table {
 	other := "proposed rule"
 	if !p.Safe {
 		other = "considered rule"
 	}
 	t := &table{head: []string{"", "current rule", other}}
-	for _, row := range p.WhatIf.Rows() {
+	for _, row := range rows {
 		t.rows = append(t.rows, []string{row.Label, row.Current, row.Proposed})
 	}
 	return t

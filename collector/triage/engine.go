@@ -414,6 +414,9 @@ func (e *Engine) bucket(s *series) {
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, b)
 	e.traceBucket(s, b, bm)
+	if len(b.Hot) > 0 {
+		e.traceHot(s, b, bm)
+	}
 	s.res.last = max(s.res.last, end)
 	if pass > 0 {
 		if !s.traffic {

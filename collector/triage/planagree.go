@@ -76,7 +76,10 @@ func Proposals(fs []Finding) []Proposal {
 // AgreeWithPlans brings findings made after plans (by an Engine's Plans)
 // in line with them, as Plans does its own: for callers that keep the
 // plans of findings proposing the same values.
-func AgreeWithPlans(fs []Finding, plans []Plan) { agreeWithPlans(fs, plans) }
+func AgreeWithPlans(fs []Finding, plans []Plan) {
+	agreeWithPlans(fs, plans)
+	hotAgree(fs, plans)
+}
 
 // agreeWithPlans rewrites the findings whose proposal its plan does not
 // make as proposed: their suggest takes the plan's values (none when no
@@ -89,6 +92,9 @@ func agreeWithPlans(fs []Finding, plans []Plan) {
 	byRes := map[[2]string][]*Plan{}
 	for i := range plans {
 		p := &plans[i]
+		if p.Param != nil {
+			continue // hotAgree's
+		}
 		by[planKey{p.App, p.Resource, p.RuleID}] = p
 		byRes[[2]string{p.App, p.Resource}] = append(byRes[[2]string{p.App, p.Resource}], p)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
 )
 
@@ -28,7 +29,12 @@ type RuleField struct{ Name, Value string }
 
 // CurrentFields lists the values of the plan's current rule (see
 // PlanRule.Fields), in Java's words for a Java Sentinel rule.
-func (p *Plan) CurrentFields() []RuleField { return p.Current.fields(p.java) }
+func (p *Plan) CurrentFields() []RuleField {
+	if p.Param != nil {
+		return paramFields(&p.Param.Current)
+	}
+	return p.Current.fields(p.java)
+}
 
 // Fields lists the rule's values with their JSON names, the strategy by
 // name, maxAllowedRtMs only where the strategy reads it. A Java Sentinel
@@ -67,7 +73,10 @@ func (r *PlanRule) values() RuleValues {
 // Change is one field a plan changes: its current value and the proposed
 // one, or the range of the values instances each get.
 type Change struct {
-	Field   string
+	Field string
+	// Key is the entry of a map field the change is to (specificItems'
+	// parameter value): input, for renderers to sanitize; "" for others.
+	Key     string
 	Current int64
 	// Lowest and Highest bound the proposed values: equal unless the
 	// instances each get their own.
@@ -146,13 +155,39 @@ func javaChange(c *Change) {
 // Changes lists what the plan changes, in the rule's order: Proposed,
 // with the values of PerInstance. Empty when no change is safe.
 func (p *Plan) Changes() []Change {
+	if p.Param != nil {
+		if !p.Safe {
+			return nil
+		}
+		return []Change{p.Param.change()}
+	}
 	return changes(p.Proposed, p.PerInstance, p.Instances, &p.Current, p.java)
 }
 
 // LeftOut lists what the plan considered and did not propose: all it
 // considered when no change is safe, else what was left out to make it
 // so (Why says why).
-func (p *Plan) LeftOut() []Change { return changes(p.Rejected, nil, nil, &p.Current, p.java) }
+func (p *Plan) LeftOut() []Change {
+	if p.Param != nil {
+		if p.Safe {
+			return nil
+		}
+		return []Change{p.Param.change()}
+	}
+	return changes(p.Rejected, nil, nil, &p.Current, p.java)
+}
+
+// Replay is what the plan's replay shows: its measures side by side and
+// what they rest on; ok is false when none ran.
+func (p *Plan) Replay() (rows []whatif.Row, basis string, ok bool) {
+	switch {
+	case p.Param != nil && p.Param.WhatIf != nil:
+		return p.Param.WhatIf.Rows(), p.Param.WhatIf.Basis(), true
+	case p.Param == nil && p.WhatIf != nil:
+		return p.WhatIf.Rows(), p.WhatIf.Basis(), true
+	}
+	return nil, "", false
+}
 
 // safeWhy is what a safe plan's replay showed.
 const safeWhy = "replayed on this input, it loses no outage the current rule caught and catches none more than one statIntervalMs later"
@@ -162,10 +197,14 @@ const safeWhy = "replayed on this input, it loses no outage the current rule cau
 // that is not, why not.
 func (p *Plan) Verdict() (verdict, why string) {
 	if p.Safe {
-		if p.Why != "" {
-			return "safe", safeWhy + "; " + p.Why
+		why := safeWhy
+		if p.Param != nil {
+			why = p.Param.safeWhy()
 		}
-		return "safe", safeWhy
+		if p.Why != "" {
+			return "safe", why + "; " + p.Why
+		}
+		return "safe", why
 	}
 	if why, ok := strings.CutPrefix(p.Why, notChecked+": "); ok {
 		return notChecked, why

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // The traffic of every series, kept for the what-if replay of plans
@@ -28,6 +29,7 @@ const (
 	recSpellFrom  = 2
 	recSpellTo    = 3
 	recRestart    = 4
+	recHot        = 5
 	histMaskShift = core.HistogramSlots // bit: the bucket has a histogram
 )
 
@@ -95,37 +97,82 @@ func (t *traces) init(max int64) {
 // record appends one record to s's log: tag, then the values, the first
 // a time given as a delta.
 func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
+	c := e.traceRoom(s, at, binary.MaxVarintLen64*(len(vals)+2))
+	if c == nil {
+		return
+	}
+	c.b = append(c.b, tag)
+	c.b = binary.AppendVarint(c.b, at-s.log.last)
+	s.log.last = at
+	for _, v := range vals {
+		c.b = binary.AppendUvarint(c.b, uint64(max(v, 0)))
+	}
+}
+
+// traceRoom is the chunk of s's log a record of at most need bytes at at
+// goes to: its last, or a new one (need is at most traceChunkBytes); nil
+// when the budget has no room or the log is off.
+func (e *Engine) traceRoom(s *series, at int64, need int) *traceChunk {
 	t := &e.traces
 	if t.max < 0 {
-		return
+		return nil
 	}
 	l := &s.log
 	var c *traceChunk
 	if n := len(l.chunks); n > 0 {
 		c = l.chunks[n-1]
 	}
-	if c == nil || len(c.b)+binary.MaxVarintLen64*(len(vals)+2) > cap(c.b) {
-		size := int64(traceFirstChunk)
-		if c != nil {
-			size = min(int64(cap(c.b))*2, traceChunkBytes)
-		}
-		for t.used+size > t.max && t.head < len(t.queue) {
-			t.evict()
-		}
-		if t.used+size > t.max {
-			return
-		}
-		c = t.newChunk(s, at, size)
-		l.chunks = append(l.chunks, c)
-		l.last = at
-		t.used += size
-		t.queue = append(t.queue, c)
+	if c != nil && len(c.b)+need <= cap(c.b) {
+		return c
 	}
-	c.b = append(c.b, tag)
-	c.b = binary.AppendVarint(c.b, at-l.last)
+	size := int64(traceFirstChunk)
+	if c != nil {
+		size = min(int64(cap(c.b))*2, traceChunkBytes)
+	}
+	for size < int64(need) && size < traceChunkBytes {
+		size *= 2
+	}
+	for t.used+size > t.max && t.head < len(t.queue) {
+		t.evict()
+	}
+	if t.used+size > t.max {
+		return nil
+	}
+	c = t.newChunk(s, at, size)
+	l.chunks = append(l.chunks, c)
 	l.last = at
-	for _, v := range vals {
-		c.b = binary.AppendUvarint(c.b, uint64(max(v, 0)))
+	t.used += size
+	t.queue = append(t.queue, c)
+	return c
+}
+
+// traceHot logs the hot values of bucket b of series s (wire "hot": at
+// most wire.MaxHotValues values of at most wire.MaxHotValueBytes, and the
+// sum of the rest): the bucket's start and length, then each value's
+// parameter, pass, block and text.
+func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
+	hot := b.Hot[:min(len(b.Hot), wire.MaxHotValues+1)]
+	need := 4 * binary.MaxVarintLen64
+	for i := range hot {
+		need += 4*binary.MaxVarintLen64 + min(len(hot[i].Value), wire.MaxHotValueBytes)
+	}
+	c := e.traceRoom(s, b.Start, need)
+	if c == nil {
+		return
+	}
+	c.b = append(c.b, recHot)
+	c.b = binary.AppendVarint(c.b, b.Start-s.log.last)
+	s.log.last = b.Start
+	c.b = binary.AppendUvarint(c.b, uint64(max(bm, 0)))
+	c.b = binary.AppendUvarint(c.b, uint64(len(hot)))
+	for i := range hot {
+		h := &hot[i]
+		v := h.Value[:min(len(h.Value), wire.MaxHotValueBytes)]
+		c.b = binary.AppendUvarint(c.b, uint64(max(h.Param, 0)))
+		c.b = binary.AppendUvarint(c.b, uint64(max(h.Pass, 0)))
+		c.b = binary.AppendUvarint(c.b, uint64(max(h.Block, 0)))
+		c.b = binary.AppendUvarint(c.b, uint64(len(v)))
+		c.b = append(c.b, v...)
 	}
 }
 
@@ -211,6 +258,27 @@ func slowBoundOf(rr *resRules) int64 {
 // trace decodes s's log into a replay's trace; from is the earliest
 // time it covers (the first record kept).
 func (s *series) trace() (tr whatif.Trace, from int64) {
+	tr, _, from = s.decodeLog(nil)
+	return tr, from
+}
+
+// hotKey names one parameter value of a series.
+type hotKey struct {
+	param int64
+	value string
+}
+
+// paramTrace decodes s's log into the replay trace of one parameter
+// value: its entries of every bucket that listed hot values, the spells
+// and the restarts; from as trace's.
+func (s *series) paramTrace(param int64, value string) (tr whatif.ParamTrace, from int64) {
+	bt, hot, from := s.decodeLog(&hotKey{param, value})
+	return whatif.ParamTrace{Instance: bt.Instance, Value: value, Buckets: hot, Spells: bt.Spells, Restarts: bt.Restarts}, from
+}
+
+// decodeLog decodes s's log: its buckets, spells and restarts, and with
+// want that value's entries of the buckets that listed hot values.
+func (s *series) decodeLog(want *hotKey) (tr whatif.Trace, hot []whatif.ParamBucket, from int64) {
 	tr.Instance = s.inst.id.Name
 	var spellFrom int64 = -1
 	first, spelled := true, false
@@ -220,7 +288,7 @@ func (s *series) trace() (tr whatif.Trace, from int64) {
 			tag := b[0]
 			d, n := binary.Varint(b[1:])
 			if n <= 0 {
-				return tr, from
+				return tr, hot, from
 			}
 			b = b[1+n:]
 			at += d
@@ -249,6 +317,22 @@ func (s *series) trace() (tr whatif.Trace, from int64) {
 					}
 				}
 				tr.Buckets = append(tr.Buckets, x)
+			case recHot:
+				x := whatif.ParamBucket{Start: at, Ms: read()}
+				for k := read(); k > 0 && b != nil; k-- {
+					param, pass, block, size := read(), read(), read(), read()
+					if size > int64(len(b)) {
+						return tr, hot, from
+					}
+					v := b[:size]
+					b = b[size:]
+					if want != nil && param == want.param && string(v) == want.value {
+						x.Pass, x.Block, x.Listed = pass, block, true
+					}
+				}
+				if want != nil {
+					hot = append(hot, x)
+				}
 			case recSpellFrom:
 				if spellFrom < 0 {
 					spellFrom = at
@@ -275,7 +359,7 @@ func (s *series) trace() (tr whatif.Trace, from int64) {
 	if spellFrom >= 0 {
 		tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: 1<<62 - 1})
 	}
-	return tr, from
+	return tr, hot, from
 }
 
 // ForgetTraffic drops the traffic kept of the processes gone before

@@ -10,8 +10,9 @@ import (
 // Flow rules are replayed through core's Guard (the Entry/Exit path an
 // agent runs) on a virtual clock: every call a bucket was offered (its
 // passes and its blocks, spread evenly over it) asks for an entry at its
-// time, and a throttled entry waits on that clock, so the calls after it
-// come no earlier than it left (a queue). What a flow rule changes is how
+// time; a throttled entry queues (the rule keeps the queue's end), and the
+// calls after it still arrive at their own times, as a service's many
+// callers do. What a flow rule changes is how
 // many calls pass, so that is what is counted.
 
 // FlowCase is one instance's trace with the flow rule it ran (nil: none)
@@ -72,7 +73,7 @@ func replayFlow(t *Trace, rule *core.FlowRule) (FlowMetrics, error) {
 	if len(t.Buckets) == 0 {
 		return m, nil
 	}
-	clock := core.NewVirtualClock(time.UnixMilli(max(t.Buckets[0].Start, 1)))
+	clock := newReplayClock(t.Buckets[0].Start)
 	g := core.NewGuard(core.GuardOptions{Clock: clock, MaxResources: 1})
 	res := "r"
 	if rule != nil {
@@ -111,3 +112,16 @@ func replayFlow(t *Trace, rule *core.FlowRule) (FlowMetrics, error) {
 	}
 	return m, nil
 }
+
+// replayClock is the virtual clock of a flow or hot-parameter replay. A
+// throttled entry's wait is time that call spends queued; the calls after
+// it arrive when they arrive (callers are many), so Sleep does not move
+// the clock, where a VirtualClock's would wait for someone to.
+type replayClock struct{ *core.VirtualClock }
+
+func newReplayClock(startMs int64) replayClock {
+	return replayClock{core.NewVirtualClock(time.UnixMilli(max(startMs, 1)))}
+}
+
+// Sleep returns at once: the call has waited its turn in the queue.
+func (replayClock) Sleep(time.Duration) {}

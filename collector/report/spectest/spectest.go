@@ -8,6 +8,7 @@ package spectest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -43,8 +44,11 @@ type Plan struct {
 	WhatIf      *WhatIf             `json:"whatIf"`
 }
 
-// PlanRule is a breaker rule's fields, with the rule's JSON names; a
-// plan's proposed and perInstance hold only those that change.
+// PlanRule is a rule's fields, with the rule's JSON names; a plan's
+// proposed and perInstance hold only those that change. A breaker plan's
+// are a circuit-breaker rule's; a hot-parameter plan's (rule "param",
+// from hot-value) are wire-v1's "params" rule fields, and it proposes the
+// finding's suggest ({"specificItems":{VALUE:N}}).
 type PlanRule struct {
 	Strategy                     *int64   `json:"strategy"`
 	MaxAllowedRtMs               *int64   `json:"maxAllowedRtMs"`
@@ -54,25 +58,42 @@ type PlanRule struct {
 	StatSlidingWindowBucketCount *int64   `json:"statSlidingWindowBucketCount"`
 	RetryTimeoutMs               *int64   `json:"retryTimeoutMs"`
 	ProbeNum                     *int64   `json:"probeNum"`
+
+	MetricType      *int64           `json:"metricType"`
+	ControlBehavior *int64           `json:"controlBehavior"`
+	ParamIndex      *int64           `json:"paramIndex"`
+	ParamKey        *string          `json:"paramKey"`
+	DurationInSec   *int64           `json:"durationInSec"`
+	BurstCount      *int64           `json:"burstCount"`
+	SpecificItems   map[string]int64 `json:"specificItems"`
 }
 
-// WhatIf is a plan's replay, the current rule's and the proposed one's.
+// WhatIf is a plan's replay, the current rule's and the proposed one's. A
+// hot-parameter plan's counts the value's calls offered, and the calls the
+// proposal adds: most in one second, and while the breaker was open.
 type WhatIf struct {
-	StepMs    int64         `json:"stepMs"`
-	Estimated bool          `json:"estimated"`
-	Current   WhatIfMetrics `json:"current"`
-	Proposed  WhatIfMetrics `json:"proposed"`
+	StepMs                int64         `json:"stepMs"`
+	Estimated             bool          `json:"estimated"`
+	Current               WhatIfMetrics `json:"current"`
+	Proposed              WhatIfMetrics `json:"proposed"`
+	Offered               *int64        `json:"offered"`
+	AddedPeakPerSecond    *int64        `json:"addedPeakPerSecond"`
+	AddedWhileBreakerOpen *int64        `json:"addedWhileBreakerOpen"`
 }
 
-// WhatIfMetrics is what one rule did in the replay; ranges are [low, high].
+// WhatIfMetrics is what one rule did in the replay; ranges are [low,
+// high]. A hot-parameter plan's has passed and blocked alone (the value's
+// calls).
 type WhatIfMetrics struct {
-	Trips              int64    `json:"trips"`
-	LowConfidenceTrips int64    `json:"lowConfidenceTrips"`
-	OutagesCaught      int64    `json:"outagesCaught"`
-	DetectMs           []int64  `json:"detectMs"`
-	Probes             int64    `json:"probes"`
-	PassedDuringOutage [2]int64 `json:"passedDuringOutage"`
-	BlockedHealthy     [2]int64 `json:"blockedHealthy"`
+	Trips              *int64    `json:"trips"`
+	LowConfidenceTrips *int64    `json:"lowConfidenceTrips"`
+	OutagesCaught      *int64    `json:"outagesCaught"`
+	DetectMs           []int64   `json:"detectMs"`
+	Probes             *int64    `json:"probes"`
+	PassedDuringOutage *[2]int64 `json:"passedDuringOutage"`
+	BlockedHealthy     *[2]int64 `json:"blockedHealthy"`
+	Passed             *int64    `json:"passed"`
+	Blocked            *int64    `json:"blocked"`
 }
 
 // ResourceSeen is one app x resource of resourcesSeen.
@@ -163,4 +184,35 @@ func Decode(data []byte) (*Report, error) {
 		return nil, err
 	}
 	return &r, nil
+}
+
+// Check holds a decoded plan to its rule kind's fields: a "breaker" plan's
+// current rule and replay have a breaker's fields and no hot-parameter
+// rule's, a "param" plan's the reverse; any other kind is refused.
+func (p *Plan) Check() error {
+	c := &p.Current
+	breaker := c.Strategy != nil || c.MinRequestAmount != nil || c.StatIntervalMs != nil || c.RetryTimeoutMs != nil
+	param := c.MetricType != nil || c.ParamIndex != nil || c.SpecificItems != nil || c.DurationInSec != nil
+	switch p.Rule {
+	case "breaker":
+		if !breaker || param || c.Threshold == nil {
+			return fmt.Errorf("breaker plan %s/%s: current rule without a breaker's fields, or with a hot-parameter rule's", p.App, p.Resource)
+		}
+		if w := p.WhatIf; w != nil && (w.Current.Trips == nil || w.Proposed.Trips == nil || w.Offered != nil || w.Current.Passed != nil) {
+			return fmt.Errorf("breaker plan %s/%s: whatIf without a breaker's measures", p.App, p.Resource)
+		}
+	case "param":
+		if breaker || !param || c.Threshold == nil || c.MetricType == nil || c.SpecificItems == nil {
+			return fmt.Errorf("param plan %s/%s: current rule without a hot-parameter rule's fields, or with a breaker's", p.App, p.Resource)
+		}
+		if p.PerInstance != nil || (p.Safe && len(p.Proposed.SpecificItems) != 1) {
+			return fmt.Errorf("param plan %s/%s: proposes other than one specificItems entry", p.App, p.Resource)
+		}
+		if w := p.WhatIf; w != nil && (w.Offered == nil || w.Current.Passed == nil || w.Proposed.Blocked == nil || w.Current.Trips != nil) {
+			return fmt.Errorf("param plan %s/%s: whatIf without a hot-parameter rule's measures", p.App, p.Resource)
+		}
+	default:
+		return fmt.Errorf("plan %s/%s: rule kind %q", p.App, p.Resource, p.Rule)
+	}
+	return nil
 }
