@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/fixtures/expect"
 )
 
 // JavaService is a fleet of Java Sentinel services as the collector's Java
@@ -107,6 +109,16 @@ func LimitAppSelf() *Scenario {
 					"suggest": map[string]any{"limitApp": "default"},
 				}},
 		},
+		// limitApp default, replayed on the instances' own traffic: 200
+		// a second pass on each of the two for the 120 s, the rest of
+		// about 300 a second are blocked.
+		ExpectPlans: []expect.Plan{{
+			App: "order-service", Resource: orderRes, Rule: "flow", Instances: j.Instances,
+			Proposed: expect.Values{LimitApp: "default"}, Because: []string{"inert-rule"}, Safe: true,
+			FlowWhatIf: &whatif.FlowResult{StepMs: 1000, Offered: 72337,
+				Current:  whatif.FlowMetrics{Passed: 72337},
+				Proposed: whatif.FlowMetrics{Passed: 2 * 120 * 200, Blocked: 72337 - 2*120*200}},
+		}},
 	}
 }
 

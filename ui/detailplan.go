@@ -79,15 +79,11 @@ func (v *detailView) planTable(add func(string), p *triage.Plan) {
 	var rows []whatif.Row
 	for i := range changes {
 		c := &changes[i]
-		prop := strconv.FormatInt(c.Lowest, 10)
-		if c.Lowest != c.Highest {
-			prop += "-" + strconv.FormatInt(c.Highest, 10)
-		}
 		label := c.Field
 		if c.Key != "" {
 			label += "[" + safeName(c.Key, 24) + "]"
 		}
-		rows = append(rows, whatif.Row{Label: label, Current: strconv.FormatInt(c.Current, 10), Proposed: prop})
+		rows = append(rows, whatif.Row{Label: label, Current: c.CurrentValue(), Proposed: c.ProposedRange()})
 	}
 	nChanges := len(rows)
 	replay, basis, replayed := p.Replay()

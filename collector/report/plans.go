@@ -111,7 +111,7 @@ func changeWords(cs []triage.Change) []seg {
 			out = append(out, prose("; "))
 		}
 		if c := &cs[i]; c.Key != "" {
-			out = append(out, prose("%s[", c.Field), input(c.Key), prose("] %d -> %s", c.Current, c.Proposed()))
+			out = append(out, prose("%s[", c.Field), input(c.Key), prose("] %s -> %s", c.CurrentValue(), c.Proposed()))
 			continue
 		}
 		out = append(out, prose("%s", cs[i].String()))

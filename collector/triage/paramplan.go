@@ -202,9 +202,13 @@ type paramProposedJSON struct {
 // planJSON is Plan's own encoding, for MarshalJSON.
 type planJSON Plan
 
-// MarshalJSON writes a breaker plan as its fields say, and a
-// hot-parameter plan in its rule's fields (paramPlanJSON).
+// MarshalJSON writes a breaker plan as its fields say, a hot-parameter
+// plan in its rule's fields (paramPlanJSON) and a flow plan in its
+// (flowPlanJSON).
 func (p Plan) MarshalJSON() ([]byte, error) {
+	if p.Flow != nil {
+		return json.Marshal(p.flowJSON())
+	}
 	if p.Param == nil {
 		return json.Marshal(planJSON(p))
 	}

@@ -115,8 +115,8 @@ func planRule(r *core.BreakerRule) PlanRule {
 type Plan struct {
 	App      string `json:"app"`
 	Resource string `json:"resource"`
-	// Rule is the kind of rule: "breaker", or "param" for a
-	// hot-parameter rule (whose plan is Param's).
+	// Rule is the kind of rule: "breaker", "param" for a hot-parameter
+	// rule (whose plan is Param's) or "flow" (Flow's).
 	Rule   string `json:"rule"`
 	RuleID string `json:"-"`
 	// Instances are those running the rule, replayed, sorted.
@@ -138,9 +138,11 @@ type Plan struct {
 	// WhatIf is the replay of the plan as proposed (of the whole proposal
 	// when no part is safe); nil when none could run.
 	WhatIf *whatif.Result `json:"whatIf,omitempty"`
-	// Param is a hot-parameter rule's plan (Rule "param"), which has
-	// its own current rule, proposal and replay; nil for a breaker's.
+	// Param is a hot-parameter rule's plan (Rule "param"), and Flow a
+	// flow rule's (Rule "flow"): each has its own current rule, proposal
+	// and replay; nil for a breaker's.
 	Param *ParamPlan `json:"-"`
+	Flow  *FlowPlan  `json:"-"`
 
 	severity Severity
 	from     int64
@@ -472,14 +474,14 @@ func (e *Engine) PlansWith(now int64, fs []Finding, o PlanOptions) []Plan {
 		e.planMemo[w.d.key] = &planMemo{sig: w.d.sig, at: now, plan: pl}
 		plans = append(plans, pl)
 	}
-	pp, _ := e.paramPlans(fs, o, spent)
-	plans = append(plans, pp...)
+	pp, n := e.paramPlans(fs, o, spent)
+	fp, _ := e.flowPlans(fs, o, spent+n)
+	plans = append(append(plans, pp...), fp...)
 	slices.SortStableFunc(plans, func(a, b Plan) int {
 		return cmp.Or(cmp.Compare(b.severity, a.severity), cmp.Compare(a.from, b.from),
 			strings.Compare(a.App, b.App), strings.Compare(a.Resource, b.Resource), strings.Compare(a.RuleID, b.RuleID))
 	})
-	agreeWithPlans(fs, plans)
-	hotAgree(fs, plans)
+	AgreeWithPlans(fs, plans)
 	return plans
 }
 

@@ -79,6 +79,7 @@ func Proposals(fs []Finding) []Proposal {
 func AgreeWithPlans(fs []Finding, plans []Plan) {
 	agreeWithPlans(fs, plans)
 	hotAgree(fs, plans)
+	flowAgree(fs, plans)
 }
 
 // agreeWithPlans rewrites the findings whose proposal its plan does not
@@ -92,8 +93,8 @@ func agreeWithPlans(fs []Finding, plans []Plan) {
 	byRes := map[[2]string][]*Plan{}
 	for i := range plans {
 		p := &plans[i]
-		if p.Param != nil {
-			continue // hotAgree's
+		if p.Param != nil || p.Flow != nil {
+			continue // hotAgree's, flowAgree's
 		}
 		by[planKey{p.App, p.Resource, p.RuleID}] = p
 		byRes[[2]string{p.App, p.Resource}] = append(byRes[[2]string{p.App, p.Resource}], p)

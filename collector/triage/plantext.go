@@ -30,8 +30,11 @@ type RuleField struct{ Name, Value string }
 // CurrentFields lists the values of the plan's current rule (see
 // PlanRule.Fields), in Java's words for a Java Sentinel rule.
 func (p *Plan) CurrentFields() []RuleField {
-	if p.Param != nil {
+	switch {
+	case p.Param != nil:
 		return paramFields(&p.Param.Current)
+	case p.Flow != nil:
+		return flowFields(&p.Flow.Current)
 	}
 	return p.Current.fields(p.java)
 }
@@ -76,8 +79,11 @@ type Change struct {
 	Field string
 	// Key is the entry of a map field the change is to (specificItems'
 	// parameter value): input, for renderers to sanitize; "" for others.
-	Key     string
-	Current int64
+	Key string
+	// CurrentText and ProposedText are the values of a field that is not
+	// a number (limitApp), in words; "" for a number's.
+	CurrentText, ProposedText string
+	Current                   int64
 	// Lowest and Highest bound the proposed values: equal unless the
 	// instances each get their own.
 	Lowest, Highest int64
@@ -95,14 +101,37 @@ type InstanceValue struct {
 // Proposed is the proposed value: "30000", or "30000 to 40000, one per
 // instance".
 func (c *Change) Proposed() string {
+	if c.ProposedText != "" {
+		return c.ProposedText
+	}
 	if c.PerInstance == nil {
 		return itoa(c.Lowest)
 	}
 	return itoa(c.Lowest) + " to " + itoa(c.Highest) + ", one per instance"
 }
 
+// CurrentValue is the current value: "10000".
+func (c *Change) CurrentValue() string {
+	if c.CurrentText != "" {
+		return c.CurrentText
+	}
+	return itoa(c.Current)
+}
+
+// ProposedRange is the proposed value, or the range of the instances'
+// own: "30000-40000".
+func (c *Change) ProposedRange() string {
+	if c.ProposedText != "" {
+		return c.ProposedText
+	}
+	if c.Lowest != c.Highest {
+		return itoa(c.Lowest) + "-" + itoa(c.Highest)
+	}
+	return itoa(c.Lowest)
+}
+
 // String is the change in words: "retryTimeoutMs 10000 -> 30000".
-func (c *Change) String() string { return c.Field + " " + itoa(c.Current) + " -> " + c.Proposed() }
+func (c *Change) String() string { return c.Field + " " + c.CurrentValue() + " -> " + c.Proposed() }
 
 // changes lists the fields v sets (with per, the instances' own values)
 // against the current rule cur, in the rule's order; a value equal to
@@ -155,11 +184,13 @@ func javaChange(c *Change) {
 // Changes lists what the plan changes, in the rule's order: Proposed,
 // with the values of PerInstance. Empty when no change is safe.
 func (p *Plan) Changes() []Change {
-	if p.Param != nil {
-		if !p.Safe {
-			return nil
-		}
+	switch {
+	case p.Param != nil && p.Safe:
 		return []Change{p.Param.change()}
+	case p.Flow != nil && p.Safe:
+		return []Change{p.Flow.change()}
+	case p.Param != nil || p.Flow != nil:
+		return nil
 	}
 	return changes(p.Proposed, p.PerInstance, p.Instances, &p.Current, p.java)
 }
@@ -168,11 +199,13 @@ func (p *Plan) Changes() []Change {
 // considered when no change is safe, else what was left out to make it
 // so (Why says why).
 func (p *Plan) LeftOut() []Change {
-	if p.Param != nil {
-		if p.Safe {
-			return nil
-		}
+	switch {
+	case (p.Param != nil || p.Flow != nil) && p.Safe:
+		return nil
+	case p.Param != nil:
 		return []Change{p.Param.change()}
+	case p.Flow != nil:
+		return []Change{p.Flow.change()}
 	}
 	return changes(p.Rejected, nil, nil, &p.Current, p.java)
 }
@@ -183,7 +216,9 @@ func (p *Plan) Replay() (rows []whatif.Row, basis string, ok bool) {
 	switch {
 	case p.Param != nil && p.Param.WhatIf != nil:
 		return p.Param.WhatIf.Rows(), p.Param.WhatIf.Basis(), true
-	case p.Param == nil && p.WhatIf != nil:
+	case p.Flow != nil && p.Flow.WhatIf != nil:
+		return p.Flow.WhatIf.Rows(), p.Flow.WhatIf.Basis(), true
+	case p.Param == nil && p.Flow == nil && p.WhatIf != nil:
 		return p.WhatIf.Rows(), p.WhatIf.Basis(), true
 	}
 	return nil, "", false
@@ -198,8 +233,11 @@ const safeWhy = "replayed on this input, it loses no outage the current rule cau
 func (p *Plan) Verdict() (verdict, why string) {
 	if p.Safe {
 		why := safeWhy
-		if p.Param != nil {
+		switch {
+		case p.Param != nil:
 			why = p.Param.safeWhy()
+		case p.Flow != nil:
+			why = p.Flow.safeWhy()
 		}
 		if p.Why != "" {
 			return "safe", why + "; " + p.Why

@@ -125,3 +125,18 @@ func newReplayClock(startMs int64) replayClock {
 
 // Sleep returns at once: the call has waited its turn in the queue.
 func (replayClock) Sleep(time.Duration) {}
+
+// Rows lists the replay's measures, the current rule's beside the
+// proposed one's.
+func (r *FlowResult) Rows() []Row {
+	return []Row{
+		{Label: "calls offered", Current: fmt.Sprint(r.Offered), Proposed: fmt.Sprint(r.Offered)},
+		{Label: "calls passed", Current: fmt.Sprint(r.Current.Passed), Proposed: fmt.Sprint(r.Proposed.Passed)},
+		{Label: "calls blocked", Current: fmt.Sprint(r.Current.Blocked), Proposed: fmt.Sprint(r.Proposed.Blocked)},
+	}
+}
+
+// Basis says what the replay rests on.
+func (r *FlowResult) Basis() string {
+	return fmt.Sprintf("the calls of each %d ms bucket (passed and blocked) replayed through core's flow rule, spread evenly over the bucket", r.StepMs)
+}

@@ -48,7 +48,9 @@ type Plan struct {
 // proposed and perInstance hold only those that change. A breaker plan's
 // are a circuit-breaker rule's; a hot-parameter plan's (rule "param",
 // from hot-value) are wire-v1's "params" rule fields, and it proposes the
-// finding's suggest ({"specificItems":{VALUE:N}}).
+// finding's suggest ({"specificItems":{VALUE:N}}); a flow plan's (rule
+// "flow", from inert-rule origin-mismatch) are wire-v1's flow rule fields,
+// and it proposes {"limitApp":"default"}.
 type PlanRule struct {
 	Strategy                     *int64   `json:"strategy"`
 	MaxAllowedRtMs               *int64   `json:"maxAllowedRtMs"`
@@ -66,6 +68,13 @@ type PlanRule struct {
 	DurationInSec   *int64           `json:"durationInSec"`
 	BurstCount      *int64           `json:"burstCount"`
 	SpecificItems   map[string]int64 `json:"specificItems"`
+
+	TokenCalculateStrategy *int64  `json:"tokenCalculateStrategy"`
+	MaxQueueingTimeMs      *int64  `json:"maxQueueingTimeMs"`
+	WarmUpPeriodSec        *int64  `json:"warmUpPeriodSec"`
+	WarmUpColdFactor       *int64  `json:"warmUpColdFactor"`
+	StatIntervalInMs       *int64  `json:"statIntervalInMs"`
+	LimitApp               *string `json:"limitApp"`
 }
 
 // WhatIf is a plan's replay, the current rule's and the proposed one's. A
@@ -193,16 +202,17 @@ func (p *Plan) Check() error {
 	c := &p.Current
 	breaker := c.Strategy != nil || c.MinRequestAmount != nil || c.StatIntervalMs != nil || c.RetryTimeoutMs != nil
 	param := c.MetricType != nil || c.ParamIndex != nil || c.SpecificItems != nil || c.DurationInSec != nil
+	flow := c.TokenCalculateStrategy != nil || c.StatIntervalInMs != nil || c.LimitApp != nil || c.WarmUpPeriodSec != nil
 	switch p.Rule {
 	case "breaker":
-		if !breaker || param || c.Threshold == nil {
+		if !breaker || param || flow || c.Threshold == nil {
 			return fmt.Errorf("breaker plan %s/%s: current rule without a breaker's fields, or with a hot-parameter rule's", p.App, p.Resource)
 		}
 		if w := p.WhatIf; w != nil && (w.Current.Trips == nil || w.Proposed.Trips == nil || w.Offered != nil || w.Current.Passed != nil) {
 			return fmt.Errorf("breaker plan %s/%s: whatIf without a breaker's measures", p.App, p.Resource)
 		}
 	case "param":
-		if breaker || !param || c.Threshold == nil || c.MetricType == nil || c.SpecificItems == nil {
+		if breaker || flow || !param || c.Threshold == nil || c.MetricType == nil || c.SpecificItems == nil {
 			return fmt.Errorf("param plan %s/%s: current rule without a hot-parameter rule's fields, or with a breaker's", p.App, p.Resource)
 		}
 		if p.PerInstance != nil || (p.Safe && len(p.Proposed.SpecificItems) != 1) {
@@ -210,6 +220,16 @@ func (p *Plan) Check() error {
 		}
 		if w := p.WhatIf; w != nil && (w.Offered == nil || w.Current.Passed == nil || w.Proposed.Blocked == nil || w.Current.Trips != nil) {
 			return fmt.Errorf("param plan %s/%s: whatIf without a hot-parameter rule's measures", p.App, p.Resource)
+		}
+	case "flow":
+		if breaker || param || !flow || c.Threshold == nil || c.TokenCalculateStrategy == nil || c.ControlBehavior == nil {
+			return fmt.Errorf("flow plan %s/%s: current rule without a flow rule's fields, or with another's", p.App, p.Resource)
+		}
+		if p.PerInstance != nil || (p.Safe && p.Proposed.LimitApp == nil) {
+			return fmt.Errorf("flow plan %s/%s: proposes other than limitApp", p.App, p.Resource)
+		}
+		if w := p.WhatIf; w != nil && (w.Offered == nil || w.Current.Passed == nil || w.Proposed.Blocked == nil || w.Current.Trips != nil) {
+			return fmt.Errorf("flow plan %s/%s: whatIf without a flow rule's measures", p.App, p.Resource)
 		}
 	default:
 		return fmt.Errorf("plan %s/%s: rule kind %q", p.App, p.Resource, p.Rule)
