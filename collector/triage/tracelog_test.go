@@ -1,6 +1,11 @@
 package triage
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
 
 // A traffic log at its bound turns over through the chunks it evicts: a
 // bucket taken then allocates nothing, and the log holds no more than its
@@ -32,5 +37,50 @@ func TestTrafficLogTurnsOverWithoutAllocating(t *testing.T) {
 	}
 	if e.traces.dropped == 0 {
 		t.Fatal("nothing was evicted: the test proves nothing")
+	}
+}
+
+// A series' hot values, at their longest (8 values of 128 bytes and the
+// rest's sum a bucket), go to the same bound, turn over without
+// allocating, and decode back to the value's own entries.
+func TestTrafficLogKeepsHotValuesWithinItsBound(t *testing.T) {
+	e := NewFeeder(Config{TraceBytes: 64 << 10})
+	hotApp(e, "o-1")
+	long := func(i int) string { return strings.Repeat(string(rune('a'+i)), wire.MaxHotValueBytes) }
+	hot := make([]wire.HotItem, 0, wire.MaxHotValues+1)
+	for i := range wire.MaxHotValues {
+		hot = append(hot, wire.HotItem{Value: long(i), Pass: int64(10 + i), Block: int64(i)})
+	}
+	hot = append(hot, wire.HotItem{Value: wire.HotOther, Pass: 500})
+	start := t0
+	feed := func() {
+		start += 500
+		hotBuckets(e, "o-1", start, start+500, func(int64) (int64, []wire.HotItem) { return 28, hot })
+	}
+	for range 2000 {
+		feed()
+	}
+	if allocs := testing.AllocsPerRun(20, func() {
+		for range 100 {
+			feed()
+		}
+	}); allocs != 0 {
+		t.Fatalf("%v allocations per 100 buckets at the bound", allocs)
+	}
+	if used := e.TraceBytes(); used > 64<<10 || used < 32<<10 || e.traces.dropped == 0 {
+		t.Fatalf("the log holds %d bytes, bound %d, %d chunks dropped", used, 64<<10, e.traces.dropped)
+	}
+	s := e.instList[0].series[hotRes]
+	tr, from := s.paramTrace(0, long(3))
+	if len(tr.Buckets) < 30 || from <= t0 || !s.log.trimmed {
+		t.Fatalf("%d buckets kept from %d", len(tr.Buckets), from)
+	}
+	for _, b := range tr.Buckets {
+		if !b.Listed || b.Pass != 13 || b.Block != 3 || b.Ms != 500 {
+			t.Fatalf("bucket %+v", b)
+		}
+	}
+	if tr, _ := s.paramTrace(0, "absent"); len(tr.Buckets) == 0 || tr.Buckets[0].Listed {
+		t.Fatalf("a value never listed: %+v", tr.Buckets[:1])
 	}
 }
