@@ -19,16 +19,18 @@ import (
 // triage holds its healthy-traffic buckets) with two minutes of data each.
 // It runs only with SENTINEL_TOP_SCALE set (.ci/run sets it, without
 // -race); docs/BENCHMARKS.md has the figure and where it goes. It holds
-// 3.25 KB a series (measured 3.09 KB: the instance's seconds, triage's
-// state and packed held healthy buckets, the rules an app's instances
-// share, the app rings shared by 50 instances); the scale goal is 4 KB.
+// 3.4 KB a series (measured 3.09 KB when the bound was first set, 3.25 KB
+// since triage keeps a traffic log's state for plans in every
+// series; the instance's seconds, triage's state and packed held healthy
+// buckets, the rules an app's instances share, the app rings shared by 50
+// instances); the scale goal is 4 KB.
 func TestMemoryFiftyThousandSeries(t *testing.T) {
 	if os.Getenv("SENTINEL_TOP_SCALE") == "" {
 		t.Skip("set SENTINEL_TOP_SCALE=1 to measure memory at 50,000 series")
 	}
 	heap := measureMemory(t, 500, 100, 240, -1)
-	if perSeries := float64(heap) / 50000; perSeries > 3.25*1024 {
-		t.Fatalf("%.2f KB per series, over 3.25 KB", perSeries/1024)
+	if perSeries := float64(heap) / 50000; perSeries > 3.4*1024 {
+		t.Fatalf("%.2f KB per series, over 3.4 KB", perSeries/1024)
 	}
 }
 

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"math"
 	"strings"
 	"sync"
 
@@ -399,8 +400,8 @@ func (e *Engine) bucket(s *series) {
 	// while a breaker is open its requests are blocked, not absent.
 	offered := pass + max(b.Block, 0)
 	switch {
-	case s.bucketMs != bm:
-		s.bucketMs = bm
+	case int64(s.bucketMs) != bm:
+		s.bucketMs = int32(min(bm, math.MaxInt32))
 		s.setHold()
 	case s.hasBucket:
 		// Buckets are sent only for active resources: a short silence is idle

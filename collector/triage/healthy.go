@@ -207,7 +207,7 @@ func (s *series) setHold() {
 			hold = maxHoldMs
 		}
 	}
-	s.hz.setHold(hold, s.bucketMs)
+	s.hz.setHold(hold, int64(s.bucketMs))
 }
 
 // healthyTransition follows the series into and out of spells: the state

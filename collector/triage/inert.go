@@ -66,8 +66,7 @@ type nameCand struct {
 // windows are a series' windowMax, one per statIntervalMs of the
 // instance's breakers for the resource.
 type windows struct {
-	synced bool
-	ws     []*windowMax
+	ws []*windowMax
 }
 
 // windowMax follows the most completions one resource on one instance held
@@ -136,7 +135,7 @@ func (w *windowMax) add(start, bm, n int64) {
 // maxima of the intervals it already followed.
 func (e *Engine) syncWindows(s *series, rr *resRules) {
 	w := &s.win
-	w.synced = true
+	s.winSynced = true
 	old := w.ws
 	w.ws = nil
 	if rr != nil {
@@ -202,7 +201,7 @@ func (d *inertDetector) rules(in *instState, _ int64, _ *fleet.Rules) {
 // nearly its name misses.
 func (d *inertDetector) bucket(s *series, b *takenBucket) {
 	e, start, bm, complete, offered := d.e, b.Start, b.bm, b.Complete, b.offered
-	if !s.win.synced {
+	if !s.winSynced {
 		e.syncWindows(s, s.rr)
 	}
 	for _, w := range s.win.ws {

@@ -583,7 +583,7 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 	for i := range insts {
 		var from int64
 		traces[i], from = insts[i].s.trace()
-		if insts[i].s.log.trimmed {
+		if insts[i].s.logTrimmed {
 			keptFrom = max(keptFrom, from)
 		}
 	}

@@ -26,10 +26,17 @@ type series struct {
 	// ratio says rr has a ratio breaker (hasRatioBreaker), and listed that
 	// advice.list is set: beside what every bucket touches, so that a
 	// series advice cannot judge costs it no other read (adviceDetector.changed).
-	ratio, listed  bool
-	lastStart      int64
-	bucketMs       int64
-	firstAt, endAt int64
+	ratio, listed bool
+	// winSynced: win has a window per statIntervalMs of rr (inert.go);
+	// logTrimmed: chunks of log were dropped for the budget (tracelog.go).
+	// Here rather than in their structs, where each would take a word.
+	winSynced, logTrimmed bool
+	lastStart             int64
+	// bucketMs is the length of its buckets (at most wire.MaxBucketMs, an
+	// hour), and slowBound what its buckets' slow counts against
+	// (slowBoundOf(rr), ms): 32 bits each, side by side in one word.
+	bucketMs, slowBound int32
+	firstAt, endAt      int64
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of
@@ -44,10 +51,8 @@ type series struct {
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 
-	// log is the series' traffic for replays (tracelog.go); slowBound
-	// what its buckets' slow counts against (slowBoundOf(rr)).
-	log       traceLog
-	slowBound int64
+	// log is the series' traffic for replays (tracelog.go).
+	log traceLog
 
 	breakers []*breaker
 }

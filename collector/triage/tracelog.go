@@ -2,6 +2,7 @@ package triage
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -43,9 +44,8 @@ type traceChunk struct {
 
 // traceLog is a series' kept traffic.
 type traceLog struct {
-	chunks  []*traceChunk
-	last    int64 // the time the next record's delta starts from
-	trimmed bool  // chunks were dropped for the budget
+	chunks []*traceChunk
+	last   int64 // the time the next record's delta starts from
 }
 
 // traces is the engine's budget and its chunks, oldest first.
@@ -195,7 +195,7 @@ func (t *traces) evict() {
 		n := copy(l.chunks, l.chunks[1:])
 		l.chunks[n] = nil
 		l.chunks = l.chunks[:n]
-		l.trimmed = true
+		c.s.logTrimmed = true
 	}
 	t.used -= int64(cap(c.b))
 	t.dropped++
@@ -225,7 +225,7 @@ func (e *Engine) traceBucket(s *series, b *BucketStat, bm int64) {
 	}
 	var v [9 + core.HistogramSlots]int64
 	v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] = bm, b.Pass, b.Block, b.Complete, b.Error, b.Slow, b.RtMin, b.RtMax
-	v[8] = s.slowBound
+	v[8] = int64(s.slowBound)
 	n := 9
 	v[n] = mask
 	n++
@@ -242,14 +242,15 @@ func (e *Engine) traceBucket(s *series, b *BucketStat, bm int64) {
 
 // slowBoundOf is the smallest maxAllowedRtMs of the slow-ratio breakers
 // among rules (what a bucket's slow counts against), 0 with none.
-func slowBoundOf(rr *resRules) int64 {
-	var bound int64
+func slowBoundOf(rr *resRules) int32 {
+	var bound int32
 	if rr == nil {
 		return 0
 	}
 	for _, b := range rr.Breakers {
-		if b.Strategy == core.SlowRequestRatio && (bound == 0 || int64(b.MaxAllowedRtMs) < bound) {
-			bound = int64(b.MaxAllowedRtMs)
+		ms := int32(min(b.MaxAllowedRtMs, math.MaxInt32))
+		if b.Strategy == core.SlowRequestRatio && (bound == 0 || ms < bound) {
+			bound = ms
 		}
 	}
 	return bound
@@ -342,7 +343,7 @@ func (s *series) decodeLog(want *hotKey) (tr whatif.Trace, hot []whatif.ParamBuc
 				switch {
 				case spellFrom >= 0:
 					tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: at})
-				case !spelled && s.log.trimmed:
+				case !spelled && s.logTrimmed:
 					tr.Spells = append(tr.Spells, whatif.Span{From: from, To: at}) // began before what is kept
 				}
 				spellFrom, spelled = -1, true
@@ -382,7 +383,7 @@ func (e *Engine) ForgetTraffic(cutoff int64) {
 				t.used -= int64(cap(c.b))
 				c.b, c.s = nil, nil // the queue skips it when its turn comes
 			}
-			s.log = traceLog{trimmed: true}
+			s.log, s.logTrimmed = traceLog{}, true
 		}
 	}
 }

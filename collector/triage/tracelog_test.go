@@ -72,7 +72,7 @@ func TestTrafficLogKeepsHotValuesWithinItsBound(t *testing.T) {
 	}
 	s := e.instList[0].series[hotRes]
 	tr, from := s.paramTrace(0, long(3))
-	if len(tr.Buckets) < 30 || from <= t0 || !s.log.trimmed {
+	if len(tr.Buckets) < 30 || from <= t0 || !s.logTrimmed {
 		t.Fatalf("%d buckets kept from %d", len(tr.Buckets), from)
 	}
 	for _, b := range tr.Buckets {
