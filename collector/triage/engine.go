@@ -143,6 +143,7 @@ type instState struct {
 	attached bool // counted among its app's instances (rule counts, drift, reporters)
 
 	ruleHist ruleHistory
+	versions versionLog // every version it ran (history.go)
 
 	series     map[string]*series
 	seriesList []*series
@@ -165,6 +166,10 @@ type appState struct {
 	name  string
 	insts map[string]*instState // attached instances
 	ars   map[string]*appRes    // by resource
+	// versions are the rule versions its instances ran, by version, and
+	// forgotten counts those dropped past maxAppVersions (history.go).
+	versions  map[string]*appVersion
+	forgotten int64
 }
 
 type arKey struct{ app, resource string }
@@ -258,6 +263,9 @@ func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 	e.detach(in, ts)
 	e.appMoves++
 	in.app = e.appFor(appName)
+	for _, st := range in.versions.steps {
+		in.app.seeVersion(st.rules, st.at)
+	}
 	for _, s := range in.seriesList {
 		if s.advice.list != nil {
 			s.advice.list.advice.stale = true // it leaves that finding
