@@ -26,10 +26,13 @@ type drift struct {
 	// reported episode ended, and endN how many they were.
 	endKey string
 	endN   int
-	// reverts are the instances that went back to an older version of
-	// the resource's rules (history.go), the latest maxReverts.
-	reverts        []Revert
-	revertsDropped int64
+	// contents are when the app first ran each content of the resource's
+	// rules, and reverts the instances that went back to older ones, the
+	// latest maxReverts (history.go).
+	contents          map[string]*contentSeen
+	contentsForgotten int64
+	reverts           []Revert
+	revertsDropped    int64
 }
 
 // recomputeDrift compares the rules of the app's instances at time ts after
@@ -355,7 +358,7 @@ func (d *driftDetector) findings(now int64, out []Finding) []Finding {
 			groups[i].FirstSeen = a.firstSeen(groups[i].Version)
 		}
 		x := &RuleDriftFacts{Groups: groups}
-		x.Newest, x.Unknown, x.LatestAt = newestOf(a, ar.resource, groups, keys, f.To)
+		x.Newest, x.Unknown, x.LatestAt = newestOf(d, groups, keys, f.To)
 		var all []string
 		for _, g := range groups {
 			all = append(all, g.Instances...)

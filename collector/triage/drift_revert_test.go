@@ -293,3 +293,46 @@ func TestEndedEpisodesInThePastTense(t *testing.T) {
 		}
 	})
 }
+
+// Rules are dated by content: a version of an instance's own (its
+// retryTimeoutMs jittered) carrying old rules neither makes them the
+// newest nor hides a revert to them.
+func TestRuleDriftDatesRulesNotVersions(t *testing.T) {
+	const res = "createOrder"
+	old, pushed := slowRule(res), slowRule(res)
+	pushed.Threshold = 0.8
+	own := func(r core.BreakerRule, retry uint32) []core.BreakerRule {
+		r.RetryTimeoutMs = retry
+		return []core.BreakerRule{r}
+	}
+	f, x := driftOf(t, func(e *Feeder) int64 {
+		appFleet(e, "order", 3, t0, "v1", old)
+		for i, in := range []string{"order-1", "order-2", "order-3"} {
+			e.Rules(in, t0+10000+int64(i), "v2", []core.BreakerRule{pushed}, nil)
+		}
+		// A scale-out instance starts from an old image, its own retry.
+		e.Hello("order-4", "order", t0+30000, t0+30000)
+		e.Rules("order-4", t0+30000, "v1-4", own(old, 12345), nil)
+		// order-2 restarts from a stale snapshot with its own retry.
+		e.Bye("order-2", t0+40000)
+		e.Hello("order-2", "order", t0+40000, t0+40000)
+		e.Rules("order-2", t0+40000, "v1-2", own(old, 23456), nil)
+		return t0 + 60000
+	})
+	want := []Revert{{Instance: "order-2", From: "v2", To: "v1-2", At: t0 + 40000, Restarted: true}}
+	if x.Newest != "v2" || !slices.Equal(x.Reverted, want) {
+		t.Fatalf("newest %q reverted %+v, want v2 %+v", x.Newest, x.Reverted, want)
+	}
+	// Each group's firstSeen is its version's: the instances' own ones
+	// were first seen when they were sent.
+	var seen []string
+	for _, g := range x.Groups {
+		seen = append(seen, fmt.Sprintf("%s@%d", g.Version, g.FirstSeen-t0))
+	}
+	if !slices.Equal(seen, []string{"v2@10000", "v1-2@40000", "v1-4@30000"}) {
+		t.Fatalf("groups %v", seen)
+	}
+	if !strings.HasPrefix(f.Advice, "push the newest version again to the 2 instances not running it") {
+		t.Fatalf("advice %q", f.Advice)
+	}
+}

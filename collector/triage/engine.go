@@ -166,10 +166,12 @@ type appState struct {
 	name  string
 	insts map[string]*instState // attached instances
 	ars   map[string]*appRes    // by resource
-	// versions are the rule versions its instances ran, by version, and
-	// forgotten counts those dropped past maxAppVersions (history.go).
-	versions  map[string]*appVersion
-	forgotten int64
+	// versions are when its instances first ran each rule version;
+	// forgotten counts those dropped past maxAppVersions, forgottenTo is
+	// the latest of their times (history.go).
+	versions    map[string]int64
+	forgotten   int64
+	forgottenTo int64
 }
 
 type arKey struct{ app, resource string }
@@ -263,9 +265,7 @@ func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 	e.detach(in, ts)
 	e.appMoves++
 	in.app = e.appFor(appName)
-	for _, st := range in.versions.steps {
-		in.app.seeVersion(st.rules, st.at)
-	}
+	e.noteMoved(in, in.app)
 	for _, s := range in.seriesList {
 		if s.advice.list != nil {
 			s.advice.list.advice.stale = true // it leaves that finding

@@ -3,27 +3,35 @@ package triage
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
 )
 
-// Rule history: the versions each instance ran over the input, with when,
-// and the versions each app ran, with when each was first seen. Rule
-// drift reads it to tell the newest version (the one first seen last,
-// never one the app ran before another) and the instances that went back
-// to an older version (reverted).
+// Rule history: the versions each instance ran over the input, with when;
+// the versions each app ran, with when each was first seen; and, for each
+// app and resource, the rules it ran for the resource (their content,
+// compared as rule drift compares them), with when each was first seen.
+// Rule drift reads it to tell the newest rules (first seen last, never
+// rules the app ran before others) and the instances that went back to
+// older ones (reverted). Rules are dated by content, not version, so that
+// a version of each instance's own (a retryTimeoutMs jittered per
+// instance) does not make old rules new.
 
 // Bounds of the rule history.
 const (
 	// maxVersionSteps is how many version changes are kept per instance:
 	// the oldest go first, counted in versionLog.dropped.
 	maxVersionSteps = 64
-	// maxAppVersions is how many versions are kept per app. Past it the
-	// quarter first seen earliest is forgotten (counted in
-	// appState.forgotten), and a version first seen after that may be one
-	// of them coming back: it is never told as the newest, nor as the
-	// older version of a revert.
+	// maxAppVersions is how many versions are kept per app, and
+	// maxContents how many rule contents per app and resource. Past one,
+	// the quarter first seen earliest is forgotten (counted); a forgotten
+	// version's first seen is then told as the latest forgotten one's (it
+	// was at or before), and a content first seen after some were
+	// forgotten may be one of them coming back: it is never told as the
+	// newest, nor as the older rules of a revert.
 	maxAppVersions = 1 << 14
+	maxContents    = 1 << 12
 	// maxReverts is how many reverts are kept per app and resource: the
 	// oldest go first, counted in drift.revertsDropped.
 	maxReverts = 64
@@ -45,19 +53,17 @@ type versionLog struct {
 	dropped int64
 }
 
-// appVersion is one version an app's instances ran: when first seen, and
-// its rules as they came then.
-type appVersion struct {
+// contentSeen is when an app first ran one content of a resource's rules;
+// late: first seen after the resource's contents were forgotten, so it
+// may be one of them coming back.
+type contentSeen struct {
 	firstSeen int64
-	rules     *fleet.Rules
-	// late: first seen after the app forgot versions, so it may be one of
-	// them coming back.
-	late bool
+	late      bool
 }
 
-// Revert is an instance that went back to a version its app ran before
-// the one it left: a restart loading a stale local snapshot of the rules,
-// or a second loadRules (an init class) replacing the pushed ones.
+// Revert is an instance that went back to rules its app ran before the
+// ones it left: a restart loading a stale local snapshot of the rules, or
+// a second loadRules (an init class) replacing the pushed ones.
 type Revert struct {
 	Instance string `json:"instance"`
 	// From is the version it left, To the older one it went back to.
@@ -66,14 +72,14 @@ type Revert struct {
 	// At is when it reported To, Unix ms.
 	At int64 `json:"at"`
 	// Restarted says that a new process (a later hello startedAt) sent
-	// To: the old version came with a restart.
+	// To: the old rules came with a restart.
 	Restarted bool `json:"restarted"`
 }
 
 // noteVersion records the version of an instance's rules message at ts
 // in its history and its app's, and the reverts it makes: one per
 // resource whose rules differ from those of the instance's latest version
-// with rules for it, when that version was first seen after this one.
+// with rules for it, when the app first ran these rules before those.
 func (e *Engine) noteVersion(in *instState, ts int64) {
 	r := in.id.Rules
 	if r == nil {
@@ -85,27 +91,39 @@ func (e *Engine) noteVersion(in *instState, ts int64) {
 		return // the same version again
 	}
 	a := in.app
-	a.seeVersion(r, ts)
-	step := versionStep{version: r.Version, at: ts, proc: proc, rules: r}
-	to := a.versions[r.Version]
+	a.seeVersion(r.Version, ts)
 	for res, rr := range r.Resources {
+		d := &e.appRes(a, res).drift
+		to := d.seeContent(rr.Key, ts)
 		from := log.lastWith(res)
-		if from == nil || from.version == step.version || from.rules.Of(res).Key == rr.Key {
+		if from == nil {
 			continue
 		}
-		fv := a.versions[from.version]
-		if to.late || fv == nil || to.firstSeen >= fv.firstSeen {
+		fk := from.rules.Of(res).Key
+		if fk == rr.Key {
 			continue
 		}
-		e.appRes(a, res).drift.addRevert(Revert{
-			Instance: in.id.Name, From: from.version, To: step.version, At: ts, Restarted: from.proc != proc,
-		})
+		if fc := d.contents[fk]; to.late || fc == nil || to.firstSeen >= fc.firstSeen {
+			continue
+		}
+		d.addRevert(Revert{Instance: in.id.Name, From: from.version, To: r.Version, At: ts, Restarted: from.proc != proc})
 	}
 	if len(log.steps) == maxVersionSteps {
 		log.steps = slices.Delete(log.steps, 0, 1)
 		log.dropped++
 	}
-	log.steps = append(log.steps, step)
+	log.steps = append(log.steps, versionStep{version: r.Version, at: ts, proc: proc, rules: r})
+}
+
+// noteMoved dates, in app a, the versions and rules an instance ran
+// before it moved there.
+func (e *Engine) noteMoved(in *instState, a *appState) {
+	for _, st := range in.versions.steps {
+		a.seeVersion(st.version, st.at)
+		for res, rr := range st.rules.Resources {
+			e.appRes(a, res).drift.seeContent(rr.Key, st.at)
+		}
+	}
 }
 
 // lastWith is the latest step with rules for resource (nil: none kept).
@@ -118,51 +136,76 @@ func (l *versionLog) lastWith(resource string) *versionStep {
 	return nil
 }
 
-// seeVersion notes that one of the app's instances ran r at ts.
-func (a *appState) seeVersion(r *fleet.Rules, ts int64) {
-	if v := a.versions[r.Version]; v != nil {
-		if ts < v.firstSeen {
-			v.firstSeen, v.rules = ts, r
-		}
+// seeVersion notes that one of the app's instances ran version at ts.
+func (a *appState) seeVersion(version string, ts int64) {
+	if at, ok := a.versions[version]; ok {
+		a.versions[version] = min(at, ts)
 		return
 	}
 	if a.versions == nil {
-		a.versions = map[string]*appVersion{}
+		a.versions = map[string]int64{}
 	}
 	if len(a.versions) >= maxAppVersions {
-		a.forget()
+		n, latest := forgetEarliest(a.versions, func(at int64) int64 { return at })
+		a.forgotten += n
+		a.forgottenTo = max(a.forgottenTo, latest)
 	}
-	a.versions[r.Version] = &appVersion{firstSeen: ts, rules: r, late: a.forgotten > 0}
+	a.versions[version] = ts
 }
 
-// forget drops the quarter of the app's versions first seen earliest.
-func (a *appState) forget() {
-	type seen struct {
-		version string
-		at      int64
+// firstSeen is when the app first ran version: for one forgotten, the
+// latest forgotten one's (it was at or before); 0 for one never run.
+func (a *appState) firstSeen(version string) int64 {
+	if at, ok := a.versions[version]; ok {
+		return at
 	}
-	all := make([]seen, 0, len(a.versions))
-	for v, x := range a.versions {
-		all = append(all, seen{v, x.firstSeen})
+	if a.forgotten > 0 {
+		return a.forgottenTo
 	}
-	slices.SortFunc(all, func(x, y seen) int {
+	return 0
+}
+
+// seeContent notes that one of the app's instances ran rules of content
+// key for the resource at ts, and returns when the app first did.
+func (d *drift) seeContent(key string, ts int64) *contentSeen {
+	if c := d.contents[key]; c != nil {
+		c.firstSeen = min(c.firstSeen, ts)
+		return c
+	}
+	if d.contents == nil {
+		d.contents = map[string]*contentSeen{}
+	}
+	if len(d.contents) >= maxContents {
+		n, _ := forgetEarliest(d.contents, func(c *contentSeen) int64 { return c.firstSeen })
+		d.contentsForgotten += n
+	}
+	c := &contentSeen{firstSeen: ts, late: d.contentsForgotten > 0}
+	d.contents[key] = c
+	return c
+}
+
+// forgetEarliest deletes the quarter of m first seen earliest (at tells
+// when), and returns how many it deleted and the latest of their times.
+func forgetEarliest[V any](m map[string]V, at func(V) int64) (n, latest int64) {
+	type entry struct {
+		key string
+		at  int64
+	}
+	all := make([]entry, 0, len(m))
+	for k, v := range m {
+		all = append(all, entry{k, at(v)})
+	}
+	slices.SortFunc(all, func(x, y entry) int {
 		if c := cmp.Compare(x.at, y.at); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.version, y.version)
+		return strings.Compare(x.key, y.key)
 	})
-	for _, s := range all[:len(all)/4] {
-		delete(a.versions, s.version)
-		a.forgotten++
+	for _, x := range all[:len(all)/4] {
+		delete(m, x.key)
+		latest = max(latest, x.at)
 	}
-}
-
-// firstSeen is when the app first ran version (0: not kept).
-func (a *appState) firstSeen(version string) int64 {
-	if v := a.versions[version]; v != nil {
-		return v.firstSeen
-	}
-	return 0
+	return int64(len(all) / 4), latest
 }
 
 // addRevert keeps a revert of the resource's rules.
@@ -181,42 +224,40 @@ type NewestUnknown string
 const (
 	// NewestTold: it can.
 	NewestTold NewestUnknown = ""
-	// NewestTie: versions with different rules for the resource were
-	// first seen at the same instant, the latest any was.
+	// NewestTie: different rules for the resource were first seen at the
+	// same instant, the latest any were.
 	NewestTie NewestUnknown = "tie"
-	// NewestLeft: the version first seen last with rules for the resource
-	// is run by none of the instances compared: every version they run
-	// was run before it.
+	// NewestLeft: the rules for the resource first seen last are run by
+	// none of the instances compared: every version they run has rules
+	// the app ran before others.
 	NewestLeft NewestUnknown = "left"
-	// NewestForgotten: it may be a version the app ran before the
-	// versions it forgot (maxAppVersions).
+	// NewestForgotten: the rules first seen last may be rules the app ran
+	// before those it forgot (maxContents).
 	NewestForgotten NewestUnknown = "forgotten"
 	// NewestNone: no version has rules for the resource.
 	NewestNone NewestUnknown = "none"
 )
 
-// newestOf tells the newest version of app a's rules for resource among
-// groups (with FirstSeen set; keys[i] is groups[i]'s content), counting
-// every version the app ran and first saw at or before until: the version
-// with rules for the resource first seen last. A group of another version
-// with the same rules for the resource stands for it (a retryTimeoutMs of
-// each instance's own makes a version per instance), the one first seen
-// latest. The third result is when the versions first seen last were.
-func newestOf(a *appState, resource string, groups []RuleGroup, keys []groupKey, until int64) (string, NewestUnknown, int64) {
+// newestOf tells the newest version of the resource's rules among groups
+// (with FirstSeen set; keys[i] is groups[i]'s content), counting every
+// content of them the app ran and first saw at or before until: the
+// group whose rules for the resource the app first ran last, and of those
+// the group whose version was first seen last (the first in order on a
+// tie). A version without rules for the resource is never the newest. The
+// third result is when the rules first seen last were (0: none).
+func newestOf(d *drift, groups []RuleGroup, keys []groupKey, until int64) (string, NewestUnknown, int64) {
 	var latest int64
 	var key string
 	found, tie, late := false, false, false
-	for _, v := range a.versions {
-		rr := v.rules.Of(resource)
-		if rr == nil || v.firstSeen > until {
+	for k, c := range d.contents {
+		if c.firstSeen > until {
 			continue
 		}
 		switch {
-		case !found || v.firstSeen > latest:
-			found, latest, key, tie, late = true, v.firstSeen, rr.Key, false, v.late
-		case v.firstSeen == latest:
-			tie = tie || rr.Key != key
-			late = late || v.late
+		case !found || c.firstSeen > latest:
+			found, latest, key, tie, late = true, c.firstSeen, k, false, c.late
+		case c.firstSeen == latest:
+			tie, late = true, late || c.late
 		}
 	}
 	switch {

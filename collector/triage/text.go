@@ -258,11 +258,11 @@ func driftWords(x *RuleDriftFacts, n, spanMs int64) (summary, advice string) {
 func newestUnknownWords(why NewestUnknown, at int64) string {
 	switch why {
 	case NewestTie:
-		return "versions with different rules for it were first seen at the same instant, " + fmtTime(at)
+		return "different rules for it were first seen at the same instant, " + fmtTime(at)
 	case NewestLeft:
-		return "the version with rules for it first seen last, at " + fmtTime(at) + ", is run by none of the instances, so each version they run was run before another"
+		return "the rules for it first seen last, at " + fmtTime(at) + ", are run by none of the instances, so each version they run has rules the app ran before others"
 	case NewestForgotten:
-		return fmt.Sprintf("past the %d versions kept per app, the version first seen last may be one the app ran before", maxAppVersions)
+		return fmt.Sprintf("past the %d rule contents kept per resource, the rules first seen last may be rules the app ran before", maxContents)
 	}
 	return "no version has rules for it"
 }
