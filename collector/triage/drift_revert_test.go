@@ -276,6 +276,20 @@ func TestEndedEpisodesInThePastTense(t *testing.T) {
 			}
 		}
 	})
+	t.Run("rule-drift, the instance on the newest left", func(t *testing.T) {
+		f, x := driftOf(t, func(e *Feeder) int64 {
+			appFleet(e, "price", 3, t0, "v1", slowRule(res))
+			pushed := slowRule(res)
+			pushed.Threshold = 0.8
+			e.Rules("price-3", t0+10000, "v2", []core.BreakerRule{pushed}, nil)
+			e.Bye("price-3", t0+30000)
+			return t0 + 80000
+		})
+		want := "push no version before the rule source says which one is meant: when the split ended, the 2 instances present agreed on other rules than the newest version's"
+		if f.Severity != Warning || x.Newest != "v2" || f.Advice != want {
+			t.Fatalf("severity %v newest %q advice %q", f.Severity, x.Newest, f.Advice)
+		}
+	})
 	t.Run("unprotected, an instance that missed a push and got it later", func(t *testing.T) {
 		f, _ := fires(t, func(e *Feeder) int64 {
 			in := appFleet(e, "price", 3, t0, "v1")

@@ -245,6 +245,8 @@ func driftWords(x *RuleDriftFacts, n, spanMs int64) (summary, advice string) {
 		}
 	case told && x.endN > 0:
 		advice = fmt.Sprintf("push no version before the rule source says which one is meant: when the split ended, the %d instances present agreed on other rules than the newest version's", x.endN)
+	case x.endN == 0:
+		advice = "nothing to push now: the split ended when the last instances with rules left"
 	default:
 		advice = "push no version before the rule source says which one is meant"
 	}
