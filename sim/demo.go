@@ -48,6 +48,11 @@ func StartDemo(ctx context.Context, s *Scenario, speed float64) (*Demo, error) {
 	if s.Script != nil {
 		return nil, scenarioErr(s, "a scripted recording cannot be played live")
 	}
+	for _, in := range s.Instances {
+		if len(in.Restarts) > 0 {
+			return nil, scenarioErr(s, "instance %q: restarts are played in recordings only", in.Name)
+		}
+	}
 	if speed <= 0 {
 		speed = 1
 	}

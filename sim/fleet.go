@@ -31,12 +31,13 @@ type evKind uint8
 
 // Event kinds, in the order they run when due at the same instant.
 const (
-	evStart  evKind = iota // an instance starts
-	evRules                // an instance loads a rule set
-	evShip                 // bucket boundary: ship and read every stream (recording)
-	evExit                 // a call returns
-	evArrive               // a call arrives, or the arrival process re-reads its rate
-	evStop                 // an instance shuts down
+	evStart   evKind = iota // an instance starts
+	evRestart               // an instance's process restarts (before the rule sets due then)
+	evRules                 // an instance loads a rule set
+	evShip                  // bucket boundary: ship and read every stream (recording)
+	evExit                  // a call returns
+	evArrive                // a call arrives, or the arrival process re-reads its rate
+	evStop                  // an instance shuts down
 )
 
 type event struct {
@@ -106,9 +107,11 @@ func (q *eventQueue) pop() event {
 	return top
 }
 
-// instance is an Instance during a run.
+// instance is one process of an Instance during a run: gen counts the
+// restarts before it.
 type instance struct {
 	idx   int
+	gen   int
 	spec  *Instance
 	agent *agent.Agent
 	sub   *agent.Subscription
@@ -175,37 +178,12 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 		f.downs[d.Name] = &downstream{spec: d}
 	}
 	for i, spec := range s.Instances {
-		in := &instance{idx: i, spec: spec}
-		pools := map[string]*pool{}
-		jits := map[string]*episodes{}
-		for j := range spec.Calls {
-			c := &spec.Calls[j]
-			d := f.downs[c.Downstream]
-			cs := &callState{
-				inst: in, spec: c, down: d,
-				rng: stream(s.Seed, "call", spec.Name, c.Resource, c.Downstream, fmt.Sprint(j)),
-			}
-			if d.spec.Pool != nil {
-				if pools[d.spec.Name] == nil {
-					pools[d.spec.Name] = &pool{}
-				}
-				cs.pool = pools[d.spec.Name]
-				cs.idle = int64(d.spec.Pool.IdleTimeout)
-				if cs.idle <= 0 {
-					cs.idle = int64(time.Minute)
-				}
-			}
-			if j := d.spec.Jitter; j != nil && (len(j.Instances) == 0 || contains(j.Instances, spec.Name)) {
-				if jits[d.spec.Name] == nil {
-					jits[d.spec.Name] = &episodes{rng: stream(s.Seed, "jitter", spec.Name, d.spec.Name)}
-				}
-				cs.jit = jits[d.spec.Name]
-				cs.jitOn = true
-			}
-			in.calls = append(in.calls, cs)
-		}
+		in := f.process(i, spec, 0)
 		f.insts = append(f.insts, in)
 		f.push(event{at: int64(spec.Start), kind: evStart, inst: in})
+		for _, r := range spec.Restarts {
+			f.push(event{at: int64(r), kind: evRestart, inst: in})
+		}
 		if spec.Stop > 0 {
 			f.push(event{at: int64(spec.Stop), kind: evStop, inst: in})
 		}
@@ -214,6 +192,48 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 		f.push(event{at: f.nextBoundary(0), kind: evShip})
 	}
 	return f
+}
+
+// process is the gen-th process of instance i (spec): its calls with their
+// own random streams, and its own connection pools.
+func (f *fleet) process(i int, spec *Instance, gen int) *instance {
+	s := f.s
+	in := &instance{idx: i, gen: gen, spec: spec}
+	// A restarted process draws from streams of its own; the first one's
+	// are named by the instance alone.
+	var tail []string
+	if gen > 0 {
+		tail = []string{"restart", fmt.Sprint(gen)}
+	}
+	pools := map[string]*pool{}
+	jits := map[string]*episodes{}
+	for j := range spec.Calls {
+		c := &spec.Calls[j]
+		d := f.downs[c.Downstream]
+		cs := &callState{
+			inst: in, spec: c, down: d,
+			rng: stream(s.Seed, append([]string{"call", spec.Name, c.Resource, c.Downstream, fmt.Sprint(j)}, tail...)...),
+		}
+		if d.spec.Pool != nil {
+			if pools[d.spec.Name] == nil {
+				pools[d.spec.Name] = &pool{}
+			}
+			cs.pool = pools[d.spec.Name]
+			cs.idle = int64(d.spec.Pool.IdleTimeout)
+			if cs.idle <= 0 {
+				cs.idle = int64(time.Minute)
+			}
+		}
+		if j := d.spec.Jitter; j != nil && (len(j.Instances) == 0 || contains(j.Instances, spec.Name)) {
+			if jits[d.spec.Name] == nil {
+				jits[d.spec.Name] = &episodes{rng: stream(s.Seed, append([]string{"jitter", spec.Name, d.spec.Name}, tail...)...)}
+			}
+			cs.jit = jits[d.spec.Name]
+			cs.jitOn = true
+		}
+		in.calls = append(in.calls, cs)
+	}
+	return in
 }
 
 func contains(xs []string, x string) bool {
@@ -272,7 +292,9 @@ func (f *fleet) handle(e *event) error {
 	case evStart:
 		return f.startInstance(e.inst)
 	case evStop:
-		return f.stopInstance(e.inst)
+		return f.stopInstance(f.insts[e.inst.idx])
+	case evRestart:
+		return f.restartInstance(f.insts[e.inst.idx])
 	case evRules:
 		in := e.inst
 		if !in.up {
@@ -494,6 +516,21 @@ func (f *fleet) startInstance(in *instance) error {
 	return nil
 }
 
+// restartInstance shuts an instance's process down and starts the next
+// one in its place: the old process's pending events find it down and
+// lapse.
+func (f *fleet) restartInstance(old *instance) error {
+	if !old.up {
+		return nil
+	}
+	if err := f.stopInstance(old); err != nil {
+		return err
+	}
+	in := f.process(old.idx, old.spec, old.gen+1)
+	f.insts[old.idx] = in
+	return f.startInstance(in)
+}
+
 // stopInstance shuts an instance down: its agent sends bye. What it had
 // not shipped is lost, as with a real process.
 func (f *fleet) stopInstance(in *instance) error {
@@ -527,6 +564,7 @@ func (f *fleet) drain(in *instance) error {
 			if m.Pid == 0 {
 				m.Pid = int64(4000 + 137*in.idx)
 			}
+			m.Pid += int64(1000 * in.gen) // a new process, a new pid
 		case *wire.Buckets:
 			if m.Dropped > 0 {
 				return fmt.Errorf("sim: %s: %d messages dropped by its stream", in.spec.Name, m.Dropped)

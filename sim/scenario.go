@@ -73,6 +73,15 @@ type Instance struct {
 	// Start is when the process starts; Stop, when positive, when it shuts
 	// down (sending bye).
 	Start, Stop time.Duration
+	// Restarts are when the process restarts, in time order, each after
+	// Start and before Stop: it shuts down (sending bye; what it had not
+	// shipped is lost) and a new process of the same name starts at the
+	// same instant, with a later startedAt and a pid of its own. The new
+	// process loads the last of Rules at or before the restart, as a
+	// process loads its rules at start: a RuleChange at the restart's time
+	// is what it loaded then (a local snapshot, say). Recordings only: the
+	// demo refuses them.
+	Restarts []time.Duration
 	// Calls are the guarded calls it makes.
 	Calls []Call
 	// Rules are the rule sets it loads, in time order. The last one at or
@@ -170,6 +179,11 @@ func (s *Scenario) Validate() error {
 		names[in.Name] = true
 		if in.Start < 0 || (in.Stop > 0 && in.Stop <= in.Start) {
 			return scenarioErr(s, "instance %q: stops before it starts", in.Name)
+		}
+		for i, r := range in.Restarts {
+			if r <= in.Start || (in.Stop > 0 && r >= in.Stop) || (i > 0 && r <= in.Restarts[i-1]) {
+				return scenarioErr(s, "instance %q: a restart out of order, or outside its run", in.Name)
+			}
 		}
 		for _, c := range in.Calls {
 			if c.Resource == "" {

@@ -302,6 +302,7 @@ func TestJSONMatchesSpec(t *testing.T) {
 		"rule-advice":         {"p99Ms", "rtOverP99", "suggest"},
 		"hot-value":           {"suggest"},
 		"inert-rule":          {"suggest", "maxWindowRequests", "near"},
+		"rule-drift":          {"reverted"},
 	}
 	var raw struct {
 		Findings []map[string]json.RawMessage `json:"findings"`

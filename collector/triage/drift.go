@@ -17,9 +17,22 @@ type drift struct {
 	groups    []RuleGroup // while active; their Instances are never changed in place
 	keys      []groupKey  // groups[i]'s, while active
 	peak      []RuleGroup // the groups holding the most instances in the episode
+	peakKeys  []groupKey
 	reported  bool
 	from, to  int64
 	repGroups []RuleGroup
+	repKeys   []groupKey
+	// endKey is the content the instances agreed on when the latest
+	// reported episode ended, and endN how many they were.
+	endKey string
+	endN   int
+	// contents are when the app first ran each content of the resource's
+	// rules, and reverts the instances that went back to older ones, the
+	// latest maxReverts (history.go).
+	contents          map[string]*contentSeen
+	contentsForgotten int64
+	reverts           []Revert
+	revertsDropped    int64
 }
 
 // recomputeDrift compares the rules of the app's instances at time ts after
@@ -120,7 +133,7 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 			}
 			d.groups, d.keys = groups, keys
 			if groupedInstances(groups) >= groupedInstances(d.peak) {
-				d.peak = groups
+				d.peak, d.peakKeys = groups, keys
 			}
 			continue
 		}
@@ -133,18 +146,20 @@ func (e *Engine) recomputeDrift(a *appState, ts int64, x *instState, only map[st
 				d.from, d.to = min(d.from, d.since), max(d.to, ts)
 				// Instances leaving can end an episode: report it as it
 				// stood at its widest, not as the last one left saw it.
-				d.repGroups = d.peak
+				d.repGroups, d.repKeys = d.peak, d.peakKeys
+				d.endKey, d.endN = "", groupedInstances(groups)
+				if len(keys) > 0 {
+					d.endKey = keys[0].content
+				}
 			}
-			d.groups, d.keys, d.peak = nil, nil, nil
+			d.groups, d.keys, d.peak, d.peakKeys = nil, nil, nil, nil
 		}
 	}
 }
 
-// groupKey is what tells a group of groupRules apart besides its version,
-// and what it keeps of its instances besides their names.
+// groupKey is what tells a group of groupRules apart besides its version.
 type groupKey struct {
-	content string  // the rules' interned content (resRules.key), "" for none
-	at      []int64 // the instances' ruleHist.versionAt, in the order of their names
+	content string // the rules' interned content (resRules.key), "" for none
 }
 
 // moveInGroups is groupRules after instance x changed (or joined), from
@@ -156,14 +171,13 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 	if rr != nil {
 		content = rr.Key
 	}
-	at := x.ruleHist.versionAt
 	groups, keys := slices.Clone(d.groups), slices.Clone(d.keys)
 	for i := range groups {
 		j, ok := slices.BinarySearch(groups[i].Instances, x.id.Name)
 		if !ok {
 			continue
 		}
-		if keys[i].content == content && groups[i].Version == x.id.Rules.Version && keys[i].at[j] == at {
+		if keys[i].content == content && groups[i].Version == x.id.Rules.Version {
 			// Where it was; its rules may differ in what is not compared
 			// (retryTimeoutMs), and the group shows its first instance's.
 			if j == 0 {
@@ -176,10 +190,8 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 			groups, keys = slices.Delete(groups, i, i+1), slices.Delete(keys, i, i+1)
 			break
 		}
-		g, k := &groups[i], &keys[i]
+		g := &groups[i]
 		g.Instances = slices.Delete(slices.Clone(g.Instances), j, j+1)
-		k.at = slices.Delete(slices.Clone(k.at), j, j+1)
-		g.FirstSeen = slices.Min(k.at)
 		if j == 0 {
 			g.Rule = ruleSet(a.insts[g.Instances[0]].rulesOf(resource))
 		}
@@ -192,14 +204,12 @@ func (d *drift) moveInGroups(a *appState, x *instState, resource string) ([]Rule
 		}
 	}
 	if i < 0 || i == len(groups) {
-		groups = append(groups, RuleGroup{Version: x.id.Rules.Version, Rule: ruleSet(rr), Instances: []string{x.id.Name}, FirstSeen: at})
-		keys = append(keys, groupKey{content: content, at: []int64{at}})
+		groups = append(groups, RuleGroup{Version: x.id.Rules.Version, Rule: ruleSet(rr), Instances: []string{x.id.Name}})
+		keys = append(keys, groupKey{content: content})
 	} else {
-		g, k := &groups[i], &keys[i]
+		g := &groups[i]
 		j, _ := slices.BinarySearch(g.Instances, x.id.Name)
 		g.Instances = slices.Insert(slices.Clone(g.Instances), j, x.id.Name)
-		k.at = slices.Insert(slices.Clone(k.at), j, at)
-		g.FirstSeen = min(g.FirstSeen, at)
 		if j == 0 {
 			g.Rule = ruleSet(rr)
 		}
@@ -270,7 +280,8 @@ func ruleKey(in *instState, resource string) string {
 // groupRules groups instances (sorted by name) by rule version and content
 // for one resource, largest group first, and counts the distinct contents.
 // A group is told by its version and its content, compared apart: the
-// contents are interned (shareRules), so equal ones compare at once.
+// contents are interned (shareRules), so equal ones compare at once. The
+// groups' FirstSeen is left to findings, from the app's history.
 func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, int) {
 	var groups []RuleGroup
 	var keys []groupKey
@@ -287,13 +298,11 @@ func groupRules(insts []*instState, resource string) ([]RuleGroup, []groupKey, i
 			}
 		}
 		if i < 0 || i == len(keys) {
-			groups = append(groups, RuleGroup{Version: in.id.Rules.Version, Rule: ruleSet(rr), FirstSeen: in.ruleHist.versionAt})
+			groups = append(groups, RuleGroup{Version: in.id.Rules.Version, Rule: ruleSet(rr)})
 			keys = append(keys, groupKey{content: content})
 			i = len(groups) - 1
 		}
 		groups[i].Instances = append(groups[i].Instances, in.id.Name)
-		keys[i].at = append(keys[i].at, in.ruleHist.versionAt)
-		groups[i].FirstSeen = min(groups[i].FirstSeen, in.ruleHist.versionAt)
 	}
 	sortGroups(groups, keys)
 	return groups, keys, countContents(keys)
@@ -316,16 +325,20 @@ func (*driftDetector) kind() Kind                { return KindRuleDrift }
 // apart) are not reported. It is critical while an episode lasting GraceMs
 // is still open at now, with To = now and its current groups, or ended at
 // now; else a warning spanning the reported episodes, with the groups of the
-// latest at its widest.
+// latest at its widest. A group's FirstSeen is when the app first ran its
+// version; newest and reverted come from the app's rule history
+// (history.go): reverted are the reverts of the finding's instances
+// within [From, To].
 func (d *driftDetector) findings(now int64, out []Finding) []Finding {
 	e := d.e
 	for _, ar := range e.drift.ars {
 		d := &ar.drift
 		f := Finding{Kind: KindRuleDrift, App: ar.app.name, Resource: ar.resource}
 		var groups []RuleGroup
+		var keys []groupKey
 		switch {
 		case d.active && now-d.since >= e.cfg.GraceMs:
-			f.Severity, groups = Critical, d.groups
+			f.Severity, groups, keys = Critical, d.groups, d.keys
 			f.From, f.To = d.since, max(now, d.since)
 			if d.reported {
 				f.From = min(d.from, d.since)
@@ -334,19 +347,45 @@ func (d *driftDetector) findings(now int64, out []Finding) []Finding {
 			// Still critical when it ended at now: the instances left at
 			// the very end of the input (a fleet stopped after the
 			// recording), not because they came to agree.
-			f.Severity, groups = severity(d.to >= now), d.repGroups
+			f.Severity, groups, keys = severity(d.to >= now), d.repGroups, d.repKeys
 			f.From, f.To = d.from, d.to
 		default:
 			continue
 		}
+		a := ar.app
 		groups = cloneGroups(groups)
-		f.Facts = &RuleDriftFacts{Groups: groups, Newest: newest(groups)}
+		for i := range groups {
+			groups[i].FirstSeen = a.firstSeen(groups[i].Version)
+		}
+		x := &RuleDriftFacts{Groups: groups}
+		x.Newest, x.Unknown, x.LatestAt = newestOf(d, groups, keys, f.To)
 		var all []string
 		for _, g := range groups {
 			all = append(all, g.Instances...)
 		}
 		slices.Sort(all)
 		f.Instances = slices.Compact(all)
+		for _, r := range d.reverts {
+			if _, in := slices.BinarySearch(f.Instances, r.Instance); in && r.At >= f.From && r.At <= f.To {
+				x.Reverted = append(x.Reverted, r)
+			}
+		}
+		if x.Newest != "" {
+			newest := keys[slices.IndexFunc(groups, func(g RuleGroup) bool { return g.Version == x.Newest })].content
+			for i, g := range groups {
+				if keys[i].content == newest {
+					x.on += int64(len(g.Instances))
+				} else {
+					x.behind = append(x.behind, g.Instances...)
+				}
+			}
+			slices.Sort(x.behind)
+			x.endOn = d.endKey == newest
+		}
+		if x.ended = f.Severity != Critical; x.ended {
+			x.endN = int64(d.endN)
+		}
+		f.Facts = x
 		words(&f)
 		out = append(out, f)
 	}
@@ -366,31 +405,14 @@ func cloneGroups(gs []RuleGroup) []RuleGroup {
 	return out
 }
 
-// newest is the version first seen last among the groups with rules for the
-// resource (the one the push was meant to spread; an empty rule set is an
-// instance that has not loaded its rules, or lost them), the larger group
-// on a tie.
-func newest(groups []RuleGroup) string {
-	best := -1
-	for i, g := range groups {
-		if len(g.Rule.Breakers)+len(g.Rule.Flows) > 0 && (best < 0 || g.FirstSeen > groups[best].FirstSeen) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return ""
-	}
-	return groups[best].Version
-}
-
 // RuleGroup is the instances that report one rule version, and that
 // version's rules for the finding's resource.
 type RuleGroup struct {
 	Version   string   `json:"version"`
 	Rule      RuleSet  `json:"rule"`
 	Instances []string `json:"instances"`
-	// FirstSeen is when the earliest of the instances first sent the
-	// version, Unix ms.
+	// FirstSeen is when any instance of the app first sent the version,
+	// Unix ms, over the whole input (not only the group's instances).
 	FirstSeen int64 `json:"firstSeen"`
 }
 
@@ -408,20 +430,49 @@ func (g RuleGroup) MarshalJSON() ([]byte, error) {
 type RuleDriftFacts struct {
 	// Groups are the instances by rule version, largest first.
 	Groups []RuleGroup `json:"groups"`
-	// Newest is the version first seen last among the groups with rules
-	// for the resource: the one the push was meant to spread.
-	Newest string `json:"newest"`
+	// Newest is the version with rules for the resource that the app
+	// first ran last, over the whole input: the one the push was meant to
+	// spread, never a version the app ran before another. Empty when that
+	// cannot be told (Unknown says why): no push is then advised.
+	Newest string `json:"newest,omitempty"`
+	// Reverted are the instances that went back to a version the app ran
+	// before the one they left.
+	Reverted []Revert `json:"reverted,omitempty"`
+	// Unknown says why Newest is empty; LatestAt is when the versions
+	// first seen last were (0: none).
+	Unknown  NewestUnknown `json:"-"`
+	LatestAt int64         `json:"-"`
+
+	on     int64    // instances of the groups that run the newest's rules
+	behind []string // those that do not, sorted
+	ended  bool     // the episode ended before the input did
+	endN   int64    // ended: the instances present when it ended
+	endOn  bool     // who all ran the newest's rules then
 }
 
 // Kind is KindRuleDrift.
 func (*RuleDriftFacts) Kind() Kind { return KindRuleDrift }
 
-// Evidence lists the newest version, and every group with when it was
-// first seen and its rules.
+// Evidence lists the newest version, the instances to push it to, every
+// revert, and every group with when it was first seen and its rules.
 func (f *RuleDriftFacts) Evidence() []Fact {
-	out := make([]Fact, 0, len(f.Groups)+1)
-	if f.Newest != "" {
+	out := make([]Fact, 0, len(f.Groups)+len(f.Reverted)+2)
+	switch {
+	case f.Newest != "":
 		out = append(out, Fact{Label: "Newest", Parts: []Part{{Text: "version "}, {Input: []string{f.Newest}}}})
+	case f.Unknown != NewestTold:
+		out = append(out, text("Newest", "cannot be told ("+newestUnknownWords(f.Unknown, f.LatestAt)+")"))
+	}
+	if f.Newest != "" && len(f.behind) > 0 && !f.ended {
+		out = append(out, Fact{Label: "Push again", Parts: []Part{{Text: "version "}, {Input: []string{f.Newest}}, {Text: " to "}, {Input: f.behind}}})
+	}
+	for _, r := range f.Reverted {
+		how := ", without a restart"
+		if r.Restarted {
+			how = ", after a restart"
+		}
+		out = append(out, Fact{Label: "Reverted", Parts: []Part{{Input: []string{r.Instance}}, {Text: " from version "}, {Input: []string{r.From}},
+			{Text: " back to the older "}, {Input: []string{r.To}}, {Text: " at " + fmtTime(r.At) + how}}})
 	}
 	for i, g := range f.Groups {
 		n := int64(len(g.Instances))

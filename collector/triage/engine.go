@@ -144,6 +144,7 @@ type instState struct {
 	attached bool // counted among its app's instances (rule counts, drift, reporters)
 
 	ruleHist ruleHistory
+	versions versionLog // every version it ran (history.go)
 
 	series     map[string]*series
 	seriesList []*series
@@ -166,6 +167,12 @@ type appState struct {
 	name  string
 	insts map[string]*instState // attached instances
 	ars   map[string]*appRes    // by resource
+	// versions are when its instances first ran each rule version;
+	// forgotten counts those dropped past maxAppVersions, forgottenTo is
+	// the latest of their times (history.go).
+	versions    map[string]int64
+	forgotten   int64
+	forgottenTo int64
 }
 
 type arKey struct{ app, resource string }
@@ -259,6 +266,7 @@ func (e *Engine) moveApp(in *instState, appName string, ts int64) {
 	e.detach(in, ts)
 	e.appMoves++
 	in.app = e.appFor(appName)
+	e.noteMoved(in, in.app)
 	for _, s := range in.seriesList {
 		if s.advice.list != nil {
 			s.advice.list.advice.stale = true // it leaves that finding

@@ -56,6 +56,7 @@ func (e *Engine) Rules(h Instance, ts int64, prev *fleet.Rules) {
 			}
 		}
 	}
+	e.noteVersion(in, ts)
 	e.noteRules(in, ts, prev)
 	for _, s := range in.seriesList {
 		s.rr = rules[s.resource]

@@ -12,15 +12,14 @@ import (
 // loadRules wiping them) while traffic for the resource goes on.
 
 // ruleHistory is what an instance's rules messages told over time: when
-// its process began sending rules, when its version changed (rule-drift's
-// firstSeen) and the resources whose rules this process lost. A process
+// its process began sending rules and the resources whose rules this
+// process lost (the versions it ran are its versionLog's). A process
 // restart (a later startedAt) starts it over: a new process has no rules
 // to lose.
 type ruleHistory struct {
-	proc      int64                 // the startedAt of the process that sent the rules held
-	from      int64                 // when that process sent its first rules
-	versionAt int64                 // when the instance first sent the version it holds
-	lost      map[string]*lostRules // by resource
+	proc int64                 // the startedAt of the process that sent the rules held
+	from int64                 // when that process sent its first rules
+	lost map[string]*lostRules // by resource
 }
 
 // lostRules is one resource's rules lost on one instance.
@@ -44,11 +43,8 @@ func (e *Engine) noteRules(in *instState, ts int64, prev *fleet.Rules) {
 		for _, l := range h.lost {
 			l.on = false
 		}
-		*h = ruleHistory{proc: in.id.StartedAt, from: ts, versionAt: ts}
+		*h = ruleHistory{proc: in.id.StartedAt, from: ts}
 		return
-	}
-	if in.id.Rules.Version != prev.Version {
-		h.versionAt = ts
 	}
 	rules := in.rules()
 	for res := range prev.Resources {

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -24,7 +25,7 @@ func words(f *Finding) {
 	case *LowConfidenceFacts:
 		f.Summary, f.Advice = lowConfidenceWords(x)
 	case *RuleDriftFacts:
-		f.Summary, f.Advice = driftWords(x, n)
+		f.Summary, f.Advice = driftWords(x, n, f.To-f.From)
 	case *UnprotectedFacts:
 		f.Summary, f.Advice = unprotectedWords(x, n, f.Severity == Critical)
 	case *RulesLostFacts:
@@ -182,18 +183,90 @@ func sawtoothWords(x *SawtoothFacts, n int64) (summary, advice string) {
 	return sb.String(), advice
 }
 
-// driftWords: the split, and the newest version to push again.
-func driftWords(x *RuleDriftFacts, n int64) (summary, advice string) {
-	var on int64
-	for _, g := range x.Groups {
-		if g.Version == x.Newest {
-			on += int64(len(g.Instances))
+// driftWords: the split, the newest version and the instances that went
+// back to an older one; while it lasts, the newest version to push again
+// to the instances not running it (never an older one, nor any when the
+// newest cannot be told), with what to fix where instances went back;
+// once it ended, in the past tense, what to do before the next push.
+func driftWords(x *RuleDriftFacts, n, spanMs int64) (summary, advice string) {
+	var back, restarted, reloaded []string
+	for _, r := range x.Reverted {
+		if !slices.Contains(back, r.Instance) {
+			back = append(back, r.Instance)
+		}
+		if r.Restarted && !slices.Contains(restarted, r.Instance) {
+			restarted = append(restarted, r.Instance)
+		}
+		if !r.Restarted && !slices.Contains(reloaded, r.Instance) {
+			reloaded = append(reloaded, r.Instance)
 		}
 	}
-	summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource; %d of them %s the newest version with rules for it",
-		n, len(x.Groups), on, plural(on, "runs", "run"))
-	advice = fmt.Sprintf("push the newest version again until all %d instances report it (%d %s not)", n, n-on, plural(n-on, "does", "do"))
+	groups := len(x.Groups)
+	told := x.Newest != ""
+	if !x.ended {
+		summary = fmt.Sprintf("%d instances are split into %d rule versions for this resource", n, groups)
+	} else {
+		summary = fmt.Sprintf("%d instances were split into %d rule versions for this resource for %s s", n, groups, fmtFloat(float64(spanMs)/1000, 1))
+	}
+	switch {
+	case told && !x.ended:
+		summary += fmt.Sprintf("; %d of them %s the newest version with rules for it", x.on, plural(x.on, "runs", "run"))
+	case told:
+		summary += fmt.Sprintf("; %d of them ran the newest version with rules for it", x.on)
+	case !x.ended:
+		summary += "; which version is the newest cannot be told: " + newestUnknownWords(x.Unknown, x.LatestAt)
+	default:
+		summary += "; which version was the newest cannot be told: " + newestUnknownWords(x.Unknown, x.LatestAt)
+	}
+	if nb := int64(len(back)); nb > 0 {
+		summary += fmt.Sprintf("; %d went back to a version the app ran before the one %s left", nb, plural(nb, "it", "they"))
+		if nr := int64(len(restarted)); nr > 0 {
+			summary += fmt.Sprintf(" (%d after a process restart)", nr)
+		}
+	}
+	// What makes an instance go back, to fix before it goes back again.
+	var fix []string
+	if nr := int64(len(restarted)); nr > 0 {
+		fix = append(fix, fmt.Sprintf("%d went back after a restart: make a starting process load the rule source's current rules, not a local snapshot of older ones, or its next restart reverts it again", nr))
+	}
+	if nl := int64(len(reloaded)); nl > 0 {
+		fix = append(fix, fmt.Sprintf("%d went back without a restart: a second loadRules (from an init class, say) replaced the pushed rules, so load rules in one place only, merging every source", nl))
+	}
+	switch {
+	case !x.ended && told:
+		nb := int64(len(x.behind))
+		advice = fmt.Sprintf("push the newest version again to the %d %s not running it (never an older one) until all %d instances report it", nb, plural(nb, "instance", "instances"), n)
+	case !x.ended:
+		advice = fmt.Sprintf("push no version until the rule source says which one is meant: pushing one of them to all %d instances could spread a stale rule", n)
+	case told && x.endOn:
+		advice = fmt.Sprintf("nothing to push now: when the split ended, all %d instances present ran the newest version's rules", x.endN)
+		if len(fix) == 0 {
+			fix = append(fix, "to catch the next split sooner, compare the rule versions the instances report after each push")
+		}
+	case told && x.endN > 0:
+		advice = fmt.Sprintf("push no version before the rule source says which one is meant: when the split ended, the %d instances present agreed on other rules than the newest version's", x.endN)
+	case x.endN == 0:
+		advice = "nothing to push now: the split ended when the last instances with rules left"
+	default:
+		advice = "push no version before the rule source says which one is meant"
+	}
+	if len(fix) > 0 {
+		advice += "; " + strings.Join(fix, "; ")
+	}
 	return summary, advice
+}
+
+// newestUnknownWords says why the newest version cannot be told.
+func newestUnknownWords(why NewestUnknown, at int64) string {
+	switch why {
+	case NewestTie:
+		return "different rules for it were first seen at the same instant, " + fmtTime(at)
+	case NewestLeft:
+		return "the rules for it first seen last, at " + fmtTime(at) + ", are run by none of the instances, so each version they run has rules the app ran before others"
+	case NewestForgotten:
+		return fmt.Sprintf("past the %d rule contents kept per resource, the rules first seen last may be rules the app ran before", maxContents)
+	}
+	return "no version has rules for it"
 }
 
 // unprotectedWords: what passed, and by cause the fix: a readiness gate
@@ -205,6 +278,12 @@ func unprotectedWords(x *UnprotectedFacts, n int64, ongoing bool) (summary, advi
 	if x.Cause == CauseMissedPush {
 		summary = fmt.Sprintf("%d entries passed on %d %s with no rule for this resource, for up to %s s: the app's other instances received one in a push %s missed",
 			x.Passed, n, insts, secs, plural(n, "it", "they"))
+		if !ongoing {
+			// Over: the instances got a rule, stopped its traffic or left.
+			advice = fmt.Sprintf("check the subscription to the rule source of the %d %s, which missed a push (%s traffic without a rule for this resource ended before the input did), and after each push compare the rule versions every instance reports",
+				n, insts, plural(n, "its", "their"))
+			return summary, advice
+		}
 		advice = fmt.Sprintf("push the app's current rules again until the %d %s %s a rule for this resource, and check %s subscription to the rule source",
 			n, insts, plural(n, "reports", "report"), plural(n, "its", "their"))
 		return summary, advice

@@ -141,6 +141,7 @@ type Finding struct {
 	Worst              *Evidence                  `json:"worst"`
 	Groups             []Group                    `json:"groups"`
 	Newest             *string                    `json:"newest"`
+	Reverted           []Revert                   `json:"reverted"`
 	Passed             *int64                     `json:"passed"`
 	Cause              *string                    `json:"cause"`
 	LostAt             *int64                     `json:"lostAt"`
@@ -176,6 +177,16 @@ type Group struct {
 	Rule      RuleSet  `json:"rule"`
 	Instances []string `json:"instances"`
 	FirstSeen int64    `json:"firstSeen"`
+}
+
+// Revert is one of rule-drift's reverted instances (revision 3): it went
+// from version From back to To, a version its app ran earlier, at At.
+type Revert struct {
+	Instance  string `json:"instance"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	At        int64  `json:"at"`
+	Restarted bool   `json:"restarted"`
 }
 
 // RuleSet is a group's rules for the finding's resource.
