@@ -123,6 +123,7 @@ type Engine struct {
 	unprot     unprotectedDetector
 	lost       rulesLostDetector
 	inert      inertDetector
+	warm       warmUpDetector
 	hot        hotDetector
 	shared     sharedDetector
 	misaligned misalignedDetector
@@ -143,6 +144,7 @@ type instState struct {
 	attached bool // counted among its app's instances (rule counts, drift, reporters)
 
 	ruleHist ruleHistory
+	warm     *warmInst // warm-up: when its warm-up controllers were made (warmup.go)
 
 	series     map[string]*series
 	seriesList []*series
