@@ -176,6 +176,12 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 	}
 	for i, spec := range s.Instances {
 		in := &instance{idx: i, spec: spec}
+		// A restart (the name's earlier process stopped) draws its own
+		// random numbers.
+		var run []string
+		if k := restartsBefore(s.Instances, i); k > 0 {
+			run = []string{"restart", fmt.Sprint(k)}
+		}
 		pools := map[string]*pool{}
 		jits := map[string]*episodes{}
 		for j := range spec.Calls {
@@ -183,7 +189,7 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 			d := f.downs[c.Downstream]
 			cs := &callState{
 				inst: in, spec: c, down: d,
-				rng: stream(s.Seed, "call", spec.Name, c.Resource, c.Downstream, fmt.Sprint(j)),
+				rng: stream(s.Seed, append([]string{"call", spec.Name, c.Resource, c.Downstream, fmt.Sprint(j)}, run...)...),
 			}
 			if d.spec.Pool != nil {
 				if pools[d.spec.Name] == nil {
@@ -197,7 +203,7 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 			}
 			if j := d.spec.Jitter; j != nil && (len(j.Instances) == 0 || contains(j.Instances, spec.Name)) {
 				if jits[d.spec.Name] == nil {
-					jits[d.spec.Name] = &episodes{rng: stream(s.Seed, "jitter", spec.Name, d.spec.Name)}
+					jits[d.spec.Name] = &episodes{rng: stream(s.Seed, append([]string{"jitter", spec.Name, d.spec.Name}, run...)...)}
 				}
 				cs.jit = jits[d.spec.Name]
 				cs.jitOn = true
@@ -214,6 +220,18 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 		f.push(event{at: f.nextBoundary(0), kind: evShip})
 	}
 	return f
+}
+
+// restartsBefore is how many processes of the name of instance i ran
+// before it.
+func restartsBefore(insts []*Instance, i int) int {
+	n := 0
+	for _, o := range insts[:i] {
+		if o.Name == insts[i].Name {
+			n++
+		}
+	}
+	return n
 }
 
 func contains(xs []string, x string) bool {
@@ -424,9 +442,14 @@ func (f *fleet) host(in *instance) string {
 			app++
 		}
 	}
+	// A restart runs on its name's host: the names of the app before its
+	// first process are counted once each.
+	first := slices.IndexFunc(f.s.Instances, func(o *Instance) bool { return o.Name == in.spec.Name })
 	n := 0
-	for _, o := range f.s.Instances[:in.idx] {
-		if o.App == in.spec.App {
+	named := map[string]bool{}
+	for _, o := range f.s.Instances[:first] {
+		if o.App == in.spec.App && !named[o.Name] {
+			named[o.Name] = true
 			n++
 		}
 	}

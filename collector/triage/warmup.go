@@ -140,12 +140,17 @@ type warmSpan struct {
 	secs                int64
 }
 
-// warmSecond sums the buckets of one whole second of a series.
+// warmSecond sums the buckets of one whole second of a series, by half
+// (the controller's statistic is two 500 ms buckets) when its buckets
+// split it so (whole: buckets of a second).
 type warmSecond struct {
-	has         bool
+	has, whole  bool
 	start       int64
-	pass, block int64
+	pass, block [2]int64
 }
+
+// passed is the second's passes.
+func (c *warmSecond) passed() int64 { return c.pass[0] + c.pass[1] }
 
 // warmSeries is a series' warm-up state: the controller it follows (made
 // at began, as of its instance's warm-up generation gen of process proc),
@@ -153,17 +158,15 @@ type warmSecond struct {
 // and its spans with warm-up blocks, merged (best). listed: in the
 // detector's series.
 type warmSeries struct {
-	gen      uint32
-	proc     int64
-	began    warmStart
-	rule     core.FlowRule
-	cur      warmSpan
-	sec      warmSecond
-	prevSec  int64
-	prevPass int64
-	hasPrev  bool
-	best     warmTotal
-	listed   bool
+	gen    uint32
+	proc   int64
+	began  warmStart
+	rule   core.FlowRule
+	cur    warmSpan
+	sec    warmSecond
+	prev   warmSecond // the second before, once closed
+	best   warmTotal
+	listed bool
 }
 
 // warmTotal is a series' spans with warm-up blocks, merged: the earliest
@@ -363,7 +366,7 @@ func (e *Engine) warmBucket(s *series, w *warmSeries, b *takenBucket) {
 	sec := b.Start - floorMod(b.Start, 1000)
 	if w.sec.has && sec != w.sec.start {
 		w.closeSecond()
-		if w.cur.on && !w.cur.done && sec > w.prevSec+1000 && s.inst.unreceived(w.prevSec+1000, sec) {
+		if w.cur.on && !w.cur.done && sec > w.prev.start+1000 && s.inst.unreceived(w.prev.start+1000, sec) {
 			// Seconds whose passes never arrived: the replay lost count.
 			e.endWarmSpan(s, w)
 		}
@@ -371,9 +374,14 @@ func (e *Engine) warmBucket(s *series, w *warmSeries, b *takenBucket) {
 	if !w.sec.has || sec != w.sec.start {
 		w.sec = warmSecond{has: true, start: sec}
 	}
-	w.sec.pass += b.pass
-	w.sec.block += b.offered - b.pass
-	if !w.listed && w.cur.on && !w.cur.bad && (w.cur.blocked > 0 || w.sec.block > 0) {
+	half := 0
+	if b.Start-sec >= 500 {
+		half = 1
+	}
+	w.sec.whole = w.sec.whole || b.bm > 500
+	w.sec.pass[half] += b.pass
+	w.sec.block[half] += b.offered - b.pass
+	if !w.listed && w.cur.on && !w.cur.bad && (w.cur.blocked > 0 || w.sec.block != [2]int64{}) {
 		w.listed = true
 		e.warm.series = append(e.warm.series, s)
 	}
@@ -406,39 +414,61 @@ func (e *Engine) endWarmSpan(s *series, w *warmSeries) {
 }
 
 // closeSecond replays the second summed: the controller synchronises at
-// its first check, from the passes of the second before, and the second's
-// blocks are the warm-up's when its passes reached the limit, as many as
-// the full threshold would have admitted.
+// its first check, from the passes of the second before. The second's
+// blocks are the warm-up's where the limit bound them: a half second's
+// blocks when the statistic its checks read (that half and the one
+// before) held the limit's passes, or, without halves, the second's when
+// it did; and no more of them than the full threshold would have
+// admitted.
 func (w *warmSeries) closeSecond() {
-	t, p, bl := w.sec.start, w.sec.pass, w.sec.block
-	var prev int64
-	if w.hasPrev && w.prevSec == t-1000 {
-		prev = w.prevPass
+	c := w.sec
+	t := c.start
+	var prev warmSecond
+	if w.prev.has && w.prev.start == t-1000 {
+		prev = w.prev
 	}
-	w.prevSec, w.prevPass, w.hasPrev = t, p, true
-	w.sec = warmSecond{}
+	w.prev, w.sec = c, warmSecond{}
 	sp := &w.cur
+	p, bl := c.passed(), c.block[0]+c.block[1]
 	if !sp.on || sp.done || sp.bad || t+1000 <= sp.from || p+bl == 0 {
 		return
 	}
-	sp.model.sync(t, prev)
+	sp.model.sync(t, prev.passed())
 	if sp.model.warm() {
 		sp.done, sp.to = true, max(t, sp.from)
 		return
 	}
-	limit := sp.model.limit()
-	admits := math.Floor(limit)
+	admits := math.Floor(sp.model.limit())
 	slack := max(WarmUpSlackCalls, admits*WarmUpSlackPercent/100)
-	if float64(p) > admits+slack {
+	// The statistic the checks of each half read: the half before and
+	// this one (the first half's, unknown without halves or a second
+	// before with halves).
+	first := float64(c.pass[0] + prev.pass[1])
+	if c.whole || prev.whole {
+		first = 0
+	}
+	if float64(p) > admits+slack || first > admits+slack {
 		sp.bad = true // more passed than a cold controller admits
 		return
 	}
 	sp.offered += p + bl
 	sp.secs++
 	sp.to = t + 1000
-	if bl > 0 && float64(p) >= admits-slack {
-		sp.blocked += min(bl, max(sp.full-p, 0))
+	var bound int64
+	switch {
+	case c.whole:
+		if float64(p) >= admits-slack {
+			bound = bl
+		}
+	default:
+		if first >= admits-slack {
+			bound += c.block[0]
+		}
+		if float64(p) >= admits-slack {
+			bound += c.block[1]
+		}
 	}
+	sp.blocked += min(bound, max(sp.full-p, 0))
 }
 
 // total is the series' spans with warm-up blocks as they stand, the span
