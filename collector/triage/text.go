@@ -368,7 +368,7 @@ func warmUpWords(x *WarmUpFacts, warning bool) (summary, advice string) {
 	summary = fmt.Sprintf("the warm-up blocked %d of the %d calls (%s %%) offered in %s, calls the threshold of %s QPS would have admitted: "+
 		"the limit starts at %s QPS (threshold %s / warmUpColdFactor %d) and rises to %s as calls use up its stored tokens "+
 		"(over warmUpPeriodSec %d s at full load; the longest span took %s s)",
-		x.Blocked, x.Offered, fmtFloat(warmShare(x)*100, 1), warmStarts(x), t, fmtNum(x.StartLimit), t, cf, t,
+		x.Blocked, x.Offered, fmtFloat(warmShare(x)*100, 1), warmStarts(x, true), t, fmtNum(x.StartLimit), t, cf, t,
 		x.Rule.WarmUpPeriodSec, fmtFloat(float64(x.LongestMs)/1000, 0))
 	ramp := fmt.Sprintf("send a new instance at most %s QPS at first, rising to its full share over the first %d s (a load balancer's slow start)",
 		fmtFloat(math.Floor(x.StartLimit), 0), x.Rule.WarmUpPeriodSec)
@@ -387,14 +387,22 @@ func warmUpWords(x *WarmUpFacts, warning bool) (summary, advice string) {
 	return summary, advice
 }
 
-// warmStarts says what began the spans: process starts, rule loads.
-func warmStarts(x *WarmUpFacts) string {
+// warmStarts says what began the spans: process starts, rule loads
+// ("8 spans after a process start"; without the noun, "8 after a process
+// start").
+func warmStarts(x *WarmUpFacts, noun bool) string {
 	starts := x.Spans - x.Loads
+	n := func(k int64) string {
+		if !noun {
+			return fmt.Sprint(k)
+		}
+		return fmt.Sprintf("%d %s", k, plural(k, "span", "spans"))
+	}
 	switch {
 	case x.Loads == 0:
-		return fmt.Sprintf("%d %s after a process start", starts, plural(starts, "span", "spans"))
+		return n(starts) + " after a process start"
 	case starts == 0:
-		return fmt.Sprintf("%d %s after a rule load", x.Loads, plural(x.Loads, "span", "spans"))
+		return n(x.Loads) + " after a rule load"
 	}
-	return fmt.Sprintf("%d %s after a process start and %d after a rule load", starts, plural(starts, "span", "spans"), x.Loads)
+	return fmt.Sprintf("%s after a process start and %d after a rule load", n(starts), x.Loads)
 }

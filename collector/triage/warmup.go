@@ -135,7 +135,6 @@ type warmSpan struct {
 	model               warmModel
 	rule                core.FlowRule
 	full                int64 // calls a second the resource's flow rules admit once warm
-	startLimit          float64
 	blocked, offered    int64
 	secs                int64
 }
@@ -574,7 +573,7 @@ func (f *WarmUpFacts) Evidence() []Fact {
 		text("Blocked", itoa(f.Blocked)+" of "+itoa(f.Offered)+" offered ("+fmtFloat(warmShare(f)*100, 1)+" %)"),
 		text("Limit", fmtNum(f.StartLimit)+" QPS at the start, rising to "+fmtNum(f.Rule.Threshold)+" over about "+
 			itoa(int64(f.Rule.WarmUpPeriodSec))+" s"),
-		text("Spans", warmStarts(f)+", the longest "+fmtFloat(float64(f.LongestMs)/1000, 0)+" s"),
+		text("Spans", warmStarts(f, false)+", the longest "+fmtFloat(float64(f.LongestMs)/1000, 0)+" s"),
 		text("Offered", "up to "+fmtNum(f.PeakQPS)+" QPS on one instance"),
 		{Label: "Rule", Parts: []Part{{Text: "as loaded"}}, Rules: &RuleSet{Flows: []core.FlowRule{f.Rule}}},
 	}
