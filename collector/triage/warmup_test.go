@@ -1,6 +1,8 @@
 package triage
 
 import (
+	"cmp"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ func warmUpRule(threshold float64) core.FlowRule {
 // warmProc is one process's flow controllers on warmRes, made from its
 // rules as core.Guard makes them, and what they decided per second.
 type warmProc struct {
+	bucketMs    int64 // of the buckets fed: 0 means 500
 	stat        *core.MetricWindow
 	ctrls       []*core.FlowController
 	pass, block map[int64]int64 // by second (Unix ms)
@@ -49,9 +52,10 @@ func (p *warmProc) load(t *testing.T, rules ...core.FlowRule) {
 // to `to` (whole seconds, Unix ms) through the controllers, and feeds the
 // 500 ms buckets of inst to e.
 func (p *warmProc) run(e *Feeder, inst string, from, to int64, qps func(sec int64) int64) {
-	for b := from; b < to; b += 500 {
+	bm := cmp.Or(p.bucketMs, 500)
+	for b := from; b < to; b += bm {
 		var pass, block int64
-		for ms := b; ms < b+500; ms++ {
+		for ms := b; ms < b+bm; ms++ {
 			sec := ms - floorMod(ms, 1000)
 			q := qps(sec)
 			off := ms - sec
@@ -77,7 +81,7 @@ func (p *warmProc) run(e *Feeder, inst string, from, to int64, qps func(sec int6
 			}
 		}
 		if pass+block > 0 {
-			e.Bucket(inst, BucketStat{Resource: warmRes, Start: b, BucketMs: 500,
+			e.Bucket(inst, BucketStat{Resource: warmRes, Start: b, BucketMs: bm,
 				Metrics: core.Metrics{Pass: pass, Block: block, Complete: pass, RtSum: pass * 10, RtMax: 20}})
 		}
 	}
@@ -111,10 +115,17 @@ func warmFindings(t *testing.T, e *Feeder, now int64) []Finding {
 // warning line, 64 s after the start; 21.5 % of the calls offered in it
 // were blocked, a warning.
 func TestWarmUpAfterStartIsExplained(t *testing.T) {
+	for _, bm := range []int64{500, 1000} { // an agent's buckets, and Java's
+		t.Run(fmt.Sprint(bm), func(t *testing.T) { warmUpAfterStart(t, bm) })
+	}
+}
+
+func warmUpAfterStart(t *testing.T, bucketMs int64) {
 	e := NewFeeder(Config{})
 	e.Hello("gw-1", "gateway", t0, t0)
 	e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{warmUpRule(500)})
 	p := newWarmProc(t, warmUpRule(500))
+	p.bucketMs = bucketMs
 	p.run(e, "gw-1", t0, t0+180_000, offering(300))
 
 	fs := warmFindings(t, e, t0+180_000)
@@ -379,5 +390,27 @@ func TestWarmModelIsCore(t *testing.T) {
 		if bound == 0 || !m.warm() {
 			t.Errorf("%+v: %d seconds bound, warm %v", c, bound, m.warm())
 		}
+	}
+}
+
+// Buckets that never arrived lose the replay its count: the span ends
+// where they begin, and the blocks after them are not counted.
+func TestWarmUpEndsAtDataNeverReceived(t *testing.T) {
+	e := NewFeeder(Config{})
+	e.Hello("gw-1", "gateway", t0, t0)
+	e.Rules("gw-1", t0, "v1", nil, []core.FlowRule{warmUpRule(500)})
+	p := newWarmProc(t, warmUpRule(500))
+	p.run(e, "gw-1", t0, t0+20_000, offering(300))
+	p.run(NewFeeder(Config{}), "x", t0+20_000, t0+25_000, offering(300)) // sent, never received
+	e.Unreceived("gw-1", t0+20_000, t0+25_000)
+	p.run(e, "gw-1", t0+25_000, t0+120_000, offering(300))
+	fs := warmFindings(t, e, t0+120_000)
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v", fs)
+	}
+	f, x := fs[0], fs[0].Facts.(*WarmUpFacts)
+	block, offered := p.sums(t0, t0+20_000)
+	if later, _ := p.sums(t0+25_000, t0+120_000); later == 0 || f.To != t0+20_000 || x.Blocked != block || x.Offered != offered {
+		t.Errorf("span to %d s, blocked %d of %d, want %d of %d (%d after the gap)", (f.To-t0)/1000, x.Blocked, x.Offered, block, offered, later)
 	}
 }
