@@ -39,6 +39,7 @@ func Catalog() []*Scenario {
 		VipThrottled(), LimitAppSelf(),
 		Brownout(), HerdSawtooth(),
 		RuleRevertRestart(), RuleOverwriteLoadRules(),
+		WarmUpDeploy(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {

@@ -178,7 +178,7 @@ func newFleet(s *Scenario, start time.Time, record bool) *fleet {
 		f.downs[d.Name] = &downstream{spec: d}
 	}
 	for i, spec := range s.Instances {
-		in := f.process(i, spec, 0)
+		in := f.process(i, spec, restartsBefore(s.Instances, i))
 		f.insts = append(f.insts, in)
 		f.push(event{at: int64(spec.Start), kind: evStart, inst: in})
 		for _, r := range spec.Restarts {
@@ -234,6 +234,18 @@ func (f *fleet) process(i int, spec *Instance, gen int) *instance {
 		in.calls = append(in.calls, cs)
 	}
 	return in
+}
+
+// restartsBefore is how many processes of the name of instance i ran
+// before it.
+func restartsBefore(insts []*Instance, i int) int {
+	n := 0
+	for _, o := range insts[:i] {
+		if o.Name == insts[i].Name {
+			n++
+		}
+	}
+	return n
 }
 
 func contains(xs []string, x string) bool {
@@ -446,9 +458,14 @@ func (f *fleet) host(in *instance) string {
 			app++
 		}
 	}
+	// A restart runs on its name's host: the names of the app before its
+	// first process are counted once each.
+	first := slices.IndexFunc(f.s.Instances, func(o *Instance) bool { return o.Name == in.spec.Name })
 	n := 0
-	for _, o := range f.s.Instances[:in.idx] {
-		if o.App == in.spec.App {
+	named := map[string]bool{}
+	for _, o := range f.s.Instances[:first] {
+		if o.App == in.spec.App && !named[o.Name] {
+			named[o.Name] = true
 			n++
 		}
 	}

@@ -72,6 +72,10 @@ type Instance struct {
 	Pid int64
 	// Start is when the process starts; Stop, when positive, when it shuts
 	// down (sending bye).
+	//
+	// A later Instance of the same App may take the Name again once this
+	// one has stopped (its Start after this one's Stop): the service
+	// restarted, a new process under the name, with a later startedAt.
 	Start, Stop time.Duration
 	// Restarts are when the process restarts, in time order, each after
 	// Start and before Stop: it shuts down (sending bye; what it had not
@@ -168,15 +172,11 @@ func (s *Scenario) Validate() error {
 	if len(s.Instances) == 0 {
 		return scenarioErr(s, "no instances")
 	}
-	names := map[string]bool{}
+	names := map[string]*Instance{} // the latest process of each name
 	for _, in := range s.Instances {
 		if in == nil || in.Name == "" {
 			return scenarioErr(s, "an instance has no name")
 		}
-		if names[in.Name] {
-			return scenarioErr(s, "instance %q twice", in.Name)
-		}
-		names[in.Name] = true
 		if in.Start < 0 || (in.Stop > 0 && in.Stop <= in.Start) {
 			return scenarioErr(s, "instance %q: stops before it starts", in.Name)
 		}
@@ -185,6 +185,10 @@ func (s *Scenario) Validate() error {
 				return scenarioErr(s, "instance %q: a restart out of order, or outside its run", in.Name)
 			}
 		}
+		if prev := names[in.Name]; prev != nil && (prev.App != in.App || prev.Stop <= 0 || prev.Stop >= in.Start) {
+			return scenarioErr(s, "instance %q twice, not a restart (the same app, starting after the earlier one stops)", in.Name)
+		}
+		names[in.Name] = in
 		for _, c := range in.Calls {
 			if c.Resource == "" {
 				return scenarioErr(s, "instance %q: a call has no resource", in.Name)

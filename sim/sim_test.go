@@ -242,6 +242,16 @@ func TestValidate(t *testing.T) {
 		"no name":      func(s *sim.Scenario) { s.Name = "" },
 		"no instances": func(s *sim.Scenario) { s.Instances = nil },
 		"twice":        func(s *sim.Scenario) { s.Instances = append(s.Instances, s.Instances[0]) },
+		"restart while up": func(s *sim.Scenario) {
+			again := *s.Instances[0]
+			s.Instances[0].Stop, again.Start = 2*time.Second, 2*time.Second
+			s.Instances = append(s.Instances, &again)
+		},
+		"restart as another app": func(s *sim.Scenario) {
+			again := *s.Instances[0]
+			s.Instances[0].Stop, again.Start, again.App = time.Second, 2*time.Second, "other"
+			s.Instances = append(s.Instances, &again)
+		},
 		"unknown down": func(s *sim.Scenario) { s.Instances[0].Calls[0].Downstream = "nope" },
 		"no traffic":   func(s *sim.Scenario) { s.Instances[0].Calls[0].Traffic = nil },
 		"bad rule": func(s *sim.Scenario) {

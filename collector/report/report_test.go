@@ -73,7 +73,9 @@ func scenario() *Report {
 	e.Hello("price-2", "price", t0, t0)
 	e.Rules("price-2", t0, "p0", nil, nil)
 	e.Hello(evilInstance, "evil", t0, t0)
-	e.Rules(evilInstance, t0, "e1", nil, nil)
+	// A warm-up flow limit that blocks for its first seconds after the start.
+	e.Rules(evilInstance, t0, "e1", nil, []core.FlowRule{warmRule})
+	warm := warmUpBuckets(warmRule, t0, t0+30000, 200)
 
 	at := func(ms int64) int64 { return t0 + ms }
 	for ts := t0; ts < at(180000); ts += 500 {
@@ -85,6 +87,9 @@ func scenario() *Report {
 		}
 		e.Bucket("order-2", triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 		e.Bucket(evilInstance, triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
+		if m, ok := warm[ts]; ok {
+			e.Bucket(evilInstance, triage.BucketStat{Resource: warmRule.Resource, Start: ts, BucketMs: 500, Metrics: m})
+		}
 		if ts >= at(100000) && ts < at(140000) { // one hostile value takes the blocks of a hot-parameter limit
 			e.Bucket("price-1", triage.BucketStat{Resource: quote, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 60, Block: 40},
 				Hot: []wire.HotItem{{Value: evilValue, Pass: 20, Block: 30}, {Value: wire.HotOther, Pass: 40, Block: 10}}})
@@ -130,6 +135,40 @@ func scenario() *Report {
 		e.Bye(in, at(180000))
 	}
 	return e.report("fixtures/all-kinds.ndjson", 48213, 2)
+}
+
+// warmRule is a warm-up flow limit of 300 QPS, from 100 at a start over
+// about 10 s.
+var warmRule = core.FlowRule{Resource: "priceService:list", Threshold: 300, TokenCalculateStrategy: core.WarmUp,
+	WarmUpPeriodSec: 10, WarmUpColdFactor: 3}
+
+// warmUpBuckets are the 500 ms buckets of qps calls a second, evenly
+// spread, offered from `from` to `to` through a new controller of rule.
+func warmUpBuckets(rule core.FlowRule, from, to, qps int64) map[int64]core.Metrics {
+	stat := core.NewResourceWindow()
+	c, err := core.NewFlowController(rule, stat)
+	if err != nil {
+		panic(err)
+	}
+	out := map[int64]core.Metrics{}
+	for ms := from; ms < to; ms++ {
+		off := (ms - from) % 1000
+		for range (off+1)*qps/1000 - off*qps/1000 {
+			m := out[ms-(ms-from)%500]
+			if ok, _ := c.Check(ms, 1); ok {
+				stat.Current(ms).AddPass(1)
+				m.Pass++
+				m.Complete++
+				m.RtSum += 10
+				m.RtMax = 10
+			} else {
+				stat.Current(ms).AddBlock(1)
+				m.Block++
+			}
+			out[ms-(ms-from)%500] = m
+		}
+	}
+	return out
 }
 
 // storeFeeder feeds a real collector, as a source would, the facts a
@@ -294,6 +333,7 @@ func TestJSONMatchesSpec(t *testing.T) {
 		"rule-advice":         {"qps", "windowRequests", "minRequestSeconds"},
 		"hot-value":           {"param", "value", "blockShare", "qps"},
 		"inert-rule":          {"reason", "rule"},
+		"warm-up":             {"blocked", "offered", "startLimit"},
 	}
 	optional := map[string][]string{
 		"sawtooth":            {"probeRtMs", "suggest"},
@@ -345,6 +385,17 @@ func TestJSONMatchesSpec(t *testing.T) {
 			if err := json.Unmarshal(f.Suggest["specificItems"], &items); err != nil || len(items) != 1 || items[evilValue] != 120 ||
 				*f.Value != evilValue || *f.Param != 0 || *f.BlockShare != 0.75 || *f.QPS != 100 || strings.Contains(f.Summary+f.Advice, "<b>") {
 				t.Errorf("hot-value %+v suggest %s", f, f.Suggest["specificItems"])
+			}
+		}
+		if f.Kind == "warm-up" {
+			// Every block of the buckets is the warm-up's (200 QPS against
+			// 300), and the span holds 200 calls a second.
+			var block int64
+			for _, m := range warmUpBuckets(warmRule, t0, t0+30000, 200) {
+				block += m.Block
+			}
+			if *f.Blocked != block || *f.Offered != 200*(f.To-f.From)/1000 || *f.StartLimit != 100 || f.From != t0 || f.Severity != "warning" {
+				t.Errorf("warm-up %+v: blocked %d, offered %d, startLimit %v; %d blocks fed", f, *f.Blocked, *f.Offered, *f.StartLimit, block)
 			}
 		}
 		if f.Kind == "shared-resource" && f.App == "evil" && !strings.HasPrefix(f.Resource, "<script>") {

@@ -60,7 +60,7 @@ func newDetectors(e *Engine) detectors {
 	var d detectors
 	d.all = []detector{
 		e.sawtooth.init(e), e.herd.init(e), e.low.init(e), e.drift.init(e), e.unprot.init(e), e.lost.init(e),
-		e.inert.init(e), e.hot.init(e), e.shared.init(e), e.misaligned.init(e), e.advice.init(e),
+		e.inert.init(e), e.warm.init(e), e.hot.init(e), e.shared.init(e), e.misaligned.init(e), e.advice.init(e),
 	}
 	for _, x := range d.all {
 		if o, ok := x.(bucketObserver); ok {

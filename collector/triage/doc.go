@@ -99,6 +99,20 @@
 // app as its latest hello names it; limitApp "default" and "other" are
 // never an app's name.
 //
+// warm-up: a warm-up controller starts at its process's start (or when
+// its rules came, if later) and again at a rules message that changed its
+// rule (for a Java rule, one with limitApp: any flow rule); an unknown
+// process start starts nothing. Each series with a WarmUp rule on the
+// default one-second statistic replays the controller's token bucket from
+// its passes, summed into whole seconds, until the tokens reach the
+// warning line (the span's end). A half second's blocks are the warm-up's
+// when the statistic its checks read held the limit's calls (less a slack
+// of WarmUpSlackCalls or WarmUpSlackPercent), and no more of them than the
+// resource's full flow limit would have admitted; a span that passed more
+// than the limit admits is dropped. The finding merges the spans with
+// warm-up blocks of its instances; startLimit is threshold /
+// warmUpColdFactor of the earliest span's rule.
+//
 // hot-value: a series follows one run at a time: the value (parameter and
 // text, never wire.HotOther) that took at least half of a bucket's blocks,
 // while every later bucket with blocks gives it half of them too and no

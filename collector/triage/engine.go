@@ -124,6 +124,7 @@ type Engine struct {
 	unprot     unprotectedDetector
 	lost       rulesLostDetector
 	inert      inertDetector
+	warm       warmUpDetector
 	hot        hotDetector
 	shared     sharedDetector
 	misaligned misalignedDetector
@@ -145,6 +146,7 @@ type instState struct {
 
 	ruleHist ruleHistory
 	versions versionLog // every version it ran (history.go)
+	warm     *warmInst  // warm-up: when its warm-up controllers were made (warmup.go)
 
 	series     map[string]*series
 	seriesList []*series

@@ -22,6 +22,7 @@ const (
 	KindUnprotected       Kind = "unprotected"
 	KindRulesLost         Kind = "rules-lost"
 	KindInertRule         Kind = "inert-rule"
+	KindWarmUp            Kind = "warm-up"
 	KindHotValue          Kind = "hot-value"
 	KindSharedResource    Kind = "shared-resource"
 	KindWindowMisaligned  Kind = "window-misaligned"
@@ -31,7 +32,7 @@ const (
 // Kinds lists every kind in the spec's order.
 var Kinds = []Kind{
 	KindSawtooth, KindSyncHalfOpen, KindLowConfidenceTrip, KindRuleDrift,
-	KindUnprotected, KindRulesLost, KindInertRule, KindHotValue, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
+	KindUnprotected, KindRulesLost, KindInertRule, KindWarmUp, KindHotValue, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
 }
 
 // criticalWhileItLasts reports whether the kind's findings are critical

@@ -44,10 +44,11 @@ type series struct {
 	// findings-v1 is their ratio.
 	offered, reportedMs int64
 
-	hot *hotState // hot-value: nil until the series blocked with hot values
-	up  unprot    // unprotected-traffic (on, written by a bucket with traffic, first)
-	win windows   // inert-rule: the most completions its statistic windows held
-	hz  healthy   // its healthy traffic (healthy.go)
+	hot  *hotState   // hot-value: nil until the series blocked with hot values
+	warm *warmSeries // warm-up: nil unless the series had a warm-up rule
+	up   unprot      // unprotected-traffic (on, written by a bucket with traffic, first)
+	win  windows     // inert-rule: the most completions its statistic windows held
+	hz   healthy     // its healthy traffic (healthy.go)
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 

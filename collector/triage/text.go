@@ -2,6 +2,7 @@ package triage
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -32,6 +33,8 @@ func words(f *Finding) {
 		f.Summary, f.Advice = rulesLostWords(x, n, f.To-f.From, f.Severity == Critical)
 	case *InertRuleFacts:
 		f.Summary, f.Advice = inertWords(x)
+	case *WarmUpFacts:
+		f.Summary, f.Advice = warmUpWords(x, f.Severity == Warning)
 	case *HotValueFacts:
 		f.Summary, f.Advice = hotWords(x, f.To-f.From)
 	case *SharedResourceFacts:
@@ -433,4 +436,52 @@ func hotWords(x *HotValueFacts, spanMs int64) (summary, advice string) {
 			"or raise threshold from %d to %d if every value may reach that rate", n, fmtFloat(x.QPS, 1), max(r.DurationInSec, 1), HotHeadroomPercent, n, r.Threshold, r.Threshold, n)
 	}
 	return summary, advice
+}
+
+// warmUpWords: the blocks of the warm-up's cold starts, with the limit's
+// start and end; these are the rule at work, not an overload, so the
+// advice changes no rule value: the traffic a new instance gets is what
+// can change.
+func warmUpWords(x *WarmUpFacts, warning bool) (summary, advice string) {
+	t, cf := fmtNum(x.Rule.Threshold), coldFactor(x.Rule)
+	summary = fmt.Sprintf("the warm-up blocked %d of the %d calls (%s %%) offered in %s, calls the threshold of %s QPS would have admitted: "+
+		"the limit starts at %s QPS (threshold %s / warmUpColdFactor %d) and rises to %s as calls use up its stored tokens "+
+		"(over warmUpPeriodSec %d s at full load; the longest span took %s s)",
+		x.Blocked, x.Offered, fmtFloat(warmShare(x)*100, 1), warmStarts(x, true), t, fmtNum(x.StartLimit), t, cf, t,
+		x.Rule.WarmUpPeriodSec, fmtFloat(float64(x.LongestMs)/1000, 0))
+	ramp := fmt.Sprintf("send a new instance at most %s QPS at first, rising to its full share over the first %d s (a load balancer's slow start)",
+		fmtFloat(math.Floor(x.StartLimit), 0), x.Rule.WarmUpPeriodSec)
+	share := fmtFloat(warmShare(x)*100, 1)
+	switch {
+	case !warning:
+		advice = fmt.Sprintf("these blocks are the rule's cold start (%s %% of the calls offered, under %d %%), not an overload: "+
+			"nothing to change unless callers must not see them; then %s", share, WarmUpWarnPercent, ramp)
+	case x.PeakQPS > x.Rule.Threshold:
+		advice = fmt.Sprintf("besides an overload (up to %s QPS offered to an instance against the threshold of %s; those blocks are not counted here), "+
+			"the rule's cold start blocked %s %% of the calls offered: to block fewer after a deploy or restart, %s", fmtNum(x.PeakQPS), t, share, ramp)
+	default:
+		advice = fmt.Sprintf("these blocks are the rule's cold start, not an overload (up to %s QPS offered to an instance, under the threshold of %s; %s %% of the calls blocked): "+
+			"to block fewer after a deploy or restart, %s, rather than raising the threshold", fmtNum(x.PeakQPS), t, share, ramp)
+	}
+	return summary, advice
+}
+
+// warmStarts says what began the spans: process starts, rule loads
+// ("8 spans after a process start"; without the noun, "8 after a process
+// start").
+func warmStarts(x *WarmUpFacts, noun bool) string {
+	starts := x.Spans - x.Loads
+	n := func(k int64) string {
+		if !noun {
+			return fmt.Sprint(k)
+		}
+		return fmt.Sprintf("%d %s", k, plural(k, "span", "spans"))
+	}
+	switch {
+	case x.Loads == 0:
+		return n(starts) + " after a process start"
+	case starts == 0:
+		return n(x.Loads) + " after a rule load"
+	}
+	return fmt.Sprintf("%s after a process start and %d after a rule load", n(starts), x.Loads)
 }

@@ -148,6 +148,11 @@ type Finding struct {
 	Reason             *string                    `json:"reason"`
 	Near               *string                    `json:"near"`
 	MaxWindowRequests  *int64                     `json:"maxWindowRequests"`
+	// Blocked, Offered and StartLimit are warm-up's (its span is the
+	// finding's from and to).
+	Blocked    *int64   `json:"blocked"`
+	Offered    *int64   `json:"offered"`
+	StartLimit *float64 `json:"startLimit"`
 	// Param, Value and BlockShare (with QPS) are hot-value's; its suggest
 	// is {"specificItems":{VALUE:N}}.
 	Param      *int64   `json:"param"`
