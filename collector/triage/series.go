@@ -26,10 +26,12 @@ type series struct {
 	// ratio says rr has a ratio breaker (hasRatioBreaker), and listed that
 	// advice.list is set: beside what every bucket touches, so that a
 	// series advice cannot judge costs it no other read (adviceDetector.changed).
-	ratio, listed  bool
-	lastStart      int64
-	bucketMs       int64
-	firstAt, endAt int64
+	// javaRatio says rr has a ratio breaker of Java Sentinel 1.8
+	// (hasJavaRatioBreaker): its buckets are kept in lowSecs.
+	ratio, listed, javaRatio bool
+	lastStart                int64
+	bucketMs                 int64
+	firstAt, endAt           int64
 
 	// offered sums pass + block over every bucket, and reportedMs the time
 	// the instance reported the resource (its buckets, and the silences of
@@ -50,6 +52,10 @@ type series struct {
 	slowBound int64
 
 	breakers []*breaker
+
+	// lowSecs are its latest buckets, for inferred trips' windows
+	// (lowjava.go): nil until it has a Java ratio breaker or such a trip.
+	lowSecs *lowSeconds
 }
 
 // qps is the mean offered load (pass + block per second) over the time the
