@@ -30,10 +30,6 @@ import (
 // trips: a minute of Java's seconds.
 const lowSecondsLen = 64
 
-// javaSecondMs is the length of Java Sentinel's counts, before a bucket
-// says.
-const javaSecondMs = 1000
-
 // maxWaiting bounds the inferred trips of an app x resource settled while
 // their seconds had not come; further ones are not judged.
 const maxWaiting = 64

@@ -137,16 +137,19 @@ type Finding struct {
 	SpreadMs           *int64                     `json:"spreadMs"`
 	AtThreshold        *int64                     `json:"atThreshold"`
 	ClosedAtFirstProbe *int64                     `json:"closedAtFirstProbe"`
-	ColdStart          *int64                     `json:"coldStart"`
-	Worst              *Evidence                  `json:"worst"`
-	Groups             []Group                    `json:"groups"`
-	Newest             *string                    `json:"newest"`
-	Passed             *int64                     `json:"passed"`
-	Cause              *string                    `json:"cause"`
-	LostAt             *int64                     `json:"lostAt"`
-	Reason             *string                    `json:"reason"`
-	Near               *string                    `json:"near"`
-	MaxWindowRequests  *int64                     `json:"maxWindowRequests"`
+	// ColdStart is absent where the process start is unknown; Inferred
+	// marks Java Sentinel's trips (revision 3).
+	ColdStart         *int64    `json:"coldStart"`
+	Inferred          *bool     `json:"inferred"`
+	Worst             *Evidence `json:"worst"`
+	Groups            []Group   `json:"groups"`
+	Newest            *string   `json:"newest"`
+	Passed            *int64    `json:"passed"`
+	Cause             *string   `json:"cause"`
+	LostAt            *int64    `json:"lostAt"`
+	Reason            *string   `json:"reason"`
+	Near              *string   `json:"near"`
+	MaxWindowRequests *int64    `json:"maxWindowRequests"`
 	// Param, Value and BlockShare (with QPS) are hot-value's; its suggest
 	// is {"specificItems":{VALUE:N}}.
 	Param      *int64   `json:"param"`
