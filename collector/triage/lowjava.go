@@ -27,7 +27,7 @@ import (
 // judged, and Unjudged says so per resource with why.
 
 // lowSecondsLen is how many buckets a series keeps for judging inferred
-// trips: a minute of Java's seconds.
+// trips: a minute of Java's seconds (256 bytes of counts).
 const lowSecondsLen = 64
 
 // maxWaiting bounds the inferred trips of an app x resource settled while
@@ -36,12 +36,13 @@ const maxWaiting = 64
 
 // lowSeconds are a series' latest buckets, each one's passes and
 // completions, in a ring by bucket number; buckets the series did not take
-// (silences) are zero. awaiting counts the trips of the series waiting for
-// their window's seconds.
+// (silences) are zero. Counts saturate at 65535: a window is judged against
+// 20. awaiting counts the trips of the series waiting for their window's
+// seconds.
 type lowSeconds struct {
 	since, last int64 // the first and the latest bucket taken, their starts
 	bm          int64
-	pass, done  [lowSecondsLen]uint32
+	pass, done  [lowSecondsLen]uint16
 	awaiting    int
 }
 
@@ -58,7 +59,7 @@ func (r *lowSeconds) take(start, bm, pass, done int64) {
 		r.pass[i], r.done[i] = 0, 0
 	}
 	i := r.slot(start)
-	r.pass[i], r.done[i] = uint32(min(pass, math.MaxUint32)), uint32(min(done, math.MaxUint32))
+	r.pass[i], r.done[i] = uint16(min(pass, math.MaxUint16)), uint16(min(done, math.MaxUint16))
 	r.last = start
 }
 
@@ -280,7 +281,7 @@ func (w *javaWindow) judge(t *lowTrip, s *series) {
 
 // at is a bucket's count in counts (r.pass or r.done): 0 for a bucket the
 // series did not take or the ring no longer holds.
-func (r *lowSeconds) at(start int64, counts []uint32) int64 {
+func (r *lowSeconds) at(start int64, counts []uint16) int64 {
 	if start < r.since || start > r.last || r.last-start >= lowSecondsLen*r.bm {
 		return 0
 	}
