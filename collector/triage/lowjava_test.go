@@ -297,3 +297,36 @@ func TestLowConfidenceJavaTripAgain(t *testing.T) {
 		}
 	}
 }
+
+// A resource with trips judged and one not: the finding counts the first,
+// and its evidence says how many were not judged and why.
+func TestLowConfidenceJavaFindingSaysWhatItCouldNotJudge(t *testing.T) {
+	r := javaRule("queryPrice")
+	e := javaFeed(r)
+	javaSteady(e, r.Resource, t0, t0+10000, 6)
+	for i, lost := range []bool{false, true} {
+		trip := t0 + 10000 + int64(i)*10000
+		if lost {
+			e.Unreceived("price-1", trip, trip+1000)
+		} else {
+			javaSecond(e, r.Resource, trip, 4, 2, 5)
+		}
+		javaTransition(e, r, core.Closed, core.Open, trip)
+		javaSecond(e, r.Resource, trip+1000, 0, 6, 0)
+		javaSteady(e, r.Resource, trip+3000, trip+10000, 6)
+		javaProbe(e, r, trip+3000, true)
+	}
+	x := javaFacts(t, e, t0+30000)
+	if x.Count != 1 || x.Unjudged != 1 || x.UnjudgedWhy != UnjudgedMissing {
+		t.Fatalf("%+v", x)
+	}
+	var got string
+	for _, f := range x.Evidence() {
+		if f.Label == "Not judged" {
+			got = f.Parts[0].Text
+		}
+	}
+	if want := "1 more trip: the per-second counts of the window's seconds never arrived, or lie before the data begins"; got != want {
+		t.Fatalf("not judged %q, want %q", got, want)
+	}
+}
