@@ -422,15 +422,21 @@ func (u *lowUnjudged) why() UnjudgedWhy {
 // longer than stale.
 func (l *lowConf) unjudgedAt(now, stale int64) lowUnjudged {
 	u := l.unjudged
-	u.insts = slices.Clone(u.insts)
+	cloned := false
+	add := func(t *lowTrip) {
+		if !cloned {
+			u.insts, cloned = slices.Clone(u.insts), true // l.unjudged's stay as they are
+		}
+		u.add(t)
+	}
 	for i := range l.pending {
 		if p := &l.pending[i]; p.win.state == winUnjudged || p.win.state == winAwait && now-p.at > stale {
-			u.add(p)
+			add(p)
 		}
 	}
 	for i := range l.waiting {
 		if t := &l.waiting[i]; now-t.at > stale {
-			u.add(t)
+			add(t)
 		}
 	}
 	return u
@@ -466,7 +472,7 @@ func (e *Engine) Unjudged(now int64) []Unjudged {
 			continue
 		}
 		out = append(out, Unjudged{Kind: KindLowConfidenceTrip, App: ar.app.name, Resource: ar.resource,
-			Instances: names(sortInsts(u.insts)), Trips: u.count, ClosedAtFirstProbe: u.closed, Why: u.why(),
+			Instances: names(sortInsts(slices.Clone(u.insts))), Trips: u.count, ClosedAtFirstProbe: u.closed, Why: u.why(),
 			From: u.from, To: u.to})
 	}
 	slices.SortFunc(out, func(a, b Unjudged) int {
