@@ -44,13 +44,16 @@ type lowSeconds struct {
 	bm          int64
 	pass, done  [lowSecondsLen]uint16
 	awaiting    int
+	// whole: the ring holds the series from its first bucket on, so that
+	// its silence before since is no traffic.
+	whole bool
 }
 
 // take records a bucket that starts after the last one taken.
 func (r *lowSeconds) take(start, bm, pass, done int64) {
 	switch {
 	case r.bm != bm:
-		*r = lowSeconds{since: start, last: start - bm, bm: bm, awaiting: r.awaiting}
+		*r = lowSeconds{since: start, last: start - bm, bm: bm, awaiting: r.awaiting, whole: r.whole && r.bm == 0}
 	case start <= r.last:
 		return
 	}
@@ -208,7 +211,7 @@ func javaTripOf(b *breaker, t core.Transition) (lowTrip, bool) {
 	tr.thr, tr.strategy = tr.rule.Threshold, tr.rule.Strategy
 	if w.state == winAwait {
 		if b.s.lowSecs == nil {
-			b.s.lowSecs = &lowSeconds{}
+			b.s.lowSecs = &lowSeconds{whole: !b.s.hasBucket}
 		}
 		b.s.lowSecs.awaiting++
 	}
@@ -254,7 +257,7 @@ func (w *javaWindow) judge(t *lowTrip, s *series) {
 		if w.java {
 			from = floorTo(floorTo(c, w.ms), bm) // Java's bucket of w.ms holding c
 		}
-		if from < r.since && !s.inst.reportedBefore(from) || r.last-from >= lowSecondsLen*bm || s.inst.unreceived(from, c+bm) {
+		if from < r.since && (!r.whole || !s.inst.reportedBefore(from)) || r.last-from >= lowSecondsLen*bm || s.inst.unreceived(from, c+bm) {
 			w.why = UnjudgedMissing
 			return
 		}
@@ -290,7 +293,8 @@ func (r *lowSeconds) at(start int64, counts []uint16) int64 {
 
 // reportedBefore reports whether the instance reported traffic on some
 // resource at or before t: Java writes no line for a second without
-// traffic, so a resource's silence after that is no traffic.
+// traffic, so a resource's silence after that, before its first line, is
+// no traffic.
 func (in *instState) reportedBefore(t int64) bool {
 	for _, o := range in.seriesList {
 		if o.traffic && o.firstAt <= t {
@@ -318,7 +322,7 @@ func (d *lowDetector) bucket(s *series, b *takenBucket) {
 		if !s.javaRatio {
 			return
 		}
-		r = &lowSeconds{}
+		r = &lowSeconds{whole: s.reportedMs <= b.bm} // this is the series' first bucket
 		s.lowSecs = r
 	}
 	r.take(b.Start, b.bm, b.pass, max(b.Complete, 0))

@@ -330,3 +330,30 @@ func TestLowConfidenceJavaFindingSaysWhatItCouldNotJudge(t *testing.T) {
 		t.Fatalf("not judged %q, want %q", got, want)
 	}
 }
+
+// Seconds before a resource's first line are no traffic when the instance
+// was reporting others (Java writes no line for a second without traffic);
+// seconds before its rules came, when the series was not kept, are not
+// known.
+func TestLowConfidenceJavaSecondsBeforeTheFirst(t *testing.T) {
+	r := javaRule("queryPrice")
+	// The trip's second has no pass: the second before may hold it.
+	e := javaFeed(r)
+	javaSteady(e, "listOrders", t0, t0+11000, 8)
+	javaSecond(e, r.Resource, t0+10000, 0, 2, 5)
+	javaTransition(e, r, core.Closed, core.Open, t0+10000)
+	javaSecond(e, r.Resource, t0+11000, 0, 6, 0)
+	if x := javaFacts(t, e, t0+12000); x.Worst != (Evidence{K: 3, N: 5, Lower: 0.33}) {
+		t.Fatalf("first line: %+v", x)
+	}
+
+	e = javaFeed()
+	javaSteady(e, r.Resource, t0, t0+10000, 9)
+	e.Rules("price-1", t0+10000, "j1", []core.BreakerRule{r}, nil)
+	javaSecond(e, r.Resource, t0+10000, 0, 2, 5)
+	javaTransition(e, r, core.Closed, core.Open, t0+10000)
+	javaSecond(e, r.Resource, t0+11000, 0, 6, 0)
+	if u := e.Unjudged(t0 + 12000); len(u) != 1 || u[0].Why != UnjudgedMissing {
+		t.Fatalf("rules late: unjudged %+v, findings %+v", u, only(t, e.Findings(t0+12000), KindLowConfidenceTrip))
+	}
+}
