@@ -410,7 +410,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 	}
 	s.inferred = s.inferred || m.Inferred
 	ct := core.Transition{Resource: m.Resource, RuleID: m.RuleID, Strategy: m.Strategy, From: m.From, To: m.To,
-		AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1))}
+		AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1)), Inferred: m.Inferred}
 	if m.Snapshot != nil {
 		// Bad is what the breaker judged: slow calls for a slow-ratio
 		// breaker, errors for the others.

@@ -65,6 +65,14 @@ func (c *Collector) Publish() *Snapshot {
 	for _, n := range c.sortedNotices() {
 		warnings = append(warnings, n)
 	}
+	unjudged := c.engine.Unjudged(now)
+	for i, u := range unjudged[:min(len(unjudged), MaxUnjudgedWarnings)] {
+		w := UnjudgedTrips{Unjudged: u}
+		if i == MaxUnjudgedWarnings-1 {
+			w.More = len(unjudged) - MaxUnjudgedWarnings
+		}
+		warnings = append(warnings, w)
+	}
 	s.Warnings = warnings
 	rateMs := c.opts.RateWindow.Milliseconds()
 	s.Rows = make([]ResourceRow, 0, len(rows))

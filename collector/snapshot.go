@@ -64,9 +64,9 @@ type Snapshot struct {
 	UnreceivedOthers int
 	// Warnings are typed facts to warn of, in the order to show them:
 	// clock skew (the collector's, then each instance's), the targets'
-	// notes (sorted), the data never received, then the notices about the
-	// input (sorted by instance, resource and kind). WarningText words
-	// each.
+	// notes (sorted), the data never received, the notices about the
+	// input (sorted by instance, resource and kind), then the trips not
+	// judged (by app and resource). WarningText words each.
 	Warnings []Warning
 	// Recording is set while everything accepted is being recorded
 	// (Options.Record); RecordError says when that stopped.

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // Warning is a typed fact a snapshot warns of: something its data may
 // show wrong, or cannot show. It is one of ClockSkew, CollectorClock,
-// TargetNote, UnreceivedData and Notice; views read its fields, and
+// TargetNote, UnreceivedData, Notice and UnjudgedTrips; views read its fields, and
 // WarningText words it, the same for every view. Names in it come from
 // the input and are not sanitized.
 type Warning interface {
@@ -64,7 +65,20 @@ type UnreceivedData struct {
 	TotalMs int64
 }
 
+// UnjudgedTrips: trips of one app and resource that a finding kind could
+// not judge from the input (triage.Unjudged: low-confidence-trip's Java
+// trips whose window's calls are not known). More counts the resources
+// not listed after it (past MaxUnjudgedWarnings).
+type UnjudgedTrips struct {
+	triage.Unjudged
+	More int
+}
+
+// MaxUnjudgedWarnings bounds the UnjudgedTrips warnings of a snapshot.
+const MaxUnjudgedWarnings = 16
+
 func (ClockSkew) warning()      {}
+func (UnjudgedTrips) warning()  {}
 func (CollectorClock) warning() {}
 func (TargetNote) warning()     {}
 func (UnreceivedData) warning() {}
@@ -95,6 +109,8 @@ func WarningText(w Warning) string {
 		return unreceivedText(w)
 	case Notice:
 		return noticeText(w)
+	case UnjudgedTrips:
+		return unjudgedText(w)
 	}
 	return fmt.Sprintf("warning %T", w)
 }
@@ -214,3 +230,18 @@ func gapTime(ms int64) string {
 }
 
 func secs(ms int64) float64 { return float64(ms) / 1000 }
+
+// unjudgedText says how many trips of a resource a kind could not judge,
+// and why.
+func unjudgedText(w UnjudgedTrips) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s of %s %s not judged for %s", w.Trips, plural(int(w.Trips), "trip", "trips"), w.App, w.Resource, w.Kind)
+	if w.ClosedAtFirstProbe > 0 {
+		fmt.Fprintf(&b, " (%d closed at the first probe)", w.ClosedAtFirstProbe)
+	}
+	b.WriteString(": " + w.Why.Text())
+	if w.More > 0 {
+		fmt.Fprintf(&b, "; and trips of %d more %s", w.More, plural(w.More, "resource", "resources"))
+	}
+	return b.String()
+}

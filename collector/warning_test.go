@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
 // warningTexts words warnings as the views do.
@@ -59,6 +60,13 @@ func TestWarningText(t *testing.T) {
 			`price-1: lines of one second named "a_b" were summed (Java writes "|" as "_", so two resources share the name): 1 second from 2025-11-30 00:00:00 UTC`},
 		{Notice{Kind: NoticeNameCollision, Instance: "price-1", Resource: "a_b", At: t0 + 1000, Count: 15},
 			`price-1: lines of one second named "a_b" were summed (Java writes "|" as "_", so two resources share the name): 15 seconds from 2025-11-30 00:00:01 UTC`},
+		{UnjudgedTrips{Unjudged: triage.Unjudged{Kind: triage.KindLowConfidenceTrip, App: "price", Resource: "queryPrice",
+			Trips: 1, Why: triage.UnjudgedMissing}},
+			"1 trip of price queryPrice not judged for low-confidence-trip: the per-second counts of the window's seconds never arrived, or lie before the data begins"},
+		{UnjudgedTrips{Unjudged: triage.Unjudged{Kind: triage.KindLowConfidenceTrip, App: "price", Resource: "checkStock",
+			Trips: 4, ClosedAtFirstProbe: 3, Why: triage.UnjudgedResolution}, More: 2},
+			"4 trips of price checkStock not judged for low-confidence-trip (3 closed at the first probe): the window is not made of whole seconds, " +
+				"and the seconds around it completed 20 calls or more; and trips of 2 more resources"},
 	} {
 		if got := WarningText(tc.w); got != tc.want {
 			t.Errorf("%+v:\n got %q\nwant %q", tc.w, got, tc.want)

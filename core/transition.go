@@ -64,6 +64,10 @@ type Transition struct {
 	Probe          *Probe         // set when a probe's completion decided it (HALF_OPEN -> OPEN|CLOSED)
 	Threshold      float64
 	RetryTimeoutMs uint32
+	// Inferred: the source could not report it, and it was derived from
+	// per-second counts (wire v1 "inferred": Java Sentinel), dated to the
+	// second, without a Snapshot. A breaker never sets it.
+	Inferred bool
 }
 
 // TransitionListener receives every transition of the breakers it is

@@ -35,11 +35,17 @@ type JavaService struct {
 	QPS      float64
 	RtMs     int64
 	Block    float64
+	// Calls, when set, plays the calls one by one through the rules'
+	// breakers instead (RtMs and Block are then unused): see JavaCalls.
+	Calls *JavaCalls
 }
 
 // Script is the scenario's Script: the fleet's messages from start over
 // s.Duration.
 func (j *JavaService) Script(start time.Time, s *Scenario, emit func(wire.Message) error) error {
+	if j.Calls != nil {
+		return j.scriptCalls(start, s, emit)
+	}
 	t0 := start.UnixMilli()
 	version := wire.RulesVersion(j.Rules.Breakers, j.Rules.Flows, j.Rules.Params...)
 	for i, name := range j.Instances {

@@ -325,7 +325,7 @@ func TestJSONMatchesSpec(t *testing.T) {
 	own := map[string][]string{
 		"sawtooth":            {"count", "periodMs"},
 		"sync-half-open":      {"count", "spreadMs"},
-		"low-confidence-trip": {"count", "worst", "atThreshold", "closedAtFirstProbe", "coldStart"},
+		"low-confidence-trip": {"count", "worst", "atThreshold", "closedAtFirstProbe"},
 		"rule-drift":          {"groups", "newest"},
 		"unprotected":         {"passed", "cause"},
 		"shared-resource":     {"apps"},
@@ -338,7 +338,7 @@ func TestJSONMatchesSpec(t *testing.T) {
 	optional := map[string][]string{
 		"sawtooth":            {"probeRtMs", "suggest"},
 		"sync-half-open":      {"suggest"},
-		"low-confidence-trip": {"suggest"},
+		"low-confidence-trip": {"suggest", "coldStart", "inferred"},
 		"rule-advice":         {"p99Ms", "rtOverP99", "suggest"},
 		"hot-value":           {"suggest"},
 		"inert-rule":          {"suggest", "maxWindowRequests", "near"},

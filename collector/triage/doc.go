@@ -82,15 +82,18 @@
 // to whole seconds for Java rules.
 //
 // low-confidence-trip: only CLOSED->OPEN of strategies 0 and 1 with a
-// snapshot of 1 to 19 completions; a trip is held until the first probe
-// after it (the first HALF_OPEN -> OPEN or -> CLOSED): a failed one drops
-// it, a closing one counts it in closedAtFirstProbe, and a trip with no
-// probe yet (or none before the next trip or a restart) counts. worst is the
-// trip whose lower bound is furthest under its threshold. A trip is a cold
-// start when the instance's process started at most 60 s before it, or when
-// the resource's first traffic came at most 60 s before it while the
-// instance had been reporting other traffic for a second or more (else its
-// first traffic is unknown, and it is not counted).
+// snapshot of 1 to 19 completions, or inferred (Java Sentinel) with the
+// completions of its window's seconds under 20 (lowjava.go); a trip is
+// held until the first probe after it (the first HALF_OPEN -> OPEN or ->
+// CLOSED): a failed one drops it, a closing one counts it in
+// closedAtFirstProbe unless the breaker trips again within the rule's
+// statIntervalMs after that close (which drops it), and a trip with no
+// probe yet (or none before the next trip or a restart) counts. worst is
+// the trip whose lower bound is furthest under its threshold. A trip is a
+// cold start when its instance's process (hello startedAt) started at most
+// 60 s before it; without a start it is unknown (coldStart absent). Inferred
+// trips whose window cannot be told are listed by Engine.Unjudged, never
+// counted.
 //
 // inert-rule origin-mismatch: a flow rule with limitApp is a Java rule
 // (only those carry it), and only flow rules are judged (Java never checks

@@ -352,6 +352,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rulesOf(resource)}
 	s.slowBound = slowBoundOf(s.rr)
 	s.ratio = hasRatioBreaker(s.rr)
+	s.javaRatio = hasJavaRatioBreaker(s.rr)
 	s.setHold()
 	in.series[s.resource] = s
 	in.seriesList = append(in.seriesList, s)

@@ -95,7 +95,7 @@ func TestLowConfidenceTripMerged(t *testing.T) {
 	if !slices.Equal(f.Instances, []string{"order-1", "order-2"}) || f.From != t0+20000 || f.To != t0+70001 {
 		t.Fatalf("finding = %+v", f)
 	}
-	want := "3 trips rested on fewer than 20 calls, the weakest on 2 slow of 3 (90% lower bound 0.32, threshold 0.5); 3 closed at the first probe and 2 came within 60 s of the instance's first traffic"
+	want := "3 trips rested on fewer than 20 calls, the weakest on 2 slow of 3 (90% lower bound 0.32, threshold 0.5); 3 closed at the first probe and 2 came within 60 s of the instance's process start"
 	if f.Summary != want {
 		t.Fatalf("summary %q", f.Summary)
 	}

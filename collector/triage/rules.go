@@ -62,6 +62,7 @@ func (e *Engine) Rules(h Instance, ts int64, prev *fleet.Rules) {
 		s.rr = rules[s.resource]
 		s.slowBound = slowBoundOf(s.rr)
 		s.ratio = hasRatioBreaker(s.rr)
+		s.javaRatio = hasJavaRatioBreaker(s.rr)
 		s.setHold() // buckets wait out the rules' statIntervalMs
 	}
 	for _, o := range e.det.rules {

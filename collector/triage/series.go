@@ -26,7 +26,9 @@ type series struct {
 	// ratio says rr has a ratio breaker (hasRatioBreaker), and listed that
 	// advice.list is set: beside what every bucket touches, so that a
 	// series advice cannot judge costs it no other read (adviceDetector.changed).
-	ratio, listed bool
+	// javaRatio says rr has a ratio breaker of Java Sentinel 1.8
+	// (hasJavaRatioBreaker): its buckets are kept in lowSecs.
+	ratio, listed, javaRatio bool
 	// winSynced: win has a window per statIntervalMs of rr (inert.go);
 	// logTrimmed: chunks of log were dropped for the budget (tracelog.go).
 	// Here rather than in their structs, where each would take a word.
@@ -56,6 +58,10 @@ type series struct {
 	log traceLog
 
 	breakers []*breaker
+
+	// lowSecs are its latest buckets, for inferred trips' windows
+	// (lowjava.go): nil until it has a Java ratio breaker or such a trip.
+	lowSecs *lowSeconds
 }
 
 // qps is the mean offered load (pass + block per second) over the time the

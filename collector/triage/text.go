@@ -84,7 +84,8 @@ func herdAdvice(x *SyncHalfOpenFacts, n int64) string {
 
 // lowConfidenceWords: the trips, the weakest, how they ended and began;
 // and the rule values that make a trip rest on AdviceMinRequests calls, in
-// seconds of the traffic seen.
+// seconds of the traffic seen. Trips inferred from Java Sentinel's counts
+// are said to be, and their weakest window is a bound.
 func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 	w := x.Worst
 	bad := "slow"
@@ -92,10 +93,28 @@ func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 		bad = "failed"
 	}
 	weakest := fmt.Sprintf("%d %s of %d (90%% lower bound %s, threshold %s)", w.K, bad, w.N, fmtFloat(w.Lower, 2), fmtNum(x.Threshold))
+	if x.WorstInferred {
+		weakest = fmt.Sprintf("at most %d calls, on which Java trips with %d %s or more (90%% lower bound %s, threshold %s)",
+			w.N, w.K, bad, fmtFloat(w.Lower, 2), fmtNum(x.Threshold))
+	}
+	trips := fmt.Sprintf("%d trips", x.Count)
+	switch {
+	case x.InferredTrips == 0:
+	case x.InferredTrips == x.Count:
+		trips += " inferred from Java Sentinel's per-second counts"
+		if x.Count == 1 {
+			trips = "1 trip inferred from Java Sentinel's per-second counts"
+		}
+	default:
+		trips += fmt.Sprintf(" (%d inferred from Java Sentinel's per-second counts)", x.InferredTrips)
+	}
 	if x.Count == 1 {
-		summary = fmt.Sprintf("1 trip rested on fewer than %d calls: %s", AdviceMinRequests, weakest)
+		if x.InferredTrips == 0 {
+			trips = "1 trip"
+		}
+		summary = fmt.Sprintf("%s rested on fewer than %d calls: %s", trips, AdviceMinRequests, weakest)
 	} else {
-		summary = fmt.Sprintf("%d trips rested on fewer than %d calls, the weakest on %s", x.Count, AdviceMinRequests, weakest)
+		summary = fmt.Sprintf("%s rested on fewer than %d calls, the weakest on %s", trips, AdviceMinRequests, weakest)
 	}
 	var also []string
 	clause := func(k int64, verb string) {
@@ -109,7 +128,9 @@ func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 	}
 	clause(x.ClosedAtFirstProbe, "closed at the first probe")
 	clause(x.AtThreshold, "tripped at the threshold exactly (Java Sentinel 1.8 trips only above it)")
-	clause(x.ColdStart, fmt.Sprintf("came within %d s of the instance's first traffic", ColdStartMs/1000))
+	if x.ColdStart != nil {
+		clause(*x.ColdStart, fmt.Sprintf("came within %d s of the instance's process start", ColdStartMs/1000))
+	}
 	if len(also) > 0 {
 		sep := "; "
 		if x.Count == 1 {
@@ -143,7 +164,7 @@ func lowConfidenceWords(x *LowConfidenceFacts) (summary, advice string) {
 		advice += fmt.Sprintf(" (%s s of traffic at %s QPS, which %s %s)", fmtFloat(float64(s.MinRequestAmount)/x.QPS, 1), fmtFloat(x.QPS, 1), window, held)
 	}
 	advice += fmt.Sprintf(", not on a few %s ones", bad)
-	if x.ColdStart > 0 {
+	if x.ColdStart != nil && *x.ColdStart > 0 {
 		advice += ", and warm the connections (a few calls at startup) before taking traffic"
 	}
 	return summary, advice

@@ -10,11 +10,14 @@ import (
 // instances of the app had one.
 
 type unprot struct {
-	on      bool // the latest bucket with traffic passed without a rule
-	seen    bool
-	listed  bool
+	on     bool // the latest bucket with traffic passed without a rule
+	seen   bool
+	listed bool
+	// missed: the latest episode's cause is CauseMissedPush, else
+	// CauseStartedWithoutRules (a flag beside the others, not a string:
+	// every series has one).
+	missed  bool
 	epStart int64
-	cause   UnprotectedCause // of the latest episode
 	passed  int64
 	from    int64
 	to      int64
@@ -77,10 +80,7 @@ func (d *unprotectedDetector) bucket(s *series, b *takenBucket) {
 		// The app had rules for the resource when this process sent its
 		// first rules: it started without them. Else they came to the
 		// others while it was there: it missed their push.
-		u.cause = CauseMissedPush
-		if in.ruleHist.from >= s.ar.ruledSince {
-			u.cause = CauseStartedWithoutRules
-		}
+		u.missed = in.ruleHist.from < s.ar.ruledSince
 	}
 	if !u.seen {
 		u.seen, u.from = true, start
@@ -125,7 +125,7 @@ func (d *unprotectedDetector) findings(now int64, out []Finding) []Finding {
 			insts = append(insts, in)
 			x.Passed += u.passed
 			x.LongestMs = max(x.LongestMs, u.maxSpan)
-			if u.cause == CauseMissedPush {
+			if u.missed {
 				x.Cause = CauseMissedPush
 			}
 			f.From, f.To = min(f.From, u.from), max(f.To, u.to)

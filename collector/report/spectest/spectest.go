@@ -137,17 +137,20 @@ type Finding struct {
 	SpreadMs           *int64                     `json:"spreadMs"`
 	AtThreshold        *int64                     `json:"atThreshold"`
 	ClosedAtFirstProbe *int64                     `json:"closedAtFirstProbe"`
-	ColdStart          *int64                     `json:"coldStart"`
-	Worst              *Evidence                  `json:"worst"`
-	Groups             []Group                    `json:"groups"`
-	Newest             *string                    `json:"newest"`
-	Reverted           []Revert                   `json:"reverted"`
-	Passed             *int64                     `json:"passed"`
-	Cause              *string                    `json:"cause"`
-	LostAt             *int64                     `json:"lostAt"`
-	Reason             *string                    `json:"reason"`
-	Near               *string                    `json:"near"`
-	MaxWindowRequests  *int64                     `json:"maxWindowRequests"`
+	// ColdStart is absent where the process start is unknown; Inferred
+	// marks Java Sentinel's trips (revision 3).
+	ColdStart         *int64    `json:"coldStart"`
+	Inferred          *bool     `json:"inferred"`
+	Worst             *Evidence `json:"worst"`
+	Groups            []Group   `json:"groups"`
+	Newest            *string   `json:"newest"`
+	Reverted          []Revert  `json:"reverted"`
+	Passed            *int64    `json:"passed"`
+	Cause             *string   `json:"cause"`
+	LostAt            *int64    `json:"lostAt"`
+	Reason            *string   `json:"reason"`
+	Near              *string   `json:"near"`
+	MaxWindowRequests *int64    `json:"maxWindowRequests"`
 	// Blocked, Offered and StartLimit are warm-up's (its span is the
 	// finding's from and to).
 	Blocked    *int64   `json:"blocked"`
