@@ -65,8 +65,8 @@ func JavaLowTrafficTrips() *Scenario {
 		ExpectPlans: []expect.Plan{{
 			App: j.App, Resource: priceRes, Rule: "breaker", Instances: j.Instances,
 			Because: []string{"low-confidence-trip", "rule-advice"}, Safe: false,
-			Why: "no safe change found: the replay of the current rule never trips, while the recorded breakers opened 7 times, " +
-				"so no change can be checked on this input",
+			Why: "no safe change found: the input does not tell which calls were slow (no response-time histogram and no slow count: " +
+				"Java Sentinel's metric lines give a second's mean response time), so a slow-ratio rule cannot be replayed on it and no change can be checked",
 			WhatIf: &whatif.Result{StepMs: 1000, Estimated: true,
 				Current: whatif.Metrics{DetectMs: []int64{}}, Proposed: whatif.Metrics{DetectMs: []int64{}}},
 		}},

@@ -625,7 +625,7 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 		return plan, calls
 	}
 	plan.WhatIf = full
-	if why, faithful := faithfulReplay(traces, full); !faithful {
+	if why, faithful := faithfulReplay(traces, full, ref.Strategy); !faithful {
 		plan.Rejected, plan.Why = v, "no safe change found: "+why
 		return plan, calls
 	}
@@ -687,7 +687,7 @@ func (p *Plan) settle() {
 // (spells) but whose replay never does is not replayed faithfully (an
 // input without the counts a breaker judges by), and nothing can be
 // proven with it.
-func faithfulReplay(traces []whatif.Trace, res *whatif.Result) (why string, ok bool) {
+func faithfulReplay(traces []whatif.Trace, res *whatif.Result, strategy core.Strategy) (why string, ok bool) {
 	if res.Calls == 0 {
 		return "the input kept no traffic of the rule's instances to replay, so no change can be checked on it", false
 	}
@@ -695,11 +695,28 @@ func faithfulReplay(traces []whatif.Trace, res *whatif.Result) (why string, ok b
 	for i := range traces {
 		spells += len(traces[i].Spells)
 	}
+	if spells > 0 && res.Current.Trips == 0 && strategy == core.SlowRequestRatio && !slowKnown(traces) {
+		return "the input does not tell which calls were slow (no response-time histogram and no slow count: Java Sentinel's metric lines give a second's mean response time), " +
+			"so a slow-ratio rule cannot be replayed on it and no change can be checked", false
+	}
 	if spells > 0 && res.Current.Trips == 0 {
 		return fmt.Sprintf("the replay of the current rule never trips, while the recorded breakers opened %d %s, so no change can be checked on this input",
 			spells, plural(int64(spells), "time", "times")), false
 	}
 	return "", true
+}
+
+// slowKnown reports whether any bucket of the traces says which calls
+// were slow: a slow count or a histogram.
+func slowKnown(traces []whatif.Trace) bool {
+	for i := range traces {
+		for j := range traces[i].Buckets {
+			if b := &traces[i].Buckets[j]; b.Slow > 0 || b.HasHist {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lossWords says what the proposal loses: "would have missed 3 of the 3
