@@ -38,6 +38,7 @@ func Catalog() []*Scenario {
 		OutageErrorRamp(), OutageDBSlow(),
 		VipThrottled(), LimitAppSelf(),
 		Brownout(), HerdSawtooth(),
+		JavaCountHalf(), JavaNoSlowRatio(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {

@@ -123,6 +123,7 @@ type Engine struct {
 	unprot     unprotectedDetector
 	lost       rulesLostDetector
 	inert      inertDetector
+	self       selfDetector
 	hot        hotDetector
 	shared     sharedDetector
 	misaligned misalignedDetector
