@@ -177,6 +177,8 @@ type proposal struct {
 	minReq, inertMinReq, interval, maxRt, retry []int64
 	threshold                                   []float64
 	spread                                      *RetryRange
+	// cannotTrip: an inert-rule cannot-trip finding proposes for the rule.
+	cannotTrip bool
 }
 
 // proposals collects the breaker rule values the findings propose, by
@@ -248,6 +250,7 @@ func proposals(fs []Finding) []*proposal {
 				continue
 			}
 			p := get(f, x.Rule.Breakers[0].ID)
+			p.cannotTrip = true
 			if s.MinRequestAmount > 0 {
 				p.inertMinReq = append(p.inertMinReq, int64(s.MinRequestAmount))
 			}
@@ -302,6 +305,7 @@ func foldUnnamed(ps []*proposal) []*proposal {
 		q.maxRt = append(q.maxRt, p.maxRt...)
 		q.retry = append(q.retry, p.retry...)
 		q.threshold = append(q.threshold, p.threshold...)
+		q.cannotTrip = q.cannotTrip || p.cannotTrip
 		if q.spread == nil {
 			q.spread = p.spread
 		}
@@ -315,8 +319,9 @@ func foldUnnamed(ps []*proposal) []*proposal {
 // minRequestAmount that lets it; otherwise the highest minRequestAmount
 // and statIntervalMs proposed (each proposal asks for at least that much
 // evidence), the lowest maxAllowedRtMs and threshold (the ones that keep
-// the breaker most sensitive) and the sawtooth's retry timeout, spread
-// per instance over the flood's range. A value equal to the rule's is no
+// the breaker most sensitive; a breaker that cannot trip gets no higher
+// bound) and the sawtooth's retry timeout, spread per instance over the
+// flood's range. A value equal to the rule's is no
 // change, and a field the rule's SDK does not have is never proposed.
 func (p *proposal) merge(r *core.BreakerRule) (v RuleValues, spread *RetryRange) {
 	if len(p.inertMinReq) > 0 {
@@ -327,8 +332,13 @@ func (p *proposal) merge(r *core.BreakerRule) (v RuleValues, spread *RetryRange)
 	if len(p.interval) > 0 {
 		v.StatIntervalMs = uint32(min(slices.Max(p.interval), math.MaxUint32))
 	}
-	if len(p.maxRt) > 0 && r.Strategy == core.SlowRequestRatio {
-		v.MaxAllowedRtMs = uint64(slices.Min(p.maxRt))
+	// A breaker that cannot trip caught nothing the replay's gate could
+	// keep, while its windows showed a failure at its bound: a higher bound
+	// could hide that failure (the healthy p99 of a breaker that never
+	// opens counts it), so it is never raised.
+	if m := uint64(slices.Min(append(p.maxRt, math.MaxInt64))); len(p.maxRt) > 0 && r.Strategy == core.SlowRequestRatio &&
+		(!p.cannotTrip || m < r.MaxAllowedRtMs) {
+		v.MaxAllowedRtMs = m
 	}
 	if len(p.retry) > 0 {
 		v.RetryTimeoutMs = uint32(min(slices.Max(p.retry), math.MaxUint32))
@@ -534,7 +544,21 @@ type planDraft struct {
 	insts  []planInst
 	names  []string
 	java   bool
-	sig    string // what the plan is made of: values, instances, rules (not their traffic)
+	// byProposal: outages are judged by the proposal's criterion, not the
+	// current rule's (judgedByProposal).
+	byProposal bool
+	sig        string // what the plan is made of: values, instances, rules (not their traffic)
+}
+
+// judgedByProposal reports whether a proposal's outages are judged by its
+// own criterion rather than the current rule's: when the current rule
+// counts healthy calls bad (self-inflicted), its criterion would make the
+// healthy traffic an outage to keep catching; when it cannot trip and the
+// proposal lowers its threshold (inert-rule cannot-trip), its criterion
+// calls the failure it missed healthy traffic, and the calls the proposal
+// blocks in it healthy calls blocked.
+func judgedByProposal(p *proposal, v RuleValues) bool {
+	return slices.Contains(p.because, KindSelfInflicted) || p.cannotTrip && v.Threshold > 0
 }
 
 // draft merges one proposal against the rule its instances run. done
@@ -558,7 +582,7 @@ func (e *Engine) draft(p *proposal) (d *planDraft, done, ok bool) {
 	if v.IsZero() {
 		return nil, false, false
 	}
-	d = &planDraft{key: p.key, v: v, spread: spread, insts: insts, names: names, java: java}
+	d = &planDraft{key: p.key, v: v, spread: spread, insts: insts, names: names, java: java, byProposal: judgedByProposal(p, v)}
 	if per := d.spreadOf(v); v.RetryTimeoutMs > 0 && per != nil && len(per) == 0 {
 		v.RetryTimeoutMs = 0 // every instance runs as long a retry timeout already
 		if v.IsZero() {
@@ -578,7 +602,7 @@ func (e *Engine) draft(p *proposal) (d *planDraft, done, ok bool) {
 	}
 	d.plan = plan
 	var sig strings.Builder
-	fmt.Fprint(&sig, v, spread, slices.Contains(plan.Because, KindSelfInflicted))
+	fmt.Fprint(&sig, v, spread, d.byProposal)
 	for i := range insts {
 		fmt.Fprint(&sig, "|", names[i], insts[i].rule)
 	}
@@ -653,12 +677,9 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 		return plan, calls
 	}
 	spreadOf := d.spreadOf
-	// A rule that counts healthy calls bad (self-inflicted) would make the
-	// healthy traffic an outage the replay must keep catching: outages are
-	// judged by the whole proposal's criterion instead, the bound or count
-	// drawn from the healthy traffic.
+	// Outages judged by the whole proposal's criterion (judgedByProposal).
 	var criteria []core.BreakerRule
-	if slices.Contains(plan.Because, KindSelfInflicted) {
+	if d.byProposal {
 		criteria = make([]core.BreakerRule, len(insts))
 		for i := range insts {
 			criteria[i] = v.Apply(insts[i].rule)

@@ -303,7 +303,7 @@ func ratioOneWords(x *InertRuleFacts, r *core.BreakerRule) (summary, advice stri
 	name := thresholdName(r)
 	def := ""
 	if name == "slowRatioThreshold" {
-		def = ", Java's default when it is left out"
+		def = ", Java's default when it is left out,"
 	}
 	windows := fmt.Sprintf("%d %s over %s", x.BadWindows, plural(x.BadWindows, "window", "windows"), fmtDur(x.BadTo-x.BadFrom))
 	rule := fmt.Sprintf("%s %s%s trips it only on a window of %s calls alone", name, fmtNum(r.Threshold), def, badWord(r))
