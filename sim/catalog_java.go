@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/fixtures/expect"
 )
 
 // Java Sentinel rules that judge their own service wrong (field reports
@@ -43,6 +45,32 @@ func JavaCountHalf() *Scenario {
 		Duration: 4 * mn,
 		Seed:     81,
 		Script:   j.Script,
+		Expect: []Expect{
+			// Each instance's breaker opens in its first second and fails a
+			// probe every 10 s to the end: 1 + 23 entries into OPEN on each.
+			// The rule, not the member service, keeps it open: the sawtooth
+			// proposes no retry timeout.
+			{Kind: "sawtooth", Severity: "critical", App: "order", Resource: memberRes, Instances: j.Instances,
+				Facts: map[string]any{"count": 23, "periodMs": 10000, "probeRtMs": 31, "cause": "self-inflicted",
+					"suggest": map[string]any{"retryTimeoutMs": nil, "maxAllowedRtMs": nil}}},
+			// The calls that passed: the 5 or so of each first second and
+			// the 23 probes, 59 in all, every second's mean 15-45 ms, over
+			// the 1 ms bound. Java gives no histogram: no p99, no bound
+			// proposed.
+			{Kind: "self-inflicted", Severity: "critical", App: "order", Resource: memberRes, Instances: j.Instances,
+				Facts: map[string]any{"rule": jsonValue(rule), "healthyBadShare": 1, "trips": 48, "inferred": true, "suggest": nil}},
+			{Kind: "rule-advice", Severity: "info", App: "order", Resource: memberRes, Instances: j.Instances,
+				Facts: map[string]any{"qps": 29.7, "windowRequests": 29.7, "minRequestSeconds": 0.17, "suggest": nil}},
+		},
+		// rule-advice's minRequestAmount 20 cannot be checked: Java sends
+		// no slow count, so the replay of the 1 ms bound sees no slow call
+		// and never trips, while the breakers opened.
+		ExpectPlans: []expect.Plan{{
+			App: "order", Resource: memberRes, Rule: "breaker", Instances: j.Instances,
+			Because: []string{"rule-advice"},
+			Why:     "no safe change found: the replay of the current rule never trips, while the recorded breakers opened 2 times, so no change can be checked on this input",
+			WhatIf:  &whatif.Result{StepMs: 1000, Estimated: true},
+		}},
 	}
 }
 
@@ -72,5 +100,21 @@ func JavaNoSlowRatio() *Scenario {
 		Duration: 210 * sec,
 		Seed:     82,
 		Script:   j.Script,
+		Expect: []Expect{
+			// 90 one-second windows on each of the 3 instances whose mean
+			// response time was over 500 ms: 16438 calls let through. Java
+			// reports means, so the count is inferred (every call of such a
+			// second; about three in four were slow).
+			{Kind: "inert-rule", Severity: "warning", App: "order", Resource: memberRes, Instances: j.Instances,
+				Facts: map[string]any{"reason": "cannot-trip", "rule": ruleSet([]core.BreakerRule{rule}, nil),
+					"badPassed": 16438, "inferred": true, "suggest": nil, "maxWindowRequests": nil}},
+		},
+		// Without a histogram the replay cannot tell which calls a
+		// threshold of 0.5 would count: the change is not checked.
+		ExpectPlans: []expect.Plan{{
+			App: "order", Resource: memberRes, Rule: "breaker", Instances: j.Instances,
+			Because: []string{"inert-rule"},
+			Why:     "no safe change found: the input has no response-time histogram, so a new threshold of a slow-ratio rule cannot be checked on it",
+		}},
 	}
 }

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector/metriclog"
@@ -96,6 +98,7 @@ func (j *JavaService) playCalls(start time.Time, s *Scenario, emit func(wire.Mes
 		in.inf.SetRules(t0, j.Rules.Breakers, j.Rules.Flows)
 		insts[i] = in
 	}
+	var q timeOrder
 	for sec := t0; sec+metriclog.BucketMs <= end; sec += metriclog.BucketMs {
 		for _, in := range insts {
 			in.second(j, sec, t0)
@@ -103,22 +106,57 @@ func (j *JavaService) playCalls(start time.Time, s *Scenario, emit func(wire.Mes
 			if l := in.line; l.Pass+l.Block+l.Success > 0 {
 				items = []wire.BucketItem{l.Item()}
 			}
-			m := &wire.Buckets{Header: wire.Header{Ts: sec + metriclog.BucketMs, Instance: in.name}, BucketMs: metriclog.BucketMs, Items: items}
-			if err := emit(m); err != nil {
-				return err
-			}
+			q.add(&wire.Buckets{Header: wire.Header{Ts: sec + metriclog.BucketMs, Instance: in.name}, BucketMs: metriclog.BucketMs, Items: items})
 			for _, st := range in.inf.Second(sec, items) {
-				if err := emit(st); err != nil {
-					return err
-				}
+				q.add(st)
 			}
 		}
+		if err := q.flush(sec-inferLagMs, emit); err != nil {
+			return err
+		}
+	}
+	if err := q.flush(end, emit); err != nil {
+		return err
 	}
 	for _, name := range j.Instances {
 		if err := emit(&wire.Bye{Header: wire.Header{Ts: end, Instance: name}, Reason: "shutdown"}); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// inferLagMs is how far back the inference may date a transition from the
+// second it decides it in: the trip dated to the last completion before a
+// silence, at most a retry timeout, and a probe's completion a second or
+// two before. The messages are written in time order, held back as long.
+const inferLagMs = 120_000
+
+// timeOrder holds messages back until none can come before them: the
+// inference decides a transition from the seconds after it.
+type timeOrder struct {
+	held    []wire.Message
+	written int64 // the time of the last message written
+}
+
+func (q *timeOrder) add(m wire.Message) { q.held = append(q.held, m) }
+
+// flush writes the messages up to until, in time order (in the order
+// added among equal times).
+func (q *timeOrder) flush(until int64, emit func(wire.Message) error) error {
+	slices.SortStableFunc(q.held, func(a, b wire.Message) int { return cmp.Compare(a.Head().Ts, b.Head().Ts) })
+	n := 0
+	for ; n < len(q.held) && q.held[n].Head().Ts <= until; n++ {
+		m := q.held[n]
+		if m.Head().Ts < q.written {
+			return fmt.Errorf("java service: a transition dated %d, after messages of %d were written", m.Head().Ts, q.written)
+		}
+		q.written = m.Head().Ts
+		if err := emit(m); err != nil {
+			return err
+		}
+	}
+	q.held = slices.Delete(q.held, 0, n)
 	return nil
 }
 

@@ -541,7 +541,8 @@ func (f *InertRuleFacts) Evidence() []Fact {
 				p += ", of " + itoa(f.BadWindowCalls) + " in " + itoa(f.BadWindows) + " windows that showed the failure"
 			}
 			if f.Inferred {
-				p += " (slow calls judged from Java's per-second mean response times)"
+				p = itoa(*f.BadPassed) + " calls passed while the breaker stayed closed in " + itoa(f.BadWindows) +
+					" windows that showed the failure, judged from Java's per-second mean response times (every call of a second whose mean was over the bound)"
 			}
 			out = append(out, text("Let through", p))
 		}

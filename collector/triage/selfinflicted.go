@@ -324,8 +324,12 @@ func (f *SelfInflictedFacts) Evidence() []Fact {
 		if f.Inferred {
 			how = ", from Java's per-second mean response times"
 		}
+		bound := "maxAllowedRtMs "
+		if f.Rule.Semantics == core.SemanticsJava || f.Rule.Semantics == core.SemanticsJava16 {
+			bound = "count "
+		}
 		out = append(out, text("Calls that passed", itoa(f.Calls)+", median "+med+how),
-			text("Counted slow", itoa(f.Bad)+" ("+fmtFloat(100*f.HealthyBadShare, 0)+" %) over maxAllowedRtMs "+itoa(int64(f.Rule.MaxAllowedRtMs))))
+			text("Counted slow", itoa(f.Bad)+" ("+fmtFloat(100*f.HealthyBadShare, 0)+" %) over "+bound+itoa(int64(f.Rule.MaxAllowedRtMs))))
 	case core.ErrorCount:
 		out = append(out, text("Calls that passed", itoa(f.Calls)+", "+itoa(f.Errors)+" failed ("+fmtFloat(100*f.HealthyBadShare, 1)+" %)"),
 			text("Errors per window", fmtFloat(f.ErrorsPerWindow, 1)+" of "+fmtFloat(f.WindowCalls, 1)+" calls, at most "+itoa(f.HealthyErrorsQ95)+" in 19 windows of 20"))

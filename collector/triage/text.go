@@ -328,16 +328,16 @@ func selfWords(x *SelfInflictedFacts) (summary, advice string) {
 	java := r.Semantics == core.SemanticsJava || r.Semantics == core.SemanticsJava16
 	switch r.Strategy {
 	case core.SlowRequestRatio:
-		bound := "maxAllowedRtMs"
+		bound, rule := "maxAllowedRtMs", fmt.Sprintf("maxAllowedRtMs %d", r.MaxAllowedRtMs)
 		if java {
-			bound = "count (the RT bound)"
+			bound, rule = "count", fmt.Sprintf("count %d (the RT bound in ms)", r.MaxAllowedRtMs)
 		}
 		from := ""
 		if x.Inferred {
 			from = ", from Java's per-second mean response times"
 		}
-		summary = fmt.Sprintf("%s %d counts %s %% of the %d calls that passed as slow, their median over %d ms%s: the rule, not the downstream, opened this breaker %d times",
-			bound, r.MaxAllowedRtMs, fmtFloat(100*x.HealthyBadShare, 0), x.Calls, x.MedianFloorMs, from, x.Trips)
+		summary = fmt.Sprintf("%s counts %s %% of the %d calls that passed as slow, their median over %d ms%s: the rule, not the downstream, opened this breaker %d times",
+			rule, fmtFloat(100*x.HealthyBadShare, 0), x.Calls, x.MedianFloorMs, from, x.Trips)
 		if java && ratioAsRt(*r) {
 			summary += " (Java rounds a slow-ratio count of 0.5 to 1 ms)"
 		}
