@@ -536,15 +536,15 @@ func (f *InertRuleFacts) Evidence() []Fact {
 			out = append(out, text("Busiest window", itoa(f.MaxWindowRequests)+" completions"))
 		}
 		if f.BadPassed != nil {
-			p := itoa(*f.BadPassed) + " bad calls passed while the breaker stayed closed"
+			p := itoa(*f.BadPassed) + " bad calls"
 			if f.BadWindows > 0 {
 				p += ", of " + itoa(f.BadWindowCalls) + " in " + itoa(f.BadWindows) + " windows that showed the failure"
 			}
 			if f.Inferred {
-				p = itoa(*f.BadPassed) + " calls passed while the breaker stayed closed in " + itoa(f.BadWindows) +
+				p = itoa(*f.BadPassed) + " calls in " + itoa(f.BadWindows) +
 					" windows that showed the failure, judged from Java's per-second mean response times (every call of a second whose mean was over the bound)"
 			}
-			out = append(out, text("Let through", p))
+			out = append(out, text("Passed while closed", p))
 		}
 		if s := f.Suggest; s != nil {
 			var p []string

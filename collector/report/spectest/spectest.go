@@ -147,14 +147,21 @@ type Finding struct {
 	Reason             *string                    `json:"reason"`
 	Near               *string                    `json:"near"`
 	MaxWindowRequests  *int64                     `json:"maxWindowRequests"`
+	// BadPassed is inert-rule cannot-trip's; HealthyBadShare and Trips are
+	// self-inflicted's. Inferred (both) says the response times were Java's
+	// per-second means.
+	BadPassed       *int64   `json:"badPassed"`
+	HealthyBadShare *float64 `json:"healthyBadShare"`
+	Trips           *int64   `json:"trips"`
+	Inferred        *bool    `json:"inferred"`
 	// Param, Value and BlockShare (with QPS) are hot-value's; its suggest
 	// is {"specificItems":{VALUE:N}}.
 	Param      *int64   `json:"param"`
 	Value      *string  `json:"value"`
 	BlockShare *float64 `json:"blockShare"`
 	Apps       []string `json:"apps"`
-	// Rule is a breaker rule (window-misaligned) or a rule set
-	// (inert-rule).
+	// Rule is a breaker rule (window-misaligned, self-inflicted) or a rule
+	// set (inert-rule).
 	Rule              json.RawMessage `json:"rule"`
 	QPS               *float64        `json:"qps"`
 	WindowRequests    *float64        `json:"windowRequests"`
