@@ -52,6 +52,11 @@ type JavaService struct {
 // s.Duration.
 func (j *JavaService) Script(start time.Time, s *Scenario, emit func(wire.Message) error) error {
 	t0 := start.UnixMilli()
+	if j.Latency != nil {
+		if err := j.validateCalls(); err != nil {
+			return err
+		}
+	}
 	if err := j.hellos(t0, emit); err != nil {
 		return err
 	}

@@ -60,24 +60,21 @@ type javaInstance struct {
 // validateCalls reports what makes a played Java service unplayable.
 func (j *JavaService) validateCalls() error {
 	if j.QPS <= 0 {
-		return fmt.Errorf("java service %q: QPS must be positive", j.App)
+		return fmt.Errorf("%w: java service %q: QPS must be positive", ErrScenario, j.App)
 	}
 	for _, b := range j.Rules.Breakers {
 		if b.Semantics != core.SemanticsJava {
-			return fmt.Errorf("java service %q: breaker of %q without Java semantics", j.App, b.Resource)
+			return fmt.Errorf("%w: java service %q: breaker of %q without Java semantics", ErrScenario, j.App, b.Resource)
 		}
 	}
 	if len(j.Rules.Flows) > 0 || len(j.Rules.Params) > 0 {
-		return fmt.Errorf("java service %q: played calls enforce degrade rules only", j.App)
+		return fmt.Errorf("%w: java service %q: played calls enforce degrade rules only", ErrScenario, j.App)
 	}
 	return nil
 }
 
 // playCalls is Script for a service whose calls are played.
 func (j *JavaService) playCalls(start time.Time, s *Scenario, emit func(wire.Message) error) error {
-	if err := j.validateCalls(); err != nil {
-		return err
-	}
 	t0 := start.UnixMilli()
 	end := t0 + s.Duration.Milliseconds()
 	insts := make([]*javaInstance, len(j.Instances))
