@@ -19,10 +19,10 @@ type InertReason string
 
 // The reasons of inert-rule.
 const (
-	// InertCannotTrip: a breaker's minRequestAmount exceeds the most
-	// completions any of its statistic windows held, or its ratio
-	// threshold is 1.0 while windows held a majority but not all bad
-	// calls.
+	// InertCannotTrip: a breaker's minRequestAmount (or error count)
+	// exceeds the most completions any of its statistic windows held, or
+	// its ratio threshold is 1.0 while windows held a majority but not all
+	// bad calls.
 	InertCannotTrip InertReason = "cannot-trip"
 	// InertNameMismatch: the rule's resource saw no traffic, while a
 	// resource with traffic has the same name ignoring case and
@@ -83,7 +83,7 @@ type windows struct {
 type windowMax struct {
 	s        *series
 	interval int64  // statIntervalMs
-	need     uint64 // the largest minRequestAmount of the breakers with this interval
+	need     uint64 // the most completions a breaker with this interval needs to trip (tripNeed)
 	live     bool   // still one of the series' windows
 	listed   bool   // in the engine's inertIndex
 
@@ -163,7 +163,7 @@ func (e *Engine) syncWindows(s *series, rr *resRules) {
 				w.ws = append(w.ws, x)
 				i = len(w.ws) - 1
 			}
-			w.ws[i].need = max(w.ws[i].need, b.MinRequestAmount)
+			w.ws[i].need = max(w.ws[i].need, tripNeed(&b))
 		}
 	}
 	for _, x := range old {
@@ -261,16 +261,27 @@ func cannotTrip(w *windowMax) (inertHit, bool) {
 		return inertHit{}, false
 	}
 	for _, b := range rr.Breakers {
-		if int64(b.StatIntervalMs) != w.interval || b.MinRequestAmount <= uint64(w.max) || tripped(s, b.ID) ||
+		if int64(b.StatIntervalMs) != w.interval || tripNeed(&b) <= uint64(w.max) || tripped(s, b.ID) ||
 			b.Strategy == core.AverageRT { // its minRequestAmount counts slow calls in a row, not a window
 			continue
 		}
 		x := InertRuleFacts{Reason: InertCannotTrip, Rule: RuleSet{Breakers: []core.BreakerRule{b}}, MaxWindowRequests: w.max}
+		x.CountOver = b.MinRequestAmount <= uint64(w.max)
 		x.Suggest = cannotTripSuggest(b, w.max)
 		x.setBadPassed(s.ruleWindowsOf(&b))
 		return inertHit{in: s.inst, resource: s.resource, facts: x, from: s.firstAt, to: s.endAt}, true
 	}
 	return inertHit{}, false
+}
+
+// tripNeed is the most completions a window must hold for the breaker to
+// trip: its minRequestAmount, and for an error count the errors that trip
+// it (a count above a window's calls is never reached).
+func tripNeed(b *core.BreakerRule) uint64 {
+	if b.Strategy == core.ErrorCount {
+		return max(b.MinRequestAmount, uint64(max(errorsToTrip(b), 0)))
+	}
+	return b.MinRequestAmount
 }
 
 // InertRatioOneThreshold is the ratio threshold cannot-trip proposes for a
@@ -336,7 +347,14 @@ func tripped(s *series, ruleID string) bool {
 // over (so that the breaker can still trip at a tenth of the traffic seen),
 // at least AdviceMinRequests; with fewer completions than that in the
 // busiest window, also a statIntervalMs, in whole seconds, that holds them.
+// For an error count above a window's calls (its minRequestAmount within
+// them), a count of a tenth of the busiest window.
 func cannotTripSuggest(b core.BreakerRule, most int64) *InertSuggest {
+	if b.MinRequestAmount <= uint64(most) && b.Strategy == core.ErrorCount {
+		// The count alone is out of reach: a tenth of the busiest window
+		// failing trips it (Java: more than that).
+		return &InertSuggest{Threshold: float64(max(most/10, 1))}
+	}
 	s := &InertSuggest{MinRequestAmount: uint64(max(most/10, AdviceMinRequests))}
 	if most < AdviceMinRequests {
 		iv := (int64(b.StatIntervalMs)*AdviceMinRequests + most - 1) / most
@@ -487,8 +505,11 @@ type InertRuleFacts struct {
 	BadWindowCalls int64  `json:"-"`
 	BadFrom, BadTo int64  `json:"-"`
 	// RatioOne (cannot-trip): the breaker's ratio threshold is 1.0, which
-	// windows of a majority of bad calls did not reach.
-	RatioOne bool `json:"-"`
+	// windows of a majority of bad calls did not reach. CountOver: the
+	// breaker's error count is more than a window's calls (its
+	// minRequestAmount is not).
+	RatioOne  bool `json:"-"`
+	CountOver bool `json:"-"`
 }
 
 // mergeBadPassed adds another instance's bad calls.

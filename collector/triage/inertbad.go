@@ -13,8 +13,9 @@ import (
 // ends. A window that shows the failure the breaker misses is one of at
 // least AdviceMinRequests completions (a few calls are no evidence) whose
 // bad calls, as the rule counts them, reach its threshold (for an error
-// count, its errors trip it), or, for a ratio threshold of 1.0, are more
-// than half of them but not all. Its bad calls are badPassed.
+// count, half of them, as whatif's outages count it), or, for a ratio
+// threshold of 1.0, are more than half of them but not all. Its bad calls
+// are badPassed.
 //
 // Bad calls: errors (error ratio and count); for a slow ratio, the
 // bucket's slow count when it is against the rule's bound (the
@@ -71,7 +72,9 @@ func shows(r *core.BreakerRule, total, bad int64, means bool) bool {
 		// counted bad, and the breaker not tripping tells that not all were.
 		return 2*bad > total && (bad < total || means)
 	case r.Strategy == core.ErrorCount:
-		return bad >= errorsToTrip(r)
+		// Half the calls failing, as the replay's outages count it: an
+		// error count that cannot trip is out of a window's reach.
+		return 2*bad >= total
 	}
 	return float64(bad) >= r.Threshold*float64(total)
 }

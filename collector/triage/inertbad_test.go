@@ -177,3 +177,43 @@ func TestInertRatioOnePlan(t *testing.T) {
 		t.Fatalf("java changes %+v", ch)
 	}
 }
+
+// An error count above the calls a window holds cannot trip either: a
+// Java count of 2000 in a 10 s window of 1000 calls (minRequestAmount 5).
+// For 30 s, 8 calls in 10 fail: the three tumbling windows from 60 s to
+// 90 s, where half the calls or more failed, let 2400 of their 3000 through.
+// The proposal is a count of a tenth of the busiest window: 100.
+func TestInertErrorCountOverTheWindow(t *testing.T) {
+	const res = "POST:/api/pay"
+	r := core.BreakerRule{Resource: res, Strategy: core.ErrorCount, Threshold: 2000, MinRequestAmount: 5,
+		StatIntervalMs: 10000, RetryTimeoutMs: 30000, Semantics: core.SemanticsJava}
+	f, x := firesInert(t, func(e *Feeder) int64 {
+		appFleet(e, "pay", 1, t0, "v1", r)
+		for at := t0; at < t0+120000; at += 500 {
+			var errs int64
+			if at >= t0+60000 && at < t0+90000 {
+				errs = 40
+			}
+			e.Bucket("pay-1", selfBucket(res, at, 50, 0, 4, 0, errs))
+		}
+		return t0 + 120000
+	}, true)
+	if !x.CountOver || x.RatioOne || *x.BadPassed != 2400 || x.BadWindowCalls != 3000 || x.MaxWindowRequests != 1000 ||
+		*x.Suggest != (InertSuggest{Threshold: 100}) {
+		t.Fatalf("%+v", x)
+	}
+	if want := "an error count of 2000 (count) is more than the 1000 completions the busiest 10000 ms window held, so this breaker cannot trip at the traffic seen, however the downstream fails: " +
+		"2400 failed calls passed while it stayed closed, of 3000 in 3 windows where half the calls or more failed (over 30 s)"; f.Summary != want {
+		t.Errorf("summary %q", f.Summary)
+	}
+	if want := "lower count from 2000 to 100, a tenth of the busiest window, so that the breaker trips when that many of a window's calls fail"; f.Advice != want {
+		t.Errorf("advice %q", f.Advice)
+	}
+	// A count within a window's calls is no finding of this kind.
+	r.Threshold = 500
+	firesInert(t, func(e *Feeder) int64 {
+		appFleet(e, "pay", 1, t0, "v1", r)
+		traffic(e, []string{"pay-1"}, res, t0, t0+120000, 50)
+		return t0 + 120000
+	}, false)
+}

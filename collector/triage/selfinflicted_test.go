@@ -289,3 +289,35 @@ func TestSelfInflictedEnds(t *testing.T) {
 		t.Fatalf("finding %+v", f)
 	}
 }
+
+// A finding whose value its plan changed shows the plan's value, never its
+// own: self-inflicted's bound and inert-rule's threshold, as every other
+// proposal.
+func TestSelfInflictedAndThresholdAgreeWithPlans(t *testing.T) {
+	rule := core.BreakerRule{Resource: "r", Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 5, Threshold: 1, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 10000}
+	fs := []Finding{
+		{Kind: KindSelfInflicted, App: "a", Resource: "r", Facts: &SelfInflictedFacts{Rule: rule, Suggest: &SelfInflictedSuggest{MaxAllowedRtMs: 40}}},
+		{Kind: KindInertRule, App: "a", Resource: "r", Facts: &InertRuleFacts{Reason: InertCannotTrip, Rule: RuleSet{Breakers: []core.BreakerRule{rule}},
+			RatioOne: true, Suggest: &InertSuggest{Threshold: 0.5}}},
+	}
+	if ps := Proposals(fs); len(ps) != 2 || ps[0].Values != (RuleValues{MaxAllowedRtMs: 40}) || ps[1].Values != (RuleValues{Threshold: 0.5}) {
+		t.Fatalf("proposals %+v", ps)
+	}
+	plan := Plan{App: "a", Resource: "r", Rule: "breaker", Current: planRule(&rule), Proposed: RuleValues{MaxAllowedRtMs: 20, Threshold: 0.6}, Safe: true,
+		Because: []Kind{KindInertRule, KindSelfInflicted}}
+	AgreeWithPlans(fs, []Plan{plan})
+	x, y := fs[0].Facts.(*SelfInflictedFacts), fs[1].Facts.(*InertRuleFacts)
+	if *x.Suggest != (SelfInflictedSuggest{MaxAllowedRtMs: 20}) || *y.Suggest != (InertSuggest{Threshold: 0.6}) {
+		t.Fatalf("suggest %+v %+v", *x.Suggest, *y.Suggest)
+	}
+	const say = "the plan for this rule, replayed on this input's traffic: threshold 1 -> 0.6 and maxAllowedRtMs 5 -> 20"
+	if fs[0].Advice != say || fs[1].Advice != say {
+		t.Fatalf("advice %q / %q", fs[0].Advice, fs[1].Advice)
+	}
+	plan.Safe, plan.Proposed, plan.Why = false, RuleValues{}, "no safe change found: because"
+	fs[0].Facts = &SelfInflictedFacts{Rule: rule, Suggest: &SelfInflictedSuggest{MaxAllowedRtMs: 40}}
+	AgreeWithPlans(fs[:1], []Plan{plan})
+	if x := fs[0].Facts.(*SelfInflictedFacts); x.Suggest != nil || fs[0].Advice != plan.Why {
+		t.Fatalf("unsafe plan: %+v %q", x.Suggest, fs[0].Advice)
+	}
+}

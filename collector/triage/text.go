@@ -252,11 +252,22 @@ func inertWords(x *InertRuleFacts) (summary, advice string) {
 		}
 		summary = fmt.Sprintf("minRequestAmount %d is more than the %d completions the busiest %d ms window held, so this breaker cannot trip at the traffic seen, however the downstream fails",
 			r.MinRequestAmount, x.MaxWindowRequests, r.StatIntervalMs)
+		if x.CountOver {
+			summary = fmt.Sprintf("an error count of %s (%s) is more than the %d completions the busiest %d ms window held, so this breaker cannot trip at the traffic seen, however the downstream fails",
+				fmtNum(r.Threshold), thresholdName(&r), x.MaxWindowRequests, r.StatIntervalMs)
+		}
 		if x.BadPassed != nil && *x.BadPassed > 0 {
-			summary += fmt.Sprintf(": %d %s calls passed while it stayed closed, of %d in %d %s at or over its threshold (over %s)",
-				*x.BadPassed, badWord(&r), x.BadWindowCalls, x.BadWindows, plural(x.BadWindows, "window", "windows"), fmtDur(x.BadTo-x.BadFrom))
+			over := "at or over its threshold"
+			if r.Strategy == core.ErrorCount {
+				over = "where half the calls or more failed"
+			}
+			summary += fmt.Sprintf(": %d %s calls passed while it stayed closed, of %d in %d %s %s (over %s)",
+				*x.BadPassed, badWord(&r), x.BadWindowCalls, x.BadWindows, plural(x.BadWindows, "window", "windows"), over, fmtDur(x.BadTo-x.BadFrom))
 		}
 		switch {
+		case x.CountOver && s.Threshold > 0:
+			advice = fmt.Sprintf("lower %s from %s to %s, a tenth of the busiest window, so that the breaker trips when that many of a window's calls fail",
+				thresholdName(&r), fmtNum(r.Threshold), fmtNum(s.Threshold))
 		case s.StatIntervalMs > 0:
 			advice = fmt.Sprintf("lower minRequestAmount from %d to %d and lengthen statIntervalMs from %d to %d ms, so that a window holds that many completions at the traffic seen",
 				r.MinRequestAmount, s.MinRequestAmount, r.StatIntervalMs, s.StatIntervalMs)
