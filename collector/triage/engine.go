@@ -414,6 +414,7 @@ func (e *Engine) bucket(s *series) {
 	s.offered += offered
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, b)
+	s.si.add(b)
 	e.traceBucket(s, b, bm)
 	if len(b.Hot) > 0 {
 		e.traceHot(s, b, bm)

@@ -34,32 +34,51 @@ const selfShortWindow = 0.05
 
 // selfStats are the completions of every bucket of a series, whatever
 // its breakers' state: the latency and errors the downstream gives.
+// Its counts are 32 bits, saturating (a series' 4 billionth completion
+// is not counted): it is kept for every series, and read only when a
+// breaker of it opened twice.
 type selfStats struct {
 	// hist counts completions by response time: a bucket's histogram, or,
 	// for a bucket without one (Java Sentinel sends a second's mean
 	// response time only), all its completions in the slot of its mean,
 	// which means is then set for.
-	hist             [core.HistogramSlots]int64
-	complete, errors int64
+	hist             [core.HistogramSlots]uint32
+	complete, errors uint32
 	means            bool
 }
 
-// add counts a bucket's completions.
+// add counts a bucket's completions (the engine's, for every bucket).
 func (st *selfStats) add(b *BucketStat) {
 	n := max(b.Complete, 0)
 	if n == 0 {
 		return
 	}
-	st.complete += n
-	st.errors += min(max(b.Error, 0), n)
+	st.complete = satAdd32(st.complete, n)
+	st.errors = satAdd32(st.errors, min(max(b.Error, 0), n))
 	if b.HasHist {
 		for i, c := range b.Hist {
-			st.hist[i] += max(c, 0)
+			if c > 0 {
+				st.hist[i] = satAdd32(st.hist[i], c)
+			}
 		}
 		return
 	}
-	st.hist[core.HistogramSlot(max(b.RtSum, 0)/n)] += n
+	i := core.HistogramSlot(max(b.RtSum, 0) / n)
+	st.hist[i] = satAdd32(st.hist[i], n)
 	st.means = true
+}
+
+// satAdd32 is a + n, at most the largest uint32 (n >= 0).
+func satAdd32(a uint32, n int64) uint32 {
+	return uint32(min(int64(a)+n, math.MaxUint32))
+}
+
+// hist64 is the histogram as core's functions read it.
+func (st *selfStats) hist64() (h [core.HistogramSlots]int64) {
+	for i, c := range st.hist {
+		h[i] = int64(c)
+	}
+	return h
 }
 
 // slowerThan counts the completions surely slower than bound ms: those in
@@ -118,9 +137,6 @@ type selfDetector struct {
 func (d *selfDetector) init(e *Engine) detector { d.e = e; return d }
 func (*selfDetector) kind() Kind                { return KindSelfInflicted }
 
-// bucket counts the bucket's completions among the series'.
-func (d *selfDetector) bucket(s *series, b *takenBucket) { s.si.add(&b.BucketStat) }
-
 // transition counts the breaker's entries into OPEN, with the rule in
 // force at the latest.
 func (d *selfDetector) transition(b *breaker, t *core.Transition) {
@@ -128,8 +144,8 @@ func (d *selfDetector) transition(b *breaker, t *core.Transition) {
 		return
 	}
 	s := b.s
-	r, ok := breakerRule(s.inst, s.resource, b.ruleID)
-	if !ok {
+	r := breakerRuleOf(s.rr, b.ruleID)
+	if r == nil {
 		return
 	}
 	if b.opens == 0 {
@@ -138,6 +154,20 @@ func (d *selfDetector) transition(b *breaker, t *core.Transition) {
 	}
 	b.opens++
 	b.lastOpenAt, b.openRule = t.AtMs, r
+}
+
+// breakerRuleOf is breakerRule's rule in a series' rules (rr, nil for
+// none; never modified: a new rule set replaces them), nil if it has
+// none.
+func breakerRuleOf(rr *resRules, ruleID string) *core.BreakerRule {
+	if rr != nil {
+		for i := range rr.Breakers {
+			if b := &rr.Breakers[i]; b.ID == ruleID || ruleID == "" {
+				return b
+			}
+		}
+	}
+	return nil
 }
 
 // selfHit is one breaker whose rule counts its healthy calls bad.
@@ -154,14 +184,15 @@ type selfHit struct {
 // windows of 20, and it opened SelfMinTrips times or more on at least
 // AdviceMinRequests completions.
 func (e *Engine) judgeSelf(b *breaker, now int64) (h selfHit, ok bool) {
-	s, r := b.s, &b.openRule
+	s, r := b.s, b.openRule
 	st := &s.si
 	if b.opens < SelfMinTrips || st.complete < AdviceMinRequests {
 		return h, false
 	}
 	switch r.Strategy {
 	case core.SlowRequestRatio:
-		if floor, _ := medianFloor(&st.hist); r.MaxAllowedRtMs > uint64(floor) {
+		hist := st.hist64()
+		if floor, _ := medianFloor(&hist); r.MaxAllowedRtMs > uint64(floor) {
 			return h, false
 		}
 	case core.ErrorCount:
@@ -191,6 +222,9 @@ func (d *selfDetector) findings(now int64, out []Finding) []Finding {
 	e := d.e
 	var hits []selfHit
 	for _, b := range d.breakers {
+		if b.openRule == nil {
+			continue
+		}
 		if h, ok := e.judgeSelf(b, now); ok {
 			hits = append(hits, h)
 		}
@@ -202,7 +236,7 @@ func (d *selfDetector) findings(now int64, out []Finding) []Finding {
 	})
 	for i := 0; i < len(hits); {
 		first := hits[i]
-		ar, rule := first.b.s.ar, first.b.openRule
+		ar, rule := first.b.s.ar, *first.b.openRule
 		f := Finding{Kind: KindSelfInflicted, App: ar.app.name, Resource: ar.resource, From: math.MaxInt64}
 		x := &SelfInflictedFacts{Rule: rule}
 		var hist [core.HistogramSlots]int64
@@ -217,10 +251,10 @@ func (d *selfDetector) findings(now int64, out []Finding) []Finding {
 			b, st := h.b, &h.b.s.si
 			insts = append(insts, b.s.inst)
 			for k, c := range st.hist {
-				hist[k] += c
+				hist[k] += int64(c)
 			}
-			x.Calls += st.complete
-			x.Errors += st.errors
+			x.Calls += int64(st.complete)
+			x.Errors += int64(st.errors)
 			x.Inferred = x.Inferred || st.means
 			x.Trips += b.opens
 			x.WindowCalls, x.ErrorsPerWindow = max(x.WindowCalls, h.window), max(x.ErrorsPerWindow, h.lambda)

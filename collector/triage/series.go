@@ -125,7 +125,7 @@ type breaker struct {
 	// and the rule in force at the latest.
 	opens                   int64
 	firstOpenAt, lastOpenAt int64
-	openRule                core.BreakerRule
+	openRule                *core.BreakerRule
 }
 
 func validState(s core.State) bool { return s == core.Closed || s == core.Open || s == core.HalfOpen }
