@@ -41,6 +41,7 @@ func Catalog() []*Scenario {
 		Brownout(), HerdSawtooth(),
 		RuleRevertRestart(), RuleOverwriteLoadRules(),
 		WarmUpDeploy(),
+		JavaCountHalf(), JavaNoSlowRatio(),
 	}
 	slices.SortFunc(out, func(a, b *Scenario) int {
 		switch {

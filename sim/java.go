@@ -38,6 +38,17 @@ type JavaService struct {
 	// Calls, when set, plays the calls one by one through the rules'
 	// breakers instead (RtMs and Block are then unused): see JavaCalls.
 	Calls *JavaCalls
+	// Latency, when set, plays the calls one by one (javacalls.go): each
+	// call's response time is drawn from it, or from a fault's, and fails
+	// at ErrorRate (or the fault's); the degrade rules of Resource are
+	// enforced by core breakers with Java semantics; each second is
+	// Java's /metric line of the calls admitted, blocked and completed in
+	// it; and the breaker states are inferred from the lines as the Java
+	// poller infers them (state messages marked inferred). RtMs and Block
+	// are then unused, and the rules may hold degrade rules only.
+	Latency   Dist
+	ErrorRate float64
+	Faults    []Fault
 }
 
 // Script is the scenario's Script: the fleet's messages from start over
@@ -47,18 +58,16 @@ func (j *JavaService) Script(start time.Time, s *Scenario, emit func(wire.Messag
 		return j.scriptCalls(start, s, emit)
 	}
 	t0 := start.UnixMilli()
-	version := wire.RulesVersion(j.Rules.Breakers, j.Rules.Flows, j.Rules.Params...)
-	for i, name := range j.Instances {
-		h := &wire.Hello{Header: wire.Header{Ts: t0, Instance: name}, App: j.App, Host: fmt.Sprintf("10.0.9.%d", i+1),
-			SDK: "java-sentinel/" + j.Version, BucketMs: metriclog.BucketMs}
-		if err := emit(h); err != nil {
+	if j.Latency != nil {
+		if err := j.validateCalls(); err != nil {
 			return err
 		}
-		r := &wire.Rules{Header: wire.Header{Ts: t0, Instance: name}, Version: version,
-			Breakers: j.Rules.Breakers, Flows: j.Rules.Flows, Params: j.Rules.Params}
-		if err := emit(r); err != nil {
-			return err
-		}
+	}
+	if err := j.hellos(t0, emit); err != nil {
+		return err
+	}
+	if j.Latency != nil {
+		return j.playCalls(start, s, emit)
 	}
 	rngs := make([]*randSource, len(j.Instances))
 	for i, name := range j.Instances {
@@ -82,6 +91,24 @@ func (j *JavaService) Script(start time.Time, s *Scenario, emit func(wire.Messag
 	}
 	for _, name := range j.Instances {
 		if err := emit(&wire.Bye{Header: wire.Header{Ts: end, Instance: name}, Reason: "shutdown"}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hellos emits each instance's hello and rules at t0.
+func (j *JavaService) hellos(t0 int64, emit func(wire.Message) error) error {
+	version := wire.RulesVersion(j.Rules.Breakers, j.Rules.Flows, j.Rules.Params...)
+	for i, name := range j.Instances {
+		h := &wire.Hello{Header: wire.Header{Ts: t0, Instance: name}, App: j.App, Host: fmt.Sprintf("10.0.9.%d", i+1),
+			SDK: "java-sentinel/" + j.Version, BucketMs: metriclog.BucketMs}
+		if err := emit(h); err != nil {
+			return err
+		}
+		r := &wire.Rules{Header: wire.Header{Ts: t0, Instance: name}, Version: version,
+			Breakers: j.Rules.Breakers, Flows: j.Rules.Flows, Params: j.Rules.Params}
+		if err := emit(r); err != nil {
 			return err
 		}
 	}

@@ -58,10 +58,15 @@ func scenario() *Report {
 		create = "createOrder"
 		price  = "priceService:queryPrice"
 		quote  = "priceService:quote"
+		coupon = "GET:/coupon/list"
 	)
 	misaligned := rule(create)
 	misaligned.StatIntervalMs, misaligned.StatSlidingWindowBucketCount, misaligned.MinRequestAmount = 1000, 3, 5
-	orderRules := []core.BreakerRule{rule(member), rule(pay), misaligned}
+	// A bound of 5 ms against calls of 11-20 ms: the rule trips the breaker
+	// on healthy calls.
+	tight := rule(coupon)
+	tight.MaxAllowedRtMs = 5
+	orderRules := []core.BreakerRule{rule(member), rule(pay), misaligned, tight}
 	order := []string{"order-1", "order-2", "order-3"}
 	for _, in := range order {
 		e.Hello(in, "order", t0, t0-60000)
@@ -85,6 +90,20 @@ func scenario() *Report {
 		for _, in := range []string{"price-1", "price-2", "order-1"} {
 			e.Bucket(in, triage.BucketStat{Resource: price, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10, RtMax: 90, Hist: [core.HistogramSlots]int64{6: 10}}, HasHist: true})
 		}
+		if ts < at(50000) { // healthy coupon calls, every one slower than the bound
+			e.Bucket("order-1", triage.BucketStat{Resource: coupon, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 10, Complete: 10, Slow: 10, RtMax: 20, Hist: [core.HistogramSlots]int64{4: 10}}, HasHist: true})
+		}
+		switch ts { // the coupon breaker trips on them, and its probe, a healthy call, opens it again
+		case at(50000):
+			t := tr(coupon, core.Closed, core.Open, ts)
+			t.Snapshot = core.WindowSnapshot{Total: 200, Bad: 200, Value: 1}
+			e.Transition("order-1", t)
+		case at(60500):
+			e.Transition("order-1", tr(coupon, core.Open, core.HalfOpen, ts-15))
+			t := tr(coupon, core.HalfOpen, core.Open, ts)
+			t.Probe = &core.Probe{RtMs: 15}
+			e.Transition("order-1", t)
+		}
 		e.Bucket("order-2", triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 		e.Bucket(evilInstance, triage.BucketStat{Resource: evilResource, Start: ts, BucketMs: 500, Metrics: core.Metrics{Pass: 1}})
 		if m, ok := warm[ts]; ok {
@@ -107,7 +126,7 @@ func scenario() *Report {
 		case at(30000): // a rule push that reaches only order-3
 			pushed := rule(member)
 			pushed.Threshold = 0.8
-			e.Rules("order-3", ts, "v2", []core.BreakerRule{pushed, rule(pay), misaligned}, nil)
+			e.Rules("order-3", ts, "v2", []core.BreakerRule{pushed, rule(pay), misaligned, tight}, nil)
 			e.Transition("order-2", tr(create, core.Open, core.HalfOpen, ts))
 			e.Transition("order-2", tr(create, core.HalfOpen, core.Closed, ts+20))
 		case at(40000), at(60000), at(80000): // all three trip and probe together
@@ -277,7 +296,7 @@ func TestScenarioHasEveryKind(t *testing.T) {
 		triage.KindSawtooth: "critical", triage.KindRuleDrift: "critical", triage.KindUnprotected: "critical",
 		triage.KindSyncHalfOpen: "warning", triage.KindLowConfidenceTrip: "warning", triage.KindSharedResource: "warning",
 		triage.KindWindowMisaligned: "warning", triage.KindRuleAdvice: "info", triage.KindHotValue: "warning",
-		triage.KindInertRule: "warning",
+		triage.KindInertRule: "warning", triage.KindSelfInflicted: "critical",
 	}
 	for k, sev := range want {
 		if got[k] != sev {
@@ -334,15 +353,17 @@ func TestJSONMatchesSpec(t *testing.T) {
 		"hot-value":           {"param", "value", "blockShare", "qps"},
 		"inert-rule":          {"reason", "rule"},
 		"warm-up":             {"blocked", "offered", "startLimit"},
+		"self-inflicted":      {"rule", "healthyBadShare", "trips"},
 	}
 	optional := map[string][]string{
-		"sawtooth":            {"probeRtMs", "suggest"},
+		"sawtooth":            {"probeRtMs", "suggest", "cause"},
 		"sync-half-open":      {"suggest"},
 		"low-confidence-trip": {"suggest", "coldStart", "inferred"},
 		"rule-advice":         {"p99Ms", "rtOverP99", "suggest"},
 		"hot-value":           {"suggest"},
-		"inert-rule":          {"suggest", "maxWindowRequests", "near"},
+		"inert-rule":          {"suggest", "maxWindowRequests", "near", "badPassed", "inferred"},
 		"rule-drift":          {"reverted"},
+		"self-inflicted":      {"suggest", "inferred"},
 	}
 	var raw struct {
 		Findings []map[string]json.RawMessage `json:"findings"`
@@ -379,6 +400,10 @@ func TestJSONMatchesSpec(t *testing.T) {
 		}
 		if f.Kind == "inert-rule" && (*f.Reason != "origin-mismatch" || string(f.Suggest["limitApp"]) != `"default"` || len(f.Suggest) != 1) {
 			t.Errorf("inert-rule %+v suggest %v", f, f.Suggest)
+		}
+		if f.Kind == "self-inflicted" && (f.Resource != "GET:/coupon/list" || *f.HealthyBadShare != 1 || *f.Trips != 2 ||
+			string(f.Suggest["maxAllowedRtMs"]) != "20" || len(f.Suggest) != 1 || f.Inferred != nil || f.Severity != "critical") {
+			t.Errorf("self-inflicted %+v suggest %v", f, f.Suggest)
 		}
 		if f.Kind == "hot-value" {
 			var items map[string]int64
@@ -592,7 +617,7 @@ func TestAtLeast(t *testing.T) {
 	got := r.AtLeast(triage.Critical)
 	want := []string{"critical rule-drift price/priceService:queryPrice", "critical unprotected price/priceService:queryPrice",
 		"critical sawtooth order/GET:/member/info", "critical rule-drift order/GET:/member/info",
-		"critical (now warning) sync-half-open order/payService:pay"}
+		"critical self-inflicted order/GET:/coupon/list", "critical (now warning) sync-half-open order/payService:pay"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("critical: %q", got)
 	}

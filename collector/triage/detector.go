@@ -60,7 +60,7 @@ func newDetectors(e *Engine) detectors {
 	var d detectors
 	d.all = []detector{
 		e.sawtooth.init(e), e.herd.init(e), e.low.init(e), e.drift.init(e), e.unprot.init(e), e.lost.init(e),
-		e.inert.init(e), e.warm.init(e), e.hot.init(e), e.shared.init(e), e.misaligned.init(e), e.advice.init(e),
+		e.inert.init(e), e.warm.init(e), e.self.init(e), e.hot.init(e), e.shared.init(e), e.misaligned.init(e), e.advice.init(e),
 	}
 	for _, x := range d.all {
 		if o, ok := x.(bucketObserver); ok {
@@ -93,6 +93,7 @@ func (e *Engine) Findings(now int64) []Finding {
 	for _, d := range e.det.all {
 		out = d.findings(now, out)
 	}
+	blameRule(out)
 	agreeOnRetry(out)
 	for i := range out {
 		f := &out[i]
@@ -132,6 +133,39 @@ func agreeOnRetry(out []Finding) {
 		y := *x
 		y.Suggest = &SyncHalfOpenSuggest{RetryTimeoutMs: RetryRange{Min: int64(b), Max: int64(retrySpreadTo(b))}}
 		y.AfterSawtooth = true
+		f.Facts = &y
+		words(f)
+	}
+}
+
+// blameRule names the self-inflicted finding of a breaker rule as the
+// cause of a sawtooth of the same rule (findings-v1 revision 3): the
+// rule, not the downstream, keeps it open, so the sawtooth proposes no
+// retryTimeoutMs. A sawtooth that already blames the rule's bound (the
+// probe criterion too strict: a maxAllowedRtMs) is left as it is. The
+// facts are copied, never changed.
+func blameRule(out []Finding) {
+	type key struct{ app, resource, ruleID string }
+	var self map[key]bool
+	for i := range out {
+		if x, ok := out[i].Facts.(*SelfInflictedFacts); ok {
+			if self == nil {
+				self = map[key]bool{}
+			}
+			self[key{out[i].App, out[i].Resource, x.Rule.ID}] = true
+		}
+	}
+	if self == nil {
+		return
+	}
+	for i := range out {
+		f := &out[i]
+		x, ok := f.Facts.(*SawtoothFacts)
+		if !ok || x.Suggest.MaxAllowedRtMs > 0 || !self[key{f.App, f.Resource, x.RuleID}] {
+			continue
+		}
+		y := *x
+		y.Cause, y.Suggest = KindSelfInflicted, SawtoothSuggest{}
 		f.Facts = &y
 		words(f)
 	}

@@ -116,6 +116,23 @@
 // warm-up blocks of its instances; startLimit is threshold /
 // warmUpColdFactor of the earliest span's rule.
 //
+// inert-rule cannot-trip, a ratio threshold of 1.0: judged on tumbling
+// windows of statIntervalMs aligned to the epoch (Java's; a sliding
+// window sees these and more); a window shows the failure with 20
+// completions or more, more than half of them bad but not all; badPassed
+// sums the bad calls of such windows (of both cannot-trip reasons, a
+// window reaching the rule's threshold), from means where a bucket has no
+// histogram (inferred).
+//
+// self-inflicted: the healthy latency is every completion the series
+// reported, whatever the breaker's state (when the rule keeps the breaker
+// open, its CLOSED traffic is a window or two): the bound is judged
+// against the least their median can be, an error count against their
+// error rate over a window's calls at the observed QPS, 19 windows in 20;
+// the rule judged is the one in force at the breaker's latest entry into
+// OPEN, and 2 entries are needed. A sawtooth of the same rule that
+// advises a retry timeout takes it as its cause and advises none.
+//
 // hot-value: a series follows one run at a time: the value (parameter and
 // text, never wire.HotOther) that took at least half of a bucket's blocks,
 // while every later bucket with blocks gives it half of them too and no

@@ -125,6 +125,7 @@ type Engine struct {
 	lost       rulesLostDetector
 	inert      inertDetector
 	warm       warmUpDetector
+	self       selfDetector
 	hot        hotDetector
 	shared     sharedDetector
 	misaligned misalignedDetector
@@ -425,6 +426,7 @@ func (e *Engine) bucket(s *series) {
 	s.offered += offered
 	s.reportedMs += bm
 	s.hz.bucket(b.Start, end, b)
+	s.si.add(b)
 	e.traceBucket(s, b, bm)
 	if len(b.Hot) > 0 {
 		e.traceHot(s, b, bm)

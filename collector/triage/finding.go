@@ -23,6 +23,7 @@ const (
 	KindRulesLost         Kind = "rules-lost"
 	KindInertRule         Kind = "inert-rule"
 	KindWarmUp            Kind = "warm-up"
+	KindSelfInflicted     Kind = "self-inflicted"
 	KindHotValue          Kind = "hot-value"
 	KindSharedResource    Kind = "shared-resource"
 	KindWindowMisaligned  Kind = "window-misaligned"
@@ -32,17 +33,17 @@ const (
 // Kinds lists every kind in the spec's order.
 var Kinds = []Kind{
 	KindSawtooth, KindSyncHalfOpen, KindLowConfidenceTrip, KindRuleDrift,
-	KindUnprotected, KindRulesLost, KindInertRule, KindWarmUp, KindHotValue, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
+	KindUnprotected, KindRulesLost, KindInertRule, KindWarmUp, KindSelfInflicted, KindHotValue, KindSharedResource, KindWindowMisaligned, KindRuleAdvice,
 }
 
 // criticalWhileItLasts reports whether the kind's findings are critical
 // while their condition lasts, and warnings once it ended (findings-v1
-// "Severities"): sawtooth, sync-half-open, rule-drift, unprotected and
-// rules-lost. A finding of such a kind was critical while its condition
+// "Severities"): sawtooth, sync-half-open, rule-drift, unprotected,
+// rules-lost and self-inflicted. A finding of such a kind was critical while its condition
 // lasted, so its peak is critical however it stands at the end.
 func (k Kind) criticalWhileItLasts() bool {
 	switch k {
-	case KindSawtooth, KindSyncHalfOpen, KindRuleDrift, KindUnprotected, KindRulesLost:
+	case KindSawtooth, KindSyncHalfOpen, KindRuleDrift, KindUnprotected, KindRulesLost, KindSelfInflicted:
 		return true
 	}
 	return false

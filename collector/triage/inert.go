@@ -19,8 +19,10 @@ type InertReason string
 
 // The reasons of inert-rule.
 const (
-	// InertCannotTrip: a breaker's minRequestAmount exceeds the most
-	// completions any of its statistic windows held.
+	// InertCannotTrip: a breaker's minRequestAmount (or error count)
+	// exceeds the most completions any of its statistic windows held, or
+	// its ratio threshold is 1.0 while windows held a majority but not all
+	// bad calls.
 	InertCannotTrip InertReason = "cannot-trip"
 	// InertNameMismatch: the rule's resource saw no traffic, while a
 	// resource with traffic has the same name ignoring case and
@@ -51,6 +53,7 @@ const (
 type inertDetector struct {
 	e       *Engine
 	windows []*windowMax
+	ones    []*series // series that had a breaker with a ratio threshold of 1.0
 	names   map[nameCand]struct{}
 	origins map[originCand]struct{}
 }
@@ -79,7 +82,7 @@ type windows struct {
 type windowMax struct {
 	s        *series
 	interval int64  // statIntervalMs
-	need     uint64 // the largest minRequestAmount of the breakers with this interval
+	need     uint64 // the most completions a breaker with this interval needs to trip (tripNeed)
 	live     bool   // still one of the series' windows
 	listed   bool   // in the engine's inertIndex
 
@@ -134,6 +137,11 @@ func (w *windowMax) add(start, bm, n int64) {
 // instance's breakers for its resource (rr, nil for none), keeping the
 // maxima of the intervals it already followed.
 func (e *Engine) syncWindows(s *series, rr *resRules) {
+	s.syncRuleWindows(rr)
+	if !s.oneListed && slices.ContainsFunc(s.rw, func(w *ruleWindows) bool { return ratioOne(&w.rule) }) {
+		s.oneListed = true
+		e.inert.ones = append(e.inert.ones, s)
+	}
 	w := &s.win
 	s.winSynced = true
 	old := w.ws
@@ -154,7 +162,7 @@ func (e *Engine) syncWindows(s *series, rr *resRules) {
 				w.ws = append(w.ws, x)
 				i = len(w.ws) - 1
 			}
-			w.ws[i].need = max(w.ws[i].need, b.MinRequestAmount)
+			w.ws[i].need = max(w.ws[i].need, tripNeed(&b))
 		}
 	}
 	for _, x := range old {
@@ -207,6 +215,9 @@ func (d *inertDetector) bucket(s *series, b *takenBucket) {
 	for _, w := range s.win.ws {
 		w.add(start, bm, max(complete, 0))
 	}
+	for _, w := range s.rw {
+		w.add(s, b)
+	}
 	if offered > 0 && s.offered == offered {
 		k := foldName(s.resource)
 		for r := range s.inst.rules() {
@@ -249,15 +260,81 @@ func cannotTrip(w *windowMax) (inertHit, bool) {
 		return inertHit{}, false
 	}
 	for _, b := range rr.Breakers {
-		if int64(b.StatIntervalMs) != w.interval || b.MinRequestAmount <= uint64(w.max) || tripped(s, b.ID) ||
+		if int64(b.StatIntervalMs) != w.interval || tripNeed(&b) <= uint64(w.max) || tripped(s, b.ID) ||
 			b.Strategy == core.AverageRT { // its minRequestAmount counts slow calls in a row, not a window
 			continue
 		}
 		x := InertRuleFacts{Reason: InertCannotTrip, Rule: RuleSet{Breakers: []core.BreakerRule{b}}, MaxWindowRequests: w.max}
+		x.CountOver = b.MinRequestAmount <= uint64(w.max)
 		x.Suggest = cannotTripSuggest(b, w.max)
+		x.setBadPassed(s.ruleWindowsOf(&b))
 		return inertHit{in: s.inst, resource: s.resource, facts: x, from: s.firstAt, to: s.endAt}, true
 	}
 	return inertHit{}, false
+}
+
+// tripNeed is the most completions a window must hold for the breaker to
+// trip: its minRequestAmount, and for an error count the errors that trip
+// it (a count above a window's calls is never reached).
+func tripNeed(b *core.BreakerRule) uint64 {
+	if b.Strategy == core.ErrorCount {
+		return max(b.MinRequestAmount, uint64(max(errorsToTrip(b), 0)))
+	}
+	return b.MinRequestAmount
+}
+
+// InertRatioOneThreshold is the ratio threshold cannot-trip proposes for a
+// breaker whose threshold is 1.0: a window where half of the calls are
+// bad trips it (Java: more than half), as every window it missed held.
+const InertRatioOneThreshold = 0.5
+
+// ratioOneTrip judges a series' breakers with a ratio threshold of 1.0:
+// the first (in rule order) that never left CLOSED while its windows that
+// held a majority but not all bad calls (ruleWindows) let
+// AdviceMinRequests bad calls or more through, on a series reported for
+// InertMinReportMs, and whose minRequestAmount its windows reach (else
+// cannotTrip judges it).
+func ratioOneTrip(s *series) (inertHit, bool) {
+	if s.reportedMs < InertMinReportMs {
+		return inertHit{}, false
+	}
+	for _, w := range s.rw {
+		b := w.rule
+		if !ratioOne(&b) || tripped(s, b.ID) || b.MinRequestAmount > uint64(s.win.most(int64(b.StatIntervalMs))) {
+			continue
+		}
+		f := w.failingNow()
+		if f.bad < AdviceMinRequests {
+			continue
+		}
+		x := InertRuleFacts{Reason: InertCannotTrip, Rule: RuleSet{Breakers: []core.BreakerRule{b}}, RatioOne: true,
+			Suggest: &InertSuggest{Threshold: InertRatioOneThreshold}}
+		x.setBadPassed(w)
+		return inertHit{in: s.inst, resource: s.resource, facts: x, from: s.firstAt, to: s.endAt}, true
+	}
+	return inertHit{}, false
+}
+
+// most is the most completions the series' window of that interval held
+// (0 when it follows none).
+func (w *windows) most(interval int64) int64 {
+	for _, x := range w.ws {
+		if x.interval == interval {
+			return x.max
+		}
+	}
+	return 0
+}
+
+// setBadPassed takes the bad calls let through in the windows of w (nil:
+// none followed) that showed the failure.
+func (x *InertRuleFacts) setBadPassed(w *ruleWindows) {
+	var f failingWindows
+	if w != nil {
+		f = w.failingNow()
+	}
+	x.BadPassed = &f.bad
+	x.BadWindows, x.BadWindowCalls, x.BadFrom, x.BadTo, x.Inferred = f.n, f.calls, f.from, f.to, f.means
 }
 
 // tripped reports whether the series' breaker of that rule id changed state.
@@ -269,7 +346,14 @@ func tripped(s *series, ruleID string) bool {
 // over (so that the breaker can still trip at a tenth of the traffic seen),
 // at least AdviceMinRequests; with fewer completions than that in the
 // busiest window, also a statIntervalMs, in whole seconds, that holds them.
+// For an error count above a window's calls (its minRequestAmount within
+// them), a count of a tenth of the busiest window.
 func cannotTripSuggest(b core.BreakerRule, most int64) *InertSuggest {
+	if b.MinRequestAmount <= uint64(most) && b.Strategy == core.ErrorCount {
+		// The count alone is out of reach: a tenth of the busiest window
+		// failing trips it (Java: more than that).
+		return &InertSuggest{Threshold: float64(max(most/10, 1))}
+	}
 	s := &InertSuggest{MinRequestAmount: uint64(max(most/10, AdviceMinRequests))}
 	if most < AdviceMinRequests {
 		iv := (int64(b.StatIntervalMs)*AdviceMinRequests + most - 1) / most
@@ -335,6 +419,11 @@ func (d *inertDetector) findings(_ int64, out []Finding) []Finding {
 	}
 	clear(e.inert.windows[len(kept):])
 	e.inert.windows = kept
+	for _, s := range e.inert.ones {
+		if h, ok := ratioOneTrip(s); ok {
+			hits = append(hits, h)
+		}
+	}
 	hits = judgeCands(e.inert.names, nameMismatch, hits)
 	hits = judgeCands(e.inert.origins, originMismatch, hits)
 	slices.SortFunc(hits, func(a, b inertHit) int {
@@ -356,6 +445,7 @@ func (d *inertDetector) findings(_ int64, out []Finding) []Finding {
 			insts = append(insts, h.in)
 			f.From, f.To = min(f.From, h.from), max(f.To, h.to)
 			if j > i {
+				x.mergeBadPassed(&h.facts)
 				x.MaxWindowRequests = max(x.MaxWindowRequests, h.facts.MaxWindowRequests)
 				if h.facts.Near == x.Near {
 					x.NearEntries += h.facts.NearEntries
@@ -366,6 +456,8 @@ func (d *inertDetector) findings(_ int64, out []Finding) []Finding {
 		}
 		i = j
 		switch {
+		case x.RatioOne:
+			x.Suggest = &InertSuggest{Threshold: InertRatioOneThreshold}
 		case x.Suggest != nil:
 			x.Suggest = cannotTripSuggest(x.Rule.Breakers[0], x.MaxWindowRequests)
 		case x.Reason == InertOriginMismatch:
@@ -401,16 +493,55 @@ type InertRuleFacts struct {
 	// Suggest (cannot-trip, origin-mismatch) is the rule values the advice
 	// proposes.
 	Suggest *InertSuggest `json:"suggest,omitempty"`
+	// BadPassed (cannot-trip) counts the bad calls the breaker let
+	// through while it stayed closed, in the windows that showed the
+	// failure it missed (inertbad.go): BadWindows of them, with
+	// BadWindowCalls completions, from BadFrom to BadTo. Inferred: some
+	// were judged from Java's per-second mean response times.
+	BadPassed      *int64 `json:"badPassed,omitempty"`
+	Inferred       bool   `json:"inferred,omitempty"`
+	BadWindows     int64  `json:"-"`
+	BadWindowCalls int64  `json:"-"`
+	BadFrom, BadTo int64  `json:"-"`
+	// RatioOne (cannot-trip): the breaker's ratio threshold is 1.0, which
+	// windows of a majority of bad calls did not reach. CountOver: the
+	// breaker's error count is more than a window's calls (its
+	// minRequestAmount is not).
+	RatioOne  bool `json:"-"`
+	CountOver bool `json:"-"`
+}
+
+// mergeBadPassed adds another instance's bad calls.
+func (x *InertRuleFacts) mergeBadPassed(y *InertRuleFacts) {
+	if y.BadPassed == nil {
+		return
+	}
+	n := *y.BadPassed
+	if x.BadPassed != nil {
+		n += *x.BadPassed
+	}
+	x.BadPassed = &n
+	if y.BadWindows > 0 {
+		if x.BadWindows == 0 {
+			x.BadFrom, x.BadTo = y.BadFrom, y.BadTo
+		}
+		x.BadFrom, x.BadTo = min(x.BadFrom, y.BadFrom), max(x.BadTo, y.BadTo)
+	}
+	x.BadWindows += y.BadWindows
+	x.BadWindowCalls += y.BadWindowCalls
+	x.Inferred = x.Inferred || y.Inferred
 }
 
 // InertSuggest is the rule values inert-rule proposes: for cannot-trip a
 // minRequestAmount the windows reach, and the statIntervalMs that holds it
-// when the current one does not; for origin-mismatch limitApp "default"
-// (every caller).
+// when the current one does not, or for a ratio threshold of 1.0 the
+// threshold InertRatioOneThreshold; for origin-mismatch limitApp
+// "default" (every caller).
 type InertSuggest struct {
-	MinRequestAmount uint64 `json:"minRequestAmount,omitempty"`
-	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
-	LimitApp         string `json:"limitApp,omitempty"`
+	MinRequestAmount uint64  `json:"minRequestAmount,omitempty"`
+	StatIntervalMs   uint32  `json:"statIntervalMs,omitempty"`
+	Threshold        float64 `json:"threshold,omitempty"`
+	LimitApp         string  `json:"limitApp,omitempty"`
 }
 
 // Kind is KindInertRule.
@@ -421,13 +552,34 @@ func (f *InertRuleFacts) Evidence() []Fact {
 	out := []Fact{{Label: "Reason", Parts: []Part{{Text: string(f.Reason)}}, Rules: &f.Rule}}
 	switch f.Reason {
 	case InertCannotTrip:
-		out = append(out, text("Busiest window", itoa(f.MaxWindowRequests)+" completions"))
-		if s := f.Suggest; s != nil {
-			p := "minRequestAmount " + itoa(int64(s.MinRequestAmount))
-			if s.StatIntervalMs > 0 {
-				p += ", statIntervalMs " + itoa(int64(s.StatIntervalMs))
+		if f.MaxWindowRequests > 0 {
+			out = append(out, text("Busiest window", itoa(f.MaxWindowRequests)+" completions"))
+		}
+		if f.BadPassed != nil {
+			p := itoa(*f.BadPassed) + " bad calls"
+			if f.BadWindows > 0 {
+				p += ", of " + itoa(f.BadWindowCalls) + " in " + itoa(f.BadWindows) + " windows that showed the failure"
 			}
-			out = append(out, text("Proposed", p))
+			if f.Inferred {
+				p = itoa(*f.BadPassed) + " calls in " + itoa(f.BadWindows) +
+					" windows that showed the failure, judged from Java's per-second mean response times (every call of a second whose mean was over the bound)"
+			}
+			out = append(out, text("Passed while closed", p))
+		}
+		if s := f.Suggest; s != nil {
+			var p []string
+			if s.Threshold > 0 {
+				p = append(p, "threshold "+fmtNum(s.Threshold))
+			}
+			if s.MinRequestAmount > 0 {
+				p = append(p, "minRequestAmount "+itoa(int64(s.MinRequestAmount)))
+			}
+			if s.StatIntervalMs > 0 {
+				p = append(p, "statIntervalMs "+itoa(int64(s.StatIntervalMs)))
+			}
+			if len(p) > 0 {
+				out = append(out, text("Proposed", strings.Join(p, ", ")))
+			}
 		}
 	case InertNameMismatch:
 		out = append(out, Fact{Label: "Traffic under", Parts: []Part{{Input: []string{f.Near}}, {Text: ", " + itoa(f.NearEntries) + " entries"}}})

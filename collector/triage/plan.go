@@ -28,6 +28,9 @@ type RuleValues struct {
 	StatIntervalMs   uint32 `json:"statIntervalMs,omitempty"`
 	MaxAllowedRtMs   uint64 `json:"maxAllowedRtMs,omitempty"`
 	RetryTimeoutMs   uint32 `json:"retryTimeoutMs,omitempty"`
+	// Threshold is the ratio (strategies 0 and 1) or error count
+	// (strategy 2) at which the breaker trips.
+	Threshold float64 `json:"threshold,omitempty"`
 }
 
 // IsZero reports whether no field is set.
@@ -47,16 +50,21 @@ func (v RuleValues) Apply(r core.BreakerRule) core.BreakerRule {
 	if v.RetryTimeoutMs > 0 {
 		r.RetryTimeoutMs = v.RetryTimeoutMs
 	}
+	if v.Threshold > 0 {
+		r.Threshold = v.Threshold
+	}
 	return r
 }
 
 // field is one field of RuleValues, in the order a plan gives fields up
 // when its whole is not safe: first what makes the breaker see less (a
-// higher RT bound, a longer window), last what only makes it wait longer.
+// higher RT bound, a higher threshold, a longer window), last what only
+// makes it wait longer.
 type field int
 
 const (
 	fieldMaxAllowedRt field = iota
+	fieldThreshold
 	fieldStatInterval
 	fieldMinRequest
 	fieldRetryTimeout
@@ -64,19 +72,23 @@ const (
 )
 
 func (f field) name() string {
-	return [...]string{"maxAllowedRtMs", "statIntervalMs", "minRequestAmount", "retryTimeoutMs"}[f]
+	return [...]string{"maxAllowedRtMs", "threshold", "statIntervalMs", "minRequestAmount", "retryTimeoutMs"}[f]
 }
 
-func (v *RuleValues) get(f field) int64 {
+// get is the field's value (0: not set); a whole number but for a
+// ratio threshold.
+func (v *RuleValues) get(f field) float64 {
 	switch f {
 	case fieldMaxAllowedRt:
-		return int64(v.MaxAllowedRtMs)
+		return float64(v.MaxAllowedRtMs)
+	case fieldThreshold:
+		return v.Threshold
 	case fieldStatInterval:
-		return int64(v.StatIntervalMs)
+		return float64(v.StatIntervalMs)
 	case fieldMinRequest:
-		return int64(v.MinRequestAmount)
+		return float64(v.MinRequestAmount)
 	default:
-		return int64(v.RetryTimeoutMs)
+		return float64(v.RetryTimeoutMs)
 	}
 }
 
@@ -84,6 +96,8 @@ func (v *RuleValues) clear(f field) {
 	switch f {
 	case fieldMaxAllowedRt:
 		v.MaxAllowedRtMs = 0
+	case fieldThreshold:
+		v.Threshold = 0
 	case fieldStatInterval:
 		v.StatIntervalMs = 0
 	case fieldMinRequest:
@@ -161,7 +175,10 @@ type proposal struct {
 	insts    []string // the findings' instances
 	// Each field's candidates by kind.
 	minReq, inertMinReq, interval, maxRt, retry []int64
+	threshold                                   []float64
 	spread                                      *RetryRange
+	// cannotTrip: an inert-rule cannot-trip finding proposes for the rule.
+	cannotTrip bool
 }
 
 // proposals collects the breaker rule values the findings propose, by
@@ -228,11 +245,30 @@ func proposals(fs []Finding) []*proposal {
 				p.maxRt = append(p.maxRt, int64(s.MaxAllowedRtMs))
 			}
 		case *InertRuleFacts:
-			if x.Reason != InertCannotTrip || x.Suggest == nil || x.Suggest.MinRequestAmount == 0 || len(x.Rule.Breakers) == 0 {
+			s := x.Suggest
+			if x.Reason != InertCannotTrip || s == nil || s.MinRequestAmount == 0 && s.Threshold == 0 || len(x.Rule.Breakers) == 0 {
 				continue
 			}
 			p := get(f, x.Rule.Breakers[0].ID)
-			p.inertMinReq = append(p.inertMinReq, int64(x.Suggest.MinRequestAmount))
+			p.cannotTrip = true
+			if s.MinRequestAmount > 0 {
+				p.inertMinReq = append(p.inertMinReq, int64(s.MinRequestAmount))
+			}
+			if s.Threshold > 0 {
+				p.threshold = append(p.threshold, s.Threshold)
+			}
+		case *SelfInflictedFacts:
+			s := x.Suggest
+			if s == nil {
+				continue
+			}
+			p := get(f, x.Rule.ID)
+			if s.MaxAllowedRtMs > 0 {
+				p.maxRt = append(p.maxRt, int64(s.MaxAllowedRtMs))
+			}
+			if s.Threshold > 0 {
+				p.threshold = append(p.threshold, s.Threshold)
+			}
 		}
 	}
 	return foldUnnamed(out)
@@ -268,6 +304,8 @@ func foldUnnamed(ps []*proposal) []*proposal {
 		q.interval = append(q.interval, p.interval...)
 		q.maxRt = append(q.maxRt, p.maxRt...)
 		q.retry = append(q.retry, p.retry...)
+		q.threshold = append(q.threshold, p.threshold...)
+		q.cannotTrip = q.cannotTrip || p.cannotTrip
 		if q.spread == nil {
 			q.spread = p.spread
 		}
@@ -280,10 +318,11 @@ func foldUnnamed(ps []*proposal) []*proposal {
 // r (docs/TRIAGE.md, "Plans"): a breaker that cannot trip takes the
 // minRequestAmount that lets it; otherwise the highest minRequestAmount
 // and statIntervalMs proposed (each proposal asks for at least that much
-// evidence), the lowest maxAllowedRtMs (the one that keeps the breaker
-// most sensitive) and the sawtooth's retry timeout, spread per instance
-// over the flood's range. A value equal to the rule's is no change, and a
-// field the rule's SDK does not have is never proposed.
+// evidence), the lowest maxAllowedRtMs and threshold (the ones that keep
+// the breaker most sensitive; a breaker that cannot trip gets no higher
+// bound) and the sawtooth's retry timeout, spread per instance over the
+// flood's range. A value equal to the rule's is no
+// change, and a field the rule's SDK does not have is never proposed.
 func (p *proposal) merge(r *core.BreakerRule) (v RuleValues, spread *RetryRange) {
 	if len(p.inertMinReq) > 0 {
 		v.MinRequestAmount = uint64(slices.Min(p.inertMinReq))
@@ -293,11 +332,19 @@ func (p *proposal) merge(r *core.BreakerRule) (v RuleValues, spread *RetryRange)
 	if len(p.interval) > 0 {
 		v.StatIntervalMs = uint32(min(slices.Max(p.interval), math.MaxUint32))
 	}
-	if len(p.maxRt) > 0 && r.Strategy == core.SlowRequestRatio {
-		v.MaxAllowedRtMs = uint64(slices.Min(p.maxRt))
+	// A breaker that cannot trip caught nothing the replay's gate could
+	// keep, while its windows showed a failure at its bound: a higher bound
+	// could hide that failure (the healthy p99 of a breaker that never
+	// opens counts it), so it is never raised.
+	if m := uint64(slices.Min(append(p.maxRt, math.MaxInt64))); len(p.maxRt) > 0 && r.Strategy == core.SlowRequestRatio &&
+		(!p.cannotTrip || m < r.MaxAllowedRtMs) {
+		v.MaxAllowedRtMs = m
 	}
 	if len(p.retry) > 0 {
 		v.RetryTimeoutMs = uint32(min(slices.Max(p.retry), math.MaxUint32))
+	}
+	if len(p.threshold) > 0 {
+		v.Threshold = slices.Min(p.threshold)
 	}
 	if p.spread != nil {
 		s := *p.spread
@@ -320,6 +367,9 @@ func (p *proposal) merge(r *core.BreakerRule) (v RuleValues, spread *RetryRange)
 	}
 	if v.MaxAllowedRtMs == r.MaxAllowedRtMs {
 		v.MaxAllowedRtMs = 0
+	}
+	if v.Threshold == r.Threshold {
+		v.Threshold = 0
 	}
 	if v.RetryTimeoutMs == 0 {
 		spread = nil
@@ -494,7 +544,21 @@ type planDraft struct {
 	insts  []planInst
 	names  []string
 	java   bool
-	sig    string // what the plan is made of: values, instances, rules (not their traffic)
+	// byProposal: outages are judged by the proposal's criterion, not the
+	// current rule's (judgedByProposal).
+	byProposal bool
+	sig        string // what the plan is made of: values, instances, rules (not their traffic)
+}
+
+// judgedByProposal reports whether a proposal's outages are judged by its
+// own criterion rather than the current rule's: when the current rule
+// counts healthy calls bad (self-inflicted), its criterion would make the
+// healthy traffic an outage to keep catching; when it cannot trip and the
+// proposal lowers its threshold (inert-rule cannot-trip), its criterion
+// calls the failure it missed healthy traffic, and the calls the proposal
+// blocks in it healthy calls blocked.
+func judgedByProposal(p *proposal, v RuleValues) bool {
+	return slices.Contains(p.because, KindSelfInflicted) || p.cannotTrip && v.Threshold > 0
 }
 
 // draft merges one proposal against the rule its instances run. done
@@ -518,7 +582,7 @@ func (e *Engine) draft(p *proposal) (d *planDraft, done, ok bool) {
 	if v.IsZero() {
 		return nil, false, false
 	}
-	d = &planDraft{key: p.key, v: v, spread: spread, insts: insts, names: names, java: java}
+	d = &planDraft{key: p.key, v: v, spread: spread, insts: insts, names: names, java: java, byProposal: judgedByProposal(p, v)}
 	if per := d.spreadOf(v); v.RetryTimeoutMs > 0 && per != nil && len(per) == 0 {
 		v.RetryTimeoutMs = 0 // every instance runs as long a retry timeout already
 		if v.IsZero() {
@@ -538,7 +602,7 @@ func (e *Engine) draft(p *proposal) (d *planDraft, done, ok bool) {
 	}
 	d.plan = plan
 	var sig strings.Builder
-	fmt.Fprint(&sig, v, spread)
+	fmt.Fprint(&sig, v, spread, d.byProposal)
 	for i := range insts {
 		fmt.Fprint(&sig, "|", names[i], insts[i].rule)
 	}
@@ -598,11 +662,29 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 			}
 		}()
 	}
-	if ref.Strategy == core.SlowRequestRatio && v.MaxAllowedRtMs > 0 && !anyHist(traces) {
-		plan.Rejected, plan.Why = v, "no safe change found: the input has no response-time histogram, so a new maxAllowedRtMs cannot be checked on it"
+	if ref.Strategy == core.SlowRequestRatio && (v.MaxAllowedRtMs > 0 || v.Threshold > 0) && !anyHist(traces) {
+		// Without histograms (Java Sentinel) the replay knows no call's
+		// response time, so it cannot tell which calls another bound or
+		// ratio counts slow.
+		what := "maxAllowedRtMs"
+		switch {
+		case v.MaxAllowedRtMs > 0 && v.Threshold > 0:
+			what = "maxAllowedRtMs and threshold"
+		case v.Threshold > 0:
+			what = "threshold of a slow-ratio rule"
+		}
+		plan.Rejected, plan.Why = v, "no safe change found: the input has no response-time histogram, so a new "+what+" cannot be checked on it"
 		return plan, calls
 	}
 	spreadOf := d.spreadOf
+	// Outages judged by the whole proposal's criterion (judgedByProposal).
+	var criteria []core.BreakerRule
+	if d.byProposal {
+		criteria = make([]core.BreakerRule, len(insts))
+		for i := range insts {
+			criteria[i] = v.Apply(insts[i].rule)
+		}
+	}
 	try := func(v RuleValues) (*whatif.Result, map[string]RuleValues, error) {
 		per := spreadOf(v)
 		cases := make([]whatif.Case, len(insts))
@@ -612,6 +694,9 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 				prop.RetryTimeoutMs = pv.RetryTimeoutMs
 			}
 			cases[i] = whatif.Case{Trace: &traces[i], Current: insts[i].rule, Proposed: prop}
+			if criteria != nil {
+				cases[i].Criterion = &criteria[i]
+			}
 		}
 		res, err := whatif.Compare(cases)
 		if err == nil {
@@ -649,7 +734,7 @@ func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 		if left.get(f) == 0 {
 			continue
 		}
-		dropped = append(dropped, fmt.Sprintf("%s %d", f.name(), left.get(f)))
+		dropped = append(dropped, f.name()+" "+fmtNum(left.get(f)))
 		left.clear(f)
 		if left.IsZero() {
 			break
@@ -740,6 +825,9 @@ func proposedWords(v RuleValues, cur PlanRule) string {
 		if to > 0 {
 			out = append(out, fmt.Sprintf("%s %d -> %d", name, from, to))
 		}
+	}
+	if v.Threshold > 0 {
+		out = append(out, "threshold "+fmtNum(cur.Threshold)+" -> "+fmtNum(v.Threshold))
 	}
 	add("minRequestAmount", int64(cur.MinRequestAmount), int64(v.MinRequestAmount))
 	add("statIntervalMs", int64(cur.StatIntervalMs), int64(v.StatIntervalMs))

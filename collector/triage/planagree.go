@@ -27,11 +27,17 @@ func findingValues(f *Finding) (k planKey, v RuleValues, ok bool) {
 		k.ruleID = x.Rule.ID
 		v = RuleValues{MinRequestAmount: x.Suggest.MinRequestAmount, StatIntervalMs: x.Suggest.StatIntervalMs, MaxAllowedRtMs: x.Suggest.MaxAllowedRtMs}
 	case *InertRuleFacts:
-		if x.Reason != InertCannotTrip || x.Suggest == nil || x.Suggest.MinRequestAmount == 0 || len(x.Rule.Breakers) == 0 {
+		if x.Reason != InertCannotTrip || x.Suggest == nil || len(x.Rule.Breakers) == 0 {
 			return k, v, false
 		}
 		k.ruleID = x.Rule.Breakers[0].ID
-		v.MinRequestAmount = x.Suggest.MinRequestAmount
+		v.MinRequestAmount, v.Threshold = x.Suggest.MinRequestAmount, x.Suggest.Threshold
+	case *SelfInflictedFacts:
+		if x.Suggest == nil {
+			return k, v, false
+		}
+		k.ruleID = x.Rule.ID
+		v.MaxAllowedRtMs, v.Threshold = x.Suggest.MaxAllowedRtMs, x.Suggest.Threshold
 	default:
 		return k, v, false
 	}
@@ -159,8 +165,21 @@ func withValues(facts Facts, p *Plan) Facts {
 	case *InertRuleFacts:
 		y := *x
 		y.Suggest = nil
-		if v.MinRequestAmount > 0 {
-			y.Suggest = &InertSuggest{MinRequestAmount: v.MinRequestAmount}
+		if x.Suggest != nil {
+			s := InertSuggest{MinRequestAmount: pick(x.Suggest.MinRequestAmount, v.MinRequestAmount), Threshold: pick(x.Suggest.Threshold, v.Threshold)}
+			if s != (InertSuggest{}) {
+				y.Suggest = &s
+			}
+		}
+		return &y
+	case *SelfInflictedFacts:
+		y := *x
+		y.Suggest = nil
+		if x.Suggest != nil {
+			s := SelfInflictedSuggest{MaxAllowedRtMs: pick(x.Suggest.MaxAllowedRtMs, v.MaxAllowedRtMs), Threshold: pick(x.Suggest.Threshold, v.Threshold)}
+			if s != (SelfInflictedSuggest{}) {
+				y.Suggest = &s
+			}
 		}
 		return &y
 	}

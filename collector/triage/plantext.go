@@ -22,7 +22,7 @@ const noSafeChange = "no safe change found"
 const notChecked = "not checked yet"
 
 // showOrder is the order in which a plan's fields are shown: the rule's.
-var showOrder = [...]field{fieldMinRequest, fieldStatInterval, fieldMaxAllowedRt, fieldRetryTimeout}
+var showOrder = [...]field{fieldThreshold, fieldMinRequest, fieldStatInterval, fieldMaxAllowedRt, fieldRetryTimeout}
 
 // RuleField is one field of a rule: its JSON name and its value.
 type RuleField struct{ Name, Value string }
@@ -70,7 +70,7 @@ func (r *PlanRule) fields(java bool) []RuleField {
 // values are the rule's values a plan may change.
 func (r *PlanRule) values() RuleValues {
 	return RuleValues{MinRequestAmount: r.MinRequestAmount, StatIntervalMs: r.StatIntervalMs,
-		MaxAllowedRtMs: r.MaxAllowedRtMs, RetryTimeoutMs: r.RetryTimeoutMs}
+		MaxAllowedRtMs: r.MaxAllowedRtMs, RetryTimeoutMs: r.RetryTimeoutMs, Threshold: r.Threshold}
 }
 
 // Change is one field a plan changes: its current value and the proposed
@@ -140,13 +140,20 @@ func changes(v RuleValues, per map[string]RuleValues, names []string, cur *PlanR
 	now := cur.values()
 	var out []Change
 	for _, f := range showOrder {
-		c := Change{Field: f.name(), Current: now.get(f), Lowest: v.get(f), Highest: v.get(f)}
+		if f == fieldThreshold {
+			// A ratio is no whole number: shown in words, never per instance.
+			if v.Threshold > 0 && v.Threshold != now.Threshold {
+				out = append(out, Change{Field: f.name(), CurrentText: fmtNum(now.Threshold), ProposedText: fmtNum(v.Threshold)})
+			}
+			continue
+		}
+		c := Change{Field: f.name(), Current: int64(now.get(f)), Lowest: int64(v.get(f)), Highest: int64(v.get(f))}
 		for _, name := range names {
 			pv, ok := per[name]
 			if !ok || pv.get(f) == 0 {
 				continue
 			}
-			x := pv.get(f)
+			x := int64(pv.get(f))
 			if c.PerInstance == nil {
 				c.Lowest, c.Highest = x, x
 			}
@@ -160,16 +167,24 @@ func changes(v RuleValues, per map[string]RuleValues, names []string, cur *PlanR
 	}
 	if java {
 		for i := range out {
-			javaChange(&out[i])
+			javaChange(&out[i], cur.Strategy)
 		}
 	}
 	return out
 }
 
 // javaChange names a change as Java's DegradeRule does: count for the RT
-// bound, timeWindow in seconds for the retry timeout.
-func javaChange(c *Change) {
+// bound of a slow ratio and for the threshold of the others,
+// slowRatioThreshold for a slow ratio's, timeWindow in seconds for the
+// retry timeout.
+func javaChange(c *Change, strategy core.Strategy) {
 	switch c.Field {
+	case "threshold":
+		if strategy == core.SlowRequestRatio {
+			c.Field = "slowRatioThreshold"
+		} else {
+			c.Field = "count"
+		}
 	case "maxAllowedRtMs":
 		c.Field = "count"
 	case "retryTimeoutMs":

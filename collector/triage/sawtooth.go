@@ -205,8 +205,13 @@ type SawtoothFacts struct {
 	ProbeRtMs   *int64 `json:"probeRtMs,omitempty"`
 	ProbesAlike bool   `json:"-"`
 	// Suggest is the rule values the advice proposes: MaxAllowedRtMs when
-	// the probe criterion is too strict, else RetryTimeoutMs.
+	// the probe criterion is too strict, else RetryTimeoutMs; none when the
+	// rule is the cause.
 	Suggest SawtoothSuggest `json:"suggest"`
+	// Cause is KindSelfInflicted when the breaker's rule counts healthy
+	// calls bad (a self-inflicted finding of the same rule): the rule, not
+	// the downstream, keeps it open.
+	Cause Kind `json:"cause,omitempty"`
 
 	// RetryTimeoutMs is the breaker's retry timeout during the longest run
 	// (0 when unknown), and OutageMs how long that run lasted. When the

@@ -46,11 +46,15 @@ type series struct {
 	// findings-v1 is their ratio.
 	offered, reportedMs int64
 
-	hot  *hotState   // hot-value: nil until the series blocked with hot values
-	warm *warmSeries // warm-up: nil unless the series had a warm-up rule
-	up   unprot      // unprotected-traffic (on, written by a bucket with traffic, first)
-	win  windows     // inert-rule: the most completions its statistic windows held
-	hz   healthy     // its healthy traffic (healthy.go)
+	hot  *hotState      // hot-value: nil until the series blocked with hot values
+	warm *warmSeries    // warm-up: nil unless the series had a warm-up rule
+	up   unprot         // unprotected-traffic (on, written by a bucket with traffic, first)
+	win  windows        // inert-rule: the most completions its statistic windows held
+	rw   []*ruleWindows // inert-rule: each breaker rule's windows of bad calls (inertbad.go)
+	// oneListed: the series is in the inert-rule detector's ones.
+	oneListed bool
+	hz        healthy   // its healthy traffic (healthy.go)
+	si        selfStats // self-inflicted: every completion (selfinflicted.go)
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 
@@ -128,6 +132,12 @@ type breaker struct {
 
 	// moved: the breaker changed state at least once.
 	moved bool
+
+	// self-inflicted: its entries into OPEN, the first and the latest,
+	// and the rule in force at the latest.
+	opens                   int64
+	firstOpenAt, lastOpenAt int64
+	openRule                *core.BreakerRule
 }
 
 func validState(s core.State) bool { return s == core.Closed || s == core.Open || s == core.HalfOpen }

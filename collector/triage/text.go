@@ -35,6 +35,8 @@ func words(f *Finding) {
 		f.Summary, f.Advice = inertWords(x)
 	case *WarmUpFacts:
 		f.Summary, f.Advice = warmUpWords(x, f.Severity == Warning)
+	case *SelfInflictedFacts:
+		f.Summary, f.Advice = selfWords(x)
 	case *HotValueFacts:
 		f.Summary, f.Advice = hotWords(x, f.To-f.From)
 	case *SharedResourceFacts:
@@ -190,6 +192,14 @@ func sawtoothWords(x *SawtoothFacts, n int64) (summary, advice string) {
 		fmt.Fprintf(&sb, "; the probes took %d ms (median)", *p)
 	}
 	s := x.Suggest
+	if x.Cause == KindSelfInflicted {
+		probes := "the rule counts the downstream's healthy calls bad"
+		if p := x.ProbeRtMs; p != nil {
+			probes = fmt.Sprintf("the failed probes took %d ms (median), calls the rule counts bad", *p)
+		}
+		return sb.String(), fmt.Sprintf("the rule, not the downstream, keeps this breaker open (self-inflicted): %s; change the rule as that finding says, not retryTimeoutMs (%d ms)",
+			probes, x.RetryTimeoutMs)
+	}
 	if s.MaxAllowedRtMs > 0 && x.ProbeRtMs != nil {
 		return sb.String(), fmt.Sprintf("the probe criterion is too strict: the failed probes took %d ms, under %dx maxAllowedRtMs, and healthy calls' p99 is over %d ms (at most %d), so raise maxAllowedRtMs from %d to %d (%dx the least that p99 can be)",
 			*x.ProbeRtMs, AdviceRtFactor, p99Floor(x.P99Ms), x.P99Ms, x.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor)
@@ -340,9 +350,27 @@ func inertWords(x *InertRuleFacts) (summary, advice string) {
 			break
 		}
 		r, s := x.Rule.Breakers[0], x.Suggest
+		if x.RatioOne {
+			return ratioOneWords(x, &r)
+		}
 		summary = fmt.Sprintf("minRequestAmount %d is more than the %d completions the busiest %d ms window held, so this breaker cannot trip at the traffic seen, however the downstream fails",
 			r.MinRequestAmount, x.MaxWindowRequests, r.StatIntervalMs)
+		if x.CountOver {
+			summary = fmt.Sprintf("an error count of %s (%s) is more than the %d completions the busiest %d ms window held, so this breaker cannot trip at the traffic seen, however the downstream fails",
+				fmtNum(r.Threshold), thresholdName(&r), x.MaxWindowRequests, r.StatIntervalMs)
+		}
+		if x.BadPassed != nil && *x.BadPassed > 0 {
+			over := "at or over its threshold"
+			if r.Strategy == core.ErrorCount {
+				over = "where half the calls or more failed"
+			}
+			summary += fmt.Sprintf(": %d %s calls passed while it stayed closed, of %d in %d %s %s (over %s)",
+				*x.BadPassed, badWord(&r), x.BadWindowCalls, x.BadWindows, plural(x.BadWindows, "window", "windows"), over, fmtDur(x.BadTo-x.BadFrom))
+		}
 		switch {
+		case x.CountOver && s.Threshold > 0:
+			advice = fmt.Sprintf("lower %s from %s to %s, a tenth of the busiest window, so that the breaker trips when that many of a window's calls fail",
+				thresholdName(&r), fmtNum(r.Threshold), fmtNum(s.Threshold))
 		case s.StatIntervalMs > 0:
 			advice = fmt.Sprintf("lower minRequestAmount from %d to %d and lengthen statIntervalMs from %d to %d ms, so that a window holds that many completions at the traffic seen",
 				r.MinRequestAmount, s.MinRequestAmount, r.StatIntervalMs, s.StatIntervalMs)
@@ -358,6 +386,97 @@ func inertWords(x *InertRuleFacts) (summary, advice string) {
 		advice = "name the rule's resource exactly as the traffic does (shown as near), character for character"
 	case InertOriginMismatch:
 		return originWords(x)
+	}
+	return summary, advice
+}
+
+// badWord is what a breaker counts bad: "slow" or "failed" calls.
+func badWord(r *core.BreakerRule) string {
+	if r.Strategy == core.SlowRequestRatio {
+		return "slow"
+	}
+	return "failed"
+}
+
+// thresholdName is a rule's threshold as its SDK names it: Java's
+// slowRatioThreshold (slow ratio) or count.
+func thresholdName(r *core.BreakerRule) string {
+	switch {
+	case r.Semantics != core.SemanticsJava && r.Semantics != core.SemanticsJava16:
+		return "threshold"
+	case r.Strategy == core.SlowRequestRatio:
+		return "slowRatioThreshold"
+	}
+	return "count"
+}
+
+// ratioOneWords: a ratio threshold of 1.0 that windows of a majority of
+// bad calls never reached, the bad calls let through, and the threshold
+// proposed.
+func ratioOneWords(x *InertRuleFacts, r *core.BreakerRule) (summary, advice string) {
+	name := thresholdName(r)
+	def := ""
+	if name == "slowRatioThreshold" {
+		def = ", Java's default when it is left out,"
+	}
+	windows := fmt.Sprintf("%d %s over %s", x.BadWindows, plural(x.BadWindows, "window", "windows"), fmtDur(x.BadTo-x.BadFrom))
+	rule := fmt.Sprintf("%s %s%s trips it only on a window of %s calls alone", name, fmtNum(r.Threshold), def, badWord(r))
+	if x.Inferred {
+		// Java reports a second's mean response time, not each call's.
+		summary = fmt.Sprintf("%d calls passed while the breaker stayed closed in %s whose mean response time was over the %d ms bound "+
+			"(Java reports a second's mean, not each call's): %s", *x.BadPassed, windows, r.MaxAllowedRtMs, rule)
+	} else {
+		share := 100 * float64(*x.BadPassed) / float64(max(x.BadWindowCalls, 1))
+		summary = fmt.Sprintf("%d %s calls passed while the breaker stayed closed, %s %% of the %d calls of %s that held more than half %s calls: %s",
+			*x.BadPassed, badWord(r), fmtFloat(share, 0), x.BadWindowCalls, windows, badWord(r), rule)
+	}
+	advice = fmt.Sprintf("lower %s from %s to %s so that a window where more than half the calls are %s trips the breaker, as every window it let through held",
+		name, fmtNum(r.Threshold), fmtNum(x.Suggest.Threshold), badWord(r))
+	return summary, advice
+}
+
+// selfWords: the rule's bound against the calls that passed, the trips it
+// made, and the bound to set instead.
+func selfWords(x *SelfInflictedFacts) (summary, advice string) {
+	r := &x.Rule
+	java := r.Semantics == core.SemanticsJava || r.Semantics == core.SemanticsJava16
+	switch r.Strategy {
+	case core.SlowRequestRatio:
+		bound, rule := "maxAllowedRtMs", fmt.Sprintf("maxAllowedRtMs %d", r.MaxAllowedRtMs)
+		if java {
+			bound, rule = "count", fmt.Sprintf("count %d (the RT bound in ms)", r.MaxAllowedRtMs)
+		}
+		from := ""
+		if x.Inferred {
+			from = ", from Java's per-second mean response times"
+		}
+		summary = fmt.Sprintf("%s counts %s %% of the %d calls that passed as slow, their median over %d ms%s: the rule, not the downstream, opened this breaker %d times",
+			rule, fmtFloat(100*x.HealthyBadShare, 0), x.Calls, x.MedianFloorMs, from, x.Trips)
+		if java && ratioAsRt(*r) {
+			summary += " (Java rounds a slow-ratio count of 0.5 to 1 ms)"
+		}
+		if s := x.Suggest; s != nil && s.MaxAllowedRtMs > 0 {
+			advice = fmt.Sprintf("raise %s from %d to %d ms, %dx the least the calls' p99 can be (over %d, at most %d ms), so that a healthy call no longer counts as slow",
+				bound, r.MaxAllowedRtMs, s.MaxAllowedRtMs, AdviceRtFactor, p99Floor(x.P99Ms), x.P99Ms)
+		} else {
+			why := fmt.Sprintf("%d calls are too few for one", x.Calls)
+			if x.Inferred {
+				why = "Java reports a second's mean response time, not the calls'"
+			}
+			advice = fmt.Sprintf("raise %s from %d ms to at least %dx the p99 of the downstream's healthy calls, which this input cannot give (%s; their median is over %d ms)",
+				bound, r.MaxAllowedRtMs, AdviceRtFactor, why, x.MedianFloorMs)
+		}
+		if java && ratioAsRt(*r) {
+			advice += "; for a slow-ratio rule count is that bound in ms, and the ratio belongs in slowRatioThreshold"
+		}
+	case core.ErrorCount:
+		name := thresholdName(r)
+		summary = fmt.Sprintf("an error count of %s trips this breaker on the downstream's healthy errors: %s %% of the %d calls that passed failed, %s in a %d ms window of %s calls, enough to trip it in 19 windows of 20; it opened %d times",
+			fmtNum(r.Threshold), fmtFloat(100*x.HealthyBadShare, 1), x.Calls, fmtFloat(x.ErrorsPerWindow, 1), r.StatIntervalMs, fmtFloat(x.WindowCalls, 1), x.Trips)
+		if s := x.Suggest; s != nil && s.Threshold > 0 {
+			advice = fmt.Sprintf("raise %s from %s to %s, %dx the %d errors a healthy window holds 19 times in 20, so that only a failing downstream trips the breaker",
+				name, fmtNum(r.Threshold), fmtNum(s.Threshold), AdviceRtFactor, x.HealthyErrorsQ95)
+		}
 	}
 	return summary, advice
 }

@@ -16,6 +16,11 @@ import (
 type Case struct {
 	Trace             *Trace
 	Current, Proposed core.BreakerRule
+	// Criterion, when set, is the rule whose criterion (bound, threshold,
+	// strategy) defines the outages instead of Current's: for a current
+	// rule that counts the downstream's healthy calls bad, whose own
+	// criterion would call healthy traffic an outage.
+	Criterion *core.BreakerRule
 }
 
 // Range is [low, high]: a count the input cannot tell exactly.
@@ -109,7 +114,10 @@ func Compare(cases []Case) (*Result, error) {
 
 func compareOne(res *Result, c Case) error {
 	crit := &c.Current
-	if crit.Resource == "" {
+	switch {
+	case c.Criterion != nil:
+		crit = c.Criterion
+	case crit.Resource == "":
 		crit = &c.Proposed
 	}
 	p, err := prepare(c.Trace, crit)

@@ -56,6 +56,10 @@
 // look alike); a minute of refused calls between failed probes is.
 // An episode is caught by a replay that trips inside it (or within its
 // first bucket before it), and detectMs is from its start to that trip.
+// A current rule that counts the downstream's healthy calls bad would
+// make healthy traffic an outage by its own criterion: Case.Criterion
+// then names the rule whose criterion defines them (the proposal drawn
+// from the healthy latency).
 //
 // # The gate
 //

@@ -156,14 +156,20 @@ type Finding struct {
 	Blocked    *int64   `json:"blocked"`
 	Offered    *int64   `json:"offered"`
 	StartLimit *float64 `json:"startLimit"`
+	// BadPassed is inert-rule cannot-trip's; HealthyBadShare and Trips are
+	// self-inflicted's. Inferred (with them too) says the response times
+	// were Java's per-second means.
+	BadPassed       *int64   `json:"badPassed"`
+	HealthyBadShare *float64 `json:"healthyBadShare"`
+	Trips           *int64   `json:"trips"`
 	// Param, Value and BlockShare (with QPS) are hot-value's; its suggest
 	// is {"specificItems":{VALUE:N}}.
 	Param      *int64   `json:"param"`
 	Value      *string  `json:"value"`
 	BlockShare *float64 `json:"blockShare"`
 	Apps       []string `json:"apps"`
-	// Rule is a breaker rule (window-misaligned) or a rule set
-	// (inert-rule).
+	// Rule is a breaker rule (window-misaligned, self-inflicted) or a rule
+	// set (inert-rule).
 	Rule              json.RawMessage `json:"rule"`
 	QPS               *float64        `json:"qps"`
 	WindowRequests    *float64        `json:"windowRequests"`
