@@ -19,9 +19,10 @@ import (
 // triage holds its healthy-traffic buckets) with two minutes of data each.
 // It runs only with SENTINEL_TOP_SCALE set (.ci/run sets it, without
 // -race); docs/BENCHMARKS.md has the figure and where it goes. It holds
-// 3.4 KB a series (measured 3.09 KB when the bound was first set, 3.25 KB
-// since triage keeps a traffic log's state for plans in every
-// series; the instance's seconds, triage's state and packed held healthy
+// 3.5 KB a series (measured 3.09 KB when the bound was first set, 3.25 KB
+// with the traffic log's state for plans, 3.44 KB with self-inflicted's
+// histogram of every completion and inert-rule's windows of bad calls;
+// the instance's seconds, triage's state and packed held healthy
 // buckets, the rules an app's instances share, the app rings shared by 50
 // instances); the scale goal is 4 KB.
 func TestMemoryFiftyThousandSeries(t *testing.T) {
@@ -29,8 +30,8 @@ func TestMemoryFiftyThousandSeries(t *testing.T) {
 		t.Skip("set SENTINEL_TOP_SCALE=1 to measure memory at 50,000 series")
 	}
 	heap := measureMemory(t, 500, 100, 240, -1)
-	if perSeries := float64(heap) / 50000; perSeries > 3.4*1024 {
-		t.Fatalf("%.2f KB per series, over 3.4 KB", perSeries/1024)
+	if perSeries := float64(heap) / 50000; perSeries > 3.5*1024 {
+		t.Fatalf("%.2f KB per series, over 3.5 KB", perSeries/1024)
 	}
 }
 

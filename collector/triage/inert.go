@@ -138,7 +138,7 @@ func (w *windowMax) add(start, bm, n int64) {
 // maxima of the intervals it already followed.
 func (e *Engine) syncWindows(s *series, rr *resRules) {
 	s.syncRuleWindows(rr)
-	if !s.oneListed && slices.ContainsFunc(s.rw, func(w *ruleWindows) bool { return ratioOne(&w.rule) }) {
+	if !s.oneListed && slices.ContainsFunc(s.rw, func(w *ruleWindows) bool { return ratioOne(w.rule) }) {
 		s.oneListed = true
 		e.inert.ones = append(e.inert.ones, s)
 	}
@@ -299,7 +299,7 @@ func ratioOneTrip(s *series) (inertHit, bool) {
 		return inertHit{}, false
 	}
 	for _, w := range s.rw {
-		b := w.rule
+		b := *w.rule
 		if !ratioOne(&b) || tripped(s, b.ID) || b.MinRequestAmount > uint64(s.win.most(int64(b.StatIntervalMs))) {
 			continue
 		}

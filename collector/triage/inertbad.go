@@ -25,13 +25,15 @@ import (
 // when the mean is over the bound, none otherwise, and the count is
 // inferred.
 
-// ruleWindows follows one breaker rule's windows on a series.
+// ruleWindows follows one breaker rule's windows on a series. rule is
+// the rule in the series' rules (shared by the instances that have equal
+// ones, never changed), not a copy: every series with a breaker has one.
 type ruleWindows struct {
-	rule  core.BreakerRule
-	has   bool  // a window began
+	rule  *core.BreakerRule
 	start int64 // the current window's start
 	total int64 // the current window's completions
 	bad   int64 // and its bad ones
+	has   bool  // a window began
 	means bool  // the current window's bad calls are judged from means
 
 	failing failingWindows // the windows ended that showed the failure
@@ -87,11 +89,12 @@ func (s *series) syncRuleWindows(rr *resRules) {
 	if rr == nil {
 		return
 	}
-	for _, b := range rr.Breakers {
+	for k := range rr.Breakers {
+		b := &rr.Breakers[k]
 		if b.StatIntervalMs == 0 || b.Strategy == core.AverageRT || len(s.rw) == maxWindows {
 			continue
 		}
-		if i := slices.IndexFunc(old, func(w *ruleWindows) bool { return w.rule == b }); i >= 0 {
+		if i := slices.IndexFunc(old, func(w *ruleWindows) bool { return *w.rule == *b }); i >= 0 {
 			s.rw = append(s.rw, old[i])
 			continue
 		}
@@ -112,7 +115,7 @@ func (w *ruleWindows) add(s *series, b *takenBucket) {
 		return
 	}
 	w.total += n
-	r := &w.rule
+	r := w.rule
 	switch {
 	case r.Strategy != core.SlowRequestRatio:
 		w.bad += min(max(b.Error, 0), n)
@@ -130,7 +133,7 @@ func (w *ruleWindows) add(s *series, b *takenBucket) {
 
 // judge sums the current window if it shows the failure.
 func (w *ruleWindows) judge() {
-	if w.has && shows(&w.rule, w.total, w.bad, w.means) {
+	if w.has && shows(w.rule, w.total, w.bad, w.means) {
 		w.failing.add(w.start, w.start+int64(w.rule.StatIntervalMs), w.total, w.bad, w.means)
 	}
 }
@@ -139,7 +142,7 @@ func (w *ruleWindows) judge() {
 // judged as it stands.
 func (w *ruleWindows) failingNow() failingWindows {
 	f := w.failing
-	if w.has && shows(&w.rule, w.total, w.bad, w.means) {
+	if w.has && shows(w.rule, w.total, w.bad, w.means) {
 		f.add(w.start, w.start+int64(w.rule.StatIntervalMs), w.total, w.bad, w.means)
 	}
 	return f
@@ -149,7 +152,7 @@ func (w *ruleWindows) failingNow() failingWindows {
 // not follow it.
 func (s *series) ruleWindowsOf(r *core.BreakerRule) *ruleWindows {
 	for _, w := range s.rw {
-		if w.rule == *r {
+		if *w.rule == *r {
 			return w
 		}
 	}

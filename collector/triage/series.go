@@ -32,8 +32,9 @@ type series struct {
 	// winSynced: win has a window per statIntervalMs of rr (inert.go);
 	// logTrimmed: chunks of log were dropped for the budget (tracelog.go).
 	// Here rather than in their structs, where each would take a word.
-	winSynced, logTrimmed bool
-	lastStart             int64
+	// oneListed: the series is in the inert-rule detector's ones.
+	winSynced, logTrimmed, oneListed bool
+	lastStart                        int64
 	// bucketMs is the length of its buckets (at most wire.MaxBucketMs, an
 	// hour), and slowBound what its buckets' slow counts against
 	// (slowBoundOf(rr), ms): 32 bits each, side by side in one word.
@@ -51,10 +52,8 @@ type series struct {
 	up   unprot         // unprotected-traffic (on, written by a bucket with traffic, first)
 	win  windows        // inert-rule: the most completions its statistic windows held
 	rw   []*ruleWindows // inert-rule: each breaker rule's windows of bad calls (inertbad.go)
-	// oneListed: the series is in the inert-rule detector's ones.
-	oneListed bool
-	hz        healthy   // its healthy traffic (healthy.go)
-	si        selfStats // self-inflicted: every completion (selfinflicted.go)
+	hz   healthy        // its healthy traffic (healthy.go)
+	si   selfStats      // self-inflicted: every completion (selfinflicted.go)
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 

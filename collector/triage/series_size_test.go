@@ -5,12 +5,13 @@ import (
 	"unsafe"
 )
 
-// Every instance x resource has a series: its state stays within 576
-// bytes, one allocation size class under 640 (the 50,000-series memory
-// test's margin). A field more goes beside the others' padding, or behind
-// a pointer only the series that need it allocate.
+// Every instance x resource has a series: its state stays within 704
+// bytes (an allocation size class; 672 with self-inflicted's histogram
+// and inert-rule's bad-call windows, 576 before them). A field more goes
+// beside the others' padding, or behind a pointer only the series that
+// need it allocate; docs/BENCHMARKS.md has where a series' bytes go.
 func TestSeriesStateSize(t *testing.T) {
-	if n := unsafe.Sizeof(series{}); n > 576 {
-		t.Fatalf("a series' state is %d bytes, over 576", n)
+	if n := unsafe.Sizeof(series{}); n > 704 {
+		t.Fatalf("a series' state is %d bytes, over 704", n)
 	}
 }
