@@ -87,7 +87,7 @@ func TestInertRatioOneJavaMeans(t *testing.T) {
 	if *x.BadPassed != 600 || !x.Inferred || x.BadWindows != 30 || *x.Suggest != (InertSuggest{Threshold: 0.5}) {
 		t.Fatalf("%+v", x)
 	}
-	if want := "600 calls passed while the breaker stayed closed in 30 windows over 30 s whose mean response time was over the 500 ms bound (Java reports a second's mean, not each call's): slowRatioThreshold 1, Java's default when it is left out, trips it only on a window of slow calls alone"; f.Summary != want {
+	if want := "600 calls passed, none blocked by the breaker, in 30 windows over 30 s whose mean response time was over the 500 ms bound (Java reports a second's mean, not each call's): slowRatioThreshold 1, Java's default when it is left out, trips it only on a window of slow calls alone"; f.Summary != want {
 		t.Errorf("summary %q", f.Summary)
 	}
 	if want := "lower slowRatioThreshold from 1 to 0.5 so that a window where more than half the calls are slow trips the breaker, as every window it let through held"; f.Advice != want {

@@ -422,8 +422,9 @@ func ratioOneWords(x *InertRuleFacts, r *core.BreakerRule) (summary, advice stri
 	windows := fmt.Sprintf("%d %s over %s", x.BadWindows, plural(x.BadWindows, "window", "windows"), fmtDur(x.BadTo-x.BadFrom))
 	rule := fmt.Sprintf("%s %s%s trips it only on a window of %s calls alone", name, fmtNum(r.Threshold), def, badWord(r))
 	if x.Inferred {
-		// Java reports a second's mean response time, not each call's.
-		summary = fmt.Sprintf("%d calls passed while the breaker stayed closed in %s whose mean response time was over the %d ms bound "+
+		// Java reports a second's mean response time, not each call's, and
+		// no breaker state: that no call was blocked is what the counts say.
+		summary = fmt.Sprintf("%d calls passed, none blocked by the breaker, in %s whose mean response time was over the %d ms bound "+
 			"(Java reports a second's mean, not each call's): %s", *x.BadPassed, windows, r.MaxAllowedRtMs, rule)
 	} else {
 		share := 100 * float64(*x.BadPassed) / float64(max(x.BadWindowCalls, 1))
