@@ -37,10 +37,10 @@ func JavaLowTrafficTrips() *Scenario {
 			"the jitter lasts 25 s: its probe, fast by luck, closes the breaker, which trips again 0.7 s later, and " +
 			"the next probe fails.",
 		Duration: 4 * mn,
-		Seed:     83,
+		Seed:     271, // whose draws play the story above (TestJavaLowTrafficTripsAgainstItsBreakers)
 		Script:   j.Script,
 		Expect: []Expect{
-			// The breakers opened 7 times, each on 5 to 9 calls (Java
+			// The breakers opened 7 times, each on 5 to 7 calls (Java
 			// counts a 1 s window in one bucket). 5 trips closed at their
 			// first probe: gateway-1 at 0:30 and 1:30, gateway-2 at 0:55,
 			// 1:30 and 3:00. Inferred, each rested on at most the 5 to 7
@@ -120,7 +120,7 @@ func JavaCountHalf() *Scenario {
 	j := &JavaService{
 		App: "order", Instances: names("order", 2), Version: "1.8.6",
 		Rules:    RuleChange{Breakers: []core.BreakerRule{rule}},
-		Resource: memberRes, QPS: 30, Latency: Uniform{15 * ms, 45 * ms},
+		Resource: memberRes, QPS: 30, Calls: &JavaCalls{Latency: Uniform{15 * ms, 45 * ms}},
 	}
 	return &Scenario{
 		Name:  "java-count-half",
@@ -174,8 +174,11 @@ func JavaNoSlowRatio() *Scenario {
 	j := &JavaService{
 		App: "order", Instances: names("order", 3), Version: "1.8.6",
 		Rules:    RuleChange{Breakers: []core.BreakerRule{rule}},
-		Resource: memberRes, QPS: 60, Latency: LogNormal{Median: 30 * ms, P99: 120 * ms},
-		Faults: []Fault{{From: 90 * sec, To: 180 * sec, Share: 0.75, Latency: Uniform{2000 * ms, 2500 * ms}}},
+		Resource: memberRes, QPS: 60,
+		Calls: &JavaCalls{
+			Latency: LogNormal{Median: 30 * ms, P99: 120 * ms},
+			Faults:  []Fault{{From: 90 * sec, To: 180 * sec, Share: 0.75, Latency: Uniform{2000 * ms, 2500 * ms}}},
+		},
 	}
 	return &Scenario{
 		Name:  "java-no-slow-ratio",

@@ -27,8 +27,10 @@
 // apply only to the origin their limitApp names while an agent's apply to
 // every caller. A scenario with a Script (JavaService.Script) writes what
 // the collector's Java poller gives for such a fleet — hello, rules, a
-// bucket a second made from a /metric line, no transitions — from the same
-// seed; it records like the others and cannot be played live.
+// bucket a second made from a /metric line, and no transitions but those
+// the poller infers when the calls are played through Java's breakers
+// (JavaCalls) — from the same seed; it records like the others and cannot
+// be played live.
 //
 // Calls are concurrent: a call starts (Entry), the clock moves, and it ends
 // (Exit) when the downstream answers, so a 300 ms call is in flight for 300

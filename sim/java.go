@@ -19,9 +19,10 @@ import (
 // origin its limitApp names): per instance a hello (sdk java-sentinel,
 // one-second buckets), its rules as /getRules gives them, and one bucket
 // item a second of each resource, made from a /metric line (pass, block,
-// success, the second's mean response time) as the poller makes it. No
-// state messages: Java exposes none. Traffic is Poisson, from the
-// scenario's seed.
+// success, the second's mean response time) as the poller makes it. Java
+// exposes no state: the only state messages are those the poller infers
+// when Calls plays the breakers. Traffic is Poisson, from the scenario's
+// seed.
 type JavaService struct {
 	App       string
 	Instances []string
@@ -36,37 +37,25 @@ type JavaService struct {
 	RtMs     int64
 	Block    float64
 	// Calls, when set, plays the calls one by one through the rules'
-	// breakers instead (RtMs and Block are then unused): see JavaCalls.
+	// breakers instead, with the breaker states inferred from the lines
+	// (RtMs and Block are then unused, and the rules may hold Java degrade
+	// rules only): see JavaCalls.
 	Calls *JavaCalls
-	// Latency, when set, plays the calls one by one (javacalls.go): each
-	// call's response time is drawn from it, or from a fault's, and fails
-	// at ErrorRate (or the fault's); the degrade rules of Resource are
-	// enforced by core breakers with Java semantics; each second is
-	// Java's /metric line of the calls admitted, blocked and completed in
-	// it; and the breaker states are inferred from the lines as the Java
-	// poller infers them (state messages marked inferred). RtMs and Block
-	// are then unused, and the rules may hold degrade rules only.
-	Latency   Dist
-	ErrorRate float64
-	Faults    []Fault
 }
 
 // Script is the scenario's Script: the fleet's messages from start over
 // s.Duration.
 func (j *JavaService) Script(start time.Time, s *Scenario, emit func(wire.Message) error) error {
 	if j.Calls != nil {
-		return j.scriptCalls(start, s, emit)
-	}
-	t0 := start.UnixMilli()
-	if j.Latency != nil {
 		if err := j.validateCalls(); err != nil {
 			return err
 		}
 	}
+	t0 := start.UnixMilli()
 	if err := j.hellos(t0, emit); err != nil {
 		return err
 	}
-	if j.Latency != nil {
+	if j.Calls != nil {
 		return j.playCalls(start, s, emit)
 	}
 	rngs := make([]*randSource, len(j.Instances))
