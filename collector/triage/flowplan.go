@@ -171,22 +171,6 @@ func (p *FlowPlan) safeWhy() string {
 		r.Proposed.Passed, r.Proposed.Blocked, r.Offered, fmtFloat(100*float64(r.Proposed.Blocked)/float64(max(r.Offered, 1)), 1))
 }
 
-// flowPlanJSON is a flow plan as findings-v1 revision 3 writes a plan:
-// the current rule in its flow rule fields (without resource and id), and
-// proposed holding limitApp.
-type flowPlanJSON struct {
-	App       string             `json:"app"`
-	Resource  string             `json:"resource"`
-	Rule      string             `json:"rule"`
-	Instances []string           `json:"instances"`
-	Current   flowRuleJSON       `json:"current"`
-	Proposed  flowProposedJSON   `json:"proposed"`
-	Because   []Kind             `json:"because"`
-	Safe      bool               `json:"safe"`
-	Why       string             `json:"why"`
-	WhatIf    *whatif.FlowResult `json:"whatIf,omitempty"`
-}
-
 type flowRuleJSON struct {
 	TokenCalculateStrategy core.TokenCalculateStrategy `json:"tokenCalculateStrategy"`
 	ControlBehavior        core.ControlBehavior        `json:"controlBehavior"`
@@ -202,10 +186,13 @@ type flowProposedJSON struct {
 	LimitApp string `json:"limitApp,omitempty"`
 }
 
-func (p *Plan) flowJSON() flowPlanJSON {
+// flowJSON is a flow plan as findings-v1 revision 3 writes a plan: the
+// current rule in its flow rule fields (without resource and id), and
+// proposed holding limitApp.
+func (p *Plan) flowJSON() kindPlanJSON[flowRuleJSON, flowProposedJSON, *whatif.FlowResult] {
 	r := &p.Flow.Current
-	out := flowPlanJSON{App: p.App, Resource: p.Resource, Rule: p.Rule, Instances: p.Instances, Because: p.Because,
-		Safe: p.Safe, Why: p.Why, WhatIf: p.Flow.WhatIf,
+	out := kindPlanJSON[flowRuleJSON, flowProposedJSON, *whatif.FlowResult]{App: p.App, Resource: p.Resource, Rule: p.Rule,
+		Instances: p.Instances, Because: p.Because, Safe: p.Safe, Why: p.Why, WhatIf: p.Flow.WhatIf,
 		Current: flowRuleJSON{TokenCalculateStrategy: r.TokenCalculateStrategy, ControlBehavior: r.ControlBehavior, Threshold: r.Threshold,
 			MaxQueueingTimeMs: r.MaxQueueingTimeMs, WarmUpPeriodSec: r.WarmUpPeriodSec, WarmUpColdFactor: r.WarmUpColdFactor,
 			StatIntervalInMs: r.StatIntervalInMs, LimitApp: r.LimitApp}}

@@ -168,20 +168,20 @@ func (p *ParamPlan) safeWhy() string {
 		r.Proposed.Passed-r.Current.Passed, r.AddedPeak)
 }
 
-// paramPlanJSON is a hot-parameter plan as findings-v1 revision 3 writes
-// a plan: the current rule in sentinel-golang's hotspot.Rule fields, and
-// proposed holding the one exception.
-type paramPlanJSON struct {
-	App       string              `json:"app"`
-	Resource  string              `json:"resource"`
-	Rule      string              `json:"rule"`
-	Instances []string            `json:"instances"`
-	Current   paramRuleJSON       `json:"current"`
-	Proposed  paramProposedJSON   `json:"proposed"`
-	Because   []Kind              `json:"because"`
-	Safe      bool                `json:"safe"`
-	Why       string              `json:"why"`
-	WhatIf    *whatif.ParamResult `json:"whatIf,omitempty"`
+// kindPlanJSON is a plan of a rule kind with fields of its own (Plan's
+// Param or Flow) as findings-v1 revision 3 writes a plan: C is the kind's
+// current rule, P its proposal, W its replay.
+type kindPlanJSON[C, P, W any] struct {
+	App       string   `json:"app"`
+	Resource  string   `json:"resource"`
+	Rule      string   `json:"rule"`
+	Instances []string `json:"instances"`
+	Current   C        `json:"current"`
+	Proposed  P        `json:"proposed"`
+	Because   []Kind   `json:"because"`
+	Safe      bool     `json:"safe"`
+	Why       string   `json:"why"`
+	WhatIf    W        `json:"whatIf,omitempty"`
 }
 
 type paramRuleJSON struct {
@@ -202,9 +202,8 @@ type paramProposedJSON struct {
 // planJSON is Plan's own encoding, for MarshalJSON.
 type planJSON Plan
 
-// MarshalJSON writes a breaker plan as its fields say, a hot-parameter
-// plan in its rule's fields (paramPlanJSON) and a flow plan in its
-// (flowPlanJSON).
+// MarshalJSON writes a breaker plan as its fields say, and a
+// hot-parameter or flow plan in its rule's fields (kindPlanJSON).
 func (p Plan) MarshalJSON() ([]byte, error) {
 	if p.Flow != nil {
 		return json.Marshal(p.flowJSON())
@@ -212,9 +211,11 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 	if p.Param == nil {
 		return json.Marshal(planJSON(p))
 	}
+	// A hot-parameter plan: the current rule in sentinel-golang's
+	// hotspot.Rule fields, proposed holding the one exception.
 	r := &p.Param.Current
-	out := paramPlanJSON{App: p.App, Resource: p.Resource, Rule: p.Rule, Instances: p.Instances, Because: p.Because,
-		Safe: p.Safe, Why: p.Why, WhatIf: p.Param.WhatIf,
+	out := kindPlanJSON[paramRuleJSON, paramProposedJSON, *whatif.ParamResult]{App: p.App, Resource: p.Resource, Rule: p.Rule,
+		Instances: p.Instances, Because: p.Because, Safe: p.Safe, Why: p.Why, WhatIf: p.Param.WhatIf,
 		Current: paramRuleJSON{MetricType: r.MetricType, ControlBehavior: r.ControlBehavior, ParamIndex: r.ParamIndex, ParamKey: r.ParamKey,
 			Threshold: r.Threshold, DurationInSec: r.DurationInSec, BurstCount: r.BurstCount, SpecificItems: r.SpecificItems}}
 	if out.Current.SpecificItems == nil {
