@@ -2,8 +2,10 @@ package collector
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
@@ -81,8 +83,11 @@ type instance struct {
 	helloed                     bool
 	appChanges, appChangesSince int64
 	// owner is the connection (dialed target) that announced it, "" for
-	// sources without one; see Bound.
-	owner string
+	// sources without one; see Bound. An instance is (owner, wire name):
+	// wire is the name its messages carry when another target held that
+	// name first and Name is the name qualified by the target (see
+	// instanceOf); "" when Name is the wire's.
+	owner, wire string
 	// statesUnknown: its source cannot report breaker transitions (Java
 	// Sentinel's transport or a metric log: feed.Origin, stated with its
 	// hello).
@@ -203,9 +208,79 @@ func sat64(a, b int64) int64 {
 	return a + max(b, 0)
 }
 
-// instanceFor returns the instance named by a message, creating it within
-// --max-instances; nil when the limit turned it away. c.mu is held.
-func (c *Collector) instanceFor(place, name string) *instance {
+// maxQualified bounds the qualified names tried for one instance (see
+// instanceOf): past them, names squatted on purpose, its messages are
+// rejected as impersonation.
+const maxQualified = 8
+
+// instanceOf returns the instance a message from owner (its target, ""
+// for a source without one) names, creating it within --max-instances;
+// nil when a limit turned it away, and refused when other targets'
+// instances hold every name it could take (counted). c.mu is held.
+//
+// An instance of a dialed target is the target and the name together: a
+// name another target announced first is another instance, named
+// NAME@TARGET (NAME@TARGET#2 ... when that too is taken by another
+// target's), with a NoticeInstanceConflict; nobody's messages are
+// refused or merged, and a restart on its own target finds its own
+// instance again. The first keeps the plain name: renaming it would split
+// its series in /metrics, a recording and the re-served stream.
+func (c *Collector) instanceOf(owner, place, name string, ts int64) (in *instance, refused error) {
+	if owner == "" {
+		return c.instanceFor(place, name, "", ""), nil
+	}
+	holder := c.insts[name]
+	switch {
+	case holder == nil:
+	case holder.owner == owner && holder.wire == "":
+		return holder, nil
+	case holder.owner == "":
+		holder.owner = owner // a file's instance, announced by the target now
+		return holder, nil
+	}
+	free := ""
+	if holder == nil {
+		free = name
+	}
+	for k := 1; k <= maxQualified; k++ {
+		q := qualified(name, owner, k)
+		x := c.insts[q]
+		if x == nil {
+			if free == "" {
+				free = q
+			}
+			continue
+		}
+		if x.owner == owner && x.wire == name {
+			return x, nil
+		}
+	}
+	switch {
+	case free == "":
+		return nil, fmt.Errorf("instance %q: %d names for target %s's are taken by other targets' instances", name, maxQualified+1, owner)
+	case free == name:
+		return c.instanceFor(place, name, owner, ""), nil
+	}
+	in = c.instanceFor(place, free, owner, name)
+	if in != nil {
+		c.notice(Notice{Kind: NoticeInstanceConflict, Instance: free, Resource: name, Target: owner, Holder: holder.owner, At: ts, Count: 1})
+	}
+	return in, nil
+}
+
+// qualified is the k-th name (from 1) of a target's instance kept apart
+// from another target's of its name: NAME@TARGET, then NAME@TARGET#k.
+func qualified(name, owner string, k int) string {
+	if k > 1 {
+		return name + "@" + owner + "#" + strconv.Itoa(k)
+	}
+	return name + "@" + owner
+}
+
+// instanceFor returns the instance called name, creating it within
+// --max-instances for owner, its messages naming it wire ("": name); nil
+// when a limit turned it away. c.mu is held.
+func (c *Collector) instanceFor(place, name, owner, wire string) *instance {
 	if in := c.insts[name]; in != nil {
 		return in
 	}
@@ -218,6 +293,7 @@ func (c *Collector) instanceFor(place, name string) *instance {
 	}
 	in := &instance{Instance: &fleet.Instance{Name: name, App: name}, series: map[string]*series{},
 		bucketMs: core.ResourceBucketMs}
+	in.owner, in.wire = owner, wire
 	in.tri = c.engine.NewInstance(in.Instance)
 	c.insts[name] = in
 	c.pub.order = nil
@@ -259,7 +335,7 @@ func (c *Collector) sweep(now int64) {
 func (c *Collector) hello(in *instance, m *wire.Hello, o feed.Origin, now int64, back bool) bool {
 	app := m.App
 	if app == "" {
-		app = m.Instance
+		app = in.Name // the wire's name, or the one qualified by its target
 	}
 	ch := triage.JudgeHello(in.helloed, in.App, in.StartedAt, app, m.StartedAt)
 	if ch == triage.HelloNewProcess && !in.appChangeAllowed(now) {

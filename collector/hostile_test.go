@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strings"
@@ -11,46 +12,133 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
-// TestImpersonationRefused: once a target announced an instance, another
-// target's messages naming it (a hello moving it to another app, buckets,
-// a bye) are rejected as impersonation and change nothing; once the
-// instance is gone, a new target may announce it.
-func TestImpersonationRefused(t *testing.T) {
+// TestSameNameFromTwoTargetsIsTwoInstances: an instance is its target and
+// its name. A second target announcing a name the first announced gets an
+// instance of its own, NAME@TARGET, with a conflict notice; neither's
+// messages (a hello moving it to another app, buckets, a bye) reach the
+// other's, and neither is refused. A name squatted on purpose
+// (NAME@TARGET announced by a third target) moves it to NAME@TARGET#2.
+func TestSameNameFromTwoTargetsIsTwoInstances(t *testing.T) {
 	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
 	c := New(Options{Clock: vc})
 	a, evil := c.Bound("gw-1:8720"), c.Bound("evil:8720")
-	hello := func(app string) *wire.Hello {
-		return &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: app, StartedAt: t0ms, BucketMs: 500}
+	hello := func(name, app string) *wire.Hello {
+		return &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, App: app, StartedAt: t0ms, BucketMs: 500}
 	}
-	bucket := func(pass int64, start int64) *wire.Buckets {
-		return &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: "gw-1"}, BucketMs: 500,
+	bucket := func(name string, pass int64, start int64) *wire.Buckets {
+		return &wire.Buckets{Header: wire.Header{Ts: start + 500, Instance: name}, BucketMs: 500,
 			Items: []wire.BucketItem{{Resource: "r", Start: start, Metrics: core.Metrics{Pass: pass}}}}
 	}
-	if !a.Ingest("gw-1:8720", hello("gateway")) || !a.Ingest("gw-1:8720", bucket(5, t0ms)) {
-		t.Fatal("the owner was refused")
+	if !a.Ingest("gw-1:8720", hello("gw-1", "gateway")) || !a.Ingest("gw-1:8720", bucket("gw-1", 5, t0ms)) {
+		t.Fatal("the first target was refused")
 	}
-	for _, m := range []wire.Message{hello("evil"), bucket(1_000_000, t0ms+500),
-		&wire.Bye{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}}} {
-		if evil.Ingest("evil:8720", m) {
-			t.Fatalf("%s from another target accepted", m.Kind())
+	for _, m := range []wire.Message{hello("gw-1", "evil"), bucket("gw-1", 1_000_000, t0ms+500),
+		&wire.Bye{Header: wire.Header{Ts: t0ms + 1000, Instance: "gw-1"}}} {
+		if !evil.Ingest("evil:8720", m) {
+			t.Fatalf("%s from the second target refused", m.Kind())
 		}
 	}
+	if !a.Ingest("gw-1:8720", bucket("gw-1", 7, t0ms+500)) {
+		t.Fatal("the first target's next bucket was refused")
+	}
 	s := c.Publish()
-	if tm, _ := c.Totals("gw-1", "r"); tm.Pass != 5 || s.Instances != 1 || s.Rows[0].App != "gateway" {
-		t.Fatalf("impersonation changed the instance: pass %d, %+v", tm.Pass, s.Rows)
+	first, _ := c.Totals("gw-1", "r")
+	second, _ := c.Totals("gw-1@evil:8720", "r")
+	if first.Pass != 12 || second.Pass != 1_000_000 {
+		t.Fatalf("pass gw-1 %d (want 12), gw-1@evil:8720 %d (want 1000000)", first.Pass, second.Pass)
+	}
+	apps := map[string]int64{}
+	for _, r := range s.Totals {
+		apps[r.App] += r.Pass
+	}
+	if apps["gateway"] != 12 || apps["evil"] != 1_000_000 || s.Instances != 1 {
+		t.Fatalf("pass by app %v, %d live instances (the second said bye)", apps, s.Instances)
+	}
+	for _, r := range s.Rejects {
+		t.Errorf("rejected: %+v", r)
+	}
+	var conflicts []string
+	for _, w := range s.Warnings {
+		if n, ok := w.(Notice); ok && n.Kind == NoticeInstanceConflict {
+			conflicts = append(conflicts, WarningText(n))
+		}
+	}
+	want := `targets gw-1:8720 and evil:8720 both announce instance "gw-1": kept apart as two instances, evil:8720's shown as gw-1@evil:8720 (one may be impersonating the other)`
+	if len(conflicts) != 1 || conflicts[0] != want {
+		t.Fatalf("conflict warnings %q", conflicts)
+	}
+
+	// A third target squats the name the second's would take: the
+	// second's new instance takes the next.
+	if !c.Bound("squat:1").Ingest("squat:1", hello("web@evil:8720", "web")) {
+		t.Fatal("squatter refused")
+	}
+	if !a.Ingest("gw-1:8720", hello("web", "web")) || !evil.Ingest("evil:8720", bucket("web", 3, t0ms)) {
+		t.Fatal("web refused")
+	}
+	if tm, ok := c.Totals("web@evil:8720#2", "r"); !ok || tm.Pass != 3 {
+		t.Fatalf("web@evil:8720#2: %v %v", tm, ok)
+	}
+	if tm, ok := c.Totals("web@evil:8720", "r"); ok {
+		t.Fatalf("the squatted name got the data: %v", tm)
+	}
+	// Every name taken: refused as impersonation, counted.
+	sq := c.Bound("squat:1")
+	sq.Ingest("squat:1", hello("db", "db"))
+	for k := 1; k <= maxQualified; k++ {
+		sq.Ingest("squat:1", hello(qualified("db", "gw-1:8720", k), "db"))
+	}
+	if a.Ingest("gw-1:8720", hello("db", "db")) {
+		t.Fatal("accepted with every name taken")
 	}
 	rc := map[string]int64{}
-	for _, r := range s.Rejects {
+	for _, r := range c.Publish().Rejects {
 		rc[r.Reason] = r.Count
 	}
-	if rc[ReasonImpersonation] != 3 {
-		t.Fatalf("rejects %v", s.Rejects)
+	if rc[ReasonImpersonation] != 1 {
+		t.Fatalf("rejects %v", rc)
 	}
-	// Gone (silent past the stale period), it may come back elsewhere.
-	vc.Set(time.UnixMilli(t0ms + 60_000))
-	c.Publish()
-	if !evil.Ingest("evil:8720", hello("gateway")) {
-		t.Fatal("a gone instance could not be announced anew")
+}
+
+// TestSquattedNameRestartAndFacts: the second target's instance, kept
+// apart, is found again by its restart (a hello with a later start) and
+// by the facts its connection tells (data never received), and is
+// recorded under its own name.
+func TestSquattedNameRestartAndFacts(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	var buf bytes.Buffer
+	c := New(Options{Clock: vc, Record: wire.NewWriter(&buf)})
+	evil, honest := c.Bound("evil:1"), c.Bound("honest:1")
+	hello := func(start int64) *wire.Hello {
+		return &wire.Hello{Header: wire.Header{Ts: start, Instance: "gw-1"}, App: "gateway", StartedAt: start, BucketMs: 500}
+	}
+	evil.Ingest("evil:1", hello(t0ms))
+	honest.Ingest("honest:1", hello(t0ms))
+	honest.Unreceived("gw-1", t0ms-2000, t0ms)
+	if !honest.Ingest("honest:1", hello(t0ms+5000)) {
+		t.Fatal("the restart was refused")
+	}
+	s := c.Publish()
+	if s.Instances != 2 {
+		t.Fatalf("%d instances, want 2", s.Instances)
+	}
+	if len(s.Unreceived) != 1 || s.Unreceived[0].Instance != "gw-1@honest:1" {
+		t.Fatalf("unreceived %+v", s.Unreceived)
+	}
+	if err := c.opts.Record.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	d := wire.NewDecoder(wire.Limits{})
+	for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		m, err := d.Decode(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[m.Head().Instance]++
+	}
+	if names["gw-1"] != 1 || names["gw-1@honest:1"] != 2 {
+		t.Fatalf("recorded %v", names)
 	}
 }
 

@@ -31,7 +31,7 @@ const (
 	ReasonDedupeSpan   = "dedupe_span"   // a bucket older than dedupe can tell
 	ReasonMaxRate      = "max_rate"      // a source's rate limit (OverRate)
 	// Rejected messages that were well formed but not believable.
-	ReasonImpersonation = "impersonation" // names an instance another target announced
+	ReasonImpersonation = "impersonation" // every name its instance could take is another target's (instanceOf)
 	ReasonClockSkew     = "clock_skew"    // ts further than Options.MaxClockSkew from the collector's clock
 )
 
@@ -39,11 +39,11 @@ const (
 // one peer's year-9999 timestamps must not stretch every report's range.
 const DefaultMaxClockSkew = 24 * time.Hour
 
-// Bound returns a sink for one connection (a dialed target): the
-// instances it announces are bound to it while they live, so a message
-// naming an instance another connection announced, a bye included, is
-// rejected (ReasonImpersonation) instead of moving, ending or feeding it.
-func (c *Collector) Bound(owner string) feed.Sink { return boundSink{c, owner} }
+// Bound returns a sink for one connection (a dialed target, owner its
+// name): an instance it announces is the target and the name together,
+// so a name another target announced first is another instance, shown
+// as NAME@TARGET (see instanceOf), never merged with it nor refused.
+func (c *Collector) Bound(owner string) feed.BoundSink { return boundSink{c, owner} }
 
 type boundSink struct {
 	c     *Collector
@@ -57,6 +57,12 @@ func (b boundSink) Hello(place string, h *wire.Hello, o feed.Origin) bool {
 	return b.c.ingestFrom(b.owner, place, h, o)
 }
 func (b boundSink) Reject(place string, err error) { b.c.Reject(place, err) }
+func (b boundSink) Unreceived(instance string, from, to int64) {
+	b.c.unreceivedOf(b.owner, instance, from, to)
+}
+func (b boundSink) NameCollision(instance, resource string, at int64) {
+	b.c.nameCollisionOf(b.owner, instance, resource, at)
+}
 
 // Reject counts a message that could not be used: err's class is the
 // reason, place says where (file:line or target).
@@ -134,23 +140,15 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 		}
 	}
 	c.mu.Lock()
-	if in := c.insts[m.Head().Instance]; owner != "" && in != nil && !in.Gone && in.owner != "" && in.owner != owner {
-		c.mu.Unlock()
-		c.rejectReason(place, ReasonImpersonation, fmt.Errorf("instance %q belongs to target %s", m.Head().Instance, in.owner))
-		return false
-	}
 	tee := c.teeing.Load()
 	var kept []int
 	if tee {
 		kept = c.keptBuf[:0]
 	}
 	c.keepWhole, c.dupState = false, false
-	ok, refused := c.ingest(place, m, o, now, tee, &kept)
+	ok, name, refused := c.ingest(owner, place, m, o, now, tee, &kept)
 	if c.dupState {
 		tee = false // held already: not recorded twice
-	}
-	if ok && owner != "" {
-		c.insts[m.Head().Instance].owner = owner
 	}
 	if tee {
 		c.keptBuf = kept[:0]
@@ -167,6 +165,12 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 		}
 		out = &nb
 	}
+	if ok && tee && name != m.Head().Instance {
+		// An instance kept apart from another target's of its name is
+		// recorded and re-served under its own name, so that a replay or
+		// a downstream collector keeps them apart too.
+		out = renamed(out, name)
+	}
 	c.mu.Unlock()
 	if refused != nil && c.opts.OnReject != nil {
 		c.opts.OnReject(place, refused)
@@ -177,16 +181,23 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 	return ok
 }
 
-// ingest applies m to the fleet model (o: what its source stated of a
-// hello's sender); c.mu is held. With tee set, kept collects the indexes
-// of the bucket items taken. A message rejected (not merely turned away by
-// a limit) is counted here and returned as refused, for OnReject once the
-// lock is let go.
-func (c *Collector) ingest(place string, m wire.Message, o feed.Origin, now int64, tee bool, kept *[]int) (ok bool, refused error) {
+// ingest applies m, from owner's connection ("": none), to the fleet
+// model (o: what its source stated of a hello's sender); c.mu is held.
+// With tee set, kept collects the indexes of the bucket items taken. A
+// message rejected (not merely turned away by a limit) is counted here and
+// returned as refused, for OnReject once the lock is let go. name is the
+// instance's, which differs from the message's for one kept apart from
+// another target's of the same name.
+func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, now int64, tee bool, kept *[]int) (ok bool, name string, refused error) {
 	h := m.Head()
-	in := c.instanceFor(place, h.Instance)
+	in, refused := c.instanceOf(owner, place, h.Instance, h.Ts)
+	if refused != nil {
+		c.rejected++
+		count(c.rejects, ReasonImpersonation, place+": "+refused.Error())
+		return false, "", refused
+	}
 	if in == nil {
-		return false, nil
+		return false, "", nil
 	}
 	in.lastArrive = now
 	c.arriveFloor = min(c.arriveFloor, now)
@@ -209,7 +220,7 @@ func (c *Collector) ingest(place string, m wire.Message, o feed.Origin, now int6
 			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.Name, MaxAppChangesPerMinute)
 			c.rejected++
 			count(c.rejects, ReasonAppFlap, place+": "+err.Error())
-			return false, err
+			return false, "", err
 		}
 	case *wire.Rules:
 		c.rules(place, in, m)
@@ -224,7 +235,35 @@ func (c *Collector) ingest(place string, m wire.Message, o feed.Origin, now int6
 		c.engine.Left(in.tri, m.Ts)
 	}
 	c.messages++
-	return true, nil
+	return true, in.Name, nil
+}
+
+// renamed is a copy of m naming the instance name (m itself for a kind
+// that names none).
+func renamed(m wire.Message, name string) wire.Message {
+	switch x := m.(type) {
+	case *wire.Hello:
+		y := *x
+		y.Instance = name
+		return &y
+	case *wire.Rules:
+		y := *x
+		y.Instance = name
+		return &y
+	case *wire.Buckets:
+		y := *x
+		y.Instance = name
+		return &y
+	case *wire.State:
+		y := *x
+		y.Instance = name
+		return &y
+	case *wire.Bye:
+		y := *x
+		y.Instance = name
+		return &y
+	}
+	return m
 }
 
 // seriesFor returns the instance's series for resource, creating it within

@@ -334,3 +334,142 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 		t.Errorf("findings live %v, replayed %v", live, replayed)
 	}
 }
+
+// TestInstanceSquattingLoopback: a hostile target says hello first with
+// an honest instance's name (and app), and floods it; the honest agent,
+// dialed second over a real loopback websocket, is another instance,
+// gw-1@TARGET, whose totals are exactly what it admitted, with nothing
+// rejected and a conflict notice naming both targets. When the honest
+// instance restarts on its own target it is accepted again, its totals
+// carry on, and the recording replays both apart.
+func TestInstanceSquattingLoopback(t *testing.T) {
+	clock := core.NewVirtualClock(time.UnixMilli(1764460800000))
+	resources := []string{"db", "GET:/api/price"}
+	evil := startFleetAgent(t, clock, "gw-1")
+	honest := startFleetAgent(t, clock, "gw-1")
+	hp := newProxy(t, honest.addr)
+	evilT := source.Target{Name: evil.addr, URL: "ws://" + evil.addr + agent.StreamPath}
+	honestT := source.Target{Name: hp.addr(), URL: "ws://" + hp.addr() + agent.StreamPath}
+	honestName := "gw-1@" + hp.addr()
+	recording := filepath.Join(t.TempDir(), "live.ndjson.gz")
+	rec, err := record.Create(recording, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Record: rec.Writer})
+	ctx, cancel := context.WithCancel(context.Background())
+	var dialing sync.WaitGroup
+	stop := sync.OnceFunc(func() { cancel(); dialing.Wait() })
+	defer stop()
+	dialTarget := func(tg source.Target) {
+		dialing.Add(1)
+		go func() { defer dialing.Done(); dial(ctx, c, []source.Target{tg}, source.DialOptions{Seed: 1}) }()
+	}
+
+	totals := func(name string, fa *fleetAgent, earlier map[string][3]int64) error {
+		for _, r := range resources {
+			w := earlier[r]
+			w = [3]int64{w[0] + fa.pass[r], w[1] + fa.block[r], w[2] + fa.errs[r]}
+			tm, ok := c.Totals(name, r)
+			if got := [3]int64{tm.Pass, tm.Block, tm.Error}; !ok || got != w {
+				return fmt.Errorf("%s %s: collector pass/block/error %v, agent %v", name, r, got, w)
+			}
+		}
+		return nil
+	}
+	ship := func(fas ...*fleetAgent) {
+		clock.Advance(500 * time.Millisecond)
+		for _, fa := range fas {
+			fa.a.Ship()
+		}
+	}
+
+	// The hostile target alone first: it holds the name gw-1.
+	dialTarget(evilT)
+	evil.traffic(resources, 3000)
+	ship(evil)
+	eventually(t, "the hostile target's flood counted", func() error { return totals("gw-1", evil, nil) })
+
+	// The honest agent second.
+	dialTarget(honestT)
+	for k := range 6 {
+		evil.traffic(resources, 3000)
+		honest.traffic(resources, 7+k)
+		ship(evil, honest)
+	}
+	both := func() error {
+		if err := totals(honestName, honest, nil); err != nil {
+			return err
+		}
+		return totals("gw-1", evil, nil)
+	}
+	eventually(t, "both instances' totals, apart", both)
+
+	// Restart the honest instance: a new process on its own target.
+	earlier := map[string][3]int64{}
+	for _, r := range resources {
+		earlier[r] = [3]int64{honest.pass[r], honest.block[r], honest.errs[r]}
+	}
+	honest.stop()
+	clock.Advance(time.Second)
+	fresh := startFleetAgent(t, clock, "gw-1")
+	hp.retarget(fresh.addr)
+	hp.cut()
+	for k := range 6 {
+		evil.traffic(resources, 3000)
+		fresh.traffic(resources, 7+k)
+		ship(evil, fresh)
+	}
+	eventually(t, "the restarted honest instance's totals", func() error { return totals(honestName, fresh, earlier) })
+
+	s := c.Publish()
+	for _, r := range s.Rejects {
+		t.Errorf("rejected: %+v", r)
+	}
+	conflicts := 0
+	for _, w := range s.Warnings {
+		if n, ok := w.(Notice); ok && n.Kind == NoticeInstanceConflict {
+			conflicts++
+			if n.Holder != evil.addr || n.Target != hp.addr() || n.Instance != honestName || n.Resource != "gw-1" {
+				t.Errorf("conflict %+v", n)
+			}
+		}
+	}
+	if conflicts != 1 {
+		t.Errorf("%d conflict notices, want 1: %v", conflicts, s.Warnings)
+	}
+	byInstance := map[string]bool{}
+	for _, b := range s.Breakers {
+		byInstance[b.Instance] = true
+	}
+	if !byInstance["gw-1"] || !byInstance[honestName] {
+		t.Errorf("breaker states by instance %v: the two are not apart", byInstance)
+	}
+
+	// The recording holds the two apart, and replays to the same totals.
+	stop()
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.Open(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r, err := newReplay("live.ndjson.gz", g, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gw-1", honestName} {
+		for _, res := range resources {
+			live, _ := c.Totals(name, res)
+			replayed, ok := r.Collector().Totals(name, res)
+			if !ok || live != replayed {
+				t.Errorf("%s %s: live %+v, replayed %+v", name, res, live, replayed)
+			}
+		}
+	}
+}

@@ -15,6 +15,11 @@ const (
 	// "a_b" are both "a_b"). The lines were summed, as Sentinel's dashboard
 	// does; the name's counts are those of the resources together.
 	NoticeNameCollision NoticeKind = iota + 1
+	// NoticeInstanceConflict: two dialed targets announced one instance
+	// name (Resource): they are two instances, kept apart. The one of
+	// Target, announced after Holder's, is shown as Instance (NAME@TARGET);
+	// Holder's keeps the name. One of them may be impersonating the other.
+	NoticeInstanceConflict
 )
 
 // Notice is a typed warning about the input, one of Snapshot.Warnings
@@ -27,6 +32,9 @@ type Notice struct {
 	// how many times (for a name collision, the seconds summed).
 	At    int64
 	Count int64
+	// Target and Holder are, for an instance conflict, the target whose
+	// instance is Instance and the one that announced the name first.
+	Target, Holder string
 }
 
 // maxNotices bounds the notices kept; further ones are dropped.
@@ -42,6 +50,11 @@ type noticeKey struct {
 func (c *Collector) Notice(n Notice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.notice(n)
+}
+
+// notice is Notice with c.mu held.
+func (c *Collector) notice(n Notice) {
 	k := noticeKey{n.Kind, n.Instance, n.Resource}
 	if old := c.notices[k]; old != nil {
 		old.At, old.Count = min(old.At, n.At), old.Count+n.Count

@@ -49,11 +49,47 @@ func (c *Collector) addOverflow(reason, place string, n int64) {
 // reconnect of its source could not read it back. Nothing is counted for
 // an instance the store does not hold.
 func (c *Collector) Unreceived(instance string, from, to int64) {
+	c.unreceivedOf("", instance, from, to)
+}
+
+// unreceivedOf is Unreceived for the instance owner's connection calls
+// instance (see instanceOf).
+func (c *Collector) unreceivedOf(owner, instance string, from, to int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if in := c.insts[instance]; in != nil {
+	if in := c.heldInstance(owner, instance); in != nil {
 		c.countUnreceived(in, from, to)
 	}
+}
+
+// nameCollisionOf is NameCollision for the instance owner's connection
+// calls instance.
+func (c *Collector) nameCollisionOf(owner, instance, resource string, at int64) {
+	c.mu.Lock()
+	if in := c.heldInstance(owner, instance); in != nil {
+		instance = in.Name
+	}
+	c.mu.Unlock()
+	c.NameCollision(instance, resource, at)
+}
+
+// heldInstance is the instance owner's messages naming instance reach, if
+// the store holds it; it creates none. c.mu is held.
+func (c *Collector) heldInstance(owner, instance string) *instance {
+	in := c.insts[instance]
+	if owner == "" || (in != nil && in.owner == owner && in.wire == "") {
+		return in
+	}
+	for k := 1; k <= maxQualified; k++ {
+		q := qualified(instance, owner, k)
+		if x := c.insts[q]; x != nil && x.owner == owner && x.wire == instance {
+			return x
+		}
+	}
+	if in != nil && in.owner == "" {
+		return in
+	}
+	return nil
 }
 
 // NameCollision records the notice that lines of one second of instance

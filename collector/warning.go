@@ -214,6 +214,9 @@ func noticeText(n Notice) string {
 		}
 		return fmt.Sprintf("%s: lines of one second named %q were summed (Java writes \"|\" as \"_\", so two resources share the name): %d %s from %s",
 			n.Instance, n.Resource, n.Count, seconds, time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
+	case NoticeInstanceConflict:
+		return fmt.Sprintf("targets %s and %s both announce instance %q: kept apart as two instances, %s's shown as %s (one may be impersonating the other)",
+			n.Holder, n.Target, n.Resource, n.Target, n.Instance)
 	}
 	return fmt.Sprintf("%s: notice %d about %q", n.Instance, n.Kind, n.Resource)
 }

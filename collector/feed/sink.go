@@ -39,10 +39,10 @@ type Origin struct {
 type DialSink interface {
 	Sink
 	// Bound returns a sink for one connection (owner names its target):
-	// the instances it announces are bound to it while they live, so that
-	// a message naming an instance another connection announced is
-	// rejected instead of moving, ending or feeding it.
-	Bound(owner string) Sink
+	// an instance is the target and the name together, so that a name
+	// another connection announced too is another instance, never merged
+	// with it nor refused.
+	Bound(owner string) BoundSink
 	// AddTargets hands the store the status records of dialed targets, to
 	// be shown in the order given: the source updates them, the store
 	// reads them at each snapshot.
@@ -63,6 +63,17 @@ type DialSink interface {
 	// NameCollision notes that lines of one second (at, Unix ms) of
 	// instance were summed under one resource name: Java writes "|" as
 	// "_", so two resources may share it.
+	NameCollision(instance, resource string, at int64)
+}
+
+// BoundSink is the sink of one connection (DialSink.Bound): its facts
+// about an instance are about the one its connection announced.
+type BoundSink interface {
+	Sink
+	// Unreceived is DialSink.Unreceived for the connection's instance.
+	Unreceived(instance string, from, to int64)
+	// NameCollision is DialSink.NameCollision for the connection's
+	// instance.
 	NameCollision(instance, resource string, at int64)
 }
 

@@ -154,7 +154,7 @@ func javaTargetOf(t Target) (javaTarget, error) {
 // javaPoller is one connection's worth of polling one Java target.
 type javaPoller struct {
 	d      *dialer
-	sink   feed.Sink // bound to the target
+	sink   feed.BoundSink // bound to the target
 	t      Target
 	st     *targetState
 	jt     javaTarget
@@ -224,7 +224,7 @@ func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error 
 		return err
 	}
 	if lost > 0 {
-		d.sink.Unreceived(jt.instance, lost, first)
+		p.sink.Unreceived(jt.instance, lost, first)
 	}
 	st.Update(func(s *feed.TargetStatus) {
 		s.State, s.Since, s.Problem, s.Note, s.Instance = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{}, feed.TargetRemark{StatesInferred: true}, jt.instance
@@ -370,7 +370,7 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 	p.next = newest + metriclog.BucketMs
 	items, collided := metriclog.Merge(items)
 	for _, x := range collided {
-		p.d.sink.NameCollision(p.jt.instance, x.Resource, x.Start)
+		p.sink.NameCollision(p.jt.instance, x.Resource, x.Start)
 	}
 	for i := range items {
 		if name := items[i].Resource; !p.seen[name] {
