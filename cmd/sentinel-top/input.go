@@ -50,13 +50,13 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.targets, "targets", "", "instances to watch: HOST:PORT, ws://... or wss://... URLs, or @FILE, comma-separated")
+	fs.StringVar(&f.targets, "targets", "", "instances to watch: HOST:PORT, ws://... or wss://... URLs, or @FILE, comma-separated (a FILE's line may add token=TOKEN or token-file=PATH, sent to its targets alone)")
 	fs.StringVar(&f.replay, "replay", "", "replay a recording: a .ndjson[.gz] file, a built-in fixture name, or Sentinel metric logs (APP-metrics.log.DATE[,rotations])")
 	fs.Func("demo", "run a simulated fleet over loopback (optionally a scenario NAME)", func(s string) error {
 		f.demo, f.demoSet = s, true
 		return nil
 	})
-	fs.StringVar(&f.token, "token", "", "bearer token for the targets (env SENTINEL_TOP_TOKEN)")
+	fs.StringVar(&f.token, "token", "", "bearer token for the targets without their own (a --targets file line's token= or token-file=); one shared by all lets any target learn it (env SENTINEL_TOP_TOKEN)")
 	fs.StringVar(&f.caFile, "ca", "", "PEM file of the CA that signs wss:// targets (default: system roots)")
 	fs.StringVar(&f.speed, "speed", "1", "replay speed: a factor (1 = real time) or max")
 	fs.StringVar(&f.record, "record", "", "record every accepted message to FILE (.ndjson, or .ndjson.gz), replayable later; flushed every second, so a crash loses at most the last")

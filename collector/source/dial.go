@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -60,7 +61,9 @@ type DialOptions struct {
 	// passes); the excess is dropped unread and counted (Sink.OverRate).
 	// Default DefaultMaxMessageRate; negative: no limit.
 	MaxMessageRate float64
-	// Token is sent as "Authorization: Bearer TOKEN" when set.
+	// Token is sent as "Authorization: Bearer TOKEN", when set, to the
+	// stream targets without a token of their own (a --targets file
+	// line's: see ParseTargets).
 	Token string
 	// TLS configures wss:// targets (nil: system roots).
 	TLS *tls.Config
@@ -259,8 +262,8 @@ func (d *dialer) connect(ctx context.Context, t Target, st *targetState, turns c
 	opts := d.opts
 	sink := d.sink.Bound(t.Name) // the instances this target announces are its own
 	header := http.Header{}
-	if opts.Token != "" {
-		header.Set("Authorization", "Bearer "+opts.Token)
+	if token := cmp.Or(t.token, opts.Token); token != "" {
+		header.Set("Authorization", "Bearer "+token) // its own, or the default: never another target's
 	}
 	var bounded *handshakeConn
 	plain := pl != nil && strings.HasPrefix(t.URL, "ws:")

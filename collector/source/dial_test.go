@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,5 +219,143 @@ func TestRateLimitTokenBucket(t *testing.T) {
 	}
 	if n != 2*rateBurstSeconds {
 		t.Fatalf("an hour refilled %d tokens, want the burst", n)
+	}
+}
+
+// TestEachTargetGetsOnlyItsOwnToken: a --targets file gives two targets
+// tokens of their own (token= and token-file=) and leaves a third to the
+// default: three real loopback servers record every Authorization header
+// they receive, and each saw its own token alone. No printed form of the
+// targets, and no status the collector shows, holds a token.
+func TestEachTargetGetsOnlyItsOwnToken(t *testing.T) {
+	type seen struct {
+		mu      sync.Mutex
+		headers []string
+	}
+	serve := func() (*seen, string) {
+		s := &seen{}
+		up := websocket.Upgrader{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.mu.Lock()
+			s.headers = append(s.headers, r.Header.Get("Authorization"))
+			s.mu.Unlock()
+			conn, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return s, strings.TrimPrefix(srv.URL, "http://")
+	}
+	a, addrA := serve()
+	b, addrB := serve()
+	c, addrC := serve()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "b.token"), []byte("bravo-secret-2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "targets.txt")
+	lines := fmt.Sprintf("# each its own\n%s token=alpha-secret-1\n%s token-file=b.token # relative to this file\n%s\n", addrA, addrB, addrC)
+	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	targets, err := ParseTargets("@" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{"alpha-secret-1", "bravo-secret-2", "shared-default-3"}
+	for _, s := range []string{fmt.Sprint(targets), fmt.Sprintf("%+v", targets), fmt.Sprintf("%#v", targets), TargetNames(targets)} {
+		for _, secret := range secrets {
+			if strings.Contains(s, secret) {
+				t.Errorf("a printed target holds its token: %s", s)
+			}
+		}
+	}
+	if !targets[0].HasToken() || !targets[1].HasToken() || targets[2].HasToken() {
+		t.Fatalf("tokens of their own: %v %v %v", targets[0].HasToken(), targets[1].HasToken(), targets[2].HasToken())
+	}
+	col := collector.New(collector.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { dial(ctx, col, targets, DialOptions{Seed: 1, Token: secrets[2]}); close(done) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "every target up", func() error {
+		sts := col.Publish().Targets
+		if len(sts) != 3 {
+			return fmt.Errorf("%d targets", len(sts))
+		}
+		for _, st := range sts {
+			if st.State != feed.TargetUp {
+				return fmt.Errorf("%s is %s", st.Name, st.State)
+			}
+		}
+		return nil
+	})
+	for i, s := range []*seen{a, b, c} {
+		s.mu.Lock()
+		got := slices.Clone(s.headers)
+		s.mu.Unlock()
+		if len(got) == 0 {
+			t.Fatalf("target %d received no request", i)
+		}
+		for _, h := range got {
+			if h != "Bearer "+secrets[i] {
+				t.Errorf("target %d received Authorization %q, want its own token alone", i, h)
+			}
+		}
+	}
+	for _, st := range col.Publish().Targets {
+		for _, secret := range secrets {
+			if strings.Contains(fmt.Sprintf("%+v", st), secret) {
+				t.Errorf("a target's status holds a token: %+v", st)
+			}
+		}
+	}
+}
+
+// TestTargetTokensRefusedWhereTheyWouldShow: a token on the command line,
+// a Java target's token, an empty or oversized token file, two tokens on a
+// line, a token with no target, a target listed again with another token:
+// each refused, and no error quotes the token.
+func TestTargetTokensRefusedWhereTheyWouldShow(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("empty.token", "\n")
+	write("big.token", strings.Repeat("k", MaxTokenBytes+1))
+	write("spaced.token", "top secret-7")
+	for spec, msg := range map[string]string{
+		"h:1,token=secret-7": "not on the command line",
+		"h:1,token-file=x":   "not on the command line",
+		"@" + write("java.txt", "sentinel://h:8719 token=secret-7\n"):                "takes no token",
+		"@" + write("empty.txt", "h:1 token-file=empty.token\n"):                     "empty token",
+		"@" + write("big.txt", "h:1 token-file=big.token\n"):                         "over 4096 bytes",
+		"@" + write("spaced.txt", "h:1 token-file=spaced.token\n"):                   "visible ASCII",
+		"@" + write("absent.txt", "h:1 token-file=absent.token\n"):                   "token file",
+		"@" + write("two.txt", "h:1 token=secret-7 token=secret-8\n"):                "more than one token",
+		"@" + write("alone.txt", "token=secret-7\nh:1\n"):                            "no target on its line",
+		"@" + write("again.txt", "h:1 token=secret-7\nh:1 token=secret-8\n"):         "another token",
+		"@" + write("ctl.txt", "h:1 token=secret-7\x01\n"):                           "visible ASCII",
+		"@" + write("default.txt", "h:1 token=secret-7\nws://h:1/sentinel/stream\n"): "another token",
+	} {
+		_, err := ParseTargets(spec)
+		if err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: err %v, want %q", spec, err, msg)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret-") {
+			t.Errorf("%q: the error quotes the token: %v", spec, err)
+		}
 	}
 }
