@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -357,16 +358,20 @@ func TestInstanceSquattingLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := New(Options{Record: rec.Writer})
+	// A second collector reads c's re-served stream (serve), as one target.
+	served, closeServed := serveRestream(t, c.Restream(RestreamOptions{}))
+	down := New(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	var dialing sync.WaitGroup
-	stop := sync.OnceFunc(func() { cancel(); dialing.Wait() })
+	stop := sync.OnceFunc(func() { cancel(); closeServed(); dialing.Wait() })
 	defer stop()
-	dialTarget := func(tg source.Target) {
+	dialTarget := func(into *Collector, tg source.Target) {
 		dialing.Add(1)
-		go func() { defer dialing.Done(); dial(ctx, c, []source.Target{tg}, source.DialOptions{Seed: 1}) }()
+		go func() { defer dialing.Done(); dial(ctx, into, []source.Target{tg}, source.DialOptions{Seed: 1}) }()
 	}
+	dialTarget(down, source.Target{Name: served, URL: "ws://" + served + source.DefaultStreamPath})
 
-	totals := func(name string, fa *fleetAgent, earlier map[string][3]int64) error {
+	totalsOf := func(c *Collector, name string, fa *fleetAgent, earlier map[string][3]int64) error {
 		for _, r := range resources {
 			w := earlier[r]
 			w = [3]int64{w[0] + fa.pass[r], w[1] + fa.block[r], w[2] + fa.errs[r]}
@@ -377,6 +382,9 @@ func TestInstanceSquattingLoopback(t *testing.T) {
 		}
 		return nil
 	}
+	totals := func(name string, fa *fleetAgent, earlier map[string][3]int64) error {
+		return totalsOf(c, name, fa, earlier)
+	}
 	ship := func(fas ...*fleetAgent) {
 		clock.Advance(500 * time.Millisecond)
 		for _, fa := range fas {
@@ -385,13 +393,13 @@ func TestInstanceSquattingLoopback(t *testing.T) {
 	}
 
 	// The hostile target alone first: it holds the name gw-1.
-	dialTarget(evilT)
+	dialTarget(c, evilT)
 	evil.traffic(resources, 3000)
 	ship(evil)
 	eventually(t, "the hostile target's flood counted", func() error { return totals("gw-1", evil, nil) })
 
 	// The honest agent second.
-	dialTarget(honestT)
+	dialTarget(c, honestT)
 	for k := range 6 {
 		evil.traffic(resources, 3000)
 		honest.traffic(resources, 7+k)
@@ -421,6 +429,12 @@ func TestInstanceSquattingLoopback(t *testing.T) {
 		ship(evil, fresh)
 	}
 	eventually(t, "the restarted honest instance's totals", func() error { return totals(honestName, fresh, earlier) })
+	eventually(t, "the re-served stream's reader keeps them apart", func() error {
+		if err := totalsOf(down, honestName, fresh, earlier); err != nil {
+			return err
+		}
+		return totalsOf(down, "gw-1", evil, nil)
+	})
 
 	s := c.Publish()
 	for _, r := range s.Rejects {
@@ -438,12 +452,30 @@ func TestInstanceSquattingLoopback(t *testing.T) {
 	if conflicts != 1 {
 		t.Errorf("%d conflict notices, want 1: %v", conflicts, s.Warnings)
 	}
+	for _, st := range s.Targets {
+		if want := map[string]string{evil.addr: "gw-1", hp.addr(): honestName}[st.Name]; st.Instance != want {
+			t.Errorf("target %s shows instance %q, want %q", st.Name, st.Instance, want)
+		}
+	}
 	byInstance := map[string]bool{}
 	for _, b := range s.Breakers {
 		byInstance[b.Instance] = true
 	}
 	if !byInstance["gw-1"] || !byInstance[honestName] {
 		t.Errorf("breaker states by instance %v: the two are not apart", byInstance)
+	}
+	states := map[string]bool{} // the instance label values of /metrics
+	for series := range scrape(t, c) {
+		if strings.HasPrefix(series, "sentinel_top_breaker_state{") {
+			for _, l := range strings.Split(strings.Trim(series[strings.IndexByte(series, '{'):], "{}"), ",") {
+				if v, ok := strings.CutPrefix(l, "instance="); ok {
+					states[v] = true
+				}
+			}
+		}
+	}
+	if len(states) != 2 || !states["gw-1"] || !states[honestName] {
+		t.Errorf("/metrics breaker states by instance %v", states)
 	}
 
 	// The recording holds the two apart, and replays to the same totals.

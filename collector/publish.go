@@ -40,6 +40,9 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	for _, t := range c.targets {
 		st := t.Status()
+		if in := c.heldInstance(st.Name, st.Instance); st.Instance != "" && in != nil {
+			st.Instance = in.Name // NAME@TARGET when another target announced the name first
+		}
 		s.Targets = append(s.Targets, st)
 		if st.Note != (TargetRemark{}) {
 			notes[st.Note]++
