@@ -40,8 +40,13 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	for _, t := range c.targets {
 		st := t.Status()
-		if in := c.heldInstance(st.Name, st.Instance); st.Instance != "" && in != nil {
-			st.Instance = in.Name // NAME@TARGET when another target announced the name first
+		if x := c.insts[st.Instance]; x != nil && x.owner != "" && x.owner != st.Name {
+			// Another target announced the name first: this one's is
+			// NAME@TARGET (looked for only then: a fleet of targets down
+			// costs a lookup each).
+			if in := c.heldInstance(st.Name, st.Instance); in != nil {
+				st.Instance = in.Name
+			}
 		}
 		s.Targets = append(s.Targets, st)
 		if st.Note != (TargetRemark{}) {

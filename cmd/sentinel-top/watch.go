@@ -18,6 +18,7 @@ Examples:
   sentinel-top --demo                              a simulated fleet with incidents, over loopback
   sentinel-top --targets 10.0.0.11:8720,10.0.0.12:8720 --token "$TOKEN"
   sentinel-top --targets @gateways.txt --record incident.ndjson.gz
+                                                   a line "HOST:PORT token-file=PATH" gives a target its own token
   sentinel-top --replay incident.ndjson.gz --speed 10
 
 Flags also come from SENTINEL_TOP_<FLAG> environment variables
