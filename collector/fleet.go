@@ -81,8 +81,10 @@ type instance struct {
 	helloed                     bool
 	appChanges, appChangesSince int64
 	// owner is the connection (dialed target) that announced it, "" for
-	// sources without one; see Bound.
+	// sources without one; see Bound. share is the budget's share that
+	// what it keeps is charged to (budget.go): its first owner's.
 	owner string
+	share *budgetShare
 	// statesUnknown: its source cannot report breaker transitions (Java
 	// Sentinel's transport or a metric log: feed.Origin, stated with its
 	// hello).
@@ -161,9 +163,11 @@ type appSeries struct {
 	coarse ring
 	last   int64 // latest transition
 	// refs counts the instance series summed here; lastData is the
-	// collector's clock at the latest bucket (for pruning).
+	// collector's clock at the latest bucket (for pruning). share is the
+	// budget's share it is charged to: its first instance's.
 	refs     int
 	lastData int64
+	share    *budgetShare
 	// someUnknown, someInferred: an instance reporting it could not tell
 	// breaker states, or had them inferred (for ResourceTotals.States).
 	someUnknown, someInferred bool
@@ -213,11 +217,11 @@ func (c *Collector) instanceFor(place, name string) *instance {
 		count(c.overflow, ReasonMaxInstances, place+": "+name)
 		return nil
 	}
-	if !c.charge(instanceBytes, place, name) {
+	if !c.charge(nil, instanceCost(name), place, name) {
 		return nil
 	}
 	in := &instance{Instance: &fleet.Instance{Name: name, App: name}, series: map[string]*series{},
-		bucketMs: core.ResourceBucketMs}
+		bucketMs: core.ResourceBucketMs, share: c.cur}
 	in.tri = c.engine.NewInstance(in.Instance)
 	c.insts[name] = in
 	c.pub.order = nil
@@ -361,10 +365,10 @@ func (c *Collector) ruleResource(place string, in *instance, resource string) bo
 	if _, ok := c.ruleRes[k]; ok {
 		return true
 	}
-	if !c.charge(ruleResourceBytes, place, in.Name+" rules for "+resource) {
+	if !c.charge(in.share, ruleResourceCost(resource), place, in.Name+" rules for "+resource) {
 		return false
 	}
-	c.ruleRes[k] = struct{}{}
+	c.ruleRes[k] = in.share
 	return true
 }
 

@@ -134,6 +134,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 		}
 	}
 	c.mu.Lock()
+	c.cur = c.shareOf(owner) // what is new is charged to its owner's share
 	if in := c.insts[m.Head().Instance]; owner != "" && in != nil && !in.Gone && in.owner != "" && in.owner != owner {
 		c.mu.Unlock()
 		c.rejectReason(place, ReasonImpersonation, fmt.Errorf("instance %q belongs to target %s", m.Head().Instance, in.owner))
@@ -244,11 +245,11 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	if a == nil {
 		cost += c.appSeriesBytes()
 	}
-	if !c.charge(cost, place, in.Name+" "+resource) {
+	if !c.charge(in.share, cost, place, in.Name+" "+resource) {
 		return nil
 	}
 	if a == nil {
-		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true)}
+		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true), share: in.share}
 		c.apps[key] = a
 		c.pub.appOrder = nil
 	}
@@ -383,7 +384,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 			count(c.overflow, ReasonMaxRuleIDs, place+": "+in.Name+" "+m.Resource)
 			return
 		}
-		if !c.charge(trackBytes, place, in.Name+" "+m.Resource) {
+		if !c.charge(in.share, trackCost(m.RuleID), place, in.Name+" "+m.Resource) {
 			return
 		}
 		t = &track{RuleID: m.RuleID, State: core.Closed}
