@@ -36,8 +36,9 @@ const ModelShare = 3
 
 // MinShare is the least share of the model's budget one owner may take,
 // 1/MinShare of it, however many targets there are: a fleet of more than
-// MinShare targets shares the budget first come, first served.
-const MinShare = 64
+// MinShare targets shares the budget first come, first served, each
+// within its eighth.
+const MinShare = 8
 
 // Estimated bytes of what the budget charges, calibrated against the live
 // heap (TestBudgetEstimatesMatchTheHeap: names of 24 and 200 bytes).
@@ -152,11 +153,12 @@ func (c *Collector) modelBudget() int64 {
 }
 
 // shareLimit is the most one owner may hold: what the model may hold
-// beside the names and the traffic log (no owner's), over the owners known
-// (the dialed targets, or those that sent something), never under
+// beside what is no owner's (the names, the traffic log, the frames being
+// read, the app x resource series several targets share), over the owners
+// known (the dialed targets, or those that sent something), never under
 // 1/MinShare of it. c.mu is held.
 func (c *Collector) shareLimit() int64 {
-	model := c.modelBudget() - c.namesHeld - c.traceHeld - c.transient.Load()
+	model := c.modelBudget() - c.namesHeld - c.traceHeld - c.transient.Load() - c.commonHeld
 	owners := max(len(c.targets), len(c.shares), 1)
 	return max(model/int64(owners), model/MinShare)
 }
@@ -180,10 +182,29 @@ func (c *Collector) charge(sh *budgetShare, n int64, place, what string) bool {
 	return true
 }
 
-// release gives back n bytes sh held. c.mu is held.
+// release gives back n bytes sh held (nil: the fleet's common part). c.mu
+// is held.
 func (c *Collector) release(sh *budgetShare, n int64) {
 	c.memUsed -= n
+	if sh == nil {
+		c.commonHeld -= n
+		return
+	}
 	sh.used -= n
+}
+
+// shared moves n bytes charged to held to the fleet's common part when an
+// instance of another owner (by) uses what they pay for: an app x resource
+// two targets' instances share is neither's alone (the first would
+// otherwise pay for a whole fleet's). It returns the share now charged,
+// nil for the common part. c.mu is held.
+func (c *Collector) shared(held, by *budgetShare, n int64) *budgetShare {
+	if held == nil || held == by {
+		return held
+	}
+	held.used -= n
+	c.commonHeld += n
+	return nil
 }
 
 // Hold charges n bytes (or gives back -n) a source holds while it reads:

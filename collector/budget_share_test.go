@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sentinel-top/sentinel-top/agent"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/source"
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -182,4 +184,66 @@ func (c *Collector) modelBudgetLocked() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.modelBudget()
+}
+
+// TestSharedAppSeriesAreNoTargetsAlone: the app x resource series and
+// rules' resources of an app whose instances come from several targets
+// are charged to no target's share once a second target's instance uses
+// them, so the first target to connect does not pay for the fleet's; what
+// each target's instances keep of their own stays charged to it.
+func TestSharedAppSeriesAreNoTargetsAlone(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), MaxMemory: 64 << 20, Triage: triage.Config{TraceBytes: -1}})
+	c.AddTargets(feed.NewTargetRecord(feed.TargetStatus{Name: "a"}), feed.NewTargetRecord(feed.TargetStatus{Name: "b"}))
+	resources := []string{"db", "cache", "GET:/api"}
+	var rules []core.BreakerRule
+	for _, r := range resources {
+		rules = append(rules, core.BreakerRule{Resource: r, Strategy: core.ErrorCount, Threshold: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000})
+	}
+	feedAs := func(owner, inst string) {
+		sink := c.Bound(owner)
+		sink.Hello(owner, &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: inst}, App: "gateway", BucketMs: 500}, feed.Origin{})
+		sink.Ingest(owner, &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: inst}, Version: "1", Breakers: append(rules,
+			core.BreakerRule{Resource: "only-" + owner, Strategy: core.ErrorCount, Threshold: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000})})
+		b := &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: inst}, BucketMs: 500}
+		for _, r := range resources {
+			b.Items = append(b.Items, wire.BucketItem{Resource: r, Start: t0ms, Metrics: core.Metrics{Pass: 1}})
+		}
+		sink.Ingest(owner, b)
+	}
+	used := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, sh := range c.Publish().MemoryShares {
+			out[sh.Target] = sh.Used
+		}
+		return out
+	}
+	feedAs("a", "gw-1")
+	alone := used()["a"]
+	instance := instanceCost("gw-1")
+	series := c.seriesBytes()
+	var rule int64 // the rules' resources both name
+	for _, r := range resources {
+		rule += ruleResourceCost(r)
+	}
+	want := instance + 3*(series+c.appSeriesBytes()) + rule + ruleResourceCost("only-a")
+	if alone != want {
+		t.Fatalf("target a alone holds %d bytes, want %d", alone, want)
+	}
+	feedAs("b", "gw-2")
+	got := used()
+	// Each holds its instance, its series, and the rules' resource only
+	// it names; the app series and the rules' resources both name are
+	// the fleet's.
+	if wantA := instance + 3*series + ruleResourceCost("only-a"); got["a"] != wantA {
+		t.Errorf("target a holds %d bytes once b shares its app, want %d", got["a"], wantA)
+	}
+	if wantB := instanceCost("gw-2") + 3*series + ruleResourceCost("only-b"); got["b"] != wantB {
+		t.Errorf("target b holds %d bytes, want %d", got["b"], wantB)
+	}
+	c.mu.Lock()
+	common, total := c.commonHeld, c.memUsed
+	c.mu.Unlock()
+	if common != 3*c.appSeriesBytes()+rule || total != got["a"]+got["b"]+common {
+		t.Errorf("common %d, total %d, shares %v", common, total, got)
+	}
 }

@@ -156,6 +156,9 @@ type Collector struct {
 	// transient is what the sources hold while they read (Hold): charged
 	// even past the budget, so that what is new is turned away meanwhile.
 	transient atomic.Int64
+	// commonHeld is the part of memUsed no one owner pays for: app x
+	// resource series and rules' resources several targets share.
+	commonHeld int64
 	// streamShare is the part of the budget the re-served stream took
 	// (restream.go): the model's is what is left.
 	streamShare int64
@@ -289,7 +292,7 @@ func (c *Collector) Reset() {
 	c.unreceivedMs, c.gaps, c.gapsOthers = 0, nil, nil
 	c.memUsed, c.goneFloor = c.namesHeld, 0 // the names stay held
 	c.ruleRes = map[arKey]*budgetShare{}
-	c.shares, c.cur = map[string]*budgetShare{}, nil
+	c.shares, c.cur, c.commonHeld = map[string]*budgetShare{}, nil, 0
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}
 	c.pub = pubCache{}

@@ -362,7 +362,8 @@ func (c *Collector) ruleResourcesNew(app string, m *wire.Rules) bool {
 // budget when new; false when it does not fit (counted). c.mu is held.
 func (c *Collector) ruleResource(place string, in *instance, resource string) bool {
 	k := arKey{in.App, resource}
-	if _, ok := c.ruleRes[k]; ok {
+	if sh, ok := c.ruleRes[k]; ok {
+		c.ruleRes[k] = c.shared(sh, in.share, ruleResourceCost(resource))
 		return true
 	}
 	if !c.charge(in.share, ruleResourceCost(resource), place, in.Name+" rules for "+resource) {

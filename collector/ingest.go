@@ -248,6 +248,9 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	if !c.charge(in.share, cost, place, in.Name+" "+resource) {
 		return nil
 	}
+	if a != nil {
+		a.share = c.shared(a.share, in.share, c.appSeriesBytes())
+	}
 	if a == nil {
 		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true), share: in.share}
 		c.apps[key] = a
