@@ -214,7 +214,14 @@ func (c *Collector) shared(held, by *budgetShare, n int64) *budgetShare {
 // it held.
 func (c *Collector) Hold(n int64) { c.transient.Add(n) }
 
-// memoryShares lists what each owner holds, by owner. c.mu is held.
+// listedShares is how many of the owners that were refused nothing a
+// snapshot lists (those holding the most): a fleet of 10,000 targets does
+// not make every snapshot and scrape 10,000 entries longer.
+const listedShares = 16
+
+// memoryShares lists, by owner, what the owners that were refused
+// something hold, and the listedShares others holding the most. c.mu is
+// held.
 func (c *Collector) memoryShares() []MemoryShare {
 	if len(c.shares) == 0 {
 		return nil
@@ -223,6 +230,16 @@ func (c *Collector) memoryShares() []MemoryShare {
 	out := make([]MemoryShare, 0, len(c.shares))
 	for _, sh := range c.shares {
 		out = append(out, MemoryShare{Target: sh.owner, Used: sh.used, Limit: limit, Refused: sh.refused})
+	}
+	if len(out) > listedShares {
+		slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(b.Used, a.Used) })
+		kept := out[:listedShares]
+		for _, sh := range out[listedShares:] {
+			if sh.Refused > 0 {
+				kept = append(kept, sh)
+			}
+		}
+		out = kept
 	}
 	slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(a.Target, b.Target) })
 	return out

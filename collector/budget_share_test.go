@@ -247,3 +247,32 @@ func TestSharedAppSeriesAreNoTargetsAlone(t *testing.T) {
 		t.Errorf("common %d, total %d, shares %v", common, total, got)
 	}
 }
+
+// TestMemorySharesListed: a snapshot lists every target that was refused
+// something, and of the others the 16 holding the most.
+func TestMemorySharesListed(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), MaxMemory: 64 << 20})
+	for i := range 40 {
+		owner := fmt.Sprintf("t-%02d", i)
+		c.AddTargets(feed.NewTargetRecord(feed.TargetStatus{Name: owner}))
+		sink := c.Bound(owner)
+		for k := range i % 5 { // t-04, t-09, ... hold the most: 4 instances
+			sink.Hello(owner, &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: fmt.Sprint(owner, "-", k)}, App: "a"}, feed.Origin{})
+		}
+	}
+	c.mu.Lock()
+	c.shares["t-01"].refused = 3 // one of the smallest
+	c.mu.Unlock()
+	listed := map[string]MemoryShare{}
+	for _, sh := range c.Publish().MemoryShares {
+		listed[sh.Target] = sh
+	}
+	if len(listed) != 17 || listed["t-01"].Refused != 3 {
+		t.Fatalf("%d listed, t-01 %+v: %v", len(listed), listed["t-01"], listed)
+	}
+	for i := 4; i < 40; i += 5 { // the 8 of 4 instances, then 8 of the 3s
+		if _, ok := listed[fmt.Sprintf("t-%02d", i)]; !ok {
+			t.Errorf("t-%02d, of the largest, not listed", i)
+		}
+	}
+}
