@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -8,26 +10,55 @@ import (
 
 // The memory budget: everything a peer can make the collector keep is
 // charged here when it is created and released when it is pruned, so no
-// peer, however hostile, can grow the collector past Options.MaxMemory.
-// The figures are estimates of the structures' sizes, checked by the scale
-// test (TestMemoryFiftyThousandSeries) against the heap measured.
+// peer, however hostile, can grow the process past Options.MaxMemory.
+// Options.MaxMemory is the process's: what peers make the collector keep
+// may take ModelShare of it, the rest is the Go runtime's (its garbage not
+// yet collected under the soft limit sentinel-top sets, stacks, the
+// program itself). The figures are estimates of the structures' sizes,
+// names included, checked kind by kind against the live heap the runtime
+// measures (TestBudgetEstimatesMatchTheHeap) and at scale
+// (TestMemoryFiftyThousandSeries).
+//
+// Each owner (a dialed target; "" for sources without one) may take a
+// share of it: the model's budget over the owners known (the dialed
+// targets), and never less than MinShare of it, so that a target filling
+// the budget with new names leaves the others room, a target arriving
+// late included. What an owner already holds is never taken back: past its
+// share, what is new is refused and counted against it (Snapshot.Memory).
 
 // DefaultMaxMemory is Options.MaxMemory when it is zero.
 const DefaultMaxMemory = 512 << 20
 
-// Estimated bytes of what the budget charges.
+// ModelShare is the part of Options.MaxMemory what peers make the
+// collector keep may take (three quarters, ModelShare/4): the rest is the
+// process's own, measured by TestHostilePeakRSS.
+const ModelShare = 3
+
+// MinShare is the least share of the model's budget one owner may take,
+// 1/MinShare of it, however many targets there are: a fleet of more than
+// MinShare targets shares the budget first come, first served, each
+// within its eighth.
+const MinShare = 8
+
+// Estimated bytes of what the budget charges, calibrated against the live
+// heap (TestBudgetEstimatesMatchTheHeap: names of 24 and 200 bytes).
 const (
-	instanceBytes   = 1 << 10 // an instance: names, rules, offsets
-	seriesBaseBytes = 2000    // a series beyond its ring: dedupe, totals, maps, triage's view (with the packed healthy buckets of a 10 s window held)
-	ringSlotBytes   = 40      // a ring slot: its start and its counts
-	histSlotBytes   = 56      // a histogram beside an app ring's slot
-	trackBytes      = 200     // a breaker track beyond its steps
+	instanceBytes   = 840  // an instance, beyond its name: records, offsets, triage's view
+	seriesBaseBytes = 2000 // a series beyond its ring: dedupe, totals, maps, triage's view (with the packed healthy buckets of a 10 s window held)
+	ringSlotBytes   = 40   // a ring slot: its start and its counts
+	histSlotBytes   = 62   // a histogram beside an app ring's slot
+	// trackBytes is a breaker track beyond its steps and its rule id
+	// (kept twice: the track's and triage's).
+	trackBytes = 930
 	// hotItemBytes is one kept hot value: the item and a value of the
 	// longest text the wire allows.
 	hotItemBytes = 40 + wire.MaxHotValueBytes
 	// ruleResourceBytes is an app x resource known from rules alone:
-	// triage's comparison state and the rules' copies.
-	ruleResourceBytes = 1 << 10
+	// triage's comparison state and the rules' copies, beyond its name
+	// (kept five times: the budget's key, triage's, the rules' and their
+	// canonical keys).
+	ruleResourceBytes = 3200
+	ruleNameCopies    = 5
 	// MaxTracksPerSeries bounds the breakers (rule ids) followed on one
 	// instance x resource; transitions of further rule ids are counted
 	// (reason max_rule_ids) and dropped.
@@ -44,6 +75,17 @@ const (
 	ReasonMaxRuleIDs = "max_rule_ids"
 	ReasonAppFlap    = "app_flapping"
 )
+
+// instanceCost is the estimate for an instance of this name.
+func instanceCost(name string) int64 { return instanceBytes + int64(len(name)) }
+
+// ruleResourceCost is the estimate for an app x resource known from rules.
+func ruleResourceCost(resource string) int64 {
+	return ruleResourceBytes + ruleNameCopies*int64(len(resource))
+}
+
+// trackCost is the estimate for a breaker track of this rule id.
+func trackCost(ruleID string) int64 { return trackBytes + 2*int64(len(ruleID)) }
 
 // seriesBytes is the estimate for one instance x resource series.
 func (c *Collector) seriesBytes() int64 {
@@ -76,15 +118,131 @@ func (c *Collector) coarseSlots() int {
 	return int(c.opts.Retention.Milliseconds()/coarseStepMs) + 1
 }
 
-// charge takes n bytes from the budget; false (and counted against place)
-// when they do not fit. c.mu is held.
-func (c *Collector) charge(n int64, place, what string) bool {
-	if c.memUsed+n > c.opts.MaxMemory-c.streamShare-c.traceReserved() {
+// budgetShare is what one owner (a dialed target, "" for sources without
+// one) holds of the budget, and what was refused it.
+type budgetShare struct {
+	owner   string
+	used    int64
+	refused int64
+}
+
+// MemoryShare is what one target holds of the memory budget: Used of at
+// most Limit bytes (estimates), and Refused, how many things (instances,
+// series, rules' resources, tracks, hot values) were turned away because
+// its share or the budget was full.
+type MemoryShare struct {
+	Target               string
+	Used, Limit, Refused int64
+}
+
+// shareOf is owner's share, made on first use. c.mu is held.
+func (c *Collector) shareOf(owner string) *budgetShare {
+	sh := c.shares[owner]
+	if sh == nil {
+		sh = &budgetShare{owner: owner}
+		c.shares[owner] = sh
+	}
+	return sh
+}
+
+// modelBudget is what the model may hold in all: ModelShare of MaxMemory,
+// less the stream's shares when serve re-serves and the part of the
+// traffic log for plans not yet filled.
+func (c *Collector) modelBudget() int64 {
+	return c.opts.MaxMemory/4*ModelShare - c.streamShare - c.traceReserved()
+}
+
+// shareLimit is the most one owner may hold: what the model may hold
+// beside what is no owner's (the names, the traffic log, the frames being
+// read, the app x resource series several targets share), over the owners
+// known (the dialed targets, or those that sent something), never under
+// 1/MinShare of it. c.mu is held.
+func (c *Collector) shareLimit() int64 {
+	model := c.modelBudget() - c.namesHeld - c.traceHeld - c.transient.Load() - c.commonHeld
+	owners := max(len(c.targets), len(c.shares), 1)
+	return max(model/int64(owners), model/MinShare)
+}
+
+// charge takes n bytes from the budget for sh (nil: the owner of the
+// message being ingested); false, and counted against place and the
+// owner, when they do not fit the budget or the owner's share. What
+// sources hold while they read (Hold) counts against what is left. c.mu is
+// held.
+func (c *Collector) charge(sh *budgetShare, n int64, place, what string) bool {
+	if sh == nil {
+		sh = c.cur
+	}
+	if c.memUsed+c.transient.Load()+n > c.modelBudget() || sh.used+n > c.shareLimit() {
 		count(c.overflow, ReasonMaxMemory, place+": "+what)
+		sh.refused++
 		return false
 	}
 	c.memUsed += n
+	sh.used += n
 	return true
+}
+
+// release gives back n bytes sh held (nil: the fleet's common part). c.mu
+// is held.
+func (c *Collector) release(sh *budgetShare, n int64) {
+	c.memUsed -= n
+	if sh == nil {
+		c.commonHeld -= n
+		return
+	}
+	sh.used -= n
+}
+
+// shared moves n bytes charged to held to the fleet's common part when an
+// instance of another owner (by) uses what they pay for: an app x resource
+// two targets' instances share is neither's alone (the first would
+// otherwise pay for a whole fleet's). It returns the share now charged,
+// nil for the common part. c.mu is held.
+func (c *Collector) shared(held, by *budgetShare, n int64) *budgetShare {
+	if held == nil || held == by {
+		return held
+	}
+	held.used -= n
+	c.commonHeld += n
+	return nil
+}
+
+// Hold charges n bytes (or gives back -n) a source holds while it reads:
+// a frame being decoded and its message ingested, a rules answer being
+// parsed. They are held already, so the charge is taken even past the
+// budget, which turns away what is new meanwhile; a source gives back all
+// it held.
+func (c *Collector) Hold(n int64) { c.transient.Add(n) }
+
+// listedShares is how many of the owners that were refused nothing a
+// snapshot lists (those holding the most): a fleet of 10,000 targets does
+// not make every snapshot and scrape 10,000 entries longer.
+const listedShares = 16
+
+// memoryShares lists, by owner, what the owners that were refused
+// something hold, and the listedShares others holding the most. c.mu is
+// held.
+func (c *Collector) memoryShares() []MemoryShare {
+	if len(c.shares) == 0 {
+		return nil
+	}
+	limit := c.shareLimit()
+	out := make([]MemoryShare, 0, len(c.shares))
+	for _, sh := range c.shares {
+		out = append(out, MemoryShare{Target: sh.owner, Used: sh.used, Limit: limit, Refused: sh.refused})
+	}
+	if len(out) > listedShares {
+		slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(b.Used, a.Used) })
+		kept := out[:listedShares]
+		for _, sh := range out[listedShares:] {
+			if sh.Refused > 0 {
+				kept = append(kept, sh)
+			}
+		}
+		out = kept
+	}
+	slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(a.Target, b.Target) })
+	return out
 }
 
 // chargeNames charges n bytes (or gives back -n) of the names the
@@ -128,9 +286,12 @@ func (c *Collector) chargePool() {
 // another app). c.mu is held.
 func (c *Collector) releaseSeries(in *instance) {
 	for _, s := range in.series {
-		c.memUsed -= c.seriesBytes() + int64(len(s.tracks))*trackBytes
+		c.release(in.share, c.seriesBytes())
+		for _, t := range s.tracks {
+			c.release(in.share, trackCost(t.RuleID))
+		}
 		if s.hot != nil {
-			c.memUsed -= c.hotRingBytes()
+			c.release(in.share, c.hotRingBytes())
 		}
 		s.app.sums.apply(&s.part, -1)
 		s.app.refs--
@@ -155,17 +316,17 @@ func (c *Collector) prune(now int64) {
 		for _, in := range c.insts {
 			apps[in.App] = true
 		}
-		for k := range c.ruleRes {
+		for k, sh := range c.ruleRes {
 			if !apps[k.app] {
 				delete(c.ruleRes, k)
-				c.memUsed -= ruleResourceBytes
+				c.release(sh, ruleResourceCost(k.resource))
 			}
 		}
 	}
 	c.appsLeft = false
 	for k, a := range c.apps {
 		if a.refs <= 0 && now-a.lastData > keep {
-			c.memUsed -= c.appSeriesBytes()
+			c.release(a.share, c.appSeriesBytes())
 			delete(c.apps, k)
 			c.pub.appOrder = nil
 		}
@@ -189,7 +350,7 @@ func (c *Collector) pruneInstances(now, keep int64) {
 			in.listed = false
 		}
 		c.releaseSeries(in)
-		c.memUsed -= instanceBytes
+		c.release(in.share, instanceCost(in.Name))
 		delete(c.insts, name)
 		c.pub.order = nil
 		c.appsLeft = true

@@ -148,6 +148,17 @@ type Collector struct {
 	triBuf   []triage.Series      // and their triage series (buckets)
 	touched  int64                // what touchSeries read: kept, never used
 	memUsed  int64                // bytes charged to the budget (budget.go)
+	// shares are the owners' shares of the budget (by owner: a dialed
+	// target, "" for sources without one), and cur the share of the
+	// message being ingested.
+	shares map[string]*budgetShare
+	cur    *budgetShare
+	// transient is what the sources hold while they read (Hold): charged
+	// even past the budget, so that what is new is turned away meanwhile.
+	transient atomic.Int64
+	// commonHeld is the part of memUsed no one owner pays for: app x
+	// resource series and rules' resources several targets share.
+	commonHeld int64
 	// streamShare is the part of the budget the re-served stream took
 	// (restream.go): the model's is what is left.
 	streamShare int64
@@ -158,8 +169,8 @@ type Collector struct {
 	// traceHeld is the part of memUsed triage's traffic log for plans
 	// takes (charged at each Publish).
 	traceHeld int64
-	ruleRes   map[arKey]struct{} // app x resource known with rules (charged to the budget)
-	appsLeft  bool               // an instance left or moved app since the last prune
+	ruleRes   map[arKey]*budgetShare // app x resource known with rules, and the share charged for it
+	appsLeft  bool                   // an instance left or moved app since the last prune
 	// replay is what a replay feeding this collector last told it
 	// (Active false when none does), and replayGen that status's generation.
 	replay    ReplayStatus
@@ -241,7 +252,8 @@ func New(opts Options) *Collector {
 		apps:     map[arKey]*appSeries{},
 		rejects:  map[string]*RejectCount{},
 		overflow: map[string]*RejectCount{},
-		ruleRes:  map[arKey]struct{}{},
+		ruleRes:  map[arKey]*budgetShare{},
+		shares:   map[string]*budgetShare{},
 		names:    wire.NewNamePool(0, 0),
 
 		transitioned: make(chan struct{}, 1),
@@ -279,7 +291,8 @@ func (c *Collector) Reset() {
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
 	c.unreceivedMs, c.gaps, c.gapsOthers = 0, nil, nil
 	c.memUsed, c.goneFloor = c.namesHeld, 0 // the names stay held
-	c.ruleRes = map[arKey]struct{}{}
+	c.ruleRes = map[arKey]*budgetShare{}
+	c.shares, c.cur, c.commonHeld = map[string]*budgetShare{}, nil, 0
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}
 	c.pub = pubCache{}

@@ -86,8 +86,10 @@ type instance struct {
 	// sources without one; see Bound. An instance is (owner, wire name):
 	// wire is the name its messages carry when another target held that
 	// name first and Name is the name qualified by the target (see
-	// instanceOf); "" when Name is the wire's.
+	// instanceOf); "" when Name is the wire's. share is the budget's share
+	// that what it keeps is charged to (budget.go): its owner's.
 	owner, wire string
+	share       *budgetShare
 	// statesUnknown: its source cannot report breaker transitions (Java
 	// Sentinel's transport or a metric log: feed.Origin, stated with its
 	// hello).
@@ -166,9 +168,11 @@ type appSeries struct {
 	coarse ring
 	last   int64 // latest transition
 	// refs counts the instance series summed here; lastData is the
-	// collector's clock at the latest bucket (for pruning).
+	// collector's clock at the latest bucket (for pruning). share is the
+	// budget's share it is charged to: its first instance's.
 	refs     int
 	lastData int64
+	share    *budgetShare
 	// someUnknown, someInferred: an instance reporting it could not tell
 	// breaker states, or had them inferred (for ResourceTotals.States).
 	someUnknown, someInferred bool
@@ -288,11 +292,11 @@ func (c *Collector) instanceFor(place, name, owner, wire string) *instance {
 		count(c.overflow, ReasonMaxInstances, place+": "+name)
 		return nil
 	}
-	if !c.charge(instanceBytes, place, name) {
+	if !c.charge(nil, instanceCost(name), place, name) {
 		return nil
 	}
 	in := &instance{Instance: &fleet.Instance{Name: name, App: name}, series: map[string]*series{},
-		bucketMs: core.ResourceBucketMs}
+		bucketMs: core.ResourceBucketMs, share: c.cur}
 	in.owner, in.wire = owner, wire
 	in.tri = c.engine.NewInstance(in.Instance)
 	c.insts[name] = in
@@ -434,13 +438,14 @@ func (c *Collector) ruleResourcesNew(app string, m *wire.Rules) bool {
 // budget when new; false when it does not fit (counted). c.mu is held.
 func (c *Collector) ruleResource(place string, in *instance, resource string) bool {
 	k := arKey{in.App, resource}
-	if _, ok := c.ruleRes[k]; ok {
+	if sh, ok := c.ruleRes[k]; ok {
+		c.ruleRes[k] = c.shared(sh, in.share, ruleResourceCost(resource))
 		return true
 	}
-	if !c.charge(ruleResourceBytes, place, in.Name+" rules for "+resource) {
+	if !c.charge(in.share, ruleResourceCost(resource), place, in.Name+" rules for "+resource) {
 		return false
 	}
-	c.ruleRes[k] = struct{}{}
+	c.ruleRes[k] = in.share
 	return true
 }
 

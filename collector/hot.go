@@ -40,7 +40,7 @@ func (c *Collector) addHot(place string, in *instance, s *series, start int64, h
 		return
 	}
 	if s.hot == nil {
-		if !c.charge(c.hotRingBytes(), place, in.Name+" hot values of "+s.resource) {
+		if !c.charge(in.share, c.hotRingBytes(), place, in.Name+" hot values of "+s.resource) {
 			return
 		}
 		s.hot = &hotRing{buckets: make([]hotBucket, c.hotSlots())}

@@ -104,7 +104,9 @@ func TestHotValuesChargedToTheBudget(t *testing.T) {
 	c.Ingest("a", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "i"}, App: "x", BucketMs: 500})
 	c.Ingest("a", bucketsAt("i", t0ms, t0ms-500, 1))
 	c.mu.Lock()
-	c.opts.MaxMemory = c.memUsed + c.streamShare + c.hotRingBytes() - 1
+	// The model's budget (ModelShare quarters of MaxMemory) 1 to 3 bytes
+	// short of the ring.
+	c.opts.MaxMemory = (c.memUsed + c.streamShare + c.hotRingBytes() - 1) / ModelShare * 4
 	c.mu.Unlock()
 	hot := func(ts, start int64) *wire.Buckets {
 		b := bucketsAt("i", ts, start, 3)
@@ -123,7 +125,7 @@ func TestHotValuesChargedToTheBudget(t *testing.T) {
 		t.Fatalf("overflow %v, pass %d", got, tp.Pass)
 	}
 	c.mu.Lock()
-	c.opts.MaxMemory++
+	c.opts.MaxMemory += 4 // 3 bytes more for the model: the ring fits
 	before := c.memUsed
 	c.mu.Unlock()
 	c.Ingest("a", hot(t0ms+1000, t0ms+500))

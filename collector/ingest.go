@@ -140,6 +140,7 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 		}
 	}
 	c.mu.Lock()
+	c.cur = c.shareOf(owner) // what is new is charged to its owner's share
 	tee := c.teeing.Load()
 	var kept []int
 	if tee {
@@ -283,11 +284,14 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 	if a == nil {
 		cost += c.appSeriesBytes()
 	}
-	if !c.charge(cost, place, in.Name+" "+resource) {
+	if !c.charge(in.share, cost, place, in.Name+" "+resource) {
 		return nil
 	}
+	if a != nil {
+		a.share = c.shared(a.share, in.share, c.appSeriesBytes())
+	}
 	if a == nil {
-		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true)}
+		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true), share: in.share}
 		c.apps[key] = a
 		c.pub.appOrder = nil
 	}
@@ -422,7 +426,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 			count(c.overflow, ReasonMaxRuleIDs, place+": "+in.Name+" "+m.Resource)
 			return
 		}
-		if !c.charge(trackBytes, place, in.Name+" "+m.Resource) {
+		if !c.charge(in.share, trackCost(m.RuleID), place, in.Name+" "+m.Resource) {
 			return
 		}
 		t = &track{RuleID: m.RuleID, State: core.Closed}

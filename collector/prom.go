@@ -45,7 +45,11 @@ var (
 	promUnreceived = prometheus.NewDesc("sentinel_top_data_unreceived_seconds_total",
 		"Sender time whose buckets never reached the collector: instances out of reach for longer than a reconnect brings back.", nil, nil)
 	promMemory = prometheus.NewDesc("sentinel_top_memory_bytes",
-		"The memory budget: what peers made the collector keep (an estimate; of it, the names their frames carried) and the most it may.", []string{"of"}, nil)
+		"The memory budget: what peers made the collector keep (an estimate; of it, the names their frames carried), what the sources hold while they read, and the most the process may take.", []string{"of"}, nil)
+	promTargetMemory = prometheus.NewDesc("sentinel_top_target_memory_bytes",
+		"What each dialed target made the collector keep, of the memory budget (an estimate), and its share: the most it may.", []string{"target", "of"}, nil)
+	promTargetRefused = prometheus.NewDesc("sentinel_top_target_memory_refused_total",
+		"Instances, series, rules' resources, breaker tracks and hot values refused each dialed target because its share of the memory budget, or the budget, was full.", []string{"target"}, nil)
 	promOverflow = prometheus.NewDesc("sentinel_top_limit_overflow_total",
 		"Messages or items turned away by the collector's limits, by limit (max_instances, max_resources, max_rate, dedupe_span, max_memory, restream_backlog, reader_queue, ...).", []string{"limit"}, nil)
 )
@@ -59,7 +63,7 @@ type promCollector struct{ c *Collector }
 func (p promCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{promPass, promBlock, promComplete, promError, promSlow, promSlowRatio,
 		promErrorRatio, promP99, promState, promTransitions, promFindings, promTargets, promInstances, promMessages,
-		promRejected, promDropped, promUnreceived, promOverflow, promMemory} {
+		promRejected, promDropped, promUnreceived, promOverflow, promMemory, promTargetMemory, promTargetRefused} {
 		ch <- d
 	}
 }
@@ -99,6 +103,12 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(promMemory, float64(snap.MemoryUsed), "used")
 	gauge(promMemory, float64(snap.MemoryBudget), "budget")
 	gauge(promMemory, float64(snap.MemoryNames), "names")
+	gauge(promMemory, float64(snap.MemoryHeld), "held")
+	for _, sh := range snap.MemoryShares {
+		gauge(promTargetMemory, float64(sh.Used), sh.Target, "used")
+		gauge(promTargetMemory, float64(sh.Limit), sh.Target, "share")
+		counter(promTargetRefused, float64(sh.Refused), sh.Target)
+	}
 	counter(promMessages, float64(snap.Messages))
 	counter(promDropped, float64(snap.Dropped))
 	counter(promUnreceived, float64(snap.UnreceivedMs)/1000)

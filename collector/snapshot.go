@@ -80,6 +80,12 @@ type Snapshot struct {
 	// MemoryNames is the part of MemoryUsed the names the connections
 	// decoded take (the shared pool's and the decoders' own, each bounded).
 	MemoryNames int64
+	// MemoryHeld is what the sources hold while they read (frames being
+	// decoded, rules answers being parsed), beside MemoryUsed.
+	MemoryHeld int64
+	// MemoryShares is what each owner (dialed target; "" for sources
+	// without one) holds of the budget and what was refused it, by target.
+	MemoryShares []MemoryShare
 	// Rows is one row per app x resource, sorted by app then resource.
 	Rows []ResourceRow
 	// Findings are the triage findings, most severe first.

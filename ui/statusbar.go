@@ -165,6 +165,18 @@ func (s statusBar) recording() string {
 	return ""
 }
 
+// memoryRefused sums what the memory budget refused the targets, and
+// names the target refused most.
+func memoryRefused(shares []collector.MemoryShare) (refused int64, most collector.MemoryShare) {
+	for _, sh := range shares {
+		refused += sh.Refused
+		if sh.Refused > most.Refused {
+			most = sh
+		}
+	}
+	return refused, most
+}
+
 // counts renders the second line: what the collector has seen.
 func (s statusBar) counts() string {
 	st, snap := s.st, s.snap
@@ -200,6 +212,14 @@ func (s statusBar) counts() string {
 	if over > 0 {
 		b.WriteString(st.dim.on(" · "))
 		b.WriteString(st.warn.on(fmtCount(over) + " over limits"))
+	}
+	if refused, most := memoryRefused(snap.MemoryShares); refused > 0 {
+		b.WriteString(st.dim.on(" · "))
+		w := fmtCount(refused) + " refused by --max-memory"
+		if most.Target != "" {
+			w += ", " + fmtCount(most.Refused) + " of them " + sanitize(most.Target) + "'s"
+		}
+		b.WriteString(st.warn.on(w))
 	}
 	if snap.RecordError != "" {
 		b.WriteString("  ")

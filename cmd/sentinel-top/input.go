@@ -66,7 +66,7 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest message (frame or fixture line); a larger frame drops its connection")
 	fs.IntVar(&f.maxName, "max-name-bytes", wire.DefaultMaxNameBytes, "longest resource, instance or app name; messages with longer ones are rejected")
 	f.maxMemory = collector.DefaultMaxMemory
-	fs.Func("max-memory", "most memory peers can make the collector keep, e.g. 512MiB or 2GiB (default 512MiB); what does not fit is counted and ignored", func(s string) error {
+	fs.Func("max-memory", "most memory the process may take, e.g. 512MiB or 2GiB (default 512MiB): three quarters of it for what the targets make it keep, each target a share; what does not fit is refused, and counted per target", func(s string) error {
 		n, err := parseBytes(s)
 		if err != nil {
 			return err

@@ -54,6 +54,11 @@ type DialSink interface {
 	// HoldNames tells the store that the source's decoders hold n bytes
 	// more of names of their own (n < 0: fewer), charged to its budget.
 	HoldNames(n int64)
+	// Hold tells the store that the source holds n bytes more (n < 0:
+	// fewer) while it reads: a frame being decoded and its message
+	// ingested, a rules answer being parsed. They are charged to its
+	// budget while they live (what is new is turned away meanwhile).
+	Hold(n int64)
 	// OverRate counts n messages of place dropped unread over the
 	// source's rate limit.
 	OverRate(place string, n int64)

@@ -375,6 +375,11 @@ func (d *dialer) newStream(t Target, st *targetState, sink feed.Sink) *stream {
 		rate: newRateLimit(d.opts.MaxMessageRate, d.opts.WallClock.Now())}
 }
 
+// frameHoldFactor is what a frame being decoded holds, charged to the
+// budget, per byte of it: its buffer (grown by doubling), and the message
+// it decodes to (its names, items and rules as Go values).
+const frameHoldFactor = 3
+
 // message takes one websocket message of kind (websocket.TextMessage, ...);
 // data is not kept past the call. An error ends the connection.
 func (s *stream) message(kind int, data []byte) error {
@@ -389,6 +394,11 @@ func (s *stream) message(kind int, data []byte) error {
 		return nil
 	}
 	s.flush()
+	// The frame, and what it decodes to, are charged to the budget until
+	// the message is ingested.
+	held := int64(len(data)) * frameHoldFactor
+	d.sink.Hold(held)
+	defer d.sink.Hold(-held)
 	// What the message tells the target's status, in one update.
 	var items, rejected int64
 	var m wire.Message

@@ -40,6 +40,11 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	// The answers, and the rules they map to, are charged to the budget
+	// while they are parsed.
+	held := int64(len(degrade)+len(flow)) * javaRulesHoldFactor
+	p.d.sink.Hold(held)
+	defer p.d.sink.Hold(-held)
 	memo := &p.st.javaRules
 	degradeChanged, problems := memo.degrade.update(degrade, p.version, javaDegradeRules)
 	flowChanged, flowProblems := memo.flow.update(flow, "", func(body []byte, _ string) ([]core.FlowRule, []error) {
@@ -48,6 +53,9 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 	problems = append(problems, flowProblems...)
 	paramsChanged := false
 	if body, ok := p.getParamRules(ctx); ok {
+		paramsHeld := int64(len(body)) * javaRulesHoldFactor
+		p.d.sink.Hold(paramsHeld)
+		defer p.d.sink.Hold(-paramsHeld)
 		var paramProblems []error
 		paramsChanged, paramProblems = memo.params.update(body, "", func(body []byte, _ string) ([]core.HotParamRule, []error) {
 			return javaParamRules(body)
@@ -72,6 +80,11 @@ func (p *javaPoller) pollRules(ctx context.Context) {
 		p.sendRules(true)
 	}
 }
+
+// javaRulesHoldFactor is what a rules answer being parsed holds, charged
+// to the budget, per byte of it: the answer (read by doubling a buffer),
+// its JSON decoded, and the rules mapped from it.
+const javaRulesHoldFactor = 4
 
 // javaRulesMemo is what a Java target's rule answers were last mapped to,
 // per rule type. It outlives a connection (it is the target's), so that
