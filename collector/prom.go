@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -19,17 +20,24 @@ import (
 type promFamily struct {
 	name, help string
 	counter    bool
-	labels     []string
+	labels     []string // in the order samples give their values
+	sorted     []int    // labels' indexes by name: the text's order, as a registry writes it
 	desc       *prometheus.Desc
 }
 
 func counterFamily(name, help string, labels ...string) *promFamily {
-	return &promFamily{name: name, help: help, counter: true, labels: labels,
-		desc: prometheus.NewDesc(name, help, labels, nil)}
+	f := gaugeFamily(name, help, labels...)
+	f.counter = true
+	return f
 }
 
 func gaugeFamily(name, help string, labels ...string) *promFamily {
-	return &promFamily{name: name, help: help, labels: labels, desc: prometheus.NewDesc(name, help, labels, nil)}
+	f := &promFamily{name: name, help: help, labels: labels, desc: prometheus.NewDesc(name, help, labels, nil)}
+	for i := range labels {
+		f.sorted = append(f.sorted, i)
+	}
+	slices.SortFunc(f.sorted, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
+	return f
 }
 
 // Prometheus metric descriptions. Every name starts with sentinel_top_.
@@ -248,13 +256,13 @@ func (t *promText) sample(f *promFamily, v float64, labels ...string) {
 		}
 	}
 	b = append(b, f.name...)
-	for i, l := range f.labels {
-		if i == 0 {
+	for n, i := range f.sorted {
+		if n == 0 {
 			b = append(b, '{')
 		} else {
 			b = append(b, ',')
 		}
-		b = append(b, l...)
+		b = append(b, f.labels[i]...)
 		b = append(b, `="`...)
 		if i < len(labels) {
 			b = appendEscaped(b, labels[i], true)

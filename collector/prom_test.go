@@ -113,6 +113,21 @@ func TestWriteMetricsIsWhatARegistryGathers(t *testing.T) {
 			t.Errorf("%s: streamed %v (present %v), gathered %v", k, g, ok, v)
 		}
 	}
+	// Line for line what a registry's page says, in another order.
+	var registryPage bytes.Buffer
+	for _, mf := range gathered {
+		if _, err := expfmt.MetricFamilyToText(&registryPage, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := func(b []byte) string {
+		l := strings.Split(strings.TrimSpace(string(b)), "\n")
+		sort.Strings(l)
+		return strings.Join(l, "\n")
+	}
+	if lines(page.Bytes()) != lines(registryPage.Bytes()) {
+		t.Errorf("streamed page:\n%s\nregistry's page:\n%s", page.String(), registryPage.String())
+	}
 	for _, k := range []string{`sentinel_top_resource_pass_total{app=app "x",resource=two` + "\n" + `lines}`,
 		`sentinel_top_breaker_transitions_total{app=app "x",from=CLOSED,resource=say "hi",to=OPEN}`} {
 		if _, ok := got[k]; !ok {

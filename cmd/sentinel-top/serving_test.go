@@ -1,0 +1,348 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/bench"
+)
+
+// serveChild starts this test binary as a `serve` process (TestMain runs
+// it as the program), through sh so that script runs first (a ulimit, say),
+// and returns its address and process; it is interrupted when the test
+// ends, and done gives its exit code.
+func serveChild(t *testing.T, script string, stderr *syncBuffer, args ...string) (addr string, proc *os.Process, done <-chan int) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = freePort(t)
+	argv := append([]string{"-c", script + `; exec "$0" "$@"`, exe, "serve", "--listen", addr}, args...)
+	cmd := exec.Command("sh", argv...)
+	cmd.Env = append(os.Environ(), bench.ChildEnv+"=1")
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exit, ended := make(chan int, 1), make(chan struct{})
+	go func() {
+		cmd.Wait()
+		exit <- cmd.ProcessState.ExitCode()
+		close(ended)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	})
+	return addr, cmd.Process, exit
+}
+
+// httpGet gets url, giving the status and body (0 and the error when it
+// fails).
+func httpGet(client *http.Client, url string) (int, string) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err.Error()
+	}
+	return resp.StatusCode, string(body)
+}
+
+// TestServeSaysAtOnceThatTheRecordingStopped: a `serve --record` process
+// whose file cannot grow past 256 KiB (RLIMIT_FSIZE, as a full disk stops
+// a file: its writes fail, EFBIG here, ENOSPC there) says so as it
+// happens: on stderr, in /metrics (sentinel_top_record_errors_total 1) and
+// by /healthz, 200 until then and 503 from then on; it goes on serving,
+// and exits 3 when stopped. Before, the file stopped growing while /healthz
+// said ok and nothing was said until the process was stopped.
+func TestServeSaysAtOnceThatTheRecordingStopped(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "rec.ndjson")
+	var stderr syncBuffer
+	addr, proc, done := serveChild(t, "ulimit -f 512", &stderr, "--demo", "recovery-herd", "--speed", "20", "--record", rec) // 512-byte blocks
+	client := &http.Client{Timeout: 5 * time.Second}
+	began := time.Now()
+	var healthy, failed bool
+	var stoppedAt time.Time
+	for deadline := time.Now().Add(30 * time.Second); !failed; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the recording never stopped (healthy %v): %s", healthy, stderr.String())
+		}
+		switch code, body := httpGet(client, "http://"+addr+"/healthz"); code {
+		case http.StatusOK:
+			healthy = true
+		case http.StatusServiceUnavailable:
+			failed, stoppedAt = true, time.Now()
+			t.Logf("stopped after %s", time.Since(began).Round(time.Millisecond))
+			if !strings.Contains(body, "recording stopped") {
+				t.Errorf("/healthz: %q", body)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !healthy {
+		t.Errorf("/healthz never answered 200 before the recording stopped")
+	}
+	// At once: by the time /healthz tells, stderr has said it.
+	if want := "--record " + rec + ": write " + rec + ": file too large: the recording stopped"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	code, page := httpGet(client, "http://"+addr+"/metrics")
+	if code != http.StatusOK || !strings.Contains(page, "\nsentinel_top_record_errors_total 1\n") {
+		t.Errorf("/metrics %d lacks sentinel_top_record_errors_total 1:\n%.3000s", code, page)
+	}
+	if !strings.Contains(page, "\nsentinel_top_messages_total ") {
+		t.Errorf("/metrics no longer serves the collector's metrics:\n%.3000s", page)
+	}
+	st, err := os.Stat(rec)
+	if err != nil || st.Size() > 256<<10 {
+		t.Fatalf("the recording: %v, %d bytes (the limit is 256 KiB)", err, st.Size())
+	}
+	time.Sleep(time.Until(stoppedAt.Add(time.Second)))
+	if code, _ := httpGet(client, "http://"+addr+"/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz %d a second after the recording stopped, want 503", code)
+	}
+	interrupted := time.Now()
+	if err := proc.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		t.Logf("ended %s after the interrupt", time.Since(interrupted).Round(time.Millisecond))
+		if code != exitRuntime {
+			t.Errorf("serve exit %d after a failed recording, want %d: %s", code, exitRuntime, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not end when interrupted")
+	}
+}
+
+// A fleet page: one instance of resources whose names are about 300 bytes,
+// each with a breaker, so that /metrics has 11 series a resource (5
+// counters, 3 gauges, 3 breaker states) of about 370 bytes each: 950 of
+// them make the issue's page of 10,500 series and 3.9 MB.
+const (
+	pageResources = 950
+	pageNameBytes = 300
+)
+
+// steadyPeer is an agent of one instance with n resources that sends a
+// bucket of each every 500 ms: its series stay, and so does the page.
+func steadyPeer(n int) func(conn *websocket.Conn, now func() int64) error {
+	return func(conn *websocket.Conn, now func() int64) error {
+		var resources []string
+		for i := range n {
+			resources = append(resources, fmt.Sprintf("GET:/api/v1/%0*d", pageNameBytes-12, i))
+		}
+		var rules []core.BreakerRule
+		for _, r := range resources {
+			rules = append(rules, core.BreakerRule{Resource: r, Strategy: core.ErrorCount, Threshold: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000})
+		}
+		if err := frame(conn, &wire.Hello{Header: wire.Header{Ts: now(), Instance: "page-1"}, App: "page", BucketMs: 500, StartedAt: now() - 1000}); err != nil {
+			return err
+		}
+		if err := frame(conn, &wire.Rules{Header: wire.Header{Ts: now(), Instance: "page-1"}, Version: "v1", Breakers: rules}); err != nil {
+			return err
+		}
+		for {
+			if err := frame(conn, buckets("page-1", now(), resources)); err != nil {
+				return err
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+}
+
+// nonReader sends a GET of path on a connection of its own and never reads
+// the answer; ended is closed when serve closes the connection.
+func nonReader(t *testing.T, addr, path string) (ended <-chan struct{}) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetReadBuffer(4 << 10) // as small a window as a slow client's
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // wait for the end without reading: a write fails once serve has closed it
+		defer close(done)
+		for {
+			time.Sleep(200 * time.Millisecond)
+			conn.SetWriteDeadline(time.Now().Add(time.Second))
+			if _, err := conn.Write([]byte("\r\n")); err != nil {
+				return
+			}
+		}
+	}()
+	return done
+}
+
+// waitPage gets /metrics until it holds want, and returns it.
+func waitPage(t *testing.T, client *http.Client, addr, want string) string {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		code, page := httpGet(client, "http://"+addr+"/metrics")
+		if code == http.StatusOK && strings.Contains(page, want) {
+			return page
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics (%d) never held %q:\n%.2000s", code, want, page)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMetricsScrapesAreBounded: /metrics of 10,500 series (3.9 MB) is
+// rendered by at most 8 scrapes at once, each as it is written: clients
+// that never read take the 8 and are cut off within seconds
+// (sentinel_top_serve_responses_cut_total), a scrape meanwhile gets 503 at
+// once (sentinel_top_serve_requests_refused_total), and scrapes succeed
+// again once they are gone. Before, each scrape gathered the whole page in
+// memory first and nothing ever cut a client off.
+func TestMetricsScrapesAreBounded(t *testing.T) {
+	target := streamPeer(t, steadyPeer(pageResources))
+	var stderr syncBuffer
+	addr, _, _ := serveChild(t, "true", &stderr, "--targets", target)
+	client := &http.Client{Timeout: 10 * time.Second}
+	page := waitPage(t, client, addr, `sentinel_top_breaker_state{app="page"`)
+	series := strings.Count(page, "\nsentinel_top_resource_") + strings.Count(page, "\nsentinel_top_breaker_state")
+	t.Logf("/metrics: %d series of resources, %d bytes", series, len(page))
+	if series < 10_000 || len(page) < 3_500_000 {
+		t.Fatalf("a page of %d series and %d bytes, want the issue's 10,500 and 3.9 MB", series, len(page))
+	}
+
+	began := time.Now()
+	var stalled []<-chan struct{}
+	for range maxMetricsRenders {
+		stalled = append(stalled, nonReader(t, addr, "/metrics"))
+	}
+	time.Sleep(time.Second) // the 8 renders are under way, stalled
+	code, body := httpGet(client, "http://"+addr+"/metrics")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "retry") {
+		t.Errorf("a 9th scrape: %d %.200q, want 503 at once", code, body)
+	}
+	for i, ended := range stalled {
+		select {
+		case <-ended:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("non-reading scraper %d still connected after %s", i, time.Since(began).Round(time.Second))
+		}
+	}
+	t.Logf("%d non-reading scrapers cut off within %s", len(stalled), time.Since(began).Round(100*time.Millisecond))
+	page = waitPage(t, client, addr, "sentinel_top_serve_responses_cut_total{endpoint=\"/metrics\"} 8\n")
+	if !strings.Contains(page, "sentinel_top_serve_requests_refused_total{endpoint=\"/metrics\"} 1\n") {
+		t.Errorf("the refused scrape is not counted:\n%s", grepLines(page, "sentinel_top_serve_"))
+	}
+}
+
+// grepLines are the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestServeCutsTrickledRequests: requests to /healthz and /metrics whose
+// body (announced at 100,000 bytes) or headers come a byte at a time are
+// cut off when they have not arrived whole within 10 s, and connections
+// over --max-conns are closed as they arrive and counted; /metrics serves
+// again once they are gone. Before, none of 5,000 such connections was
+// closed in 60 s.
+func TestServeCutsTrickledRequests(t *testing.T) {
+	const maxConns = 20
+	var stderr syncBuffer
+	addr, _, _ := serveChild(t, "true", &stderr, "--demo", "recovery-herd", "--max-conns", fmt.Sprint(maxConns))
+	client := &http.Client{Timeout: 10 * time.Second}
+	waitPage(t, client, addr, "sentinel_top_serve_connections ")
+	client.CloseIdleConnections()
+
+	type trickler struct {
+		ended chan time.Duration
+	}
+	began := time.Now()
+	var peers []trickler
+	for i := range maxConns + 6 {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		path := []string{"/healthz", "/metrics"}[i%2]
+		head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 100000\r\n\r\n", path, addr)
+		if i%3 == 0 {
+			head = fmt.Sprintf("GET %s HTTP/1.1\r\nHost: %s\r\nX-Slow: ", path, addr)
+		}
+		p := trickler{ended: make(chan time.Duration, 1)}
+		go func() {
+			io.Copy(io.Discard, conn)
+			p.ended <- time.Since(began)
+		}()
+		go func() {
+			if _, err := io.WriteString(conn, head); err != nil {
+				return
+			}
+			for {
+				time.Sleep(500 * time.Millisecond)
+				if _, err := conn.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}()
+		peers = append(peers, p)
+	}
+	var atOnce, cut int
+	var held []time.Duration
+	for _, p := range peers {
+		select {
+		case d := <-p.ended:
+			held = append(held, d.Round(100*time.Millisecond))
+			switch {
+			case d < 2*time.Second:
+				atOnce++
+			case d < 14*time.Second:
+				cut++
+			}
+		case <-time.After(time.Until(began.Add(20 * time.Second))):
+		}
+	}
+	t.Logf("held %v", held)
+	if len(held) != len(peers) || atOnce != 6 || cut != maxConns {
+		t.Fatalf("of %d trickling connections, %d ended: %d at once (want 6, over --max-conns), %d cut after about 10 s (want %d)",
+			len(peers), len(held), atOnce, cut, maxConns)
+	}
+	page := waitPage(t, client, addr, "sentinel_top_serve_connections_refused_total 6\n")
+	if !strings.Contains(page, "sentinel_top_serve_connections 1\n") {
+		t.Errorf("connections after the tricklers:\n%s", grepLines(page, "sentinel_top_serve_conn"))
+	}
+}
