@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -344,5 +347,103 @@ func TestServeCutsTrickledRequests(t *testing.T) {
 	page := waitPage(t, client, addr, "sentinel_top_serve_connections_refused_total 6\n")
 	if !strings.Contains(page, "sentinel_top_serve_connections 1\n") {
 		t.Errorf("connections after the tricklers:\n%s", grepLines(page, "sentinel_top_serve_conn"))
+	}
+}
+
+// TestScrapersPeakRSS runs a real `serve` process, collecting the 10,500
+// series of steadyPeer, under 60 scrapers of /metrics scraping as fast as
+// they can (half asking for gzip) and 40 clients that ask for it and never
+// read (each connecting again when cut off), on loopback, and requires its
+// peak resident memory to stay under the default 512 MiB budget. It runs
+// 15 s (SENTINEL_TOP_HOSTILE_FOR sets it): opt in with
+// SENTINEL_TOP_HOSTILE=1. SENTINEL_TOP_SERVE_BIN runs another build of the
+// command instead of this test binary (an older one, to compare).
+func TestScrapersPeakRSS(t *testing.T) {
+	if os.Getenv("SENTINEL_TOP_HOSTILE") == "" {
+		t.Skip("opt-in: SENTINEL_TOP_HOSTILE=1")
+	}
+	run := 15 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("SENTINEL_TOP_HOSTILE_FOR")); err == nil {
+		run = d
+	}
+	target := streamPeer(t, steadyPeer(pageResources))
+	var stderr syncBuffer
+	script := "true"
+	if bin := os.Getenv("SENTINEL_TOP_SERVE_BIN"); bin != "" {
+		script = `exec "` + bin + `" "$@"` // instead of "$0", this binary
+	}
+	addr, proc, done := serveChild(t, script, &stderr, "--targets", target)
+	hwm := watchHWM(proc.Pid)
+	client := &http.Client{Timeout: 10 * time.Second}
+	page := waitPage(t, client, addr, `sentinel_top_breaker_state{app="page"`)
+	t.Logf("/metrics: %d bytes; serve's resident memory before the scrapers %d MiB", len(page), hwm()>>10)
+
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	var ok, busy, failed, cut atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: i%2 == 0}}
+			defer c.CloseIdleConnections()
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/metrics", nil)
+				resp, err := c.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case resp.StatusCode == http.StatusOK:
+					ok.Add(1)
+				case resp.StatusCode == http.StatusServiceUnavailable:
+					busy.Add(1)
+					time.Sleep(100 * time.Millisecond) // as told: retry
+				default:
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				fmt.Fprintf(conn, "GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+				for ctx.Err() == nil { // never read: wait for serve to close it
+					time.Sleep(200 * time.Millisecond)
+					conn.SetWriteDeadline(time.Now().Add(time.Second))
+					if _, err := conn.Write([]byte("\r\n")); err != nil {
+						cut.Add(1)
+						break
+					}
+				}
+				conn.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	rss := hwm() >> 10
+	proc.Signal(os.Interrupt)
+	<-done
+	t.Logf("peak RSS %d MiB over %s: %d scrapes served, %d answered 503, %d failed; non-reading clients cut off %d times",
+		rss, run, ok.Load(), busy.Load(), failed.Load(), cut.Load())
+	if rss >= 512 {
+		t.Errorf("peak RSS %d MiB, over the 512 MiB budget\n%s", rss, tail(stderr.String()))
+	}
+	if ok.Load() == 0 {
+		t.Errorf("no scrape was served\n%s", tail(stderr.String()))
 	}
 }
