@@ -77,7 +77,8 @@ func (m *serveMetrics) bounded(endpoint string, n int, next func(w http.Response
 			return
 		}
 		defer func() { <-slots }()
-		if err := next(&stallWriter{ResponseWriter: w, rc: http.NewResponseController(w)}, r); err != nil {
+		sw := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), deadline: time.Now().Add(wsstream.DefaultResponseTimeout)}
+		if err := next(sw, r); err != nil {
 			cut.Inc()
 		}
 	}
@@ -93,11 +94,7 @@ type stallWriter struct {
 }
 
 func (s *stallWriter) Write(p []byte) (int, error) {
-	now := time.Now()
-	if s.deadline.IsZero() {
-		s.deadline = now.Add(wsstream.DefaultResponseTimeout)
-	}
-	d := now.Add(renderStall)
+	d := time.Now().Add(renderStall)
 	if d.After(s.deadline) {
 		d = s.deadline
 	}
