@@ -110,7 +110,7 @@ func (p promCollector) Collect(ch chan<- prometheus.Metric) {
 // promChannel hands samples to a registry's Collect.
 type promChannel chan<- prometheus.Metric
 
-func (ch promChannel) sample(f *promFamily, v float64, labels ...string) {
+func (ch promChannel) sample(f *promFamily, v float64, labels []string) {
 	t := prometheus.GaugeValue
 	if f.counter {
 		t = prometheus.CounterValue
@@ -138,7 +138,8 @@ func (c *Collector) WriteMetrics(w io.Writer) error {
 // promSink receives the samples of a snapshot, every sample of a family
 // before the next family's.
 type promSink interface {
-	sample(f *promFamily, v float64, labels ...string)
+	// sample must not keep labels: emitMetrics reuses it.
+	sample(f *promFamily, v float64, labels []string)
 }
 
 // emitMetrics gives sink every sample of snap, family by family.
@@ -146,6 +147,9 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 	if snap == nil {
 		return
 	}
+	// One label buffer for the whole walk, rather than one a sample.
+	buf := make([]string, 5)
+	l := func(vs ...string) []string { return buf[:copy(buf, vs)] }
 	for _, f := range []struct {
 		fam *promFamily
 		v   func(*ResourceTotals) int64
@@ -158,23 +162,23 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 	} {
 		for i := range snap.Totals {
 			t := &snap.Totals[i]
-			sink.sample(f.fam, float64(f.v(t)), t.App, t.Resource)
+			sink.sample(f.fam, float64(f.v(t)), l(t.App, t.Resource))
 		}
 	}
 	for i := range snap.Totals {
 		t := &snap.Totals[i]
 		for _, tc := range t.Transitions {
-			sink.sample(promTransitions, float64(tc.Count), t.App, t.Resource, tc.From.String(), tc.To.String())
+			sink.sample(promTransitions, float64(tc.Count), l(t.App, t.Resource, tc.From.String(), tc.To.String()))
 		}
 	}
 	for _, r := range snap.Rows {
-		sink.sample(promSlowRatio, r.SlowRatio, r.App, r.Resource)
+		sink.sample(promSlowRatio, r.SlowRatio, l(r.App, r.Resource))
 	}
 	for _, r := range snap.Rows {
-		sink.sample(promErrorRatio, r.ErrorRatio, r.App, r.Resource)
+		sink.sample(promErrorRatio, r.ErrorRatio, l(r.App, r.Resource))
 	}
 	for _, r := range snap.Rows {
-		sink.sample(promP99, float64(r.P99Ms)/1000, r.App, r.Resource)
+		sink.sample(promP99, float64(r.P99Ms)/1000, l(r.App, r.Resource))
 	}
 	for _, b := range snap.Breakers {
 		if b.Provenance == ProvenanceUnknown {
@@ -185,7 +189,7 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 			if s == b.State {
 				v = 1
 			}
-			sink.sample(promState, v, b.App, b.Resource, b.Instance, s.String(), b.Provenance.String())
+			sink.sample(promState, v, l(b.App, b.Resource, b.Instance, s.String(), b.Provenance.String()))
 		}
 	}
 	bySev := map[[2]string]int{}
@@ -194,7 +198,7 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 	}
 	for _, k := range triage.Kinds {
 		for _, sev := range []triage.Severity{triage.Info, triage.Warning, triage.Critical} {
-			sink.sample(promFindings, float64(bySev[[2]string{string(k), sev.String()}]), string(k), sev.String())
+			sink.sample(promFindings, float64(bySev[[2]string{string(k), sev.String()}]), l(string(k), sev.String()))
 		}
 	}
 	targets := [3]int{}
@@ -209,20 +213,20 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 		}
 	}
 	for i, st := range []string{"connecting", "up", "down"} {
-		sink.sample(promTargets, float64(targets[i]), st)
+		sink.sample(promTargets, float64(targets[i]), l(st))
 	}
-	sink.sample(promInstances, float64(snap.Instances))
-	sink.sample(promMemory, float64(snap.MemoryUsed), "used")
-	sink.sample(promMemory, float64(snap.MemoryBudget), "budget")
-	sink.sample(promMemory, float64(snap.MemoryNames), "names")
-	sink.sample(promMessages, float64(snap.Messages))
+	sink.sample(promInstances, float64(snap.Instances), l())
+	sink.sample(promMemory, float64(snap.MemoryUsed), l("used"))
+	sink.sample(promMemory, float64(snap.MemoryBudget), l("budget"))
+	sink.sample(promMemory, float64(snap.MemoryNames), l("names"))
+	sink.sample(promMessages, float64(snap.Messages), l())
 	for _, r := range snap.Rejects {
-		sink.sample(promRejected, float64(r.Count), r.Reason)
+		sink.sample(promRejected, float64(r.Count), l(r.Reason))
 	}
-	sink.sample(promDropped, float64(snap.Dropped))
-	sink.sample(promUnreceived, float64(snap.UnreceivedMs)/1000)
+	sink.sample(promDropped, float64(snap.Dropped), l())
+	sink.sample(promUnreceived, float64(snap.UnreceivedMs)/1000, l())
 	for _, r := range snap.Overflow {
-		sink.sample(promOverflow, float64(r.Count), r.Reason)
+		sink.sample(promOverflow, float64(r.Count), l(r.Reason))
 	}
 }
 
@@ -236,7 +240,7 @@ type promText struct {
 	err  error
 }
 
-func (t *promText) sample(f *promFamily, v float64, labels ...string) {
+func (t *promText) sample(f *promFamily, v float64, labels []string) {
 	if t.err != nil {
 		return
 	}
