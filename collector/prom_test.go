@@ -222,4 +222,7 @@ func BenchmarkMetricsPage(b *testing.B) {
 // countingWriter counts what is written to it.
 type countingWriter int
 
-func (w *countingWriter) Write(p []byte) (int, error) { *w += countingWriter(len(p)); return len(p), nil }
+func (w *countingWriter) Write(p []byte) (int, error) {
+	*w += countingWriter(len(p))
+	return len(p), nil
+}
