@@ -210,6 +210,8 @@ func serve(ctx context.Context, s *session, stream *wsstream.Server, ln net.List
 	defer func() { cancel(); <-published }()
 	served := make(chan error, 1)
 	go func() { served <- stream.Serve(ln, handler) }()
+	fmt.Fprintf(stderr, "sentinel-top serve: %s on %s://%s (/metrics /sentinel/stream /report)\n",
+		report.Sanitize(s.source), scheme, ln.Addr())
 	told := make(chan struct{})
 	go func() { // a recording that stops is said at once, not at the end
 		defer close(told)
@@ -219,17 +221,18 @@ func serve(ctx context.Context, s *session, stream *wsstream.Server, ln net.List
 		case <-feedCtx.Done():
 		}
 	}()
-	fmt.Fprintf(stderr, "sentinel-top serve: %s on %s://%s (/metrics /sentinel/stream /report)\n",
-		report.Sanitize(s.source), scheme, ln.Addr())
 	code := exitOK
+	var serveErr error
 	select {
 	case <-ctx.Done():
-	case err := <-served:
-		fmt.Fprintln(stderr, "sentinel-top serve:", err)
-		code = exitRuntime
+	case serveErr = <-served:
 	}
 	cancel()
-	<-told
+	<-told // stderr is this goroutine's from here
+	if serveErr != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", serveErr)
+		code = exitRuntime
+	}
 	stream.Close(nil)
 	select {
 	case <-fed:
