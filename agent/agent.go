@@ -31,6 +31,10 @@ const (
 	DefaultMaxReaders   = wsstream.DefaultMaxReaders
 	DefaultWriteTimeout = wsstream.DefaultWriteTimeout
 	DefaultPingInterval = wsstream.DefaultPingInterval
+	// DefaultMaxConns caps the connections the agent's server holds open.
+	DefaultMaxConns = wsstream.DefaultMaxConns
+	// DefaultRequestTimeout bounds the reading of a whole request.
+	DefaultRequestTimeout = wsstream.DefaultRequestTimeout
 	// DefaultItemsPerFrame bounds a buckets frame, so that a service with
 	// thousands of resources still sends frames far below the 1 MiB limit.
 	DefaultItemsPerFrame = 1000
@@ -94,6 +98,17 @@ type Options struct {
 	WriteTimeout time.Duration
 	// PingInterval is how often idle connections are pinged. Default: 15 s.
 	PingInterval time.Duration
+	// MaxConns caps the connections Serve and ListenAndServe hold open at
+	// once, streams and plain requests together: one more is closed as
+	// soon as it is accepted, and counted (Stats.RefusedConns), so that a
+	// peer opening thousands of connections cannot take the service's file
+	// descriptors. Default: 128.
+	MaxConns int
+	// RequestTimeout bounds the reading of one request, headers and body
+	// together, on Serve and ListenAndServe: a peer trickling either is cut
+	// off. A stream, once upgraded, is under its own deadlines (pings).
+	// Default: 10 s.
+	RequestTimeout time.Duration
 	// ManualShip, when set, starts no background shipping: the owner calls
 	// Ship to send the buckets closed so far. Simulations on a virtual clock
 	// use it to stay deterministic. Default: ship automatically at every
@@ -194,17 +209,19 @@ func New(opts Options) (*Agent, error) {
 	}
 	a.startedAt = a.clock.UnixMilli()
 	a.stream = wsstream.New(wsstream.Options{
-		Token:        opts.Token,
-		TLS:          opts.TLSConfig,
-		AllowOrigins: opts.AllowOrigins,
-		AllowHosts:   opts.AllowHosts,
-		QueueLen:     opts.QueueLen,
-		QueueBytes:   opts.QueueBytes,
-		MaxReaders:   opts.MaxReaders,
-		WriteTimeout: opts.WriteTimeout,
-		PingInterval: opts.PingInterval,
-		Initial:      a.initialFrames,
-		OnPanic:      func(any) { a.panics.Add(1) },
+		Token:          opts.Token,
+		TLS:            opts.TLSConfig,
+		AllowOrigins:   opts.AllowOrigins,
+		AllowHosts:     opts.AllowHosts,
+		QueueLen:       opts.QueueLen,
+		QueueBytes:     opts.QueueBytes,
+		MaxReaders:     opts.MaxReaders,
+		WriteTimeout:   opts.WriteTimeout,
+		PingInterval:   opts.PingInterval,
+		MaxConns:       opts.MaxConns,
+		RequestTimeout: opts.RequestTimeout,
+		Initial:        a.initialFrames,
+		OnPanic:        func(any) { a.panics.Add(1) },
 	})
 	a.backlog = wsstream.NewBacklog(int(opts.Backlog.Milliseconds() / a.bucketMs))
 	a.shipper = &wsstream.Shipper{Clock: a.clock, BucketMs: a.bucketMs, Instance: opts.Instance,
@@ -435,6 +452,12 @@ type Stats struct {
 	// could not record: their goroutines read the clock 10 s or more
 	// before counting (core.Guard.Unrecorded). No reader hears of them.
 	Unrecorded int64
+	// Conns is the connections Serve holds open now, streams and plain
+	// requests together.
+	Conns int
+	// RefusedConns counts the connections closed on arrival because
+	// MaxConns were open.
+	RefusedConns int64
 	// Warning, when set, says how the stream is exposed: served beyond
 	// loopback without a token. It is also logged once (Options.Logf).
 	Warning string
@@ -446,6 +469,7 @@ func (a *Agent) Stats() Stats {
 	st := Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
 		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted(), Skipped: a.shipper.Skipped(),
 		Unrecorded: a.guard.Unrecorded()}
+	st.Conns, st.RefusedConns = a.stream.Conns()
 	if w := a.warning.Load(); w != nil {
 		st.Warning = *w
 	}

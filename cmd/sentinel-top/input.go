@@ -234,6 +234,9 @@ type session struct {
 	// until it has all been fed).
 	feed    func(ctx context.Context) error
 	closers []func() error
+	// rec is the --record file, nil without one; recPath its name.
+	rec     *record.Writer
+	recPath string
 	// rejects collects the first rejected messages, for stderr.
 	mu         sync.Mutex
 	rejectLog  []string
@@ -250,6 +253,31 @@ func (s *session) onReject(place string, err error) {
 	} else {
 		s.rejectMore++
 	}
+}
+
+// recordFailed is closed when a write to the --record file fails; without
+// one it is nil (never ready).
+func (s *session) recordFailed() <-chan struct{} {
+	if s.rec == nil {
+		return nil
+	}
+	return s.rec.Failed()
+}
+
+// recordError is why the recording stopped, nil while it works (or without
+// one).
+func (s *session) recordError() error {
+	if s.rec == nil {
+		return nil
+	}
+	err := s.rec.Err()
+	if err == nil && s.c != nil {
+		err = s.c.RecordError()
+	}
+	if err != nil {
+		return fmt.Errorf("--record %s: %w", s.recPath, err)
+	}
+	return nil
 }
 
 func (s *session) close() error {
@@ -299,6 +327,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 			return nil, fmt.Errorf("--record: %w", err)
 		}
 		opts.Record = w.Writer
+		s.rec, s.recPath = w, f.record
 		s.closers = append(s.closers, func() error {
 			// A write that failed stopped the recording (the collector
 			// keeps the first error): the run fails, whatever Close says.

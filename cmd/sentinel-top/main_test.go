@@ -352,13 +352,22 @@ func TestRecordThenReplay(t *testing.T) {
 // TestRecordWriteErrorFails: a recording that cannot be written fails the
 // run with exit 3 and says why, for the report and for serve, instead of
 // ending as if it had been written.
+//
+// The report ends at the error: /dev/full refuses the first write (the
+// recording's first flush, a second into the demo), and a report asked to
+// watch for ten minutes (30 s at 20 times the speed) exits then.
 func TestRecordWriteErrorFails(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full here")
 	}
-	code, _, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "3s", "--speed", "20", "--record", "/dev/full", "--record-overwrite")
-	if code != exitRuntime || !strings.Contains(errOut, "--record /dev/full") {
+	began := time.Now()
+	code, out, errOut := runCmd(t, "report", "--demo", "recovery-herd", "--for", "10m", "--speed", "20", "--record", "/dev/full", "--record-overwrite")
+	took := time.Since(began)
+	if code != exitRuntime || !strings.Contains(errOut, "--record /dev/full: write /dev/full: no space left on device") {
 		t.Fatalf("report --record /dev/full: exit %d, stderr %q", code, errOut)
+	}
+	if took > 10*time.Second || out != "" {
+		t.Fatalf("report --record /dev/full took %s to fail (want about a second, not --for's 30 s) and printed %q", took, out)
 	}
 }
 

@@ -124,8 +124,23 @@ func watch(ctx context.Context, s *session, dur time.Duration, stderr io.Writer)
 		defer timer.Stop()
 		fmt.Fprintf(stderr, "watching %s for %s...\n", report.Sanitize(s.source), dur)
 	}
+	// A recording that stops ends the run there: exit 3 at the error, not
+	// after --for.
+	feedCtx, stopFeed := context.WithCancel(feedCtx)
+	defer stopFeed()
+	go func() {
+		select {
+		case <-s.recordFailed():
+			stopFeed()
+		case <-feedCtx.Done():
+		}
+	}()
 	began := time.Now()
 	err := s.feed(feedCtx)
+	if rerr := s.recordError(); rerr != nil {
+		s.close()
+		return nil, rerr
+	}
 	if ctx.Err() != nil {
 		s.close()
 		return nil, errors.New("interrupted")

@@ -15,10 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/report"
+	"github.com/sentinel-top/sentinel-top/internal/termtext"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
@@ -29,7 +29,8 @@ Runs the collector without a terminal and serves what it knows:
   /sentinel/stream   the merged wire v1 stream: use this collector as a --targets
                      entry of another collector or dashboard (one per cluster, one view)
   /report            the findings (findings-v1 JSON; ?format=md or ?format=text)
-  /healthz           200 while serving (needs no token)
+  /healthz           200 while serving, 503 once a --record write failed (needs
+                     no token)
 
 Examples:
   sentinel-top serve --targets @cluster-a.txt --listen 0.0.0.0:9464 --allow-host collector-a --serve-token "$T" --tls-cert c.pem --tls-key k.pem
@@ -41,6 +42,13 @@ naming this server by another name than its listen address (or localhost on
 loopback) gets 403 unless --allow-host lists the name (a name given to
 --listen is listed).
 
+Every connection is bounded: at most --max-conns are open (more are closed
+as they arrive), a request must arrive whole within 10 s and a response be
+taken within 30 s (each 32 KiB within 5 s); at most 8 renders of /metrics
+and 4 of /report are in flight, more get 503. A --record write that fails
+(a full disk) is said at once on stderr, in /metrics
+(sentinel_top_record_errors_total) and by /healthz.
+
 Flags:
 `
 
@@ -49,6 +57,7 @@ type serveFlags struct {
 	listen, serveToken string
 	certFile, keyFile  string
 	maxReaders         int
+	maxConns           int
 	origins, hosts     []string
 	backlog            int64
 }
@@ -60,6 +69,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.certFile, "tls-cert", "", "TLS certificate (PEM) to serve https/wss")
 	fs.StringVar(&f.keyFile, "tls-key", "", "TLS private key (PEM)")
 	fs.IntVar(&f.maxReaders, "max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
+	fs.IntVar(&f.maxConns, "max-conns", wsstream.DefaultMaxConns, "most connections open at once, streams and requests together; more are closed as they arrive")
 	fs.Func("allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none", appendList(&f.origins))
 	fs.Func("allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas", appendList(&f.hosts))
 	fs.Func("max-stream-backlog", "most kept for new /sentinel/stream readers (the instances' hello and rules, then a minute of buckets), e.g. 64MiB; taken from --max-memory (default: an eighth of it, at most a quarter); over it, the oldest buckets go first", func(v string) error {
@@ -81,6 +91,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sentinel-top serve:", err)
 		return exitUsage
 	}
+	if f.maxConns <= 0 {
+		fmt.Fprintln(stderr, "sentinel-top serve: --max-conns must be positive")
+		return exitUsage
+	}
 	ln, err := f.listenOn(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top serve:", err)
@@ -97,7 +111,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitRuntime
 	}
 	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: f.maxReaders,
-		AllowOrigins: f.origins, AllowHosts: f.hosts},
+		MaxConns: f.maxConns, AllowOrigins: f.origins, AllowHosts: f.hosts},
 		BacklogBytes: f.backlog})
 	scheme := "http"
 	if tlsConf != nil {
@@ -140,38 +154,47 @@ func (f *serveFlags) listenOn(stderr io.Writer) (net.Listener, error) {
 
 // serveHandler routes serve's endpoints, every one but /healthz behind
 // token when there is one.
-func serveHandler(s *session, stream http.Handler, token string) http.Handler {
+func serveHandler(s *session, stream *wsstream.Server, token string) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(s.c.PrometheusCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := newServeMetrics(reg, stream, s.recordError)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/metrics", m.bounded("/metrics", maxMetricsRenders, metricsPage(s, reg)))
 	mux.Handle("/sentinel/stream", stream)
-	mux.HandleFunc("/report", reportHandler(s))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.Handle("/report", m.bounded("/report", maxReportRenders, reportPage(s)))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if s.recordError() != nil {
+			// What failed is said on stderr and to those with the token,
+			// not to any probe.
+			http.Error(w, "503 service unavailable: the recording stopped: a write to the --record file failed", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
 	if token == "" {
 		return mux
 	}
 	return healthzOpen(mux, requireToken(token, mux))
 }
 
-// reportHandler serves the findings of the snapshot published last, in
-// the format ?format= asks for.
-func reportHandler(s *session) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		rep := report.FromSnapshot(s.source, s.c.Snapshot(), s.c) // as published: what /metrics and a dashboard see
+// reportPage serves the findings of the snapshot published last, in the
+// format ?format= asks for.
+func reportPage(s *session) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		render, ctype := report.JSON, "application/json"
 		switch r.URL.Query().Get("format") {
 		case "md", "markdown":
-			w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-			report.Markdown(w, rep)
+			render, ctype = report.Markdown, "text/markdown; charset=utf-8"
 		case "text":
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			report.Text(w, rep)
+			render, ctype = report.Text, "text/plain; charset=utf-8"
 		case "", "json":
-			w.Header().Set("Content-Type", "application/json")
-			report.JSON(w, rep)
 		default:
 			http.Error(w, "400 bad request: format must be json, md or text", http.StatusBadRequest)
+			return nil
 		}
+		rep := report.FromSnapshot(s.source, s.c.Snapshot(), s.c) // as published: what /metrics and a dashboard see
+		w.Header().Set("Content-Type", ctype)
+		return render(w, rep)
 	}
 }
 
@@ -189,14 +212,27 @@ func serve(ctx context.Context, s *session, stream *wsstream.Server, ln net.List
 	go func() { served <- stream.Serve(ln, handler) }()
 	fmt.Fprintf(stderr, "sentinel-top serve: %s on %s://%s (/metrics /sentinel/stream /report)\n",
 		report.Sanitize(s.source), scheme, ln.Addr())
+	told := make(chan struct{})
+	go func() { // a recording that stops is said at once, not at the end
+		defer close(told)
+		select {
+		case <-s.recordFailed():
+			fmt.Fprintf(stderr, "sentinel-top serve: %s: the recording stopped; /healthz answers 503 from now on\n", termtext.Sanitize(s.recordError().Error(), 4096))
+		case <-feedCtx.Done():
+		}
+	}()
 	code := exitOK
+	var serveErr error
 	select {
 	case <-ctx.Done():
-	case err := <-served:
-		fmt.Fprintln(stderr, "sentinel-top serve:", err)
-		code = exitRuntime
+	case serveErr = <-served:
 	}
 	cancel()
+	<-told // stderr is this goroutine's from here
+	if serveErr != nil {
+		fmt.Fprintln(stderr, "sentinel-top serve:", serveErr)
+		code = exitRuntime
+	}
 	stream.Close(nil)
 	select {
 	case <-fed:

@@ -11,6 +11,9 @@
 // (O_NOFOLLOW where the system has it), so a link planted where a
 // recording goes cannot make it truncate another file, and it refuses a
 // path that is already there unless told to overwrite it (ErrExists).
+// A Writer tells of the first write to its file that fails (a full disk,
+// a size limit) as it happens: Failed is closed and Err says why, so that
+// a recording that stopped is said at once rather than when it ends.
 //
 // Gzip stays in core/wire, on both sides. Reading, it is recognised by its
 // magic bytes and not by a name, because a fixture arrives through streams

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -47,7 +48,41 @@ func (r *Reader) Close() error {
 // it, not the wire.Writer, to end the stream and close the file.
 type Writer struct {
 	*wire.Writer
-	f *os.File
+	f    *os.File
+	file *failingFile
+}
+
+// failingFile is the file as the wire.Writer writes it: it keeps the
+// first error a write returned (a full disk, a file size limit) and closes
+// failed when it does, so that the owner learns of it at once, not when it
+// next writes or at Close.
+type failingFile struct {
+	f      *os.File
+	once   sync.Once
+	failed chan struct{}
+	err    error // set before failed is closed
+}
+
+func (w *failingFile) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.once.Do(func() { w.err = err; close(w.failed) })
+	}
+	return n, err
+}
+
+// Failed is closed when a write to the file first fails; Err then says why.
+func (w *Writer) Failed() <-chan struct{} { return w.file.failed }
+
+// Err is the first error writing the file, nil while every write has
+// succeeded.
+func (w *Writer) Err() error {
+	select {
+	case <-w.file.failed:
+		return w.file.err
+	default:
+		return nil
+	}
 }
 
 // Create creates a recording at path, gzip-compressed when the name ends
@@ -71,11 +106,11 @@ func Create(path string, overwrite bool) (*Writer, error) {
 	case err != nil:
 		return nil, err
 	}
-	w := &Writer{f: f}
+	w := &Writer{f: f, file: &failingFile{f: f, failed: make(chan struct{})}}
 	if strings.HasSuffix(path, ".gz") {
-		w.Writer = wire.NewGzipWriter(f)
+		w.Writer = wire.NewGzipWriter(w.file)
 	} else {
-		w.Writer = wire.NewWriter(f)
+		w.Writer = wire.NewWriter(w.file)
 	}
 	return w, nil
 }

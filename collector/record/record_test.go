@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -165,5 +166,41 @@ func TestCreateOverwrite(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != `{"v":1,"kind":"bye","ts":1,"instance":"a"}`+"\n" {
 		t.Fatalf("%q", b)
+	}
+}
+
+// TestWriterTellsOfAFailedWriteAtOnce: a write the device refuses (/dev/full
+// answers ENOSPC, as a full disk does) closes Failed as it happens, with
+// the error in Err; before it, Err is nil and Failed open.
+func TestWriterTellsOfAFailedWriteAtOnce(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	w, err := Create("/dev/full", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Write(&wire.Bye{Header: wire.Header{Ts: 1, Instance: "a"}}); err != nil {
+		t.Fatalf("a buffered write failed: %v", err)
+	}
+	select {
+	case <-w.Failed():
+		t.Fatal("failed before anything reached the file")
+	default:
+	}
+	if w.Err() != nil {
+		t.Fatalf("Err %v before anything reached the file", w.Err())
+	}
+	if err := w.Flush(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("flush to /dev/full: %v", err)
+	}
+	select {
+	case <-w.Failed():
+	default:
+		t.Fatal("Failed still open after a failed write")
+	}
+	if !errors.Is(w.Err(), syscall.ENOSPC) {
+		t.Fatalf("Err %v, want ENOSPC", w.Err())
 	}
 }

@@ -17,4 +17,10 @@
 // or pongs a second, is cut off: a hostile peer cannot make the service
 // spend a core answering it. Requests whose Origin or Host the options do
 // not allow get HTTP 403 (DNS rebinding).
+//
+// Serve bounds every connection, stream or not: at most MaxConns are open
+// (one more is closed as it is accepted, and counted), a request's headers
+// and body must arrive within RequestTimeout, and a plain response must be
+// written within ResponseTimeout. A stream, once upgraded, is under its own
+// deadlines (pings and WriteTimeout), so these end with the upgrade.
 package wsstream

@@ -61,6 +61,15 @@ const (
 	DefaultPingInterval = 15 * time.Second
 	DefaultPongTimeout  = 10 * time.Second
 	DefaultControlRate  = 4
+	// DefaultMaxConns is the most connections open at once, streams and
+	// plain requests together.
+	DefaultMaxConns = 128
+	// DefaultRequestTimeout bounds the reading of a whole request, headers
+	// and body.
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultResponseTimeout bounds a plain (not stream) response, from
+	// the end of its request's headers to its last byte.
+	DefaultResponseTimeout = 30 * time.Second
 )
 
 // Options configures a Server. Zero fields take the defaults above.
@@ -115,6 +124,19 @@ type Options struct {
 	Follow func() func() *Frame
 	// OnPanic is told of a panic recovered in a connection goroutine.
 	OnPanic func(v any)
+	// MaxConns caps the connections Serve keeps open at once, streams and
+	// plain requests together, over all its listeners: one more is closed
+	// as soon as it is accepted, and counted (Conns). It bounds the
+	// descriptors a peer can make the process hold.
+	MaxConns int
+	// RequestTimeout bounds the reading of one request, headers and body
+	// together: a peer trickling either is cut off. A stream, once
+	// upgraded, is under its own deadlines (PongTimeout, PingInterval).
+	RequestTimeout time.Duration
+	// ResponseTimeout bounds one plain response, from the end of its
+	// request's headers to its last byte: a client that reads slowly or
+	// not at all is cut off. Streams are under WriteTimeout instead.
+	ResponseTimeout time.Duration
 }
 
 // reader is one connection's (or subscription's) queue.
@@ -145,6 +167,7 @@ type Server struct {
 	isClosed bool
 	wg       sync.WaitGroup
 	once     sync.Once
+	conns    conns
 }
 
 // New returns a server with no readers.
@@ -173,7 +196,17 @@ func New(opts Options) *Server {
 	if opts.Initial == nil {
 		opts.Initial = func() []*Frame { return nil }
 	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.ResponseTimeout <= 0 {
+		opts.ResponseTimeout = DefaultResponseTimeout
+	}
 	s := &Server{opts: opts, closed: make(chan struct{})}
+	s.conns.max = int64(opts.MaxConns)
 	s.readers.Store(&[]*reader{})
 	return s
 }
@@ -303,6 +336,12 @@ func (s *Server) QueuedBytes() int64 {
 		n += r.bytes.Load()
 	}
 	return n
+}
+
+// Conns returns the connections Serve holds open now, and those it has
+// closed on arrival because MaxConns were open.
+func (s *Server) Conns() (open int, refused int64) {
+	return int(s.conns.open.Load()), s.conns.refused.Load()
 }
 
 // Evicted counts the connections the server cut for misbehaving: sending
@@ -651,16 +690,24 @@ func withDropped(r *reader, f *Frame) []byte {
 // Serve serves mux on ln (with TLS when Options.TLS is set) until Close,
 // every path under the origin and host policy of ServeHTTP. It returns
 // http.ErrServerClosed after Close.
+//
+// Each connection is bounded: at most MaxConns are open (those over it are
+// closed at once, before any TLS handshake), a request's headers and body
+// must arrive within RequestTimeout, a plain response must be written
+// within ResponseTimeout, and a connection that is not a stream may idle
+// 30 s between requests.
 func (s *Server) Serve(ln net.Listener, mux http.Handler) error {
+	ln = cappedListener{Listener: ln, c: &s.conns}
 	if s.opts.TLS != nil {
 		ln = tls.NewListener(ln, s.opts.TLS)
 	}
 	// Handshake noise (port scanners, plain HTTP on a TLS port) is not the
-	// owner's business: the server's own log is discarded.
-	// Bounded per connection: headers, the time to send them, and how long
-	// a connection that is not a stream may idle.
-	srv := &http.Server{Handler: s.Guard(mux), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10,
-		IdleTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	// owner's business: the server's own log is discarded. A stream is
+	// taken over before its response is written: its deadlines are then
+	// its own (serveConn sets them before anything is read or written).
+	srv := &http.Server{Handler: s.Guard(mux), ReadHeaderTimeout: s.opts.RequestTimeout, ReadTimeout: s.opts.RequestTimeout,
+		WriteTimeout: s.opts.ResponseTimeout, MaxHeaderBytes: 16 << 10, IdleTimeout: 30 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)}
 	if !s.track() {
 		_ = ln.Close()
 		return http.ErrServerClosed
