@@ -355,8 +355,9 @@ type metricRead struct {
 func (p *javaPoller) pollMetrics(ctx context.Context, now int64) error {
 	path := p.metricPath(now)
 	// The client's timeout bounds the other commands' whole exchange; this
-	// one's reading is parsing and delivering too: bounded by stalls, and
-	// by javaMetricTimeout in all.
+	// one's reading is parsing and delivering too: bounded by the peer's
+	// stalls (until the headers, then while a read waits), and by
+	// javaMetricTimeout in all.
 	ctx, cancel := context.WithTimeoutCause(ctx, javaMetricTimeout, fmt.Errorf("/metric: answer not read in %v", javaMetricTimeout))
 	defer cancel()
 	stall := 2 * p.d.opts.HandshakeTimeout
@@ -377,7 +378,17 @@ func (p *javaPoller) pollMetrics(ctx context.Context, now int64) error {
 	defer resp.Body.Close()
 	r := &metricRead{maxName: cmp.Or(p.d.opts.Limits.MaxNameBytes, wire.DefaultMaxNameBytes)}
 	defer func() { p.charge(-r.charged) }()
-	body := &countingReader{r: io.LimitReader(resp.Body, javaMaxBody+1), read: func() { watch.Reset(stall) }}
+	// The stall is the peer's: the watch runs while a read waits, not
+	// while what was read is parsed and delivered.
+	watch.Stop()
+	body := &countingReader{r: io.LimitReader(resp.Body, javaMaxBody+1),
+		waiting: func(on bool) {
+			if on {
+				watch.Reset(stall)
+			} else {
+				watch.Stop()
+			}
+		}}
 	defer func() {
 		n := body.n
 		p.st.Update(func(s *feed.TargetStatus) { s.Bytes += n })
@@ -530,20 +541,19 @@ func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
 	return bytes.TrimSuffix(line, []byte{'\n'}), false, err
 }
 
-// countingReader counts the bytes read through it, and calls read after
-// each read that gave some.
+// countingReader counts the bytes read through it, and tells waiting
+// when each read begins (true) and ends (false).
 type countingReader struct {
-	r    io.Reader
-	n    int64
-	read func()
+	r       io.Reader
+	n       int64
+	waiting func(bool)
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
+	c.waiting(true)
 	n, err := c.r.Read(b)
+	c.waiting(false)
 	c.n += int64(n)
-	if n > 0 {
-		c.read()
-	}
 	return n, err
 }
 
