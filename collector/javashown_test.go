@@ -11,30 +11,14 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
-// TestJavaInferredClosedNotShownWhileOpen replays each recording's
-// transport to a poller (as TestJavaInferenceFromTransport does) and
-// compares what the detail shows of each resource's breaker, its inferred
-// history less the spans it says are unknown, with what Java's breaker
-// was, every 10 ms: CLOSED~ is shown while Java's breaker was OPEN only
-// within 1 s of one of its transitions. Without the silences
-// (collector/silence.go), a breaker that tripped at a completion and was
-// probed and closed after a silence longer than its timeWindow showed
-// CLOSED~ all through; the test logs that figure too.
-func TestJavaInferredClosedNotShownWhileOpen(t *testing.T) {
-	for _, rec := range javaRecordings {
-		t.Run(filepath.Base(rec.dir), func(t *testing.T) {
-			real := javaRealTransitions(t, rec.dir)
-			last := real[len(real)-1].at
-			c, _, clock, first := javaReplayPolled(t, rec.dir, "price-service", func(int64, *javaReplayServer) int64 { return last + 5000 })
-			javaCheckShown(t, c, "price-service", real, first-60000, clock.UnixMilli(), 0)
-		})
-	}
-}
-
-// TestJavaInferredClosedNotShownWhileOpenFromMetricLog is the same for
-// the metric logs, replayed into a collector, without the rules: a silence
-// of a whole second leaves an inferred CLOSED unknown. Each recording
-// bounds what is left, as measured (logShown, ms).
+// TestJavaInferredClosedNotShownWhileOpenFromMetricLog replays each
+// recording's metric log into a collector, without the rules (a silence of
+// a whole second leaves an inferred CLOSED unknown), and compares what the
+// detail shows of each resource's breaker with what Java's breaker was
+// (javaCheckShown); each recording bounds what is left, as measured
+// (logShown, ms). TestJavaInferenceFromTransport's
+// closed-not-shown-while-open does the same over the transport, with none
+// allowed.
 func TestJavaInferredClosedNotShownWhileOpenFromMetricLog(t *testing.T) {
 	for _, rec := range javaRecordings {
 		t.Run(filepath.Base(rec.dir), func(t *testing.T) {
@@ -62,9 +46,14 @@ func TestJavaInferredClosedNotShownWhileOpenFromMetricLog(t *testing.T) {
 	}
 }
 
-// javaCheckShown measures, over [from, to], the time app's detail shows
-// CLOSED~ while Java's breaker was OPEN, beyond 1 s of its transitions
-// (real), and requires at most allow ms of it.
+// javaCheckShown measures, over [from, to], every 10 ms, the time app's
+// detail shows CLOSED~ (its inferred history, less the spans it says are
+// unknown) while Java's breaker was OPEN, beyond 1 s of its transitions
+// (real), and requires at most allow ms of it. Without the silences
+// (collector/silence.go), a breaker that tripped at a completion and was
+// probed and closed after a silence longer than its timeWindow showed
+// CLOSED~ all through; it logs that figure too, and the time the silences
+// leave unknown.
 func javaCheckShown(t *testing.T, c *Collector, app string, real []javaTransition, from, to, allow int64) {
 	t.Helper()
 	byRes := map[string][]javaTransition{}
