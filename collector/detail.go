@@ -103,6 +103,7 @@ func (c *Collector) instanceDetail(in *instance, resource string, r *fleet.Resou
 	}
 	slices.SortStableFunc(id.Transitions, func(x, y Transition) int { return cmp.Compare(x.AtMs, y.AtMs) })
 	id.KnownFrom, id.KnownTo, _ = in.known(se, id.Transitions, id.Start, from, to)
+	id.Silent = in.silent(se, id.Start, id.Transitions, from, to)
 	rateMs := c.opts.RateWindow.Milliseconds()
 	end := in.dataEndSecond()
 	sum, _ := window(&se.fine, end-rateMs, end)

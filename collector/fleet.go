@@ -120,10 +120,19 @@ type series struct {
 	seen       dedupe
 	tracks     []*track // one per breaker rule id, "" first
 	inferred   bool     // some transition was inferred from counts
-	ruled      bool     // the instance has a breaker rule for the resource
-	idx        int32    // its index in its instance's seriesList
-	hot        *hotRing // the hot values of its recent buckets (nil: none yet)
-	part       rowPart  // what it adds to its app x resource's row (rows.go)
+	// quiet: for an instance whose states are inferred (or unknown), the
+	// seconds of the series without a line (no call passed, was blocked or
+	// completed) between two seconds with one, at most maxQuietSpans of
+	// them, the latest; lastLine is the latest second with one, and
+	// retryMs the timeWindow of its latest inferred transition. See
+	// silent (timeline.go).
+	quiet    []Span
+	lastLine int64
+	retryMs  int64
+	ruled    bool     // the instance has a breaker rule for the resource
+	idx      int32    // its index in its instance's seriesList
+	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
+	part     rowPart  // what it adds to its app x resource's row (rows.go)
 }
 
 // initFine makes the series' fine ring of n slots, over the starts it

@@ -383,6 +383,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if s.first == 0 || it.Start < s.first {
 			s.first = it.Start
 		}
+		if in.statesUnknown {
+			s.noteLine(it.Start, m.BucketMs)
+		}
 		s.total.add(&it.Metrics)
 		s.app.total.add(&it.Metrics)
 		if sl, _ := s.fine.slot(it.Start); sl != nil {
@@ -452,6 +455,9 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		s.first = m.Ts
 	}
 	s.inferred = s.inferred || m.Inferred
+	if m.Inferred && m.RetryTimeoutMs > 0 {
+		s.retryMs = m.RetryTimeoutMs
+	}
 	ct := core.Transition{Resource: m.Resource, RuleID: m.RuleID, Strategy: m.Strategy, From: m.From, To: m.To,
 		AtMs: m.Ts, Threshold: m.Threshold, RetryTimeoutMs: uint32(min(max(m.RetryTimeoutMs, 0), 1<<32-1)), Inferred: m.Inferred}
 	if m.Snapshot != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,14 +34,27 @@ import (
 // logPct is the share of real transitions the metric log alone (no rules)
 // must match: with rules, the poller matches at least 90 % of both; without
 // them, sparse traffic and a 1 s timeWindow leave some trips and probe
-// outcomes unseen (docs/JAVA.md).
+// outcomes unseen (docs/JAVA.md). logLone and lone bound the inferred
+// transitions with no real one within 2 s, from the metric log and over
+// the transport; logShown the ms a metric log's replay shows CLOSED~ while
+// Java's breaker was OPEN, beyond 1 s of its transitions (none over the
+// transport). Each is what was measured (docs/JAVA.md's table): the
+// replays are deterministic.
 var javaRecordings = []struct {
-	dir, log string
-	logPct   int
+	dir, log      string
+	logPct        int
+	logLone, lone int
+	logShown      int64
 }{
-	{"testdata/java/price-1.8.9", "price-service-metrics.log.2026-12-01", 90},
-	{"testdata/java/sparse-1.8.9", "price-sparse-metrics.log.2026-12-01", 70},
+	{"testdata/java/price-1.8.9", "price-service-metrics.log.2026-12-01", 90, 0, 0, 0},
+	{"testdata/java/sparse-1.8.9", "price-sparse-metrics.log.2026-12-01", 70, 0, 0, 0},
+	{"testdata/java/lowtraffic-1.8.9", "price-lowtraffic-metrics.log.2026-12-04", 75, 8, 1, 0},
 }
+
+var javaShowMissed = os.Getenv("SENTINEL_TOP_JAVA_MISSED") != ""
+
+// javaResources are the resources of the recordings' applications.
+var javaResources = []string{"queryPrice", "checkStock", "chargeCard", "GET:/api/v1/items", "GET:/api/v1/users", "listPrices", "price_cache"}
 
 // javaTransition is one breaker transition, real or inferred.
 type javaTransition struct {
@@ -79,16 +93,31 @@ func javaRealTransitions(t *testing.T, dir string) []javaTransition {
 // javaMatch pairs real and inferred transitions of the same resource and
 // states, each used once: in time order, each takes the earliest one of the
 // other side within the tolerance (which pairs the most). It returns how
-// many real ones have an inferred one within 1 s, and the inferred ones
-// with no real one within 2 s.
-func javaMatch(real, inferred []javaTransition) (matched int, lone []javaTransition) {
-	pair := func(a, b []javaTransition, tol int64) []bool {
-		got := make([]bool, len(a))
+// many real ones have an inferred one within 1 s, the inferred ones with
+// no real one within 2 s, and, for the real ones paired within 1 s, then
+// those of the others paired within 2 s, how late the inferred one is
+// (ms, negative when early), in order.
+func javaMatch(real, inferred []javaTransition) (matched int, lone []javaTransition, late []int64) {
+	pair := func(a, b []javaTransition, tol int64, taken ...[]int) []int {
+		got := make([]int, len(a))
 		used := make([]bool, len(b))
+		for i := range got {
+			got[i] = -1
+		}
+		for _, tk := range taken { // pairs made already
+			for i, j := range tk {
+				if j >= 0 {
+					got[i], used[j] = -2, true
+				}
+			}
+		}
 		for i, x := range a {
+			if got[i] == -2 {
+				continue
+			}
 			for j, y := range b {
 				if !used[j] && x.resource == y.resource && x.from == y.from && x.to == y.to && abs64(x.at-y.at) <= tol {
-					used[j], got[i] = true, true
+					used[j], got[i] = true, j
 					break
 				}
 			}
@@ -101,17 +130,28 @@ func javaMatch(real, inferred []javaTransition) (matched int, lone []javaTransit
 		return ts
 	}
 	real, inferred = byTime(real), byTime(inferred)
-	for _, ok := range pair(real, inferred, 1000) {
-		if ok {
+	near := pair(real, inferred, 1000)
+	for i, j := range near {
+		if j >= 0 {
 			matched++
+			late = append(late, inferred[j].at-real[i].at)
+		} else if javaShowMissed {
+			fmt.Println("missed", real[i])
 		}
 	}
-	for i, ok := range pair(inferred, real, 2000) {
-		if !ok {
+	// The others within 2 s, for the timing.
+	for i, j := range pair(real, inferred, 2000, near) {
+		if j >= 0 {
+			late = append(late, inferred[j].at-real[i].at)
+		}
+	}
+	slices.Sort(late)
+	for i, j := range pair(inferred, real, 2000) {
+		if j < 0 {
 			lone = append(lone, inferred[i])
 		}
 	}
-	return matched, lone
+	return matched, lone, late
 }
 
 func abs64(x int64) int64 {
@@ -122,17 +162,24 @@ func abs64(x int64) int64 {
 }
 
 // javaCheckMatch requires pct % of the real transitions matched within 1 s
-// and every inferred one to have a real one within 2 s.
-func javaCheckMatch(t *testing.T, real, inferred []javaTransition, pct int) {
+// and at most lone inferred ones without a real one within 2 s.
+func javaCheckMatch(t *testing.T, real, inferred []javaTransition, pct, lone int) {
 	t.Helper()
-	matched, lone := javaMatch(real, inferred)
+	matched, alone, late := javaMatch(real, inferred)
 	t.Logf("%d real transitions, %d inferred: %d real matched within 1 s (%.1f %%), %d inferred without a real one within 2 s",
-		len(real), len(inferred), matched, 100*float64(matched)/float64(len(real)), len(lone))
+		len(real), len(inferred), matched, 100*float64(matched)/float64(len(real)), len(alone))
+	if n := len(late); n > 0 {
+		after := len(late) - sort.Search(n, func(i int) bool { return late[i] > 0 })
+		t.Logf("paired within 2 s: %d, the inferred one %d ms to %+d ms from the real one (median %d ms), %d after it",
+			n, late[0], late[n-1], late[n/2], after)
+	}
 	if matched*100 < len(real)*pct {
 		t.Errorf("only %d of %d real transitions matched", matched, len(real))
 	}
-	for _, x := range lone {
-		t.Errorf("inferred %v has no real transition within 2 s", x)
+	if len(alone) > lone {
+		for _, x := range alone {
+			t.Errorf("inferred %v has no real transition within 2 s", x)
+		}
 	}
 }
 
@@ -161,7 +208,7 @@ func TestJavaInferenceFromMetricLog(t *testing.T) {
 					inferred = append(inferred, javaTransition{s.Ts, s.Resource, s.From, s.To})
 				}
 			}
-			javaCheckMatch(t, javaRealTransitions(t, rec.dir), inferred, rec.logPct)
+			javaCheckMatch(t, javaRealTransitions(t, rec.dir), inferred, rec.logPct, rec.logLone)
 		})
 	}
 }
@@ -261,10 +308,12 @@ func (s *javaReplayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // TestJavaInferenceFromTransport plays the recorded transport API to a
 // poller, second by second, and measures the transitions it infers against
-// those Java's breakers made.
+// those Java's breakers made, and what the detail shows against what
+// Java's breakers were (closed-not-shown-while-open: no CLOSED~ while
+// OPEN beyond 1 s of a transition).
 func TestJavaInferenceFromTransport(t *testing.T) {
 	for _, rec := range javaRecordings {
-		t.Run(filepath.Base(rec.dir), func(t *testing.T) { javaInferFromTransport(t, rec.dir) })
+		t.Run(filepath.Base(rec.dir), func(t *testing.T) { javaInferFromTransport(t, rec.dir, rec.lone) })
 	}
 }
 
@@ -295,12 +344,12 @@ func javaReplayPolled(t *testing.T, dir, app string, until func(first int64, srv
 	}
 }
 
-func javaInferFromTransport(t *testing.T, dir string) {
+func javaInferFromTransport(t *testing.T, dir string, lone int) {
 	real := javaRealTransitions(t, dir)
 	last := real[len(real)-1].at
 	c, _, clock, first := javaReplayPolled(t, dir, "price-service", func(int64, *javaReplayServer) int64 { return last + 5000 })
 	var inferred []javaTransition
-	for _, res := range []string{"queryPrice", "checkStock", "GET:/api/v1/items", "GET:/api/v1/users", "listPrices", "price_cache"} {
+	for _, res := range javaResources {
 		d := c.Detail("price-service", res, first-60000, clock.UnixMilli())
 		for _, in := range d.Instances {
 			for _, tr := range in.Transitions {
@@ -312,5 +361,11 @@ func javaInferFromTransport(t *testing.T, dir string) {
 		}
 	}
 	slices.SortFunc(inferred, func(a, b javaTransition) int { return cmp.Compare(a.at, b.at) })
-	javaCheckMatch(t, real, inferred, 90)
+	t.Run("transitions", func(t *testing.T) { javaCheckMatch(t, real, inferred, 90, lone) })
+	// What the detail shows against what Java's breaker was: see
+	// javaCheckShown (one replay for both, which the race detector makes
+	// slow).
+	t.Run("closed-not-shown-while-open", func(t *testing.T) {
+		javaCheckShown(t, c, "price-service", real, first-60000, clock.UnixMilli(), 0)
+	})
 }

@@ -179,6 +179,12 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	case ProvenanceInferred:
 		se.app.someInferred = true
 	}
+	if p.prov == ProvenanceInferred && p.state == core.Closed && in.silentNow(se) {
+		p.prov = ProvenanceUnknown // a silence: it may have tripped unseen (silence.go)
+	}
+	if se.part.on && p.prov != se.part.prov {
+		c.breakersGen++ // the breaker list shows the provenance
+	}
 	return p
 }
 

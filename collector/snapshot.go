@@ -307,8 +307,11 @@ type InstanceDetail struct {
 	// first data, or its first transition when that leaves another state
 	// than Start), and KnownTo when it stops being known (its last message,
 	// once it is gone; 0 while it is there): Timeline draws from them.
-	Unreceived, Absent []Span
-	KnownFrom, KnownTo int64
+	// Silent are the spans in which an inferred CLOSED is not known: no
+	// call for at least the breaker's timeWindow, over which it may have
+	// tripped and closed again unseen (collector/silence.go).
+	Unreceived, Absent, Silent []Span
+	KnownFrom, KnownTo         int64
 }
 
 // Timeline is the instance's breaker history over [from, to] as every
@@ -320,7 +323,7 @@ func (in *InstanceDetail) Timeline() triage.Timeline {
 	for i, t := range in.Transitions {
 		tl.Steps[i] = triage.Step{AtMs: t.AtMs, To: t.To}
 	}
-	tl.Unknown = append(append(tl.Unknown, in.Absent...), in.Unreceived...)
+	tl.Unknown = append(append(append(tl.Unknown, in.Absent...), in.Unreceived...), in.Silent...)
 	return tl
 }
 

@@ -14,7 +14,8 @@ import (
 // breaker before its instance's first data for the resource, while its
 // data never arrived (unrecv), while no process ran under the name
 // (absent: between a process's last data and its restart's start), and
-// after the instance left (from its last message on).
+// after the instance left (from its last message on), nor of an inferred
+// CLOSED over a silence (silence.go).
 
 // timelineOf is the history of track t of the instance's series s over
 // [from, to]. c.mu is held.
@@ -54,6 +55,7 @@ func (in *instance) known(s *series, steps []Transition, start core.State, from,
 		knownTo = in.lastTs
 	}
 	unknown = append(spansIn(in.Absent, from, to+1), spansIn(in.Unreceived, from, to+1)...)
+	unknown = append(unknown, in.silent(s, start, steps, from, to)...)
 	return knownFrom, knownTo, unknown
 }
 

@@ -46,7 +46,8 @@
 // nothing (·) where its state is not known: before the instance's first
 // data or a first transition that contradicts the state the range starts
 // in (InstanceDetail.KnownFrom), after it left (KnownTo), where no process
-// ran (Absent) or its data is known never to have arrived (Unreceived),
+// ran (Absent), its data is known never to have arrived (Unreceived), or an
+// inferred CLOSED went a timeWindow without a call (Silent),
 // by the rule every view draws with (triage.Timeline.Cells); the
 // findings' evidence reuses the timeline's bands. No data is never drawn
 // as 0: "–" in the table, blank in the TREND, gaps in the charts. Unknown

@@ -96,6 +96,10 @@ func TestHostilePeakRSS(t *testing.T) {
 		{"Java rules naming 9,000 new resources every 5 s", func(t *testing.T) string {
 			return "sentinel://" + javaRulesPeer(t) + "?app=hostile"
 		}, "report"},
+		{"Java /metric answering 32 MiB at every poll", func(t *testing.T) string { return javaTargets(javaMetricPeer(t, 1)) }, "report"},
+		// Thirty such targets: the full form only (the trimmed one would
+		// spend its two cores on parsing).
+		{"30 Java targets answering 32 MiB at every poll", func(t *testing.T) string { return javaTargets(javaMetricPeer(t, 30)) }, ""},
 		{"endless upgrade response headers", func(t *testing.T) string { addr, _ := hostiletest.EndlessHeaders(t); return addr }, "report"},
 		{"buckets of 2,500 resources as fast as it can", func(t *testing.T) string { return streamPeer(t, bucketFlood) }, "serve"},
 	}
@@ -113,6 +117,9 @@ func TestHostilePeakRSS(t *testing.T) {
 				commands := commands
 				if trimmed {
 					commands = []string{tc.trimmed}
+					if tc.trimmed == "" {
+						commands = nil
+					}
 				}
 				for _, command := range commands {
 					t.Run(fmt.Sprintf("%s/%s/%s/run %d", maxMemory, tc.name, command, k+1), func(t *testing.T) {
@@ -417,6 +424,53 @@ func javaRulesPeer(t *testing.T) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
+}
+
+// javaMetricPeer serves n Java command APIs on loopback whose /metric
+// answers 32 MiB of valid lines at every poll: 1,600 resources of
+// 300-byte names over the 60 seconds before (96,000 lines; Java answers at
+// most 100,000). It returns their addresses.
+func javaMetricPeer(t *testing.T, n int) []string {
+	t.Helper()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metric":
+			bw := bufio.NewWriterSize(w, 64<<10)
+			now := time.Now().UnixMilli()/1000*1000 - 60000
+			for s := range int64(60) {
+				for i := range 1600 {
+					fmt.Fprintf(bw, "%d|GET:/api/v1/catalogue/%0290d|3|1|3|0|30|0|0|0\n", now+s*1000, i)
+				}
+			}
+			bw.Flush()
+		case "/getRules":
+			w.Write([]byte("[]"))
+		case "/version":
+			w.Write([]byte("1.8.9"))
+		default:
+			http.Error(w, "Unknown command", http.StatusBadRequest)
+		}
+	})}
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(ln)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	t.Cleanup(func() { srv.Close() })
+	return addrs
+}
+
+// javaTargets is the --targets of Java command APIs at addrs, one app.
+func javaTargets(addrs []string) string {
+	specs := make([]string, len(addrs))
+	for i, a := range addrs {
+		specs[i] = "sentinel://" + a + "?app=catalogue"
+	}
+	return strings.Join(specs, ",")
 }
 
 // gzipFile writes block n times, gzipped, to dir/name.

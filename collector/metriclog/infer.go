@@ -73,6 +73,32 @@ func (r inferRules) cannotTrip(complete int64) bool {
 	return len(r.breakers) > 0
 }
 
+// couldTrip reports whether a breaker of the resource could trip on the
+// completions of one second, it, alone: Java 1.8's, counting in one
+// bucket of whole seconds, with at least minRequestAmount of them, and,
+// for the exception rules, more errors than they allow (the counts tell
+// no slow calls: a slow-ratio breaker could).
+func (r inferRules) couldTrip(it *wire.BucketItem) bool {
+	for _, b := range r.breakers {
+		if b.Semantics != core.SemanticsJava || b.StatIntervalMs != BucketMs || it.Complete < int64(max(b.MinRequestAmount, 1)) {
+			continue
+		}
+		switch b.Strategy {
+		case core.ErrorRatio:
+			if float64(it.Error) > b.Threshold*float64(it.Complete) {
+				return true
+			}
+		case core.ErrorCount:
+			if float64(it.Error) > b.Threshold {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // minRetry is the shortest retry timeout of the resource's breakers, ms.
 func (r inferRules) minRetry() int64 {
 	m := int64(0)
@@ -209,7 +235,7 @@ func (x *Inference) step(out []*wire.State, s int64, name string, st *inferState
 			if it.Block == 0 || !x.known && it.Pass > 1 {
 				return out
 			}
-			at := x.tripAt(s, st, rules)
+			at := x.tripAt(s, st, rules, it)
 			// A trip needs minRequestAmount completions in its window:
 			// with too few in s, it came before, and a pass in s after
 			// the retry time is the probe. Without rules, a trip dated
@@ -260,7 +286,7 @@ func (x *Inference) step(out []*wire.State, s int64, name string, st *inferState
 // shortest timeWindow). Without rules, when the second before s already had
 // blocks (the trip is confirmed by a second of blocks and no pass), the
 // blocks began there.
-func (x *Inference) tripAt(s int64, st *inferState, rules inferRules) int64 {
+func (x *Inference) tripAt(s int64, st *inferState, rules inferRules, it *wire.BucketItem) int64 {
 	window := rules.minRetry()
 	if !x.known {
 		window = idleSeconds * BucketMs
@@ -268,6 +294,10 @@ func (x *Inference) tripAt(s int64, st *inferState, rules inferRules) int64 {
 	switch {
 	case !x.known && st.lastBlock == s-BucketMs:
 		return st.lastBlock
+	case x.known && it.Pass > 1 && rules.couldTrip(it):
+		// Calls passed, and s's own completions can trip a breaker: the
+		// trip is s's (an earlier one would have let one probe at most).
+		return s
 	case st.lastLine < s-BucketMs && st.lastDone > 0 && s-st.lastDone < window+BucketMs:
 		return st.lastDone
 	}

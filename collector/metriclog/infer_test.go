@@ -116,6 +116,11 @@ func TestInferenceKnownRules(t *testing.T) {
 			RetryTimeoutMs: 4000, MinRequestAmount: 5, StatIntervalMs: 1000, Semantics: core.SemanticsJava}}, nil),
 			[]inferSecond{"5/0/5/27/4", "", "", "0/2", "1/3/1/15", "1/0/1/28/1", "7/0"},
 			"0 C>O 4 O>H 4 H>C(15)"},
+		{"a trip after silence in a second whose own errors trip it: there", known([]core.BreakerRule{{Resource: "r", Strategy: core.ErrorRatio, Threshold: 0.5,
+			RetryTimeoutMs: 3000, MinRequestAmount: 2, StatIntervalMs: 1000, Semantics: core.SemanticsJava}}, nil),
+			// lowtraffic-1.8.9's checkStock: Java tripped at 3.216 s.
+			[]inferSecond{"1/0/1/58", "", "", "2/1/2/21/2", "0/1", "", "", "1/0/1/28", "2/0"},
+			"3 C>O 7 O>H 7 H>C(28)"},
 		{"Java before 1.8 has no probe", known([]core.BreakerRule{{Resource: "r", Strategy: core.AverageRT, Threshold: 100,
 			RetryTimeoutMs: 5000, MinRequestAmount: 5, StatIntervalMs: 1000, Semantics: core.SemanticsJava16}}, nil),
 			[]inferSecond{"5/5", "0/20", "0/20", "0/20", "0/20", "5/5", "0/19"},

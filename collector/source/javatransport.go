@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -70,6 +71,26 @@ const (
 	javaCatchUp = 10 * time.Minute
 	// javaMaxBody bounds one answer.
 	javaMaxBody = 32 << 20
+	// javaChunkItems is how many items of a /metric answer are held
+	// before the whole seconds among them are delivered, while the rest
+	// is read; javaMaxHeld is the most held at once: an answer with more
+	// lines for one second than that (Java has at most 6,000 resources)
+	// has the second cut there, and its lines after the cut are not read
+	// as part of it.
+	javaChunkItems = 4096
+	javaMaxHeld    = 16384
+	// javaItemBytes is what an item held while a /metric answer is read is
+	// charged to the memory budget, beyond its name: the item and its
+	// share of the slice it is held in.
+	javaItemBytes = 256
+	// javaChargeStep is how many bytes of items are charged to the budget
+	// at once while an answer is read.
+	javaChargeStep = 64 << 10
+	// javaMetricTimeout bounds reading one /metric answer, which is parsed
+	// and delivered as it is read; a read waiting for the next bytes longer
+	// than twice the handshake timeout (the bound of the other commands'
+	// whole exchange) ends it too.
+	javaMetricTimeout = 2 * time.Minute
 	// javaMaxLines is the most lines Java's /metric returns at once
 	// (MetricsReader.MAX_LINES_RETURN): an answer that long may end in the
 	// middle of a second.
@@ -194,6 +215,13 @@ type javaPoller struct {
 	inf     *metriclog.Inference
 	fed     int64
 	pending []wire.BucketItem
+	// pendingCharged is what pending is charged to the memory budget.
+	pendingCharged int64
+	// up: the connection is known to be a Sentinel command API's, and
+	// announced (hello, rules); lost, lostFrom are the data a reconnect
+	// could not read back, told when it is.
+	up             bool
+	lost, lostFrom int64
 }
 
 // pollJava polls a Java target until it fails or ctx ends; dialLoop
@@ -213,25 +241,16 @@ func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error 
 	p := &javaPoller{d: d, sink: d.sink.Bound(t.Name), t: t, st: st, jt: jt, seen: map[string]bool{}, patterns: map[string]*regexp.Regexp{},
 		client: &http.Client{Transport: tr, Timeout: 2 * opts.HandshakeTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	defer func() { p.charge(-p.pendingCharged) }()
 	now := d.clock.UnixMilli()
-	var lost int64
-	p.inf, p.next, p.fed, lost = st.java.resume(jt.instance, now)
-	first := p.next
+	p.inf, p.next, p.fed, p.lost = st.java.resume(jt.instance, now)
+	p.lostFrom = p.next
 
-	// The first answer decides whether this is a Sentinel command API.
-	items, err := p.metrics(ctx, now)
-	if err != nil {
+	// The first answer decides whether this is a Sentinel command API;
+	// the connection is announced with its first items (start).
+	if err := p.pollMetrics(ctx, now); err != nil {
 		return err
 	}
-	if lost > 0 {
-		p.sink.Unreceived(jt.instance, lost, first)
-	}
-	st.Update(func(s *feed.TargetStatus) {
-		s.State, s.Since, s.Problem, s.Note, s.Instance = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{}, feed.TargetRemark{StatesInferred: true}, jt.instance
-	})
-	p.ingest(p.hello(ctx))
-	p.pollRules(ctx)
-	p.deliver(items)
 	st.Update(func(s *feed.TargetStatus) { s.Polls++ })
 
 	tk := d.clock.NewTicker(JavaMetricEvery)
@@ -244,20 +263,30 @@ func (d *dialer) pollJava(ctx context.Context, t Target, st *targetState) error 
 		case <-tk.C():
 		}
 		now := d.clock.UnixMilli()
-		items, err := p.metrics(ctx, now)
-		if err != nil {
+		if err := p.pollMetrics(ctx, now); err != nil {
 			return err
 		}
-		if len(p.patterns) > 0 {
-			p.sendRules(false) // regex rules may govern a resource just seen
-		}
-		p.deliver(items)
 		if now >= rulesDue {
 			rulesDue = now + JavaRulesEvery.Milliseconds()
 			p.pollRules(ctx)
 		}
 		st.Update(func(s *feed.TargetStatus) { s.Polls++ })
 	}
+}
+
+// start announces the connection once its first answer shows a Sentinel
+// command API: the target is up, the data a reconnect could not read back
+// is told, then the hello and the rules.
+func (p *javaPoller) start(ctx context.Context) {
+	p.up = true
+	if p.lost > 0 {
+		p.sink.Unreceived(p.jt.instance, p.lost, p.lostFrom)
+	}
+	p.st.Update(func(s *feed.TargetStatus) {
+		s.State, s.Since, s.Problem, s.Note, s.Instance = feed.TargetUp, p.d.clock.UnixMilli(), feed.Problem{}, feed.TargetRemark{StatesInferred: true}, p.jt.instance
+	})
+	p.ingest(p.hello(ctx))
+	p.pollRules(ctx)
 }
 
 func (p *javaPoller) metricPath(now int64) string {
@@ -285,89 +314,187 @@ func (p *javaPoller) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: answer over %d bytes", path, javaMaxBody)
 	}
 	if resp.StatusCode != http.StatusOK {
-		first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
-		if len(first) > 80 {
-			first = strings.ToValidUTF8(first[:80], "") + "..."
-		}
-		return nil, fmt.Errorf("not a Sentinel command API: %s: HTTP %d %s %q", strings.SplitN(path, "?", 2)[0],
-			resp.StatusCode, http.StatusText(resp.StatusCode), first)
+		return nil, notSentinel(path, resp.StatusCode, body)
 	}
 	return body, nil
 }
 
-// metrics reads and parses the target's /metric answer for the seconds
-// up to now.
-func (p *javaPoller) metrics(ctx context.Context, now int64) ([]wire.BucketItem, error) {
-	body, err := p.get(ctx, p.metricPath(now))
-	if err != nil {
-		return nil, err
+// notSentinel is the error of an answer other than HTTP 200, quoting the
+// start of its first line.
+func notSentinel(path string, status int, body []byte) error {
+	first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	if len(first) > 80 {
+		first = strings.ToValidUTF8(first[:80], "") + "..."
 	}
-	return p.parseMetrics(body)
+	return fmt.Errorf("not a Sentinel command API: %s: HTTP %d %s %q", strings.SplitN(path, "?", 2)[0],
+		status, http.StatusText(status), first)
 }
 
-// parseMetrics reads a /metric answer into bucket items of the seconds not
-// fetched yet, and moves next past them. Bad lines are rejected one by
-// one; an answer of nothing but bad lines from a target that never gave a
-// good one is not Sentinel's.
-func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
-	var items []wire.BucketItem
-	lines, bad := 0, 0
-	var firstErr error
-	var rejects []error
-	for len(body) > 0 {
-		var line []byte
-		line, body, _ = bytes.Cut(body, []byte{'\n'})
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		lines++
-		l, err := metriclog.ParseThin(string(line))
-		if err != nil {
-			bad++
-			firstErr = cmp.Or(firstErr, err)
-			if len(rejects) < 100 {
-				rejects = append(rejects, err)
+// metricRead is one /metric answer being read: its lines so far, and the
+// items held, not delivered yet (charged to the memory budget: held bytes,
+// of which charged are charged already).
+type metricRead struct {
+	lines, bad    int
+	firstErr      error
+	rejects       []error
+	items         []wire.BucketItem
+	newest        int64 // the newest second held
+	delivered     bool  // items of the answer were delivered
+	held, charged int64
+	maxName       int
+}
+
+// pollMetrics reads the target's /metric answer for the seconds up to
+// now as it arrives, line by line (never the whole answer at once), and
+// delivers it whole seconds at a time: what an answer holds is at most
+// javaMaxHeld items, charged to the memory budget while they are held.
+// Bad lines are rejected one by one; an answer of nothing but bad lines
+// from a target that never gave a good one is not Sentinel's. Java answers
+// at most javaMaxLines lines at once: reading stops there, and the newest
+// second is asked again (it may have been cut).
+func (p *javaPoller) pollMetrics(ctx context.Context, now int64) error {
+	path := p.metricPath(now)
+	// The client's timeout bounds the other commands' whole exchange; this
+	// one's reading is parsing and delivering too: bounded by the peer's
+	// stalls (until the headers, then while a read waits), and by
+	// javaMetricTimeout in all.
+	ctx, cancel := context.WithTimeoutCause(ctx, javaMetricTimeout, fmt.Errorf("/metric: answer not read in %v", javaMetricTimeout))
+	defer cancel()
+	stall := 2 * p.d.opts.HandshakeTimeout
+	reading, stalled := context.WithCancelCause(ctx)
+	defer stalled(nil)
+	watch := time.AfterFunc(stall, func() { stalled(fmt.Errorf("/metric: nothing received for %v", stall)) })
+	defer watch.Stop()
+	req, err := http.NewRequestWithContext(reading, http.MethodGet, p.jt.base+path, nil)
+	if err != nil {
+		return err
+	}
+	client := *p.client
+	client.Timeout = 0
+	resp, err := client.Do(req)
+	if err != nil {
+		return cmp.Or(context.Cause(reading), err)
+	}
+	defer resp.Body.Close()
+	r := &metricRead{maxName: cmp.Or(p.d.opts.Limits.MaxNameBytes, wire.DefaultMaxNameBytes)}
+	defer func() { p.charge(-r.charged) }()
+	// The stall is the peer's: the watch runs while a read waits, not
+	// while what was read is parsed and delivered.
+	watch.Stop()
+	body := &countingReader{r: io.LimitReader(resp.Body, javaMaxBody+1),
+		waiting: func(on bool) {
+			if on {
+				watch.Reset(stall)
+			} else {
+				watch.Stop()
 			}
-			continue
-		}
-		if l.Resource != metriclog.CPUUsage && l.Resource != metriclog.SystemLoad {
-			p.written = max(p.written, floorDown(l.Timestamp, metriclog.BucketMs)+metriclog.BucketMs)
-		}
-		if metriclog.Internal(l.Resource) {
-			continue
-		}
-		it := l.Item()
-		if it.Start < p.next {
-			continue // already delivered
-		}
-		items = append(items, it)
+		}}
+	defer func() {
+		n := body.n
+		p.st.Update(func(s *feed.TargetStatus) { s.Bytes += n })
+	}()
+	if resp.StatusCode != http.StatusOK {
+		start, _ := io.ReadAll(io.LimitReader(body, 4<<10))
+		return notSentinel(path, resp.StatusCode, start)
 	}
-	if bad > 0 && bad == lines && p.accepted == 0 {
-		return nil, fmt.Errorf("incompatible: /metric answered %d lines, none of them Sentinel metric lines (%v)", lines, firstErr)
+	br := bufio.NewReaderSize(body, metriclog.MaxLineBytes+2)
+	p.short = false
+	for r.lines < javaMaxLines {
+		line, long, err := readLine(br)
+		if len(bytes.TrimSpace(line)) > 0 || long {
+			r.lines++
+			p.metricLine(ctx, r, line, long)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if cause := context.Cause(reading); cause != nil {
+				return cause
+			}
+			return fmt.Errorf("/metric: %w", err)
+		}
 	}
-	for _, err := range rejects {
+	if body.n > javaMaxBody {
+		return fmt.Errorf("/metric: answer over %d bytes", javaMaxBody)
+	}
+	if r.bad > 0 && r.bad == r.lines && p.accepted == 0 {
+		return fmt.Errorf("incompatible: /metric answered %d lines, none of them Sentinel metric lines (%v)", r.lines, r.firstErr)
+	}
+	for _, err := range r.rejects {
 		p.sink.Reject(p.t.Name, fmt.Errorf("/metric: %w", err))
 	}
-	if bad > 0 {
-		p.st.Update(func(s *feed.TargetStatus) { s.Rejected += int64(bad) })
+	if r.bad > 0 {
+		p.st.Update(func(s *feed.TargetStatus) { s.Rejected += int64(r.bad) })
 	}
-	p.accepted += int64(lines - bad)
-	p.short = lines >= javaMaxLines
-	if len(items) == 0 {
-		return nil, nil
+	p.accepted += int64(r.lines - r.bad)
+	p.short = r.lines >= javaMaxLines
+	p.flush(ctx, r, true)
+	return nil
+}
+
+// metricLine reads one line of a /metric answer into r (long: it was over
+// metriclog.MaxLineBytes, and only its start is given). The items held
+// are delivered, whole seconds, when javaChunkItems of them are held and
+// the line begins a newer second, and at javaMaxHeld in any case.
+func (p *javaPoller) metricLine(ctx context.Context, r *metricRead, line []byte, long bool) {
+	var l metriclog.Line
+	err := fmt.Errorf("%w: line over %d bytes", wire.ErrTooLarge, metriclog.MaxLineBytes)
+	if !long {
+		l, err = metriclog.ParseThin(string(line))
 	}
+	if err == nil && len(l.Resource) > r.maxName {
+		err = fmt.Errorf("%w: resource name of %d bytes exceeds %d", wire.ErrTooLarge, len(l.Resource), r.maxName)
+	}
+	if err != nil {
+		r.bad++
+		r.firstErr = cmp.Or(r.firstErr, err)
+		if len(r.rejects) < 100 {
+			r.rejects = append(r.rejects, err)
+		}
+		return
+	}
+	if l.Resource != metriclog.CPUUsage && l.Resource != metriclog.SystemLoad {
+		p.written = max(p.written, floorDown(l.Timestamp, metriclog.BucketMs)+metriclog.BucketMs)
+	}
+	if metriclog.Internal(l.Resource) {
+		return
+	}
+	it := l.Item()
+	if it.Start < p.next {
+		return // already delivered
+	}
+	if n := len(r.items); n >= javaMaxHeld || n >= javaChunkItems && it.Start > r.newest {
+		p.flush(ctx, r, false)
+	}
+	it.Resource = strings.Clone(it.Resource) // not the line it was cut from
+	r.items = append(r.items, it)
+	r.newest = max(r.newest, it.Start)
+	r.held += javaItemBytes + int64(len(it.Resource))
+	if r.held-r.charged >= javaChargeStep {
+		p.charge(r.held - r.charged)
+		r.charged = r.held
+	}
+}
+
+// flush delivers the items r holds, and moves next past them; the first
+// items of a connection announce it (start). The last flush of an answer
+// cut at javaMaxLines keeps back its newest second, unless that is all
+// the answer gave: it may be incomplete, and is asked again.
+func (p *javaPoller) flush(ctx context.Context, r *metricRead, last bool) {
+	items := r.items
 	slices.SortStableFunc(items, func(a, b wire.BucketItem) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), strings.Compare(a.Resource, b.Resource))
 	})
-	newest := items[len(items)-1].Start
-	if lines >= javaMaxLines {
-		// Cut short: the newest second may be incomplete; fetch it again.
-		i, _ := slices.BinarySearchFunc(items, newest, func(it wire.BucketItem, s int64) int { return cmp.Compare(it.Start, s) })
-		if i > 0 {
-			items, newest = items[:i], items[i-1].Start
+	if last && p.short && len(items) > 0 {
+		i, _ := slices.BinarySearchFunc(items, r.newest, func(it wire.BucketItem, s int64) int { return cmp.Compare(it.Start, s) })
+		if i > 0 || r.delivered {
+			items = items[:i]
 		}
 	}
-	p.next = newest + metriclog.BucketMs
+	if len(items) > 0 {
+		p.next = items[len(items)-1].Start + metriclog.BucketMs
+	}
 	items, collided := metriclog.Merge(items)
 	for _, x := range collided {
 		p.sink.NameCollision(p.jt.instance, x.Resource, x.Start)
@@ -378,7 +505,57 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 			p.d.apps.add(p.jt.app, name)
 		}
 	}
-	return items, nil
+	if !p.up {
+		p.start(ctx)
+	}
+	if len(p.patterns) > 0 {
+		p.sendRules(false) // regex rules may govern a resource just seen
+	}
+	if len(items) > 0 || last {
+		p.deliver(items, !last)
+		r.delivered = r.delivered || len(items) > 0
+	}
+	clear(r.items) // let the names go
+	r.items, r.newest = r.items[:0], 0
+	p.charge(-r.charged)
+	r.held, r.charged = 0, 0
+}
+
+// charge takes n bytes from the collector's memory budget while the
+// answer is read (gives back -n): held, as a frame being decoded is.
+func (p *javaPoller) charge(n int64) {
+	if n != 0 {
+		p.d.sink.Hold(n)
+	}
+}
+
+// readLine reads one line without its newline. A line longer than br's
+// buffer is read to its end and dropped: long, with its start.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	line, err = br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		for err == bufio.ErrBufferFull {
+			_, err = br.ReadSlice('\n')
+		}
+		return nil, true, err
+	}
+	return bytes.TrimSuffix(line, []byte{'\n'}), false, err
+}
+
+// countingReader counts the bytes read through it, and tells waiting
+// when each read begins (true) and ends (false).
+type countingReader struct {
+	r       io.Reader
+	n       int64
+	waiting func(bool)
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	c.waiting(true)
+	n, err := c.r.Read(b)
+	c.waiting(false)
+	c.n += int64(n)
+	return n, err
 }
 
 // deliver sends items as buckets messages, or a heartbeat when there are
@@ -393,10 +570,13 @@ func (p *javaPoller) parseMetrics(body []byte) ([]wire.BucketItem, error) {
 // millisecond of that, never past the poll time. A second not written yet
 // is never read as a second without traffic. (The collector does not take
 // a polled instance's ts for its clock: it stamped it.)
-func (p *javaPoller) deliver(items []wire.BucketItem) {
+//
+// partial: the answer is still being read, so the data is complete up to
+// next only.
+func (p *javaPoller) deliver(items []wire.BucketItem, partial bool) {
 	now := p.d.clock.UnixMilli()
 	end := max(p.written, floorDown(now-javaGrace.Milliseconds(), metriclog.BucketMs))
-	if p.short {
+	if p.short || partial {
 		end = min(end, p.next) // the seconds after the cut come with the next polls
 	}
 	ts := min(end+metriclog.BucketMs-1, now)
@@ -436,6 +616,12 @@ func (p *javaPoller) infer(items []wire.BucketItem, end int64) {
 	if len(p.pending) == 0 {
 		p.pending = nil // let the backing array go
 	}
+	held := int64(0)
+	for i := range p.pending {
+		held += javaItemBytes + int64(len(p.pending[i].Resource))
+	}
+	p.charge(held - p.pendingCharged)
+	p.pendingCharged = held
 }
 
 // ingest validates and feeds one synthesized message; what the sink took
