@@ -93,8 +93,17 @@ type javaApps struct {
 	apps map[string]map[string]bool
 }
 
-// add tells that an instance of app reported resource.
-func (a *javaApps) add(app, resource string) {
+// javaMaxResources bounds the resources remembered of one Java target
+// and of one app (twice the store's default --max-resources per instance,
+// which turns away, and counts, what is beyond its own): a target naming
+// new resources at every poll cannot grow the sets without end. A
+// resource past the bound is still delivered; only a regex rule is not
+// listed over it.
+const javaMaxResources = 10_000
+
+// add tells that an instance of app reported resource; false when app
+// has javaMaxResources already.
+func (a *javaApps) add(app, resource string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.apps == nil {
@@ -103,7 +112,12 @@ func (a *javaApps) add(app, resource string) {
 	if a.apps[app] == nil {
 		a.apps[app] = map[string]bool{}
 	}
-	a.apps[app][resource] = true
+	set := a.apps[app]
+	if !set[resource] && len(set) >= javaMaxResources {
+		return false
+	}
+	set[resource] = true
+	return true
 }
 
 // resources lists the resources of app, sorted.

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -175,5 +176,27 @@ func TestParseJavaTargets(t *testing.T) {
 		if _, err := ParseTargets(spec); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: %v, want %q", spec, err, msg)
 		}
+	}
+}
+
+// TestJavaAppsAreBounded: the resources remembered of an app stop at
+// javaMaxResources, however many new names its targets report; names
+// already held are still told.
+func TestJavaAppsAreBounded(t *testing.T) {
+	var a javaApps
+	for i := range javaMaxResources + 500 {
+		ok := a.add("hostile", fmt.Sprintf("r%d", i))
+		if ok != (i < javaMaxResources) {
+			t.Fatalf("resource %d: added %v", i, ok)
+		}
+	}
+	if !a.add("hostile", "r0") {
+		t.Fatal("a resource already held refused")
+	}
+	if n := len(a.resources("hostile")); n != javaMaxResources {
+		t.Fatalf("%d resources kept, want %d", n, javaMaxResources)
+	}
+	if !a.add("honest", "queryPrice") {
+		t.Fatal("another app refused")
 	}
 }

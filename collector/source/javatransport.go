@@ -204,7 +204,8 @@ type javaPoller struct {
 	// version is the service's Sentinel version ("" when /version did not
 	// say).
 	version string
-	// seen are the resources the target reported (told to d.apps too);
+	// seen are the resources the target reported (told to d.apps too),
+	// at most javaMaxResources;
 	// patterns the compiled regex rules; governable the names they were
 	// last listed over.
 	seen       map[string]bool
@@ -500,7 +501,7 @@ func (p *javaPoller) flush(ctx context.Context, r *metricRead, last bool) {
 		p.sink.NameCollision(p.jt.instance, x.Resource, x.Start)
 	}
 	for i := range items {
-		if name := items[i].Resource; !p.seen[name] {
+		if name := items[i].Resource; !p.seen[name] && len(p.seen) < javaMaxResources {
 			p.seen[name] = true
 			p.d.apps.add(p.jt.app, name)
 		}
