@@ -104,18 +104,21 @@ func TestFloodHelper(t *testing.T) {
 	fmt.Println("connects", connects, "cut", cut)
 }
 
-// floodP999Ratio is how many times the quiet p999 of Entry+Exit its p999
-// under a flood may be (docs/SECURITY.md: 0.21-1.40 µs under it,
-// 0.16-0.49 µs quiet; before the flooder was cut off, up to 12.2 µs).
-const floodP999Ratio = 4
+// floodP99Ratio is how many times the quiet p99 of Entry+Exit its p99
+// under a flood may be. The p99 (the slowest 20,000 of 2,000,000 calls) is
+// what the flood would move if it took the agent's locks or cores from the
+// calls; the p999 moves with whatever else the machine runs, and with the
+// kernel handling the flood's packets on the measuring core: it is logged,
+// and its figures are in docs/SECURITY.md, not asserted.
+const floodP99Ratio = 2
 
 // TestFloodingReaderIsCutOff: a reader in another process sending data
 // frames and pings at full speed over loopback (and connecting again each
 // time it is cut off) is disconnected, and does not take the service's
-// Entry+Exit's 99.9th percentile past floodP999Ratio times the quiet one
-// measured just before, and 1 µs (under 10 µs on an idle machine, see
-// docs/SECURITY.md). It logs the cores the service's process used (the
-// measuring goroutine is one): the agent's share of handling the flood.
+// Entry+Exit's 99th percentile past floodP99Ratio times the quiet one
+// measured just before it. It logs the 99.9th percentiles, and the cores
+// the service's process used (the measuring goroutine is one): the agent's
+// share of handling the flood.
 func TestFloodingReaderIsCutOff(t *testing.T) {
 	if os.Getenv(floodEnv) != "" {
 		t.Skip("in the flooding process")
@@ -180,8 +183,8 @@ func TestFloodingReaderIsCutOff(t *testing.T) {
 		return
 	}
 	// A ratio to the quiet run just before, not a figure: a machine shared
-	// with other work delays both alike (its p999 then reaches 9 µs quiet).
-	if p, q := quantile(flooded, .999), quantile(quiet, .999); p > floodP999Ratio*q+time.Microsecond {
-		t.Errorf("p999 of Entry+Exit under a flood is %v, over %d times the quiet %v and 1µs", p, floodP999Ratio, q)
+	// with other work delays both alike.
+	if p, q := quantile(flooded, .99), quantile(quiet, .99); p > floodP99Ratio*q {
+		t.Errorf("p99 of Entry+Exit under a flood is %v, over %d times the quiet %v", p, floodP99Ratio, q)
 	}
 }
