@@ -1,6 +1,51 @@
 package collector
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sentinel-top/sentinel-top/core/wire"
+)
+
+// startsWithin checks the bucket starts of m (when it is a buckets
+// message) as the collector checks a dialed target's ts: a start further
+// than skew ms from the message's own ts is not believable from any source
+// (a bucket is sent after it closes, and a reconnect re-sends 60 s), and a
+// dialed target's (live: true) must also be within skew of the
+// collector's clock, now. One such item refuses the message, as one
+// invalid item refuses a frame: nil when all are within, or skew is not
+// positive (no check).
+func startsWithin(m wire.Message, skew int64, live bool, now int64) error {
+	b, ok := m.(*wire.Buckets)
+	if !ok || skew <= 0 {
+		return nil
+	}
+	for i := range b.Items {
+		start := b.Items[i].Start
+		if d := start - b.Ts; d > skew || -d > skew {
+			return fmt.Errorf("items[%d].start %d is %s the message's ts %d", i, start, skewText(d), b.Ts)
+		}
+		if d := start - now; live && (d > skew || -d > skew) {
+			return fmt.Errorf("items[%d].start %d is %s the collector's clock", i, start, skewText(d))
+		}
+	}
+	return nil
+}
+
+// skewText words an offset of d ms before what it is compared with: "3h0m0s
+// ahead of", "10.5s behind"; an offset too large for a time.Duration
+// (thousands of years) in hours.
+func skewText(d int64) string {
+	way := "ahead of"
+	if d < 0 {
+		way, d = "behind", -d // -MinInt64 cannot come: times are in [0, wire.MaxTimeMs]
+	}
+	if d > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return fmt.Sprintf("%dh %s", d/3_600_000, way)
+	}
+	return (time.Duration(d) * time.Millisecond).String() + " " + way
+}
 
 // An instance's clock offset is the least arrival-minus-ts of its recent
 // buckets messages (instance.observeOffset): network delay and backlog

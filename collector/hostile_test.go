@@ -173,6 +173,66 @@ func TestTimePoisonAndAbsurdCounts(t *testing.T) {
 	}
 }
 
+// TestBucketStartsOutsideTheSkewWindowRefused: a bucket item starting at 0
+// or in the year 9999 is refused as clock_skew, from a file (checked
+// against its message's ts) as from a dialed target (against the
+// collector's clock too), and leaves the time range alone; items within the
+// window are taken.
+func TestBucketStartsOutsideTheSkewWindowRefused(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc, MaxClockSkew: DefaultMaxClockSkew})
+	day := DefaultMaxClockSkew.Milliseconds()
+	bucket := func(ts int64, starts ...int64) *wire.Buckets {
+		m := &wire.Buckets{Header: wire.Header{Ts: ts, Instance: "x"}, BucketMs: 500}
+		for _, s := range starts {
+			m.Items = append(m.Items, wire.BucketItem{Resource: "r", Start: s, Metrics: core.Metrics{Pass: 1}})
+		}
+		return m
+	}
+	file, dialed := c, c.Bound("x:8719")
+	year9999 := int64(wire.MaxTimeMs - wire.MaxTimeMs%500)
+	for _, tc := range []struct {
+		name string
+		sink interface {
+			Ingest(string, wire.Message) bool
+		}
+		m    *wire.Buckets
+		want bool
+	}{
+		// A series' dedupe tells buckets apart within a span: the oldest first.
+		{"file, start a day before ts", file, bucket(t0ms+1000, t0ms+1000-day), true},
+		{"file, in the window", file, bucket(t0ms+500, t0ms), true},
+		{"file, start 0", file, bucket(t0ms+1000, t0ms+500, 0), false},
+		{"file, start in the year 9999", file, bucket(t0ms+1000, year9999), false},
+		{"file, start a day and a bucket before ts", file, bucket(t0ms+1000, t0ms+500-day), false},
+		{"dialed, in the window", dialed, bucket(t0ms+1000, t0ms+500), true},
+		// ts 20 h behind the collector, its start a day before ts: 44 h
+		// behind the collector's clock.
+		{"dialed, start within a day of ts, not of the clock", dialed, bucket(t0ms-20*3_600_000, t0ms-44*3_600_000), false},
+		{"dialed, start 0", dialed, bucket(t0ms+1000, 0), false},
+	} {
+		if got := tc.sink.Ingest("t", tc.m); got != tc.want {
+			t.Errorf("%s: accepted %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	s := c.Publish()
+	rc := map[string]int64{}
+	for _, r := range s.Rejects {
+		rc[r.Reason] = r.Count
+	}
+	if rc[ReasonClockSkew] != 5 || s.Rejected != 5 {
+		t.Fatalf("rejects %+v, %d in all; want 5 clock_skew", s.Rejects, s.Rejected)
+	}
+	// Nothing of a refused message was taken: t0ms-day+1000 is the
+	// earliest start accepted, t0ms+1000 the latest end.
+	if tm, _ := c.Totals("x", "r"); tm.Pass != 3 {
+		t.Fatalf("pass %d, want the 3 items accepted", tm.Pass)
+	}
+	if seen := s.Seen; seen.From != t0ms+1000-day || seen.To != t0ms+1000 {
+		t.Fatalf("time range %d..%d, want %d..%d", seen.From, seen.To, t0ms+1000-day, t0ms+1000)
+	}
+}
+
 // TestMemoryBudgetHolds: an instance renaming its app on every message, a
 // new rule id on every transition, and resources past the budget are all
 // turned away and counted by reason, and the budget's estimate never

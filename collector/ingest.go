@@ -32,7 +32,7 @@ const (
 	ReasonMaxRate      = "max_rate"      // a source's rate limit (OverRate)
 	// Rejected messages that were well formed but not believable.
 	ReasonImpersonation = "impersonation" // every name its instance could take is another target's (instanceOf)
-	ReasonClockSkew     = "clock_skew"    // ts further than Options.MaxClockSkew from the collector's clock
+	ReasonClockSkew     = "clock_skew"    // ts further than Options.MaxClockSkew from the collector's clock; a bucket's start from its ts too (startsWithin)
 )
 
 // DefaultMaxClockSkew is what sentinel-top sets Options.MaxClockSkew to:
@@ -135,9 +135,13 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 	now := c.clock.UnixMilli()
 	if skew := c.opts.MaxClockSkew.Milliseconds(); owner != "" && skew > 0 {
 		if d := m.Head().Ts - now; d > skew || -d > skew {
-			c.rejectReason(place, ReasonClockSkew, fmt.Errorf("ts %d is %s from the collector's clock", m.Head().Ts, time.Duration(d)*time.Millisecond))
+			c.rejectReason(place, ReasonClockSkew, fmt.Errorf("ts %d is %s the collector's clock", m.Head().Ts, skewText(d)))
 			return false
 		}
+	}
+	if err := startsWithin(m, c.opts.MaxClockSkew.Milliseconds(), owner != "", now); err != nil {
+		c.rejectReason(place, ReasonClockSkew, err)
+		return false
 	}
 	c.mu.Lock()
 	c.cur = c.shareOf(owner) // what is new is charged to its owner's share

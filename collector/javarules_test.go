@@ -12,6 +12,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // Java targets: the rules they answer, and the seconds they write.
@@ -204,7 +205,9 @@ func short(s core.State) string {
 // the parses.
 func TestJavaRulesUnchangedNotParsedAgain(t *testing.T) {
 	clock := core.NewVirtualClock(time.UnixMilli(javaT0))
-	degrade := "[" + strings.Repeat(" ", 30<<20) + `{"count":1,"grade":7,"resource":"db","timeWindow":10}]`
+	// 3 MB under -race, which makes parsing 10 times slower and counts
+	// the parses the same.
+	degrade := "[" + strings.Repeat(" ", racetest.Share(30<<20, 10)) + `{"count":1,"grade":7,"resource":"db","timeWindow":10}]`
 	fake := &fakeJava{clock: clock, degrade: degrade, flow: `[{"count":1,"grade":1,"resource":"db","controlBehavior":9}]`}
 	c, _ := javaServe(t, clock, "order", fake)
 	polls := func(n int) { // n more /metric polls, the last one's rules handled

@@ -95,8 +95,7 @@ func (s statusBar) mode(full bool) string {
 	var b strings.Builder
 	if snap.Mode == collector.ModeReplay {
 		r := snap.Replay
-		pos := fmtSpan(time.Duration(r.Pos-r.From)*time.Millisecond) + "/" +
-			fmtSpan(time.Duration(r.To-r.From)*time.Millisecond)
+		pos := fmtSpanMs(r.Pos-r.From) + "/" + fmtSpanMs(r.To-r.From)
 		switch {
 		case r.Paused:
 			b.WriteString(st.frozen.on(" PAUSED +" + pos + " "))
@@ -114,7 +113,7 @@ func (s statusBar) mode(full bool) string {
 			ahead = s.latest.At - snap.At
 		}
 		b.WriteString(" ")
-		b.WriteString(st.frozen.on(" FROZEN +" + fmtSpan(time.Duration(ahead)*time.Millisecond) + " "))
+		b.WriteString(st.frozen.on(" FROZEN +" + fmtSpanMs(ahead) + " "))
 		if full {
 			b.WriteString(st.dim.on(" collecting"))
 		}

@@ -219,6 +219,13 @@ func fmtMs(ms int64) string {
 	}
 }
 
+// fmtSpanMs is fmtSpan of ms milliseconds, never negative (an end before
+// its start is 0s) and bounded (a range of a thousand years would overflow
+// a time.Duration).
+func fmtSpanMs(ms int64) string {
+	return fmtSpan(time.Duration(min(max(ms, 0), int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond)
+}
+
 // fmtSpan formats a duration for people: 45s, 1m12s, 5m, 1h30m.
 func fmtSpan(d time.Duration) string {
 	if d < 0 {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // runCmd runs the program in-process.
@@ -42,7 +43,10 @@ func TestReportEveryFixture(t *testing.T) {
 	if len(names) < 9 {
 		t.Fatalf("%d built-in fixtures", len(names))
 	}
-	for _, name := range names {
+	for i, name := range names {
+		if !racetest.Played(i, 5) {
+			continue // one goroutine's replays: every fifth fixture under -race, all in .ci/run's run without it
+		}
 		t.Run(name, func(t *testing.T) {
 			code, out, errOut := runCmd(t, "report", "--replay", name, "--format", "json")
 			if code != exitOK {

@@ -53,12 +53,20 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return exitRuntime
 	}
+	began := s.c.Clock().UnixMilli()
 	snap, err := watch(ctx, s, *dur, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime
 	}
 	rep := report.FromSnapshot(s.source, snap, s.c)
+	if cmd.in.replay == "" {
+		// A live input's range is what was watched, on the collector's
+		// clock, with the backlog a connection is sent first: a peer whose
+		// clock is hours off (within the collector's 24 h clock-skew window, and warned
+		// about) does not stretch it.
+		rep.Bound(began-liveBacklog.Milliseconds(), s.c.Clock().UnixMilli())
+	}
 	if err := rep.NoData(*dur); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitRuntime
@@ -112,6 +120,11 @@ func reportOptions(format, failOn string, live bool, dur time.Duration) (render 
 // it; says on stderr what was rejected and accepted; and publishes the
 // snapshot the report is made of: the findings, judged once at the end of
 // the input.
+// liveBacklog is how far before a live report's watch its data may begin:
+// a new connection is sent the last 60 s of buckets an agent still holds
+// (wire-v1 "Transport"), and a Java target's first poll reads as far back.
+const liveBacklog = 60 * time.Second
+
 func watch(ctx context.Context, s *session, dur time.Duration, stderr io.Writer) (*collector.Snapshot, error) {
 	feedCtx := ctx
 	if dur > 0 {

@@ -86,10 +86,21 @@ func fmtClock(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("15:04:05.000")
 }
 
-func fmtDur(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() }
+// fmtDur prints a duration of ms, never negative (a range whose end is
+// before its start lasts 0 s), in hours past what a time.Duration holds
+// (292 years).
+func fmtDur(ms int64) string {
+	ms = max(ms, 0)
+	if ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return fmt.Sprintf("%dh", ms/3_600_000)
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}
 
-// fmtRange prints a time range in UTC, the second date only when it differs.
+// fmtRange prints a time range in UTC, the second date only when it
+// differs; an end before the start is taken as the start.
 func fmtRange(from, to int64) string {
+	to = max(to, from)
 	end := fmtTime(to)
 	if time.UnixMilli(from).UTC().YearDay() == time.UnixMilli(to).UTC().YearDay() &&
 		time.UnixMilli(from).UTC().Year() == time.UnixMilli(to).UTC().Year() {

@@ -42,6 +42,18 @@ type Report struct {
 	Warnings []collector.Warning
 }
 
+// Bound keeps the report's time range within [from, to] (a live input's
+// watch, on the collector's clock), however far off the peers stamped
+// what they sent: a range wholly outside it becomes its nearer end. The
+// findings keep their own times.
+func (r *Report) Bound(from, to int64) {
+	if to < from {
+		return
+	}
+	r.From = min(max(r.From, from), to)
+	r.To = min(max(r.To, r.From), to)
+}
+
 // Histories gives findings the timelines of their instances from the
 // fleet model's breaker histories, the one history every view draws
 // (collector.Collector.Timelines).

@@ -10,6 +10,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
 	"github.com/sentinel-top/sentinel-top/fixtures/fixturetest"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // healthySeries is one instance's resource as a fixture records it, for an
@@ -167,7 +168,10 @@ func fixtureHealthy(t *testing.T, name string) map[[2]string]*healthySeries {
 // than that is in a finding. (brownout's rule, 300 ms against a p99 of at
 // most 200, perhaps 101, is not.)
 func TestFixtureRuleAdviceHealthyP99(t *testing.T) {
-	for _, name := range fixtures.Names() {
+	for i, name := range fixtures.Names() {
+		if !racetest.Played(i, 5) {
+			continue // one goroutine's replays: every fifth fixture under -race, all in .ci/run's run without it
+		}
 		t.Run(name, func(t *testing.T) {
 			series := fixtureHealthy(t, name)
 			res, err := fixturetest.ReplayFixture(name)

@@ -36,9 +36,9 @@ func (e *Feeder) forget() {
 // fit their traffic or not, app moves, restarts, byes, transitions, a
 // resource shared by two apps) and, after every batch, requires the
 // findings kept up to date between calls to equal those derived afresh.
-// 30 seeds (6 under -race: racetest.Cases).
+// 30 seeds (3 under -race, racetest.Share: each is one goroutine's work).
 func TestIncrementalFindingsMatchFromScratch(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(racetest.Cases(30)); seed++ {
+	for seed := uint64(1); seed <= uint64(racetest.Share(30, 10)); seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			// kept answers Findings after every step, fresh only at the

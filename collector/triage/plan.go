@@ -836,7 +836,10 @@ func proposedWords(v RuleValues, cur PlanRule) string {
 	return joinAnd(out)
 }
 
+// fmtDur words a duration of ms, never negative (an end before its start
+// lasts 0 ms).
 func fmtDur(ms int64) string {
+	ms = max(ms, 0)
 	if ms < 1000 {
 		return fmt.Sprintf("%d ms", ms)
 	}

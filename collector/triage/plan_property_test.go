@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // outage is a ground-truth failure of the downstream: [from, to) ms since
@@ -119,9 +120,11 @@ func caughtOutages(t *testing.T, in genWorld, rule core.BreakerRule, per map[str
 // rule caught, no more than one statIntervalMs (and the replay's step)
 // later.
 func TestPlansNeverLoseACaughtOutage(t *testing.T) {
-	seeds := 100
+	// 100 seeds; 30 with -short; 10 under -race, where each seed is one
+	// goroutine's simulation (all 100 in .ci/run's run without it).
+	seeds := racetest.Share(100, 10)
 	if testing.Short() {
-		seeds = 30
+		seeds = min(seeds, 30)
 	}
 	const durMs = 400_000
 	proposed := 0

@@ -10,6 +10,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
 	"github.com/sentinel-top/sentinel-top/fixtures/fixturetest"
+	"github.com/sentinel-top/sentinel-top/internal/racetest"
 )
 
 // sawtoothRun is the spec's shortest sawtooth (findings-v1: "3 or more
@@ -137,7 +138,10 @@ func TestSawtoothRunLength(t *testing.T) {
 // not their counts; this derives them from the recorded transitions.
 func TestFixtureSawtoothCounts(t *testing.T) {
 	var sawtooths, shortRuns int
-	for _, name := range fixtures.Names() {
+	for i, name := range fixtures.Names() {
+		if !racetest.Played(i, 5) {
+			continue // one goroutine's replays: every fifth fixture under -race, all in .ci/run's run without it
+		}
 		t.Run(name, func(t *testing.T) {
 			want := longestRuns(t, name)
 			res, err := fixturetest.ReplayFixture(name)
@@ -175,7 +179,7 @@ func TestFixtureSawtoothCounts(t *testing.T) {
 		})
 	}
 	// The fixtures hold both sides of the threshold.
-	if sawtooths == 0 || shortRuns == 0 {
+	if (sawtooths == 0 || shortRuns == 0) && !racetest.Enabled {
 		t.Errorf("fixtures have %d sawtooths and %d resources with shorter runs of failed probes", sawtooths, shortRuns)
 	}
 }

@@ -26,11 +26,11 @@ func words(f *Finding) {
 	case *LowConfidenceFacts:
 		f.Summary, f.Advice = lowConfidenceWords(x)
 	case *RuleDriftFacts:
-		f.Summary, f.Advice = driftWords(x, n, f.To-f.From)
+		f.Summary, f.Advice = driftWords(x, n, max(f.To-f.From, 0))
 	case *UnprotectedFacts:
 		f.Summary, f.Advice = unprotectedWords(x, n, f.Severity == Critical)
 	case *RulesLostFacts:
-		f.Summary, f.Advice = rulesLostWords(x, n, f.To-f.From, f.Severity == Critical)
+		f.Summary, f.Advice = rulesLostWords(x, n, max(f.To-f.From, 0), f.Severity == Critical)
 	case *InertRuleFacts:
 		f.Summary, f.Advice = inertWords(x)
 	case *WarmUpFacts:
@@ -38,7 +38,7 @@ func words(f *Finding) {
 	case *SelfInflictedFacts:
 		f.Summary, f.Advice = selfWords(x)
 	case *HotValueFacts:
-		f.Summary, f.Advice = hotWords(x, f.To-f.From)
+		f.Summary, f.Advice = hotWords(x, max(f.To-f.From, 0))
 	case *SharedResourceFacts:
 		// Each process has its own statistics and breakers: what one name
 		// conflates is what is keyed by name alone.

@@ -21,3 +21,21 @@ func TestCases(t *testing.T) {
 		}
 	}
 }
+
+func TestPlayed(t *testing.T) {
+	played := 0
+	for i := range 23 {
+		if Played(i, 5) {
+			played++
+		} else if !Enabled || i%5 == 0 {
+			t.Errorf("case %d of 23 not played (race %v)", i, Enabled)
+		}
+	}
+	want := 23
+	if Enabled {
+		want = 5 // 0, 5, 10, 15, 20
+	}
+	if played != want || !Played(0, 5) || !Played(7, 1) {
+		t.Errorf("%d of 23 played, want %d (race %v)", played, want, Enabled)
+	}
+}
