@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
@@ -193,9 +194,28 @@ func reportPage(s *session) func(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 		rep := report.FromSnapshot(s.source, s.c.Snapshot(), s.c) // as published: what /metrics and a dashboard see
+		page, release, err := renderHeld(s.c, render, rep)
+		if err != nil {
+			return err
+		}
+		defer release()
 		w.Header().Set("Content-Type", ctype)
-		return render(w, rep)
+		_, err = w.Write(page)
+		return err
 	}
+}
+
+// renderHeld renders rep and charges the page to c's memory budget while
+// it is held (as a frame being decoded is: what is new is turned away
+// meanwhile), until release. At most maxReportRenders are held at once.
+func renderHeld(c *collector.Collector, render func(io.Writer, *report.Report) error, rep *report.Report) (page []byte, release func(), err error) {
+	var buf bytes.Buffer
+	if err := render(&buf, rep); err != nil {
+		return nil, func() {}, fmt.Errorf("render the report: %w", err)
+	}
+	held := int64(buf.Cap())
+	c.Hold(held)
+	return buf.Bytes(), func() { c.Hold(-held) }, nil
 }
 
 // serve feeds the collector and serves handler on ln until ctx ends or

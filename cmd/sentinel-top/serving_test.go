@@ -21,6 +21,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/bench"
@@ -464,5 +466,26 @@ func TestScrapersPeakRSS(t *testing.T) {
 	}
 	if ok.Load() == 0 {
 		t.Errorf("no scrape was served\n%s", tail(stderr.String()))
+	}
+}
+
+// TestReportPageChargedWhileHeld: a /report page is charged to the memory
+// budget while it is written and given back after, so renders held by
+// slow clients turn new data away rather than grow past the budget.
+func TestReportPageChargedWhileHeld(t *testing.T) {
+	c := collector.New(collector.Options{})
+	rep := report.FromSnapshot("test", c.Publish(), c)
+	for _, render := range []func(io.Writer, *report.Report) error{report.JSON, report.Markdown, report.Text} {
+		page, release, err := renderHeld(c, render, rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held := c.Publish().MemoryHeld; len(page) == 0 || held < int64(len(page)) {
+			t.Fatalf("a page of %d bytes, %d held", len(page), held)
+		}
+		release()
+		if held := c.Publish().MemoryHeld; held != 0 {
+			t.Fatalf("%d bytes still held after the page was written", held)
+		}
 	}
 }
