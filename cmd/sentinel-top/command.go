@@ -11,7 +11,7 @@ import (
 // command is one subcommand's flags: the shared input flags and its own.
 type command struct {
 	name  string // as in messages: "sentinel-top report"
-	hint  string // printed after a usage error, when set
+	hint  string // printed after the error of no input (errChooseInput), when set
 	fs    *flag.FlagSet
 	in    inputFlags
 	plain bool // no input flags (bench)
@@ -64,7 +64,7 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok b
 	}
 	if err != nil {
 		c.failf("%v", err)
-		if c.hint != "" {
+		if c.hint != "" && errors.Is(err, errChooseInput) {
 			fmt.Fprintln(c.fs.Output(), c.hint)
 		}
 		return exitUsage, false

@@ -193,6 +193,9 @@ func TestRecordRefusesToOverwriteOrFollowLinks(t *testing.T) {
 		if code == exitOK {
 			t.Errorf("%v: exit 0 (%s)", args, errOut)
 		}
+		if len(args) == 2 && args[1] == existing && !strings.Contains(errOut, "--record-overwrite replaces it") {
+			t.Errorf("%v: the flag that would replace it is not named: %s", args, errOut)
+		}
 		if b, _ := os.ReadFile(existing); string(b) != "precious\n" {
 			t.Fatalf("%v: the existing file was changed", args)
 		}
@@ -278,15 +281,20 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestMissingRotationIsNamed: of several files named to --replay, the one
-// that does not exist is named.
+// that does not exist is named, and the input failed (exit 3), as a single
+// file that does not exist.
 func TestMissingRotationIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "order-metrics.log.2026-11-30")
 	os.WriteFile(log, []byte("1764460800000|2026-11-30 00:00:00|db|10|0|10|0|5|0|0|0\n"), 0o600)
 	missing := log + ".1"
 	code, _, errOut := runCmd(t, "report", "--replay", missing+","+log)
-	if code != exitUsage || !strings.Contains(errOut, "--replay: "+missing+": no such file") {
+	if code != exitRuntime || !strings.Contains(errOut, "--replay: "+missing+": no such file") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "report", "--replay", missing)
+	if code != exitRuntime || !strings.Contains(errOut, "file does not exist, and not a built-in fixture") {
+		t.Fatalf("one file: exit %d: %s", code, errOut)
 	}
 }
 
@@ -326,5 +334,18 @@ func TestReplayOfEndlessInputEnds(t *testing.T) {
 		if code != exitRuntime || out != "" || !strings.Contains(errOut, "over 8 MiB") || !strings.Contains(errOut, "split the recording") {
 			t.Errorf("%s: exit %d\n%s\n%s", input, code, out, errOut)
 		}
+	}
+}
+
+// TestHintOnlyWithoutInput: "try: sentinel-top --demo" follows the error
+// of no input, not an error of another flag.
+func TestHintOnlyWithoutInput(t *testing.T) {
+	code, _, errOut := runCmd(t)
+	if code != exitUsage || !strings.Contains(errOut, "try: sentinel-top --demo") {
+		t.Errorf("no input: exit %d: %s", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "--replay", "sawtooth-db-slow", "--speed", "0")
+	if code != exitUsage || strings.Contains(errOut, "try:") || !strings.Contains(errOut, "--speed") {
+		t.Errorf("--speed 0: exit %d: %s", code, errOut)
 	}
 }

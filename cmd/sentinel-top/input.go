@@ -137,6 +137,10 @@ func valueFormat(fl *flag.Flag) string {
 	return "" // a flag of its own parsing says what it wants itself
 }
 
+// errChooseInput is validate's error when no input, or more than one, is
+// given: the one a first-time user meets, followed by the command's hint.
+var errChooseInput = errors.New("choose one input: --targets, --replay or --demo")
+
 func (f *inputFlags) validate() error {
 	n := 0
 	for _, set := range []bool{f.targets != "", f.replay != "", f.demoSet} {
@@ -145,7 +149,7 @@ func (f *inputFlags) validate() error {
 		}
 	}
 	if n != 1 {
-		return usagef("choose one input: --targets, --replay or --demo")
+		return usageError{errChooseInput}
 	}
 	if _, err := f.parseSpeed(); err != nil {
 		return err
@@ -317,6 +321,9 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	s.closers = append(s.closers, followBudget(opts.MaxMemory))
 	if f.record != "" {
 		w, err := record.Create(f.record, f.recordOver)
+		if errors.Is(err, record.ErrExists) {
+			return nil, fmt.Errorf("--record: %w; --record-overwrite replaces it", err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
@@ -406,5 +413,5 @@ func openFixture(name string) (io.ReadCloser, string, error) {
 	if rc, ok, err := builtinFixture(name); ok {
 		return rc, name, err
 	}
-	return nil, "", usagef("--replay %q: no such file, and not a built-in fixture (%s)", name, strings.Join(builtinFixtureNames(), ", "))
+	return nil, "", fmt.Errorf("--replay %q: %w, and not a built-in fixture (%s)", name, os.ErrNotExist, strings.Join(builtinFixtureNames(), ", "))
 }

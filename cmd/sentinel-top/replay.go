@@ -23,7 +23,9 @@ func openReplay(spec string, speed float64, ropts source.ReplayOptions, opts col
 	if specs := strings.Split(spec, ","); len(specs) > 1 {
 		for _, p := range specs {
 			if _, err := os.Stat(metricLogPath(p)); err != nil {
-				return nil, nil, "", usagef("--replay: %s: %v (one of the files named in %q)", metricLogPath(p), errors.Unwrap(err), spec)
+				// The input failed (exit 3), as a file that cannot be read
+				// does: the flags were well formed.
+				return nil, nil, "", fmt.Errorf("--replay: %s: %w (one of the files named in %q)", metricLogPath(p), errors.Unwrap(err), spec)
 			}
 		}
 	}
