@@ -198,7 +198,7 @@ func TestFlowTargets(t *testing.T) {
 	waitText(t, tm, "targets 3/4 up ✖ 1 down: 10.0.0.4:8719", "t targets")
 	typeKeys(tm, "t")
 	waitText(t, tm, "TARGETS  3/4 up · ✖ 1 down", "refused: nothing listens on 10.0.0.4:8719 (connection refused)",
-		"down for 12s, retry in 4.0s · 5 reconnects")
+		"down for 1m43s, the latest attempt 12s ago, retry in 4.0s · 5 reconnects")
 	typeKeys(tm, "j")
 	waitText(t, tm, "10.0.0.1:8719  ● up for 10m · 0 reconnects · instance order-1")
 	typeKeys(tm, "<esc>")

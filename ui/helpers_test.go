@@ -180,7 +180,7 @@ func testSnapshot() *collector.Snapshot {
 			{Name: "sentinel://10.0.0.3:8719?app=payment", State: collector.TargetUp, Since: t0 - 600_000,
 				Instance: "payment-1", Note: collector.TargetRemark{StatesInferred: true}, Messages: 600, Bytes: 120_000,
 				LastMessageAt: t0 - 75_000},
-			{Name: "10.0.0.4:8719", State: collector.TargetDown, Since: t0 - 12_000, RetryAt: t0 + 4_000, Reconnects: 5,
+			{Name: "10.0.0.4:8719", State: collector.TargetDown, Since: t0 - 12_000, DownSince: t0 - 103_000, RetryAt: t0 + 4_000, Reconnects: 5,
 				Problem: feed.Problem{Kind: feed.ProblemRefused, Where: "10.0.0.4:8719"}},
 		},
 		Apps: 2, Instances: 6, Resources: 5, Messages: 48213, Rows: rows, Findings: findings,

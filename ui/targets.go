@@ -207,7 +207,7 @@ func (t *targetsScreen) row(ts *collector.TargetStatus, c targetCols, selected b
 	st.targetPaint(ts.State).write(&b, state)
 	padRight(&b, "", c.state-width(state))
 	b.WriteByte(' ')
-	padRight(&b, cut(t.age(ts.Since), c.since), c.since)
+	padRight(&b, cut(t.age(stateSince(ts)), c.since), c.since)
 	b.WriteByte(' ')
 	padRight(&b, safeName(ts.Name, c.name), c.name)
 	b.WriteByte(' ')
@@ -235,8 +235,11 @@ func (t *targetsScreen) story(ts *collector.TargetStatus) []string {
 	st, at := t.st, t.snap.At
 	head := st.bold.on(safeName(ts.Name, max(12, t.width/2))) + "  " +
 		st.targetPaint(ts.State).on(targetState(ts.State))
-	if ts.Since > 0 {
-		head += " for " + fmtAge(at-ts.Since)
+	if since := stateSince(ts); since > 0 {
+		head += " for " + fmtAge(at-since)
+	}
+	if ts.State != collector.TargetUp && ts.DownSince > 0 && ts.Since > ts.DownSince {
+		head += ", the latest attempt " + fmtAge(at-ts.Since) + " ago"
 	}
 	if ts.State == collector.TargetDown && ts.RetryAt > at {
 		head += ", retry in " + fmtAge(ts.RetryAt-at)
@@ -271,6 +274,16 @@ func (t *targetsScreen) age(ms int64) string {
 		return "–"
 	}
 	return fmtAge(t.snap.At - ms)
+}
+
+// stateSince is when the target entered the state the list shows it in:
+// for a target not up, when it stopped being up, however many attempts
+// since (Since is the latest attempt's).
+func stateSince(ts *collector.TargetStatus) int64 {
+	if ts.State != collector.TargetUp && ts.DownSince > 0 {
+		return ts.DownSince
+	}
+	return ts.Since
 }
 
 // lastMessage is how long ago the target's last message came (both times

@@ -24,10 +24,14 @@ func (s TargetState) String() string {
 
 // TargetStatus is one dialed target as the UI shows it.
 type TargetStatus struct {
-	Name     string // as given on the command line
-	State    TargetState
-	Since    int64  // when it entered State, Unix ms
-	Instance string // the instance its hello named, once known
+	Name  string // as given on the command line
+	State TargetState
+	Since int64 // when it entered State, Unix ms
+	// DownSince is when it stopped being up (or, never up, when it was
+	// first dialed), Unix ms; 0 while up. Retries do not move it: a
+	// target down for minutes is down for minutes, however often dialed.
+	DownSince int64
+	Instance  string // the instance its hello named, once known
 	// Problem is why it is down (or its last connection failed).
 	Problem Problem
 	// Note is a standing remark about what this target can tell, such as

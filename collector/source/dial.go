@@ -147,7 +147,7 @@ func Dial(ctx context.Context, sink feed.DialSink, targets []Target, opts DialOp
 	records := make([]*feed.TargetRecord, len(targets))
 	now := d.clock.UnixMilli()
 	for i, t := range targets {
-		records[i] = feed.NewTargetRecord(feed.TargetStatus{Name: t.Name, State: feed.TargetConnecting, Since: now})
+		records[i] = feed.NewTargetRecord(feed.TargetStatus{Name: t.Name, State: feed.TargetConnecting, Since: now, DownSince: now})
 		states[i] = &targetState{TargetRecord: records[i]}
 	}
 	sink.AddTargets(records...)
@@ -186,6 +186,9 @@ func (d *dialer) dialLoop(ctx context.Context, t Target, st *targetState, turns 
 		now := d.clock.UnixMilli()
 		st.Update(func(s *feed.TargetStatus) {
 			s.State, s.Since, s.Problem, s.RetryAt = feed.TargetDown, now, problemOf(err), now+wait.Milliseconds()
+			if s.DownSince == 0 {
+				s.DownSince = now
+			}
 			s.Reconnects++
 		})
 		timer := make(chan struct{})
@@ -319,7 +322,7 @@ func (d *dialer) connect(ctx context.Context, t Target, st *targetState, turns c
 		return err
 	})
 	st.Update(func(s *feed.TargetStatus) {
-		s.State, s.Since, s.Problem = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{}
+		s.State, s.Since, s.Problem, s.DownSince = feed.TargetUp, d.clock.UnixMilli(), feed.Problem{}, 0
 	})
 	s := d.newStream(t, st, sink)
 	defer s.end()

@@ -359,3 +359,44 @@ func TestTargetTokensRefusedWhereTheyWouldShow(t *testing.T) {
 		}
 	}
 }
+
+// TestDownSinceOutlastsRetries: a target nobody listens on is down since
+// its first failure however often it is dialed again; Since is the latest
+// attempt's.
+func TestDownSinceOutlastsRetries(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := ln.Addr().String()
+	ln.Close()
+	c := collector.New(collector.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		dial(ctx, c, []Target{{Name: closedAddr, URL: "ws://" + closedAddr + DefaultStreamPath}}, DialOptions{Seed: 7})
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	var first feed.TargetStatus
+	eventually(t, "the first failure", func() error {
+		first = firstTarget(c.Publish())
+		if first.State != feed.TargetDown {
+			return fmt.Errorf("%s", first.State)
+		}
+		return nil
+	})
+	if first.DownSince == 0 || first.DownSince > first.Since {
+		t.Fatalf("down since %d, the attempt at %d", first.DownSince, first.Since)
+	}
+	eventually(t, "two more attempts", func() error {
+		st := firstTarget(c.Publish())
+		if st.Reconnects < first.Reconnects+2 || st.State != feed.TargetDown {
+			return fmt.Errorf("%d reconnects, %s", st.Reconnects, st.State)
+		}
+		if st.DownSince != first.DownSince {
+			t.Fatalf("down since %d, then %d: a retry moved it", first.DownSince, st.DownSince)
+		}
+		if st.Since <= first.Since {
+			return fmt.Errorf("the latest attempt at %d, the first at %d", st.Since, first.Since)
+		}
+		return nil
+	})
+}

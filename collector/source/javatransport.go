@@ -285,6 +285,7 @@ func (p *javaPoller) start(ctx context.Context) {
 	}
 	p.st.Update(func(s *feed.TargetStatus) {
 		s.State, s.Since, s.Problem, s.Note, s.Instance = feed.TargetUp, p.d.clock.UnixMilli(), feed.Problem{}, feed.TargetRemark{StatesInferred: true}, p.jt.instance
+		s.DownSince = 0
 	})
 	p.ingest(p.hello(ctx))
 	p.pollRules(ctx)
