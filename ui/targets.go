@@ -209,7 +209,7 @@ func (t *targetsScreen) row(ts *collector.TargetStatus, c targetCols, selected b
 	b.WriteByte(' ')
 	padRight(&b, cut(t.age(stateSince(ts)), c.since), c.since)
 	b.WriteByte(' ')
-	padRight(&b, safeName(ts.Name, c.name), c.name)
+	padRight(&b, targetName(ts.Name, c.name), c.name)
 	b.WriteByte(' ')
 	inst := "–"
 	if ts.Instance != "" {

@@ -171,7 +171,7 @@ func TestTargetsLastMessageIsTheCollectors(t *testing.T) {
 	m := newTestModel(newStaticSource(testSnapshot()), 120, 40)
 	press(m, "t")
 	want := map[string]string{"10.0.0.1:8719": "0.3s ago", "10.0.0.2:8719": "1.2s ago",
-		"sentinel://": "1m15s ago", "10.0.0.4:8719": "–"}
+		"10.0.0.3:8719": "1m15s ago", "10.0.0.4:8719": "–"}
 	for _, line := range strings.Split(screenText(m), "\n")[3:8] {
 		for target, age := range want {
 			if !strings.Contains(line, target) {

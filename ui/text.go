@@ -121,6 +121,42 @@ func resourceName(name string, w int) string {
 	return ansi.Truncate(host, w-1-width(tail), "") + "…" + tail
 }
 
+// targetName sanitizes a target's address and fits it into w cells
+// keeping what tells targets apart, its host and port: the middle of the
+// path goes first, then the scheme, then the rest of the path
+// ("ws://127.0.0.1:8721…/stream", "127.0.0.1:8721…/stream",
+// "127.0.0.1:8721"); a host and port longer than w keep their two ends.
+func targetName(name string, w int) string {
+	s := sanitize(name)
+	if width(s) <= w {
+		return s
+	}
+	scheme, rest := "", s
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+3], s[i+3:]
+	}
+	auth, tail := rest, ""
+	if j := strings.IndexAny(rest, "/?"); j >= 0 {
+		auth, tail = rest[:j], rest[j:]
+	}
+	switch {
+	case width(auth) >= w:
+		return elide(auth, w)
+	case tail == "":
+		return auth
+	}
+	if room := w - width(scheme+auth) - 1; room >= min(6, width(tail)) {
+		return scheme + auth + "…" + tailCells(tail, room)
+	}
+	if width(rest) <= w {
+		return rest
+	}
+	if room := w - width(auth) - 1; room >= 4 {
+		return auth + "…" + tailCells(tail, room)
+	}
+	return auth
+}
+
 // tailCells is the end of s in at most w cells, starting at a "/" when
 // that loses no more than a few cells.
 func tailCells(s string, w int) string {
