@@ -152,7 +152,6 @@ func TestUsageErrors(t *testing.T) {
 		{"report", "--replay", "sawtooth-db-slow", "--format", "yaml"},
 		{"report", "--replay", "sawtooth-db-slow", "--fail-on", "panic"},
 		{"report", "--targets", "127.0.0.1:1"},
-		{"report", "--replay", "no-such-fixture"},
 		{"--replay", "sawtooth-db-slow", "--speed", "fast"},
 		{"--targets", "localhost"},
 		{"--bogus"},
