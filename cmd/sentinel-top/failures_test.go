@@ -73,31 +73,13 @@ func TestReportWarnsOfATargetDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
 	if err := a.LoadRules([]core.BreakerRule{{Resource: "db", Strategy: core.ErrorRatio, Threshold: 0.5,
 		MinRequestAmount: 20, StatIntervalMs: 10000, RetryTimeoutMs: 30000}}, nil); err != nil {
+		a.Close()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go a.Serve(ln)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-				if e, err := a.Entry("db"); err == nil {
-					e.Exit(nil)
-				}
-			}
-		}
-	}()
-	code, out, errOut := runCmd(t, "report", "--targets", ln.Addr().String()+",127.0.0.1:1", "--for", "2s")
+	addr := busyAgent(t, a)
+	code, out, errOut := runCmd(t, "report", "--targets", addr+",127.0.0.1:1", "--for", "2s")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -348,4 +330,33 @@ func TestHintOnlyWithoutInput(t *testing.T) {
 	if code != exitUsage || strings.Contains(errOut, "try:") || !strings.Contains(errOut, "--speed") {
 		t.Errorf("--speed 0: exit %d: %s", code, errOut)
 	}
+}
+
+// busyAgent serves a's stream on a loopback port, with a call of "db"
+// every 5 ms, until the test ends; it returns the address.
+func busyAgent(t *testing.T, a *agent.Agent) string {
+	t.Helper()
+	t.Cleanup(func() { a.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Serve(ln)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				if e, err := a.Entry("db"); err == nil {
+					e.Exit(nil)
+				}
+			}
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -84,27 +83,7 @@ func TestLiveReportRangeIsTheWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.Close()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go a.Serve(ln)
-		targets = append(targets, ln.Addr().String())
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-					if e, err := a.Entry("db"); err == nil {
-						e.Exit(nil)
-					}
-				}
-			}
-		}()
+		targets = append(targets, busyAgent(t, a))
 	}
 	began := time.Now().UnixMilli()
 	code, out, errOut := runCmd(t, "report", "--targets", strings.Join(targets, ","), "--for", "2s", "--format", "json")

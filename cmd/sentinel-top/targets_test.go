@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sentinel-top/sentinel-top/agent"
 )
@@ -27,27 +25,7 @@ func TestReportOfTwoTargetsWithTheirOwnTokensAndOneName(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.Close()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go a.Serve(ln)
-		addrs = append(addrs, ln.Addr().String())
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-					if e, err := a.Entry("db"); err == nil {
-						e.Exit(nil)
-					}
-				}
-			}
-		}()
+		addrs = append(addrs, busyAgent(t, a))
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "b.token"), []byte(secrets[1]+"\n"), 0o600); err != nil {
