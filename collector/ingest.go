@@ -248,27 +248,28 @@ func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, n
 func renamed(m wire.Message, name string) wire.Message {
 	switch x := m.(type) {
 	case *wire.Hello:
-		y := *x
-		y.Instance = name
-		return &y
+		return renamedCopy(x, name)
 	case *wire.Rules:
-		y := *x
-		y.Instance = name
-		return &y
+		return renamedCopy(x, name)
 	case *wire.Buckets:
-		y := *x
-		y.Instance = name
-		return &y
+		return renamedCopy(x, name)
 	case *wire.State:
-		y := *x
-		y.Instance = name
-		return &y
+		return renamedCopy(x, name)
 	case *wire.Bye:
-		y := *x
-		y.Instance = name
-		return &y
+		return renamedCopy(x, name)
 	}
 	return m
+}
+
+// renamedCopy is a shallow copy of *x whose header names the instance name.
+func renamedCopy[T any, P interface {
+	*T
+	wire.Message
+}](x P, name string) wire.Message {
+	y := P(new(T))
+	*y = *x
+	y.Head().Instance = name
+	return y
 }
 
 // seriesFor returns the instance's series for resource, creating it within
