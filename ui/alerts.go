@@ -21,6 +21,7 @@ type alertsPanel struct {
 	cur           cursor
 	focused       bool
 	kindW         int // the widest kind listed
+	whereW        int // the widest app/resource listed
 	width, height int // height includes the title line
 }
 
@@ -33,9 +34,10 @@ func newAlertsPanel(st *Styles, keys *keyMap) alertsPanel {
 func (a alertsPanel) SetFindings(f []triage.Finding, plans []triage.Plan) alertsPanel {
 	a.findings = f
 	a.planned = make([]bool, len(f))
-	a.kindW = 8
+	a.kindW, a.whereW = 8, 0
 	for i := range f {
 		a.kindW = max(a.kindW, len(f[i].Kind))
+		a.whereW = max(a.whereW, width(sanitize(f[i].App))+1+width(sanitize(f[i].Resource)))
 		a.planned[i] = planned(plans, &f[i])
 	}
 	a.kindW = min(a.kindW, 24)
@@ -134,7 +136,10 @@ func (a alertsPanel) line(f *triage.Finding, planned, selected bool) string {
 	sel := selected && a.focused
 	var b strings.Builder
 	b.WriteString(strings.TrimSuffix(listMark(selected, a.focused), " "))
-	sev := sevMark(f.Severity) + " " + sevWord(f.Severity)
+	sev := sevMark(f.Severity)
+	if a.width >= sevWordW {
+		sev += " " + sevWord(f.Severity)
+	}
 	if sel {
 		b.WriteString(sev)
 	} else {
@@ -143,7 +148,9 @@ func (a alertsPanel) line(f *triage.Finding, planned, selected bool) string {
 	b.WriteByte(' ')
 	padRight(&b, cut(string(f.Kind), a.kindW), a.kindW)
 	b.WriteByte(' ')
-	nameW := max(16, min(40, a.width/4))
+	// the names up to the widest, at most a quarter of the width: the
+	// summary takes the rest.
+	nameW := min(a.whereW, max(16, min(48, a.width/4)))
 	where := findingWhere(f, nameW)
 	padRight(&b, where, nameW)
 	b.WriteByte(' ')
@@ -164,13 +171,17 @@ func (a alertsPanel) line(f *triage.Finding, planned, selected bool) string {
 	return s
 }
 
+// sevWordW is the least width at which a finding's severity is said in a
+// word beside its mark ("!! CRIT"); narrower, the summary takes its room.
+const sevWordW = 100
+
 // findingWhere names a finding's app and resource in w cells.
 func findingWhere(f *triage.Finding, w int) string {
 	app := sanitize(f.App)
 	if app == "" {
 		return resourceName(f.Resource, w)
 	}
-	appW := min(width(app), max(4, w/3))
+	appW := min(width(app), max(4, w*2/5))
 	return elide(app, appW) + "/" + resourceName(f.Resource, max(1, w-appW-1))
 }
 

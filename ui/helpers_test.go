@@ -331,7 +331,7 @@ func keys(s string) []tea.Msg {
 func namedKey(n string) tea.KeyMsg {
 	m := map[string]tea.KeyType{
 		"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "up": tea.KeyUp, "down": tea.KeyDown,
-		"pgdown": tea.KeyPgDown, "pgup": tea.KeyPgUp, "backspace": tea.KeyBackspace, "ctrl+c": tea.KeyCtrlC,
+		"f2": tea.KeyF2, "pgdown": tea.KeyPgDown, "pgup": tea.KeyPgUp, "backspace": tea.KeyBackspace, "ctrl+c": tea.KeyCtrlC,
 	}
 	return tea.KeyMsg{Type: m[n]}
 }

@@ -18,6 +18,9 @@ type keyMap struct {
 	Sort, Reverse                     key.Binding
 	Pause, Slower, Faster, SeekBack   key.Binding
 	SeekFwd                           key.Binding
+
+	// the column chooser (htop's F2)
+	Columns key.Binding
 }
 
 var _ help.KeyMap = (*keyMap)(nil)
@@ -53,6 +56,9 @@ func newKeyMap() *keyMap {
 		Faster:      b([]string{">"}, ">", "faster"),
 		SeekBack:    b([]string{"["}, "[", "back 10s"),
 		SeekFwd:     b([]string{"]"}, "]", "forward 10s"),
+
+		// the column chooser
+		Columns: b([]string{"f2", "c"}, "F2/c", "columns"),
 	}
 }
 
@@ -78,7 +84,7 @@ func (k *keyMap) forMain(filtered bool) *keyMap {
 // forDetail is the detail screen's keymap: no filter, sort or drill down.
 func (k *keyMap) forDetail() *keyMap {
 	c := *k
-	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse} {
+	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.Columns} {
 		b.SetEnabled(false)
 	}
 	return &c
@@ -88,7 +94,7 @@ func (k *keyMap) forDetail() *keyMap {
 // apply everywhere.
 func (k *keyMap) forTargets() *keyMap {
 	c := *k
-	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.Tab, &c.Alerts} {
+	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.Tab, &c.Alerts, &c.Columns} {
 		b.SetEnabled(false)
 	}
 	return &c
@@ -127,7 +133,7 @@ func (k *keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PgUp, k.PgDn},
 		{k.Open, k.Back, k.Tab, k.Alerts, k.Targets, k.Filter, k.ClearFilter, k.Help, k.Quit},
-		{k.Freeze, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Sort, k.Reverse},
+		{k.Freeze, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Sort, k.Reverse, k.Columns},
 		{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd},
 	}
 }

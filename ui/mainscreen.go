@@ -36,6 +36,8 @@ type mainScreen struct {
 
 	filter    textinput.Model
 	filtering bool
+	columns   columnChooser
+	choosing  bool // the column chooser is open
 	sort      sortKey
 	reverse   bool
 
@@ -57,10 +59,11 @@ func newMainScreen(c *common) *mainScreen {
 	ti.Cursor.TextStyle = st.r.NewStyle()
 	ti.Cursor.SetMode(textcursor.CursorStatic) // a blinking cursor would wake the program twice a second
 	s := &mainScreen{
-		common: c,
-		trends: newTrends(),
-		alerts: newAlertsPanel(st, c.keys),
-		filter: ti,
+		common:  c,
+		trends:  newTrends(),
+		alerts:  newAlertsPanel(st, c.keys),
+		filter:  ti,
+		columns: newColumnChooser(st, c.keys),
 	}
 	s.table = newResourceTable(st, c.keys, &s.trends)
 	return s
@@ -138,6 +141,7 @@ func (s *mainScreen) SetSize(w, h int) {
 	}
 	s.table = s.table.SetSize(w, max(1, h-ah)).SetTrend(s.rng, s.snap.At)
 	s.alerts = s.alerts.SetSize(w, ah)
+	s.columns = s.columns.SetHeight(h)
 	s.filter.Width = max(8, w/2)
 }
 
@@ -148,6 +152,9 @@ func (s *mainScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	case tea.KeyMsg:
 		if s.filtering {
 			return s, s.typeFilter(msg)
+		}
+		if s.choosing {
+			return s, s.chooseColumns(msg)
 		}
 		return s.key(msg)
 	case tea.MouseMsg:
@@ -187,12 +194,26 @@ func (s *mainScreen) key(msg tea.KeyMsg) (screen, tea.Cmd) {
 		s.table = s.table.SetSort(s.sort, s.reverse)
 	case key.Matches(msg, k.Open):
 		return s.open()
+	case key.Matches(msg, k.Columns):
+		s.choosing = true
 	case s.focus == focusAlerts:
 		s.alerts, _ = s.alerts.Update(msg)
 	default:
 		s.table, _ = s.table.Update(msg)
 	}
 	return s, nil
+}
+
+// chooseColumns hands a key to the column chooser; q still quits.
+func (s *mainScreen) chooseColumns(msg tea.KeyMsg) tea.Cmd {
+	if key.Matches(msg, s.keys.Quit) {
+		return tea.Quit
+	}
+	var done bool
+	s.columns, s.table, done = s.columns.Update(msg, s.table)
+	s.choosing = !done
+	s.Refresh() // the TREND's width may have changed
+	return nil
 }
 
 // typeFilter edits the filter: enter keeps it, esc clears it.
@@ -243,18 +264,27 @@ func (s *mainScreen) open() (screen, tea.Cmd) {
 }
 
 // View renders the table above the alerts.
-func (s *mainScreen) View() string { return s.table.View() + "\n" + s.alerts.View() }
+func (s *mainScreen) View() string {
+	v := s.table.View() + "\n" + s.alerts.View()
+	if s.choosing {
+		v = s.columns.Overlay(v, s.table, s.width)
+	}
+	return v
+}
 
 // Keys are the main screen's bindings.
 func (s *mainScreen) Keys() help.KeyMap { return s.keys.forMain(s.filter.Value() != "") }
 
-// Modal is true while a filter is typed.
-func (s *mainScreen) Modal() bool { return s.filtering }
+// Modal is true while a filter is typed or the column chooser is open.
+func (s *mainScreen) Modal() bool { return s.filtering || s.choosing }
 
 // Footer is the filter line while it is typed, else the key hints with the
 // filter and the selected row's position.
 func (s *mainScreen) Footer(w int) string {
 	st := s.st
+	if s.choosing {
+		return fitLine(st.key.on("space")+" show/hide · "+st.key.on("↑/↓")+" move · "+st.key.on("esc")+" close", w)
+	}
 	if s.filtering {
 		right := st.dim.on("  enter keeps · esc clears  " + strconv.Itoa(s.table.Len()) + "/" + strconv.Itoa(len(s.snap.Rows)))
 		return fitLine(s.filter.View()+right, w)

@@ -38,24 +38,39 @@ type column struct {
 	sort  sortKey
 }
 
+// keepPrio is the priority of the columns that never go for want of width:
+// the mark, APP (it goes only when one app is shown, named in the header
+// instead) and RESOURCE.
+const keepPrio = 100
+
 // allColumns in display order, with their natural widths: a sorted
 // column's arrow follows its title inside the column ("PASS/S▼").
+//
+// As the width shrinks, the columns go in this order, first the first:
+// TREND, INST, P99, ERR%, SLOW%, PASS/S, BLOCK/S, BREAKERS. The trend and
+// the fleet's size are there at a glance on the detail screen; the
+// latency explains a slow ratio; what the breakers and flow rules do
+// (blocks, states) stays longest. Before them all go the columns of
+// figures no row shown has (SLOW% of Java Sentinel's resources, which
+// count no slow calls; ERR% and P99 when nothing completed). The README's dashboard section says the
+// same; TestColumnsDropInPriorityOrder checks it.
 var allColumns = []column{
-	{id: colMark, title: " !", w: 3, prio: 100, sort: sortSeverity},
-	{id: colApp, title: "APP", w: 4, prio: 90, sort: sortName},
-	{id: colResource, title: "RESOURCE", w: 16, prio: 90, sort: numSortKeys},
-	{id: colInstances, title: "INST", w: 4, right: true, prio: 40, sort: numSortKeys},
-	{id: colPass, title: "PASS/S", w: 7, right: true, prio: 70, sort: sortPass},
-	{id: colBlock, title: "BLOCK/S", w: 8, right: true, prio: 65, sort: sortBlock},
-	{id: colSlow, title: "SLOW%", w: 6, right: true, prio: 55, sort: sortSlow},
-	{id: colError, title: "ERR%", w: 5, right: true, prio: 45, sort: sortError},
-	{id: colP99, title: "P99", w: 5, right: true, prio: 60, sort: sortP99},
+	{id: colMark, title: " !", w: 3, prio: keepPrio, sort: sortSeverity},
+	{id: colApp, title: "APP", w: 4, prio: keepPrio, sort: sortName},
+	{id: colResource, title: "RESOURCE", w: 16, prio: keepPrio, sort: numSortKeys},
+	{id: colInstances, title: "INST", w: 4, right: true, prio: 20, sort: numSortKeys},
+	{id: colPass, title: "PASS/S", w: 7, right: true, prio: 60, sort: sortPass},
+	{id: colBlock, title: "BLOCK/S", w: 8, right: true, prio: 70, sort: sortBlock},
+	{id: colSlow, title: "SLOW%", w: 6, right: true, prio: 50, sort: sortSlow},
+	{id: colError, title: "ERR%", w: 5, right: true, prio: 40, sort: sortError},
+	{id: colP99, title: "P99", w: 5, right: true, prio: 30, sort: sortP99},
 	{id: colBreakers, title: "BREAKERS", w: 9, prio: 80, sort: sortBreakers},
-	{id: colTrend, title: "TREND", w: 12, prio: 30, sort: numSortKeys},
+	{id: colTrend, title: "TREND", w: 12, prio: 10, sort: numSortKeys},
 }
 
 const (
-	maxAppW = 16
+	// the APP column's width before and after it takes spare width.
+	maxAppW, maxWideAppW = 16, 32
 	// the resource column's least width: enough at 80 columns for a URL's
 	// host and path tail ("member-service…/user/info").
 	minResourceW, maxMinResourceW = 16, 24
@@ -86,10 +101,20 @@ type resourceTable struct {
 	width, height int
 	cols          []column
 	appW, digits  int
-	resW          int    // the widest resource name
 	empty         string // what an empty table says
 	marks         breakerMarks
 	latW          int // the P99 column's widest cell
+
+	hidden colSet // the columns the user hid (the column chooser)
+	blank  colSet // the columns of figures no row shown has ("–"): they go first
+	// the names of the rows shown: the widest, whether they are all of
+	// one app (oneApp, the APP column then goes and the header names it),
+	// the prefix they share and the widest without it ("…" and the rest).
+	resW, stripW int
+	oneApp       string
+	prefix       string
+	strip        bool     // the names are shown without the prefix
+	names        []string // scratch: the sanitized names shown
 
 	trend *trends // the TREND column's data
 	tg    grid    // its grid, over rng
@@ -110,13 +135,11 @@ func (t resourceTable) SetRows(snap *collector.Snapshot) resourceTable {
 	rows := snap.Rows
 	t.rows = rows
 	t.lower = t.lower[:0]
-	appW, d, resW, latW := 4, 1, 0, 0
+	d, latW := 1, 0
 	marks := newBreakerMarks(snap.Breakers, snap.Totals)
 	noDataW := width(noData)
 	for i := range rows {
 		r := &rows[i]
-		appW = max(appW, width(sanitize(r.App)))
-		resW = max(resW, width(sanitize(r.Resource)))
 		d = max(d, digits(r.Breakers.Open), digits(r.Breakers.HalfOpen), digits(r.Breakers.Closed), digits(r.Breakers.Unknown))
 		marks.note(r)
 		if r.Completed == 0 {
@@ -125,9 +148,8 @@ func (t resourceTable) SetRows(snap *collector.Snapshot) resourceTable {
 			latW = max(latW, len(latencyCell(r))) // digits and a unit: ASCII
 		}
 	}
-	appW = min(appW, maxAppW)
-	if appW != t.appW || d != t.digits || resW != t.resW || latW != t.latW || !marks.sameLayout(t.marks) {
-		t.appW, t.digits, t.resW, t.latW = appW, d, resW, latW
+	if d != t.digits || latW != t.latW || !marks.sameLayout(t.marks) {
+		t.digits, t.latW = d, latW
 		t.marks = marks
 		t = t.layout()
 	}
@@ -274,6 +296,7 @@ func (t resourceTable) rebuild() resourceTable {
 			return cmp.Compare(a, b)
 		})
 	}
+	t = t.measure()
 	// find the selection again, or stay on the first (worst) row until the
 	// user moves.
 	t.cur = t.cur.SetCount(len(t.view))
@@ -290,16 +313,68 @@ func (t resourceTable) rebuild() resourceTable {
 	return t.remember()
 }
 
+// measure takes the measures of the rows shown that the layout follows:
+// the widest app and name, whether the rows are all of one app, the prefix
+// their names share and the widest name without it; it lays the columns
+// out again when one changed.
+func (t resourceTable) measure() resourceTable {
+	appW, resW, stripW, oneApp := 4, 0, 0, ""
+	blank := colSet(1<<colSlow | 1<<colError | 1<<colP99)
+	t.names = t.names[:0]
+	for k, v := range t.view {
+		r := &t.rows[v]
+		if r.Completed > 0 {
+			blank &^= 1<<colError | 1<<colP99
+			if !r.SlowUnknown {
+				blank &^= 1 << colSlow
+			}
+		}
+		appW = max(appW, width(sanitize(r.App)))
+		switch {
+		case k == 0:
+			oneApp = r.App
+		case r.App != oneApp:
+			oneApp = ""
+		}
+		n := sanitize(r.Resource)
+		resW = max(resW, width(n))
+		t.names = append(t.names, n)
+	}
+	if len(t.view) == 0 {
+		oneApp, blank = "", 0
+	}
+	prefix := commonPrefix(t.names)
+	if prefix != "" {
+		for _, n := range t.names {
+			stripW = max(stripW, 1+width(n[len(prefix):]))
+		}
+	}
+	if appW != t.appW || resW != t.resW || stripW != t.stripW || oneApp != t.oneApp || prefix != t.prefix || blank != t.blank {
+		t.appW, t.resW, t.stripW, t.oneApp, t.prefix, t.blank = appW, resW, stripW, oneApp, prefix, blank
+		t = t.layout()
+	}
+	return t
+}
+
 // layout picks the columns that fit the width, dropping the least
-// important first; the resource column gets up to its widest name, and the
-// TREND what is left.
+// important first (allColumns tells the order) and those the user hid;
+// the APP column goes when the rows shown are all of one app. The spare
+// width goes to the names up to the widest (without the prefix the rows
+// share when they do not fit whole), then to the TREND, then to the
+// names again: every line fills the width.
 func (t resourceTable) layout() resourceTable {
 	minRes := max(minResourceW, min(maxMinResourceW, t.width*3/10))
 	cols := make([]column, 0, len(allColumns))
 	for _, c := range allColumns {
+		if c.prio < keepPrio && t.hidden.has(c.id) || c.id == colApp && (t.oneApp != "" || t.hidden.has(c.id)) {
+			continue
+		}
+		if t.blank.has(c.id) {
+			c.prio = 0 // nothing to say: the first to go
+		}
 		switch c.id {
 		case colApp:
-			c.w = t.appW
+			c.w = min(t.appW, maxAppW)
 		case colResource:
 			c.w = minRes
 		case colBreakers:
@@ -316,10 +391,10 @@ func (t resourceTable) layout() resourceTable {
 		}
 		return n
 	}
-	for total() > t.width && len(cols) > 3 {
+	for total() > t.width {
 		low := -1
 		for i, c := range cols {
-			if c.prio < 90 && (low < 0 || c.prio < cols[low].prio) {
+			if c.prio < keepPrio && (low < 0 || c.prio < cols[low].prio) {
 				low = i
 			}
 		}
@@ -329,11 +404,30 @@ func (t resourceTable) layout() resourceTable {
 		cols = slices.Delete(cols, low, low+1)
 	}
 	spare := max(0, t.width-total())
+	trend := slices.ContainsFunc(cols, func(c column) bool { return c.id == colTrend })
+	t.strip = false
 	for i := range cols {
 		if cols[i].id == colResource {
-			// up to its widest name, and a third of the width: the rest
-			// goes to the TREND.
-			grow := min(spare, max(0, min(t.resW, t.width/3)-cols[i].w))
+			// beside a TREND, up to half the width
+			// the names whole if they fit, else without their shared
+			// prefix if that makes them fit, else each elided.
+			most := cols[i].w + spare
+			if trend {
+				most = max(cols[i].w, min(most, t.width/2))
+			}
+			need := max(t.resW, t.titleW(false))
+			if need > most && t.prefix != "" && t.stripW <= most {
+				need = t.stripW
+			}
+			grow := min(spare, max(0, min(need, most)-cols[i].w))
+			cols[i].w += grow
+			spare -= grow
+			t.strip = cols[i].w < t.resW && t.prefix != "" && cols[i].w >= t.stripW
+		}
+	}
+	for i := range cols {
+		if cols[i].id == colApp { // after the names
+			grow := min(spare, max(0, min(t.appW, maxWideAppW)-cols[i].w))
 			cols[i].w += grow
 			spare -= grow
 		}
@@ -351,6 +445,54 @@ func (t resourceTable) layout() resourceTable {
 	}
 	t.cols = cols
 	return t
+}
+
+// titleW is the width the RESOURCE column's header takes with its
+// context (stripped: with the prefix the rows leave out).
+func (t resourceTable) titleW(stripped bool) int {
+	w := width(allColumns[colResource].title)
+	if t.oneApp != "" {
+		w += 2 + width(sanitize(t.oneApp))
+	}
+	if stripped {
+		w += 2 + width(t.prefix) + 1 // "  priceService:…"
+		if t.oneApp != "" {
+			w++ // "  order · priceService:…"
+		}
+	}
+	return w
+}
+
+// resourceTitle is the RESOURCE column's title in w cells with what it
+// says of all the rows: the one app they belong to, and the prefix their
+// names share when the rows leave it out ("RESOURCE  order · priceService:…"),
+// the prefix first to go when they do not fit.
+func (t resourceTable) resourceTitle(title string, w int) string {
+	app := ""
+	if t.oneApp != "" {
+		app = "  " + sanitize(t.oneApp)
+	}
+	if t.strip {
+		sep := "  "
+		if app != "" {
+			sep = " · "
+		}
+		if s := title + app + sep + t.prefix + "…"; width(s) <= w {
+			return s
+		}
+	}
+	return title + app
+}
+
+// resourceCell is a row's name in w cells: without the prefix the rows
+// share when they do not fit whole, its distinguishing end kept.
+func (t resourceTable) resourceCell(name string, w int) string {
+	if t.strip {
+		if s := sanitize(name); strings.HasPrefix(s, t.prefix) {
+			return elideKeepTail("…"+s[len(t.prefix):], w)
+		}
+	}
+	return resourceName(name, w)
 }
 
 // View renders the header line and the rows in sight.
@@ -403,6 +545,9 @@ func (t resourceTable) header(b *strings.Builder) {
 				title += "▼"
 			}
 		}
+		if c.id == colResource {
+			title = t.resourceTitle(title, c.w)
+		}
 		title = cut(title, c.w)
 		if c.right {
 			padLeft(&h, title, c.w)
@@ -442,7 +587,7 @@ func (t resourceTable) row(b *strings.Builder, r *collector.ResourceRow, selecte
 		case colApp:
 			padRight(&line, safeName(r.App, c.w), c.w)
 		case colResource:
-			padRight(&line, resourceName(r.Resource, c.w), c.w)
+			padRight(&line, t.resourceCell(r.Resource, c.w), c.w)
 		case colInstances:
 			padLeft(&line, strconv.Itoa(r.Instances), c.w)
 		case colPass:

@@ -107,7 +107,7 @@ func resourceName(name string, w int) string {
 	}
 	slash := strings.IndexByte(rest, '/')
 	if rest == s || slash <= 0 {
-		return elide(s, w)
+		return elideKeepTail(s, w)
 	}
 	host, path := rest[:slash], rest[slash:]
 	if width(rest) <= w {
@@ -119,6 +119,82 @@ func resourceName(name string, w int) string {
 	// a host too long to keep whole: its head, and the path's tail.
 	tail := tailCells(path, min(width(path), (w-1)/2))
 	return ansi.Truncate(host, w-1-width(tail), "") + "…" + tail
+}
+
+// nameSeparators are where a name's parts meet: "gateway/priceService/
+// queryPrice", "priceService:queryPrice", "com.shop.PriceService#query".
+const nameSeparators = "/:.#"
+
+// elideKeepTail fits a sanitized name into w cells keeping its last parts
+// whole, since they tell a name from its neighbours: the longest tail that
+// begins at a separator and leaves a third of w to the head
+// ("gateway/…/queryPrice"), else the last part alone after what fits of the
+// head ("pric…:queryPrice", "…:queryPrice"); a last part too long for w
+// leaves the two ends (elide).
+func elideKeepTail(s string, w int) string {
+	if width(s) <= w {
+		return s
+	}
+	long, short := -1, -1 // the tails: leaving a third to the head; the last part
+	for i := len(s) - 2; i > 0; i-- {
+		if strings.IndexByte(nameSeparators, s[i]) < 0 {
+			continue
+		}
+		tw := width(s[i:])
+		if tw > w-1 {
+			break
+		}
+		if short < 0 {
+			short = i
+		}
+		if tw <= w-1-w/3 {
+			long = i
+		}
+	}
+	tail := long
+	if tail < 0 {
+		tail = short
+	}
+	if tail < 0 {
+		return elide(s, w)
+	}
+	head := ansi.Truncate(s[:tail], w-1-width(s[tail:]), "")
+	out := head + "…" + s[tail:]
+	for n := width(out); n < w; n++ {
+		out += " " // a wide character that did not fit
+	}
+	return out
+}
+
+// commonPrefix is the longest prefix the names share that ends at a
+// separator and leaves each of them something: what a column of them can
+// leave out, said once in its header. "" for fewer than two names.
+func commonPrefix(names []string) string {
+	if len(names) < 2 {
+		return ""
+	}
+	p := names[0]
+	for _, n := range names[1:] {
+		i := 0
+		for i < len(p) && i < len(n) && p[i] == n[i] {
+			i++
+		}
+		p = p[:i]
+	}
+	for _, n := range names {
+		if n == "" {
+			return ""
+		}
+		if len(p) >= len(n) {
+			p = p[:len(n)-1] // leave each name at least one byte
+		}
+	}
+	for i := len(p) - 1; i >= 0; i-- {
+		if strings.IndexByte(nameSeparators, p[i]) >= 0 {
+			return p[:i+1]
+		}
+	}
+	return ""
 }
 
 // targetName sanitizes a target's address and fits it into w cells

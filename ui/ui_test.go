@@ -233,10 +233,10 @@ func TestWideNamesKeepColumns(t *testing.T) {
 			if ansi.StringWidth(l) != w {
 				t.Errorf("row %q is %d cells, want %d", l, ansi.StringWidth(l), w)
 			}
-			i := strings.Index(l, "ms ") // the end of the P99 column
+			i := strings.Index(l, "% ") // the end of the SLOW% column
 			c := ansi.StringWidth(l[:i])
 			if col >= 0 && c != col {
-				t.Errorf("at %d columns the P99 column ends at cell %d, not %d, in %q", w, c, col, l)
+				t.Errorf("at %d columns the SLOW%% column ends at cell %d, not %d, in %q", w, c, col, l)
 			}
 			col = c
 		}
