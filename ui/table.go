@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 )
@@ -477,19 +478,26 @@ func (t resourceTable) resourceTitle(title string, w int) string {
 		if app != "" {
 			sep = " · "
 		}
-		if s := title + app + sep + t.prefix + "…"; width(s) <= w {
-			return s
+		s := title + app + sep
+		if room := w - width(s) - 1; room >= min(8, width(t.prefix)) {
+			return s + elide(t.prefix, room) + "…"
 		}
 	}
 	return title + app
 }
 
-// resourceCell is a row's name in w cells: without the prefix the rows
-// share when they do not fit whole, its distinguishing end kept.
+// resourceCell is a row's name in w cells: when the names do not fit
+// whole, what follows the prefix they share whole, after as much of the
+// prefix's head as fits ("gateway/pri…queryPrice"); else its
+// distinguishing end kept (resourceName).
 func (t resourceTable) resourceCell(name string, w int) string {
 	if t.strip {
-		if s := sanitize(name); strings.HasPrefix(s, t.prefix) {
-			return elideKeepTail("…"+s[len(t.prefix):], w)
+		if s := sanitize(name); strings.HasPrefix(s, t.prefix) && width(s) > w {
+			rest := s[len(t.prefix):]
+			if headW := w - 1 - width(rest); headW > 0 {
+				return padCells(ansi.Truncate(t.prefix, headW, "")+"…"+rest, w)
+			}
+			return elideKeepTail("…"+rest, w)
 		}
 	}
 	return resourceName(name, w)

@@ -158,12 +158,16 @@ func elideKeepTail(s string, w int) string {
 	if tail < 0 {
 		return elide(s, w)
 	}
-	head := ansi.Truncate(s[:tail], w-1-width(s[tail:]), "")
-	out := head + "…" + s[tail:]
-	for n := width(out); n < w; n++ {
-		out += " " // a wide character that did not fit
+	return padCells(ansi.Truncate(s[:tail], w-1-width(s[tail:]), "")+"…"+s[tail:], w)
+}
+
+// padCells pads s with spaces to w cells: a wide character cut off leaves
+// a cell.
+func padCells(s string, w int) string {
+	if n := w - width(s); n > 0 {
+		return s + strings.Repeat(" ", n)
 	}
-	return out
+	return s
 }
 
 // commonPrefix is the longest prefix the names share that ends at a
