@@ -58,7 +58,7 @@ func newColumnChooser(st *Styles, keys *keyMap) columnChooser {
 }
 
 // chooserW is the chooser's width, its frame included.
-const chooserW = 34
+const chooserW = 36
 
 // SetHeight sets how many lines the chooser may take, its frame included.
 func (c columnChooser) SetHeight(h int) columnChooser {

@@ -207,3 +207,58 @@ func TestBlankColumnsGoFirst(t *testing.T) {
 		t.Errorf("at 80 columns SLOW%% (all –) is shown or INST is not: %v", tb.cols)
 	}
 }
+
+// TestLayoutHostileNames: names a peer chooses to defeat the layout (only
+// separators, a prefix that is all but one byte, wide characters between
+// separators, escapes, empty, past the sanitizing bound) lay out in every
+// width without a panic, each line within the width, nothing raw.
+func TestLayoutHostileNames(t *testing.T) {
+	long := strings.Repeat("a/", 400)
+	names := []string{
+		strings.Repeat("/", 600), long + "x", long + "y", "", strings.Repeat("订/", 300),
+		"\x1b[2J/::..##/\x1b]0;x\x07", "a", strings.Repeat("é", 700) + "/tail",
+	}
+	for _, apps := range [][]string{{"order"}, {"order", strings.Repeat("订单", 40)}} {
+		src := newStaticSource(layoutSnapshot(names, apps...))
+		for w := MinWidth; w <= 230; w += 17 {
+			m := newTestModel(src, w, 30)
+			for _, keys := range []string{"", "/a/<enter>", "<esc>c<down><down> <esc>"} {
+				press(m, keys)
+				f := m.View()
+				checkFrame(t, f, w, 30)
+				if rest := sgrOnly.ReplaceAllString(f, ""); strings.ContainsRune(rest, '\x1b') {
+					t.Fatalf("at %d columns a raw escape: %q", w, rest)
+				}
+			}
+		}
+	}
+}
+
+// FuzzFitName: a name fitted into w cells takes exactly min(w, its width)
+// cells, and the prefix names share leaves each of them something.
+func FuzzFitName(f *testing.F) {
+	f.Add("gateway/priceService/queryPrice", "gateway/priceService/listPrice", 12)
+	f.Add("订单/查询", "订单/按用户", 5)
+	f.Add("/", "//", 1)
+	f.Fuzz(func(t *testing.T, a, b string, w int) {
+		w = w%300 + 1
+		if w < 1 {
+			w = -w + 1
+		}
+		for _, s := range []string{sanitize(a), sanitize(b)} {
+			if got := elideKeepTail(s, w); width(got) != min(w, width(s)) {
+				t.Errorf("elideKeepTail(%q, %d) = %q: %d cells", s, w, got, width(got))
+			}
+			if got := resourceName(s, w); width(got) > w {
+				t.Errorf("resourceName(%q, %d) = %q: %d cells", s, w, got, width(got))
+			}
+		}
+		names := []string{sanitize(a), sanitize(b)}
+		p := commonPrefix(names)
+		for _, n := range names {
+			if !strings.HasPrefix(n, p) || len(p) >= len(n) && p != "" {
+				t.Errorf("commonPrefix(%q) = %q", names, p)
+			}
+		}
+	})
+}
