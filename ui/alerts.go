@@ -181,6 +181,10 @@ func findingWhere(f *triage.Finding, w int) string {
 	if app == "" {
 		return resourceName(f.Resource, w)
 	}
+	res := sanitize(f.Resource)
+	if width(app)+1+width(res) <= w {
+		return app + "/" + res
+	}
 	appW := min(width(app), max(4, w*2/5))
 	return elide(app, appW) + "/" + resourceName(f.Resource, max(1, w-appW-1))
 }

@@ -54,6 +54,9 @@ func TestGoldenDemo(t *testing.T) {
 			if size[0] >= 100 && !strings.Contains(header, "ERR%") {
 				t.Errorf("ERR%% dropped at %d columns:\n%s", size[0], header)
 			}
+			if size[0] >= 100 && !strings.Contains(text, "order-query/queryOrder") {
+				t.Errorf("an alert's app and resource cut at %d columns though they fit:\n%s", size[0], text)
+			}
 			if size[0] >= 120 && !strings.Contains(text, "GET:http://member-service/api/user/info") {
 				t.Errorf("a name cut at %d columns though it fits:\n%s", size[0], text)
 			}
