@@ -197,8 +197,8 @@ func TestColumnsDropInPriorityOrder(t *testing.T) {
 	}
 }
 
-// TestBlankColumnsGoFirst: a column no row has a figure for (SLOW% of
-// sources that count no slow calls) goes before the others.
+// TestBlankColumnsGoFirst: SLOW% goes before the others when no row's
+// source counts slow calls, and keeps its place when one does.
 func TestBlankColumnsGoFirst(t *testing.T) {
 	snap := layoutSnapshot([]string{"queryPrice", "listPrices"}, "price", "stock")
 	for i := range snap.Rows {
@@ -208,6 +208,10 @@ func TestBlankColumnsGoFirst(t *testing.T) {
 	tb := newResourceTable(newStyles(termenv.Ascii), newKeyMap(), &tr).SetRows(snap).SetSize(80, 10)
 	if tb.shown(colSlow) || !tb.shown(colInstances) {
 		t.Errorf("at 80 columns SLOW%% (all –) is shown or INST is not: %v", tb.cols)
+	}
+	snap.Rows[1].SlowUnknown = false
+	if tb = tb.SetRows(snap); !tb.shown(colSlow) || tb.shown(colInstances) {
+		t.Errorf("a row with slow calls counted: SLOW%% is not shown, or INST is: %v", tb.cols)
 	}
 }
 

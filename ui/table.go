@@ -51,9 +51,9 @@ const keepPrio = 100
 // TREND, INST, P99, ERR%, SLOW%, PASS/S, BLOCK/S, BREAKERS. The trend and
 // the fleet's size are there at a glance on the detail screen; the
 // latency explains a slow ratio; what the breakers and flow rules do
-// (blocks, states) stays longest. Before them all go the columns of
-// figures no row shown has (SLOW% of Java Sentinel's resources, which
-// count no slow calls; ERR% and P99 when nothing completed). The README's dashboard section says the
+// (blocks, states) stays longest. Before them all goes SLOW% when no row
+// shown can have it (Java Sentinel and metric logs count no slow calls).
+// The README's dashboard section says the
 // same; TestColumnsDropInPriorityOrder checks it.
 var allColumns = []column{
 	{id: colMark, title: " !", w: 3, prio: keepPrio, sort: sortSeverity},
@@ -107,7 +107,7 @@ type resourceTable struct {
 	latW          int // the P99 column's widest cell
 
 	hidden colSet // the columns the user hid (the column chooser)
-	blank  colSet // the columns of figures no row shown has ("–"): they go first
+	blank  colSet // the columns no row shown can fill ("–"): they go first
 	// the names of the rows shown: the widest, whether they are all of
 	// one app (oneApp, the APP column then goes and the header names it),
 	// the prefix they share and the widest without it ("…" and the rest).
@@ -320,15 +320,16 @@ func (t resourceTable) rebuild() resourceTable {
 // out again when one changed.
 func (t resourceTable) measure() resourceTable {
 	appW, resW, stripW, oneApp := 4, 0, 0, ""
-	blank := colSet(1<<colSlow | 1<<colError | 1<<colP99)
+	// SLOW% is blank when no source of the rows counts slow calls: what
+	// a source cannot tell does not come and go with the traffic, so the
+	// column does not either (ERR% and P99, blank while nothing completes,
+	// keep their place).
+	blank := colSet(1 << colSlow)
 	t.names = t.names[:0]
 	for k, v := range t.view {
 		r := &t.rows[v]
-		if r.Completed > 0 {
-			blank &^= 1<<colError | 1<<colP99
-			if !r.SlowUnknown {
-				blank &^= 1 << colSlow
-			}
+		if !r.SlowUnknown {
+			blank = 0
 		}
 		appW = max(appW, width(sanitize(r.App)))
 		switch {
