@@ -220,4 +220,6 @@ func filterKey(app, res string) string { return strings.ToLower(sanitize(app) + 
 
 // matchesFilter reports whether app x res passes the filter f (lower
 // case; "" passes everything).
-func matchesFilter(app, res, f string) bool { return f == "" || strings.Contains(filterKey(app, res), f) }
+func matchesFilter(app, res, f string) bool {
+	return f == "" || strings.Contains(filterKey(app, res), f)
+}
