@@ -115,9 +115,11 @@ func jumpTargets(dst []jumpTarget, s *collector.Snapshot) []jumpTarget {
 		t.lower = strings.ToLower(t.label)
 		dst = append(dst, t)
 	}
+	apps := map[string]bool{}
 	for i := range s.Rows {
 		r := &s.Rows[i]
-		if i == 0 || s.Rows[i-1].App != r.App { // rows come sorted by app
+		if !apps[r.App] {
+			apps[r.App] = true
 			add(jumpTarget{kind: jumpApp, app: r.App}, r.App)
 		}
 		add(jumpTarget{kind: jumpResource, app: r.App, res: r.Resource}, r.Resource)
