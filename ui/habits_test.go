@@ -387,11 +387,11 @@ func TestFlowMouseSwitch(t *testing.T) {
 		}
 	}
 	opts := []teatest.WaitForOption{teatest.WithDuration(5 * time.Second), teatest.WithCheckInterval(10 * time.Millisecond)}
-	typeKeys(tm, "m") // on: cell motion (1002) with SGR coordinates (1006)
-	teatest.WaitFor(t, tm.Output(), seen(ansi.SetButtonEventMouseMode), opts...)
+	typeKeys(tm, "m") // on: button events (cell motion, 1002)
+	teatest.WaitFor(t, tm.Output(), seen(ansi.SetModeMouseButtonEvent), opts...)
 	out.Reset()
 	typeKeys(tm, "m") // off
-	teatest.WaitFor(t, tm.Output(), seen(ansi.ResetButtonEventMouseMode), opts...)
+	teatest.WaitFor(t, tm.Output(), seen(ansi.ResetModeMouseButtonEvent), opts...)
 	finalScreen(t, tm)
 }
 

@@ -72,7 +72,8 @@ type jumpScreen struct {
 
 	input   textinput.Model
 	all     []jumpTarget // from the snapshot shown when the prompt opened
-	matches []int        // into all, best first
+	order   []int32      // into all, by kind then name
+	matches []int32      // into all, best first
 	sel     int          // the highlighted match
 
 	width, height int
@@ -103,6 +104,15 @@ func newJumpScreen(c *common) *jumpScreen {
 func (j *jumpScreen) Open(under screen) (screen, tea.Cmd) {
 	j.under = under
 	j.all = jumpTargets(j.all[:0], j.snap)
+	// once: each keystroke keeps this order within a rank.
+	j.order = j.order[:0]
+	for i := range j.all {
+		j.order = append(j.order, int32(i))
+	}
+	all := j.all
+	slices.SortFunc(j.order, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(all[a].kind, all[b].kind), cmp.Compare(all[a].lower, all[b].lower))
+	})
 	j.input.SetValue("")
 	j.match()
 	return j, j.input.Focus()
@@ -173,25 +183,23 @@ func jumpTargets(dst []jumpTarget, s *collector.Snapshot) []jumpTarget {
 func (j *jumpScreen) match() {
 	q := strings.ToLower(strings.TrimSpace(j.input.Value()))
 	j.matches = j.matches[:0]
-	for i := range j.all {
-		if strings.Contains(j.all[i].lower, q) {
+	// the names equal to the text, those it begins, those holding it: each
+	// in the order Open sorted them (apps, resources, instances; by name).
+	for _, i := range j.order {
+		if j.all[i].lower == q {
 			j.matches = append(j.matches, i)
 		}
 	}
-	rank := func(t *jumpTarget) int {
-		switch {
-		case t.lower == q:
-			return 0
-		case strings.HasPrefix(t.lower, q):
-			return 1
+	for _, i := range j.order {
+		if l := j.all[i].lower; l != q && strings.HasPrefix(l, q) {
+			j.matches = append(j.matches, i)
 		}
-		return 2
 	}
-	all := j.all
-	slices.SortStableFunc(j.matches, func(a, b int) int {
-		ta, tb := &all[a], &all[b]
-		return cmp.Or(cmp.Compare(rank(ta), rank(tb)), cmp.Compare(ta.kind, tb.kind), cmp.Compare(ta.lower, tb.lower))
-	})
+	for _, i := range j.order {
+		if l := j.all[i].lower; !strings.HasPrefix(l, q) && strings.Contains(l, q) {
+			j.matches = append(j.matches, i)
+		}
+	}
 	j.sel = 0
 }
 
