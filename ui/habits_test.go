@@ -447,3 +447,31 @@ func TestAlertsAndTableFilterAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestJumpTypedFast is ':' and a name arriving in one read, as a terminal
+// delivers keys typed faster than the program reads them.
+func TestJumpTypedFast(t *testing.T) {
+	m := newTestModel(jumpSource(), 120, 40)
+	send(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(":stat")})
+	if m.active != m.jump || m.jump.input.Value() != "stat" {
+		t.Fatalf("':stat' in one message: prompt %v, typed %q", m.active == m.jump, m.jump.input.Value())
+	}
+	press(m, "<enter>")
+	if got := selected(m); got != "payment GET:/pay/status" {
+		t.Errorf("the jump selected %q", got)
+	}
+}
+
+func TestClickWhileTypingTheFilterKeepsIt(t *testing.T) {
+	m := newTestModel(goldenSource(), 120, 40)
+	press(m, "/pay")
+	y := lineOf(m, "GET:/pay/status")
+	send(m, click(20, y))
+	if m.main.filtering || m.main.filter.Value() != "pay" || selected(m) != "payment GET:/pay/status" {
+		t.Errorf("after a click: typing %v, filter %q, selected %q", m.main.filtering, m.main.filter.Value(), selected(m))
+	}
+	press(m, "q") // the filter is no longer typed: q quits
+	if m.main.filter.Value() != "pay" {
+		t.Errorf("q was typed into the filter: %q", m.main.filter.Value())
+	}
+}

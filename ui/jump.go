@@ -118,6 +118,12 @@ func (j *jumpScreen) Open(under screen) (screen, tea.Cmd) {
 	return j, j.input.Focus()
 }
 
+// isJumpTyped reports whether a key message is ':' and more runes, as a
+// terminal delivers keys typed faster than it is read (or pasted).
+func isJumpTyped(msg tea.KeyMsg) bool {
+	return msg.Type == tea.KeyRunes && !msg.Paste && len(msg.Runes) > 1 && msg.Runes[0] == ':'
+}
+
 // jumpTargets appends to dst the apps, resources and instances of s.
 func jumpTargets(dst []jumpTarget, s *collector.Snapshot) []jumpTarget {
 	add := func(t jumpTarget, name string) {

@@ -219,9 +219,14 @@ func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	case key.Matches(msg, k.Targets):
 		m.toggleTargets()
 		return nil, true
-	case key.Matches(msg, k.Jump):
+	case key.Matches(msg, k.Jump), isJumpTyped(msg):
 		var cmd tea.Cmd
 		m.active, cmd = m.jump.Open(m.active)
+		if len(msg.Runes) > 1 { // typed faster than read: the rest is the name
+			rest := msg
+			rest.Runes = msg.Runes[1:]
+			return tea.Batch(cmd, m.route(rest)), true
+		}
 		return cmd, true
 	case key.Matches(msg, k.Mouse):
 		m.mouse = !m.mouse

@@ -37,6 +37,10 @@ func (m *Model) routeMouse(msg tea.MouseMsg) tea.Cmd {
 // opens it when it was selected already; the wheel moves the cursor of the
 // panel under the pointer without taking the keyboard from the other.
 func (s *mainScreen) mouse(msg tea.MouseMsg) (screen, tea.Cmd) {
+	if s.filtering && isClick(msg) { // a click keeps the filter typed, as enter does
+		s.filtering = false
+		s.filter.Blur()
+	}
 	inAlerts := msg.Y >= s.table.height
 	switch {
 	case tea.MouseEvent(msg).IsWheel() && inAlerts:
