@@ -165,6 +165,38 @@ wait_for "BREAKERS"
 keys "q"
 wait_for "EXIT=0"
 
+# Habits: F1 and F10, the jump prompt, and the mouse (--mouse). The
+# mouse's clicks are the bytes a terminal sends (SGR reports, 1-based),
+# once the pane says the program asked for them.
+run_pane "$bin --replay sawtooth-db-slow --speed 8 --mouse"
+wait_for "CRIT sawtooth" "inventory-service"
+keys "p"
+wait_for "PAUSED +"
+mouse_flags() { tmux -L "$sock" display -p -t e2e '#{mouse_button_flag}#{mouse_sgr_flag}'; }
+check "--mouse asks for button events in SGR (got $(mouse_flags))" test "$(mouse_flags)" = 11
+row=$(screen | grep -n "GET:http://inventory-service" | head -1 | cut -d: -f1)
+keys -l $'\e[<0;40;'"$row"'M\e[<0;40;'"$row"'m'
+wait_for "rows 2/2"
+keys -l $'\e[<0;40;'"$row"'M\e[<0;40;'"$row"'m'
+wait_for "order / GET:http://inventory-service/api/stock" "TIMELINE"
+keys Escape
+wait_for "ALERTS"
+keys "m"
+sleep 0.3
+check "m turns the mouse off (got $(mouse_flags))" test "$(mouse_flags)" = 00
+keys ":"
+wait_for "JUMP  "
+keys "memb"
+wait_for ":memb"
+keys Tab
+wait_for ":GET:http://member-service/api/user/info" "JUMP  1 of"
+keys Enter
+wait_for "rows 1/2"
+keys F1
+wait_for "sentinel-top keys" "q/ctrl+c/F10"
+keys F10
+wait_for "EXIT=0"
+
 # A target that refuses connections: the header counts it down and names
 # it, the empty table says why, and the targets screen (t) says refused.
 # Port 1 on loopback: nothing listens there.

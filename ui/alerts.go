@@ -11,12 +11,15 @@ import (
 
 // alertsPanel lists the findings, most severe first, one line each: the
 // severity, the kind, the app and resource, "✓ plan" when a plan for its
-// rule was found safe on the input's traffic, and the summary.
+// rule was found safe on the input's traffic, and the summary. The table's
+// filter (/) applies to its findings too, matched the same way.
 type alertsPanel struct {
 	st       *Styles
 	keys     *keyMap
 	findings []triage.Finding
 	planned  []bool // per finding: a safe plan covers it
+	filter   string // lower case, as the table's
+	shown    []int  // the findings the filter keeps
 
 	cur           cursor
 	focused       bool
@@ -41,9 +44,29 @@ func (a alertsPanel) SetFindings(f []triage.Finding, plans []triage.Plan) alerts
 		a.planned[i] = planned(plans, &f[i])
 	}
 	a.kindW = min(a.kindW, 24)
-	a.cur = a.cur.SetCount(len(f))
+	return a.refilter()
+}
+
+// SetFilter keeps only the findings whose app or resource contains f
+// (case insensitive), as the table does.
+func (a alertsPanel) SetFilter(f string) alertsPanel {
+	a.filter = strings.ToLower(f)
+	return a.refilter()
+}
+
+func (a alertsPanel) refilter() alertsPanel {
+	a.shown = a.shown[:0]
+	for i := range a.findings {
+		if matchesFilter(a.findings[i].App, a.findings[i].Resource, a.filter) {
+			a.shown = append(a.shown, i)
+		}
+	}
+	a.cur = a.cur.SetCount(len(a.shown))
 	return a
 }
+
+// Len is the number of findings shown (after the filter).
+func (a alertsPanel) Len() int { return len(a.shown) }
 
 // SetSize sets the panel's size in cells, title line included.
 func (a alertsPanel) SetSize(w, h int) alertsPanel {
@@ -58,23 +81,21 @@ func (a alertsPanel) Focus(on bool) alertsPanel { a.focused = on; return a }
 // Selected returns the selected finding.
 func (a alertsPanel) Selected() (triage.Finding, bool) {
 	i := a.cur.Pos()
-	if i >= len(a.findings) {
+	if i >= len(a.shown) {
 		return triage.Finding{}, false
 	}
-	return a.findings[i], true
+	return a.findings[a.shown[i]], true
 }
 
-// Update moves the cursor.
+// Update moves the cursor (keys and the mouse wheel).
 func (a alertsPanel) Update(msg tea.Msg) (alertsPanel, tea.Cmd) {
-	if _, ok := msg.(tea.KeyMsg); ok {
-		a.cur, _ = a.cur.Update(msg, a.keys)
-	}
+	a.cur, _ = a.cur.Update(msg, a.keys)
 	return a, nil
 }
 
-// severityCounts counts findings per severity.
-func severityCounts(fs []triage.Finding) (crit, warn, info int) {
-	for i := range fs {
+// severityCounts counts the findings fs[i] for i in idx per severity.
+func severityCounts(fs []triage.Finding, idx []int) (crit, warn, info int) {
+	for _, i := range idx {
 		switch fs[i].Severity {
 		case triage.Critical:
 			crit++
@@ -94,35 +115,43 @@ func (a alertsPanel) View() string {
 	}
 	st := a.st
 	var b strings.Builder
-	crit, warn, info := severityCounts(a.findings)
+	crit, warn, info := severityCounts(a.findings, a.shown)
+	shown := a.shown
 	title := "ALERTS"
 	if a.focused {
 		title = glyphCursor + " ALERTS"
 	}
 	var t strings.Builder
 	t.WriteString(st.title.on(title))
-	if len(a.findings) == 0 {
+	switch {
+	case len(a.findings) == 0:
 		t.WriteString(st.dim.on("  none"))
-	} else {
+	case len(shown) == 0:
+		t.WriteString(st.dim.on("  none of " + strconv.Itoa(len(a.findings)) + " matches the filter"))
+	default:
 		t.WriteString("  ")
 		t.WriteString(st.crit.on(strconv.Itoa(crit) + " critical"))
 		t.WriteString("  ")
 		t.WriteString(st.warning.on(strconv.Itoa(warn) + " warning"))
 		t.WriteString("  ")
 		t.WriteString(st.info.on(strconv.Itoa(info) + " info"))
-		if body := a.height - 1; len(a.findings) > body && body > 0 {
+		if body := a.height - 1; len(shown) > body && body > 0 {
 			first := a.cur.Offset()
 			t.WriteString(st.dim.on("  " + strconv.Itoa(first+1) + "-" +
-				strconv.Itoa(min(len(a.findings), first+body)) + " of " + strconv.Itoa(len(a.findings))))
+				strconv.Itoa(min(len(shown), first+body)) + " of " + strconv.Itoa(len(shown))))
+		}
+		if hidden := len(a.findings) - len(shown); hidden > 0 {
+			t.WriteString(st.dim.on("  (" + strconv.Itoa(hidden) + " hidden by the filter)"))
 		}
 	}
 	b.WriteString(fitLine(t.String(), a.width))
 	body := a.height - 1
 	first, sel := a.cur.Offset(), a.cur.Pos()
-	end := min(len(a.findings), first+body)
+	end := min(len(a.shown), first+body)
 	for i := first; i < end; i++ {
 		b.WriteByte('\n')
-		b.WriteString(a.line(&a.findings[i], a.planned[i], i == sel))
+		f := a.shown[i]
+		b.WriteString(a.line(&a.findings[f], a.planned[f], i == sel))
 	}
 	for i := max(0, end-first); i < body; i++ {
 		b.WriteByte('\n')
@@ -198,4 +227,14 @@ func planned(plans []triage.Plan, f *triage.Finding) bool {
 		}
 	}
 	return false
+}
+
+// filterKey is what the filter (/) matches in a row or a finding: its app
+// and resource as shown, lower case.
+func filterKey(app, res string) string { return strings.ToLower(sanitize(app) + " " + sanitize(res)) }
+
+// matchesFilter reports whether app x res passes the filter f (lower
+// case; "" passes everything).
+func matchesFilter(app, res, f string) bool {
+	return f == "" || strings.Contains(filterKey(app, res), f)
 }

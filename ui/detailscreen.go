@@ -35,6 +35,9 @@ type detailScreen struct {
 	// refetched is set when the Detail shown was fetched again at once
 	// because its grid moved, so that it is not done twice in a row.
 	refetched bool
+	// goInst is the instance to select when the data arrives (a jump to
+	// it), "" when none.
+	goInst string
 }
 
 var _ screen = (*detailScreen)(nil)
@@ -46,7 +49,7 @@ func newDetailScreen(c *common) *detailScreen {
 // Open starts showing app x res, on the finding f when it is not nil, and
 // returns the command fetching it.
 func (d *detailScreen) Open(app, res string, f *triage.Finding) tea.Cmd {
-	d.open = true
+	d.open, d.goInst = true, ""
 	d.view = d.view.Open(app, res, f)
 	return d.fetch()
 }
@@ -75,6 +78,9 @@ func (d *detailScreen) Receive(msg detailMsg) (changed bool, cmd tea.Cmd) {
 	d.busy = false
 	if d.open && d.view.Is(msg.app, msg.res) {
 		d.view = d.view.SetRow(snapshotRow(d.snap, msg.app, msg.res)).SetPlans(snapshotPlans(d.snap, msg.app, msg.res)).SetDetail(msg.d)
+		if d.goInst != "" && msg.d != nil {
+			d.view, d.goInst = d.view.selectInstance(d.goInst), ""
+		}
 		changed = true
 		// the instances' names moved the timeline's grid: fetch for it.
 		if msg.d != nil && d.view.FetchFrom(msg.d.To) != msg.d.From && !d.refetched {

@@ -38,7 +38,20 @@
 //     for how long, why it is down in words (refused, DNS, TLS, an HTTP
 //     status, a missing token, a plain HTTP server), its reconnects and how
 //     long since its last message (the collector's LastMessageAt);
-//   - help (?): every key binding, generated from the keymap, and the glyphs.
+//   - help (? or F1): every key binding with every key, generated from the
+//     keymap (the README's table of keys is checked against it), what the
+//     mouse does, and the glyphs;
+//   - jump (:, jump.go): a prompt over the screen it was opened from that
+//     completes the apps, resources and instances of the snapshot shown
+//     and goes to the table's row, or to an instance's detail (its worst
+//     breaker's resource) or its target.
+//
+// The mouse (Options.Mouse, --mouse, or m at run time; cell motion, so
+// off by default to leave the terminal's text selection alone, mouse.go):
+// a click selects a row, an alert or a target and focuses its panel, a
+// click on the selected one opens it, the wheel moves through the list
+// under the pointer or scrolls the detail and the help, and a click on
+// the status bar's first line opens the targets. F10 quits, as q does.
 //
 // Time is drawn on grids anchored to absolute time (grid.go): cell k of a
 // step covers [k*step, (k+1)*step), so the past keeps its shape as time

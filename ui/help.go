@@ -38,8 +38,7 @@ func (h *helpScreen) Open(under screen) screen {
 func (h *helpScreen) SetSize(w, hh int) { h.width, h.height = w, hh }
 
 // Update quits on q, goes back on ?, esc or backspace, and scrolls with
-// the moves when the help does not fit; the mouse wheel still reaches the
-// screen underneath.
+// the moves and the mouse wheel when the help does not fit.
 func (h *helpScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
@@ -60,9 +59,13 @@ func (h *helpScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 			h.scroll = h.scroll.ScrollBy(h.scroll.Len())
 		}
 	case tea.MouseMsg:
-		var cmd tea.Cmd
-		h.under, cmd = h.under.Update(msg)
-		return h, cmd
+		h.scroll = h.window()
+		switch msg.Button {
+		case tea.MouseButtonWheelUp:
+			h.scroll = h.scroll.ScrollBy(-wheelStep)
+		case tea.MouseButtonWheelDown:
+			h.scroll = h.scroll.ScrollBy(wheelStep)
+		}
 	}
 	return h, nil
 }
@@ -107,19 +110,19 @@ func (h *helpScreen) lines() []string {
 	groups := h.Keys().FullHelp()
 	hm := h.hints
 	hm.Width = h.width
-	names := []string{"MOVE", "VIEWS", "DATA", "REPLAY"}
 	var blocks []string
 	for i, g := range groups {
 		var enabled []key.Binding
 		for _, b := range g {
 			if b.Enabled() {
-				enabled = append(enabled, b)
+				// every key of the binding, where the footer has one.
+				enabled = append(enabled, key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(keyNames(b), b.Help().Desc)))
 			}
 		}
 		if len(enabled) == 0 {
 			continue
 		}
-		blocks = append(blocks, st.title.on(names[i])+"\n"+hm.FullHelpView([][]key.Binding{enabled}))
+		blocks = append(blocks, st.title.on(helpGroupName(i))+"\n"+hm.FullHelpView([][]key.Binding{enabled}))
 	}
 	var b strings.Builder
 	b.WriteString(st.title.on("sentinel-top keys") + st.dim.on("  (? or esc closes · j/k scroll)"))
@@ -142,6 +145,11 @@ func (h *helpScreen) lines() []string {
 		b.WriteString("\n\n")
 		i = j
 	}
+	b.WriteString(st.title.on("MOUSE") + "  " + st.dim.on(mouseSwitch) + "\n")
+	for _, l := range mouseHelp() {
+		b.WriteString(l[0] + "  " + l[1] + "\n")
+	}
+	b.WriteString("\n")
 	b.WriteString(st.title.on("GLYPHS") + "\n")
 	b.WriteString("breakers  " + st.state(core.Closed) + "  " + st.state(core.HalfOpen) + "  " + st.state(core.Open) +
 		"  " + st.open.on(glyphOpen+"1") + " " + st.closed.on(glyphClosed+"2") + ": instances per state\n")
@@ -161,6 +169,18 @@ func (h *helpScreen) lines() []string {
 	b.WriteString("targets   " + st.closed.on(glyphClosed+" up") + "  " + st.half.on(glyphConnecting+" connecting") +
 		"  " + st.open.on(glyphOpen+" down"))
 	return strings.Split(b.String(), "\n")
+}
+
+// mouseSwitch says how the mouse is turned on; mouseHelp is what it does
+// then. The help screen and the README say both.
+const mouseSwitch = "turned on with --mouse or m (off by default, so that the terminal still selects text)"
+
+func mouseHelp() [][2]string {
+	return [][2]string{
+		{"click ", "a row, an alert or a target selects it (and focuses its panel); a click on the selected one opens it"},
+		{"wheel ", "moves through the list under the pointer, scrolls the detail and the help"},
+		{"header", "a click on the targets' count lists them"},
+	}
 }
 
 func blockWidth(s string) int {

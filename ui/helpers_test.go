@@ -332,6 +332,7 @@ func namedKey(n string) tea.KeyMsg {
 	m := map[string]tea.KeyType{
 		"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "up": tea.KeyUp, "down": tea.KeyDown,
 		"f2": tea.KeyF2, "pgdown": tea.KeyPgDown, "pgup": tea.KeyPgUp, "backspace": tea.KeyBackspace, "ctrl+c": tea.KeyCtrlC,
+		"f1": tea.KeyF1, "f10": tea.KeyF10, "shift+tab": tea.KeyShiftTab,
 	}
 	return tea.KeyMsg{Type: m[n]}
 }

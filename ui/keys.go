@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"strings"
+
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 )
@@ -21,6 +23,11 @@ type keyMap struct {
 
 	// the column chooser (htop's F2)
 	Columns key.Binding
+
+	// Habits from htop and k9s: F1 is help and F10 quits (on Help and
+	// Quit above), : jumps to an app, resource or instance, m turns the
+	// mouse on and off.
+	Jump, Mouse key.Binding
 }
 
 var _ help.KeyMap = (*keyMap)(nil)
@@ -30,8 +37,8 @@ func newKeyMap() *keyMap {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(k, desc))
 	}
 	return &keyMap{
-		Quit:        b([]string{"q", "ctrl+c"}, "q", "quit"),
-		Help:        b([]string{"?"}, "?", "help"),
+		Quit:        b([]string{"q", "ctrl+c", "f10"}, "q", "quit"),
+		Help:        b([]string{"?", "f1"}, "?", "help"),
 		Filter:      b([]string{"/"}, "/", "filter"),
 		ClearFilter: b([]string{"esc"}, "esc", "clear filter"),
 		Up:          b([]string{"k", "up"}, "↑/k", "up"),
@@ -59,6 +66,10 @@ func newKeyMap() *keyMap {
 
 		// the column chooser
 		Columns: b([]string{"f2", "c"}, "F2/c", "columns"),
+
+		// habits: the jump prompt and the mouse's switch.
+		Jump:  b([]string{":"}, ":", "jump to a name"),
+		Mouse: b([]string{"m"}, "m", "mouse on/off"),
 	}
 }
 
@@ -132,8 +143,61 @@ func (k *keyMap) ShortHelp() []key.Binding {
 func (k *keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PgUp, k.PgDn},
-		{k.Open, k.Back, k.Tab, k.Alerts, k.Targets, k.Filter, k.ClearFilter, k.Help, k.Quit},
+		{k.Open, k.Back, k.Tab, k.Alerts, k.Targets, k.Filter, k.ClearFilter, k.Jump, k.Mouse, k.Help, k.Quit},
 		{k.Freeze, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Sort, k.Reverse, k.Columns},
 		{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd},
 	}
+}
+
+// keyNames names every key of a binding as the help screen and the README
+// list them ("q/ctrl+c/F10"): the footer's hints keep the binding's short
+// label, the help names them all.
+func keyNames(b key.Binding) string { return strings.Join(keyList(b), "/") }
+
+// keyList names every key of a binding, arrows first ("↑", "k").
+func keyList(b key.Binding) []string {
+	ks := b.Keys()
+	names := make([]string, 0, len(ks))
+	for _, arrows := range []bool{true, false} {
+		for _, k := range ks {
+			if isArrow(k) == arrows {
+				names = append(names, keyName(k))
+			}
+		}
+	}
+	return names
+}
+
+func isArrow(k string) bool { return k == "up" || k == "down" || k == "left" || k == "right" }
+
+// keyName is how a key reads: arrows as glyphs, function keys upper case.
+func keyName(k string) string {
+	switch k {
+	case "up":
+		return "↑"
+	case "down":
+		return "↓"
+	case "left":
+		return "←"
+	case "right":
+		return "→"
+	case " ":
+		return "space"
+	case "pgdown":
+		return "pgdn"
+	}
+	if len(k) >= 2 && k[0] == 'f' && k[1] >= '1' && k[1] <= '9' {
+		return "F" + k[1:]
+	}
+	return k
+}
+
+// helpGroupName is the title of the keymap's i-th group in the help screen
+// and the README.
+func helpGroupName(i int) string {
+	names := [...]string{"MOVE", "VIEWS", "DATA", "REPLAY"}
+	if i < len(names) {
+		return names[i]
+	}
+	return "MORE"
 }

@@ -136,7 +136,7 @@ func waitingText(ts []collector.TargetStatus) string {
 func (s *mainScreen) SetSize(w, h int) {
 	s.width, s.height = w, h
 	ah := 1
-	if n := len(s.snap.Findings); n > 0 {
+	if n := s.alerts.Len(); n > 0 {
 		ah = min(n+1, max(2, h/3))
 	}
 	s.table = s.table.SetSize(w, max(1, h-ah)).SetTrend(s.rng, s.snap.At)
@@ -146,7 +146,7 @@ func (s *mainScreen) SetSize(w, h int) {
 }
 
 // Update handles the keys of the filter, the panels and the sort, and the
-// mouse wheel over the table.
+// mouse (mouse.go).
 func (s *mainScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.KeyMsg:
@@ -158,9 +158,7 @@ func (s *mainScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 		}
 		return s.key(msg)
 	case tea.MouseMsg:
-		if s.focus == focusTable {
-			s.table, _ = s.table.Update(msg)
-		}
+		return s.mouse(msg)
 	}
 	return s, nil
 }
@@ -236,8 +234,13 @@ func (s *mainScreen) typeFilter(msg tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
+// applyFilter filters the table and the alerts, which get the room the
+// findings kept need.
 func (s *mainScreen) applyFilter() {
-	s.table = s.table.SetFilter(strings.TrimSpace(s.filter.Value()))
+	f := strings.TrimSpace(s.filter.Value())
+	s.table = s.table.SetFilter(f)
+	s.alerts = s.alerts.SetFilter(f)
+	s.SetSize(s.width, s.height)
 }
 
 func (s *mainScreen) setFocus(f focusPanel) {
@@ -294,7 +297,7 @@ func (s *mainScreen) Footer(w int) string {
 		left = st.key.on("/"+sanitize(f)) + " "
 	}
 	// where the keyboard is: the table's rows or the alerts.
-	switch n := len(s.snap.Findings); {
+	switch n := s.alerts.Len(); {
 	case s.focus == focusAlerts && n > 0:
 		right = st.dim.on(" alerts " + strconv.Itoa(s.alerts.cur.Pos()+1) + "/" + strconv.Itoa(n))
 	case s.focus == focusAlerts:

@@ -48,7 +48,10 @@ type Model struct {
 	detail  *detailScreen
 	help    *helpScreen
 	targets *targetsScreen
+	jump    *jumpScreen
 	active  screen
+
+	mouse bool // mouse reporting is on (Options.Mouse, then m)
 
 	replay replaySteer
 
@@ -78,10 +81,13 @@ func newModel(src Source, opts Options) *Model {
 		detail:  newDetailScreen(c),
 		help:    newHelpScreen(c),
 		targets: newTargetsScreen(c),
+		jump:    newJumpScreen(c),
+		mouse:   opts.Mouse,
 		replay:  replaySteer{ctrl: opts.Replay},
 		dirty:   true,
 	}
 	m.main.detail, m.detail.main = m.detail, m.main
+	m.jump.main, m.jump.targets = m.main, m.targets
 	m.active = m.main
 	m.header = m.header.SetRange(m.rng)
 	s := src.Snapshot()
@@ -171,7 +177,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.handleKey(msg)
 	case tea.MouseMsg:
 		m.dirty = true
-		return m, m.route(msg)
+		return m, m.routeMouse(msg)
 	}
 	return m, nil
 }
@@ -211,12 +217,23 @@ func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		m.active = m.help.Open(m.active)
 		return nil, true
 	case key.Matches(msg, k.Targets):
-		if m.active == m.targets {
-			m.active = m.targets.under
-		} else {
-			m.active = m.targets.Open(m.active)
-		}
+		m.toggleTargets()
 		return nil, true
+	case key.Matches(msg, k.Jump), isJumpTyped(msg):
+		var cmd tea.Cmd
+		m.active, cmd = m.jump.Open(m.active)
+		if len(msg.Runes) > 1 { // typed faster than read: the rest is the name
+			rest := msg
+			rest.Runes = msg.Runes[1:]
+			return tea.Batch(cmd, m.route(rest)), true
+		}
+		return cmd, true
+	case key.Matches(msg, k.Mouse):
+		m.mouse = !m.mouse
+		if m.mouse {
+			return tea.EnableMouseCellMotion, true
+		}
+		return tea.DisableMouse, true
 	case key.Matches(msg, k.Freeze):
 		m.frozen = !m.frozen
 		if !m.frozen {
@@ -233,6 +250,16 @@ func (m *Model) globalKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		return m.replay.Key(msg, k, m.latest.Replay)
 	}
 	return nil, false
+}
+
+// toggleTargets opens the targets screen over the active one, or closes
+// it.
+func (m *Model) toggleTargets() {
+	if m.active == m.targets {
+		m.active = m.targets.under
+	} else {
+		m.active = m.targets.Open(m.active)
+	}
 }
 
 // zoom changes the time range.
@@ -265,7 +292,7 @@ func (m *Model) layout() {
 	m.keys.setReplay(m.replaying())
 	m.header = m.header.SetSize(w, headerLines)
 	body := max(0, h-headerLines-1)
-	for _, s := range []screen{m.main, m.detail, m.help, m.targets} {
+	for _, s := range []screen{m.main, m.detail, m.help, m.targets, m.jump} {
 		s.SetSize(w, body)
 	}
 }

@@ -34,8 +34,11 @@ type Options struct {
 	NoColor bool
 	// Profile is the colour profile. Default ColorAuto.
 	Profile ColorProfile
-	// Mouse enables mouse reporting (wheel scrolling). Default off: it
-	// breaks selecting text in the terminal.
+	// Mouse enables mouse reporting from the start (cell motion: presses,
+	// releases and drags, no bare motion): a click selects a row, an alert
+	// or a target and opens the one selected, the wheel moves through the
+	// list under the pointer; m turns it on and off at run time. Default
+	// off: while it is on, the terminal does not select text.
 	Mouse bool
 	// TickInterval is how often the screen is refreshed from the latest
 	// snapshot. Default 250ms; at least 10ms.

@@ -255,7 +255,7 @@ func (t resourceTable) rebuild() resourceTable {
 	if t.filter != "" && len(t.lower) != len(t.rows) {
 		t.lower = t.lower[:0]
 		for i := range t.rows {
-			t.lower = append(t.lower, strings.ToLower(sanitize(t.rows[i].App)+" "+sanitize(t.rows[i].Resource)))
+			t.lower = append(t.lower, filterKey(t.rows[i].App, t.rows[i].Resource))
 		}
 	}
 	for i := range t.rows {

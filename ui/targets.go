@@ -102,12 +102,18 @@ func (t *targetsScreen) listHeight() int { return t.height - 2 - targetStoryLine
 // blank line above included.
 const targetStoryLines = 5
 
-// Update moves the selection; esc and backspace go back.
+// Update moves the selection (keys, a click, the wheel); esc and
+// backspace go back.
 func (t *targetsScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
-	if km, ok := msg.(tea.KeyMsg); ok && key.Matches(km, t.keys.Back) {
-		return t.under, nil
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		if key.Matches(msg, t.keys.Back) {
+			return t.under, nil
+		}
+		t.cur, _ = t.cur.Update(msg, t.keys)
+	case tea.MouseMsg:
+		t.mouse(msg)
 	}
-	t.cur, _ = t.cur.Update(msg, t.keys)
 	return t, nil
 }
 

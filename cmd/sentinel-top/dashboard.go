@@ -11,8 +11,9 @@ import (
 	"github.com/sentinel-top/sentinel-top/ui"
 )
 
-// dashboard runs the terminal UI over the chosen input.
-func dashboard(ctx context.Context, in *inputFlags, noColor bool, stdout, stderr io.Writer) int {
+// dashboard runs the terminal UI over the chosen input with the options
+// the flags set (colour, mouse).
+func dashboard(ctx context.Context, in *inputFlags, opts ui.Options, stdout, stderr io.Writer) int {
 	s, err := in.open(ctx, -1)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top:", err)
@@ -32,7 +33,6 @@ func dashboard(ctx context.Context, in *inputFlags, noColor bool, stdout, stderr
 	go func() { s.c.Run(feedCtx); close(published) }()
 
 	out, _ := stdout.(*os.File)
-	opts := ui.Options{NoColor: noColor}
 	if out != nil {
 		opts.Output = out
 	}

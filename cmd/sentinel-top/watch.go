@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"io"
+
+	"github.com/sentinel-top/sentinel-top/ui"
 )
 
 const watchUsage = `Usage: sentinel-top [--targets LIST | --replay FILE|NAME | --demo [NAME]] [flags]
@@ -31,8 +33,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cmd := newCommand("sentinel-top", watchUsage, stderr)
 	cmd.hint = "try: sentinel-top --demo"
 	noColor := cmd.fs.Bool("no-color", false, "no colours (also: NO_COLOR=1)")
+	mouse := cmd.fs.Bool("mouse", false, "the mouse from the start: a click selects and opens, the wheel scrolls (m turns it on and off)")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	return dashboard(ctx, &cmd.in, *noColor, stdout, stderr)
+	return dashboard(ctx, &cmd.in, ui.Options{NoColor: *noColor, Mouse: *mouse}, stdout, stderr)
 }
