@@ -29,7 +29,7 @@ const (
 	// NoticeBeforeHello: Count lines of a replay's input, of Instances
 	// instances, came before the hello naming their instance and were fed
 	// without it (as an instance of no app): past the instances whose
-	// hello a replay keeps (source.MaxEarlyHellos). At is the first's time.
+	// hello a replay keeps (source.ReplayOptions.MaxEarlyHellos). At is the first's time.
 	NoticeBeforeHello
 )
 

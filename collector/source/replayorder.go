@@ -28,8 +28,8 @@ import (
 //   - lines of an instance before any hello of it in the input (a file
 //     sorted by time puts a backfill there) are fed after a copy of the
 //     first hello that follows them, and of its rules, which the first
-//     pass kept (at most MaxEarlyHellos instances); the lines themselves
-//     are skipped when the pass meets them.
+//     pass kept (at most ReplayOptions.MaxEarlyHellos instances); the
+//     hello's and rules' own lines are skipped when the pass meets them.
 //
 // What the stage holds is bounded (ReplayOptions.MaxReorderBytes): past
 // it, the earliest message goes out even though a later line may be
@@ -39,10 +39,8 @@ import (
 // first pass notes.
 const replayBlockShift = 10
 
-// MaxEarlyHellos bounds the instances whose lines come before their hello
-// in the input and whose hello (and rules) a replay keeps a copy of, to
-// feed first; past it, those lines are fed without them, counted.
-const MaxEarlyHellos = 4096
+// DefaultMaxEarlyHellos is ReplayOptions.MaxEarlyHellos when it is zero.
+const DefaultMaxEarlyHellos = 4096
 
 // maxScanNames bounds the instance names the first pass follows to find
 // lines before a hello; names past it are not followed (their lines before
@@ -53,9 +51,9 @@ const maxScanNames = 100_000
 const DefaultMaxReorderBytes = 64 << 20
 
 // earlyHello is the first hello of an instance some of whose lines come
-// before it in the input, and the rules message that follows it (nil when
-// another line of the instance came first); seqs are their line numbers in
-// a pass.
+// before it in the input, and its rules: the first rules of the instance
+// before the hello, or else the line after it when that is a rules (nil
+// otherwise); seqs are their line numbers in a pass.
 type earlyHello struct {
 	hello    replayItem
 	helloSeq int
@@ -75,6 +73,7 @@ type scanOrder struct {
 	unnamed, unnamedInst int64
 	unnamedAt            int64
 	firstAt              map[string]int64
+	maxEarly             int
 }
 
 const (
@@ -83,8 +82,8 @@ const (
 	scanDone
 )
 
-func newScanOrder() *scanOrder {
-	return &scanOrder{state: map[string]uint8{}, early: map[string]*earlyHello{}, before: map[string]int64{}, firstAt: map[string]int64{}}
+func newScanOrder(maxEarly int) *scanOrder {
+	return &scanOrder{state: map[string]uint8{}, early: map[string]*earlyHello{}, before: map[string]int64{}, firstAt: map[string]int64{}, maxEarly: maxEarly}
 }
 
 // note takes line seq of the first pass.
@@ -113,32 +112,49 @@ func (s *scanOrder) note(seq int, it replayItem) {
 			s.state[name] = scanDone
 			return
 		}
-		s.state[name], s.before[name], s.firstAt[name] = scanAwait, 1, h.Ts
+		s.state[name], s.firstAt[name] = scanAwait, h.Ts
+		s.awaiting(name, seq, it)
 	case st == scanAwait && isHello:
-		n := s.before[name]
+		n, at := s.before[name], s.firstAt[name]
 		delete(s.before, name)
-		if len(s.early) >= MaxEarlyHellos {
+		delete(s.firstAt, name)
+		e := s.early[name] // its rules may be kept already
+		if e == nil && len(s.early) >= s.maxEarly {
 			if s.unnamed == 0 {
-				s.unnamedAt = s.firstAt[name]
+				s.unnamedAt = at
 			}
 			s.unnamed += n
 			s.unnamedInst++
-			delete(s.firstAt, name)
 			s.state[name] = scanDone
 			return
 		}
-		delete(s.firstAt, name)
-		s.early[name] = &earlyHello{hello: it, helloSeq: seq}
+		if e == nil {
+			e = &earlyHello{}
+			s.early[name] = e
+		}
+		e.hello, e.helloSeq = it, seq
 		s.state[name] = scanRules
+		if e.rules != nil {
+			s.state[name] = scanDone
+		}
 	case st == scanAwait:
-		s.before[name]++
+		s.awaiting(name, seq, it)
 	case st == scanRules:
 		if r, ok := it.m.(*wire.Rules); ok {
 			e := s.early[name]
-			ri := replayItem{m: r, place: it.place}
-			e.rules, e.rulesSeq = &ri, seq
+			e.rules, e.rulesSeq = &replayItem{m: r, place: it.place}, seq
 		}
 		s.state[name] = scanDone
+	}
+}
+
+// awaiting takes line seq of an instance whose hello has not come yet:
+// counted, and its first rules kept (a file sorted by time may put the
+// rules sent after a hello before it, when the hello came later).
+func (s *scanOrder) awaiting(name string, seq int, it replayItem) {
+	s.before[name]++
+	if r, ok := it.m.(*wire.Rules); ok && s.early[name] == nil && len(s.early) < s.maxEarly {
+		s.early[name] = &earlyHello{rules: &replayItem{m: r, place: it.place}, rulesSeq: seq}
 	}
 }
 
@@ -149,6 +165,11 @@ func (s *scanOrder) finish() {
 		s.blockMin[b] = min(s.blockMin[b], s.blockMin[b+1])
 	}
 	s.state, s.before, s.firstAt = nil, nil, nil
+	for name, e := range s.early {
+		if e.hello.m == nil {
+			delete(s.early, name) // rules, and no hello ever
+		}
+	}
 }
 
 // lowest is the earliest time of the lines from seq on (math.MaxInt64:
@@ -311,7 +332,7 @@ func (o *reorder) ahead(it replayItem) []replayItem {
 		o.early[name] = true
 		out = append(out, e.hello)
 		o.drop(name, e.helloSeq)
-		if e.rules != nil {
+		if e.rules != nil && e.rulesSeq > o.seq {
 			out = append(out, *e.rules)
 			o.drop(name, e.rulesSeq)
 		}

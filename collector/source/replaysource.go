@@ -123,7 +123,6 @@ func messagesOpener(name string, msgs []wire.Message) replayOpener {
 // line and the bad lines (counted, the first kept), holding none of them.
 func (r *Replay) scan(pass replayPass) error {
 	haveFrom := false
-	r.order = newScanOrder()
 	defer r.order.finish()
 	for seq := 0; ; seq++ {
 		it, ok, err := pass()
