@@ -42,9 +42,9 @@ type ReplayOptions struct {
 	MaxReorderBytes int64
 	// MaxEarlyHellos bounds the instances whose lines come before their
 	// hello in the input and whose hello (and rules) the replay keeps, to
-	// feed them first; past it, such lines are fed without them (as an
-	// instance of no app), counted and shown. Default
-	// DefaultMaxEarlyHellos (4,096).
+	// feed them first, as MaxReorderBytes bounds the bytes they take; past
+	// either, such lines are fed without them (as an instance of no app),
+	// counted and shown. Default DefaultMaxEarlyHellos (4,096).
 	MaxEarlyHellos int
 }
 
@@ -116,7 +116,7 @@ func NewReplay(name string, src io.Reader, speed float64, opts ReplayOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	r := &Replay{name: name, open: open, order: newScanOrder(cmp.Or(opts.MaxEarlyHellos, DefaultMaxEarlyHellos))}
+	r := &Replay{name: name, open: open, order: newScanOrder(opts)}
 	closeWhenUnused(r, spool)
 	rd := wire.NewReaderLimits(first, name, opts.Limits)
 	rd.LimitInput(replayBound(opts))
@@ -134,7 +134,7 @@ func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed 
 	if len(msgs) > MaxReplayMessages {
 		return nil, errors.New(name + ": more than 5,000,000 messages; split the input")
 	}
-	r := &Replay{name: name, open: messagesOpener(name, msgs), order: newScanOrder(cmp.Or(opts.MaxEarlyHellos, DefaultMaxEarlyHellos))}
+	r := &Replay{name: name, open: messagesOpener(name, msgs), order: newScanOrder(opts)}
 	for _, err := range rejects {
 		place := name
 		var le *wire.LineError

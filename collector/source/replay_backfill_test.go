@@ -388,30 +388,44 @@ func TestReplayBeforeHelloBounded(t *testing.T) {
 	if len(order) != 3 {
 		t.Fatalf("%d instances with a hello", len(order))
 	}
-	want := before[order[1]] + before[order[2]]
-	rp, log := startBackfill(t, lines, ReplayOptions{MaxEarlyHellos: 1})
-	_, to := rp.Range()
-	seekTo(t, rp, to)
-	var got collector.Notice
-	for _, w := range log.Collector.Publish().Warnings {
-		if n, ok := w.(collector.Notice); ok && n.Kind == collector.NoticeBeforeHello {
-			got = n
-		}
-	}
-	if got.Count != want || got.Instances != 2 {
-		t.Errorf("before their hello: %d lines of %d instances; want %d of 2", got.Count, got.Instances, want)
-	}
-	if txt := collector.WarningText(got); !strings.Contains(txt, "fed without it") {
-		t.Errorf("warning: %s", txt)
-	}
-	// The instance whose hello was kept is named from its first line.
-	var fed []lineHead
-	for _, f := range log.fed {
-		if f.Instance == order[0] {
-			fed = append(fed, f)
-		}
-	}
-	if len(fed) == 0 || fed[0].Kind != "hello" {
-		t.Errorf("%s: first fed %v", order[0], fed[:min(len(fed), 1)])
+	for _, tc := range []struct {
+		name  string
+		opts  ReplayOptions
+		kept  int // the instances named from their first line
+		lines int64
+	}{
+		{"one hello kept", ReplayOptions{MaxEarlyHellos: 1}, 1, before[order[1]] + before[order[2]]},
+		{"no room", ReplayOptions{MaxReorderBytes: 1}, 0, before[order[0]] + before[order[1]] + before[order[2]]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp, log := startBackfill(t, lines, tc.opts)
+			_, to := rp.Range()
+			seekTo(t, rp, to)
+			var got collector.Notice
+			for _, w := range log.Collector.Publish().Warnings {
+				if n, ok := w.(collector.Notice); ok && n.Kind == collector.NoticeBeforeHello {
+					got = n
+				}
+			}
+			if got.Count != tc.lines || got.Instances != int64(3-tc.kept) {
+				t.Errorf("before their hello: %d lines of %d instances; want %d of %d", got.Count, got.Instances, tc.lines, 3-tc.kept)
+			}
+			if txt := collector.WarningText(got); !strings.Contains(txt, "fed without it") {
+				t.Errorf("warning: %s", txt)
+			}
+			// The instances whose hello was kept are named from their
+			// first line, the others not.
+			first := map[string]string{}
+			for _, f := range log.fed {
+				if _, ok := first[f.Instance]; !ok {
+					first[f.Instance] = f.Kind
+				}
+			}
+			for i, in := range order {
+				if named := first[in] == "hello"; named != (i < tc.kept) {
+					t.Errorf("%s: first fed a %s", in, first[in])
+				}
+			}
+		})
 	}
 }

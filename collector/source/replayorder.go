@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
 	"unsafe"
@@ -73,7 +74,10 @@ type scanOrder struct {
 	unnamed, unnamedInst int64
 	unnamedAt            int64
 	firstAt              map[string]int64
+	// maxEarly and maxBytes bound the early hellos kept, in instances and
+	// in bytes (with their rules); earlyBytes is what they take.
 	maxEarly             int
+	maxBytes, earlyBytes int64
 }
 
 const (
@@ -82,8 +86,19 @@ const (
 	scanDone
 )
 
-func newScanOrder(maxEarly int) *scanOrder {
-	return &scanOrder{state: map[string]uint8{}, early: map[string]*earlyHello{}, before: map[string]int64{}, firstAt: map[string]int64{}, maxEarly: maxEarly}
+func newScanOrder(opts ReplayOptions) *scanOrder {
+	return &scanOrder{state: map[string]uint8{}, early: map[string]*earlyHello{}, before: map[string]int64{}, firstAt: map[string]int64{},
+		maxEarly: cmp.Or(opts.MaxEarlyHellos, DefaultMaxEarlyHellos), maxBytes: cmp.Or(opts.MaxReorderBytes, DefaultMaxReorderBytes)}
+}
+
+// keep reports whether one more early hello, or rules of size bytes, fit
+// the bounds, and charges them when they do.
+func (s *scanOrder) keep(entry bool, size int64) bool {
+	if (entry && len(s.early) >= s.maxEarly) || s.earlyBytes+size > s.maxBytes {
+		return false
+	}
+	s.earlyBytes += size
+	return true
 }
 
 // note takes line seq of the first pass.
@@ -119,7 +134,7 @@ func (s *scanOrder) note(seq int, it replayItem) {
 		delete(s.before, name)
 		delete(s.firstAt, name)
 		e := s.early[name] // its rules may be kept already
-		if e == nil && len(s.early) >= s.maxEarly {
+		if e == nil && !s.keep(true, messageBytes(it.m)) {
 			if s.unnamed == 0 {
 				s.unnamedAt = at
 			}
@@ -140,7 +155,7 @@ func (s *scanOrder) note(seq int, it replayItem) {
 	case st == scanAwait:
 		s.awaiting(name, seq, it)
 	case st == scanRules:
-		if r, ok := it.m.(*wire.Rules); ok {
+		if r, ok := it.m.(*wire.Rules); ok && s.keep(false, messageBytes(r)) {
 			e := s.early[name]
 			e.rules, e.rulesSeq = &replayItem{m: r, place: it.place}, seq
 		}
@@ -153,7 +168,7 @@ func (s *scanOrder) note(seq int, it replayItem) {
 // rules sent after a hello before it, when the hello came later).
 func (s *scanOrder) awaiting(name string, seq int, it replayItem) {
 	s.before[name]++
-	if r, ok := it.m.(*wire.Rules); ok && s.early[name] == nil && len(s.early) < s.maxEarly {
+	if r, ok := it.m.(*wire.Rules); ok && s.early[name] == nil && s.keep(true, messageBytes(r)) {
 		s.early[name] = &earlyHello{rules: &replayItem{m: r, place: it.place}, rulesSeq: seq}
 	}
 }
