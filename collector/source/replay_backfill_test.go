@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -44,7 +45,11 @@ func backfillLines(t *testing.T) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bytes.SplitAfter(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		b = append(b, '\n')
+	}
+	lines := bytes.SplitAfter(b, []byte("\n")) // each line with its \n, the last too
+	return lines[:len(lines)-1]
 }
 
 // lineHead is what the tests read of a line.
@@ -427,5 +432,37 @@ func TestReplayBeforeHelloBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplayAnyLineOrder: the recording's lines in any order (shuffled
+// with fixed seeds) replay with every bucket counted once on its own
+// instance, each instance named by its hello before anything else of it,
+// and nothing fed late.
+func TestReplayAnyLineOrder(t *testing.T) {
+	lines := backfillLines(t)
+	want := bucketSums(t, lines)
+	for seed := uint64(1); seed <= 8; seed++ {
+		shuffled := slices.Clone(lines)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		rng.Shuffle(len(shuffled)-1, func(i, j int) { shuffled[i+1], shuffled[j+1] = shuffled[j+1], shuffled[i+1] })
+		rp, log := startBackfill(t, shuffled, ReplayOptions{})
+		_, to := rp.Range()
+		seekTo(t, rp, to)
+		checkExact(t, log.Collector, want)
+		first := map[string]string{}
+		for _, f := range log.fed {
+			if _, ok := first[f.Instance]; !ok {
+				first[f.Instance] = f.Kind
+			}
+		}
+		for in, kind := range first {
+			if kind != "hello" {
+				t.Errorf("seed %d: %s first fed a %s", seed, in, kind)
+			}
+		}
+		if n := lateNotice(t, log.Collector); n.Count != 0 {
+			t.Errorf("seed %d: %d fed late", seed, n.Count)
+		}
 	}
 }

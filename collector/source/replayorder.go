@@ -343,8 +343,13 @@ func (o *reorder) ahead(it replayItem) []replayItem {
 	}
 	name := it.m.Head().Instance
 	var out []replayItem
-	if e := o.scan.early[name]; e != nil && !o.early[name] && o.seq < e.helloSeq {
+	if e := o.scan.early[name]; e != nil && !o.early[name] {
+		// The first of an instance whose first line is not its hello: the
+		// hello goes first, then its rules (which may come before it).
 		o.early[name] = true
+		if o.seq == e.helloSeq {
+			return nil // the hello itself; what came before it follows it
+		}
 		out = append(out, e.hello)
 		o.drop(name, e.helloSeq)
 		if e.rules != nil && e.rulesSeq > o.seq {
