@@ -26,11 +26,12 @@ import (
 //     came before it in the input: they are fed first (at the message's
 //     time, the clock unmoved), so backfill is the instance's, under its
 //     rules, from the first second;
-//   - lines of an instance before any hello of it in the input (a file
-//     sorted by time puts a backfill there) are fed after a copy of the
-//     first hello that follows them, and of its rules, which the first
-//     pass kept (at most ReplayOptions.MaxEarlyHellos instances); the
-//     hello's and rules' own lines are skipped when the pass meets them.
+//   - an instance whose first line is not a hello (a file sorted by time
+//     puts a backfill, even the rules, before it) is fed a copy of its
+//     first hello, and of its rules, before anything else of it: the first
+//     pass kept them (at most ReplayOptions.MaxEarlyHellos instances,
+//     within ReplayOptions.MaxReorderBytes); the hello's and rules' own
+//     lines are skipped when the pass meets them.
 //
 // What the stage holds is bounded (ReplayOptions.MaxReorderBytes): past
 // it, the earliest message goes out even though a later line may be
@@ -44,8 +45,9 @@ const replayBlockShift = 10
 const DefaultMaxEarlyHellos = 4096
 
 // maxScanNames bounds the instance names the first pass follows to find
-// lines before a hello; names past it are not followed (their lines before
-// a hello, if any, are fed without it and counted).
+// lines before a hello; names past it are not followed: their lines before
+// a hello, if any, are fed without it and not counted (ten times the
+// store's default --max-instances, which turns most of them away).
 const maxScanNames = 100_000
 
 // DefaultMaxReorderBytes is ReplayOptions.MaxReorderBytes when it is zero.
@@ -204,6 +206,7 @@ type heldItem struct {
 	ts   int64
 	size int64
 	fed  bool // fed ahead of its place (a hello or rules moved first)
+	out  bool // handed out in its place
 }
 
 type heldHeap []*heldItem
@@ -260,7 +263,7 @@ func (o *reorder) next() (replayItem, bool, error) {
 					continue
 				}
 				o.bytes -= top.size
-				o.forget(top)
+				top.out = true
 				if _, meta := top.it.m.(*wire.Meta); !meta {
 					if top.ts < o.lastTs {
 						if o.late == 0 {
@@ -308,28 +311,6 @@ func (o *reorder) next() (replayItem, bool, error) {
 	}
 }
 
-// forget drops a hello or rules handed out from its instance's list.
-func (o *reorder) forget(h *heldItem) {
-	switch h.it.m.(type) {
-	case *wire.Hello, *wire.Rules:
-	default:
-		return
-	}
-	name := h.it.m.Head().Instance
-	list := o.ids[name]
-	for i, x := range list {
-		if x == h {
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(o.ids, name)
-	} else {
-		o.ids[name] = list
-	}
-}
-
 // ahead returns what must be fed before it, the message handed out last:
 // the hellos and rules of its instance held from earlier lines, or the
 // early hello (and rules) of an instance whose lines come before its
@@ -348,7 +329,9 @@ func (o *reorder) ahead(it replayItem) []replayItem {
 		// hello goes first, then its rules (which may come before it).
 		o.early[name] = true
 		if o.seq == e.helloSeq {
-			return nil // the hello itself; what came before it follows it
+			// The hello itself: what came before it in the input (its rules)
+			// follows it, fed in its place or ahead of a later line.
+			return nil
 		}
 		out = append(out, e.hello)
 		o.drop(name, e.helloSeq)
@@ -357,23 +340,25 @@ func (o *reorder) ahead(it replayItem) []replayItem {
 			o.drop(name, e.rulesSeq)
 		}
 	}
+	// The list is in line order, and every message handed out comes here:
+	// what is before it in the list is fed now or was already, so the
+	// list is trimmed from its front, each entry looked at once (a hello
+	// or rules handed out in its place trims itself).
 	list := o.ids[name]
-	k := 0
-	for _, h := range list {
-		if h.seq < o.seq && !h.fed {
+	for len(list) > 0 && list[0].seq <= o.seq {
+		h := list[0]
+		list[0] = nil
+		list = list[1:]
+		if h.seq < o.seq && !h.fed && !h.out {
 			h.fed = true
 			o.bytes -= h.size
 			out = append(out, h.it)
-			continue
 		}
-		list[k] = h
-		k++
 	}
-	if k == 0 {
+	if len(list) == 0 {
 		delete(o.ids, name)
-	} else if k < len(list) {
-		clear(list[k:])
-		o.ids[name] = list[:k]
+	} else {
+		o.ids[name] = list
 	}
 	return out
 }
