@@ -3,6 +3,8 @@ package collector
 import (
 	"cmp"
 	"slices"
+
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 )
 
 // NoticeKind names what a Notice is about.
@@ -20,6 +22,15 @@ const (
 	// Target, announced after Holder's, is shown as Instance (NAME@TARGET);
 	// Holder's keeps the name. One of them may be impersonating the other.
 	NoticeInstanceConflict
+	// NoticeReplayLate: a replay fed Count messages after later ones, the
+	// first of time At: what it holds to feed them in the order of their
+	// time was full (source.ReplayOptions.MaxReorderBytes).
+	NoticeReplayLate
+	// NoticeBeforeHello: Count lines of a replay's input, of Instances
+	// instances, came before the hello naming their instance and were fed
+	// without it (as an instance of no app): past the instances whose
+	// hello a replay keeps (source.ReplayOptions.MaxEarlyHellos). At is the first's time.
+	NoticeBeforeHello
 )
 
 // Notice is a typed warning about the input, one of Snapshot.Warnings
@@ -35,6 +46,8 @@ type Notice struct {
 	// Target and Holder are, for an instance conflict, the target whose
 	// instance is Instance and the one that announced the name first.
 	Target, Holder string
+	// Instances counts, for lines before a hello, their instances.
+	Instances int64
 }
 
 // maxNotices bounds the notices kept; further ones are dropped.
@@ -67,6 +80,28 @@ func (c *Collector) notice(n Notice) {
 		c.notices = map[noticeKey]*Notice{}
 	}
 	c.notices[k] = &n
+}
+
+// ReplayOrdered keeps what a replay could not feed in its place as
+// notices (NoticeReplayLate, NoticeBeforeHello), replacing the totals it
+// told before: a replay seeking back meets the same again.
+func (c *Collector) ReplayOrdered(o feed.ReplayOrder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	set := func(n Notice) {
+		k := noticeKey{n.Kind, n.Instance, n.Resource}
+		if old := c.notices[k]; old != nil {
+			*old = n
+			return
+		}
+		c.notice(n)
+	}
+	if o.Late > 0 {
+		set(Notice{Kind: NoticeReplayLate, At: o.LateAt, Count: o.Late})
+	}
+	if o.Unnamed > 0 {
+		set(Notice{Kind: NoticeBeforeHello, At: o.UnnamedAt, Count: o.Unnamed, Instances: o.UnnamedInstances})
+	}
 }
 
 // sortedNotices lists the notices by instance, resource and kind. c.mu is

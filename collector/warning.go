@@ -217,6 +217,13 @@ func noticeText(n Notice) string {
 	case NoticeInstanceConflict:
 		return fmt.Sprintf("targets %s and %s both announce instance %q: kept apart as two instances, %s's shown as %s (one may be impersonating the other)",
 			n.Holder, n.Target, n.Resource, n.Target, n.Instance)
+	case NoticeReplayLate:
+		return fmt.Sprintf("replay: %d %s fed after later ones, the first from %s: too many held to put them in the order of their time",
+			n.Count, plural(int(min(n.Count, 2)), "message", "messages"), time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"))
+	case NoticeBeforeHello:
+		return fmt.Sprintf("replay: %d %s of %d %s before their hello, from %s, fed without it (as instances of no app): over the %s",
+			n.Count, plural(int(min(n.Count, 2)), "line", "lines"), n.Instances, plural(int(min(n.Instances, 2)), "instance", "instances"),
+			time.UnixMilli(n.At).UTC().Format("2006-01-02 15:04:05 UTC"), "instances whose hello a replay keeps to feed first")
 	}
 	return fmt.Sprintf("%s: notice %d about %q", n.Instance, n.Kind, n.Resource)
 }

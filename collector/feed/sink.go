@@ -93,4 +93,8 @@ type ReplaySink interface {
 	// an older generation than the one held is ignored, so one told late
 	// never replaces a newer one.
 	SetReplay(st ReplayStatus, gen uint64)
+	// ReplayOrdered tells what the replay could not feed in its place,
+	// the totals so far (each larger than the last told): the store shows
+	// them, and keeps them when it is Reset (they describe the input).
+	ReplayOrdered(o ReplayOrder)
 }

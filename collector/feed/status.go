@@ -130,6 +130,21 @@ func (r *TargetRecord) Update(f func(s *TargetStatus)) {
 	r.mu.Unlock()
 }
 
+// ReplayOrder is what a replay could not feed in its place: a replay
+// feeds messages in the order of their time, and each after the hello and
+// rules of its instance, within bounds.
+type ReplayOrder struct {
+	// Late messages were fed after a later one: what the replay holds to
+	// put them in order was full. LateAt is the time of the first (Unix
+	// ms).
+	Late, LateAt int64
+	// Unnamed lines came before their instance's hello in the input and
+	// were fed without it (an instance of no app): past the instances
+	// whose hello a replay keeps to feed first. UnnamedInstances counts
+	// their instances; UnnamedAt is the time of the first.
+	Unnamed, UnnamedInstances, UnnamedAt int64
+}
+
 // ReplayStatus describes a replay in progress.
 type ReplayStatus struct {
 	Active   bool

@@ -22,7 +22,10 @@
 //     regex rules are listed over.
 //   - Replay (replay.go, replaysource.go) feeds a recording, or messages
 //     converted from metric logs, on a virtual clock, with pause, speed
-//     and seek; it tells its sink its status.
+//     and seek; it tells its sink its status. It feeds messages in the
+//     order of their time and each after its instance's hello and rules
+//     (replayorder.go): a recording holds each target's backfill after its
+//     hello, older than it.
 //
 // What the wire does not carry travels beside a message through the sink:
 // a hello's feed.Origin (a polled sender, one without breaker states),

@@ -35,6 +35,17 @@ type ReplayOptions struct {
 	// WallClock paces the replay's speed in real time. Default:
 	// core.NewRealClock().
 	WallClock core.Clock
+	// MaxReorderBytes bounds what a pass holds to feed the messages in
+	// the order of their time (replayorder.go): past it, a message may be
+	// fed after a later one, counted and shown. Default
+	// DefaultMaxReorderBytes (64 MiB).
+	MaxReorderBytes int64
+	// MaxEarlyHellos bounds the instances whose lines come before their
+	// hello in the input and whose hello (and rules) the replay keeps, to
+	// feed them first, as MaxReorderBytes bounds the bytes they take; past
+	// either, such lines are fed without them (as an instance of no app),
+	// counted and shown. Default DefaultMaxEarlyHellos (4,096).
+	MaxEarlyHellos int
 }
 
 // Replay feeds a recorded fixture into a sink on a virtual clock, at a
@@ -58,10 +69,17 @@ type Replay struct {
 	// rejects are the bad parts of converted input, counted at the start
 	// (NewReplayMessages); a recording's are counted as a pass meets them.
 	rejects []lineReject
+	// order is what the first pass learnt of the input's order, and
+	// maxReorder the bound of what a pass holds to feed by time.
+	order      *scanOrder
+	maxReorder int64
+	// told is what the sink was told of the order: the most any pass met.
+	told feed.ReplayOrder
 
 	// The pass in progress; only Run's goroutine moves it.
 	open  replayOpener
 	pass  replayPass
+	ord   *reorder    // the pass's reorder stage
 	done1 func()      // ends the pass
 	next  *replayItem // the next message to feed; nil at the end
 	err   error       // why the pass failed
@@ -98,7 +116,7 @@ func NewReplay(name string, src io.Reader, speed float64, opts ReplayOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	r := &Replay{name: name, open: open}
+	r := &Replay{name: name, open: open, order: newScanOrder(opts)}
 	closeWhenUnused(r, spool)
 	rd := wire.NewReaderLimits(first, name, opts.Limits)
 	rd.LimitInput(replayBound(opts))
@@ -116,7 +134,7 @@ func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed 
 	if len(msgs) > MaxReplayMessages {
 		return nil, errors.New(name + ": more than 5,000,000 messages; split the input")
 	}
-	r := &Replay{name: name, open: messagesOpener(name, msgs)}
+	r := &Replay{name: name, open: messagesOpener(name, msgs), order: newScanOrder(opts)}
 	for _, err := range rejects {
 		place := name
 		var le *wire.LineError
@@ -138,6 +156,7 @@ func NewReplayMessages(name string, msgs []wire.Message, rejects []error, speed 
 // start sets the replay's clock at the start of its range.
 func (r *Replay) start(speed float64, opts ReplayOptions) (*Replay, error) {
 	r.speed, r.wake = max(speed, 0), make(chan struct{}, 1)
+	r.maxReorder = cmp.Or(opts.MaxReorderBytes, DefaultMaxReorderBytes)
 	r.clock = core.NewVirtualClock(time.UnixMilli(r.from))
 	r.wall = opts.WallClock
 	if r.wall == nil {
@@ -153,6 +172,10 @@ func (r *Replay) start(speed float64, opts ReplayOptions) (*Replay, error) {
 func (r *Replay) Start(sink feed.ReplaySink) error {
 	r.sink = sink
 	r.tell()
+	if o := r.order; o.unnamed > 0 {
+		r.told.Unnamed, r.told.UnnamedInstances, r.told.UnnamedAt = o.unnamed, o.unnamedInst, o.unnamedAt
+		sink.ReplayOrdered(r.told)
+	}
 	return r.rewind()
 }
 
@@ -168,6 +191,7 @@ func (r *Replay) rewind() error {
 		return err
 	}
 	r.pass, r.done1 = pass, done
+	r.ord = newReorder(pass, r.order, r.maxReorder)
 	for _, rj := range r.rejects {
 		r.sink.Reject(rj.place, rj.err)
 	}
@@ -180,7 +204,7 @@ func (r *Replay) rewind() error {
 func (r *Replay) advance() {
 	r.next = nil
 	for r.pass != nil {
-		it, ok, err := r.pass()
+		it, ok, err := r.ord.next()
 		if err != nil || !ok {
 			r.err = cmp.Or(r.err, err)
 			r.done1()
@@ -192,6 +216,10 @@ func (r *Replay) advance() {
 			continue
 		}
 		r.next = &it
+		if r.ord.late > r.told.Late {
+			r.told.Late, r.told.LateAt = r.ord.late, r.ord.lateAt
+			r.sink.ReplayOrdered(r.told)
+		}
 		return
 	}
 }
@@ -395,12 +423,22 @@ func (r *Replay) feedOne() {
 	if ts := r.ts(); ts > r.clock.UnixMilli() {
 		r.clock.Set(time.UnixMilli(ts))
 	}
-	if h, ok := r.next.m.(*wire.Hello); ok {
-		r.sink.Hello(r.next.place, h, OriginOf(h.SDK)) // a recording of a Java target is still Java's
-	} else {
-		r.sink.Ingest(r.next.place, r.next.m)
+	// The hello and rules that name the message's instance go first, at
+	// its time (replayorder.go).
+	for _, it := range r.ord.ahead(*r.next) {
+		r.ingest(it)
 	}
+	r.ingest(*r.next)
 	r.advance()
+}
+
+// ingest hands one message to the sink.
+func (r *Replay) ingest(it replayItem) {
+	if h, ok := it.m.(*wire.Hello); ok {
+		r.sink.Hello(it.place, h, OriginOf(h.SDK)) // a recording of a Java target is still Java's
+	} else {
+		r.sink.Ingest(it.place, it.m)
+	}
 }
 
 // sleep waits d, or until poked; false when ctx ended.

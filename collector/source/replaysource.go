@@ -123,7 +123,8 @@ func messagesOpener(name string, msgs []wire.Message) replayOpener {
 // line and the bad lines (counted, the first kept), holding none of them.
 func (r *Replay) scan(pass replayPass) error {
 	haveFrom := false
-	for {
+	defer r.order.finish()
+	for seq := 0; ; seq++ {
 		it, ok, err := pass()
 		if err != nil {
 			return err
@@ -131,6 +132,7 @@ func (r *Replay) scan(pass replayPass) error {
 		if !ok {
 			return nil
 		}
+		r.order.note(seq, it)
 		if it.err != nil {
 			if r.rejN == 0 {
 				r.rej1 = lineReject{it.place, it.err}
