@@ -475,3 +475,21 @@ func TestClickWhileTypingTheFilterKeepsIt(t *testing.T) {
 		t.Errorf("q was typed into the filter: %q", m.main.filter.Value())
 	}
 }
+
+// TestHeldKeysCountEach: keys typed faster than the terminal is read
+// arrive as one message of several runes; each must act as a key press of
+// its own (a held j moves as many rows, "/pay" typed at once filters).
+func TestHeldKeysCountEach(t *testing.T) {
+	one := newTestModel(goldenSource(), 120, 40)
+	press(one, "jj")
+	want := selected(one)
+	held := newTestModel(goldenSource(), 120, 40)
+	send(held, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jj")})
+	if got := selected(held); got != want || got == selected(newTestModel(goldenSource(), 120, 40)) {
+		t.Errorf("jj in one message selected %q; pressed apart %q", got, want)
+	}
+	send(held, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/pay")})
+	if !held.main.filtering || held.main.filter.Value() != "pay" {
+		t.Errorf("/pay in one message: typing %v, filter %q", held.main.filtering, held.main.filter.Value())
+	}
+}

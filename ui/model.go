@@ -188,12 +188,29 @@ func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
 	if msg.Type == tea.KeyCtrlC {
 		return tea.Quit
 	}
+	if !m.active.Modal() && msg.Type == tea.KeyRunes && !msg.Paste && len(msg.Runes) > 1 && !isJumpTyped(msg) {
+		return m.eachKey(msg)
+	}
 	if !m.active.Modal() {
 		if cmd, ok := m.globalKey(msg); ok {
 			return cmd
 		}
 	}
 	return m.route(msg)
+}
+
+// eachKey handles keys typed faster than the terminal was read (a held
+// `j` or `]`, arriving as one message of several runes) one by one, as if
+// read apart: each is a key press of its own, and one that opens a prompt
+// hands it the rest.
+func (m *Model) eachKey(msg tea.KeyMsg) tea.Cmd {
+	var cmds []tea.Cmd
+	for _, r := range msg.Runes {
+		one := msg
+		one.Runes = []rune{r}
+		cmds = append(cmds, m.handleKey(one))
+	}
+	return tea.Batch(cmds...)
 }
 
 // route sends msg to the active screen and shows the screen it answers.
