@@ -38,6 +38,7 @@ type mainScreen struct {
 	filtering bool
 	sort      sortKey
 	reverse   bool
+	picker    sortPicker // F6 or S: the sort columns to choose from
 
 	width, height int
 }
@@ -61,6 +62,7 @@ func newMainScreen(c *common) *mainScreen {
 		trends: newTrends(),
 		alerts: newAlertsPanel(st, c.keys),
 		filter: ti,
+		picker: newSortPicker(st, c.keys),
 	}
 	s.table = newResourceTable(st, c.keys, &s.trends)
 	return s
@@ -149,6 +151,9 @@ func (s *mainScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 		if s.filtering {
 			return s, s.typeFilter(msg)
 		}
+		if s.picker.open {
+			return s, s.pick(msg)
+		}
 		return s.key(msg)
 	case tea.MouseMsg:
 		if s.focus == focusTable {
@@ -185,6 +190,8 @@ func (s *mainScreen) key(msg tea.KeyMsg) (screen, tea.Cmd) {
 	case key.Matches(msg, k.Reverse):
 		s.reverse = !s.reverse
 		s.table = s.table.SetSort(s.sort, s.reverse)
+	case key.Matches(msg, k.SortPick):
+		s.picker = s.picker.Open(s.sort)
 	case key.Matches(msg, k.Open):
 		return s.open()
 	case s.focus == focusAlerts:
@@ -193,6 +200,19 @@ func (s *mainScreen) key(msg tea.KeyMsg) (screen, tea.Cmd) {
 		s.table, _ = s.table.Update(msg)
 	}
 	return s, nil
+}
+
+// pick handles a key while the sort picker is open: enter sorts by the
+// column chosen (the direction kept: r reverses).
+func (s *mainScreen) pick(msg tea.KeyMsg) tea.Cmd {
+	var k sortKey
+	var chosen bool
+	var cmd tea.Cmd
+	if s.picker, k, chosen, cmd = s.picker.Update(msg); chosen {
+		s.sort = k
+		s.table = s.table.SetSort(s.sort, s.reverse)
+	}
+	return cmd
 }
 
 // typeFilter edits the filter: enter keeps it, esc clears it.
@@ -242,14 +262,21 @@ func (s *mainScreen) open() (screen, tea.Cmd) {
 	return s.detail, s.detail.Open(r.App, r.Resource, nil)
 }
 
-// View renders the table above the alerts.
-func (s *mainScreen) View() string { return s.table.View() + "\n" + s.alerts.View() }
+// View renders the table above the alerts, and the sort picker over
+// them, below the table's header, when it is open.
+func (s *mainScreen) View() string {
+	v := s.table.View() + "\n" + s.alerts.View()
+	if s.picker.open {
+		v = overlay(v, s.picker.Lines(s.sort, s.reverse, s.height-1), 1)
+	}
+	return v
+}
 
 // Keys are the main screen's bindings.
 func (s *mainScreen) Keys() help.KeyMap { return s.keys.forMain(s.filter.Value() != "") }
 
-// Modal is true while a filter is typed.
-func (s *mainScreen) Modal() bool { return s.filtering }
+// Modal is true while a filter is typed or a sort picked.
+func (s *mainScreen) Modal() bool { return s.filtering || s.picker.open }
 
 // Footer is the filter line while it is typed, else the key hints with the
 // filter and the selected row's position.
@@ -258,6 +285,14 @@ func (s *mainScreen) Footer(w int) string {
 	if s.filtering {
 		right := st.dim.on("  enter keeps · esc clears  " + strconv.Itoa(s.table.Len()) + "/" + strconv.Itoa(len(s.snap.Rows)))
 		return fitLine(s.filter.View()+right, w)
+	}
+	if s.picker.open {
+		now := "  now by " + s.sort.String()
+		if s.reverse {
+			now += ", reversed"
+		}
+		return fitLine(st.key.on("↑/↓")+" choose · "+st.key.on("enter")+" sort by it · "+st.key.on("esc")+" close"+
+			st.dim.on(now), w)
 	}
 	var left, right string
 	if f := s.filter.Value(); f != "" {
