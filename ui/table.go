@@ -395,7 +395,9 @@ func (t resourceTable) header(b *strings.Builder) {
 			if c.w >= width(title)+len(" pass/s") {
 				title += " pass/s"
 			}
-		case c.sort < numSortKeys:
+		case c.sort < numSortKeys && width(title) < c.w:
+			// the title and the arrow's cell, written in place: no
+			// string made per column and frame.
 			arrow := " "
 			switch {
 			case c.sort != t.sort:
@@ -405,10 +407,15 @@ func (t resourceTable) header(b *strings.Builder) {
 				arrow = "▼"
 			}
 			if c.right {
-				title = arrow + title
+				padLeft(&h, "", c.w-width(title)-1)
+				h.WriteString(arrow)
+				h.WriteString(title)
 			} else {
-				title += arrow
+				h.WriteString(title)
+				h.WriteString(arrow)
+				padRight(&h, "", c.w-width(title)-1)
 			}
+			continue
 		}
 		title = cut(title, c.w)
 		if c.right {

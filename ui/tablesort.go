@@ -6,6 +6,7 @@ package ui
 import (
 	"cmp"
 	"math"
+	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
@@ -175,13 +176,29 @@ type orderKey struct {
 	v float64
 }
 
+// compare orders a before b (-1) when a is the larger; values are never
+// NaN (noNaN), so plain comparisons do, and the sort of every snapshot
+// spends most of its time here.
 func (a *orderKey) compare(b *orderKey) int {
-	for i := range a.n {
-		if a.n[i] != b.n[i] {
-			return cmp.Compare(b.n[i], a.n[i])
-		}
+	var x, y int
+	switch {
+	case a.n[0] != b.n[0]:
+		x, y = a.n[0], b.n[0]
+	case a.n[1] != b.n[1]:
+		x, y = a.n[1], b.n[1]
+	case a.n[2] != b.n[2]:
+		x, y = a.n[2], b.n[2]
+	case a.v > b.v:
+		return -1
+	case a.v < b.v:
+		return 1
+	default:
+		return 0
 	}
-	return cmp.Compare(b.v, a.v)
+	if x > y {
+		return -1
+	}
+	return 1
 }
 
 // newOrderKey is r's live key for k; the name sorts have none (zero).
@@ -269,11 +286,18 @@ func (h *heldOrder) take(rows []collector.ResourceRow, k sortKey, fresh bool) {
 	for i := range rows {
 		r := &rows[i]
 		key := newOrderKey(r, k)
-		// both lists are in name order: walk the old one along.
-		for j < len(old) && (old[j].app < r.App || old[j].app == r.App && old[j].res < r.Resource) {
-			j++
+		// both lists are in name order: walk the old one along, each
+		// name compared once a step.
+		c := -1
+		for ; j < len(old); j++ {
+			if c = strings.Compare(old[j].app, r.App); c == 0 {
+				c = strings.Compare(old[j].res, r.Resource)
+			}
+			if c >= 0 {
+				break
+			}
 		}
-		if j < len(old) && old[j].app == r.App && old[j].res == r.Resource && old[j].key.holds(&key, k) {
+		if c == 0 && old[j].key.holds(&key, k) {
 			key = old[j].key
 		}
 		h.keys = append(h.keys, key)
