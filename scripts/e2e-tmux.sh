@@ -120,6 +120,22 @@ wait_for "sentinel-top keys" "GLYPHS" "● CLOSED" "◐ HALF" "✖ OPEN" "pause 
 keys "?"
 wait_for "BREAKERS"
 
+# the sort picker: F6 opens it on the current sort, escape closes it; S
+# opens it too, and enter sorts by the column chosen (RESOURCE, two down);
+# back to severity (the first, g) for what follows.
+keys F6
+wait_for "SORT BY" "▸ !▼" "enter sorts · esc closes"
+keys Escape
+wait_gone "SORT BY"
+keys S
+wait_for "SORT BY"
+keys Down Down Enter
+wait_for "RESOURCE▲"
+keys S
+wait_for "SORT BY"
+keys Home Enter
+wait_for " !▼ APP"
+
 # filter, kept with enter, cleared with escape
 keys "/"
 wait_for "enter keeps"

@@ -18,8 +18,11 @@
 //     completed and "avg 35ms" where the source has average RTs only;
 //     breakers per state "✖3 ◐1 ●4", "?2" for instances whose source
 //     cannot tell their state and "✖1~" for states inferred from counts;
-//     pass/s over the time range), sorted worst first (a breaker OPEN is
-//     at least a warning),
+//     pass/s over the time range), sorted worst first (a breaker OPEN or
+//     HALF_OPEN is at least a warning) or by any column but TREND (s, r,
+//     and the sort picker on F6 or S), its rows held still while their
+//     values only wobble (tablesort.go: a row moves when its mark or its
+//     sorted value really changes),
 //     the alerts panel (findings by severity, "✓ plan" on those whose rule
 //     has a plan found safe on the input's traffic) and the key hints;
 //   - detail (enter on a resource; on an alert, opened on its finding):

@@ -162,6 +162,9 @@ func (h *helpScreen) lines() []string {
 	b.WriteString("p99       avg 35ms: no p99, the source has averages only  " + noData + ": none completed\n")
 	b.WriteString("findings  " + st.crit.on("!! critical") + "  " + st.warning.on("!  warning") + "  " +
 		st.info.on("i  info") + "\n")
+	b.WriteString("          a breaker OPEN or HALF_OPEN marks its row " + st.warning.on("!") + " at least\n")
+	b.WriteString("sort      " + st.key.on("▼") + " the sorted column; a row moves only when its mark or its\n")
+	b.WriteString("          value changes by a quarter (s, r and F6 sort afresh)\n")
 	b.WriteString("plans     " + st.closed.on(glyphPlan+" plan") + ": a rule change replayed on the input and found safe\n")
 	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app") + "\n")
 	b.WriteString("trend     " + sparks[1] + "…" + sparks[len(sparks)-1] + " pass/s  " + sparks[0] +

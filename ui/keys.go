@@ -17,9 +17,13 @@ type keyMap struct {
 	Open, Back, Tab, Alerts, Targets  key.Binding
 	Freeze                            key.Binding
 	ZoomIn, ZoomOut, ZoomReset        key.Binding
-	Sort, Reverse                     key.Binding
 	Pause, Slower, Faster, SeekBack   key.Binding
 	SeekFwd                           key.Binding
+
+	// Sorting: s cycles the sort column, r reverses it, F6 or S opens
+	// the sort picker (htop's F6: a list of the columns, the current one
+	// marked).
+	Sort, Reverse, SortPick key.Binding
 
 	// the column chooser (htop's F2)
 	Columns key.Binding
@@ -56,13 +60,16 @@ func newKeyMap() *keyMap {
 		ZoomIn:      b([]string{"+"}, "+", "shorter range"),
 		ZoomOut:     b([]string{"-"}, "-", "longer range"),
 		ZoomReset:   b([]string{"="}, "=", "default range"),
-		Sort:        b([]string{"s"}, "s", "sort column"),
-		Reverse:     b([]string{"r"}, "r", "reverse sort"),
 		Pause:       b([]string{"p"}, "p", "pause replay"),
 		Slower:      b([]string{"<"}, "<", "slower"),
 		Faster:      b([]string{">"}, ">", "faster"),
 		SeekBack:    b([]string{"["}, "[", "back 10s"),
 		SeekFwd:     b([]string{"]"}, "]", "forward 10s"),
+
+		// Sorting.
+		Sort:     b([]string{"s"}, "s", "sort column"),
+		Reverse:  b([]string{"r"}, "r", "reverse sort"),
+		SortPick: b([]string{"f6", "S"}, "F6/S", "sort by…"),
 
 		// the column chooser
 		Columns: b([]string{"f2", "c"}, "F2/c", "columns"),
@@ -95,7 +102,7 @@ func (k *keyMap) forMain(filtered bool) *keyMap {
 // forDetail is the detail screen's keymap: no filter, sort or drill down.
 func (k *keyMap) forDetail() *keyMap {
 	c := *k
-	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.Columns} {
+	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.SortPick, &c.Columns} {
 		b.SetEnabled(false)
 	}
 	return &c
@@ -105,7 +112,7 @@ func (k *keyMap) forDetail() *keyMap {
 // apply everywhere.
 func (k *keyMap) forTargets() *keyMap {
 	c := *k
-	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.Tab, &c.Alerts, &c.Columns} {
+	for _, b := range []*key.Binding{&c.Filter, &c.ClearFilter, &c.Open, &c.Sort, &c.Reverse, &c.SortPick, &c.Tab, &c.Alerts, &c.Columns} {
 		b.SetEnabled(false)
 	}
 	return &c
@@ -144,7 +151,7 @@ func (k *keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.Top, k.Bottom, k.PgUp, k.PgDn},
 		{k.Open, k.Back, k.Tab, k.Alerts, k.Targets, k.Filter, k.ClearFilter, k.Jump, k.Mouse, k.Help, k.Quit},
-		{k.Freeze, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Sort, k.Reverse, k.Columns},
+		{k.Freeze, k.ZoomIn, k.ZoomOut, k.ZoomReset, k.Sort, k.Reverse, k.SortPick, k.Columns},
 		{k.Pause, k.Slower, k.Faster, k.SeekBack, k.SeekFwd},
 	}
 }

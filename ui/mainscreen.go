@@ -40,6 +40,7 @@ type mainScreen struct {
 	choosing  bool // the column chooser is open
 	sort      sortKey
 	reverse   bool
+	picker    sortPicker // F6 or S: the sort columns to choose from
 
 	width, height int
 }
@@ -64,6 +65,7 @@ func newMainScreen(c *common) *mainScreen {
 		alerts:  newAlertsPanel(st, c.keys),
 		filter:  ti,
 		columns: newColumnChooser(st, c.keys),
+		picker:  newSortPicker(st, c.keys),
 	}
 	s.table = newResourceTable(st, c.keys, &s.trends)
 	return s
@@ -156,6 +158,9 @@ func (s *mainScreen) Update(msg tea.Msg) (screen, tea.Cmd) {
 		if s.choosing {
 			return s, s.chooseColumns(msg)
 		}
+		if s.picker.open {
+			return s, s.pick(msg)
+		}
 		return s.key(msg)
 	case tea.MouseMsg:
 		return s.mouse(msg)
@@ -190,6 +195,8 @@ func (s *mainScreen) key(msg tea.KeyMsg) (screen, tea.Cmd) {
 	case key.Matches(msg, k.Reverse):
 		s.reverse = !s.reverse
 		s.table = s.table.SetSort(s.sort, s.reverse)
+	case key.Matches(msg, k.SortPick):
+		s.picker = s.picker.Open(s.sort)
 	case key.Matches(msg, k.Open):
 		return s.open()
 	case key.Matches(msg, k.Columns):
@@ -212,6 +219,19 @@ func (s *mainScreen) chooseColumns(msg tea.KeyMsg) tea.Cmd {
 	s.choosing = !done
 	s.Refresh() // the TREND's width may have changed
 	return nil
+}
+
+// pick handles a key while the sort picker is open: enter sorts by the
+// column chosen (the direction kept: r reverses).
+func (s *mainScreen) pick(msg tea.KeyMsg) tea.Cmd {
+	var k sortKey
+	var chosen bool
+	var cmd tea.Cmd
+	if s.picker, k, chosen, cmd = s.picker.Update(msg); chosen {
+		s.sort = k
+		s.table = s.table.SetSort(s.sort, s.reverse)
+	}
+	return cmd
 }
 
 // typeFilter edits the filter: enter keeps it, esc clears it.
@@ -266,11 +286,15 @@ func (s *mainScreen) open() (screen, tea.Cmd) {
 	return s.detail, s.detail.Open(r.App, r.Resource, nil)
 }
 
-// View renders the table above the alerts.
+// View renders the table above the alerts, and the column chooser or the
+// sort picker over them when one is open.
 func (s *mainScreen) View() string {
 	v := s.table.View() + "\n" + s.alerts.View()
 	if s.choosing {
 		v = s.columns.Overlay(v, s.table, s.width)
+	}
+	if s.picker.open {
+		v = overlay(v, s.picker.Lines(s.sort, s.reverse, s.height-1), 1)
 	}
 	return v
 }
@@ -278,8 +302,9 @@ func (s *mainScreen) View() string {
 // Keys are the main screen's bindings.
 func (s *mainScreen) Keys() help.KeyMap { return s.keys.forMain(s.filter.Value() != "") }
 
-// Modal is true while a filter is typed or the column chooser is open.
-func (s *mainScreen) Modal() bool { return s.filtering || s.choosing }
+// Modal is true while a filter is typed, the column chooser or the sort
+// picker is open.
+func (s *mainScreen) Modal() bool { return s.filtering || s.choosing || s.picker.open }
 
 // Footer is the filter line while it is typed, else the key hints with the
 // filter and the selected row's position.
@@ -291,6 +316,14 @@ func (s *mainScreen) Footer(w int) string {
 	if s.filtering {
 		right := st.dim.on("  enter keeps · esc clears  " + strconv.Itoa(s.table.Len()) + "/" + strconv.Itoa(len(s.snap.Rows)))
 		return fitLine(s.filter.View()+right, w)
+	}
+	if s.picker.open {
+		now := "  now by " + s.sort.String()
+		if s.reverse {
+			now += ", reversed"
+		}
+		return fitLine(st.key.on("↑/↓")+" choose · "+st.key.on("enter")+" sort by it · "+st.key.on("esc")+" close"+
+			st.dim.on(now), w)
 	}
 	var left, right string
 	if f := s.filter.Value(); f != "" {

@@ -44,8 +44,11 @@ type column struct {
 // instead) and RESOURCE.
 const keepPrio = 100
 
-// allColumns in display order, with their natural widths: a sorted
-// column's arrow follows its title inside the column ("PASS/S▼").
+// allColumns in display order, with their natural widths. A sortable
+// column's title has a cell beside it for the sort arrow, blank when the
+// column is not the sort, so the titles never move when the sort does: on
+// the side away from the column's alignment ("▼PASS/S", "APP▲"), and
+// every width leaves it room.
 //
 // As the width shrinks, the columns go in this order, first the first:
 // TREND, INST, P99, ERR%, SLOW%, PASS/S, BLOCK/S, BREAKERS. The trend and
@@ -58,8 +61,8 @@ const keepPrio = 100
 var allColumns = []column{
 	{id: colMark, title: " !", w: 3, prio: keepPrio, sort: sortSeverity},
 	{id: colApp, title: "APP", w: 4, prio: keepPrio, sort: sortName},
-	{id: colResource, title: "RESOURCE", w: 16, prio: keepPrio, sort: numSortKeys},
-	{id: colInstances, title: "INST", w: 4, right: true, prio: 20, sort: numSortKeys},
+	{id: colResource, title: "RESOURCE", w: 16, prio: keepPrio, sort: sortResource},
+	{id: colInstances, title: "INST", w: 5, right: true, prio: 20, sort: sortInstances},
 	{id: colPass, title: "PASS/S", w: 7, right: true, prio: 60, sort: sortPass},
 	{id: colBlock, title: "BLOCK/S", w: 8, right: true, prio: 70, sort: sortBlock},
 	{id: colSlow, title: "SLOW%", w: 6, right: true, prio: 50, sort: sortSlow},
@@ -85,9 +88,8 @@ type resourceTable struct {
 	keys *keyMap
 
 	rows []collector.ResourceRow
-	view []int         // indices into rows, filtered and sorted
-	sev  []severityKey // rows' severity sort keys, taken once per sort
-	num  []float64     // rows' values of a numeric sort, taken once per sort
+	view []int     // indices into rows, filtered and sorted
+	held heldOrder // the keys the rows are sorted by, held across snapshots
 
 	sort    sortKey
 	reverse bool
@@ -155,6 +157,7 @@ func (t resourceTable) SetRows(snap *collector.Snapshot) resourceTable {
 		t = t.layout()
 	}
 	t.marks = marks
+	t.held.take(rows, t.sort, false)
 	return t.rebuild()
 }
 
@@ -169,11 +172,16 @@ func (t resourceTable) SetFilter(f string) resourceTable {
 	return t.rebuild()
 }
 
-// SetSort sorts by k, reversed or not.
+// SetSort sorts by k, reversed or not, afresh: by the rows' live values,
+// whatever the keys held.
 func (t resourceTable) SetSort(k sortKey, reverse bool) resourceTable {
 	t.sort, t.reverse = k%numSortKeys, reverse
+	t.held.take(t.rows, t.sort, true)
 	return t.rebuild()
 }
+
+// Sort is the column the rows are sorted by, and whether reversed.
+func (t resourceTable) Sort() (sortKey, bool) { return t.sort, t.reverse }
 
 // SetSize sets the table's size in cells, header line included.
 func (t resourceTable) SetSize(w, h int) resourceTable {
@@ -267,24 +275,15 @@ func (t resourceTable) rebuild() resourceTable {
 	if t.sort != sortName || t.reverse {
 		// The names break every tie (a row is one app x resource), so the
 		// order is total and needs no stable sort; the snapshot's rows come
-		// in name order, so a row's index is its place by name.
-		rows, k, rev := t.rows, t.sort, t.reverse
-		cmpRows := func(a, b int) int { return compareRows(&rows[a], &rows[b], k) }
-		switch k {
-		case sortSeverity:
-			t.sev = t.sev[:0]
-			for i := range rows {
-				t.sev = append(t.sev, newSeverityKey(&rows[i]))
-			}
-			sev := t.sev
-			cmpRows = func(a, b int) int { return sev[a].compare(&sev[b]) }
-		case sortPass, sortBlock, sortSlow, sortError:
-			t.num = t.num[:0]
-			for i := range rows {
-				t.num = append(t.num, numericKey(&rows[i], k))
-			}
-			num := t.num
-			cmpRows = func(a, b int) int { return cmp.Compare(num[b], num[a]) }
+		// in name order, so a row's index is its place by name. Every
+		// other order compares the keys held (tablesort.go).
+		rows, keys, rev := t.rows, t.held.keys, t.reverse
+		cmpRows := func(a, b int) int { return keys[a].compare(&keys[b]) }
+		switch t.sort {
+		case sortName:
+			cmpRows = func(a, b int) int { return cmp.Compare(a, b) }
+		case sortResource:
+			cmpRows = func(a, b int) int { return compareResources(&rows[a], &rows[b]) }
 		}
 		slices.SortFunc(t.view, func(a, b int) int {
 			c := cmpRows(a, b)
@@ -547,12 +546,36 @@ func (t resourceTable) header(b *strings.Builder) {
 			if c.w >= width(title)+len(" pass/s") {
 				title += " pass/s"
 			}
-		case c.sort == t.sort:
-			if (t.sort == sortName) != t.reverse {
-				title += "▲"
-			} else {
-				title += "▼"
+		case c.sort < numSortKeys && width(title) < c.w:
+			// the title and the arrow's cell, written in place: no
+			// string made per column and frame.
+			arrow := " "
+			switch {
+			case c.sort != t.sort:
+			case t.sort.ascending() != t.reverse:
+				arrow = "▲"
+			default:
+				arrow = "▼"
 			}
+			if c.right {
+				padLeft(&h, "", c.w-width(title)-1)
+				h.WriteString(arrow)
+				h.WriteString(title)
+			} else {
+				rest := ""
+				if c.id == colResource { // the app and the prefix the names share
+					// its first blank is the arrow's cell
+					rest = strings.TrimPrefix(t.resourceTitle(title, c.w)[len(title):], " ")
+				}
+				h.WriteString(title)
+				h.WriteString(arrow)
+				if rest != "" {
+					rest = cut(rest, c.w-width(title)-1)
+					h.WriteString(rest)
+				}
+				padRight(&h, "", c.w-width(title)-1-width(rest))
+			}
+			continue
 		}
 		if c.id == colResource {
 			title = t.resourceTitle(title, c.w)

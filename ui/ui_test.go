@@ -161,7 +161,7 @@ func TestSortAndReverse(t *testing.T) {
 		t.Errorf("the header does not mark the sort by severity:\n%s", screenText(m))
 	}
 	press(m, "ss") // breakers, pass/s
-	if !strings.Contains(screenText(m), " PASS/S▼ ") {
+	if !strings.Contains(screenText(m), " ▼PASS/S ") {
 		t.Errorf("the header does not mark the sort:\n%s", screenText(m))
 	}
 	press(m, "g")
@@ -172,7 +172,7 @@ func TestSortAndReverse(t *testing.T) {
 	if got := first(); got != "订单查询/按用户" {
 		t.Errorf("reversed, the first row is %q", got)
 	}
-	if !strings.Contains(screenText(m), " PASS/S▲ ") {
+	if !strings.Contains(screenText(m), " ▲PASS/S ") {
 		t.Errorf("the header does not mark the reverse sort")
 	}
 }
