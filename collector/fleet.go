@@ -129,10 +129,13 @@ type series struct {
 	quiet    []Span
 	lastLine int64
 	retryMs  int64
-	ruled    bool     // the instance has a breaker rule for the resource
-	idx      int32    // its index in its instance's seriesList
-	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
-	part     rowPart  // what it adds to its app x resource's row (rows.go)
+	ruled    bool // the instance has a breaker rule for the resource
+	// flowRuled, paramRuled: it has flow, hot-parameter rules for it (what
+	// the table says guards a resource no breaker does).
+	flowRuled, paramRuled bool
+	idx                   int32    // its index in its instance's seriesList
+	hot                   *hotRing // the hot values of its recent buckets (nil: none yet)
+	part                  rowPart  // what it adds to its app x resource's row (rows.go)
 }
 
 // initFine makes the series' fine ring of n slots, over the starts it
@@ -406,8 +409,16 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	in.Rules = c.book.Make(m.Version, breakers, flows, params)
 	c.engine.Rules(in.tri, m.Ts, prev)
 	for _, s := range in.seriesList {
-		s.ruled = in.Rules.HasBreaker(s.resource)
+		s.setRules(in.Rules)
 	}
+}
+
+// setRules notes which rules of r guard the series' resource.
+func (s *series) setRules(r *fleet.Rules) {
+	rr := r.Of(s.resource)
+	s.ruled = rr != nil && len(rr.Breakers) > 0
+	s.flowRuled = rr != nil && len(rr.Flows) > 0
+	s.paramRuled = len(r.ParamsOf(s.resource)) > 0
 }
 
 // admitRules keeps the rules whose resource ruleResource admits.

@@ -301,7 +301,8 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		c.pub.appOrder = nil
 	}
 	a.refs++
-	s := &series{resource: resource, app: a, ruled: in.Rules.HasBreaker(resource), idx: int32(len(in.seriesList))}
+	s := &series{resource: resource, app: a, idx: int32(len(in.seriesList))}
+	s.setRules(in.Rules)
 	s.initFine(c.instanceFineSlots())
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)

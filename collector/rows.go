@@ -10,7 +10,8 @@ import (
 
 // The table's rows, kept up to date by what changed: each instance series
 // adds a part to its app x resource's sums (its rates over the rate window,
-// whether it is listed, live, guarded, its breaker state), and the parts
+// whether it is listed, live, guarded, which rules guard it and whether
+// they were read at all, its breaker state), and the parts
 // are taken again only of the instances that sent something that shows in
 // them, left, or came back: a message other than buckets, or buckets that
 // moved the instance's data end (only a message moves it) or fell before
@@ -26,15 +27,20 @@ type rowPart struct {
 	live        bool
 	guarded     bool
 	slowUnknown bool
-	state       core.State
-	prov        Provenance
-	pass, block uint32 // over the rate window
-	end         int64  // the instance's data end, on a second
+	// flow, param: the instance has flow, hot-parameter rules for the
+	// resource; rulesUnknown: no rules of the instance were ever read (a
+	// metric log carries none; a Java target whose /getRules failed).
+	flow, param, rulesUnknown bool
+	state                     core.State
+	prov                      Provenance
+	pass, block               uint32 // over the rate window
+	end                       int64  // the instance's data end, on a second
 }
 
 // rowSums are the parts of an app x resource's listed series, summed.
 type rowSums struct {
 	listed, live, guarded, slowUnknown int
+	flow, param, rulesUnknown          int
 	closed, halfOpen, open, unknown    int
 	pass, block                        uint64
 	// ends counts the parts by data end; end is the latest of them.
@@ -60,6 +66,15 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 	}
 	if p.guarded {
 		r.guarded += sign
+	}
+	if p.flow {
+		r.flow += sign
+	}
+	if p.param {
+		r.param += sign
+	}
+	if p.rulesUnknown {
+		r.rulesUnknown += sign
 	}
 	if !p.live {
 		return
@@ -156,6 +171,7 @@ func (a *appSeries) resourceRow(rateMs int64) ResourceRow {
 	return ResourceRow{App: a.key.app, Resource: a.key.resource, Instances: r.live,
 		PassQPS: float64(r.pass) * 1000 / float64(rateMs), BlockQPS: float64(r.block) * 1000 / float64(rateMs),
 		SlowUnknown: r.slowUnknown > 0, HasBreaker: r.guarded > 0, LastTransition: a.last,
+		HasFlow: r.flow > 0, HasParam: r.param > 0, RulesUnknown: r.rulesUnknown > 0,
 		Breakers: StateCounts{Closed: r.closed, HalfOpen: r.halfOpen, Open: r.open, Unknown: r.unknown}}
 }
 
@@ -168,7 +184,8 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.statesUnknown, prov: se.provenance(in), end: end,
 		// A state inferred shows a breaker whose rules went unseen (a
 		// metric log carries none).
-		guarded: se.ruled || se.inferred}
+		guarded: se.ruled || se.inferred,
+		flow:    se.flowRuled, param: se.paramRuled, rulesUnknown: in.Rules == nil}
 	p.pass, p.block = passBlock(&se.fine, end-rateMs, end)
 	if p.guarded {
 		p.state = worstState(se.tracks)
