@@ -168,6 +168,7 @@ func (c *Collector) insertStep(s *series, t *track, tr Transition) {
 		i = max(i-maxTrackSteps/4, 0)
 	}
 	t.Steps = slices.Insert(t.Steps, i, tr)
+	s.app.act.timesPartial = true // its spells were counted without it
 	s.first = min(s.first, tr.AtMs)
 	s.app.transitions[[2]core.State{tr.From, tr.To}]++
 	c.transition()
@@ -193,6 +194,8 @@ type appSeries struct {
 	transitions map[[2]core.State]int64 // (from, to) -> count
 	// sums are what its listed instance series add up to (rows.go).
 	sums rowSums
+	// act sums its breakers' spells and its blocks by cause (activity.go).
+	act activity
 }
 
 type arKey struct{ app, resource string }

@@ -394,6 +394,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		s.total.add(&it.Metrics)
 		s.app.total.add(&it.Metrics)
+		s.app.act.blocked(s, it.Start, it.Block)
 		if sl, _ := s.fine.slot(it.Start); sl != nil {
 			sl.add(&it.Metrics)
 		}
@@ -486,6 +487,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		t.Steps = slices.Delete(t.Steps, 0, maxTrackSteps/4)
 	}
 	t.Steps = append(t.Steps, tr)
+	s.app.act.spell(t.State, m.Ts-t.Since) // CLOSED, the state before any step, is not counted
 	t.State, t.Since = m.To, m.Ts
 	s.app.last = max(s.app.last, m.Ts)
 	if s.app.transitions == nil {
