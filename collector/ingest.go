@@ -394,7 +394,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		s.total.add(&it.Metrics)
 		s.app.total.add(&it.Metrics)
-		s.app.act.blocked(s, it.Start, it.Block)
+		if it.Block > 0 {
+			s.app.act.blocked(s, it.Start, it.Block)
+		}
 		if sl, _ := s.fine.slot(it.Start); sl != nil {
 			sl.add(&it.Metrics)
 		}
