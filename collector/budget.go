@@ -294,6 +294,9 @@ func (c *Collector) releaseSeries(in *instance) {
 			c.release(in.share, c.hotRingBytes())
 		}
 		s.app.sums.apply(&s.part, -1)
+		for _, t := range s.tracks {
+			s.app.act.spell(t.State, in.lastTs-t.Since) // a spell it was in ends with it
+		}
 		s.app.refs--
 	}
 	in.series = map[string]*series{}

@@ -86,7 +86,7 @@ func (c *Collector) instanceDetail(in *instance, resource string, r *fleet.Resou
 	se := in.series[resource]
 	id := InstanceDetail{Instance: in.Name, State: worstState(se.tracks), HasBreaker: len(r.Breakers) > 0,
 		Breakers: r.Breakers, Flows: r.Flows, Params: in.Rules.ParamsOf(resource), RulesVersion: in.Rules.VersionOf(),
-		ClockOffsetMs: in.offset, Gone: in.Gone, Start: core.Closed, Provenance: se.provenance(in),
+		RulesUnknown: in.Rules == nil, ClockOffsetMs: in.offset, Gone: in.Gone, Start: core.Closed, Provenance: se.provenance(in),
 		Unreceived: spansIn(in.Unreceived, from, to), Absent: spansIn(in.Absent, from, to)}
 	for _, t := range se.tracks {
 		if t.State == id.State {

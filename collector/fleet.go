@@ -129,10 +129,13 @@ type series struct {
 	quiet    []Span
 	lastLine int64
 	retryMs  int64
-	ruled    bool     // the instance has a breaker rule for the resource
-	idx      int32    // its index in its instance's seriesList
-	hot      *hotRing // the hot values of its recent buckets (nil: none yet)
-	part     rowPart  // what it adds to its app x resource's row (rows.go)
+	ruled    bool // the instance has a breaker rule for the resource
+	// flowRuled, paramRuled: it has flow, hot-parameter rules for it (what
+	// the table says guards a resource no breaker does).
+	flowRuled, paramRuled bool
+	idx                   int32    // its index in its instance's seriesList
+	hot                   *hotRing // the hot values of its recent buckets (nil: none yet)
+	part                  rowPart  // what it adds to its app x resource's row (rows.go)
 }
 
 // initFine makes the series' fine ring of n slots, over the starts it
@@ -165,6 +168,7 @@ func (c *Collector) insertStep(s *series, t *track, tr Transition) {
 		i = max(i-maxTrackSteps/4, 0)
 	}
 	t.Steps = slices.Insert(t.Steps, i, tr)
+	s.app.act.timesPartial = true // its spells were counted without it
 	s.first = min(s.first, tr.AtMs)
 	s.app.transitions[[2]core.State{tr.From, tr.To}]++
 	c.transition()
@@ -190,6 +194,8 @@ type appSeries struct {
 	transitions map[[2]core.State]int64 // (from, to) -> count
 	// sums are what its listed instance series add up to (rows.go).
 	sums rowSums
+	// act sums its breakers' spells and its blocks by cause (activity.go).
+	act activity
 }
 
 type arKey struct{ app, resource string }
@@ -406,8 +412,16 @@ func (c *Collector) rules(place string, in *instance, m *wire.Rules) {
 	in.Rules = c.book.Make(m.Version, breakers, flows, params)
 	c.engine.Rules(in.tri, m.Ts, prev)
 	for _, s := range in.seriesList {
-		s.ruled = in.Rules.HasBreaker(s.resource)
+		s.setRules(in.Rules)
 	}
+}
+
+// setRules notes which rules of r guard the series' resource.
+func (s *series) setRules(r *fleet.Rules) {
+	rr := r.Of(s.resource)
+	s.ruled = rr != nil && len(rr.Breakers) > 0
+	s.flowRuled = rr != nil && len(rr.Flows) > 0
+	s.paramRuled = len(r.ParamsOf(s.resource)) > 0
 }
 
 // admitRules keeps the rules whose resource ruleResource admits.

@@ -301,7 +301,8 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		c.pub.appOrder = nil
 	}
 	a.refs++
-	s := &series{resource: resource, app: a, ruled: in.Rules.HasBreaker(resource), idx: int32(len(in.seriesList))}
+	s := &series{resource: resource, app: a, idx: int32(len(in.seriesList))}
+	s.setRules(in.Rules)
 	s.initFine(c.instanceFineSlots())
 	in.series[resource] = s
 	in.seriesList = append(in.seriesList, s)
@@ -393,6 +394,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		}
 		s.total.add(&it.Metrics)
 		s.app.total.add(&it.Metrics)
+		if it.Block > 0 {
+			s.app.act.blocked(s, it.Start, it.Block)
+		}
 		if sl, _ := s.fine.slot(it.Start); sl != nil {
 			sl.add(&it.Metrics)
 		}
@@ -485,6 +489,7 @@ func (c *Collector) state(place string, in *instance, m *wire.State) {
 		t.Steps = slices.Delete(t.Steps, 0, maxTrackSteps/4)
 	}
 	t.Steps = append(t.Steps, tr)
+	s.app.act.spell(t.State, m.Ts-t.Since) // CLOSED, the state before any step, is not counted
 	t.State, t.Since = m.To, m.Ts
 	s.app.last = max(s.app.last, m.Ts)
 	if s.app.transitions == nil {

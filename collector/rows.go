@@ -10,7 +10,8 @@ import (
 
 // The table's rows, kept up to date by what changed: each instance series
 // adds a part to its app x resource's sums (its rates over the rate window,
-// whether it is listed, live, guarded, its breaker state), and the parts
+// whether it is listed, live, guarded, which rules guard it and whether
+// they were read at all, its breaker state), and the parts
 // are taken again only of the instances that sent something that shows in
 // them, left, or came back: a message other than buckets, or buckets that
 // moved the instance's data end (only a message moves it) or fell before
@@ -26,17 +27,48 @@ type rowPart struct {
 	live        bool
 	guarded     bool
 	slowUnknown bool
+	// guards: which rules the instance has for the resource besides
+	// breakers, and whether its rules were read at all (guardFlow ...).
+	guards      uint8
 	state       core.State
 	prov        Provenance
 	pass, block uint32 // over the rate window
 	end         int64  // the instance's data end, on a second
 }
 
+// A part's guards, bits: the instance has flow, hot-parameter rules for
+// the resource; no rules of it were ever read (a metric log carries none;
+// a Java target whose /getRules failed).
+const (
+	guardFlow uint8 = 1 << iota
+	guardParam
+	guardUnknown
+	guardKinds = 1 << iota
+)
+
+// partGuards are the guards of a series of instance in.
+func partGuards(in *instance, se *series) uint8 {
+	var g uint8
+	if se.flowRuled {
+		g |= guardFlow
+	}
+	if se.paramRuled {
+		g |= guardParam
+	}
+	if in.Rules == nil {
+		g |= guardUnknown
+	}
+	return g
+}
+
 // rowSums are the parts of an app x resource's listed series, summed.
 type rowSums struct {
 	listed, live, guarded, slowUnknown int
-	closed, halfOpen, open, unknown    int
-	pass, block                        uint64
+	// byGuards counts the parts by their guards: one add a part, however
+	// many bits it has.
+	byGuards                        [guardKinds]int
+	closed, halfOpen, open, unknown int
+	pass, block                     uint64
 	// ends counts the parts by data end; end is the latest of them.
 	ends endCounts
 	end  int64
@@ -61,6 +93,7 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 	if p.guarded {
 		r.guarded += sign
 	}
+	r.byGuards[p.guards] += sign
 	if !p.live {
 		return
 	}
@@ -81,6 +114,16 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 	default:
 		r.closed += sign
 	}
+}
+
+// hasGuard reports whether a part counted has the guard bit.
+func (r *rowSums) hasGuard(bit uint8) bool {
+	for g, n := range r.byGuards {
+		if uint8(g)&bit != 0 && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // endCounts counts a row's parts by data end. A live fleet's parts share
@@ -156,6 +199,7 @@ func (a *appSeries) resourceRow(rateMs int64) ResourceRow {
 	return ResourceRow{App: a.key.app, Resource: a.key.resource, Instances: r.live,
 		PassQPS: float64(r.pass) * 1000 / float64(rateMs), BlockQPS: float64(r.block) * 1000 / float64(rateMs),
 		SlowUnknown: r.slowUnknown > 0, HasBreaker: r.guarded > 0, LastTransition: a.last,
+		HasFlow: r.hasGuard(guardFlow), HasParam: r.hasGuard(guardParam), RulesUnknown: r.hasGuard(guardUnknown),
 		Breakers: StateCounts{Closed: r.closed, HalfOpen: r.halfOpen, Open: r.open, Unknown: r.unknown}}
 }
 
@@ -168,7 +212,7 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.statesUnknown, prov: se.provenance(in), end: end,
 		// A state inferred shows a breaker whose rules went unseen (a
 		// metric log carries none).
-		guarded: se.ruled || se.inferred}
+		guarded: se.ruled || se.inferred, guards: partGuards(in, se)}
 	p.pass, p.block = passBlock(&se.fine, end-rateMs, end)
 	if p.guarded {
 		p.state = worstState(se.tracks)

@@ -226,6 +226,13 @@ type ResourceRow struct {
 	// breaker rule for the resource.
 	Breakers   StateCounts
 	HasBreaker bool
+	// HasFlow and HasParam are set when a listed instance has flow rules,
+	// hot-parameter rules for the resource: what guards it when no breaker
+	// does. RulesUnknown is set when a listed instance's rules were never
+	// read (a metric log carries none; a Java Sentinel target whose
+	// /getRules failed): "no rule" cannot then be said of the resource.
+	HasFlow, HasParam bool
+	RulesUnknown      bool
 	// LastTransition is the time of the latest breaker transition, Unix ms.
 	LastTransition int64
 	// Trend is pass/s for each of the last TrendLen seconds, oldest first.
@@ -289,6 +296,10 @@ type InstanceDetail struct {
 	Params       []core.HotParamRule
 	RulesVersion string
 	Drift        bool
+	// RulesUnknown is set when no rules of the instance were ever read (a
+	// metric log carries none; a Java Sentinel target whose /getRules
+	// failed): its rules above are then not known to be none.
+	RulesUnknown bool
 	// Rates over the last RateWindowMs.
 	PassQPS, BlockQPS     float64
 	SlowRatio, ErrorRatio float64

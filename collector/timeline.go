@@ -103,6 +103,9 @@ func (in *instance) restart(startedAt int64) {
 				}
 				t.Steps = append(t.Steps, Transition{AtMs: startedAt, From: t.State, To: core.Closed, RuleID: t.RuleID, Restart: true})
 			}
+			// The spell ended with the old process, no later than its
+			// last data.
+			s.app.act.spell(t.State, min(startedAt, max(in.dataEnd, t.Since))-t.Since)
 			t.State, t.Since = core.Closed, startedAt
 		}
 	}

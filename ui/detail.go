@@ -268,10 +268,7 @@ func (v detailView) clock(ms int64) string { return time.UnixMilli(ms).In(v.loc)
 // ruleLine describes the breaker most instances have.
 func (v detailView) ruleLine(d *collector.Detail) string {
 	if !d.HasBreaker {
-		if !allExact(d) {
-			return v.st.dim.on(noRuleKnown) // the source may not report rules
-		}
-		return v.st.dim.on("no breaker rule")
+		return v.st.dim.on(noBreakerText(detailRuleWord(d)))
 	}
 	s := d.Strategy.String() + " " + fmtThreshold(d.Strategy, d.Threshold)
 	if d.Strategy == core.SlowRequestRatio {
@@ -359,14 +356,33 @@ func (v *detailView) charts(add func(string)) {
 	}
 }
 
-// allExact reports whether every instance's source reports its states.
-func allExact(d *collector.Detail) bool {
+// detailRuleWord is ruleWord of a detail: the rules that guard the
+// resource on any of its instances.
+func detailRuleWord(d *collector.Detail) string {
+	var flow, param, unknown bool
 	for i := range d.Instances {
-		if d.Instances[i].Provenance != collector.ProvenanceExact {
-			return false
-		}
+		in := &d.Instances[i]
+		flow, param = flow || len(in.Flows) > 0, param || len(in.Params) > 0
+		unknown = unknown || in.RulesUnknown
 	}
-	return true
+	return ruleWord(flow, param, unknown)
+}
+
+// instanceRuleWord is ruleWord of one instance of a detail.
+func instanceRuleWord(in *collector.InstanceDetail) string {
+	return ruleWord(len(in.Flows) > 0, len(in.Params) > 0, in.RulesUnknown)
+}
+
+// noBreakerText says a ruleWord where a breaker's rule or states would
+// be: "flow rules, no breaker rule".
+func noBreakerText(word string) string {
+	switch word {
+	case noRule:
+		return "no breaker rule"
+	case rulesUnknown:
+		return rulesUnknown
+	}
+	return word + " rules, no breaker rule"
 }
 
 // p99Series is the p99 per step, NaN where it is not known: no call
@@ -453,10 +469,10 @@ func (v *detailView) rules(add func(string)) {
 		}
 		switch {
 		case len(rules) > 0:
-		case in.Provenance != collector.ProvenanceExact:
-			rules = append(rules, noRuleKnown) // a metric log tells none
+		case in.RulesUnknown:
+			rules = append(rules, rulesUnknown) // a metric log tells none
 		default:
-			rules = append(rules, "no rule")
+			rules = append(rules, noRule)
 		}
 		for j, r := range rules {
 			var b strings.Builder

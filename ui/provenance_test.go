@@ -2,6 +2,7 @@ package ui
 
 import (
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 
 // provenanceSnapshot has a row of each kind of breaker states: exact (a Go
 // fleet), unknown everywhere, inferred on some instances and unknown on
-// another, and two rows without a breaker rule, one from a source that may
-// not report rules.
+// another, and two rows without a breaker rule, one whose rules were
+// never read (a source that may not report them).
 func provenanceSnapshot() *collector.Snapshot {
 	row := func(res string, n int, c collector.StateCounts, hasBreaker bool) collector.ResourceRow {
 		return collector.ResourceRow{App: "shop", Resource: res, Instances: n, PassQPS: 10, Completed: 100,
@@ -27,6 +28,7 @@ func provenanceSnapshot() *collector.Snapshot {
 		row("norule-java", 2, collector.StateCounts{}, false),
 		row("unknown", 2, collector.StateCounts{Unknown: 2}, true),
 	}
+	rows[3].RulesUnknown = true
 	for _, i := range []int{1, 3, 4} { // Java: averages only
 		rows[i].HasP99, rows[i].P99Ms = false, 0
 	}
@@ -55,7 +57,9 @@ func rowLines(t *testing.T, m *Model, names ...string) map[string]string {
 	out := map[string]string{}
 	for _, l := range strings.Split(screenText(m), "\n") {
 		for _, n := range names {
-			if strings.Contains(l, " "+n+" ") {
+			// The name, then a figure (INST or PASS/S): not a word of
+			// the BREAKERS column ("rules unknown").
+			if regexp.MustCompile(`\s` + regexp.QuoteMeta(n) + `\s+[0-9]`).MatchString(l) {
 				out[n] = l
 			}
 		}
@@ -69,7 +73,7 @@ func rowLines(t *testing.T, m *Model, names ...string) map[string]string {
 // TestBreakersSayUnknownAndInferred: an instance whose source cannot tell
 // its breaker state counts as "?", never as CLOSED; states inferred from
 // counts are marked "~"; exact ones are not marked; the counts line up;
-// a row without rules from a source that may not report rules says so.
+// a row whose rules were never read says they are unknown, never "no rule".
 func TestBreakersSayUnknownAndInferred(t *testing.T) {
 	m := newTestModel(newStaticSource(provenanceSnapshot()), 120, 40)
 	rows := rowLines(t, m, "exact", "inferred", "unknown", "norule-exact", "norule-java")
@@ -89,8 +93,8 @@ func TestBreakersSayUnknownAndInferred(t *testing.T) {
 	has("exact", []string{"✖1 ", "◐1 ", "●2 ", "120ms"}, []string{"~", "?", "avg"})
 	has("unknown", []string{"?2", "avg 35ms"}, []string{"●", "✖", "~", " 0ms"})
 	has("inferred", []string{"✖1~", "●1~", "?1"}, []string{"◐"})
-	has("norule-java", []string{"no rule known"}, nil)
-	has("norule-exact", []string{"no rule "}, []string{"known"})
+	has("norule-java", []string{"rules unknown"}, []string{"no rule"})
+	has("norule-exact", []string{"no rule "}, []string{"unknown"})
 	col := func(res, glyph string) int {
 		i := strings.Index(rows[res], glyph)
 		if i < 0 {

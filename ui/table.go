@@ -132,14 +132,13 @@ func newResourceTable(st *Styles, keys *keyMap, tr *trends) resourceTable {
 func (t resourceTable) SetEmptyText(s string) resourceTable { t.empty = s; return t }
 
 // SetRows shows a snapshot's rows, keeping the selection; its breakers
-// and totals tell which states were inferred and which rows' sources
-// cannot tell states.
+// tell which states were inferred.
 func (t resourceTable) SetRows(snap *collector.Snapshot) resourceTable {
 	rows := snap.Rows
 	t.rows = rows
 	t.lower = t.lower[:0]
 	d, latW := 1, 0
-	marks := newBreakerMarks(snap.Breakers, snap.Totals)
+	marks := newBreakerMarks(snap.Breakers)
 	noDataW := width(noData)
 	for i := range rows {
 		r := &rows[i]

@@ -15,34 +15,52 @@ import (
 
 // breakerMarks are what the BREAKERS column shows besides the counts:
 // which states of each row were inferred from counts (a bit per state),
-// which rows come from sources that cannot tell states (Java Sentinel's
-// transport, metric logs: a metric log tells no rules either), and
-// whether any row has instances of unknown state or says "no rule known".
-// Each takes room in every row, so that the column lines up: a slot "?2"
-// after the states, a "~" after each count.
+// whether any row has instances of unknown state, and the widest word a
+// row without a breaker says instead of counts (see ruleWord). Each takes
+// room in every row, so that the column lines up: a slot "?2" after the
+// states, a "~" after each count.
 type breakerMarks struct {
-	inferred    map[rowKey]uint8
-	unsure      map[rowKey]bool
-	unknown     bool
-	noRuleKnown bool
+	inferred map[rowKey]uint8
+	unknown  bool
+	word     int
 }
 
-// noRuleKnown is what a row says when no rule was seen for it and its
-// source may not report rules.
-const noRuleKnown = "no rule known"
+// The words of the BREAKERS column for a row without a breaker rule, and
+// of the detail screen for a resource or instance without one.
+const (
+	// rulesUnknown: no breaker rule was seen, and the rules of some
+	// instance were never read (a metric log carries none; a Java
+	// Sentinel target whose /getRules failed): not known to be none.
+	rulesUnknown = "rules unknown"
+	// noRule: every instance's rules were read, and none guards it.
+	noRule = "no rule"
+)
 
-// newBreakerMarks notes the inferred states of a snapshot's breakers, and
-// the resources whose states are not all exact.
-func newBreakerMarks(states []collector.BreakerState, totals []collector.ResourceTotals) breakerMarks {
-	var m breakerMarks
-	for i := range totals {
-		if totals[i].States != collector.ProvenanceExact {
-			if m.unsure == nil {
-				m.unsure = map[rowKey]bool{}
-			}
-			m.unsure[rowKey{totals[i].App, totals[i].Resource}] = true
-		}
+// ruleWord is what guards a resource that no breaker does: "flow",
+// "param" (hot-parameter rules), "flow+param", else rulesUnknown when
+// some instance's rules were never read, else noRule.
+func ruleWord(flow, param, unknown bool) string {
+	switch {
+	case flow && param:
+		return "flow+param"
+	case flow:
+		return "flow"
+	case param:
+		return "param"
+	case unknown:
+		return rulesUnknown
 	}
+	return noRule
+}
+
+// rowRuleWord is ruleWord of a table row.
+func rowRuleWord(r *collector.ResourceRow) string {
+	return ruleWord(r.HasFlow, r.HasParam, r.RulesUnknown)
+}
+
+// newBreakerMarks notes the inferred states of a snapshot's breakers.
+func newBreakerMarks(states []collector.BreakerState) breakerMarks {
+	var m breakerMarks
 	for i := range states {
 		b := &states[i]
 		if b.Provenance != collector.ProvenanceInferred || b.State < core.Closed || b.State > core.Open {
@@ -63,13 +81,13 @@ func (m *breakerMarks) note(r *collector.ResourceRow) {
 	case r.HasBreaker:
 		m.unknown = m.unknown || r.Breakers.Unknown > 0
 	default:
-		m.noRuleKnown = m.noRuleKnown || m.unsure[rowKey{r.App, r.Resource}]
+		m.word = max(m.word, width(rowRuleWord(r)))
 	}
 }
 
 // sameLayout reports whether m and o take the same room.
 func (m breakerMarks) sameLayout(o breakerMarks) bool {
-	return m.unknown == o.unknown && m.noRuleKnown == o.noRuleKnown && (len(m.inferred) > 0) == (len(o.inferred) > 0)
+	return m.unknown == o.unknown && m.word == o.word && (len(m.inferred) > 0) == (len(o.inferred) > 0)
 }
 
 // slots is the width of a state's count, and of the unknown count (0
@@ -92,10 +110,7 @@ func (t resourceTable) breakersWidth() int {
 	if unknown > 0 {
 		w += 1 + unknown
 	}
-	if t.marks.noRuleKnown {
-		w = max(w, width(noRuleKnown))
-	}
-	return w
+	return max(w, t.marks.word)
 }
 
 // breakers renders the instance counts per state, "✖3 ◐1 ●4", with a
@@ -107,11 +122,8 @@ func (t resourceTable) breakers(b *strings.Builder, r *collector.ResourceRow, w 
 	case r.Instances == 0:
 		padRight(b, "gone", w) // every instance left: no state to count
 		return
-	case !r.HasBreaker && t.marks.unsure[rowKey{r.App, r.Resource}]:
-		padRight(b, noRuleKnown, w)
-		return
 	case !r.HasBreaker:
-		padRight(b, "no rule", w)
+		padRight(b, rowRuleWord(r), w)
 		return
 	}
 	slot, unknown := t.slots()

@@ -114,10 +114,8 @@ func (t timeline) prepare() timeline {
 		switch {
 		case in.Provenance == collector.ProvenanceUnknown && in.HasBreaker:
 			padRight(&b, t.st.dim.on(unknownBand(t.bandW)), t.bandW)
-		case !in.HasBreaker && in.Provenance == collector.ProvenanceUnknown:
-			padRight(&b, t.st.dim.on("no breaker rule known"), t.bandW) // a metric log tells none
-		case !in.HasBreaker && in.Provenance == collector.ProvenanceExact:
-			padRight(&b, t.st.dim.on("no breaker rule"), t.bandW)
+		case !in.HasBreaker && in.Provenance != collector.ProvenanceInferred:
+			padRight(&b, t.st.dim.on(noBreakerText(instanceRuleWord(in))), t.bandW)
 		default:
 			b.WriteString(pad)
 			drawStates(&b, t.st, t.g.states(in.Timeline(), d.To))
@@ -310,10 +308,7 @@ func (t timeline) render() (string, int) {
 	case in.Provenance == collector.ProvenanceUnknown && in.HasBreaker:
 		head += "states unknown: not reported, and none inferred from counts"
 	case !hasStates(in):
-		head += "no breaker rule"
-		if in.Provenance == collector.ProvenanceUnknown {
-			head += " known"
-		}
+		head += noBreakerText(instanceRuleWord(in))
 	case len(tr) == 0:
 		head += "no transition in range, " + stateWord(in.Start) + " throughout"
 	default:

@@ -21,6 +21,7 @@ func Markdown(w io.Writer, r *Report) error {
 	secs := sections(r)
 	if len(secs) == 0 {
 		bw.WriteString(noFindings(r))
+		mdAccounts(bw, r)
 	}
 	for i, s := range secs {
 		f := s.f
@@ -132,4 +133,20 @@ func mdBlock(w *bufio.Writer, lines []string) {
 		w.WriteString(l + "\n")
 	}
 	w.WriteString(fence + "\n\n")
+}
+
+// mdAccounts writes what happened per resource, for a report with no
+// findings: a section each.
+func mdAccounts(w *bufio.Writer, r *Report) {
+	list, quiet, more := r.accounts()
+	w.WriteString("\n" + escapeMarkdown(r.accountHead(quiet)) + "\n")
+	for _, a := range list {
+		fmt.Fprintf(w, "\n## %s on %s\n\n", mdSegs([]seg{input(a.seen.App)}), mdSegs([]seg{input(a.seen.Resource)}))
+		for _, p := range accountParts(a) {
+			mdPart(w, p)
+		}
+	}
+	if tail := accountTail(quiet, more, len(list)); tail != "" {
+		w.WriteString("\n" + escapeMarkdown(tail) + "\n")
+	}
 }

@@ -33,6 +33,11 @@ type Report struct {
 	// input and where its breaker states came from (findings-v1
 	// "resourcesSeen"); empty when the caller has none to give.
 	ResourcesSeen []ResourceSeen
+	// Activity is what happened to each app x resource (trips, time
+	// OPEN, blocks by cause), which a report with no findings tells
+	// instead (text and Markdown: findings-v1 has no JSON field for it);
+	// nil when the caller has none to give.
+	Activity []collector.ResourceActivity
 	// Targets are the dialed targets of a live input: each one not up is
 	// a warning, before Warnings.
 	Targets []collector.TargetStatus
@@ -56,9 +61,11 @@ func (r *Report) Bound(from, to int64) {
 
 // Histories gives findings the timelines of their instances from the
 // fleet model's breaker histories, the one history every view draws
-// (collector.Collector.Timelines).
+// (collector.Collector.Timelines), and what happened to each resource
+// (collector.Collector.Activity).
 type Histories interface {
 	Timelines(findings []triage.Finding, pad func(from, to int64) int64) []triage.Finding
+	Activity() []collector.ResourceActivity
 }
 
 // FromSnapshot builds the report of a snapshot the collector published
@@ -69,8 +76,10 @@ type Histories interface {
 // the dashboard and /metrics say of the same snapshot.
 func FromSnapshot(source string, s *collector.Snapshot, h Histories) *Report {
 	findings := s.Findings
+	var activity []collector.ResourceActivity
 	if h != nil {
 		findings = h.Timelines(findings, TimelinePad)
+		activity = h.Activity()
 	}
 	return &Report{
 		Source:        source,
@@ -84,6 +93,7 @@ func FromSnapshot(source string, s *collector.Snapshot, h Histories) *Report {
 		Findings:      findings,
 		Plans:         s.Plans,
 		ResourcesSeen: resourcesSeen(s.Totals),
+		Activity:      activity,
 		Targets:       s.Targets,
 		Warnings:      s.Warnings,
 	}
@@ -228,8 +238,9 @@ func (r *Report) unknownStates() int {
 	return n
 }
 
-// noFindings is what an empty report says: never an unqualified "No
-// findings" where breaker states were unknown.
+// noFindings is what an empty report says first: never an unqualified
+// "No findings" where breaker states were unknown; what happened per
+// resource follows it (accounts).
 func noFindings(r *Report) string {
 	if n := r.unknownStates(); n > 0 {
 		return "\nNo findings, but " + r.cannotJudge() + ".\n"

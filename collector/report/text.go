@@ -22,6 +22,7 @@ func Text(w io.Writer, r *Report) error {
 	secs := sections(r)
 	if len(secs) == 0 {
 		bw.WriteString(noFindings(r))
+		textAccounts(bw, r)
 	}
 	for i, s := range secs {
 		f := s.f
@@ -106,4 +107,20 @@ func textSegs(segs []seg) string {
 		}
 	}
 	return b.String()
+}
+
+// textAccounts writes what happened per resource, for a report with no
+// findings.
+func textAccounts(w *bufio.Writer, r *Report) {
+	list, quiet, more := r.accounts()
+	w.WriteString("\n" + r.accountHead(quiet) + "\n")
+	for _, a := range list {
+		fmt.Fprintf(w, "\n%s / %s\n", textSegs([]seg{input(a.seen.App)}), textSegs([]seg{input(a.seen.Resource)}))
+		for _, p := range accountParts(a) {
+			textPart(w, "   ", p)
+		}
+	}
+	if tail := accountTail(quiet, more, len(list)); tail != "" {
+		w.WriteString("\n" + tail + "\n")
+	}
 }
