@@ -134,7 +134,7 @@ wait_for "RESOURCE▲"
 keys S
 wait_for "SORT BY"
 keys Home Enter
-wait_for " !▼ APP"
+wait_for " !▼ RESOURCE"
 
 # filter, kept with enter, cleared with escape
 keys "/"
