@@ -74,11 +74,22 @@ type UnjudgedTrips struct {
 	More int
 }
 
+// CoarseInput: the input's counts and transitions are known to a step
+// coarser than a breaker's dynamics (Options.Resolution: the Prometheus
+// source), so Kinds (triage.NeedExact) cannot be judged and are not
+// published; Withheld counts the findings of theirs left out.
+type CoarseInput struct {
+	StepMs   int64
+	Kinds    []triage.Kind
+	Withheld int
+}
+
 // MaxUnjudgedWarnings bounds the UnjudgedTrips warnings of a snapshot.
 const MaxUnjudgedWarnings = 16
 
 func (ClockSkew) warning()      {}
 func (UnjudgedTrips) warning()  {}
+func (CoarseInput) warning()    {}
 func (CollectorClock) warning() {}
 func (TargetNote) warning()     {}
 func (UnreceivedData) warning() {}
@@ -111,6 +122,8 @@ func WarningText(w Warning) string {
 		return noticeText(w)
 	case UnjudgedTrips:
 		return unjudgedText(w)
+	case CoarseInput:
+		return coarseText(w)
 	}
 	return fmt.Sprintf("warning %T", w)
 }
@@ -247,4 +260,18 @@ func unjudgedText(w UnjudgedTrips) string {
 		fmt.Fprintf(&b, "; and trips of %d more %s", w.More, plural(w.More, "resource", "resources"))
 	}
 	return b.String()
+}
+
+// coarseText words a CoarseInput warning.
+func coarseText(w CoarseInput) string {
+	kinds := make([]string, len(w.Kinds))
+	for i, k := range w.Kinds {
+		kinds[i] = string(k)
+	}
+	s := fmt.Sprintf("counts and inferred transitions at %s steps: %s cannot be judged at this resolution (they need exact transitions or response times)",
+		time.Duration(w.StepMs)*time.Millisecond, strings.Join(kinds, ", "))
+	if w.Withheld > 0 {
+		s += fmt.Sprintf(", %d %s of theirs not shown", w.Withheld, plural(w.Withheld, "finding", "findings"))
+	}
+	return s + "; rule kinds need the rules, which the input does not carry"
 }
