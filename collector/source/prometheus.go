@@ -71,6 +71,8 @@ const (
 	// promMaxStepsPerQuery keeps each query under Prometheus's 11,000
 	// points a series: a longer range is read in several.
 	promMaxStepsPerQuery = 10_000
+	// promRediscover is how often live mode asks which families exist.
+	promRediscover = 5 * time.Second
 	// promBacklog is how far back live mode begins, as an agent's backlog.
 	promBacklog = 60 * time.Second
 )
@@ -246,7 +248,8 @@ func (p *Prometheus) Range(ctx context.Context, from, to time.Time) ([]wire.Mess
 
 // Follow reads live until ctx ends: the last minute first, then each step
 // once it is a step old (so that its scrapes have come), writing what it
-// reads to sink. The families are asked again every minute. A window
+// reads to sink. The families are asked again every promRediscover (or
+// step), so that a kind of exporter that begins to be scraped shows. A window
 // that fails is said to onError and read again at the next step; only a
 // failing first window ends Follow, with its error.
 func (p *Prometheus) Follow(ctx context.Context, sink feed.Sink, onError func(error)) error {
@@ -260,7 +263,7 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.Sink, onError func(er
 		now := p.o.Clock.UnixMilli()
 		if end := floorTo(now-p.step, p.step); end > next {
 			var err error
-			if first || fams.empty() || now-asked >= time.Minute.Milliseconds() {
+			if first || fams.empty() || now-asked >= max(promRediscover.Milliseconds(), p.step) {
 				var f promFamilies
 				if f, err = p.discover(ctx, next, end); err == nil {
 					fams, asked = f, now
