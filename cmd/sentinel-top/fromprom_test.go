@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -335,5 +336,61 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 	}
 	if d := time.Since(began); d > 40*time.Second {
 		t.Errorf("the test took %s; keep it under 40 s", d)
+	}
+}
+
+// TestPrometheusFlagsAndExitCodes: the --prometheus flags' usage errors
+// exit 2; a server that cannot be reached, is slow or answers too much
+// exits 3 with the reason, at once.
+func TestPrometheusFlagsAndExitCodes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	slow, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	go func() { // accepts and never answers
+		for {
+			c, err := slow.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"report", "--replay", "sawtooth-db-slow", "--from", "-5m"}, exitUsage, "go with --prometheus"},
+		{[]string{"report", "--prometheus", closed, "--from", "yesterday"}, exitUsage, "RFC 3339"},
+		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-2m"}, exitUsage, "at least one --prometheus-step"},
+		{[]string{"report", "--prometheus", closed, "--prometheus-step", "1500ms"}, exitUsage, "whole seconds"},
+		{[]string{"report", "--prometheus", closed, "--prometheus-token", "x", "--prometheus-token-file", tokenFile}, exitUsage, "not both"},
+		{[]string{"report", "--prometheus", "http://user:pw@127.0.0.1:9"}, exitUsage, "credentials"},
+		{[]string{"report", "--prometheus", "ftp://127.0.0.1:9"}, exitUsage, "want http"},
+		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--for applies"},
+		{[]string{"report", "--prometheus", closed, "--prometheus-token-file", tokenFile}, exitRuntime, "prometheus unavailable"},
+		{[]string{"report", "--prometheus", "http://" + slow.Addr().String(), "--prometheus-timeout", "500ms"}, exitRuntime, "no answer within 500ms"},
+	} {
+		var stderr bytes.Buffer
+		began := time.Now()
+		code := run(context.Background(), c.args, nil, io.Discard, &stderr)
+		if code != c.code || !strings.Contains(stderr.String(), c.says) {
+			t.Errorf("%q: exit %d, want %d saying %q; said:\n%s", c.args, code, c.code, c.says, stderr.String())
+		}
+		if d := time.Since(began); d > 10*time.Second {
+			t.Errorf("%q took %s", c.args, d)
+		}
 	}
 }

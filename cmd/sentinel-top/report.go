@@ -68,6 +68,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if st.Unannounced > 0 {
 			fmt.Fprintf(stderr, "warning: %d instances past --prometheus-max-series not read\n", st.Unannounced)
 		}
+		if st.TransitionsCut > 0 {
+			fmt.Fprintf(stderr, "warning: %d breaker transitions beyond what a step can hold not read (a state-change counter jumped)\n", st.TransitionsCut)
+		}
 		rep.Bound(s.promFrom.UnixMilli(), s.promTo.UnixMilli())
 	} else if cmd.in.replay == "" {
 		// A live input's range is what was watched, on the collector's

@@ -134,6 +134,10 @@ type PromStats struct {
 	// Rejected counts messages that failed validation (a name too long,
 	// ...), Unannounced the instances past MaxSeries, not read.
 	Rejected, Unannounced int64
+	// TransitionsCut counts the transitions a state-change counter claimed
+	// beyond what a step can hold (16, or one per 100 ms of the step, for
+	// each resource and pair of states): not written.
+	TransitionsCut int64
 	// Families are those found, in the order read: sentinel-golang,
 	// sentinel-top, java-sentinel.
 	Families []string
@@ -478,7 +482,14 @@ func (p *Prometheus) get(ctx context.Context, path string, q url.Values, data fu
 	p.mu.Unlock()
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %w", p.Name(), ErrPromUnavailable, err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%s%s: no answer within %s: %w", p.Name(), path, p.o.Timeout, ErrPromUnavailable)
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL, with its long query, is said once, without it
+		}
+		return fmt.Errorf("%s%s: %w: %w", p.Name(), path, ErrPromUnavailable, err)
 	}
 	defer resp.Body.Close()
 	body := &countingReader{r: io.LimitReader(resp.Body, p.o.MaxBytes+1), waiting: func(bool) {}}
@@ -600,6 +611,7 @@ func (p *Prometheus) window(ctx context.Context, f promFamilies, start, end int6
 	}
 	msgs, rejects, unannounced := p.conv.finish(w, p.o.Limits)
 	p.mu.Lock()
+	p.stats.TransitionsCut, p.conv.cut = p.stats.TransitionsCut+p.conv.cut, 0
 	p.stats.Unannounced += unannounced
 	p.stats.Rejected += int64(len(rejects))
 	p.mu.Unlock()
@@ -722,6 +734,8 @@ type promConv struct {
 	last      map[string]promLast
 	state     map[string]core.State // instance \x00 resource
 	announced map[string]bool
+	// cut counts the transitions a counter claimed past a step's bound.
+	cut int64
 }
 
 type promLast struct {
@@ -889,7 +903,14 @@ func (w *promWindow) transitions(id promInstance, s *promSeries, from, to string
 		if byRes[res] == nil {
 			byRes[res] = map[[2]core.State]int64{}
 		}
-		byRes[res][[2]core.State{f, t}] += min(n, 1000)
+		// A breaker changes state a few times a step; a counter that
+		// claims more is cut, and counted.
+		limit := max(16, w.c.step/100)
+		if n > limit {
+			w.c.cut += n - limit
+			n = limit
+		}
+		byRes[res][[2]core.State{f, t}] += n
 	})
 }
 
