@@ -133,7 +133,18 @@ func (c *Collector) coarse(findings []triage.Finding) (*CoarseInput, []triage.Fi
 	if c.opts.Resolution <= 0 {
 		return nil, findings
 	}
-	w := &CoarseInput{StepMs: c.opts.Resolution.Milliseconds(), Kinds: triage.NeedExact()}
+	w := &CoarseInput{StepMs: c.opts.Resolution.Milliseconds(), Kinds: triage.NeedExact(), NoRules: true}
+	for _, in := range c.insts {
+		if in.Rules != nil {
+			w.NoRules = false
+			break
+		}
+	}
+	var pass, complete int64
+	for _, a := range c.apps {
+		pass, complete = pass+a.total.pass, complete+a.total.complete
+	}
+	w.NoCompletions = pass > 0 && complete == 0
 	kept := make([]triage.Finding, 0, len(findings))
 	for _, f := range findings {
 		if slices.Contains(w.Kinds, f.Kind) {

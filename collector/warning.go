@@ -77,11 +77,18 @@ type UnjudgedTrips struct {
 // CoarseInput: the input's counts and transitions are known to a step
 // coarser than a breaker's dynamics (Options.Resolution: the Prometheus
 // source), so Kinds (triage.NeedExact) cannot be judged and are not
-// published; Withheld counts the findings of theirs left out.
+// published; Withheld counts the findings of theirs left out. NoRules:
+// no instance told its rules (Prometheus holds none), so the kinds that
+// judge rules cannot be judged either. NoCompletions: entries passed but
+// none completed (sentinel-golang's exporter counts passes and blocks
+// alone): completions, errors and response times are not known, and
+// their zeros are not measured.
 type CoarseInput struct {
-	StepMs   int64
-	Kinds    []triage.Kind
-	Withheld int
+	StepMs        int64
+	Kinds         []triage.Kind
+	Withheld      int
+	NoRules       bool
+	NoCompletions bool
 }
 
 // MaxUnjudgedWarnings bounds the UnjudgedTrips warnings of a snapshot.
@@ -273,5 +280,11 @@ func coarseText(w CoarseInput) string {
 	if w.Withheld > 0 {
 		s += fmt.Sprintf(", %d %s of theirs not shown", w.Withheld, plural(w.Withheld, "finding", "findings"))
 	}
-	return s + "; rule kinds need the rules, which the input does not carry"
+	if w.NoRules {
+		s += "; no instance told its rules, so the kinds that judge rules cannot be judged either"
+	}
+	if w.NoCompletions {
+		s += "; the input counts passes and blocks, no completion: completions, errors and response times are unknown, not 0"
+	}
+	return s
 }
