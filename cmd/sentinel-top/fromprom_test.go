@@ -145,16 +145,19 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 	for loadAddrs[1] == loadAddrs[0] || serveAddr == loadAddrs[0] || serveAddr == loadAddrs[1] {
 		loadAddrs[1], serveAddr = freePort(t), freePort(t)
 	}
+	java := newJavaExposition(t, []string{"GET:/api/order", "queryPrice"})
 	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n"+
 		"  - job_name: checkout\n    static_configs:\n      - targets: [%q, %q]\n"+
-		"  - job_name: collector\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n",
-		loadAddrs[0], loadAddrs[1], serveAddr)
+		"  - job_name: collector\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n"+
+		"  - job_name: java\n    honor_timestamps: true\n    static_configs:\n      - targets: [%q]\n",
+		loadAddrs[0], loadAddrs[1], serveAddr, java.addr)
 	promURL := "http://" + startPrometheus(t, cfg)
 	// Prometheus hands its scrape loops their targets a few seconds after
 	// it is ready: the processes start once every target has been tried
 	// (an up sample, 0 while nothing listens), so that it scrapes them
 	// from their first second.
-	waitScraping(t, promURL, 3)
+	waitScraping(t, promURL, 4)
+	java.start()
 	began := time.Now()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,6 +233,7 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 	})
 
 	wg.Wait()
+	java.stop()
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -247,8 +251,8 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 	var rep struct {
 		Instances     int `json:"instances"`
 		ResourcesSeen []struct {
-			App, Resource, States string
-			Pass, Block           int64
+			App, Resource, States        string
+			Pass, Block, Complete, Error int64
 		} `json:"resourcesSeen"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
@@ -269,7 +273,15 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 	}
 	got := map[string][2]int64{}
 	var otherApps []string
+	javaGot := map[string][4]int64{}
 	for _, r := range rep.ResourcesSeen {
+		if r.App == javaApp {
+			javaGot[r.Resource] = [4]int64{r.Pass, r.Block, r.Complete, r.Error}
+			if r.States != "unknown" {
+				t.Errorf("java %s: states %s, want unknown (the exporter tells none)", r.Resource, r.States)
+			}
+			continue
+		}
 		if r.App != "checkout" {
 			if r.Pass > 0 && !slices.Contains(otherApps, r.App) {
 				otherApps = append(otherApps, r.App)
@@ -288,13 +300,16 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("checkout's [pass block] per resource:\n got %v\nwant %v (the processes' own counts)", got, want)
 	}
+	if javaWant := java.totals(); fmt.Sprint(javaGot) != fmt.Sprint(javaWant) {
+		t.Errorf("%s's [pass block complete error] per resource:\n got %v\nwant %v (every second the exposition served)", javaApp, javaGot, javaWant)
+	}
 	if len(otherApps) == 0 {
 		t.Errorf("no app of the demo fleet from sentinel-top's own metrics: %+v", rep.ResourcesSeen)
 	}
 	if !strings.Contains(stderr.String(), "cannot be judged at this resolution") {
 		t.Errorf("the report does not say what it cannot judge at 1 s steps:\n%s", stderr.String())
 	}
-	t.Logf("checkout %v; demo apps %v; %s", got, otherApps, strings.TrimSpace(stderr.String()))
+	t.Logf("checkout %v; %s %v; demo apps %v; %s", got, javaApp, javaGot, otherApps, strings.TrimSpace(stderr.String()))
 
 	// The transitions, from the source: each the processes heard, inferred,
 	// within a step (1 s) and a scrape (1 s) after it happened.
@@ -392,5 +407,92 @@ func TestPrometheusFlagsAndExitCodes(t *testing.T) {
 		if d := time.Since(began); d > 10*time.Second {
 			t.Errorf("%q took %s", c.args, d)
 		}
+	}
+}
+
+// javaApp is the app of the Java exposition: Java's exporter names its
+// gauge after the app, dots as underscores.
+const javaApp = "java_order"
+
+// javaExposition serves, at /metrics, what Java Sentinel's
+// sentinel-prometheus-metric-exporter serves (SentinelCollector): one gauge
+// named after the app, labelled resource, classification and type
+// (passQps, blockQps, successQps, exceptionQps, rt), one sample per second
+// and resource stamped with its second, the seconds since its last scrape
+// up to the last whole one. No JVM runs here: this is the exporter's
+// format, written from its source, read by a real Prometheus.
+type javaExposition struct {
+	addr      string
+	resources []string
+	mu        sync.Mutex
+	on        bool
+	from      int64 // the first second to serve (Unix ms)
+	last      int64 // the last second served
+	served    map[string][4]int64
+}
+
+func newJavaExposition(t *testing.T, resources []string) *javaExposition {
+	t.Helper()
+	j := &javaExposition{resources: resources, served: map[string][4]int64{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.addr = ln.Addr().String()
+	srv := &http.Server{Handler: http.HandlerFunc(j.serve), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return j
+}
+
+// start begins the traffic at the next second; stop ends it (what was
+// served stays served).
+func (j *javaExposition) start() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.on, j.from = true, (time.Now().UnixMilli()/1000+1)*1000
+	j.last = j.from - 1000
+}
+
+func (j *javaExposition) stop() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.on = false
+}
+
+func (j *javaExposition) totals() map[string][4]int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[string][4]int64{}
+	for k, v := range j.served {
+		out[k] = v
+	}
+	return out
+}
+
+func (j *javaExposition) serve(w http.ResponseWriter, r *http.Request) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "# HELP %s sentinel_metrics\n# TYPE %s gauge\n", javaApp, javaApp)
+	if !j.on {
+		return
+	}
+	end := time.Now().UnixMilli()/1000*1000 - 1000 // the last whole second
+	for sec := j.last + 1000; sec <= end; sec += 1000 {
+		for i, res := range j.resources {
+			// counts that vary with the second and the resource
+			n := (sec / 1000 % 7) + int64(i)*5 + 3
+			pass, block, success, exception := n*4, n%3, n*4-1, n%2
+			for _, x := range []struct {
+				typ string
+				v   int64
+			}{{"passQps", pass}, {"blockQps", block}, {"successQps", success}, {"exceptionQps", exception}, {"rt", 12}} {
+				fmt.Fprintf(w, "%s{resource=%q,classification=\"0\",type=%q} %d %d\n", javaApp, res, x.typ, x.v, sec)
+			}
+			c := j.served[res]
+			j.served[res] = [4]int64{c[0] + pass, c[1] + block, c[2] + success, c[3] + exception}
+		}
+		j.last = sec
 	}
 }

@@ -671,8 +671,11 @@ func (p *Prometheus) readWindow(ctx context.Context, f promFamilies, w *promWind
 		}
 	}
 	for _, name := range f.java {
-		expr := fmt.Sprintf(`sum by (instance, resource, type) (sum_over_time(%s{type=~"%s",resource!=""}[%ds]))`,
-			name, promJavaTypes, p.step/1000)
+		// A range of a step less a millisecond: Prometheus before 3.0
+		// includes both ends of a range, and a sample on a step's boundary
+		// would count in two steps.
+		expr := fmt.Sprintf(`sum by (instance, resource, type) (sum_over_time(%s{type=~"%s",resource!=""}[%dms]))`,
+			name, promJavaTypes, p.step-1)
 		if err := p.queryRange(ctx, expr, start, end, func(s *promSeries) error {
 			fl, ok := map[string]itemField{"passQps": fieldPass, "blockQps": fieldBlock, "successQps": fieldComplete,
 				"exceptionQps": fieldError}[s.Metric["type"]]
