@@ -20,6 +20,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
 // The Prometheus source reads, through a Prometheus server's HTTP API
@@ -164,6 +165,9 @@ func NewPrometheus(o PromOptions) (*Prometheus, error) {
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("prometheus URL: credentials in the URL would be shown and logged; use a bearer token")
+	}
+	if len(o.Token) > 4096 || strings.IndexFunc(o.Token, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		return nil, errors.New("prometheus token: want at most 4 KiB of visible ASCII (the token is not shown)")
 	}
 	if o.Step == 0 {
 		o.Step = DefaultPromStep
@@ -592,13 +596,11 @@ func expectKey(dec *json.Decoder, key string) error {
 	return fmt.Errorf("no %q in the answer: %w", key, wire.ErrMalformed)
 }
 
-// firstLine is s's first line, at most 200 bytes.
+// firstLine is the first line of what the server said, at most 200
+// runes, safe for a terminal (the server's words reach stderr).
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
+	return termtext.Sanitize(s, 200)
 }
 
 // window reads the buckets of [start, end) (step multiples) with every

@@ -179,10 +179,11 @@ func TestPromUnreachableAndErrorAnswers(t *testing.T) {
 	}
 	bad := promPeer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprint(w, `{"status":"error","errorType":"bad_data","error":"exceeded maximum resolution\nsecond line"}`)
+		fmt.Fprint(w, `{"status":"error","errorType":"bad_data","error":"exceeded maximum resolution \u001b]52;c;cGF3bmVk\u0007\nsecond line"}`)
 	})
 	if _, err := rangeOf(t, PromOptions{URL: bad, Step: time.Second}); !errors.Is(err, ErrPromUnavailable) ||
-		!strings.Contains(err.Error(), "exceeded maximum resolution") || strings.Contains(err.Error(), "second line") {
+		!strings.Contains(err.Error(), "exceeded maximum resolution") || strings.Contains(err.Error(), "second line") ||
+		strings.ContainsAny(err.Error(), "\x1b\x07") {
 		t.Errorf("error answer: err = %v", err)
 	}
 	denied := promPeer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -197,6 +198,9 @@ func TestPromUnreachableAndErrorAnswers(t *testing.T) {
 	}
 	if _, err := rangeOf(t, PromOptions{URL: denied, Step: time.Second, Token: "s3cret"}); err != nil {
 		t.Errorf("with the token: %v", err)
+	}
+	if _, err := NewPrometheus(PromOptions{URL: denied, Token: "s3cret\x1b"}); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a token with a control character: %v", err)
 	}
 	empty := promPeer(t, func(w http.ResponseWriter, r *http.Request) { answer(w, `[]`) })
 	if _, err := rangeOf(t, PromOptions{URL: empty, Step: time.Second}); !errors.Is(err, ErrPromNoMetrics) {
