@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -185,15 +184,17 @@ func (f *inputFlags) openPrometheus(ctx context.Context, s *session, opts collec
 		s.feed = rp.Run
 		return s, nil
 	}
+	// Live: a server that cannot be reached, or holds none of the
+	// metrics, fails here (exit 3), not as an empty dashboard.
+	if err := p.Check(ctx); err != nil {
+		return nil, err
+	}
 	s.source = p.Name()
 	opts.Mode, opts.Source = collector.ModeLive, s.source
 	s.c = collector.New(opts)
 	s.feed = func(ctx context.Context) error {
-		err := p.Follow(ctx, s.c, func(err error) { s.onReject(s.source, err) })
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
+		p.Follow(ctx, s.c)
+		return nil
 	}
 	return s, nil
 }

@@ -254,24 +254,39 @@ func (p *Prometheus) Range(ctx context.Context, from, to time.Time) ([]wire.Mess
 	return out, rejects, nil
 }
 
+// Check asks the server which families the last minute holds: an error
+// when it cannot be reached or answers none of them, so that live mode
+// fails at its start rather than showing an empty fleet.
+func (p *Prometheus) Check(ctx context.Context) error {
+	now := p.o.Clock.UnixMilli()
+	f, err := p.discover(ctx, now-promBacklog.Milliseconds(), now)
+	if err == nil && f.empty() {
+		err = fmt.Errorf("%s: %w in the last %s (sentinel_go_*, sentinel_top_*, or Java's exporter)", p.Name(), ErrPromNoMetrics, promBacklog)
+	}
+	return err
+}
+
 // Follow reads live until ctx ends: the last minute first, then each step
 // once it is a step old (so that its scrapes have come), writing what it
 // reads to sink. The families are asked again every promRediscover (or
-// step), so that a kind of exporter that begins to be scraped shows. A window
-// that fails is said to onError and read again at the next step; only a
-// failing first window ends Follow, with its error.
-func (p *Prometheus) Follow(ctx context.Context, sink feed.Sink, onError func(error)) error {
+// step), so that a kind of exporter that begins to be scraped shows. The
+// server is a target of sink's (AddTargets), up while its windows are
+// read, down with the problem while they fail; a window that fails is read
+// again at the next step.
+func (p *Prometheus) Follow(ctx context.Context, sink feed.DialSink) {
 	origin := OriginOf(PromSDK)
 	place := p.Name()
+	rec := feed.NewTargetRecord(feed.TargetStatus{Name: place, State: feed.TargetConnecting,
+		Since: p.o.Clock.UnixMilli(), DownSince: p.o.Clock.UnixMilli()})
+	sink.AddTargets(rec)
 	next := floorTo(p.o.Clock.UnixMilli()-promBacklog.Milliseconds(), p.step)
-	first := true
 	var fams promFamilies
 	asked := int64(0)
 	for {
 		now := p.o.Clock.UnixMilli()
 		if end := floorTo(now-p.step, p.step); end > next {
 			var err error
-			if first || fams.empty() || now-asked >= max(promRediscover.Milliseconds(), p.step) {
+			if fams.empty() || now-asked >= max(promRediscover.Milliseconds(), p.step) {
 				var f promFamilies
 				if f, err = p.discover(ctx, next, end); err == nil {
 					fams, asked = f, now
@@ -280,19 +295,38 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.Sink, onError func(er
 			var msgs []wire.Message
 			var rejects []error
 			if err == nil {
-				if msgs, rejects, err = p.window(ctx, fams, next, end); err == nil {
-					next = end
+				// At most promMaxStepsPerQuery steps at a time.
+				we := min(end, next+promMaxStepsPerQuery*p.step)
+				if msgs, rejects, err = p.window(ctx, fams, next, we); err == nil {
+					next = we
 				}
 			}
-			switch {
-			case err != nil && ctx.Err() != nil:
-				return nil
-			case err != nil && first:
-				return err
-			case err != nil && onError != nil:
-				onError(err)
+			if ctx.Err() != nil {
+				return
 			}
-			first = false
+			at := p.o.Clock.UnixMilli()
+			rec.Update(func(st *feed.TargetStatus) {
+				if err != nil {
+					if st.State != feed.TargetDown {
+						st.State, st.Since, st.DownSince = feed.TargetDown, at, at
+					}
+					st.Problem = feed.Problem{Kind: feed.ProblemOther, Detail: err.Error()}
+					if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "no answer within") {
+						st.Problem.Kind = feed.ProblemTimeout
+					}
+					st.RetryAt = at + p.step
+					return
+				}
+				if st.State != feed.TargetUp {
+					st.State, st.Since, st.DownSince = feed.TargetUp, at, 0
+				}
+				st.Problem, st.Polls = feed.Problem{}, st.Polls+1
+				st.Messages += int64(len(msgs))
+				st.Rejected += int64(len(rejects))
+				if len(msgs) > 0 {
+					st.LastMessageAt = at
+				}
+			})
 			for _, err := range rejects {
 				sink.Reject(place, err)
 			}
@@ -311,7 +345,7 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.Sink, onError func(er
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return
 		case <-ch:
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -279,4 +281,78 @@ func TestPromTransitionsChainWithinAStep(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("got %v, want %s", got, want)
 	}
+}
+
+// TestPromFollowShowsTheServerAsATarget: live mode writes what each step
+// holds to a real store, and shows the server as a target: up while its
+// windows are read, down with the server's problem while they fail, up
+// again after.
+func TestPromFollowShowsTheServerAsATarget(t *testing.T) {
+	var failing atomic.Bool
+	now := func() int64 { return time.Now().UnixMilli() / 1000 * 1000 }
+	url := promPeer(t, func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		if r.URL.Path == "/api/v1/query_range" {
+			// one process whose counter rose by 5 each second of the last minute
+			var b strings.Builder
+			b.WriteString(`{"resultType":"matrix","result":[{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"pass"},"values":[`)
+			for i, ts := 0, now()-60_000; ts <= now(); i, ts = i+1, ts+1000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `[%d,"%d"]`, ts/1000, ts/200)
+			}
+			b.WriteString(`]}]}`)
+			answer(w, b.String())
+			return
+		}
+		goServer(0)(w, r)
+	})
+	p, err := NewPrometheus(PromOptions{URL: url, Step: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := collector.New(collector.Options{Resolution: time.Second})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Follow(ctx, c); close(done) }()
+	defer func() { cancel(); <-done }()
+	state := func() (feed.TargetState, feed.Problem, int64) {
+		s := c.Publish()
+		if len(s.Targets) != 1 {
+			return feed.TargetConnecting, feed.Problem{}, 0
+		}
+		var pass int64
+		for _, tot := range s.Totals {
+			pass += tot.Pass
+		}
+		return s.Targets[0].State, s.Targets[0].Problem, pass
+	}
+	eventually(t, "up, with the last minute's passes", func() error {
+		if st, _, pass := state(); st != feed.TargetUp || pass < 250 {
+			return fmt.Errorf("%s, %d passes", st, pass)
+		}
+		return nil
+	})
+	failing.Store(true)
+	eventually(t, "down, saying why", func() error {
+		if st, pr, _ := state(); st != feed.TargetDown || !strings.Contains(pr.Detail, "503") {
+			return fmt.Errorf("%s %+v", st, pr)
+		}
+		return nil
+	})
+	failing.Store(false)
+	eventually(t, "up again", func() error {
+		if st, _, _ := state(); st != feed.TargetUp {
+			return fmt.Errorf("%s", st)
+		}
+		return nil
+	})
 }
