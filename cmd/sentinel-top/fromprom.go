@@ -150,6 +150,9 @@ func (f *inputFlags) openPrometheus(ctx context.Context, s *session, opts collec
 	if err != nil {
 		return nil, err
 	}
+	// A range is converted whole before it is replayed: at most a sample
+	// per 512 bytes of --max-memory (an item of a bucket takes about 250).
+	po.MaxPoints = max(f.maxMemory/512, 10_000)
 	p, err := source.NewPrometheus(po)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--prometheus: %w", err)}

@@ -399,6 +399,7 @@ func TestPrometheusFlagsAndExitCodes(t *testing.T) {
 		{[]string{"report", "--prometheus", "ftp://127.0.0.1:9"}, exitUsage, "want http"},
 		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--for applies"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-token-file", tokenFile}, exitRuntime, "prometheus unavailable"},
+		{[]string{"--prometheus", closed}, exitRuntime, "prometheus unavailable"}, // the live dashboard, before its screen
 		{[]string{"report", "--prometheus", "http://" + slow.Addr().String(), "--prometheus-timeout", "500ms"}, exitRuntime, "no answer within 500ms"},
 	} {
 		var stderr bytes.Buffer

@@ -67,7 +67,7 @@ const (
 	DefaultPromStep      = 15 * time.Second
 	DefaultPromMaxSeries = 10_000
 	DefaultPromMaxBytes  = 64 << 20
-	DefaultPromMaxPoints = 20_000_000
+	DefaultPromMaxPoints = 1_000_000
 	DefaultPromTimeout   = 30 * time.Second
 	// promMaxStepsPerQuery keeps each query under Prometheus's 11,000
 	// points a series: a longer range is read in several.
@@ -114,7 +114,8 @@ type PromOptions struct {
 	// larger one fails with ErrPromTooLarge.
 	MaxBytes int64
 	// MaxPoints is the most samples a Range reads in all (default
-	// 20,000,000): what it converts is held until it returns.
+	// 1,000,000): what it converts is held until it returns, a bucket item
+	// (about 250 bytes) for each sample at most.
 	MaxPoints int64
 	// Timeout bounds each request, and is passed to the server as its
 	// query timeout (default 30 s).
