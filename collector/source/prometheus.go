@@ -256,14 +256,12 @@ func (p *Prometheus) Range(ctx context.Context, from, to time.Time) ([]wire.Mess
 }
 
 // Check asks the server which families the last minute holds: an error
-// when it cannot be reached or answers none of them, so that live mode
-// fails at its start rather than showing an empty fleet.
+// when it cannot be reached or does not answer, so that live mode fails
+// at its start rather than showing an empty fleet. A server that holds
+// none of them yet is no error: its target says so while it lasts.
 func (p *Prometheus) Check(ctx context.Context) error {
 	now := p.o.Clock.UnixMilli()
-	f, err := p.discover(ctx, now-promBacklog.Milliseconds(), now)
-	if err == nil && f.empty() {
-		err = fmt.Errorf("%s: %w in the last %s (sentinel_go_*, sentinel_top_*, or Java's exporter)", p.Name(), ErrPromNoMetrics, promBacklog)
-	}
+	_, err := p.discover(ctx, now-promBacklog.Milliseconds(), now)
 	return err
 }
 
@@ -295,7 +293,10 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.DialSink) {
 			}
 			var msgs []wire.Message
 			var rejects []error
-			if err == nil {
+			if err == nil && fams.empty() {
+				err = fmt.Errorf("%w yet (sentinel_go_*, sentinel_top_*, or Java's exporter)", ErrPromNoMetrics)
+				next = end // nothing to read back later
+			} else if err == nil {
 				// At most promMaxStepsPerQuery steps at a time.
 				we := min(end, next+promMaxStepsPerQuery*p.step)
 				if msgs, rejects, err = p.window(ctx, fams, next, we); err == nil {
