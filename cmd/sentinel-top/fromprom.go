@@ -31,7 +31,7 @@ func (f *promFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "prometheus", "", "read the fleet from a Prometheus server's HTTP API (http://HOST:9090): sentinel-golang's exporter, Java Sentinel's, or sentinel-top's own /metrics, at --prometheus-step; live unless --to is given")
 	fs.StringVar(&f.token, "prometheus-token", "", "bearer token for --prometheus (env SENTINEL_TOP_PROMETHEUS_TOKEN)")
 	fs.StringVar(&f.tokenFile, "prometheus-token-file", "", "file holding the bearer token for --prometheus (kept off the command line)")
-	fs.StringVar(&f.from, "from", "", "with --prometheus: where the range begins, RFC 3339 (2026-03-01T10:00:00Z) or relative to now (-30m); report default -15m, dashboard the last minute")
+	fs.StringVar(&f.from, "from", "", "with --prometheus: where the range begins, RFC 3339 (2026-03-01T10:00:00Z) or relative to now (-30m); report default -15m; the live dashboard begins with the last minute, and takes --from with --to alone")
 	fs.StringVar(&f.to, "to", "", "with --prometheus: where the range ends, RFC 3339 or relative (-5m); report default now; the dashboard follows now without it")
 	fs.DurationVar(&f.step, "prometheus-step", source.DefaultPromStep, "with --prometheus: the resolution of counts and inferred transitions; at least the scrape interval, whole seconds")
 	fs.IntVar(&f.maxSeries, "prometheus-max-series", source.DefaultPromMaxSeries, "with --prometheus: most series one query may return; a query returning more is refused")
@@ -187,8 +187,11 @@ func (f *inputFlags) openPrometheus(ctx context.Context, s *session, opts collec
 		s.feed = rp.Run
 		return s, nil
 	}
-	// Live: a server that cannot be reached, or holds none of the
-	// metrics, fails here (exit 3), not as an empty dashboard.
+	if f.prom.from != "" {
+		return nil, usagef("--from without --to: the live view begins with the last minute; give --to as well to read a past range")
+	}
+	// Live: a server that cannot be reached, or does not answer, fails
+	// here (exit 3), not as an empty dashboard.
 	if err := p.Check(ctx); err != nil {
 		return nil, err
 	}

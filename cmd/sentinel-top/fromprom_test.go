@@ -400,6 +400,7 @@ func TestPrometheusFlagsAndExitCodes(t *testing.T) {
 		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--for applies"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-token-file", tokenFile}, exitRuntime, "prometheus unavailable"},
 		{[]string{"--prometheus", closed}, exitRuntime, "prometheus unavailable"}, // the live dashboard, before its screen
+		{[]string{"--prometheus", closed, "--from", "-1h"}, exitUsage, "give --to as well"},
 		{[]string{"report", "--prometheus", "http://" + slow.Addr().String(), "--prometheus-timeout", "500ms"}, exitRuntime, "no answer within 500ms"},
 	} {
 		var stderr bytes.Buffer

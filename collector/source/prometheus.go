@@ -469,37 +469,41 @@ type promSeries struct {
 func (p *Prometheus) queryRange(ctx context.Context, expr string, start, end int64, each func(*promSeries) error) error {
 	q := url.Values{"query": {expr}, "start": {promTime(start)}, "end": {promTime(end)},
 		"step": {strconv.FormatInt(p.step/1000, 10)}, "timeout": {p.o.Timeout.String()}}
-	return p.get(ctx, "/api/v1/query_range", q, func(dec *json.Decoder) error {
-		if err := expectKey(dec, "result"); err != nil {
+	return p.get(ctx, "/api/v1/query_range", q, func(dec *json.Decoder) error { return p.matrix(dec, expr, each) })
+}
+
+// matrix reads a matrix answer's data, handing each series to each,
+// refusing more than MaxSeries and, over the source's life, MaxPoints.
+func (p *Prometheus) matrix(dec *json.Decoder, expr string, each func(*promSeries) error) error {
+	if err := expectKey(dec, "result"); err != nil {
+		return err
+	}
+	if err := expectDelim(dec, '['); err != nil {
+		return err
+	}
+	n := 0
+	for dec.More() {
+		if n++; n > p.o.MaxSeries {
+			return fmt.Errorf("%q returned more than %d series (raise --prometheus-max-series, or narrow the range): %w",
+				expr, p.o.MaxSeries, ErrPromTooManySeries)
+		}
+		var s promSeries
+		if err := dec.Decode(&s); err != nil {
 			return err
 		}
-		if err := expectDelim(dec, '['); err != nil {
+		p.mu.Lock()
+		p.stats.Series++
+		p.stats.Points += int64(len(s.Values))
+		over := p.stats.Points > p.o.MaxPoints
+		p.mu.Unlock()
+		if over {
+			return fmt.Errorf("more than %d samples in all (narrow the range or raise the step): %w", p.o.MaxPoints, ErrPromTooLarge)
+		}
+		if err := each(&s); err != nil {
 			return err
 		}
-		n := 0
-		for dec.More() {
-			if n++; n > p.o.MaxSeries {
-				return fmt.Errorf("%q returned more than %d series (raise --prometheus-max-series, or narrow the range): %w",
-					expr, p.o.MaxSeries, ErrPromTooManySeries)
-			}
-			var s promSeries
-			if err := dec.Decode(&s); err != nil {
-				return err
-			}
-			p.mu.Lock()
-			p.stats.Series++
-			p.stats.Points += int64(len(s.Values))
-			over := p.stats.Points > p.o.MaxPoints
-			p.mu.Unlock()
-			if over {
-				return fmt.Errorf("more than %d samples in all (narrow the range or raise the step): %w", p.o.MaxPoints, ErrPromTooLarge)
-			}
-			if err := each(&s); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // get asks path with q and decodes the answer's data with data: an
