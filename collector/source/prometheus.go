@@ -36,10 +36,11 @@ import (
 //     the scrape job's name is the app. It counts passes and blocks, never
 //     completions, errors or response times.
 //   - sentinel-top's own export (collector/prom.go):
-//     sentinel_top_resource_{pass,block,complete,error,slow}_total{app,resource}
-//     and sentinel_top_breaker_transitions_total{app,resource,from,to}, summed
-//     over a collector's instances: one instance per app and scraped
-//     collector (APP@INSTANCE).
+//     sentinel_top_resource_{pass,block,complete,error,slow}_total{app,resource},
+//     summed over a collector's instances: one instance per app and scraped
+//     collector (APP@INSTANCE). Its transition counters sum the breakers
+//     of many instances, which no one breaker's states can be told from:
+//     they are not read, and the states are unknown.
 //   - Java Sentinel's sentinel-prometheus-metric-exporter: a gauge named
 //     after the app with the labels resource, classification and type
 //     (passQps, blockQps, successQps, exceptionQps, rt, ...), one sample a
@@ -358,7 +359,6 @@ const (
 	promGoHandled  = "sentinel_go_handled_total"
 	promGoChanged  = "sentinel_go_circuit_breaker_state_changed_total"
 	promTopPrefix  = "sentinel_top_resource_"
-	promTopTrans   = "sentinel_top_breaker_transitions_total"
 	promJavaTypes  = "passQps|blockQps|successQps|exceptionQps"
 	promFamilyGo   = "sentinel-golang"
 	promFamilyTop  = "sentinel-top"
@@ -369,19 +369,18 @@ const (
 type promFamilies struct {
 	goHandled, goChanged bool
 	topCounts            []string // the count kinds found: pass, block, ...
-	topTrans             bool
 	java                 []string // the metric names of Java apps
 }
 
 func (f promFamilies) empty() bool {
-	return !f.goHandled && !f.goChanged && len(f.topCounts) == 0 && !f.topTrans && len(f.java) == 0
+	return !f.goHandled && !f.goChanged && len(f.topCounts) == 0 && len(f.java) == 0
 }
 
 // discover asks which of the metrics exist over [start, end].
 func (p *Prometheus) discover(ctx context.Context, start, end int64) (promFamilies, error) {
 	var f promFamilies
 	names, err := p.labelNames(ctx, start, end,
-		`{__name__=~"sentinel_go_handled_total|sentinel_go_circuit_breaker_state_changed_total|sentinel_top_resource_(pass|block|complete|error|slow)_total|sentinel_top_breaker_transitions_total"}`)
+		`{__name__=~"sentinel_go_handled_total|sentinel_go_circuit_breaker_state_changed_total|sentinel_top_resource_(pass|block|complete|error|slow)_total"}`)
 	if err != nil {
 		return f, err
 	}
@@ -391,8 +390,6 @@ func (p *Prometheus) discover(ctx context.Context, start, end int64) (promFamili
 			f.goHandled = true
 		case n == promGoChanged:
 			f.goChanged = true
-		case n == promTopTrans:
-			f.topTrans = true
 		case strings.HasPrefix(n, promTopPrefix):
 			f.topCounts = append(f.topCounts, strings.TrimSuffix(strings.TrimPrefix(n, promTopPrefix), "_total"))
 		}
@@ -411,7 +408,7 @@ func (p *Prometheus) discover(ctx context.Context, start, end int64) (promFamili
 	if f.goHandled || f.goChanged {
 		p.stats.Families = append(p.stats.Families, promFamilyGo)
 	}
-	if len(f.topCounts) > 0 || f.topTrans {
+	if len(f.topCounts) > 0 {
 		p.stats.Families = append(p.stats.Families, promFamilyTop)
 	}
 	if len(f.java) > 0 {
@@ -698,15 +695,6 @@ func (p *Prometheus) readWindow(ctx context.Context, f promFamilies, w *promWind
 			if ok {
 				w.counter(topInstance(s.Metric), s, fl)
 			}
-			return nil
-		}); err != nil {
-			return err
-		}
-	}
-	if f.topTrans {
-		expr := `sum by (instance, app, resource, from, to) (` + promTopTrans + `)`
-		if err := p.queryRange(ctx, expr, from, end, func(s *promSeries) error {
-			w.transitions(topInstance(s.Metric), s, s.Metric["from"], s.Metric["to"])
 			return nil
 		}); err != nil {
 			return err
