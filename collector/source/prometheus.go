@@ -523,7 +523,8 @@ func (p *Prometheus) get(ctx context.Context, path string, q url.Values, data fu
 	p.mu.Unlock()
 	resp, err := p.client.Do(req)
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var ne net.Error
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 			return fmt.Errorf("%s%s: no answer within %s: %w", p.Name(), path, p.o.Timeout, ErrPromUnavailable)
 		}
 		var ue *url.Error
