@@ -83,6 +83,12 @@ type Options struct {
 	// OnReject, when set, is told of every rejected message, with its place
 	// (file:line or target), outside the collector's lock. It must not block.
 	OnReject func(place string, err error)
+	// Resolution, when positive, is the input's time resolution when it is
+	// coarser than a breaker's transitions (the Prometheus source's step:
+	// counts per step, transitions inferred from counters): the kinds that
+	// need exact transitions or response times (triage.NeedExact) are not
+	// published, and a CoarseInput warning says so. Default 0: exact input.
+	Resolution time.Duration
 	// WallClock paces what happens in real time whatever Clock says:
 	// publishing snapshots. Default: core.NewRealClock().
 	WallClock core.Clock

@@ -20,6 +20,10 @@ func (c *Collector) Publish() *Snapshot {
 	c.prune(now)
 	c.chargePool()
 	findings := c.engine.Findings(now)
+	coarse, withheld := c.coarse(findings)
+	if coarse != nil {
+		findings = withheld
+	}
 	seen := c.engine.Counts()
 	plans := c.plans.of(c.engine, now, seen.To, findings, c.opts.PlanEvery)
 	c.seq++
@@ -74,7 +78,12 @@ func (c *Collector) Publish() *Snapshot {
 	for _, n := range c.sortedNotices() {
 		warnings = append(warnings, n)
 	}
-	unjudged := c.engine.Unjudged(now)
+	var unjudged []triage.Unjudged
+	if coarse != nil {
+		warnings = append(warnings, *coarse)
+	} else {
+		unjudged = c.engine.Unjudged(now)
+	}
 	for i, u := range unjudged[:min(len(unjudged), MaxUnjudgedWarnings)] {
 		w := UnjudgedTrips{Unjudged: u}
 		if i == MaxUnjudgedWarnings-1 {
@@ -114,6 +123,37 @@ func (c *Collector) Publish() *Snapshot {
 		close(*ch)
 	}
 	return s
+}
+
+// coarse is, for an input of a coarse Resolution, its warning and the
+// findings it keeps: none of the kinds that need exact transitions or
+// response times (triage.NeedExact), whatever they say; nil and findings
+// as they are for exact input.
+func (c *Collector) coarse(findings []triage.Finding) (*CoarseInput, []triage.Finding) {
+	if c.opts.Resolution <= 0 {
+		return nil, findings
+	}
+	w := &CoarseInput{StepMs: c.opts.Resolution.Milliseconds(), Kinds: triage.NeedExact(), NoRules: true}
+	for _, in := range c.insts {
+		if in.Rules != nil {
+			w.NoRules = false
+			break
+		}
+	}
+	var pass, complete int64
+	for _, a := range c.apps {
+		pass, complete = pass+a.total.pass, complete+a.total.complete
+	}
+	w.NoCompletions = pass > 0 && complete == 0
+	kept := make([]triage.Finding, 0, len(findings))
+	for _, f := range findings {
+		if slices.Contains(w.Kinds, f.Kind) {
+			w.Withheld++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return w, kept
 }
 
 // compareRemarks orders remarks by their rules error (none first), then

@@ -74,11 +74,29 @@ type UnjudgedTrips struct {
 	More int
 }
 
+// CoarseInput: the input's counts and transitions are known to a step
+// coarser than a breaker's dynamics (Options.Resolution: the Prometheus
+// source), so Kinds (triage.NeedExact) cannot be judged and are not
+// published; Withheld counts the findings of theirs left out. NoRules:
+// no instance told its rules (Prometheus holds none), so the kinds that
+// judge rules cannot be judged either. NoCompletions: entries passed but
+// none completed (sentinel-golang's exporter counts passes and blocks
+// alone): completions, errors and response times are not known, and
+// their zeros are not measured.
+type CoarseInput struct {
+	StepMs        int64
+	Kinds         []triage.Kind
+	Withheld      int
+	NoRules       bool
+	NoCompletions bool
+}
+
 // MaxUnjudgedWarnings bounds the UnjudgedTrips warnings of a snapshot.
 const MaxUnjudgedWarnings = 16
 
 func (ClockSkew) warning()      {}
 func (UnjudgedTrips) warning()  {}
+func (CoarseInput) warning()    {}
 func (CollectorClock) warning() {}
 func (TargetNote) warning()     {}
 func (UnreceivedData) warning() {}
@@ -111,6 +129,8 @@ func WarningText(w Warning) string {
 		return noticeText(w)
 	case UnjudgedTrips:
 		return unjudgedText(w)
+	case CoarseInput:
+		return coarseText(w)
 	}
 	return fmt.Sprintf("warning %T", w)
 }
@@ -254,4 +274,24 @@ func unjudgedText(w UnjudgedTrips) string {
 		fmt.Fprintf(&b, "; and trips of %d more %s", w.More, plural(w.More, "resource", "resources"))
 	}
 	return b.String()
+}
+
+// coarseText words a CoarseInput warning.
+func coarseText(w CoarseInput) string {
+	kinds := make([]string, len(w.Kinds))
+	for i, k := range w.Kinds {
+		kinds[i] = string(k)
+	}
+	s := fmt.Sprintf("counts and inferred transitions at %s steps: %s cannot be judged at this resolution (they need exact transitions or response times)",
+		time.Duration(w.StepMs)*time.Millisecond, strings.Join(kinds, ", "))
+	if w.Withheld > 0 {
+		s += fmt.Sprintf(", %d %s of theirs not shown", w.Withheld, plural(w.Withheld, "finding", "findings"))
+	}
+	if w.NoRules {
+		s += "; no instance told its rules, so the kinds that judge rules cannot be judged either"
+	}
+	if w.NoCompletions {
+		s += "; the input counts passes and blocks, no completion: completions, errors and response times are unknown, not 0"
+	}
+	return s
 }

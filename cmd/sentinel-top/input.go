@@ -47,6 +47,7 @@ type inputFlags struct {
 	maxMemory    int64
 	maxReplay    int64
 	retention    time.Duration
+	prom         promFlags
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
@@ -82,6 +83,7 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	})
 	fs.Float64Var(&f.maxRate, "max-rate", source.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
+	f.prom.register(fs)
 }
 
 // demoFlag makes --demo usable without a value.
@@ -139,11 +141,11 @@ func valueFormat(fl *flag.Flag) string {
 
 // errChooseInput is validate's error when no input, or more than one, is
 // given: the one a first-time user meets, followed by the command's hint.
-var errChooseInput = errors.New("choose one input: --targets, --replay or --demo")
+var errChooseInput = errors.New("choose one input: --targets, --replay, --demo or --prometheus")
 
 func (f *inputFlags) validate() error {
 	n := 0
-	for _, set := range []bool{f.targets != "", f.replay != "", f.demoSet} {
+	for _, set := range []bool{f.targets != "", f.replay != "", f.demoSet, f.prom.url != ""} {
 		if set {
 			n++
 		}
@@ -163,6 +165,9 @@ func (f *inputFlags) validate() error {
 	}
 	if f.record != "" && f.replay != "" {
 		return usagef("--record goes with live input (--targets or --demo), not --replay")
+	}
+	if err := f.prom.validate(time.Now()); err != nil {
+		return err
 	}
 	return nil
 }
@@ -241,6 +246,10 @@ type session struct {
 	// rec is the --record file, nil without one; recPath its name.
 	rec     *record.Writer
 	recPath string
+	// prom is the --prometheus source, nil without one; promFrom and
+	// promTo its range when one was read.
+	prom             *source.Prometheus
+	promFrom, promTo time.Time
 	// rejects collects the first rejected messages, for stderr.
 	mu         sync.Mutex
 	rejectLog  []string
@@ -352,6 +361,14 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		})
 	}
 	switch {
+	case f.prom.url != "":
+		speed, _ := f.parseSpeed()
+		if speedOverride >= 0 {
+			speed = speedOverride
+		}
+		// A report reads a range; so does a dashboard given --to. A
+		// dashboard without it follows now.
+		return f.openPrometheus(ctx, s, opts, speed, f.keepGone || f.prom.to != "")
 	case f.replay != "":
 		speed, _ := f.parseSpeed()
 		if speedOverride >= 0 {

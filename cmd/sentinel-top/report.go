@@ -13,7 +13,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 )
 
-const reportUsage = `Usage: sentinel-top report (--replay FILE|NAME | --targets LIST --for DURATION | --demo [NAME] --for DURATION) [flags]
+const reportUsage = `Usage: sentinel-top report (--replay FILE|NAME | --targets LIST --for DURATION | --demo [NAME] --for DURATION | --prometheus URL [--from T] [--to T]) [flags]
 
 Prints the triage findings of an input and exits: for postmortems, CI and
 scripts. With --format json, standard output carries the report alone
@@ -24,6 +24,7 @@ Examples:
   sentinel-top report --replay sawtooth-db-slow --format json | jq '.findings[].kind'
   sentinel-top report --targets @gateways.txt --for 60s --fail-on critical
   sentinel-top report --demo recovery-herd --for 90s
+  sentinel-top report --prometheus http://127.0.0.1:9090 --from -30m --prometheus-step 5s
 
 Exit codes: 0 done; 1 a finding at or above --fail-on; 2 bad usage; 3 the input failed.
 
@@ -38,7 +39,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	render, threshold, err := reportOptions(*format, *failOn, cmd.in.replay == "", *dur)
+	render, threshold, err := reportOptions(*format, *failOn, cmd.in.replay == "" && cmd.in.prom.url == "", *dur)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitUsage
@@ -60,7 +61,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitRuntime
 	}
 	rep := report.FromSnapshot(s.source, snap, s.c)
-	if cmd.in.replay == "" {
+	if s.prom != nil {
+		st := s.prom.Stats()
+		fmt.Fprintf(stderr, "%s: %d queries, %d bytes, %d series, %d samples (%s at %s steps)\n", report.Sanitize(s.source),
+			st.Queries, st.Bytes, st.Series, st.Points, strings.Join(st.Families, ", "), cmd.in.prom.step)
+		if st.Unannounced > 0 {
+			fmt.Fprintf(stderr, "warning: %d instances past --prometheus-max-series not read\n", st.Unannounced)
+		}
+		if st.TransitionsCut > 0 {
+			fmt.Fprintf(stderr, "warning: %d breaker transitions beyond what a step can hold not read (a state-change counter jumped)\n", st.TransitionsCut)
+		}
+		rep.Bound(s.promFrom.UnixMilli(), s.promTo.UnixMilli())
+	} else if cmd.in.replay == "" {
 		// A live input's range is what was watched, on the collector's
 		// clock, with the backlog a connection is sent first: a peer whose
 		// clock is hours off (within the collector's 24 h clock-skew window, and warned

@@ -7,7 +7,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/ui"
 )
 
-const watchUsage = `Usage: sentinel-top [--targets LIST | --replay FILE|NAME | --demo [NAME]] [flags]
+const watchUsage = `Usage: sentinel-top [--targets LIST | --replay FILE|NAME | --demo [NAME] | --prometheus URL] [flags]
        sentinel-top report --help    findings of an input, for postmortems and CI
        sentinel-top whatif --help    a proposed rule set replayed on recordings: a gate before a rule push
        sentinel-top serve --help     the collector without a terminal: /metrics, /report, a merged stream
@@ -22,6 +22,8 @@ Examples:
   sentinel-top --targets @gateways.txt --record incident.ndjson.gz
                                                    a line "HOST:PORT token-file=PATH" gives a target its own token
   sentinel-top --replay incident.ndjson.gz --speed 10
+  sentinel-top --prometheus http://127.0.0.1:9090 --prometheus-step 5s
+                                                   the fleet a Prometheus scrapes (sentinel-golang's, Java's or sentinel-top's metrics)
 
 Flags also come from SENTINEL_TOP_<FLAG> environment variables
 (e.g. SENTINEL_TOP_TARGETS, SENTINEL_TOP_TOKEN).

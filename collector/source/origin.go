@@ -14,12 +14,13 @@ func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: 
 // OriginOf is what a hello's sdk tells of its sender, for a source reading
 // hellos another wrote: a recording, a re-served stream, a simulated
 // fleet. Java Sentinel's, as the Java poller names it ("java-sentinel",
-// "java-sentinel/1.8.9"), was polled and reports no transitions; a metric
-// log's (metriclog.SDK) reports none either; any other is an agent's, the
-// zero Origin.
+// "java-sentinel/1.8.9"), was polled and reports no transitions, and so
+// is the Prometheus source's (PromSDK/FAMILY: its transitions are inferred
+// from counters); a metric log's (metriclog.SDK) reports none either; any
+// other is an agent's, the zero Origin.
 func OriginOf(sdk string) feed.Origin {
 	switch {
-	case strings.HasPrefix(sdk, javaSDK):
+	case strings.HasPrefix(sdk, javaSDK), sdk == PromSDK || strings.HasPrefix(sdk, PromSDK+"/"):
 		return javaOrigin()
 	case sdk == metriclog.SDK:
 		return feed.Origin{StatesUnknown: true}

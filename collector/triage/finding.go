@@ -289,3 +289,14 @@ func sortFindings(fs []Finding, refs []findingRef) []findingRef {
 	}
 	return refs
 }
+
+// NeedExact lists the kinds that need breaker transitions timed and
+// ordered exactly, or response times: sawtooth (consecutive failed probes
+// and their RT), sync-half-open (HALF_OPEN within 1000 ms across
+// instances), low-confidence-trip (the calls in the tripping window) and
+// self-inflicted (the healthy latency). An input that counts transitions
+// per step, without response times, cannot judge them: its views say so
+// rather than guess (collector.Options.Resolution).
+func NeedExact() []Kind {
+	return []Kind{KindSawtooth, KindSyncHalfOpen, KindLowConfidenceTrip, KindSelfInflicted}
+}
