@@ -61,6 +61,9 @@ var (
 	promState = gaugeFamily("sentinel_top_breaker_state",
 		"1 for the breaker state an instance is in (worst of its breakers for the resource), 0 for the others; provenance is exact or inferred (from Java Sentinel's counts). Instances whose states are unknown have none.",
 		"app", "resource", "instance", "state", "provenance")
+	promBreakers = gaugeFamily("sentinel_top_breakers",
+		"Breakers of live instances (instance x resource), by where their state comes from: exact, inferred, or unknown (the source cannot tell it, or a silence may have hidden a trip; these have no sentinel_top_breaker_state).",
+		"provenance")
 	promTransitions = counterFamily("sentinel_top_breaker_transitions_total",
 		"Breaker state transitions, per app and resource.", "app", "resource", "from", "to")
 	promFindings = gaugeFamily("sentinel_top_findings",
@@ -89,7 +92,7 @@ var (
 
 // promFamilies are every family, in the order they are written.
 var promFamilies = []*promFamily{promPass, promBlock, promComplete, promError, promSlow, promTransitions,
-	promSlowRatio, promErrorRatio, promP99, promState, promFindings, promTargets, promInstances, promMemory,
+	promSlowRatio, promErrorRatio, promP99, promState, promBreakers, promFindings, promTargets, promInstances, promMemory,
 	promTargetMemory, promTargetRefused, promMessages, promRejected, promDropped, promUnreceived, promOverflow}
 
 // PrometheusCollector exposes the collector's state as Prometheus metrics:
@@ -195,6 +198,15 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 			}
 			sink.sample(promState, v, l(b.App, b.Resource, b.Instance, s.String(), b.Provenance.String()))
 		}
+	}
+	var byProv [3]int
+	for _, b := range snap.Breakers {
+		if int(b.Provenance) < len(byProv) {
+			byProv[b.Provenance]++
+		}
+	}
+	for _, p := range []Provenance{ProvenanceExact, ProvenanceInferred, ProvenanceUnknown} {
+		sink.sample(promBreakers, float64(byProv[p]), l(p.String()))
 	}
 	bySev := map[[2]string]int{}
 	for _, f := range snap.Findings {
