@@ -18,8 +18,8 @@ func TestDeployUsesExportedNames(t *testing.T) {
 	families := map[string]*promFamily{}
 	allLabels := map[string]bool{"job": true, "instance": true}
 	for _, f := range promFamilies {
-		families[f.name] = f
-		for _, l := range f.labels {
+		families[f.Name] = f
+		for _, l := range f.Labels {
 			allLabels[l] = true
 		}
 	}
@@ -43,10 +43,10 @@ func TestDeployUsesExportedNames(t *testing.T) {
 				t.Errorf("%s: %s is not a metric the collector exports", file, m[1])
 				continue
 			}
-			used[f.name] = true
+			used[f.Name] = true
 			for _, lm := range matcher.FindAllStringSubmatch(m[2], -1) {
-				if l := lm[1]; l != "job" && l != "instance" && !slices.Contains(f.labels, l) {
-					t.Errorf("%s: %s has no label %s (it has %v)", file, f.name, l, f.labels)
+				if l := lm[1]; l != "job" && l != "instance" && !slices.Contains(f.Labels, l) {
+					t.Errorf("%s: %s has no label %s (it has %v)", file, f.Name, l, f.Labels)
 				}
 			}
 		}

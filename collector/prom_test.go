@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/promtext"
 )
 
 // flatten gives metric families as "name TYPE help" and name{labels} -> value.
@@ -238,10 +238,10 @@ func TestMetricsCountBreakersByProvenance(t *testing.T) {
 		snap.Breakers = append(snap.Breakers, BreakerState{App: "a", Resource: "r", Instance: fmt.Sprintf("i-%d", i), State: core.Open, Provenance: p})
 	}
 	var page bytes.Buffer
-	pt := &promText{w: bufio.NewWriter(&page)}
+	pt := promText{promtext.NewWriter(&page)}
 	emitMetrics(snap, pt)
-	if err := pt.w.Flush(); err != nil || pt.err != nil {
-		t.Fatal(err, pt.err)
+	if err := pt.w.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	parsed, err := parser.TextToMetricFamilies(bytes.NewReader(page.Bytes()))
