@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -397,7 +398,15 @@ func TestCountingListener(t *testing.T) {
 	}
 	var c wireCount
 	msgs := [][]byte{bucketsMessage(20, true), bucketsMessage(1000, true), bucketsMessage(0, false)}
+	// A plain response (a scrape of the agent's metrics page) whose body
+	// holds what a buckets frame would: not counted.
+	plain := bucketsMessage(5, true)
+	plain = append([]byte{0x81, 126, byte(len(plain) >> 8), byte(len(plain))}, plain...)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/plain" {
+			w.Write(plain)
+			return
+		}
 		conn, err := (&websocket.Upgrader{WriteBufferSize: 32 << 10}).Upgrade(w, r, nil)
 		if err != nil {
 			return
@@ -414,6 +423,16 @@ func TestCountingListener(t *testing.T) {
 	srv.Listener = countingListener{ln, &c}
 	srv.Start()
 	defer srv.Close()
+	for range 2 { // on one connection, kept alive
+		resp, err := http.Get(srv.URL + "/plain")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(resp.Body); !bytes.Equal(b, plain) {
+			t.Fatalf("plain body %q", b)
+		}
+		resp.Body.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
