@@ -16,7 +16,7 @@ import (
 const MetricsPath = "/metrics"
 
 // maxMetricsRenders bounds the renders of the metrics page at once: each
-// holds a copy of the resources' totals (48 bytes a resource) while it
+// holds a copy of the resources' totals (56 bytes a resource) while it
 // writes.
 const maxMetricsRenders = 2
 

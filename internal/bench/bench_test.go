@@ -616,6 +616,7 @@ func TestBenchBesidePrometheus(t *testing.T) {
 		`(?m)^prometheus: scraping 4 of 4 agents' metrics every 1s: (7[7-9]|8[0-9]) series in its head, [0-9,]+ samples a round of scrapes, the slowest scrape [0-9]+ ms$`,
 		`(?m)^ {12}cpu [0-9.]+ cores; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
 		`(?m)^ {12}its last scrapes sum ([0-9,]+) calls of the ([0-9,]+) made \(exact\)$`,
+		`(?m)^ {12}a global view's query, sum by \(app, resource\) \(rate\(sentinel_top_resource_pass_total\{job="agents"\}\[5s\]\)\) over the window at a 1 s step: [0-9]+ ms, 12 series read, 12 returned$`,
 		`(?m)^per series: 12 instance x resource series; collector [0-9.]+ µs/s of CPU and [0-9.]+ KB RSS each; prometheus [0-9.]+ µs/s and [0-9.]+ KB each \([0-9.]+ µs/s and [0-9.]+ KB per head series\)$`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out) {

@@ -184,6 +184,27 @@ type promResult struct {
 	scrapeMax        float64 // seconds: the slowest scrape of an agent, over the window
 	counted          float64 // the calls its last scrapes sum, once the traffic stopped
 	countedOK        bool
+	// A global view's query (globalQuery) over the measured window: how
+	// long it took, the series it read and the rows it returned.
+	queryTook           time.Duration
+	queryRead, queryOut int
+}
+
+// globalQuery is what a global view (`sentinel-top --prometheus`) asks of
+// Prometheus: every app x resource's pass rate, summed over instances on
+// the server, step by step.
+const globalQuery = `sum by (app, resource) (rate(sentinel_top_resource_pass_total{job="agents"}[5s]))`
+
+// timeQuery runs q as a range query over [start, end] at a step of 1 s and
+// returns how long it took and how many series it returned.
+func (p *promServer) timeQuery(q string, start, end time.Time) (time.Duration, int, error) {
+	var data struct {
+		Result []json.RawMessage `json:"result"`
+	}
+	unix := func(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64) }
+	began := time.Now()
+	err := p.get("/api/v1/query_range", url.Values{"query": {q}, "start": {unix(start)}, "end": {unix(end)}, "step": {"1"}}, &data)
+	return time.Since(began), len(data.Result), err
 }
 
 // measure reads what Prometheus says of itself at the window's
@@ -199,6 +220,16 @@ func (p *promServer) measure(res *promResult, window time.Duration) error {
 		return err
 	}
 	res.headSeries = tsdb.HeadStats.NumSeries
+	end := time.Now()
+	var err error
+	if res.queryTook, res.queryOut, err = p.timeQuery(globalQuery, end.Add(-window), end); err != nil {
+		return err
+	}
+	var read []json.RawMessage
+	if err := p.get("/api/v1/series", url.Values{"match[]": {`sentinel_top_resource_pass_total{job="agents"}`}}, &read); err != nil {
+		return err
+	}
+	res.queryRead = len(read)
 	for _, q := range []struct {
 		expr string
 		to   *float64

@@ -296,6 +296,8 @@ func (r *result) printPrometheus(w io.Writer) {
 		counted = "exact"
 	}
 	fmt.Fprintf(w, "            its last scrapes sum %s calls of the %s made (%s)\n", thousands(int64(p.counted)), thousands(r.calls), counted)
+	fmt.Fprintf(w, "            a global view's query, %s over the window at a 1 s step: %d ms, %s series read, %s returned\n",
+		globalQuery, p.queryTook.Milliseconds(), thousands(int64(p.queryRead)), thousands(int64(p.queryOut)))
 	if r.cpuKnown && p.cpuKnown && p.headSeries > 0 {
 		fmt.Fprintf(w, "per series: %s instance x resource series; collector %.2f µs/s of CPU and %.1f KB RSS each; prometheus %.2f µs/s and %.1f KB each (%.2f µs/s and %.1f KB per head series)\n",
 			thousands(int64(series)), r.cpu*1e6/series, float64(r.rss)/series/1024,
