@@ -225,11 +225,11 @@ func (p *promServer) measure(res *promResult, window time.Duration) error {
 	if res.queryTook, res.queryOut, err = p.timeQuery(globalQuery, end.Add(-window), end); err != nil {
 		return err
 	}
-	var read []json.RawMessage
-	if err := p.get("/api/v1/series", url.Values{"match[]": {`sentinel_top_resource_pass_total{job="agents"}`}}, &read); err != nil {
+	read, _, err := p.query(`count(sentinel_top_resource_pass_total{job="agents"})`)
+	if err != nil {
 		return err
 	}
-	res.queryRead = len(read)
+	res.queryRead = int(read)
 	for _, q := range []struct {
 		expr string
 		to   *float64
