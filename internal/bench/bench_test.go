@@ -158,7 +158,7 @@ func TestBenchMissingCallsFail(t *testing.T) {
 	// is installed (TestBenchBesidePrometheus).
 	cfg.Prometheus, _ = exec.LookPath("prometheus")
 	out, _, err := runBench(t, cfg)
-	if want := `(?m)^ {12}its last scrapes sum [0-9,]+ calls of the [0-9,]+ made \(MISSING 1\)$`; cfg.Prometheus != "" && !regexp.MustCompile(want).MatchString(out) {
+	if want := `(?m)^ {12}the passes it stored sum [0-9,]+ calls of the [0-9,]+ made \(MISSING 1\)$`; cfg.Prometheus != "" && !regexp.MustCompile(want).MatchString(out) {
 		t.Errorf("no %s in\n%s", want, out)
 	}
 	if err == nil {
@@ -615,7 +615,8 @@ func TestBenchBesidePrometheus(t *testing.T) {
 		// transitions, if any.
 		`(?m)^prometheus: scraping 4 of 4 agents' metrics every 1s: (7[7-9]|8[0-9]) series in its head, [0-9,]+ samples a round of scrapes, the slowest scrape [0-9]+ ms$`,
 		`(?m)^ {12}cpu [0-9.]+ cores; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
-		`(?m)^ {12}its last scrapes sum ([0-9,]+) calls of the ([0-9,]+) made \(exact\)$`,
+		`(?m)^ {12}the passes it stored sum ([0-9,]+) calls of the ([0-9,]+) made \(exact\)$`,
+		`(?m)^ {12}[0-9,]+ of [1-9][0-9,]* scrapes of the agents failed over the window \(a page not served within the 1 s timeout\)$`,
 		`(?m)^ {12}a global view's query, sum by \(app, resource\) \(rate\(sentinel_top_resource_pass_total\{job="agents"\}\[5s\]\)\) over the window at a 1 s step: [0-9]+ ms, 12 series read, 12 returned$`,
 		`(?m)^per series: 12 instance x resource series; collector [0-9.]+ µs/s of CPU and [0-9.]+ KB RSS each; prometheus [0-9.]+ µs/s and [0-9.]+ KB each \([0-9.]+ µs/s and [0-9.]+ KB per head series\)$`,
 	} {

@@ -181,8 +181,9 @@ type promResult struct {
 	headSeries       float64 // series in its head block (/api/v1/status/tsdb)
 	samplesPerScrape float64 // the samples of one scrape of every agent
 	targetsUp        float64
+	scrapes, failed  float64 // of the agents, over the window
 	scrapeMax        float64 // seconds: the slowest scrape of an agent, over the window
-	counted          float64 // the calls its last scrapes sum, once the traffic stopped
+	counted          float64 // the calls the passes it stored sum, once the traffic stopped
 	countedOK        bool
 	// A global view's query (globalQuery) over the measured window: how
 	// long it took, the series it read and the rows it returned.
@@ -236,6 +237,8 @@ func (p *promServer) measure(res *promResult, window time.Duration) error {
 	}{
 		{`sum(scrape_samples_scraped{job="agents"})`, &res.samplesPerScrape},
 		{`sum(up{job="agents"})`, &res.targetsUp},
+		{`sum(count_over_time(up{job="agents"}[` + w + `]))`, &res.scrapes},
+		{`sum(count_over_time(up{job="agents"}[` + w + `])) - sum(sum_over_time(up{job="agents"}[` + w + `]))`, &res.failed},
 		{`max(max_over_time(scrape_duration_seconds{job="agents"}[` + w + `]))`, &res.scrapeMax},
 	} {
 		v, ok, err := p.query(q.expr)
@@ -272,19 +275,20 @@ func (p *promServer) waitUp(ctx context.Context, agents int, progress *progressW
 	}
 }
 
-// count waits until Prometheus's last scrapes of the agents sum calls
-// passes (the traffic has stopped: their pages stand still), or the sum
-// has not moved for 3 scrape intervals, for at most 30 s, and returns the
-// last sum it saw.
+// count waits until the passes Prometheus stored of the agents sum calls
+// (the traffic has stopped: their pages stand still), or the sum has not
+// moved for 5 scrape intervals, for at most 30 s, and returns the last sum
+// it saw. Each series counts with the latest value it stored in the last
+// minute: a scrape that failed (its series stale) takes nothing away.
 func (p *promServer) count(ctx context.Context, calls int64) (float64, bool, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	last, moved := -1.0, time.Now()
 	for {
-		v, ok, err := p.query(`sum(sentinel_top_resource_pass_total{job="agents"})`)
+		v, ok, err := p.query(`sum(max_over_time(sentinel_top_resource_pass_total{job="agents"}[1m]))`)
 		if v != last {
 			last, moved = v, time.Now()
 		}
-		if err != nil || ok && int64(v) == calls || time.Since(moved) > 3*promScrapeInterval || time.Now().After(deadline) {
+		if err != nil || ok && int64(v) == calls || time.Since(moved) > 5*promScrapeInterval || time.Now().After(deadline) {
 			return v, ok && int64(v) == calls, err
 		}
 		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {

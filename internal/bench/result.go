@@ -295,7 +295,9 @@ func (r *result) printPrometheus(w io.Writer) {
 	if p.countedOK {
 		counted = "exact"
 	}
-	fmt.Fprintf(w, "            its last scrapes sum %s calls of the %s made (%s)\n", thousands(int64(p.counted)), thousands(r.calls), counted)
+	fmt.Fprintf(w, "            %s of %s scrapes of the agents failed over the window (a page not served within the 1 s timeout)\n",
+		thousands(int64(p.failed)), thousands(int64(p.scrapes)))
+	fmt.Fprintf(w, "            the passes it stored sum %s calls of the %s made (%s)\n", thousands(int64(p.counted)), thousands(r.calls), counted)
 	fmt.Fprintf(w, "            a global view's query, %s over the window at a 1 s step: %d ms, %s series read, %s returned\n",
 		globalQuery, p.queryTook.Milliseconds(), thousands(int64(p.queryRead)), thousands(int64(p.queryOut)))
 	if r.cpuKnown && p.cpuKnown && p.headSeries > 0 {
