@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -127,8 +128,9 @@ func (p promAPI) get(path string, params url.Values, data any) error {
 	return json.Unmarshal(r.Data, data)
 }
 
-// series is a query_range's answer: each series' labels and how many
-// points it has.
+// rangeQuery runs q over [start, end] at step and gives each series of
+// its answer ("label=value,..." over all its labels) and how many points
+// it has.
 func (p promAPI) rangeQuery(q string, start, end time.Time, step time.Duration) (map[string]int, error) {
 	var data struct {
 		ResultType string `json:"resultType"`
@@ -146,23 +148,13 @@ func (p promAPI) rangeQuery(q string, start, end time.Time, step time.Duration) 
 	}
 	out := map[string]int{}
 	for _, r := range data.Result {
-		out[promSample{Labels: r.Metric}.key(slices.Sorted(mapKeys(r.Metric))...)] = len(r.Values)
+		out[promSample{Labels: r.Metric}.key(slices.Sorted(maps.Keys(r.Metric))...)] = len(r.Values)
 	}
 	return out, nil
 }
 
 func unixText(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // promRules are the rules a Prometheus server loaded, as /api/v1/rules
