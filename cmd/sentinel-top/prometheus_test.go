@@ -32,9 +32,12 @@ const promScenario = "sawtooth-db-slow"
 // that what Prometheus stored is exactly what the input holds: for the demo,
 // the instances, targets, apps, resources and breakers its scenario defines,
 // which of them opened, blocked and were found; for the replay, every
-// counter equal to the sums over the fixture's messages. It is skipped when
-// no prometheus binary is installed, unless SENTINEL_TOP_REQUIRE_PROMETHEUS
-// is set (CI installs it).
+// counter equal to the sums over the fixture's messages. Prometheus also
+// evaluates deploy/prometheus's alert rules, which the demo must make
+// active where its outage is and nowhere else (checkAlertRules), and every
+// query of deploy/grafana's dashboard must return data (checkDashboard).
+// It is skipped when no prometheus binary is installed, unless
+// SENTINEL_TOP_REQUIRE_PROMETHEUS is set (CI installs it).
 func TestPrometheusScrapesServe(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
