@@ -118,6 +118,11 @@ type Options struct {
 	// that the stream is served beyond loopback without a token.
 	// Default: the standard library's log.Printf.
 	Logf func(format string, args ...any)
+	// ServeMetrics, when set, makes Serve and ListenAndServe also serve
+	// the agent's Prometheus metrics at MetricsPath (MetricsHandler), under
+	// the stream's token and origin and host policy. Default: the stream
+	// alone.
+	ServeMetrics bool
 	// OnTransition, when set, also receives every breaker transition,
 	// synchronously on the goroutine that caused it. It must not block. A
 	// panic in it is recovered and counted (Stats.ListenerPanics): it
@@ -191,6 +196,13 @@ type Agent struct {
 	panics         atomic.Int64
 	listenerPanics atomic.Int64
 	warning        atomic.Pointer[string] // Stats.Warning
+
+	// The metrics page (metrics.go): transitions counted by resource, the
+	// renders under way, and those refused.
+	transMu        sync.Mutex
+	trans          map[string]*transitionCounts
+	renders        chan struct{}
+	metricsRefused atomic.Int64
 }
 
 // New returns a running Agent: its guard has no rules yet, and it ships
@@ -206,6 +218,7 @@ func New(opts Options) (*Agent, error) {
 		clock:    opts.Clock,
 		bucketMs: core.ResourceBucketMs,
 		closed:   make(chan struct{}),
+		renders:  make(chan struct{}, maxMetricsRenders),
 	}
 	a.startedAt = a.clock.UnixMilli()
 	a.stream = wsstream.New(wsstream.Options{
@@ -375,6 +388,7 @@ func (a *Agent) onTransition(t core.Transition) {
 	if a.opts.OnTransition != nil {
 		a.callListener(t)
 	}
+	a.countTransition(t)
 	msg := &wire.State{
 		Header:         wire.Header{Ts: t.AtMs, Instance: a.opts.Instance},
 		Resource:       t.Resource,
@@ -458,6 +472,9 @@ type Stats struct {
 	// RefusedConns counts the connections closed on arrival because
 	// MaxConns were open.
 	RefusedConns int64
+	// MetricsRefused counts the scrapes of the metrics page answered 503
+	// because 2 were being rendered.
+	MetricsRefused int64
 	// Warning, when set, says how the stream is exposed: served beyond
 	// loopback without a token. It is also logged once (Options.Logf).
 	Warning string
@@ -468,7 +485,7 @@ func (a *Agent) Stats() Stats {
 	readers, dropped := a.stream.Stats()
 	st := Stats{Readers: readers, Dropped: dropped, Panics: a.panics.Load(), Overflow: a.guard.Overflow(),
 		ListenerPanics: a.listenerPanics.Load(), Evicted: a.stream.Evicted(), Skipped: a.shipper.Skipped(),
-		Unrecorded: a.guard.Unrecorded()}
+		Unrecorded: a.guard.Unrecorded(), MetricsRefused: a.metricsRefused.Load()}
 	st.Conns, st.RefusedConns = a.stream.Conns()
 	if w := a.warning.Load(); w != nil {
 		st.Warning = *w

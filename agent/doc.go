@@ -6,6 +6,10 @@
 // /sentinel/stream as a wire v1 websocket stream: hello, the active rules,
 // the last 60 s of closed 500 ms buckets, then live buckets every bucket
 // period and every breaker transition as it happens, and bye on Close.
+// With Options.ServeMetrics it also serves Prometheus metrics at
+// MetricsPath (the collector's sentinel_top_* names for this instance: the
+// counts shipped, breaker states and transitions), under the same token
+// and origin policy.
 //
 // The service is never slowed by its readers: Entry and Exit touch only
 // core's lock-free windows, and each reader has a bounded queue; a reader

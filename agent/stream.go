@@ -70,12 +70,16 @@ func (a *Agent) initialFrames() []*wsstream.Frame {
 }
 
 // Serve serves the stream at StreamPath on ln (with TLS when
-// Options.TLSConfig is set) until Close. It returns http.ErrServerClosed
+// Options.TLSConfig is set), and the metrics at MetricsPath when
+// Options.ServeMetrics is set, until Close. It returns http.ErrServerClosed
 // after Close.
 func (a *Agent) Serve(ln net.Listener) error {
 	a.warnIfExposed(ln.Addr())
 	mux := http.NewServeMux()
 	mux.Handle(StreamPath, a.stream)
+	if a.opts.ServeMetrics {
+		mux.Handle(MetricsPath, a.MetricsHandler())
+	}
 	return a.stream.Serve(ln, mux)
 }
 

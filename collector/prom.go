@@ -1,43 +1,28 @@
 package collector
 
 import (
-	"bufio"
 	"io"
-	"math"
-	"slices"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/promtext"
 )
 
 // promFamily is one metric family: what its text exposition says of it,
 // and its description for a prometheus.Registry.
 type promFamily struct {
-	name, help string
-	counter    bool
-	labels     []string // in the order samples give their values
-	sorted     []int    // labels' indexes by name: the text's order, as a registry writes it
-	desc       *prometheus.Desc
+	*promtext.Family
+	desc *prometheus.Desc
 }
 
 func counterFamily(name, help string, labels ...string) *promFamily {
-	f := gaugeFamily(name, help, labels...)
-	f.counter = true
-	return f
+	return &promFamily{promtext.NewCounter(name, help, labels...), prometheus.NewDesc(name, help, labels, nil)}
 }
 
 func gaugeFamily(name, help string, labels ...string) *promFamily {
-	f := &promFamily{name: name, help: help, labels: labels, desc: prometheus.NewDesc(name, help, labels, nil)}
-	for i := range labels {
-		f.sorted = append(f.sorted, i)
-	}
-	slices.SortFunc(f.sorted, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
-	return f
+	return &promFamily{promtext.NewGauge(name, help, labels...), prometheus.NewDesc(name, help, labels, nil)}
 }
 
 // Prometheus metric descriptions. Every name starts with sentinel_top_.
@@ -61,6 +46,9 @@ var (
 	promState = gaugeFamily("sentinel_top_breaker_state",
 		"1 for the breaker state an instance is in (worst of its breakers for the resource), 0 for the others; provenance is exact or inferred (from Java Sentinel's counts). Instances whose states are unknown have none.",
 		"app", "resource", "instance", "state", "provenance")
+	promBreakers = gaugeFamily("sentinel_top_breakers",
+		"Breakers of live instances (instance x resource), by where their state comes from: exact, inferred, or unknown (the source cannot tell it, or a silence may have hidden a trip; these have no sentinel_top_breaker_state).",
+		"provenance")
 	promTransitions = counterFamily("sentinel_top_breaker_transitions_total",
 		"Breaker state transitions, per app and resource.", "app", "resource", "from", "to")
 	promFindings = gaugeFamily("sentinel_top_findings",
@@ -89,7 +77,7 @@ var (
 
 // promFamilies are every family, in the order they are written.
 var promFamilies = []*promFamily{promPass, promBlock, promComplete, promError, promSlow, promTransitions,
-	promSlowRatio, promErrorRatio, promP99, promState, promFindings, promTargets, promInstances, promMemory,
+	promSlowRatio, promErrorRatio, promP99, promState, promBreakers, promFindings, promTargets, promInstances, promMemory,
 	promTargetMemory, promTargetRefused, promMessages, promRejected, promDropped, promUnreceived, promOverflow}
 
 // PrometheusCollector exposes the collector's state as Prometheus metrics:
@@ -116,7 +104,7 @@ type promChannel chan<- prometheus.Metric
 
 func (ch promChannel) sample(f *promFamily, v float64, labels []string) {
 	t := prometheus.GaugeValue
-	if f.counter {
+	if f.Counter {
 		t = prometheus.CounterValue
 	}
 	if m, err := prometheus.NewConstMetric(f.desc, t, v, labels...); err == nil {
@@ -131,12 +119,9 @@ func (ch promChannel) sample(f *promFamily, v float64, labels []string) {
 // sample's labels and values at once (30 MB for 10,000 series). It stops
 // at the first write error (a client gone or too slow) and returns it.
 func (c *Collector) WriteMetrics(w io.Writer) error {
-	t := &promText{w: bufio.NewWriterSize(w, 32<<10)}
+	t := promText{promtext.NewWriter(w)}
 	emitMetrics(c.Snapshot(), t)
-	if t.err == nil {
-		t.err = t.w.Flush()
-	}
-	return t.err
+	return t.w.Flush()
 }
 
 // promSink receives the samples of a snapshot, every sample of a family
@@ -196,6 +181,15 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 			sink.sample(promState, v, l(b.App, b.Resource, b.Instance, s.String(), b.Provenance.String()))
 		}
 	}
+	var byProv [3]int
+	for _, b := range snap.Breakers {
+		if int(b.Provenance) < len(byProv) {
+			byProv[b.Provenance]++
+		}
+	}
+	for _, p := range []Provenance{ProvenanceExact, ProvenanceInferred, ProvenanceUnknown} {
+		sink.sample(promBreakers, float64(byProv[p]), l(p.String()))
+	}
 	bySev := map[[2]string]int{}
 	for _, f := range snap.Findings {
 		bySev[[2]string{string(f.Kind), f.Severity.String()}]++
@@ -242,90 +236,9 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 	}
 }
 
-// promText writes samples in the Prometheus text format, each family's
-// HELP and TYPE before its first sample; after a write error it writes
-// nothing more.
-type promText struct {
-	w    *bufio.Writer
-	last *promFamily
-	buf  []byte
-	err  error
-}
+// promText writes samples in the Prometheus text format.
+type promText struct{ w *promtext.Writer }
 
-func (t *promText) sample(f *promFamily, v float64, labels []string) {
-	if t.err != nil {
-		return
-	}
-	b := t.buf[:0]
-	if f != t.last {
-		t.last = f
-		b = append(b, "# HELP "...)
-		b = append(b, f.name...)
-		b = append(b, ' ')
-		b = appendEscaped(b, f.help, false)
-		b = append(b, "\n# TYPE "...)
-		b = append(b, f.name...)
-		if f.counter {
-			b = append(b, " counter\n"...)
-		} else {
-			b = append(b, " gauge\n"...)
-		}
-	}
-	b = append(b, f.name...)
-	for n, i := range f.sorted {
-		if n == 0 {
-			b = append(b, '{')
-		} else {
-			b = append(b, ',')
-		}
-		b = append(b, f.labels[i]...)
-		b = append(b, `="`...)
-		if i < len(labels) {
-			b = appendEscaped(b, labels[i], true)
-		}
-		b = append(b, '"')
-	}
-	if len(f.labels) > 0 {
-		b = append(b, '}')
-	}
-	b = append(b, ' ')
-	b = appendValue(b, v)
-	b = append(b, '\n')
-	t.buf = b
-	_, t.err = t.w.Write(b)
-}
-
-// appendEscaped appends s as the text format wants a HELP text (backslash
-// and newline escaped) or a label value (the double quote too), invalid
-// UTF-8 replaced.
-func appendEscaped(b []byte, s string, quote bool) []byte {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\':
-			b = append(b, `\\`...)
-		case c == '\n':
-			b = append(b, `\n`...)
-		case c == '"' && quote:
-			b = append(b, `\"`...)
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
-}
-
-// appendValue appends v as the text format writes a float.
-func appendValue(b []byte, v float64) []byte {
-	switch {
-	case math.IsNaN(v):
-		return append(b, "NaN"...)
-	case math.IsInf(v, 1):
-		return append(b, "+Inf"...)
-	case math.IsInf(v, -1):
-		return append(b, "-Inf"...)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
+func (t promText) sample(f *promFamily, v float64, labels []string) {
+	t.w.Sample(f.Family, v, labels...)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/promtext"
 )
 
 // flatten gives metric families as "name TYPE help" and name{labels} -> value.
@@ -225,4 +226,52 @@ type countingWriter int
 func (w *countingWriter) Write(p []byte) (int, error) {
 	*w += countingWriter(len(p))
 	return len(p), nil
+}
+
+// TestMetricsCountBreakersByProvenance: sentinel_top_breakers counts the
+// live breakers by provenance, unknown ones included, which have no
+// sentinel_top_breaker_state (never a CLOSED the source did not say): an
+// alert can tell "no breaker open" from "no breaker known".
+func TestMetricsCountBreakersByProvenance(t *testing.T) {
+	snap := &Snapshot{}
+	for i, p := range []Provenance{ProvenanceExact, ProvenanceUnknown, ProvenanceExact, ProvenanceInferred, ProvenanceUnknown, ProvenanceUnknown} {
+		snap.Breakers = append(snap.Breakers, BreakerState{App: "a", Resource: "r", Instance: fmt.Sprintf("i-%d", i), State: core.Open, Provenance: p})
+	}
+	var page bytes.Buffer
+	pt := promText{promtext.NewWriter(&page)}
+	emitMetrics(snap, pt)
+	if err := pt.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parsed, err := parser.TextToMetricFamilies(bytes.NewReader(page.Bytes()))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, page.String())
+	}
+	var mfs []*dto.MetricFamily
+	for _, mf := range parsed {
+		mfs = append(mfs, mf)
+	}
+	_, got := flatten(mfs)
+	for k, want := range map[string]float64{
+		"sentinel_top_breakers{provenance=exact}":    2,
+		"sentinel_top_breakers{provenance=inferred}": 1,
+		"sentinel_top_breakers{provenance=unknown}":  3,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+	states := 0
+	for k := range got {
+		if strings.HasPrefix(k, "sentinel_top_breaker_state{") {
+			states++
+			if strings.Contains(k, "provenance=unknown") {
+				t.Errorf("a state for an unknown breaker: %s", k)
+			}
+		}
+	}
+	if states != 3*3 {
+		t.Errorf("%d state samples, want 9 (3 known breakers x 3 states)", states)
+	}
 }

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 
 	"github.com/sentinel-top/sentinel-top/internal/bench"
 )
 
-const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K]
+const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K] [--with-prometheus]
 
 Measures the collector at fleet scale on this machine. N agents, each with R
 resources called CALLS times a second, serve their streams on loopback from
@@ -20,6 +21,12 @@ collector's CPU (this process's, per item too) and memory, the agents' CPU,
 the time from a breaker transition at an agent to the first snapshot
 showing it (p50, p99), reconnects and their causes, and checks that every
 call was counted.
+
+With --with-prometheus, each agent also serves its metrics page (the
+collector's metric names, for its own instance), and a real Prometheus
+server scrapes every agent every second over the same window: its CPU and
+memory (its own process's), the series it holds and the calls its last
+scrapes sum are printed beside the collector's, and both per series.
 
 Items are counted in the websocket frames the agents write to the
 collector's connections. Each agent needs 2 open files in its process (its
@@ -37,6 +44,7 @@ Examples:
   sentinel-top bench
   sentinel-top bench --agents 2000 --resources 20 --duration 30s
   sentinel-top bench --agents 10000 --resources 20 --rate 2
+  sentinel-top bench --agents 1000 --resources 20 --with-prometheus
 
 Flags:
 `
@@ -59,8 +67,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write the collector's allocations (pprof) at the end of the measured window to FILE and at its start to FILE.base: go tool pprof -sample_index=alloc_space -diff_base FILE.base BINARY FILE")
 	fs.StringVar(&cfg.AgentsCPUProfile, "agents-cpuprofile", "", "write one of each agents' process to FILE.0, FILE.1, ...")
+	withProm := fs.Bool("with-prometheus", false, "also serve each agent's metrics page, and run a Prometheus server (--prometheus-bin) that scrapes them every second over the same window as the collector reads their streams: the CPU and memory of both, per series")
+	promBin := fs.String("prometheus-bin", "prometheus", "the Prometheus server's executable, for --with-prometheus")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
+	}
+	if *withProm {
+		bin, err := exec.LookPath(*promBin)
+		if err != nil {
+			fmt.Fprintf(stderr, "sentinel-top bench: --with-prometheus: %v (Debian: apt-get install prometheus)\n", err)
+			return exitUsage
+		}
+		cfg.Prometheus = bin
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)

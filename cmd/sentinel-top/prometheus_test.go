@@ -32,9 +32,12 @@ const promScenario = "sawtooth-db-slow"
 // that what Prometheus stored is exactly what the input holds: for the demo,
 // the instances, targets, apps, resources and breakers its scenario defines,
 // which of them opened, blocked and were found; for the replay, every
-// counter equal to the sums over the fixture's messages. It is skipped when
-// no prometheus binary is installed, unless SENTINEL_TOP_REQUIRE_PROMETHEUS
-// is set (CI installs it).
+// counter equal to the sums over the fixture's messages. Prometheus also
+// evaluates deploy/prometheus's alert rules, which the demo must make
+// active where its outage is and nowhere else (checkAlertRules), and every
+// query of deploy/grafana's dashboard must return data (checkDashboard).
+// It is skipped when no prometheus binary is installed, unless
+// SENTINEL_TOP_REQUIRE_PROMETHEUS is set (CI installs it).
 func TestPrometheusScrapesServe(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -63,8 +66,14 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	// Prometheus first, ready before anything it scrapes starts, so that it
 	// sees the demo's outage from its beginning whatever its start-up takes.
 	// honor_labels keeps sentinel-top's own instance label.
+	// It evaluates deploy/prometheus's alert rules every second as it
+	// scrapes (checkAlertRules).
 	dir := t.TempDir()
-	cfg := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+	rulesFile, err := filepath.Abs(alertRulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - %q\nscrape_configs:\n", rulesFile)
 	for _, job := range [][2]string{{"demo", demoAddr}, {"replay", replayAddr}} {
 		cfg += fmt.Sprintf("  - job_name: %s\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n", job[0], job[1])
 	}
@@ -82,6 +91,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
 	}
+	began := time.Now()
 	promDone := make(chan struct{})
 	go func() { prom.Wait(); close(promDone) }()
 	defer func() { prom.Process.Kill(); <-promDone }()
@@ -279,6 +289,12 @@ func TestPrometheusScrapesServe(t *testing.T) {
 		`sentinel_top_breaker_state{job="replay"} == 1`, "app", "instance", "resource", "state"))
 	check("replay: findings above info", exact(replay.findings,
 		`sentinel_top_findings{job="replay",severity!="info"} > 0`, "kind", "severity"))
+
+	// What deploy/ ships, over what Prometheus holds now: the alert rules
+	// and the Grafana dashboard's every query.
+	api := promAPI{client: client, base: "http://" + promAddr}
+	checkAlertRules(t, api, demo)
+	checkDashboard(t, api, began)
 }
 
 // promSample is one element of an instant vector.

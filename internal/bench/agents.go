@@ -108,7 +108,8 @@ type share struct {
 	first, count, fleet, resources int
 	rate                           float64
 	cpuProfile                     string
-	nice                           int // the process's niceness (run through nice(1)); 0 runs it as is
+	nice                           int  // the process's niceness (run through nice(1)); 0 runs it as is
+	metrics                        bool // the agents serve their metrics page too
 }
 
 // RunAgents is an agents' process: args are what follows AgentsCommand
@@ -132,6 +133,7 @@ func runAgents(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.IntVar(&cfg.resources, "resources", 20, "resources per agent")
 	fs.Float64Var(&cfg.rate, "rate", 20, "calls a second per resource")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile from the first mark to the second to FILE")
+	fs.BoolVar(&cfg.metrics, "metrics", false, "serve each agent's metrics page (agent.MetricsPath) beside its stream")
 	if err := fs.Parse(args); err != nil { // the flag package has said why
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
@@ -375,7 +377,7 @@ func startChildFleet(cfg share, onTransition func(i int, t core.Transition)) (*c
 	f := &childFleet{first: cfg.first, resources: resourceNames(cfg.resources), tripped: make([]int64, cfg.count)}
 	for k := 0; k < cfg.count; k++ {
 		i := cfg.first + k
-		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: instanceName(i)}
+		opts := agent.Options{App: fmt.Sprintf("bench-%d", i%10), Instance: instanceName(i), ServeMetrics: cfg.metrics}
 		if opts.App == latencyApp {
 			opts.OnTransition = func(t core.Transition) {
 				if t.Resource == f.resources[0] {

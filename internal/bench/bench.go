@@ -52,6 +52,11 @@ type Config struct {
 	// AgentsCPUProfile, when set, is where each agents' process writes a
 	// CPU profile of the measured window: AgentsCPUProfile+".0", ".1"...
 	AgentsCPUProfile string
+	// Prometheus, when set, is a Prometheus server's executable: the
+	// agents also serve their metrics (agent.Options.ServeMetrics), and a
+	// Prometheus run from it scrapes them every second over the same
+	// window as the collector reads their streams (prometheus.go).
+	Prometheus string
 }
 
 // DefaultConfig is the run `sentinel-top bench` makes without flags.
@@ -127,6 +132,18 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 		return err
 	}
 	r.res.niceness = r.kids.niceness()
+	if cfg.Prometheus != "" {
+		progress.say("starting prometheus to scrape the agents' metrics every %v", promScrapeInterval)
+		var addrs []string
+		for _, t := range targets {
+			addrs = append(addrs, t.Name)
+		}
+		if r.prom, err = startPrometheus(childCtx, cfg.Prometheus, addrs); err != nil {
+			return err
+		}
+		defer r.prom.stop()
+		r.res.prom = &promResult{}
+	}
 
 	r.c = collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.MaxMemory})
 	dialCtx, stopDial := context.WithCancel(ctx)
@@ -141,6 +158,11 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	if r.res.connect, err = r.waitUp(ctx); err != nil {
 		return err
 	}
+	if r.prom != nil {
+		if err := r.prom.waitUp(ctx, cfg.Agents, progress); err != nil {
+			return err
+		}
+	}
 	if err := r.startCalls(ctx); err != nil {
 		return err
 	}
@@ -149,6 +171,12 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	}
 	if err := r.count(ctx); err != nil {
 		return err
+	}
+	if r.prom != nil {
+		pr := r.res.prom
+		if pr.counted, pr.countedOK, err = r.prom.count(ctx, r.res.calls); err != nil {
+			return err
+		}
 	}
 	r.res.health(r.c.Publish())
 	// What the collector holds once garbage is gone, before it goes.
@@ -189,6 +217,7 @@ type runner struct {
 	cfg       Config
 	progress  *progressWriter
 	kids      children
+	prom      *promServer // when Config.Prometheus is set
 	c         *collector.Collector
 	resources []string
 	// made[i] is the calls agent i admitted, by resource, as its process
@@ -274,6 +303,10 @@ func (r *runner) measure(ctx context.Context) error {
 	}
 	m0, b0, i0 := targetTotals(r.c)
 	p0 := sampleProc()
+	var q0 procSample
+	if r.prom != nil {
+		q0 = r.prom.sample()
+	}
 	mark0, err := r.kids.ask(ctx, "mark 0", "mark", time.Minute)
 	if err != nil {
 		return err
@@ -289,6 +322,18 @@ func (r *runner) measure(ctx context.Context) error {
 		return err
 	}
 	p1 := sampleProc()
+	if r.prom != nil {
+		q1, pr := r.prom.sample(), res.prom
+		pr.cpuKnown = q0.cpuKnown && q1.cpuKnown
+		pr.cpu = (q1.cpu - q0.cpu).Seconds() / q1.at.Sub(q0.at).Seconds()
+		pr.rss, pr.rssPeak = q1.rss, q1.rssPeak
+		if err := r.prom.measure(pr, q1.at.Sub(q0.at)); err != nil {
+			return err
+		}
+		if err := r.prom.failed(); err != nil {
+			return err
+		}
+	}
 	m1, b1, i1 := targetTotals(r.c)
 	if err := writeAllocs(r.cfg.MemProfile, ""); err != nil {
 		return err

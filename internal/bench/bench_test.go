@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,7 +154,13 @@ func TestBenchMissingCallsFail(t *testing.T) {
 	t.Setenv(lateCallEnv, "1")
 	cfg := DefaultConfig()
 	cfg.Agents, cfg.Resources, cfg.Rate, cfg.Duration = 2, 3, 50, time.Second
+	// Prometheus's sum of the agents' metrics misses the call too, where it
+	// is installed (TestBenchBesidePrometheus).
+	cfg.Prometheus, _ = exec.LookPath("prometheus")
 	out, _, err := runBench(t, cfg)
+	if want := `(?m)^ {12}the passes it stored sum [0-9,]+ calls of the [0-9,]+ made \(MISSING 1\)$`; cfg.Prometheus != "" && !regexp.MustCompile(want).MatchString(out) {
+		t.Errorf("no %s in\n%s", want, out)
+	}
 	if err == nil {
 		t.Error("no error")
 	}
@@ -391,7 +398,15 @@ func TestCountingListener(t *testing.T) {
 	}
 	var c wireCount
 	msgs := [][]byte{bucketsMessage(20, true), bucketsMessage(1000, true), bucketsMessage(0, false)}
+	// A plain response (a scrape of the agent's metrics page) whose body
+	// holds what a buckets frame would: not counted.
+	plain := bucketsMessage(5, true)
+	plain = append([]byte{0x81, 126, byte(len(plain) >> 8), byte(len(plain))}, plain...)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/plain" {
+			w.Write(plain)
+			return
+		}
 		conn, err := (&websocket.Upgrader{WriteBufferSize: 32 << 10}).Upgrade(w, r, nil)
 		if err != nil {
 			return
@@ -408,6 +423,16 @@ func TestCountingListener(t *testing.T) {
 	srv.Listener = countingListener{ln, &c}
 	srv.Start()
 	defer srv.Close()
+	for range 2 { // on one connection, kept alive
+		resp, err := http.Get(srv.URL + "/plain")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := io.ReadAll(resp.Body); !bytes.Equal(b, plain) {
+			t.Fatalf("plain body %q", b)
+		}
+		resp.Body.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, _, err := websocket.DefaultDialer.DialContext(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
@@ -558,4 +583,49 @@ func TestConfigBounds(t *testing.T) {
 			t.Errorf("Run: %v, want %s", err, c.want)
 		}
 	}
+}
+
+// TestBenchBesidePrometheus: with Config.Prometheus, a real Prometheus
+// scrapes every agent's metrics page every second over the same window as
+// the collector reads their streams: both are measured, per series too,
+// and the calls Prometheus's last scrapes sum are checked against the
+// calls made, as the collector's are (TestBenchMissingCallsFail: a call
+// the agents made after their last bucket shipped is missing from both).
+// It is skipped when no
+// prometheus binary is installed, unless SENTINEL_TOP_REQUIRE_PROMETHEUS
+// is set (CI installs it).
+func TestBenchBesidePrometheus(t *testing.T) {
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("SENTINEL_TOP_REQUIRE_PROMETHEUS") != "" {
+			t.Fatal("prometheus is not installed (apt-get install prometheus)")
+		}
+		t.Skip("prometheus is not installed (apt-get install prometheus)")
+	}
+	cfg := DefaultConfig()
+	cfg.Agents, cfg.Resources, cfg.Rate, cfg.Duration, cfg.PerProcess, cfg.Prometheus = 4, 3, 50, 2*time.Second, 2, bin
+	out, errOut, err := runBench(t, cfg)
+	if err != nil {
+		t.Fatalf("%v: %s\n%s", err, errOut, out)
+	}
+	for _, want := range []string{
+		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
+		// 4 agents' 3 resources x 5 counters, 3 states for the latency
+		// breaker of bench-0000, the scrapes' own 5 series a target; its
+		// transitions, if any.
+		`(?m)^prometheus: scraping 4 of 4 agents' metrics every 1s: (7[7-9]|8[0-9]) series in its head, [0-9,]+ samples a round of scrapes, the slowest scrape [0-9]+ ms$`,
+		`(?m)^ {12}cpu [0-9.]+ cores; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
+		`(?m)^ {12}the passes it stored sum ([0-9,]+) calls of the ([0-9,]+) made \(exact\)$`,
+		`(?m)^ {12}[0-9,]+ of [1-9][0-9,]* scrapes of the agents failed over the window \(a page not served within the 1 s timeout\)$`,
+		`(?m)^ {12}a global view's query, sum by \(app, resource\) \(rate\(sentinel_top_resource_pass_total\{job="agents"\}\[5s\]\)\) over the window at a 1 s step: [0-9]+ ms, 12 series read, 12 returned$`,
+		`(?m)^per series: 12 instance x resource series; collector [0-9.]+ µs/s of CPU and [0-9.]+ KB RSS each; prometheus [0-9.]+ µs/s and [0-9.]+ KB each \([0-9.]+ µs/s and [0-9.]+ KB per head series\)$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^bench: +[0-9]+\.[0-9] s  starting prometheus to scrape the agents' metrics every 1s$`).MatchString(errOut) {
+		t.Errorf("no word of prometheus on stderr:\n%s", errOut)
+	}
+
 }

@@ -48,6 +48,9 @@ func startChild(ctx context.Context, exe string, cfg share, hooks childHooks) (*
 	if cfg.cpuProfile != "" {
 		ch.cmd.Args = append(ch.cmd.Args, "--cpuprofile", cfg.cpuProfile)
 	}
+	if cfg.metrics {
+		ch.cmd.Args = append(ch.cmd.Args, "--metrics")
+	}
 	if cfg.nice > 0 {
 		// nice(1) sets the niceness before it runs exe, so every thread of
 		// the agents' process has it (a thread's own would not pass to
@@ -268,7 +271,7 @@ func (kids *children) start(ctx context.Context, cfg Config, hooks childHooks) (
 	}
 	for first := 0; first < cfg.Agents; first += cfg.PerProcess {
 		part := share{first: first, count: min(cfg.PerProcess, cfg.Agents-first), fleet: cfg.Agents,
-			resources: cfg.Resources, rate: cfg.Rate, nice: cfg.AgentsNice}
+			resources: cfg.Resources, rate: cfg.Rate, nice: cfg.AgentsNice, metrics: cfg.Prometheus != ""}
 		if cfg.AgentsCPUProfile != "" {
 			part.cpuProfile = cfg.AgentsCPUProfile + "." + strconv.Itoa(len(*kids))
 		}

@@ -66,15 +66,31 @@ func (l countingListener) Accept() (net.Conn, error) {
 // under its write lock). Its writes reach the socket unchanged, one
 // write(2) each; only a message over the 32 KB write buffer, which the
 // library would hand to writev, goes out as two writes.
+//
+// A connection whose first response is not the upgrade (101) is a plain
+// HTTP one, such as a scrape of the agent's metrics page: nothing of it
+// is counted.
 type countingConn struct {
 	net.Conn
 	scan       frameScanner
 	upgraded   atomic.Bool  // the upgrade response has been written
 	upgradedAt atomic.Int64 // when, Unix ns
+	decided    bool         // the first response's status line was seen (Write's alone)
+	plain      atomic.Bool  // it was not the upgrade
 }
+
+// upgradeStatus opens the upgrade response.
+var upgradeStatus = []byte("HTTP/1.1 101 ")
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
+	if !c.decided && n > 0 {
+		c.decided = true
+		c.plain.Store(!bytes.HasPrefix(p[:n], upgradeStatus))
+	}
+	if c.plain.Load() {
+		return n, err
+	}
 	c.scan.feed(p[:n])
 	if c.scan.httpDone == 4 && !c.upgraded.Load() {
 		c.upgradedAt.Store(time.Now().UnixNano())
@@ -89,7 +105,7 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // connection is hijacked for the upgrade.
 func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) && c.upgraded.Load() {
+	if err != nil && !errors.Is(err, io.EOF) && c.upgraded.Load() && !c.plain.Load() {
 		c.scan.count.failed(err, false)
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() && time.Now().UnixNano()-c.upgradedAt.Load() < int64(agent.DefaultPingInterval) {

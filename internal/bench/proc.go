@@ -50,21 +50,7 @@ func procNice(pid int) (int, bool) {
 }
 
 // procStatusBytes reads a "kB" line of /proc/self/status (Linux).
-func procStatusBytes(key string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
+func procStatusBytes(key string) int64 { return pidStatusBytes("self", key) }
 
 // openFilesLimit is the soft limit on open files (Linux), 0 when unknown.
 // Go raises it to the hard limit at start-up.

@@ -46,7 +46,8 @@ type result struct {
 	overflows                      []collector.RejectCount
 	filesLimit                     int64
 	lat                            *latency
-	agents                         childStats // summed over the children, at the end
+	agents                         childStats  // summed over the children, at the end
+	prom                           *promResult // with Config.Prometheus
 }
 
 // health takes from the collector's last snapshot the reconnects, drops,
@@ -97,6 +98,7 @@ func (r *result) print(w io.Writer) {
 		fmt.Fprintf(w, "            %s transitions not reported by the agents' processes (their pipe was full)\n", thousands(r.agents.LostEvents))
 	}
 	r.printResources(w)
+	r.printPrometheus(w)
 	r.printHealth(w)
 }
 
@@ -269,4 +271,38 @@ func (r *result) fill() string {
 			100*per/float64(r.cfg.Resources))
 	}
 	return line
+}
+
+// printPrometheus writes, with Config.Prometheus, what the Prometheus
+// scraping the same agents cost over the same window, and both costs per
+// series.
+func (r *result) printPrometheus(w io.Writer) {
+	p := r.prom
+	if p == nil {
+		return
+	}
+	mb := func(n float64) string { return fmt.Sprintf("%.0f MB", n/(1<<20)) }
+	series := float64(r.cfg.Agents * r.cfg.Resources)
+	fmt.Fprintf(w, "prometheus: scraping %.0f of %d agents' metrics every %v: %s series in its head, %s samples a round of scrapes, the slowest scrape %.0f ms\n",
+		p.targetsUp, r.cfg.Agents, promScrapeInterval, thousands(int64(p.headSeries)), thousands(int64(p.samplesPerScrape)), p.scrapeMax*1000)
+	if p.cpuKnown {
+		fmt.Fprintf(w, "            cpu %.2f cores; ", p.cpu)
+	} else {
+		fmt.Fprint(w, "            cpu unknown on this system (/proc); ")
+	}
+	fmt.Fprintf(w, "RSS %s (peak %s)\n", mb(float64(p.rss)), mb(float64(p.rssPeak)))
+	counted := "MISSING " + thousands(r.calls-int64(p.counted))
+	if p.countedOK {
+		counted = "exact"
+	}
+	fmt.Fprintf(w, "            %s of %s scrapes of the agents failed over the window (a page not served within the 1 s timeout)\n",
+		thousands(int64(p.failed)), thousands(int64(p.scrapes)))
+	fmt.Fprintf(w, "            the passes it stored sum %s calls of the %s made (%s)\n", thousands(int64(p.counted)), thousands(r.calls), counted)
+	fmt.Fprintf(w, "            a global view's query, %s over the window at a 1 s step: %d ms, %s series read, %s returned\n",
+		globalQuery, p.queryTook.Milliseconds(), thousands(int64(p.queryRead)), thousands(int64(p.queryOut)))
+	if r.cpuKnown && p.cpuKnown && p.headSeries > 0 {
+		fmt.Fprintf(w, "per series: %s instance x resource series; collector %.2f µs/s of CPU and %.1f KB RSS each; prometheus %.2f µs/s and %.1f KB each (%.2f µs/s and %.1f KB per head series)\n",
+			thousands(int64(series)), r.cpu*1e6/series, float64(r.rss)/series/1024,
+			p.cpu*1e6/series, float64(p.rss)/series/1024, p.cpu*1e6/p.headSeries, float64(p.rss)/p.headSeries/1024)
+	}
 }

@@ -279,6 +279,31 @@ type sentRing struct {
 	// lateSeen is the statistic's late writes (core.Window.LateWrites)
 	// when its sent buckets were last read again.
 	lateSeen uint64
+	// total is every count shipped of the series (Totals).
+	total Totals
+}
+
+// Totals are a series' counts shipped so far, summed over its buckets:
+// what a reader that received every bucket counts.
+type Totals struct {
+	Pass, Block, Complete, Error, Slow int64
+}
+
+// SeriesTotals are one series' Totals.
+type SeriesTotals struct {
+	Name string
+	Totals
+}
+
+// Totals appends to dst every listed series' counts shipped so far, in
+// name order, and returns it. The series are those of the last Ship.
+func (s *Shipper) Totals(dst []SeriesTotals) []SeriesTotals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.listed {
+		dst = append(dst, SeriesTotals{l.name, l.ring.total})
+	}
+	return dst
 }
 
 // listedRing is a series as collect last read it, and its ring.
@@ -543,6 +568,11 @@ func (s *Shipper) collect(start, now int64, series []Series) []*Frame {
 		}
 		ring.add(start, m)
 		m.Add(late)
+		ring.total.Pass += m.Pass
+		ring.total.Block += m.Block
+		ring.total.Complete += m.Complete
+		ring.total.Error += m.Error
+		ring.total.Slow += m.Slow
 		if m.Pass == 0 && m.Block == 0 && m.Complete == 0 && inflight <= 0 {
 			continue
 		}

@@ -395,6 +395,19 @@ func (s *Server) authorized(req *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
 }
 
+// RequireToken answers HTTP 401 to requests without the server's token
+// (Options.Token; constant-time), and hands the others to next.
+func (s *Server) RequireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !s.authorized(req) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sentinel-top"`)
+			http.Error(w, "401 unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
 // refused answers HTTP 403 and says true when req may not be served: a
 // browser's Origin must be listed in AllowOrigins, and Host must name the
 // address the request arrived on, localhost on loopback, or a name in
