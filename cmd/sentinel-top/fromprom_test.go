@@ -136,6 +136,7 @@ func buildGoLoad(t *testing.T) string {
 // scrape of when it happened. It is skipped when no prometheus binary is
 // installed, unless SENTINEL_TOP_REQUIRE_PROMETHEUS is set (CI installs it).
 func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
+	t.Parallel() // it waits on scrapes, as TestPrometheusScrapesServe does
 	if testing.Short() {
 		t.Skip("builds a program and runs a Prometheus server")
 	}

@@ -39,6 +39,7 @@ const promScenario = "sawtooth-db-slow"
 // It is skipped when no prometheus binary is installed, unless
 // SENTINEL_TOP_REQUIRE_PROMETHEUS is set (CI installs it).
 func TestPrometheusScrapesServe(t *testing.T) {
+	t.Parallel() // it waits on scrapes, as TestPrometheusSourceReadsSentinelGolang does
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if os.Getenv("SENTINEL_TOP_REQUIRE_PROMETHEUS") != "" {
