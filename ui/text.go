@@ -93,8 +93,9 @@ func safeName(s string, w int) string { return elide(sanitize(s), w) }
 
 // resourceName sanitizes a resource name and fits it into w cells keeping
 // what tells resources apart: for a URL, "GET:http://member-service/api/
-// user/info", the host and the tail of the path (without the method and
-// the scheme when they do not fit: "member-service…user/info"); for any
+// user/info", the host and the path after a mark where the method and the
+// scheme were ("…member-service/api/user/info"), else the host and the
+// tail of the path ("member-service…user/info"); for any
 // other name, its two ends.
 func resourceName(name string, w int) string {
 	s := sanitize(name)
@@ -110,8 +111,8 @@ func resourceName(name string, w int) string {
 		return elideKeepTail(s, w)
 	}
 	host, path := rest[:slash], rest[slash:]
-	if width(rest) <= w {
-		return rest
+	if width(rest) < w { // the method and scheme go, said by the mark
+		return "…" + rest
 	}
 	if tailW := w - width(host) - 1; tailW >= min(5, width(path)) {
 		return host + "…" + tailCells(path, tailW)

@@ -28,3 +28,23 @@ func TestTargetNameKeepsHostAndPort(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceNameMarksWhatItLeavesOut: a URL's method and scheme left out
+// for want of width leave a mark, so that GET and POST of one path never
+// read as one name without a sign that something is missing.
+func TestResourceNameMarksWhatItLeavesOut(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		w    int
+		want string
+	}{
+		{"GET:http://member-service/api/user/info", 40, "GET:http://member-service/api/user/info"},
+		{"GET:http://member-service/api/user/info", 29, "…member-service/api/user/info"},
+		{"POST:http://member-service/api/user/info", 29, "…member-service/api/user/info"},
+		{"GET:http://member-service/api/user/info", 28, "member-service…/user/info"},
+	} {
+		if got := resourceName(c.name, c.w); got != c.want {
+			t.Errorf("resourceName(%q, %d) = %q, want %q", c.name, c.w, got, c.want)
+		}
+	}
+}
