@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	textcursor "github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
@@ -85,18 +84,7 @@ var _ screen = (*jumpScreen)(nil)
 const jumpListMax = 8
 
 func newJumpScreen(c *common) *jumpScreen {
-	st := c.st
-	ti := textinput.New()
-	ti.Prompt = ":"
-	ti.Placeholder = "app, resource or instance"
-	ti.CharLimit = 128
-	ti.PromptStyle = st.r.NewStyle().Bold(true)
-	ti.TextStyle = st.r.NewStyle()
-	ti.PlaceholderStyle = st.r.NewStyle().Faint(true)
-	ti.Cursor.Style = st.r.NewStyle().Reverse(true)
-	ti.Cursor.TextStyle = st.r.NewStyle()
-	ti.Cursor.SetMode(textcursor.CursorStatic)
-	return &jumpScreen{common: c, input: ti}
+	return &jumpScreen{common: c, input: newPromptInput(c.st, ":", "app, resource or instance")}
 }
 
 // Open shows the prompt over under, its candidates taken from the

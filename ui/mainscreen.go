@@ -47,11 +47,12 @@ type mainScreen struct {
 
 var _ screen = (*mainScreen)(nil)
 
-func newMainScreen(c *common) *mainScreen {
-	st := c.st
+// newPromptInput is a one-line text input of the house's style: the
+// filter's and the jump's.
+func newPromptInput(st *Styles, prompt, placeholder string) textinput.Model {
 	ti := textinput.New()
-	ti.Prompt = "/"
-	ti.Placeholder = "app or resource"
+	ti.Prompt = prompt
+	ti.Placeholder = placeholder
 	ti.CharLimit = 128
 	ti.PromptStyle = st.r.NewStyle().Bold(true)
 	ti.TextStyle = st.r.NewStyle()
@@ -59,6 +60,12 @@ func newMainScreen(c *common) *mainScreen {
 	ti.Cursor.Style = st.r.NewStyle().Reverse(true)
 	ti.Cursor.TextStyle = st.r.NewStyle()
 	ti.Cursor.SetMode(textcursor.CursorStatic) // a blinking cursor would wake the program twice a second
+	return ti
+}
+
+func newMainScreen(c *common) *mainScreen {
+	st := c.st
+	ti := newPromptInput(st, "/", "app or resource")
 	s := &mainScreen{
 		common:  c,
 		trends:  newTrends(),

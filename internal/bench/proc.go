@@ -32,21 +32,28 @@ func sampleProc() procSample {
 
 // procNice is a process's niceness, from /proc/PID/stat (Linux).
 func procNice(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	// After the command's ")" come the fields from the 3rd on; nice is the 19th.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 17 {
+	// nice is the 19th field, the 17th after the command's ")".
+	f, ok := pidStat(strconv.Itoa(pid), 17)
+	if !ok {
 		return 0, false
 	}
 	n, err := strconv.Atoi(f[16])
 	return n, err == nil
+}
+
+// pidStat is the fields of /proc/PID/stat after the command's ")" (the
+// 3rd on), when there are at least n of them.
+func pidStat(pid string, n int) ([]string, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	return f, len(f) >= n
 }
 
 // procStatusBytes reads a "kB" line of /proc/self/status (Linux).

@@ -300,16 +300,8 @@ func (p *promServer) count(ctx context.Context, calls int64) (float64, bool, err
 // pidCPU is a process's user and system time, from /proc/PID/stat (in
 // clock ticks: 100 a second on Linux).
 func pidCPU(pid string) (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
+	f, ok := pidStat(pid, 13)
+	if !ok {
 		return 0, false
 	}
 	// After ")": state is the 3rd field, utime the 14th, stime the 15th.
