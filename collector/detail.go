@@ -136,7 +136,7 @@ func (c *Collector) detailSeries(d *Detail, a *appSeries, now int64) {
 		d.BlockQPS = append(d.BlockQPS, float64(cnt.block)*perSec)
 		if cnt.complete > 0 {
 			slow := float64(cnt.slow) / float64(cnt.complete)
-			if a.someUnknown {
+			if a.someSlowUnknown {
 				slow = nan // the source counts no slow calls
 			}
 			d.SlowRatio = append(d.SlowRatio, slow)

@@ -94,6 +94,8 @@ type instance struct {
 	// Sentinel's transport or a metric log: feed.Origin, stated with its
 	// hello).
 	statesUnknown bool
+	// slowUnknown: its source does not count slow calls (feed.Origin).
+	slowUnknown bool
 }
 
 // series is one instance x resource. The fields every bucket item reads
@@ -189,6 +191,9 @@ type appSeries struct {
 	// someUnknown, someInferred: an instance reporting it could not tell
 	// breaker states, or had them inferred (for ResourceTotals.States).
 	someUnknown, someInferred bool
+	// someSlowUnknown: an instance whose source counts no slow calls
+	// sent it buckets (its slow ratio is unknown, not 0).
+	someSlowUnknown bool
 	// Exact totals since the collector started, for counters.
 	total       totals
 	transitions map[[2]core.State]int64 // (from, to) -> count
@@ -367,7 +372,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, o feed.Origin, now int64,
 		c.appsLeft = true
 	}
 	in.App, in.helloed = app, true
-	in.statesUnknown, in.polled = o.StatesUnknown, o.Polled
+	in.statesUnknown, in.slowUnknown, in.polled = o.StatesUnknown, o.SlowUnknown, o.Polled
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}

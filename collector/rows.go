@@ -94,13 +94,15 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 		r.guarded += sign
 	}
 	r.byGuards[p.guards] += sign
+	// Live or gone, a source that counts no slow calls lends the row no
+	// slow ratio: its rates are in the row's.
+	if p.slowUnknown {
+		r.slowUnknown += sign
+	}
 	if !p.live {
 		return
 	}
 	r.live += sign
-	if p.slowUnknown {
-		r.slowUnknown += sign
-	}
 	if !p.guarded {
 		return
 	}
@@ -209,13 +211,16 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	if !listed {
 		return rowPart{}
 	}
-	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.statesUnknown, prov: se.provenance(in), end: end,
+	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.slowUnknown, prov: se.provenance(in), end: end,
 		// A state inferred shows a breaker whose rules went unseen (a
 		// metric log carries none).
 		guarded: se.ruled || se.inferred, guards: partGuards(in, se)}
 	p.pass, p.block = passBlock(&se.fine, end-rateMs, end)
 	if p.guarded {
 		p.state = worstState(se.tracks)
+	}
+	if in.slowUnknown {
+		se.app.someSlowUnknown = true
 	}
 	switch p.prov {
 	case ProvenanceUnknown:

@@ -32,6 +32,10 @@ type Origin struct {
 	// Sentinel, a metric log): a breaker's state is inferred from counts
 	// or unknown, never CLOSED by default.
 	StatesUnknown bool
+	// SlowUnknown: the source does not count slow calls (Java Sentinel's
+	// counts, a metric log, a Prometheus family without a slow counter):
+	// its slow count is no measurement, never 0 % slow.
+	SlowUnknown bool
 }
 
 // DialSink is what a source dialing targets writes to: a Sink, a Sink

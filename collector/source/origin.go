@@ -9,7 +9,7 @@ import (
 
 // javaOrigin is what the Java poller states of the services it polls: it
 // stamps their messages itself, and they report no breaker transitions.
-func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: true} }
+func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: true, SlowUnknown: true} }
 
 // OriginOf is what a hello's sdk tells of its sender, for a source reading
 // hellos another wrote: a recording, a re-served stream, a simulated
@@ -17,13 +17,17 @@ func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: 
 // "java-sentinel/1.8.9"), was polled and reports no transitions, and so
 // is the Prometheus source's (PromSDK/FAMILY: its transitions are inferred
 // from counters); a metric log's (metriclog.SDK) reports none either; any
-// other is an agent's, the zero Origin.
+// other is an agent's, the zero Origin. Of these, only an agent and the
+// Prometheus source's sentinel-top family count slow calls.
 func OriginOf(sdk string) feed.Origin {
 	switch {
+	case sdk == PromSDK+"/"+promFamilyTop:
+		// The sentinel-top family counts slow calls (its slow_total).
+		return feed.Origin{Polled: true, StatesUnknown: true}
 	case strings.HasPrefix(sdk, javaSDK), sdk == PromSDK || strings.HasPrefix(sdk, PromSDK+"/"):
 		return javaOrigin()
 	case sdk == metriclog.SDK:
-		return feed.Origin{StatesUnknown: true}
+		return feed.Origin{StatesUnknown: true, SlowUnknown: true}
 	}
 	return feed.Origin{}
 }

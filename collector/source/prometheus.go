@@ -274,7 +274,6 @@ func (p *Prometheus) Check(ctx context.Context) error {
 // read, down with the problem while they fail; a window that fails is read
 // again at the next step.
 func (p *Prometheus) Follow(ctx context.Context, sink feed.DialSink) {
-	origin := OriginOf(PromSDK)
 	place := p.Name()
 	rec := feed.NewTargetRecord(feed.TargetStatus{Name: place, State: feed.TargetConnecting,
 		Since: p.o.Clock.UnixMilli(), DownSince: p.o.Clock.UnixMilli()})
@@ -335,7 +334,7 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.DialSink) {
 			}
 			for _, m := range msgs {
 				if h, ok := m.(*wire.Hello); ok {
-					sink.Hello(place, h, origin)
+					sink.Hello(place, h, OriginOf(h.SDK))
 					continue
 				}
 				sink.Ingest(place, m)
