@@ -9,7 +9,9 @@ import (
 
 // javaOrigin is what the Java poller states of the services it polls: it
 // stamps their messages itself, and they report no breaker transitions.
-func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: true, SlowUnknown: true} }
+func javaOrigin() feed.Origin {
+	return feed.Origin{Polled: true, StatesUnknown: true, SlowUnknown: true}
+}
 
 // OriginOf is what a hello's sdk tells of its sender, for a source reading
 // hellos another wrote: a recording, a re-served stream, a simulated
