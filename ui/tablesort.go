@@ -94,10 +94,12 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 		return num(a.PassQPS, b.PassQPS)
 	case sortBlock:
 		return num(a.BlockQPS, b.BlockQPS)
-	case sortSlow:
-		return num(a.SlowRatio, b.SlowRatio)
-	case sortError:
-		return num(a.ErrorRatio, b.ErrorRatio)
+	case sortSlow, sortError:
+		// the ratios shown, then the rows showing "–" (nothing completed,
+		// or slow calls not counted).
+		ak, av := ratioKey(a, k)
+		bk, bv := ratioKey(b, k)
+		return cmp.Or(cmp.Compare(bk, ak), cmp.Compare(bv, av))
 	case sortP99:
 		// the p99s, then the averages of the sources without one, then
 		// the rows where nothing completed.
@@ -122,6 +124,23 @@ func latencyKey(r *collector.ResourceRow) (kind int, v float64) {
 		return 2, float64(r.P99Ms)
 	}
 	return 1, r.AvgRtMs
+}
+
+// ratioKey is what the SLOW% (k sortSlow) or ERR% column shows, to sort
+// by: whether it shows a ratio (1) or "–" (0: nothing completed, or the
+// source counts no slow calls), and the ratio.
+func ratioKey(r *collector.ResourceRow, k sortKey) (kind int, v float64) {
+	v = r.ErrorRatio
+	if k == sortSlow {
+		if r.SlowUnknown {
+			return 0, 0
+		}
+		v = r.SlowRatio
+	}
+	if r.Completed == 0 {
+		return 0, 0
+	}
+	return 1, noNaN(v)
 }
 
 // rowSeverity is a row's mark: its worst finding's severity, raised to a
@@ -218,10 +237,8 @@ func newOrderKey(r *collector.ResourceRow, k sortKey) orderKey {
 		o.v = noNaN(r.PassQPS)
 	case sortBlock:
 		o.v = noNaN(r.BlockQPS)
-	case sortSlow:
-		o.v = noNaN(r.SlowRatio)
-	case sortError:
-		o.v = noNaN(r.ErrorRatio)
+	case sortSlow, sortError:
+		o.n[0], o.v = ratioKey(r, k)
 	case sortP99:
 		o.n[0], o.v = latencyKey(r)
 	case sortInstances:
