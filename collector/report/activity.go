@@ -3,6 +3,7 @@ package report
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 )
@@ -26,16 +27,62 @@ type account struct {
 	act  *collector.ResourceActivity
 }
 
-// quiet reports whether nothing happened to the resource's breakers and
-// nothing was blocked.
+// quiet reports whether nothing happened to the resource's breakers, as
+// far as is known, and nothing was blocked.
 func (a account) quiet() bool {
 	return a.seen.Block == 0 && (a.act == nil || a.act.Trips == 0 && a.act.Reopens == 0 && a.act.OpenMs == 0 && a.act.HalfOpenMs == 0)
+}
+
+// quietCounts counts the quiet resources (nothing blocked, no trip known)
+// by what is known of their breakers: no trip seen (known), none inferred
+// from counts (inferred), or whether one tripped not known (unknown: the
+// source cannot report breaker states, or no account of them was given).
+type quietCounts struct{ known, inferred, unknown int }
+
+func (q quietCounts) total() int { return q.known + q.inferred + q.unknown }
+
+// add counts a quiet account.
+func (q *quietCounts) add(a account) {
+	switch {
+	case a.act == nil || a.seen.States == "unknown":
+		q.unknown++
+	case a.seen.States == "inferred":
+		q.inferred++
+	default:
+		q.known++
+	}
+}
+
+// tripsPhrase says what is known of the trips of the quiet resources q
+// counts, n of them in all: "no trip", "no trip (inferred from counts)",
+// "trips not known", or the counts of each.
+func (q quietCounts) tripsPhrase() string {
+	n := q.total()
+	switch n {
+	case q.known:
+		return "no trip"
+	case q.inferred:
+		return "no trip (inferred from counts)"
+	case q.unknown:
+		return "trips not known (breaker states unknown)"
+	}
+	var parts []string
+	if q.known > 0 {
+		parts = append(parts, prose("%d with no trip", q.known).text)
+	}
+	if q.inferred > 0 {
+		parts = append(parts, prose("%d with no trip inferred from counts", q.inferred).text)
+	}
+	if q.unknown > 0 {
+		parts = append(parts, prose("%d with trips not known (breaker states unknown)", q.unknown).text)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // accounts are the resources to account for, busiest first, at most
 // maxAccounts of those to which something happened; quiet counts the
 // others with nothing to tell, more those left out for room.
-func (r *Report) accounts() (list []account, quiet, more int) {
+func (r *Report) accounts() (list []account, quiet quietCounts, more int) {
 	acts := map[[2]string]*collector.ResourceActivity{}
 	for i := range r.Activity {
 		a := &r.Activity[i]
@@ -45,7 +92,7 @@ func (r *Report) accounts() (list []account, quiet, more int) {
 		s := &r.ResourcesSeen[i]
 		a := account{seen: s, act: acts[[2]string{s.App, s.Resource}]}
 		if a.quiet() {
-			quiet++
+			quiet.add(a)
 			continue
 		}
 		list = append(list, a)
@@ -101,9 +148,27 @@ func accountParts(a account) []part {
 		blocked = prose("%d of %d entries (%.1f %%)", s.Block, offered, 100*float64(s.Block)/float64(offered))
 	}
 	value := []seg{blocked}
-	if x != nil && s.Block > 0 {
-		value = append(value, prose(": %d by breakers, %d by flow or hot-parameter rules", x.BreakerBlock, x.FlowBlock))
-		if rest := x.Block - x.BreakerBlock - x.FlowBlock; rest > 0 {
+	switch rest := int64(0); {
+	case x == nil || s.Block == 0:
+	case s.States == "unknown":
+		// What breakers blocked is not known: no count of theirs is 0.
+		rest = x.Block - x.BreakerBlock - x.FlowBlock
+		var by []string
+		if x.BreakerBlock > 0 {
+			by = append(by, prose("%d by breakers", x.BreakerBlock).text)
+		}
+		if x.FlowBlock > 0 {
+			by = append(by, prose("%d by flow or hot-parameter rules", x.FlowBlock).text)
+		}
+		if rest > 0 {
+			by = append(by, prose("%d by what is not known (the source cannot report breaker states)", rest).text)
+		}
+		if len(by) > 0 {
+			value = append(value, prose(": %s", strings.Join(by, ", ")))
+		}
+	default:
+		value = append(value, prose(": %d by breakers%s, %d by flow or hot-parameter rules", x.BreakerBlock, inferred, x.FlowBlock))
+		if rest = x.Block - x.BreakerBlock - x.FlowBlock; rest > 0 {
 			value = append(value, prose(", %d by rules not known", rest))
 		}
 	}
@@ -112,31 +177,38 @@ func accountParts(a account) []part {
 }
 
 // accountHead is the line that opens the summary, after "No findings".
-func (r *Report) accountHead(quiet int) string {
+func (r *Report) accountHead(quiet quietCounts) string {
 	n := len(r.ResourcesSeen)
+	res := plural(n, "resource", "resources")
 	switch {
 	case n == 0 && r.Resources == 0:
 		return "No resource was seen."
 	case n == 0:
 		return "No account of the resources was given to this report."
-	case quiet == n && r.Activity == nil:
-		return prose("No entry of the %d %s was blocked.", n, plural(n, "resource", "resources")).text
-	case quiet == n:
-		return prose("No breaker of the %d %s tripped, and no entry was blocked.", n, plural(n, "resource", "resources")).text
+	case quiet.total() != n:
+	case r.Activity == nil:
+		return prose("No entry of the %d %s was blocked.", n, res).text
+	case quiet.known == n:
+		return prose("No breaker of the %d %s tripped, and no entry was blocked.", n, res).text
+	case quiet.inferred == n:
+		return prose("No breaker of the %d %s tripped (inferred from counts), and no entry was blocked.", n, res).text
+	default:
+		return prose("No entry of the %d %s was blocked; breakers: %s.", n, res, quiet.tripsPhrase()).text
 	}
 	return "What happened, per resource:"
 }
 
 // accountTail is the line that closes the summary ("" for none).
-func accountTail(quiet, more, listed int) string {
+func accountTail(quiet quietCounts, more, listed int) string {
+	q := quiet.total()
 	switch {
-	case more > 0 && quiet > 0:
-		return prose("%d more %s with trips or blocks not listed; %d other %s: no trip, no block.",
-			more, plural(more, "resource", "resources"), quiet, plural(quiet, "resource", "resources")).text
+	case more > 0 && q > 0:
+		return prose("%d more %s with trips or blocks not listed; %d other %s: %s, no block.",
+			more, plural(more, "resource", "resources"), q, plural(q, "resource", "resources"), quiet.tripsPhrase()).text
 	case more > 0:
 		return prose("%d more %s with trips or blocks not listed.", more, plural(more, "resource", "resources")).text
-	case quiet > 0 && listed > 0:
-		return prose("%d other %s: no trip, no block.", quiet, plural(quiet, "resource", "resources")).text
+	case q > 0 && listed > 0:
+		return prose("%d other %s: %s, no block.", q, plural(q, "resource", "resources"), quiet.tripsPhrase()).text
 	}
 	return ""
 }

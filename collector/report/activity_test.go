@@ -66,15 +66,55 @@ func TestAccountsOfUnknownStatesAndQuiet(t *testing.T) {
 		Activity:      []collector.ResourceActivity{{App: "order", Resource: "db", Block: 5}}}
 	out := string(render(t, text, r))
 	if !strings.Contains(out, "Trips:                  not known: the source cannot report breaker states\n") ||
-		strings.Contains(out, "Time OPEN") || !strings.Contains(out, "Blocked:                5 of 25 entries (20.0 %): 0 by breakers, 0 by flow or hot-parameter rules, 5 by rules not known\n") {
+		strings.Contains(out, "Time OPEN") || strings.Contains(out, "0 by breakers") ||
+		!strings.Contains(out, "Blocked:                5 of 25 entries (20.0 %): 5 by what is not known (the source cannot report breaker states)\n") {
 		t.Errorf("unknown states:\n%s", out)
 	}
 	r.ResourcesSeen[0].Block, r.Activity[0].Block = 0, 0
+	if out := string(render(t, text, r)); !strings.Contains(out, "\nNo entry of the 1 resource was blocked; breakers: trips not known (breaker states unknown).\n") ||
+		strings.Contains(out, "tripped") || strings.Contains(out, "no trip") {
+		t.Errorf("quiet, states unknown:\n%s", out)
+	}
+	r.ResourcesSeen[0].States = "exact"
 	if out := string(render(t, text, r)); !strings.Contains(out, "\nNo breaker of the 1 resource tripped, and no entry was blocked.\n") {
 		t.Errorf("quiet:\n%s", out)
 	}
+	r.ResourcesSeen[0].States = "unknown"
 	r.Activity = nil
 	if out := string(render(t, md, r)); !strings.Contains(out, "\nNo entry of the 1 resource was blocked.\n") || strings.Contains(out, "tripped") {
 		t.Errorf("no account given:\n%s", out)
+	}
+}
+
+// TestQuietAccountsSayWhatIsKnown: the resources counted as quiet read
+// "no trip" only where breaker states were reported, "inferred" where they
+// were inferred, and "not known" where the source cannot report them;
+// blocks on a resource whose states were inferred are said inferred.
+func TestQuietAccountsSayWhatIsKnown(t *testing.T) {
+	r := &Report{Source: "src", Resources: 4}
+	add := func(res, states string, block int64) {
+		r.ResourcesSeen = append(r.ResourcesSeen, ResourceSeen{App: "shop", Resource: res, Pass: 100, Block: block, States: states})
+		r.Activity = append(r.Activity, collector.ResourceActivity{App: "shop", Resource: res, Block: block, BreakerBlock: block})
+	}
+	add("busy", "inferred", 3)
+	add("q-exact", "exact", 0)
+	add("q-inferred", "inferred", 0)
+	add("q-unknown", "unknown", 0)
+	out := string(render(t, text, r))
+	for _, want := range []string{
+		"Blocked:                3 of 103 entries (2.9 %): 3 by breakers (inferred from counts), 0 by flow or hot-parameter rules\n",
+		"\n3 other resources: 1 with no trip, 1 with no trip inferred from counts, 1 with trips not known (breaker states unknown), no block.\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	r.ResourcesSeen, r.Activity = r.ResourcesSeen[1:], r.Activity[1:]
+	if out := string(render(t, md, r)); !strings.Contains(out, "\nNo entry of the 3 resources was blocked; breakers: 1 with no trip, 1 with no trip inferred from counts, 1 with trips not known (breaker states unknown).\n") {
+		t.Errorf("all quiet, Markdown:\n%s", out)
+	}
+	r.ResourcesSeen, r.Activity = r.ResourcesSeen[1:2], r.Activity[1:2]
+	if out := string(render(t, text, r)); !strings.Contains(out, "\nNo breaker of the 1 resource tripped (inferred from counts), and no entry was blocked.\n") {
+		t.Errorf("all quiet, inferred:\n%s", out)
 	}
 }
