@@ -48,16 +48,24 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	sort.Strings(names)
 	// The rules most live instances have (compared as drift compares them)
 	// decide the threshold lines; ties go to the first instance by name.
-	votes := map[string]int{}
-	best := 0
-	var majorityRules []core.BreakerRule
+	// With no instance live, the departed ones' last known rules do: they
+	// still say what guarded the resource.
 	rules := make([]fleet.ResourceRules, len(names))
+	live := 0
 	for i, name := range names {
 		in := c.insts[name]
 		if rr := in.Rules.Of(resource); rr != nil {
 			rules[i] = *rr
 		}
-		if in.Gone {
+		if !in.Gone {
+			live++
+		}
+	}
+	votes := map[string]int{}
+	best := 0
+	var majorityRules []core.BreakerRule
+	for i, name := range names {
+		if c.insts[name].Gone && live > 0 {
 			continue
 		}
 		key := rules[i].Key
@@ -69,6 +77,7 @@ func (c *Collector) Detail(app, resource string, from, to int64) *Detail {
 	if len(majorityRules) > 0 {
 		r := majorityRules[0]
 		d.HasBreaker, d.Strategy, d.Threshold, d.MaxAllowedRtMs = true, r.Strategy, r.Threshold, r.MaxAllowedRtMs
+		d.RulesOfGone = live == 0
 	}
 	c.detailHot(d, names)
 	for i, name := range names {

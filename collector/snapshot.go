@@ -255,8 +255,12 @@ type Detail struct {
 	SlowRatio, ErrorRatio []float64
 	P99Ms                 []float64
 	// Threshold, Strategy and MaxAllowedRtMs are those of the breaker most
-	// instances have for the resource (HasBreaker false when none has one).
+	// live instances have for the resource (HasBreaker false when none has
+	// one); with none live, most of the departed instances, by their last
+	// known rules (RulesOfGone set): what guarded them still says what the
+	// timeline's trips were.
 	HasBreaker     bool
+	RulesOfGone    bool
 	Strategy       core.Strategy
 	Threshold      float64
 	MaxAllowedRtMs uint64

@@ -237,7 +237,7 @@ func (v detailView) build() detailView {
 		return v.clampScroll()
 	}
 	add(title)
-	add(v.ruleLine(d) + st.dim.on(" · "+strconv.Itoa(len(d.Instances))+" "+plural(len(d.Instances), "instance", "instances")+" · "+
+	add(v.ruleLine(d) + st.dim.on(" · "+instancesWord(d)+" · "+
 		v.clock(d.From)+"–"+v.clock(d.To)+" · step "+fmtMs(d.StepMs)))
 	add("")
 	tl, sel := v.tl.render()
@@ -265,7 +265,25 @@ func (v detailView) build() detailView {
 
 func (v detailView) clock(ms int64) string { return time.UnixMilli(ms).In(v.loc).Format("15:04:05") }
 
-// ruleLine describes the breaker most instances have.
+// instancesWord counts a detail's instances as the table's INST does
+// (the live ones), and the departed ones apart: "4 instances", "3
+// instances live, 1 gone", "0 instances live, 4 gone".
+func instancesWord(d *collector.Detail) string {
+	gone := 0
+	for i := range d.Instances {
+		if d.Instances[i].Gone {
+			gone++
+		}
+	}
+	n := len(d.Instances)
+	if gone == 0 {
+		return strconv.Itoa(n) + " " + plural(n, "instance", "instances")
+	}
+	return strconv.Itoa(n-gone) + " " + plural(n-gone, "instance", "instances") + " live, " + strconv.Itoa(gone) + " gone"
+}
+
+// ruleLine describes the breaker most live instances have, or with none
+// live, the departed ones' last known.
 func (v detailView) ruleLine(d *collector.Detail) string {
 	if !d.HasBreaker {
 		return v.st.dim.on(noBreakerText(detailRuleWord(d)))
@@ -273,6 +291,9 @@ func (v detailView) ruleLine(d *collector.Detail) string {
 	s := d.Strategy.String() + " " + fmtThreshold(d.Strategy, d.Threshold)
 	if d.Strategy == core.SlowRequestRatio {
 		s += " maxRt " + fmtMs(int64(d.MaxAllowedRtMs))
+	}
+	if d.RulesOfGone {
+		s += v.st.dim.on(" (last known: every instance gone)")
 	}
 	return s
 }

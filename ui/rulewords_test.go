@@ -117,3 +117,28 @@ func TestDetailSaysWhichRulesGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestDetailOfDepartedFleetSaysSo: when every instance of a resource is
+// gone, the detail's header gives their last known breaker rule as theirs
+// and counts them as the table's INST does: none live, the departed
+// apart.
+func TestDetailOfDepartedFleetSaysSo(t *testing.T) {
+	snap := ruleWordsSnapshot()
+	snap.Rows[3].Instances, snap.Rows[3].Breakers = 0, collector.StateCounts{}
+	src := newStaticSource(snap)
+	rule := core.BreakerRule{Resource: "breaker", Strategy: core.ErrorRatio, Threshold: 0.5, RetryTimeoutMs: 5000}
+	d := &collector.Detail{App: "shop", Resource: "breaker", StepMs: 1000, HasBreaker: true, RulesOfGone: true,
+		Strategy: core.ErrorRatio, Threshold: 0.5}
+	for _, name := range []string{"shop-1", "shop-2", "shop-3", "shop-4"} {
+		d.Instances = append(d.Instances, collector.InstanceDetail{Instance: name, Gone: true, HasBreaker: true,
+			Breakers: []core.BreakerRule{rule}, RulesVersion: "v1", KnownFrom: t0 - 300_000})
+	}
+	src.details["shop\x00breaker"] = d
+	m := newTestModel(src, 120, 60)
+	press(m, "/breaker<enter><enter>")
+	screen := screenText(m)
+	lines := strings.Split(screen, "\n")
+	if len(lines) < 4 || !strings.HasPrefix(lines[3], "error-ratio 50% (last known: every instance gone) · 0 instances live, 4 gone") {
+		t.Fatalf("header %q:\n%s", lines[min(3, len(lines)-1)], screen)
+	}
+}
