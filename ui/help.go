@@ -156,7 +156,7 @@ func (h *helpScreen) lines() []string {
 	b.WriteString("          " + st.stateOf(core.Closed, collector.ProvenanceUnknown) + " " + st.dim.on(glyphUnknown+"2") +
 		": Java Sentinel and metric logs do not report states\n")
 	b.WriteString("          " + st.stateOf(core.Open, collector.ProvenanceInferred) + " " + st.open.on(glyphOpen+"1"+markInferred) +
-		": inferred from per-second counts, ±1 s\n")
+		": inferred from counts, ±1 s (Prometheus: within its step)\n")
 	b.WriteString("          no breaker, what guards it: " + ruleWord(true, false, false) + ", " + ruleWord(false, true, false) +
 		" (hot-parameter rules), " + ruleWord(true, true, false) + " (both)\n")
 	b.WriteString("          " + ruleWord(false, false, false) + ": every instance's rules read, none names it\n")
