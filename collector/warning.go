@@ -119,8 +119,8 @@ func WarningText(w Warning) string {
 		if w.Late {
 			cause, words = "the collector reads late or its clock is ahead", "after"
 		}
-		return fmt.Sprintf("%s: messages of %d of %d instances arrive %.1f-%.1f s %s their timestamps (median %.1f s)",
-			cause, w.Instances, w.Measured, secs(w.MinMs), secs(w.MaxMs), words, secs(w.MedianMs))
+		return fmt.Sprintf("%s: messages of %d of %d %s arrive %.1f-%.1f s %s their timestamps (median %.1f s)",
+			cause, w.Instances, w.Measured, plural(w.Measured, "instance", "instances"), secs(w.MinMs), secs(w.MaxMs), words, secs(w.MedianMs))
 	case TargetNote:
 		return fmt.Sprintf("%d %s: %s", w.Targets, plural(w.Targets, "target", "targets"), RemarkText(w.Note))
 	case UnreceivedData:
@@ -204,7 +204,7 @@ func unreceivedText(w UnreceivedData) string {
 		g := w.Gaps[0]
 		fmt.Fprintf(&b, "no data received from %s for %s from %s", g.Instance, gapSpan(g.Ms), gapTime(g.FromMs))
 	} else {
-		fmt.Fprintf(&b, "no data received from %d instances for %s in all (", n, gapSpan(w.TotalMs))
+		fmt.Fprintf(&b, "no data received from %d %s for %s in all (", n, plural(n, "instance", "instances"), gapSpan(w.TotalMs))
 		for i, g := range w.Gaps[:min(len(w.Gaps), named)] {
 			if i > 0 {
 				b.WriteString(", ")

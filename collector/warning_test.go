@@ -41,6 +41,8 @@ func TestWarningText(t *testing.T) {
 			"the collector reads late or its clock is ahead: messages of 1980 of 2000 instances arrive 2.1-4.0 s after their timestamps (median 3.0 s)"},
 		{CollectorClock{Instances: 4, Measured: 4, MinMs: 2000, MedianMs: 2600, MaxMs: 9000},
 			"the collector's clock is behind: messages of 4 of 4 instances arrive 2.0-9.0 s before their timestamps (median 2.6 s)"},
+		{CollectorClock{Instances: 1, Measured: 1, MinMs: 2000, MedianMs: 2000, MaxMs: 2000},
+			"the collector's clock is behind: messages of 1 of 1 instance arrive 2.0-2.0 s before their timestamps (median 2.0 s)"},
 		{TargetNote{Note: TargetRemark{StatesInferred: true}, Targets: 1},
 			"1 target: breaker states not exposed by Java Sentinel: inferred from counts where a resource has only degrade rules"},
 		{TargetNote{Note: TargetRemark{StatesInferred: true, RulesError: "GET /getRules: 404"}, Targets: 3},

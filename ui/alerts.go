@@ -214,8 +214,38 @@ func findingWhere(f *triage.Finding, w int) string {
 	if width(app)+1+width(res) <= w {
 		return app + "/" + res
 	}
+	// the resource's last part whole, as in the table: the app gives way
+	// first, down to a few cells ("gat…/…:queryPrice").
 	appW := min(width(app), max(4, w*2/5))
-	return elide(app, appW) + "/" + resourceName(f.Resource, max(1, w-appW-1))
+	need := lastPartW(res) + 1 // the mark and the last part
+	if strings.Contains(res, "://") {
+		need++ // and a cell of the host
+	}
+	switch need = min(width(res), need); {
+	case w-1-width(app) >= need: // the app whole, the resource the rest
+		appW = width(app)
+	case w-1-appW < need:
+		appW = max(min(width(app), appMinW), w-1-need)
+	default: // room the resource does not use goes to the app
+		appW = min(width(app), max(appW, w-1-width(res)))
+	}
+	resW := w - 1 - appW
+	return elide(app, appW) + "/" + resourceName(f.Resource, max(1, resW))
+}
+
+// appMinW is the least of an app's name the alerts panel keeps beside a
+// resource whose last part takes the rest ("g…y").
+const appMinW = 3
+
+// lastPartW is the width of a name's last part with the separator before
+// it (":queryPrice", "/info"); the whole name when it has none.
+func lastPartW(s string) int {
+	for i := len(s) - 2; i > 0; i-- {
+		if strings.IndexByte(nameSeparators, s[i]) >= 0 {
+			return width(s[i:])
+		}
+	}
+	return width(s)
 }
 
 // planned reports whether a safe plan covers f: a change to its rule,

@@ -101,6 +101,13 @@ func (v detailView) SetRow(r collector.ResourceRow, ok bool) detailView {
 	return v
 }
 
+// SetInputStep sets the input's resolution when coarser than 1 s (ms; 0
+// for per-second inputs): the bound said of inferred transitions.
+func (v detailView) SetInputStep(ms int64) detailView {
+	v.tl = v.tl.SetInputStep(ms)
+	return v
+}
+
 // SetPlans sets the resource's plans in the snapshot shown.
 func (v detailView) SetPlans(plans []triage.Plan) detailView {
 	v.plans = plans

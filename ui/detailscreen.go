@@ -77,7 +77,8 @@ func (d *detailScreen) Refresh() tea.Cmd {
 func (d *detailScreen) Receive(msg detailMsg) (changed bool, cmd tea.Cmd) {
 	d.busy = false
 	if d.open && d.view.Is(msg.app, msg.res) {
-		d.view = d.view.SetRow(snapshotRow(d.snap, msg.app, msg.res)).SetPlans(snapshotPlans(d.snap, msg.app, msg.res)).SetDetail(msg.d)
+		d.view = d.view.SetRow(snapshotRow(d.snap, msg.app, msg.res)).SetPlans(snapshotPlans(d.snap, msg.app, msg.res)).
+			SetInputStep(inputStepMs(d.snap)).SetDetail(msg.d)
 		if d.goInst != "" && msg.d != nil {
 			d.view, d.goInst = d.view.selectInstance(d.goInst), ""
 		}
@@ -162,4 +163,24 @@ func snapshotRow(s *collector.Snapshot, app, res string) (collector.ResourceRow,
 		}
 	}
 	return collector.ResourceRow{}, false
+}
+
+// inputStepMs is the resolution of the snapshot's input when it is
+// coarser than per-second counts (its CoarseInput warning: the Prometheus
+// source's step), else 0.
+func inputStepMs(snap *collector.Snapshot) int64 {
+	if snap == nil {
+		return 0
+	}
+	for _, w := range snap.Warnings {
+		switch c := w.(type) {
+		case collector.CoarseInput:
+			return c.StepMs
+		case *collector.CoarseInput:
+			if c != nil {
+				return c.StepMs
+			}
+		}
+	}
+	return 0
 }

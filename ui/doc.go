@@ -28,7 +28,8 @@
 //   - detail (enter on a resource; on an alert, opened on its finding):
 //     per-instance timeline bands
 //     with the transitions of the selected instance (those inferred from
-//     counts marked "inferred, ±1 s"; an instance whose source cannot
+//     counts marked "inferred, ±1 s", or "within 15s", the step of a
+//     Prometheus input; an instance whose source cannot
 //     tell states says so in place of its band), charts of pass and
 //     block per second, of the slow or error ratio against the rule's
 //     threshold and of p99 against maxAllowedRtMs (or why p99 is

@@ -156,7 +156,12 @@ func (h *helpScreen) lines() []string {
 	b.WriteString("          " + st.stateOf(core.Closed, collector.ProvenanceUnknown) + " " + st.dim.on(glyphUnknown+"2") +
 		": Java Sentinel and metric logs do not report states\n")
 	b.WriteString("          " + st.stateOf(core.Open, collector.ProvenanceInferred) + " " + st.open.on(glyphOpen+"1"+markInferred) +
-		": inferred from per-second counts, ±1 s\n")
+		": inferred from counts, ±1 s (Prometheus: within its step)\n")
+	b.WriteString("          no breaker, what guards it: " + ruleWord(true, false, false) + ", " + ruleWord(false, true, false) +
+		" (hot-parameter rules), " + ruleWord(true, true, false) + " (both)\n")
+	b.WriteString("          " + ruleWord(false, false, false) + ": every instance's rules read, none names it\n")
+	b.WriteString("          " + ruleWord(false, false, true) + ": some instance's rules never read (a metric log, a\n")
+	b.WriteString("          failed /getRules)\n")
 	b.WriteString("timeline  " + stateLegend(st, true, true) + "\n")
 	b.WriteString("          a cell shows the worst state it held\n")
 	b.WriteString("p99       avg 35ms: no p99, the source has averages only  " + noData + ": none completed\n")
@@ -164,7 +169,8 @@ func (h *helpScreen) lines() []string {
 		st.info.on("i  info") + "\n")
 	b.WriteString("          a breaker OPEN or HALF_OPEN marks its row " + st.warning.on("!") + " at least\n")
 	b.WriteString("sort      " + st.key.on("▼") + " the sorted column; a row moves only when its mark or its\n")
-	b.WriteString("          value changes by a quarter (s, r and F6 sort afresh)\n")
+	b.WriteString("          value changes by a quarter (s, r and F6 sort afresh); sorted by a\n")
+	b.WriteString("          column not shown, RESOURCE says so (" + sortNames[sortP99] + " ▼)\n")
 	b.WriteString("plans     " + st.closed.on(glyphPlan+" plan") + ": a rule change replayed on the input and found safe\n")
 	b.WriteString("rules     " + st.drift.on(glyphDrift+" differs from most instances of the app") + "\n")
 	b.WriteString("trend     " + sparks[1] + "…" + sparks[len(sparks)-1] + " pass/s  " + sparks[0] +

@@ -230,13 +230,35 @@ func TestTimelineSaysUnknownAndInferred(t *testing.T) {
 	}
 	press(m, "<down>") // java-1: its transitions
 	text := screenText(m)
-	if !strings.Contains(text, "java-1: 1 transitions in range (inferred from counts, ±1 s)") ||
+	if !strings.Contains(text, "java-1: 1 transition in range (inferred from counts, ±1 s)") ||
 		!strings.Contains(text, "● CLOSED → ✖ OPEN  ~ inferred, ±1 s") {
 		t.Errorf("inferred transitions not marked:\n%s", text)
 	}
 	press(m, "<down>") // java-2: why nothing is listed
 	if text := screenText(m); !strings.Contains(text, "java-2: states unknown: not reported, and none inferred from counts") {
 		t.Errorf("an unknown instance does not say why:\n%s", text)
+	}
+}
+
+// TestInferredBoundIsTheInputStep: from an input coarser than per-second
+// counts (the Prometheus source's step, said by the snapshot's
+// CoarseInput warning) an inferred transition is said to be within that
+// step, not ±1 s.
+func TestInferredBoundIsTheInputStep(t *testing.T) {
+	for _, step := range []int64{15_000, 60_000} {
+		snap := provenanceSnapshot()
+		snap.Warnings = append(snap.Warnings, collector.CoarseInput{StepMs: step, NoRules: true})
+		src := newStaticSource(snap)
+		src.details["shop\x00inferred"] = provenanceDetail()
+		m := newTestModel(src, 120, 40)
+		press(m, "/inferred<enter><enter>")
+		press(m, "<down>") // java-1: its transitions
+		text := screenText(m)
+		bound := "within " + fmtSpanMs(step)
+		if !strings.Contains(text, "java-1: 1 transition in range (inferred from counts, "+bound+")") ||
+			!strings.Contains(text, "● CLOSED → ✖ OPEN  ~ inferred, "+bound) || strings.Contains(text, "±1 s") {
+			t.Errorf("step %d ms: inferred transitions not said %q:\n%s", step, bound, text)
+		}
 	}
 }
 
@@ -247,7 +269,7 @@ func TestHelpListsStateGlyphs(t *testing.T) {
 	press(m, "?")
 	text := screenText(m)
 	for _, w := range []string{"? unknown ?2: Java Sentinel and metric logs do not report states",
-		"✖ OPEN~ ✖1~: inferred from per-second counts, ±1 s", "· no data  ? unknown  ~ inferred",
+		"✖ OPEN~ ✖1~: inferred from counts, ±1 s (Prometheus: within its step)", "· no data  ? unknown  ~ inferred",
 		"avg 35ms: no p99, the source has averages only"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("the help does not say %q:\n%s", w, text)

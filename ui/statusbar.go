@@ -69,8 +69,11 @@ func (s statusBar) View() string {
 		}
 	}
 	rw := width(right)
-	left := st.header.on("sentinel-top") + "  " + s.source(max(0, s.width-rw-16))
-	if width(left)+1+rw > s.width {
+	// the left part is laid out for the widest the replay's position can
+	// be, so that the file's name keeps its width as the replay plays.
+	rwMax := rw + s.posSlack()
+	left := st.header.on("sentinel-top") + "  " + s.source(max(0, s.width-rwMax-15))
+	if width(left)+1+rwMax > s.width {
 		left = st.header.on("sentinel-top")
 	}
 	lw := width(left)
@@ -95,14 +98,15 @@ func (s statusBar) mode(full bool) string {
 	var b strings.Builder
 	if snap.Mode == collector.ModeReplay {
 		r := snap.Replay
-		pos := fmtSpanMs(r.Pos-r.From) + "/" + fmtSpanMs(r.To-r.From)
+		at := fmtSpanMs(r.Pos - r.From)
+		pos := "+" + at + "/" + fmtSpanMs(r.To-r.From)
 		switch {
 		case r.Paused:
-			b.WriteString(st.frozen.on(" PAUSED +" + pos + " "))
+			b.WriteString(st.frozen.on(" PAUSED " + pos + " "))
 		case r.Done:
-			b.WriteString(st.mode.on(" REPLAY done " + pos + " "))
+			b.WriteString(st.mode.on(" REPLAY done " + at + "/" + fmtSpanMs(r.To-r.From) + " "))
 		default:
-			b.WriteString(st.mode.on(" REPLAY " + fmtSpeed(r.Speed) + " +" + pos + " "))
+			b.WriteString(st.mode.on(" REPLAY " + fmtSpeed(r.Speed) + " " + pos + " "))
 		}
 	} else {
 		b.WriteString(st.mode.on(" LIVE "))
@@ -119,6 +123,28 @@ func (s statusBar) mode(full bool) string {
 		}
 	}
 	return b.String()
+}
+
+// posSlack is how much wider the replay's position ("+1m01s/6m") can
+// grow than it is now; 0 out of a replay.
+func (s statusBar) posSlack() int {
+	r := s.snap.Replay
+	if s.snap.Mode != collector.ModeReplay || r.Done {
+		return 0
+	}
+	return max(0, maxSpanW(r.To-r.From)-width(fmtSpanMs(r.Pos-r.From)))
+}
+
+// maxSpanW is the widest fmtSpanMs of a span from 0 to total ms: "59s"
+// is wider than "1m", "1m01s" than "6m".
+func maxSpanW(total int64) int {
+	w := width(fmtSpanMs(total))
+	for _, ms := range []int64{59_000, 61_000, 601_000, 36_060_000, 360_060_000} {
+		if ms <= total {
+			w = max(w, width(fmtSpanMs(ms)))
+		}
+	}
+	return w
 }
 
 // source names the replayed file, or counts the targets up and down and

@@ -468,6 +468,14 @@ func (t resourceTable) titleW(stripped bool) int {
 // names share when the rows leave it out ("RESOURCE  order · priceService:…"),
 // the prefix first to go when they do not fit.
 func (t resourceTable) resourceTitle(title string, w int) string {
+	if note := t.sortNote(); note != "" {
+		// the sort's column is not on screen: said here, first
+		long := "sorted by " + note
+		if width(title)+2+width(long) <= w {
+			note = long
+		}
+		title += "  " + note
+	}
 	app := ""
 	if t.oneApp != "" {
 		app = "  " + sanitize(t.oneApp)
@@ -483,6 +491,23 @@ func (t resourceTable) resourceTitle(title string, w int) string {
 		}
 	}
 	return title + app
+}
+
+// sortNote is the sort and its arrow ("slow% ▼") when no column on
+// screen shows them: the sort's column hidden in the column chooser, left
+// out for want of width, or too narrow for its arrow; "" when the arrow
+// is on screen.
+func (t resourceTable) sortNote() string {
+	for _, c := range t.cols {
+		if c.id != colTrend && c.sort == t.sort && width(c.title) < c.w {
+			return ""
+		}
+	}
+	arrow := "▼"
+	if t.sort.ascending() != t.reverse {
+		arrow = "▲"
+	}
+	return t.sort.String() + " " + arrow
 }
 
 // resourceCell is a row's name in w cells: when the names do not fit

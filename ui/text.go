@@ -118,7 +118,12 @@ func resourceName(name string, w int) string {
 		return host + "…" + tailCells(path, tailW)
 	}
 	// a host too long to keep whole: its head, and the path's tail.
-	tail := tailCells(path, min(width(path), (w-1)/2))
+	// the path's last part whole when it leaves the host a cell.
+	tailW := (w - 1) / 2
+	if lp := lastPartW(path); lp <= w-2 {
+		tailW = max(tailW, lp)
+	}
+	tail := tailCells(path, min(width(path), tailW))
 	return ansi.Truncate(host, w-1-width(tail), "") + "…" + tail
 }
 

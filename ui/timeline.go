@@ -32,6 +32,7 @@ type timeline struct {
 	height  int // the detail screen's, which the transitions listed fit in
 	listMax int
 	rng     time.Duration
+	stepMs  int64 // the input's resolution when coarser than 1 s (Prometheus), else 0
 
 	// drawn by prepare: the grid, the column widths and each instance's band.
 	g             grid
@@ -42,6 +43,21 @@ type timeline struct {
 
 func newTimeline(st *Styles, keys *keyMap, loc *time.Location) timeline {
 	return timeline{st: st, keys: keys, loc: loc, listMax: maxListedTransitions, rng: DefaultRange}
+}
+
+// SetInputStep sets the input's resolution, in ms, when it is coarser
+// than per-second counts (the Prometheus source's step: CoarseInput); 0
+// for per-second inputs. It bounds how far an inferred transition may be
+// from its time.
+func (t timeline) SetInputStep(ms int64) timeline { t.stepMs = max(ms, 0); return t }
+
+// inferredBound is how close an inferred transition is to its time:
+// "±1 s" from per-second counts, "within 15 s" from a coarser input.
+func (t timeline) inferredBound() string {
+	if t.stepMs > 1000 {
+		return "within " + fmtSpanMs(t.stepMs)
+	}
+	return "±1 s"
 }
 
 // SetDetail sets the data, keeping the selected instance when it is still
@@ -312,13 +328,13 @@ func (t timeline) render() (string, int) {
 	case len(tr) == 0:
 		head += "no transition in range, " + stateWord(in.Start) + " throughout"
 	default:
-		head += strconv.Itoa(len(tr)) + " transitions in range"
+		head += strconv.Itoa(len(tr)) + " " + plural(len(tr), "transition", "transitions") + " in range"
 		if len(tr) > t.listMax {
 			head += ", the last " + strconv.Itoa(t.listMax) + " below"
 		}
 	}
 	if in.Provenance == collector.ProvenanceInferred {
-		head += " (inferred from counts, ±1 s)"
+		head += " (inferred from counts, " + t.inferredBound() + ")"
 	}
 	b.WriteString(fitLine(st.bold.on(head), t.width))
 	// the newest: a list of a page, at its bottom.
@@ -399,7 +415,7 @@ func (t timeline) transition(tr *collector.Transition) string {
 		b.WriteString(st.dim.on("  rule " + safeName(tr.RuleID, 24)))
 	}
 	if tr.Inferred {
-		b.WriteString("  " + markInferred + " inferred, ±1 s")
+		b.WriteString("  " + markInferred + " inferred, " + t.inferredBound())
 	}
 	return b.String()
 }
