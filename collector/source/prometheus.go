@@ -838,8 +838,10 @@ func points(s *promSeries) (ts []int64, vs []float64) {
 // deltas walks a counter's samples and calls each with the bucket start
 // and the count of the step ending at each sample: the difference from
 // the value before (the last seen, in an earlier window too), or the value
-// itself after a fall (a restart) or for a counter that had none before.
-// A sample at the window's start only sets the value before. The values
+// itself after a fall (a restart). The first sample of a series is its
+// baseline, counted as 0: a long-running process newly seen has counted
+// its whole life before it. A sample at the window's start only sets the
+// value before. The values
 // are kept with the window, and become the converter's when it finishes.
 func (w *promWindow) deltas(key string, s *promSeries, each func(bucket int64, n int64)) {
 	ts, vs := points(s)
@@ -858,11 +860,19 @@ func (w *promWindow) deltas(key string, s *promSeries, each func(bucket int64, n
 		if t > w.end || had && prev.at >= t {
 			continue
 		}
+		if !had {
+			// A series first seen here: its value is what the process
+			// counted before (Prometheus cannot tell whether it started
+			// inside the range), the baseline, not one step's increase.
+			prev, had = promLast{v, t}, true
+			each(t-w.c.step, 0)
+			continue
+		}
 		n := v
-		if had && v >= prev.v {
+		if v >= prev.v {
 			n = v - prev.v
 		}
-		prev, had = promLast{v, t}, true
+		prev = promLast{v, t}
 		each(t-w.c.step, int64(math.Round(n)))
 	}
 	if had {

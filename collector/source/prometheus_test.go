@@ -219,7 +219,7 @@ func TestPromMalformedAnswersDoNotPanic(t *testing.T) {
 		`{"status":"success","data":{"resultType":"matrix","result":{}}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"r","result":"pass"},"values":[["x","y"],[1001,"NaN"],[1002,"-5"],[1e30,"1"],[1003]]}]}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"` + long + `","result":"pass"},"values":[[1001,"1"]]}]}}`,
-		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1001,"1e18"]]}]}}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1000,"0"],[1001,"1e18"]]}]}}`,
 		`not json`,
 		`{"status":"success","data":`,
 	} {
@@ -355,4 +355,58 @@ func TestPromFollowShowsTheServerAsATarget(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// seriesServer answers discovery with sentinel_go_* and every range query
+// of a metric with the series given for it.
+func seriesServer(handled, changed string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/label/__name__/values":
+			if strings.Contains(r.URL.Query().Get("match[]"), "sentinel_go") {
+				answer(w, `["sentinel_go_handled_total","sentinel_go_circuit_breaker_state_changed_total"]`)
+				return
+			}
+			answer(w, `[]`)
+		case "/api/v1/query_range":
+			res := handled
+			if strings.Contains(r.URL.Query().Get("query"), promGoChanged) {
+				res = changed
+			}
+			answer(w, `{"resultType":"matrix","result":[`+res+`]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}
+}
+
+// TestPromFirstSampleIsTheBaseline: a series first seen inside the range
+// (a long-running process newly scraped) counts from its first value, not
+// its lifetime total in one step; its state-change counters too.
+func TestPromFirstSampleIsTheBaseline(t *testing.T) {
+	url := promPeer(t, seriesServer(
+		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"pass"},"values":[[1001,"862000"],[1002,"862010"]]}`,
+		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1001,"7"],[1002,"8"]]}`))
+	msgs, err := rangeOf(t, PromOptions{URL: url, Step: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pass int64
+	var states []string
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *wire.Buckets:
+			for _, it := range m.Items {
+				pass += it.Pass
+			}
+		case *wire.State:
+			states = append(states, fmt.Sprintf("%d:%s>%s", m.Ts/1000, m.From, m.To))
+		}
+	}
+	if pass != 10 {
+		t.Errorf("%d passes, want 10 (the first sample is the baseline)", pass)
+	}
+	if fmt.Sprint(states) != "[1001:CLOSED>OPEN]" {
+		t.Errorf("transitions %v, want the one counted after the baseline", states)
+	}
 }
