@@ -397,16 +397,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if it.Block > 0 {
 			s.app.act.blocked(s, it.Start, it.Block)
 		}
-		if sl, _ := s.fine.slot(it.Start); sl != nil {
-			sl.add(&it.Metrics)
-		}
+		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, false)
 		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
-			if sl, h := r.slot(it.Start); sl != nil {
-				sl.add(&it.Metrics)
-				if it.HasHist {
-					addHist(h, &it.Metrics)
-				}
-			}
+			r.addSpread(it.Start, m.BucketMs, &it.Metrics, it.HasHist)
 		}
 		c.addHot(place, in, s, it.Start, it.Hot)
 		if back {
