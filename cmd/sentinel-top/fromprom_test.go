@@ -396,12 +396,14 @@ func TestPrometheusFlagsAndExitCodes(t *testing.T) {
 	}{
 		{[]string{"report", "--replay", "sawtooth-db-slow", "--from", "-5m"}, exitUsage, "go with --prometheus"},
 		{[]string{"report", "--prometheus", closed, "--from", "yesterday"}, exitUsage, "RFC 3339"},
-		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-2m"}, exitUsage, "at least one --prometheus-step"},
+		{[]string{"report", "--replay", "sawtooth-db-slow", "--prometheus-step", "5s"}, exitUsage, "go with --prometheus"},
+		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-2m"}, exitUsage, "the range is reversed"},
+		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-50s"}, exitUsage, "at least one --prometheus-step"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-step", "1500ms"}, exitUsage, "whole seconds"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-token", "x", "--prometheus-token-file", tokenFile}, exitUsage, "not both"},
 		{[]string{"report", "--prometheus", "http://user:pw@127.0.0.1:9"}, exitUsage, "credentials"},
 		{[]string{"report", "--prometheus", "ftp://127.0.0.1:9"}, exitUsage, "want http"},
-		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--for applies"},
+		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--prometheus reads --from to --to"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-token-file", tokenFile}, exitRuntime, "prometheus unavailable"},
 		{[]string{"--prometheus", closed}, exitRuntime, "prometheus unavailable"}, // the live dashboard, before its screen
 		{[]string{"--prometheus", closed, "--from", "-1h"}, exitUsage, "give --to as well"},
