@@ -35,7 +35,7 @@ func (f *promFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "with --prometheus: where the range begins, RFC 3339 (2026-03-01T10:00:00Z) or relative to now (-30m); report default -15m; the live dashboard begins with the last minute, and takes --from with --to alone")
 	fs.StringVar(&f.to, "to", "", "with --prometheus: where the range ends, RFC 3339 or relative (-5m); report default now; the dashboard follows now without it")
 	f.step = source.DefaultPromStep
-	fs.Var(promStepFlag{f}, "prometheus-step", "with --prometheus: the resolution of counts and inferred transitions; at least the scrape interval, whole seconds")
+	fs.Var(promStepFlag{f}, "prometheus-step", "with --prometheus: the resolution of counts and inferred transitions, a `duration` of whole seconds, at least the scrape interval")
 	fs.IntVar(&f.maxSeries, "prometheus-max-series", source.DefaultPromMaxSeries, "with --prometheus: most series one query may return; a query returning more is refused")
 	f.maxBytes = source.DefaultPromMaxBytes
 	fs.Func("prometheus-max-bytes", "with --prometheus: largest answer read, e.g. 64MiB (default 64MiB); a larger one is refused", func(s string) error {
