@@ -94,6 +94,8 @@ type instance struct {
 	// Sentinel's transport or a metric log: feed.Origin, stated with its
 	// hello).
 	statesUnknown bool
+	// rtUnknown: its source reads no response times (Prometheus).
+	rtUnknown bool
 }
 
 // series is one instance x resource. The fields every bucket item reads
@@ -367,7 +369,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, o feed.Origin, now int64,
 		c.appsLeft = true
 	}
 	in.App, in.helloed = app, true
-	in.statesUnknown, in.polled = o.StatesUnknown, o.Polled
+	in.statesUnknown, in.polled, in.rtUnknown = o.StatesUnknown, o.Polled, o.RTUnknown
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}

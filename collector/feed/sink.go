@@ -32,6 +32,9 @@ type Origin struct {
 	// Sentinel, a metric log): a breaker's state is inferred from counts
 	// or unknown, never CLOSED by default.
 	StatesUnknown bool
+	// RTUnknown: the source reads no response times (Prometheus): its
+	// completions' response time is unknown, never 0 ms.
+	RTUnknown bool
 }
 
 // DialSink is what a source dialing targets writes to: a Sink, a Sink

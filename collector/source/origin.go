@@ -16,11 +16,15 @@ func javaOrigin() feed.Origin { return feed.Origin{Polled: true, StatesUnknown: 
 // fleet. Java Sentinel's, as the Java poller names it ("java-sentinel",
 // "java-sentinel/1.8.9"), was polled and reports no transitions, and so
 // is the Prometheus source's (PromSDK/FAMILY: its transitions are inferred
-// from counters); a metric log's (metriclog.SDK) reports none either; any
+// from counters, and it reads no response times); a metric log's (metriclog.SDK) reports none either; any
 // other is an agent's, the zero Origin.
 func OriginOf(sdk string) feed.Origin {
 	switch {
-	case strings.HasPrefix(sdk, javaSDK), sdk == PromSDK || strings.HasPrefix(sdk, PromSDK+"/"):
+	case sdk == PromSDK || strings.HasPrefix(sdk, PromSDK+"/"):
+		o := javaOrigin()
+		o.RTUnknown = true // it reads counts alone
+		return o
+	case strings.HasPrefix(sdk, javaSDK):
 		return javaOrigin()
 	case sdk == metriclog.SDK:
 		return feed.Origin{StatesUnknown: true}

@@ -410,3 +410,28 @@ func TestPromFirstSampleIsTheBaseline(t *testing.T) {
 		t.Errorf("transitions %v, want the one counted after the baseline", states)
 	}
 }
+
+// TestPromResponseTimesAreUnknown: the completions the Prometheus source
+// writes carry no response time; a store fed its hello's origin shows
+// their RT unknown, never an average of 0 ms.
+func TestPromResponseTimesAreUnknown(t *testing.T) {
+	const t0 = int64(1_764_460_800_000)
+	clock := core.NewVirtualClock(time.UnixMilli(t0))
+	c := collector.New(collector.Options{Clock: clock})
+	sdk := PromSDK + "/" + promFamilyTop
+	if !c.Hello("prometheus", &wire.Hello{Header: wire.Header{Ts: t0, Instance: "a@x"}, App: "a", SDK: sdk, BucketMs: 1000}, OriginOf(sdk)) {
+		t.Fatal("hello refused")
+	}
+	for k := range int64(5) {
+		clock.Set(time.UnixMilli(t0 + (k+1)*1000))
+		c.Ingest("prometheus", &wire.Buckets{Header: wire.Header{Ts: t0 + (k+1)*1000, Instance: "a@x"}, BucketMs: 1000,
+			Items: []wire.BucketItem{{Resource: "r", Start: t0 + k*1000, Metrics: core.Metrics{Pass: 10, Complete: 10}}}})
+	}
+	s := c.Publish()
+	if len(s.Rows) != 1 || s.Rows[0].Completed == 0 {
+		t.Fatalf("rows %+v: want one with completions", s.Rows)
+	}
+	if !s.Rows[0].RTUnknown {
+		t.Errorf("row %+v: response times not marked unknown", s.Rows[0])
+	}
+}
