@@ -382,22 +382,25 @@ func seriesServer(handled, changed string) http.HandlerFunc {
 
 // TestPromFirstSampleIsTheBaseline: a series first seen inside the range
 // (a long-running process newly scraped) counts from its first value, not
-// its lifetime total in one step; its state-change counters too.
+// its lifetime total in one step; its state-change counters too. A series
+// that appears after its instance's others began inside the range.
 func TestPromFirstSampleIsTheBaseline(t *testing.T) {
 	url := promPeer(t, seriesServer(
-		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"pass"},"values":[[1001,"862000"],[1002,"862010"]]}`,
-		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1001,"7"],[1002,"8"]]}`))
+		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"pass"},"values":[[1001,"862000"],[1002,"862010"]]},`+
+			`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"block"},"values":[[1002,"3"]]}`,
+		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1001,"7"],[1002,"8"]]},`+
+			`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","from_state":"Open","to_state":"HalfOpen"},"values":[[1002,"1"]]}`))
 	msgs, err := rangeOf(t, PromOptions{URL: url, Step: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pass int64
+	var pass, block int64
 	var states []string
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *wire.Buckets:
 			for _, it := range m.Items {
-				pass += it.Pass
+				pass, block = pass+it.Pass, block+it.Block
 			}
 		case *wire.State:
 			states = append(states, fmt.Sprintf("%d:%s>%s", m.Ts/1000, m.From, m.To))
@@ -406,8 +409,13 @@ func TestPromFirstSampleIsTheBaseline(t *testing.T) {
 	if pass != 10 {
 		t.Errorf("%d passes, want 10 (the first sample is the baseline)", pass)
 	}
-	if fmt.Sprint(states) != "[1001:CLOSED>OPEN]" {
-		t.Errorf("transitions %v, want the one counted after the baseline", states)
+	// A series that appears after its instance was seen began inside the
+	// range, from 0: its first value counts.
+	if block != 3 {
+		t.Errorf("%d blocks, want 3 (a series begun after its instance counts whole)", block)
+	}
+	if fmt.Sprint(states) != "[1001:CLOSED>OPEN 1001:OPEN>HALF_OPEN]" {
+		t.Errorf("transitions %v, want the one counted after the baseline, then the new series'", states)
 	}
 }
 
