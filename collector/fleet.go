@@ -96,6 +96,11 @@ type instance struct {
 	statesUnknown bool
 	// rtUnknown: its source reads no response times (Prometheus).
 	rtUnknown bool
+	// relay is the target (a Prometheus server) it is read through, ""
+	// for none (feed.Origin.Relayed); hidden: that target is down and the
+	// instance silent past StaleAfter: not gone, its states unknown.
+	relay  string
+	hidden bool
 }
 
 // series is one instance x resource. The fields every bucket item reads
@@ -333,7 +338,24 @@ func (c *Collector) sweep(now int64) {
 		return
 	}
 	floor := now
+	var down map[string]bool // the relays down: their instances are hidden, not gone
+	for _, t := range c.targets {
+		if st := t.Status(); st.State == feed.TargetDown {
+			if down == nil {
+				down = map[string]bool{}
+			}
+			down[st.Name] = true
+		}
+	}
 	for _, in := range c.insts {
+		if !in.Gone && now-in.lastArrive > stale && in.relay != "" && down[in.relay] {
+			if !in.hidden {
+				in.hidden, in.changed = true, true
+				c.breakersGen++
+			}
+			floor = min(floor, in.lastArrive)
+			continue
+		}
 		if !in.Gone && now-in.lastArrive > stale {
 			in.Gone, in.LeftAt, in.goneAt, in.changed = true, in.lastTs+stale, in.lastArrive+stale, true
 			c.noteGone(in.goneAt)

@@ -213,6 +213,10 @@ func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, n
 	}
 	back := in.Gone
 	in.Gone = false
+	if in.hidden {
+		in.hidden, in.changed = false, true
+		c.breakersGen++
+	}
 	switch m.(type) {
 	case *wire.Rules, *wire.State:
 		if back {
@@ -221,6 +225,10 @@ func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, n
 	}
 	switch m := m.(type) {
 	case *wire.Hello:
+		in.relay = ""
+		if o.Relayed {
+			in.relay = place
+		}
 		if !c.hello(in, m, o, now, back) {
 			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.Name, MaxAppChangesPerMinute)
 			c.rejected++

@@ -227,6 +227,11 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	case ProvenanceInferred:
 		se.app.someInferred = true
 	}
+	if in.hidden && p.guarded {
+		// read through a server that is down: the instance did not
+		// leave, but nothing tells its state now
+		p.prov = ProvenanceUnknown
+	}
 	if p.prov == ProvenanceInferred && p.state == core.Closed && in.silentNow(se) {
 		p.prov = ProvenanceUnknown // a silence: it may have tripped unseen (silence.go)
 	}

@@ -35,6 +35,10 @@ type Origin struct {
 	// RTUnknown: the source reads no response times (Prometheus): its
 	// completions' response time is unknown, never 0 ms.
 	RTUnknown bool
+	// Relayed: the source reads the process through a server between
+	// (Prometheus), the target its place names: while that target is
+	// down the process is hidden, not gone, and its states unknown.
+	Relayed bool
 }
 
 // DialSink is what a source dialing targets writes to: a Sink, a Sink

@@ -23,6 +23,7 @@ func OriginOf(sdk string) feed.Origin {
 	case sdk == PromSDK || strings.HasPrefix(sdk, PromSDK+"/"):
 		o := javaOrigin()
 		o.RTUnknown = true // it reads counts alone
+		o.Relayed = true   // through the server: its outage hides them
 		return o
 	case strings.HasPrefix(sdk, javaSDK):
 		return javaOrigin()
