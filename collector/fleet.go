@@ -96,6 +96,13 @@ type instance struct {
 	statesUnknown bool
 	// slowUnknown: its source does not count slow calls (feed.Origin).
 	slowUnknown bool
+	// rtUnknown: its source reads no response times (Prometheus).
+	rtUnknown bool
+	// relay is the target (a Prometheus server) it is read through, ""
+	// for none (feed.Origin.Relayed); hidden: that target is down and the
+	// instance silent past StaleAfter: not gone, its states unknown.
+	relay  string
+	hidden bool
 }
 
 // series is one instance x resource. The fields every bucket item reads
@@ -336,7 +343,24 @@ func (c *Collector) sweep(now int64) {
 		return
 	}
 	floor := now
+	var down map[string]bool // the relays down: their instances are hidden, not gone
+	for _, t := range c.targets {
+		if st := t.Status(); st.State == feed.TargetDown {
+			if down == nil {
+				down = map[string]bool{}
+			}
+			down[st.Name] = true
+		}
+	}
 	for _, in := range c.insts {
+		if !in.Gone && now-in.lastArrive > stale && in.relay != "" && down[in.relay] {
+			if !in.hidden {
+				in.hidden, in.changed = true, true
+				c.breakersGen++
+			}
+			floor = min(floor, in.lastArrive)
+			continue
+		}
 		if !in.Gone && now-in.lastArrive > stale {
 			in.Gone, in.LeftAt, in.goneAt, in.changed = true, in.lastTs+stale, in.lastArrive+stale, true
 			c.noteGone(in.goneAt)
@@ -372,7 +396,7 @@ func (c *Collector) hello(in *instance, m *wire.Hello, o feed.Origin, now int64,
 		c.appsLeft = true
 	}
 	in.App, in.helloed = app, true
-	in.statesUnknown, in.slowUnknown, in.polled = o.StatesUnknown, o.SlowUnknown, o.Polled
+	in.statesUnknown, in.slowUnknown, in.polled, in.rtUnknown = o.StatesUnknown, o.SlowUnknown, o.Polled, o.RTUnknown
 	if m.BucketMs > 0 {
 		in.bucketMs = m.BucketMs
 	}

@@ -213,6 +213,10 @@ func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, n
 	}
 	back := in.Gone
 	in.Gone = false
+	if in.hidden {
+		in.hidden, in.changed = false, true
+		c.breakersGen++
+	}
 	switch m.(type) {
 	case *wire.Rules, *wire.State:
 		if back {
@@ -221,6 +225,10 @@ func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, n
 	}
 	switch m := m.(type) {
 	case *wire.Hello:
+		in.relay = ""
+		if o.Relayed {
+			in.relay = place
+		}
 		if !c.hello(in, m, o, now, back) {
 			err := fmt.Errorf("instance %q moved to another app more than %d times a minute", in.Name, MaxAppChangesPerMinute)
 			c.rejected++
@@ -397,16 +405,9 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if it.Block > 0 {
 			s.app.act.blocked(s, it.Start, it.Block)
 		}
-		if sl, _ := s.fine.slot(it.Start); sl != nil {
-			sl.add(&it.Metrics)
-		}
+		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, false)
 		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
-			if sl, h := r.slot(it.Start); sl != nil {
-				sl.add(&it.Metrics)
-				if it.HasHist {
-					addHist(h, &it.Metrics)
-				}
-			}
+			r.addSpread(it.Start, m.BucketMs, &it.Metrics, it.HasHist)
 		}
 		c.addHot(place, in, s, it.Start, it.Hot)
 		if back {

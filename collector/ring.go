@@ -195,3 +195,50 @@ func (d *dedupe) mark(idx int64) (dup, old bool) {
 	d.bits[b/64] |= 1 << (b % 64)
 	return false, false
 }
+
+// addSpread folds a bucket of bucketMs from start into the slots it
+// covers: a bucket longer than the ring's step (a Prometheus step of 15 s
+// in slots of 1 s) is spread evenly over the steps it spans, so that each
+// slot's rate is the bucket's, not its whole count in one slot. Errors
+// and slow calls stay within the completions of each part. A bucket that
+// is not a whole number of steps takes the slot
+// of its start; of one longer than the ring, the ring keeps the last
+// steps.
+func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics, hist bool) {
+	k := int64(1)
+	if bucketMs > r.stepMs && bucketMs%r.stepMs == 0 {
+		k = bucketMs / r.stepMs
+	}
+	if k == 1 {
+		if sl, h := r.slot(start); sl != nil {
+			sl.add(m)
+			if hist && h != nil {
+				addHist(h, m)
+			}
+		}
+		return
+	}
+	// The ring holds its last len(starts) steps: earlier parts would be
+	// overwritten by the later ones at once.
+	for j := max(0, k-int64(len(r.starts))); j < k; j++ {
+		part := core.Metrics{Pass: share(m.Pass, j, k), Block: share(m.Block, j, k),
+			Complete: share(m.Complete, j, k), Error: share(m.Error, j, k), Slow: share(m.Slow, j, k),
+			RtSum: share(m.RtSum, j, k), RtMax: m.RtMax}
+		for i := range m.Hist {
+			part.Hist[i] = share(m.Hist[i], j, k)
+		}
+		if sl, h := r.slot(start + j*r.stepMs); sl != nil {
+			sl.add(&part)
+			if hist && h != nil {
+				addHist(h, &part)
+			}
+		}
+	}
+}
+
+// share is part j of n split evenly in k parts (the parts sum to n, and
+// a larger n gives no smaller part).
+func share(n, j, k int64) int64 {
+	q, rem := n/k, n%k
+	return q + rem*(j+1)/k - rem*j/k
+}

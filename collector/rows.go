@@ -27,6 +27,7 @@ type rowPart struct {
 	live        bool
 	guarded     bool
 	slowUnknown bool
+	rtUnknown   bool
 	// guards: which rules the instance has for the resource besides
 	// breakers, and whether its rules were read at all (guardFlow ...).
 	guards      uint8
@@ -63,7 +64,7 @@ func partGuards(in *instance, se *series) uint8 {
 
 // rowSums are the parts of an app x resource's listed series, summed.
 type rowSums struct {
-	listed, live, guarded, slowUnknown int
+	listed, live, guarded, slowUnknown, rtUnknown int
 	// byGuards counts the parts by their guards: one add a part, however
 	// many bits it has.
 	byGuards                        [guardKinds]int
@@ -98,6 +99,9 @@ func (r *rowSums) apply(p *rowPart, sign int) {
 	// slow ratio: its rates are in the row's.
 	if p.slowUnknown {
 		r.slowUnknown += sign
+	}
+	if p.rtUnknown {
+		r.rtUnknown += sign
 	}
 	if !p.live {
 		return
@@ -200,7 +204,7 @@ func (a *appSeries) resourceRow(rateMs int64) ResourceRow {
 	r := &a.sums
 	return ResourceRow{App: a.key.app, Resource: a.key.resource, Instances: r.live,
 		PassQPS: float64(r.pass) * 1000 / float64(rateMs), BlockQPS: float64(r.block) * 1000 / float64(rateMs),
-		SlowUnknown: r.slowUnknown > 0, HasBreaker: r.guarded > 0, LastTransition: a.last,
+		SlowUnknown: r.slowUnknown > 0, RTUnknown: r.rtUnknown > 0, HasBreaker: r.guarded > 0, LastTransition: a.last,
 		HasFlow: r.hasGuard(guardFlow), HasParam: r.hasGuard(guardParam), RulesUnknown: r.hasGuard(guardUnknown),
 		Breakers: StateCounts{Closed: r.closed, HalfOpen: r.halfOpen, Open: r.open, Unknown: r.unknown}}
 }
@@ -211,7 +215,7 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 	if !listed {
 		return rowPart{}
 	}
-	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.slowUnknown, prov: se.provenance(in), end: end,
+	p := rowPart{on: true, live: !in.Gone, slowUnknown: in.slowUnknown, rtUnknown: in.rtUnknown, prov: se.provenance(in), end: end,
 		// A state inferred shows a breaker whose rules went unseen (a
 		// metric log carries none).
 		guarded: se.ruled || se.inferred, guards: partGuards(in, se)}
@@ -227,6 +231,11 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 		se.app.someUnknown = true
 	case ProvenanceInferred:
 		se.app.someInferred = true
+	}
+	if in.hidden && p.guarded {
+		// read through a server that is down: the instance did not
+		// leave, but nothing tells its state now
+		p.prov = ProvenanceUnknown
 	}
 	if p.prov == ProvenanceInferred && p.state == core.Closed && in.silentNow(se) {
 		p.prov = ProvenanceUnknown // a silence: it may have tripped unseen (silence.go)

@@ -221,6 +221,10 @@ type ResourceRow struct {
 	// slow calls (Java Sentinel's counts and metric logs have none): its
 	// SlowRatio is then no measurement (show "–").
 	SlowUnknown bool
+	// RTUnknown is set when an instance counted in the row reads no
+	// response times (the Prometheus source): AvgRtMs and the quantiles
+	// are then no measurement (show "–", never 0 ms).
+	RTUnknown bool
 	// Breakers counts the live instances by state; HasBreaker is false
 	// when no instance listed (live, or gone within the stale period) has a
 	// breaker rule for the resource.

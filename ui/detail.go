@@ -351,7 +351,9 @@ func (v *detailView) charts(add func(string)) {
 	}
 	p99s, averagesOnly := p99Series(d)
 	p99 := mk("P99 RT", fmtMsLabel, 1, series{name: "p99", values: p99s, color: asciigraph.Blue})
-	if averagesOnly {
+	if v.hasRow && v.row.RTUnknown {
+		p99.empty = "response times unknown: the source does not read them (Prometheus)"
+	} else if averagesOnly {
 		p99.empty = "p99 unknown: the source reports average RTs only (Java Sentinel, metric logs)"
 		if v.hasRow && v.row.Completed > 0 && !v.row.HasP99 {
 			p99.empty += "; avg RT " + fmtMs(int64(math.Round(v.row.AvgRtMs))) + " now"

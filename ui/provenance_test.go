@@ -125,7 +125,8 @@ func TestBreakersSortUnknownAfterOpen(t *testing.T) {
 
 // TestLatencyCellNeverZeroWhenUnknown: the P99 column shows the p99 where
 // a histogram measured it, the average RT (said so) where the source has
-// averages only, and "–" where nothing completed; sorted, p99s come
+// averages only, and "–" where nothing completed or no response time is
+// read (the Prometheus source); sorted, p99s come
 // first, then averages, then nothing.
 func TestLatencyCellNeverZeroWhenUnknown(t *testing.T) {
 	for _, c := range []struct {
@@ -136,6 +137,7 @@ func TestLatencyCellNeverZeroWhenUnknown(t *testing.T) {
 		{collector.ResourceRow{Completed: 10, AvgRtMs: 34.6}, "avg 35ms"},
 		{collector.ResourceRow{Completed: 0, PassQPS: 5, AvgRtMs: 0}, "–"},
 		{collector.ResourceRow{Completed: 0, HasP99: true}, "–"},
+		{collector.ResourceRow{Completed: 10, RTUnknown: true}, "–"}, // Prometheus: no RT read
 	} {
 		if got := latencyCell(&c.row); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.row, got, c.want)

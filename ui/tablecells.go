@@ -171,10 +171,11 @@ func ifCompleted(r *collector.ResourceRow, s string) string {
 
 // latencyCell is the P99 column's cell: the p99, or where the source
 // reports averages only (no RT histogram: Java Sentinel, metric logs) the
-// average RT, said so: "avg 35ms"; "–" when nothing completed.
+// average RT, said so: "avg 35ms"; "–" when nothing completed or the
+// source reads no response times (Prometheus).
 func latencyCell(r *collector.ResourceRow) string {
 	switch {
-	case r.Completed == 0:
+	case r.Completed == 0, r.RTUnknown:
 		return noData
 	case r.HasP99:
 		return fmtMs(r.P99Ms)

@@ -118,7 +118,7 @@ func compareRows(a, b *collector.ResourceRow, k sortKey) int {
 // p99, 1 an average, 0 nothing) and its value.
 func latencyKey(r *collector.ResourceRow) (kind int, v float64) {
 	switch {
-	case r.Completed == 0:
+	case r.Completed == 0, r.RTUnknown:
 		return 0, 0
 	case r.HasP99:
 		return 2, float64(r.P99Ms)

@@ -22,6 +22,7 @@ type promFlags struct {
 	tokenFile string
 	from, to  string
 	step      time.Duration
+	stepSet   bool // --prometheus-step was given
 	maxSeries int
 	maxBytes  int64
 	timeout   time.Duration
@@ -33,7 +34,8 @@ func (f *promFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "prometheus-token-file", "", "file holding the bearer token for --prometheus (kept off the command line)")
 	fs.StringVar(&f.from, "from", "", "with --prometheus: where the range begins, RFC 3339 (2026-03-01T10:00:00Z) or relative to now (-30m); report default -15m; the live dashboard begins with the last minute, and takes --from with --to alone")
 	fs.StringVar(&f.to, "to", "", "with --prometheus: where the range ends, RFC 3339 or relative (-5m); report default now; the dashboard follows now without it")
-	fs.DurationVar(&f.step, "prometheus-step", source.DefaultPromStep, "with --prometheus: the resolution of counts and inferred transitions; at least the scrape interval, whole seconds")
+	f.step = source.DefaultPromStep
+	fs.Var(promStepFlag{f}, "prometheus-step", "with --prometheus: the resolution of counts and inferred transitions, a `duration` of whole seconds, at least the scrape interval")
 	fs.IntVar(&f.maxSeries, "prometheus-max-series", source.DefaultPromMaxSeries, "with --prometheus: most series one query may return; a query returning more is refused")
 	f.maxBytes = source.DefaultPromMaxBytes
 	fs.Func("prometheus-max-bytes", "with --prometheus: largest answer read, e.g. 64MiB (default 64MiB); a larger one is refused", func(s string) error {
@@ -44,12 +46,32 @@ func (f *promFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "prometheus-timeout", source.DefaultPromTimeout, "with --prometheus: most time one query may take")
 }
 
+// promStepFlag is --prometheus-step: a duration, and whether it was
+// given (it goes with --prometheus alone).
+type promStepFlag struct{ f *promFlags }
+
+func (v promStepFlag) String() string {
+	if v.f == nil {
+		return ""
+	}
+	return v.f.step.String()
+}
+
+func (v promStepFlag) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	v.f.step, v.f.stepSet = d, true
+	return nil
+}
+
 // validate checks the Prometheus flags given without --prometheus, and
 // with it their values.
 func (f *promFlags) validate(now time.Time) error {
 	if f.url == "" {
-		if f.from != "" || f.to != "" || f.token != "" || f.tokenFile != "" {
-			return usagef("--from, --to and --prometheus-token go with --prometheus")
+		if f.from != "" || f.to != "" || f.token != "" || f.tokenFile != "" || f.stepSet {
+			return usagef("--from, --to, --prometheus-step and --prometheus-token go with --prometheus")
 		}
 		return nil
 	}
@@ -99,6 +121,10 @@ func (f *promFlags) promRange(now time.Time) (from, to time.Time, err error) {
 		if to, err = parseWhen(f.to, now); err != nil {
 			return from, to, usageError{fmt.Errorf("--to %w", err)}
 		}
+	}
+	if to.Before(from) {
+		return from, to, usageError{fmt.Errorf("--from %s is after --to %s: the range is reversed",
+			from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))}
 	}
 	if !to.After(from.Add(f.step)) {
 		return from, to, usageError{fmt.Errorf("--from %s to --to %s: want at least one --prometheus-step (%s)",

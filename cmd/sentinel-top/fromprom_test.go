@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +107,63 @@ func waitScraping(t *testing.T, promURL string, n int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// baselines asks the server, from from, what each checkout process's
+// pass and block counters held at its first scrape (the series that came
+// with the process, not later), summed per resource.
+func baselines(t *testing.T, promURL string, from time.Time) map[string][2]int64 {
+	t.Helper()
+	q := "sum by (pid, resource, result) (max by (job, app, host, pid, resource, result, block_type) (sentinel_go_handled_total{job=\"checkout\"}))"
+	u := fmt.Sprintf("%s/api/v1/query_range?query=%s&start=%d&end=%d&step=1", promURL,
+		url.QueryEscape(q),
+		from.Unix(), time.Now().Unix())
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Data struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		t.Fatal(err)
+	}
+	earliest := map[string]float64{}
+	for _, r := range ans.Data.Result {
+		if len(r.Values) > 0 {
+			at, _ := r.Values[0][0].(float64)
+			if e, ok := earliest[r.Metric["pid"]]; !ok || at < e {
+				earliest[r.Metric["pid"]] = at
+			}
+		}
+	}
+	out := map[string][2]int64{}
+	for _, r := range ans.Data.Result {
+		if len(r.Values) == 0 {
+			continue
+		}
+		at, _ := r.Values[0][0].(float64)
+		v, _ := r.Values[0][1].(string)
+		var n int64
+		fmt.Sscan(v, &n)
+		if at != earliest[r.Metric["pid"]] {
+			continue // began after its process: counted whole
+		}
+		b := out[r.Metric["resource"]]
+		if r.Metric["result"] == "pass" {
+			b[0] += n
+		} else {
+			b[1] += n
+		}
+		out[r.Metric["resource"]] = b
+	}
+	return out
 }
 
 // buildGoLoad builds contrib/sentinelgolang's sentinel-go-load, the
@@ -273,6 +331,12 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 			want[res] = w
 		}
 	}
+	// Less what each process had counted when it was first scraped: the
+	// first sample of a series that came with its process is a baseline.
+	for res, n := range baselines(t, promURL, began.Add(-2*time.Second)) {
+		w := want[res]
+		want[res] = [2]int64{w[0] - n[0], w[1] - n[1]}
+	}
 	got := map[string][2]int64{}
 	var otherApps []string
 	javaGot := map[string][4]int64{}
@@ -303,7 +367,7 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("checkout's [pass block] per resource:\n got %v\nwant %v (the processes' own counts)", got, want)
+		t.Errorf("checkout's [pass block] per resource:\n got %v\nwant %v (the processes' own counts, less their first scrape's)", got, want)
 	}
 	if javaWant := java.totals(); fmt.Sprint(javaGot) != fmt.Sprint(javaWant) {
 		t.Errorf("%s's [pass block complete error] per resource:\n got %v\nwant %v (every second the exposition served)", javaApp, javaGot, javaWant)
@@ -396,12 +460,14 @@ func TestPrometheusFlagsAndExitCodes(t *testing.T) {
 	}{
 		{[]string{"report", "--replay", "sawtooth-db-slow", "--from", "-5m"}, exitUsage, "go with --prometheus"},
 		{[]string{"report", "--prometheus", closed, "--from", "yesterday"}, exitUsage, "RFC 3339"},
-		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-2m"}, exitUsage, "at least one --prometheus-step"},
+		{[]string{"report", "--replay", "sawtooth-db-slow", "--prometheus-step", "5s"}, exitUsage, "go with --prometheus"},
+		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-2m"}, exitUsage, "the range is reversed"},
+		{[]string{"report", "--prometheus", closed, "--from", "-1m", "--to", "-50s"}, exitUsage, "at least one --prometheus-step"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-step", "1500ms"}, exitUsage, "whole seconds"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-token", "x", "--prometheus-token-file", tokenFile}, exitUsage, "not both"},
 		{[]string{"report", "--prometheus", "http://user:pw@127.0.0.1:9"}, exitUsage, "credentials"},
 		{[]string{"report", "--prometheus", "ftp://127.0.0.1:9"}, exitUsage, "want http"},
-		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--for applies"},
+		{[]string{"report", "--prometheus", closed, "--for", "10s"}, exitUsage, "--prometheus reads --from to --to"},
 		{[]string{"report", "--prometheus", closed, "--prometheus-token-file", tokenFile}, exitRuntime, "prometheus unavailable"},
 		{[]string{"--prometheus", closed}, exitRuntime, "prometheus unavailable"}, // the live dashboard, before its screen
 		{[]string{"--prometheus", closed, "--from", "-1h"}, exitUsage, "give --to as well"},

@@ -39,7 +39,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	render, threshold, err := reportOptions(*format, *failOn, cmd.in.replay == "" && cmd.in.prom.url == "", *dur)
+	render, threshold, err := reportOptions(*format, *failOn, cmd.in.replay == "" && cmd.in.prom.url == "", cmd.in.prom.url != "", *dur)
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top report:", err)
 		return exitUsage
@@ -102,7 +102,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // reportOptions checks the report's own flags: the renderer of --format,
 // the severity of --fail-on, and that --for goes with live input alone.
-func reportOptions(format, failOn string, live bool, dur time.Duration) (render func(io.Writer, *report.Report) error, threshold triage.Severity, err error) {
+func reportOptions(format, failOn string, live, prom bool, dur time.Duration) (render func(io.Writer, *report.Report) error, threshold triage.Severity, err error) {
 	render, ok := map[string]func(io.Writer, *report.Report) error{
 		"text": report.Text, "md": report.Markdown, "markdown": report.Markdown, "json": report.JSON,
 	}[format]
@@ -117,6 +117,9 @@ func reportOptions(format, failOn string, live bool, dur time.Duration) (render 
 		threshold = triage.Critical
 	default:
 		return nil, 0, fmt.Errorf("--fail-on %q: want warning or critical", failOn)
+	}
+	if !live && dur > 0 && prom {
+		return nil, 0, errors.New("--for applies to live input (--targets, --demo); --prometheus reads --from to --to")
 	}
 	if !live && dur > 0 {
 		return nil, 0, errors.New("--for applies to live input (--targets, --demo); a replay ends with its file")

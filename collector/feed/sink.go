@@ -36,6 +36,13 @@ type Origin struct {
 	// counts, a metric log, a Prometheus family without a slow counter):
 	// its slow count is no measurement, never 0 % slow.
 	SlowUnknown bool
+	// RTUnknown: the source reads no response times (Prometheus): its
+	// completions' response time is unknown, never 0 ms.
+	RTUnknown bool
+	// Relayed: the source reads the process through a server between
+	// (Prometheus), the target its place names: while that target is
+	// down the process is hidden, not gone, and its states unknown.
+	Relayed bool
 }
 
 // DialSink is what a source dialing targets writes to: a Sink, a Sink

@@ -51,7 +51,10 @@ import (
 // the range). Counts are taken at the step: the difference of a counter's
 // value between two evaluation times, summed server-side by the labels
 // that name an instance (sum by), so a bucket of the step holds what the
-// scrapes of that step saw; a counter that falls restarted. A step shorter
+// scrapes of that step saw; a counter that falls restarted. The first
+// sample of a series that came with its instance is a baseline, not
+// counted (a process newly scraped may have counted for days); one that
+// appears after its instance's others began inside the range, from 0. A step shorter
 // than the scrape interval leaves buckets empty and the next one double:
 // the step must be at least the scrape interval. Breaker transitions come
 // from state-change counters: each is marked inferred, timed within the
@@ -648,6 +651,7 @@ func (p *Prometheus) window(ctx context.Context, f promFamilies, start, end int6
 	if err := p.readWindow(ctx, f, w); err != nil {
 		return nil, nil, err
 	}
+	w.settle()
 	msgs, rejects, unannounced := p.conv.finish(w, p.o.Limits)
 	p.mu.Lock()
 	p.stats.TransitionsCut, p.conv.cut = p.stats.TransitionsCut+p.conv.cut, 0
@@ -787,6 +791,18 @@ type promWindow struct {
 	start, end int64
 	insts      map[string]*promInstData
 	last       map[string]promLast
+	// earliest is each instance's earliest sample in the window, of any
+	// series; firsts are the series first seen inside the window, their
+	// first value held until every series is read (see settle).
+	earliest map[string]int64
+	firsts   []promFirst
+}
+
+// promFirst is a series' first sample, inside the window.
+type promFirst struct {
+	inst  string
+	t     int64
+	count func()
 }
 
 type promInstData struct {
@@ -802,7 +818,8 @@ type promInstData struct {
 }
 
 func (c *promConv) begin(start, end int64) *promWindow {
-	return &promWindow{c: c, start: start, end: end, insts: map[string]*promInstData{}, last: map[string]promLast{}}
+	return &promWindow{c: c, start: start, end: end, insts: map[string]*promInstData{}, last: map[string]promLast{},
+		earliest: map[string]int64{}}
 }
 
 func (w *promWindow) inst(id promInstance) *promInstData {
@@ -837,10 +854,12 @@ func points(s *promSeries) (ts []int64, vs []float64) {
 // deltas walks a counter's samples and calls each with the bucket start
 // and the count of the step ending at each sample: the difference from
 // the value before (the last seen, in an earlier window too), or the value
-// itself after a fall (a restart) or for a counter that had none before.
-// A sample at the window's start only sets the value before. The values
+// itself after a fall (a restart). The first sample of a series is its
+// baseline, counted as 0: a long-running process newly seen has counted
+// its whole life before it. A sample at the window's start only sets the
+// value before. The values
 // are kept with the window, and become the converter's when it finishes.
-func (w *promWindow) deltas(key string, s *promSeries, each func(bucket int64, n int64)) {
+func (w *promWindow) deltas(inst, key string, s *promSeries, each func(bucket int64, n int64)) {
 	ts, vs := points(s)
 	prev, had := w.last[key]
 	if !had {
@@ -848,6 +867,9 @@ func (w *promWindow) deltas(key string, s *promSeries, each func(bucket int64, n
 	}
 	for i, t := range ts {
 		v := vs[i]
+		if e, ok := w.earliest[inst]; !ok || t < e {
+			w.earliest[inst] = t
+		}
 		if t <= w.start {
 			if !had || prev.at < t {
 				prev, had = promLast{v, t}, true
@@ -857,16 +879,44 @@ func (w *promWindow) deltas(key string, s *promSeries, each func(bucket int64, n
 		if t > w.end || had && prev.at >= t {
 			continue
 		}
+		if !had {
+			// A series first seen here: its value is what the process
+			// counted before (Prometheus cannot tell whether it started
+			// inside the range), the baseline, not one step's increase;
+			// unless its instance was seen before it (settle).
+			prev, had = promLast{v, t}, true
+			each(t-w.c.step, 0)
+			if n := int64(math.Round(v)); n > 0 {
+				bucket := t - w.c.step
+				w.firsts = append(w.firsts, promFirst{inst: inst, t: t, count: func() { each(bucket, n) }})
+			}
+			continue
+		}
 		n := v
-		if had && v >= prev.v {
+		if v >= prev.v {
 			n = v - prev.v
 		}
-		prev, had = promLast{v, t}, true
+		prev = promLast{v, t}
 		each(t-w.c.step, int64(math.Round(n)))
 	}
 	if had {
 		w.last[key] = prev
 	}
+}
+
+// settle counts the first value of each series first seen inside the
+// window whose instance was seen before it (in an earlier window, or an
+// earlier sample of another series): such a series demonstrably began
+// inside the range, from 0 (an exporter shows a counter from its first
+// increment: a resource's first call, a breaker's first change). A series
+// that came with its instance is a baseline.
+func (w *promWindow) settle() {
+	for _, f := range w.firsts {
+		if w.c.announced[f.inst] || w.earliest[f.inst] < f.t {
+			f.count()
+		}
+	}
+	w.firsts = nil
 }
 
 func seriesKey(s *promSeries) string {
@@ -889,7 +939,7 @@ func seriesKey(s *promSeries) string {
 func (w *promWindow) counter(id promInstance, s *promSeries, field itemField) {
 	d := w.inst(id)
 	res := s.Metric["resource"]
-	w.deltas(seriesKey(s), s, func(bucket, n int64) {
+	w.deltas(id.name, seriesKey(s), s, func(bucket, n int64) {
 		d.seen(bucket)
 		if n > 0 {
 			d.add(bucket, res, field, n)
@@ -923,7 +973,7 @@ func (w *promWindow) transitions(id promInstance, s *promSeries, from, to string
 	}
 	d := w.inst(id)
 	res := s.Metric["resource"]
-	w.deltas(seriesKey(s), s, func(bucket, n int64) {
+	w.deltas(id.name, seriesKey(s), s, func(bucket, n int64) {
 		d.seen(bucket)
 		if n <= 0 {
 			return

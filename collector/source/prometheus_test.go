@@ -219,7 +219,7 @@ func TestPromMalformedAnswersDoNotPanic(t *testing.T) {
 		`{"status":"success","data":{"resultType":"matrix","result":{}}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"r","result":"pass"},"values":[["x","y"],[1001,"NaN"],[1002,"-5"],[1e30,"1"],[1003]]}]}}`,
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"` + long + `","result":"pass"},"values":[[1001,"1"]]}]}}`,
-		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1001,"1e18"]]}]}}`,
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1000,"0"],[1001,"1e18"]]}]}}`,
 		`not json`,
 		`{"status":"success","data":`,
 	} {
@@ -355,4 +355,91 @@ func TestPromFollowShowsTheServerAsATarget(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// seriesServer answers discovery with sentinel_go_* and every range query
+// of a metric with the series given for it.
+func seriesServer(handled, changed string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/label/__name__/values":
+			if strings.Contains(r.URL.Query().Get("match[]"), "sentinel_go") {
+				answer(w, `["sentinel_go_handled_total","sentinel_go_circuit_breaker_state_changed_total"]`)
+				return
+			}
+			answer(w, `[]`)
+		case "/api/v1/query_range":
+			res := handled
+			if strings.Contains(r.URL.Query().Get("query"), promGoChanged) {
+				res = changed
+			}
+			answer(w, `{"resultType":"matrix","result":[`+res+`]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}
+}
+
+// TestPromFirstSampleIsTheBaseline: a series first seen inside the range
+// (a long-running process newly scraped) counts from its first value, not
+// its lifetime total in one step; its state-change counters too. A series
+// that appears after its instance's others began inside the range.
+func TestPromFirstSampleIsTheBaseline(t *testing.T) {
+	url := promPeer(t, seriesServer(
+		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"pass"},"values":[[1001,"862000"],[1002,"862010"]]},`+
+			`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","result":"block"},"values":[[1002,"3"]]}`,
+		`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","from_state":"Closed","to_state":"Open"},"values":[[1001,"7"],[1002,"8"]]},`+
+			`{"metric":{"app":"a","host":"h","pid":"1","resource":"r","from_state":"Open","to_state":"HalfOpen"},"values":[[1002,"1"]]}`))
+	msgs, err := rangeOf(t, PromOptions{URL: url, Step: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pass, block int64
+	var states []string
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *wire.Buckets:
+			for _, it := range m.Items {
+				pass, block = pass+it.Pass, block+it.Block
+			}
+		case *wire.State:
+			states = append(states, fmt.Sprintf("%d:%s>%s", m.Ts/1000, m.From, m.To))
+		}
+	}
+	if pass != 10 {
+		t.Errorf("%d passes, want 10 (the first sample is the baseline)", pass)
+	}
+	// A series that appears after its instance was seen began inside the
+	// range, from 0: its first value counts.
+	if block != 3 {
+		t.Errorf("%d blocks, want 3 (a series begun after its instance counts whole)", block)
+	}
+	if fmt.Sprint(states) != "[1001:CLOSED>OPEN 1001:OPEN>HALF_OPEN]" {
+		t.Errorf("transitions %v, want the one counted after the baseline, then the new series'", states)
+	}
+}
+
+// TestPromResponseTimesAreUnknown: the completions the Prometheus source
+// writes carry no response time; a store fed its hello's origin shows
+// their RT unknown, never an average of 0 ms.
+func TestPromResponseTimesAreUnknown(t *testing.T) {
+	const t0 = int64(1_764_460_800_000)
+	clock := core.NewVirtualClock(time.UnixMilli(t0))
+	c := collector.New(collector.Options{Clock: clock})
+	sdk := PromSDK + "/" + promFamilyTop
+	if !c.Hello("prometheus", &wire.Hello{Header: wire.Header{Ts: t0, Instance: "a@x"}, App: "a", SDK: sdk, BucketMs: 1000}, OriginOf(sdk)) {
+		t.Fatal("hello refused")
+	}
+	for k := range int64(5) {
+		clock.Set(time.UnixMilli(t0 + (k+1)*1000))
+		c.Ingest("prometheus", &wire.Buckets{Header: wire.Header{Ts: t0 + (k+1)*1000, Instance: "a@x"}, BucketMs: 1000,
+			Items: []wire.BucketItem{{Resource: "r", Start: t0 + k*1000, Metrics: core.Metrics{Pass: 10, Complete: 10}}}})
+	}
+	s := c.Publish()
+	if len(s.Rows) != 1 || s.Rows[0].Completed == 0 {
+		t.Fatalf("rows %+v: want one with completions", s.Rows)
+	}
+	if !s.Rows[0].RTUnknown {
+		t.Errorf("row %+v: response times not marked unknown", s.Rows[0])
+	}
 }
