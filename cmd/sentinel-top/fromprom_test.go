@@ -42,9 +42,9 @@ type goLoadResult struct {
 	} `json:"transitions"`
 }
 
-// startPrometheus runs a real Prometheus with cfg (its scrape configs)
-// until the test ends, and returns its address once it is ready.
-func startPrometheus(t *testing.T, cfg string) string {
+// prometheusBin is the prometheus binary, or the test skipped without one
+// (failed where SENTINEL_TOP_REQUIRE_PROMETHEUS is set: CI installs it).
+func prometheusBin(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -53,33 +53,59 @@ func startPrometheus(t *testing.T, cfg string) string {
 		}
 		t.Skip("prometheus is not installed (apt-get install prometheus)")
 	}
-	dir, addr := t.TempDir(), freePort(t)
+	return bin
+}
+
+// testProm is a real Prometheus run for a test.
+type testProm struct {
+	addr string
+	done chan struct{} // closed when it exited
+	log  bytes.Buffer  // its output, read once it exited
+}
+
+// failed says why Prometheus exited, "" while it runs.
+func (p *testProm) failed() string {
+	select {
+	case <-p.done:
+		return "prometheus exited: " + p.log.String()
+	default:
+		return ""
+	}
+}
+
+// startPrometheus runs a real Prometheus with cfg (its configuration file)
+// until the test ends, on a port none of avoid uses, and returns it once
+// it is ready.
+func startPrometheus(t *testing.T, cfg string, avoid ...string) *testProm {
+	t.Helper()
+	bin := prometheusBin(t)
+	dir := t.TempDir()
+	p := &testProm{addr: freePort(t), done: make(chan struct{})}
+	for slices.Contains(avoid, p.addr) {
+		p.addr = freePort(t)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
 	prom := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr, "--log.level=warn")
-	prom.Stdout, prom.Stderr = &log, &log
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+p.addr, "--log.level=warn")
+	prom.Stdout, prom.Stderr = &p.log, &p.log
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { prom.Wait(); close(done) }()
-	t.Cleanup(func() { prom.Process.Kill(); <-done })
+	go func() { prom.Wait(); close(p.done) }()
+	t.Cleanup(func() { prom.Process.Kill(); <-p.done })
 	client := &http.Client{Timeout: 2 * time.Second}
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := client.Get("http://" + addr + "/-/ready")
+		resp, err := client.Get("http://" + p.addr + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return addr
+				return p
 			}
 		}
-		select {
-		case <-done:
-			t.Fatalf("prometheus exited: %s", log.String())
-		default:
+		if msg := p.failed(); msg != "" {
+			t.Fatal(msg)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("prometheus not ready after 60 s: %v", err)
@@ -210,7 +236,7 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 		"  - job_name: collector\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n"+
 		"  - job_name: java\n    honor_timestamps: true\n    static_configs:\n      - targets: [%q]\n",
 		loadAddrs[0], loadAddrs[1], serveAddr, java.addr)
-	promURL := "http://" + startPrometheus(t, cfg)
+	promURL := "http://" + startPrometheus(t, cfg).addr
 	// Prometheus hands its scrape loops their targets a few seconds after
 	// it is ready: the processes start once every target has been tried
 	// (an up sample, 0 while nothing listens), so that it scrapes them

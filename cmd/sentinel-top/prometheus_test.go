@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,14 +37,8 @@ const promScenario = "sawtooth-db-slow"
 // It is skipped when no prometheus binary is installed, unless
 // SENTINEL_TOP_REQUIRE_PROMETHEUS is set (CI installs it).
 func TestPrometheusScrapesServe(t *testing.T) {
-	t.Parallel() // it waits on scrapes, as TestPrometheusSourceReadsSentinelGolang does
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("SENTINEL_TOP_REQUIRE_PROMETHEUS") != "" {
-			t.Fatal("prometheus is not installed (apt-get install prometheus)")
-		}
-		t.Skip("prometheus is not installed (apt-get install prometheus); skipping the Prometheus integration test")
-	}
+	t.Parallel()     // it waits on scrapes, as TestPrometheusSourceReadsSentinelGolang does
+	prometheusBin(t) // before the expectations are worked out
 	sc, ok := sim.Lookup(promScenario)
 	if !ok {
 		t.Fatalf("no scenario %s", promScenario)
@@ -54,12 +46,9 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	demo := demoExpectation(t, sc)
 	replay := fixtureExpectation(t, promScenario)
 
-	demoAddr, replayAddr, promAddr := freePort(t), freePort(t), freePort(t)
+	demoAddr, replayAddr := freePort(t), freePort(t)
 	for replayAddr == demoAddr {
 		replayAddr = freePort(t)
-	}
-	for promAddr == demoAddr || promAddr == replayAddr {
-		promAddr = freePort(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,7 +58,6 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	// honor_labels keeps sentinel-top's own instance label.
 	// It evaluates deploy/prometheus's alert rules every second as it
 	// scrapes (checkAlertRules).
-	dir := t.TempDir()
 	rulesFile, err := filepath.Abs(alertRulesFile)
 	if err != nil {
 		t.Fatal(err)
@@ -78,51 +66,10 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	for _, job := range [][2]string{{"demo", demoAddr}, {"replay", replayAddr}} {
 		cfg += fmt.Sprintf("  - job_name: %s\n    honor_labels: true\n    static_configs:\n      - targets: [%q]\n", job[0], job[1])
 	}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	prom := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr, "--log.level=warn")
-	promLog, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer promLog.Close()
-	prom.Stdout, prom.Stderr = promLog, promLog
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
 	began := time.Now()
-	promDone := make(chan struct{})
-	go func() { prom.Wait(); close(promDone) }()
-	defer func() { prom.Process.Kill(); <-promDone }()
-	promFailed := func() string {
-		select {
-		case <-promDone:
-			out, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-			return fmt.Sprintf("prometheus exited (%v):\n%s", prom.ProcessState, out)
-		default:
-			return ""
-		}
-	}
+	prom := startPrometheus(t, cfg, demoAddr, replayAddr)
+	promAddr, promFailed := prom.addr, prom.failed
 	client := &http.Client{Timeout: 10 * time.Second}
-	ready := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := client.Get("http://" + promAddr + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if msg := promFailed(); msg != "" {
-			t.Fatal(msg)
-		}
-		if time.Now().After(ready) {
-			t.Fatalf("prometheus not ready after 60 s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 
 	served := make(chan int, 2)
 	go func() {
