@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -300,18 +299,7 @@ func TestTotalsEqualAgentsThroughDisconnectAndRestart(t *testing.T) {
 	if items == 0 {
 		t.Fatal("nothing recorded")
 	}
-	g, err := os.Open(recording)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	r, err := newReplay("live.ndjson.gz", g, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := replayWhole(t, recording)
 	for i := range agents {
 		name := fmt.Sprintf("gateway-%d", i)
 		for _, res := range resources {
@@ -483,18 +471,7 @@ func TestInstanceSquattingLoopback(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	g, err := os.Open(recording)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	r, err := newReplay("live.ndjson.gz", g, 0, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := replayWhole(t, recording)
 	for _, name := range []string{"gw-1", honestName} {
 		for _, res := range resources {
 			live, _ := c.Totals(name, res)

@@ -3,6 +3,9 @@ package collector
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
+	"testing"
 
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -41,6 +44,24 @@ func newReplay(name string, src io.Reader, speed float64, opts Options) (*replay
 		return nil, err
 	}
 	return startReplay(rp, opts)
+}
+
+// replayWhole replays the recording at path to its end, at full speed.
+func replayWhole(t *testing.T, path string) *replayed {
+	t.Helper()
+	g, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r, err := newReplay(filepath.Base(path), g, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // newReplayMessages is newReplay for source.NewReplayMessages.
