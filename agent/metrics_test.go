@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -22,6 +23,13 @@ import (
 // on a loopback port.
 func servedAgent(t *testing.T, opts Options) (*Agent, *core.VirtualClock, string) {
 	t.Helper()
+	return servedAgentOn(t, opts, nil)
+}
+
+// servedAgentOn is servedAgent with each accepted connection passed
+// through wrap first (nil: as accepted).
+func servedAgentOn(t *testing.T, opts Options, wrap func(net.Conn) net.Conn) (*Agent, *core.VirtualClock, string) {
+	t.Helper()
 	clock := core.NewVirtualClock(t0)
 	opts.Clock, opts.ManualShip = clock, true
 	a, err := New(opts)
@@ -32,6 +40,9 @@ func servedAgent(t *testing.T, opts Options) (*Agent, *core.VirtualClock, string
 	if err != nil {
 		t.Fatal(err)
 	}
+	if wrap != nil {
+		ln = wrappedListener{ln, wrap}
+	}
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(ln) }()
 	t.Cleanup(func() {
@@ -41,6 +52,31 @@ func servedAgent(t *testing.T, opts Options) (*Agent, *core.VirtualClock, string
 		}
 	})
 	return a, clock, ln.Addr().String()
+}
+
+// wrappedListener passes every accepted connection through wrap.
+type wrappedListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.wrap(c), nil
+}
+
+// smallBuffers shrinks a TCP connection's kernel buffers to their least,
+// so a peer that reads nothing stalls its writer after a few KB whatever
+// the machine's TCP autotuning would otherwise absorb (several MB).
+func smallBuffers(c net.Conn) net.Conn {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(1)
+		_ = tc.SetReadBuffer(1)
+	}
+	return c
 }
 
 // scrape gets the metrics page over HTTP and parses it as Prometheus does:
@@ -233,7 +269,7 @@ func TestMetricsGuarded(t *testing.T) {
 // 5,000 resources (about 9 MB) and never read, a third is answered 503 at
 // once and counted, and is served again once they are gone.
 func TestMetricsRendersAreBounded(t *testing.T) {
-	a, clock, addr := servedAgent(t, Options{App: "big", Instance: "big-1", ServeMetrics: true})
+	a, clock, addr := servedAgentOn(t, Options{App: "big", Instance: "big-1", ServeMetrics: true}, smallBuffers)
 	for i := range 5000 {
 		e, err := a.Entry(fmt.Sprintf("GET:/api/v1/%0200d", i))
 		if err != nil {
@@ -249,33 +285,39 @@ func TestMetricsRendersAreBounded(t *testing.T) {
 			c.Close()
 		}
 	}()
+	// The stalled clients' buffers are made small before they ask (no
+	// byte flows before the request), as the server's sockets are.
 	for range maxMetricsRenders {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
+		c = smallBuffers(c)
 		stalled = append(stalled, c)
 		if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", MetricsPath, addr); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Both renders are under way (their clients read nothing): wait until
-	// a third request is refused.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + MetricsPath)
-		if err != nil {
-			t.Fatal(err)
+	// Each stalled client reads its status line: both renders hold their
+	// places before a third asks (had the third come first, a stalled
+	// request would have been the one refused).
+	for i, c := range stalled {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		line, err := bufio.NewReaderSize(c, 16).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Fatalf("stalled client %d: %q %v; want 200 under way", i, line, err)
 		}
-		n, _ := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a third scrape while two stall: %s, %d bytes; want 503", resp.Status, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	// Both renders are under way and their clients read no more: a third
+	// request is refused at once.
+	resp, err := http.Get("http://" + addr + MetricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a third scrape while two stall: %s, %d bytes; want 503", resp.Status, n)
 	}
 	if a.Stats().MetricsRefused == 0 {
 		t.Error("the refused scrape is not counted")
