@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/fleetbench"
@@ -103,6 +104,27 @@ func BenchmarkPublish(b *testing.B) {
 			}
 			b.ReportMetric(float64(ingest)/1e6/float64(b.N), "ingest-ms/op")
 		})
+	}
+}
+
+// BenchmarkPublishTargets is a snapshot of a dialed fleet as bench runs
+// it: 2,000 targets, each streaming one instance of 20 resources, their
+// status records updated between snapshots as their connections do.
+func BenchmarkPublishTargets(b *testing.B) {
+	const instances = 2000
+	c, _ := publishFleet(instances)
+	records := make([]*feed.TargetRecord, instances)
+	for i := range records {
+		records[i] = feed.NewTargetRecord(feed.TargetStatus{Name: fmt.Sprintf("10.0.%d.%d:8719", i/250, i%250),
+			State: feed.TargetUp, Instance: fmt.Sprintf("gw-%d", i)})
+	}
+	c.AddTargets(records...)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, r := range records {
+			r.Update(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += 400; s.Items += 20 })
+		}
+		c.Publish()
 	}
 }
 

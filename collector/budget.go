@@ -220,26 +220,46 @@ func (c *Collector) Hold(n int64) { c.transient.Add(n) }
 const listedShares = 16
 
 // memoryShares lists, by owner, what the owners that were refused
-// something hold, and the listedShares others holding the most. c.mu is
-// held.
+// something hold, and the listedShares holding the most (ties: by owner,
+// so that a snapshot lists the same ones as the last). It keeps no more
+// than those while it looks through the owners: a fleet's snapshots do not
+// copy and sort a share of every target each. c.mu is held.
 func (c *Collector) memoryShares() []MemoryShare {
 	if len(c.shares) == 0 {
 		return nil
 	}
 	limit := c.shareLimit()
-	out := make([]MemoryShare, 0, len(c.shares))
+	holdsMore := func(a, b *budgetShare) bool {
+		return a.used > b.used || (a.used == b.used && a.owner < b.owner)
+	}
+	var top [listedShares]*budgetShare // the most held, most first
+	n := 0
+	var refused []*budgetShare
 	for _, sh := range c.shares {
+		if sh.refused > 0 {
+			refused = append(refused, sh)
+		}
+		if n == listedShares && !holdsMore(sh, top[n-1]) {
+			continue
+		}
+		i := min(n, listedShares-1)
+		for i > 0 && holdsMore(sh, top[i-1]) {
+			if i < listedShares {
+				top[i] = top[i-1]
+			}
+			i--
+		}
+		top[i] = sh
+		n = min(n+1, listedShares)
+	}
+	out := make([]MemoryShare, 0, n+len(refused))
+	for _, sh := range top[:n] {
 		out = append(out, MemoryShare{Target: sh.owner, Used: sh.used, Limit: limit, Refused: sh.refused})
 	}
-	if len(out) > listedShares {
-		slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(b.Used, a.Used) })
-		kept := out[:listedShares]
-		for _, sh := range out[listedShares:] {
-			if sh.Refused > 0 {
-				kept = append(kept, sh)
-			}
+	for _, sh := range refused {
+		if !slices.Contains(top[:n], sh) {
+			out = append(out, MemoryShare{Target: sh.owner, Used: sh.used, Limit: limit, Refused: sh.refused})
 		}
-		out = kept
 	}
 	slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(a.Target, b.Target) })
 	return out

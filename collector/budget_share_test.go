@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +275,22 @@ func TestMemorySharesListed(t *testing.T) {
 		if _, ok := listed[fmt.Sprintf("t-%02d", i)]; !ok {
 			t.Errorf("t-%02d, of the largest, not listed", i)
 		}
+	}
+	// Ties go by name, so that snapshots list the same targets: with every
+	// share equal (t-00, t-05, ... hold none: no share), the first 16 by
+	// name and the refused t-21.
+	c.mu.Lock()
+	for _, sh := range c.shares {
+		sh.used, sh.refused = 1000, 0
+	}
+	c.shares["t-21"].refused = 1
+	c.mu.Unlock()
+	var names []string
+	for _, sh := range c.Publish().MemoryShares {
+		names = append(names, sh.Target)
+	}
+	want := "t-01 t-02 t-03 t-04 t-06 t-07 t-08 t-09 t-11 t-12 t-13 t-14 t-16 t-17 t-18 t-19 t-21"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("equal shares listed %s, want %s", got, want)
 	}
 }

@@ -150,10 +150,14 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*feed.TargetRecord // the dialed targets' records, read at publish
-	keptBuf  []int                // Ingest's scratch: the bucket items taken
-	triBuf   []triage.Series      // and their triage series (buckets)
-	touched  int64                // what touchSeries read: kept, never used
-	memUsed  int64                // bytes charged to the budget (budget.go)
+	// qualifiedEver counts the instances ever named NAME@TARGET (another
+	// target announced NAME first): until one is, no target's instance
+	// is looked for under another name at publish.
+	qualifiedEver int
+	keptBuf       []int           // Ingest's scratch: the bucket items taken
+	triBuf        []triage.Series // and their triage series (buckets)
+	touched       int64           // what touchSeries read: kept, never used
+	memUsed       int64           // bytes charged to the budget (budget.go)
 	// shares are the owners' shares of the budget (by owner: a dialed
 	// target, "" for sources without one), and cur the share of the
 	// message being ingested.

@@ -294,6 +294,7 @@ func (c *Collector) instanceOf(owner, place, name string, ts int64) (in *instanc
 	}
 	in = c.instanceFor(place, free, owner, name)
 	if in != nil {
+		c.qualifiedEver++
 		c.notice(Notice{Kind: NoticeInstanceConflict, Instance: free, Resource: name, Target: owner, Holder: holder.owner, At: ts, Count: 1})
 	}
 	return in, nil

@@ -45,12 +45,15 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	for _, t := range c.targets {
 		st := t.Status()
-		if x := c.insts[st.Instance]; x != nil && x.owner != "" && x.owner != st.Name {
-			// Another target announced the name first: this one's is
-			// NAME@TARGET (looked for only then: a fleet of targets down
-			// costs a lookup each).
-			if in := c.heldInstance(st.Name, st.Instance); in != nil {
-				st.Instance = in.Name
+		// Another target announced the name first: this one's is
+		// NAME@TARGET (looked for only once some instance was so named,
+		// and then only where the name is another's: a fleet of targets
+		// down costs a lookup each).
+		if c.qualifiedEver > 0 {
+			if x := c.insts[st.Instance]; x != nil && x.owner != "" && x.owner != st.Name {
+				if in := c.heldInstance(st.Name, st.Instance); in != nil {
+					st.Instance = in.Name
+				}
 			}
 		}
 		s.Targets = append(s.Targets, st)

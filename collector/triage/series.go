@@ -202,5 +202,9 @@ func (h Series) Touch() int64 {
 	if s == nil {
 		return 0
 	}
-	return s.lastStart + s.offered + s.hz.holdMs + s.hz.hist[0] + s.hz.hist[len(s.hz.hist)-1] + int64(s.up.passed) + int64(len(s.win.ws))
+	v := s.lastStart + s.offered + s.hz.holdMs + s.hz.hist[0] + s.hz.hist[len(s.hz.hist)-1] + int64(s.up.passed) + int64(len(s.win.ws))
+	if t := s.log.tail; len(t) < cap(t) {
+		v += int64(t[:len(t)+1][len(t)]) // where the traffic log writes next
+	}
+	return v
 }

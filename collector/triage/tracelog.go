@@ -35,7 +35,8 @@ const (
 )
 
 // traceChunk is a part of one series' log; base is the time its deltas
-// start from.
+// start from. The series' last chunk is written through the series'
+// traceLog.tail, and its b is brought up to date (sync) before it is read.
 type traceChunk struct {
 	s    *series
 	base int64
@@ -45,7 +46,18 @@ type traceChunk struct {
 // traceLog is a series' kept traffic.
 type traceLog struct {
 	chunks []*traceChunk
-	last   int64 // the time the next record's delta starts from
+	// tail is the last chunk's bytes, appended to here: a bucket's record
+	// is written without reading the list or the chunk, which a fleet's
+	// series keep out of the caches between two of its buckets.
+	tail []byte
+	last int64 // the time the next record's delta starts from
+}
+
+// sync brings the last chunk's bytes up to date with tail.
+func (l *traceLog) sync() {
+	if n := len(l.chunks); n > 0 {
+		l.chunks[n-1].b = l.tail
+	}
 }
 
 // traces is the engine's budget and its chunks, oldest first.
@@ -97,37 +109,35 @@ func (t *traces) init(max int64) {
 // record appends one record to s's log: tag, then the values, the first
 // a time given as a delta.
 func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
-	c := e.traceRoom(s, at, binary.MaxVarintLen64*(len(vals)+2))
-	if c == nil {
+	if !e.traceRoom(s, at, binary.MaxVarintLen64*(len(vals)+2)) {
 		return
 	}
-	c.b = append(c.b, tag)
-	c.b = binary.AppendVarint(c.b, at-s.log.last)
+	b := append(s.log.tail, tag)
+	b = binary.AppendVarint(b, at-s.log.last)
 	s.log.last = at
 	for _, v := range vals {
-		c.b = binary.AppendUvarint(c.b, uint64(max(v, 0)))
+		b = binary.AppendUvarint(b, uint64(max(v, 0)))
 	}
+	s.log.tail = b
 }
 
-// traceRoom is the chunk of s's log a record of at most need bytes at at
-// goes to: its last, or a new one (need is at most traceChunkBytes); nil
-// when the budget has no room or the log is off.
-func (e *Engine) traceRoom(s *series, at int64, need int) *traceChunk {
+// traceRoom makes room in s's log for a record of at most need bytes at
+// at (need is at most traceChunkBytes): in its last chunk, or a new one
+// (s.log.tail is then the new chunk's); false when the budget has no room
+// or the log is off.
+func (e *Engine) traceRoom(s *series, at int64, need int) bool {
 	t := &e.traces
 	if t.max < 0 {
-		return nil
+		return false
 	}
 	l := &s.log
-	var c *traceChunk
-	if n := len(l.chunks); n > 0 {
-		c = l.chunks[n-1]
-	}
-	if c != nil && len(c.b)+need <= cap(c.b) {
-		return c
+	if len(l.chunks) > 0 && len(l.tail)+need <= cap(l.tail) {
+		return true
 	}
 	size := int64(traceFirstChunk)
-	if c != nil {
-		size = min(int64(cap(c.b))*2, traceChunkBytes)
+	if len(l.chunks) > 0 {
+		size = min(int64(cap(l.tail))*2, traceChunkBytes)
+		l.sync()
 	}
 	for size < int64(need) && size < traceChunkBytes {
 		size *= 2
@@ -136,14 +146,15 @@ func (e *Engine) traceRoom(s *series, at int64, need int) *traceChunk {
 		t.evict()
 	}
 	if t.used+size > t.max {
-		return nil
+		return false
 	}
-	c = t.newChunk(s, at, size)
+	c := t.newChunk(s, at, size)
 	l.chunks = append(l.chunks, c)
+	l.tail = c.b
 	l.last = at
 	t.used += size
 	t.queue = append(t.queue, c)
-	return c
+	return true
 }
 
 // traceHot logs the hot values of bucket b of series s (wire "hot": at
@@ -156,24 +167,24 @@ func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 	for i := range hot {
 		need += 4*binary.MaxVarintLen64 + min(len(hot[i].Value), wire.MaxHotValueBytes)
 	}
-	c := e.traceRoom(s, b.Start, need)
-	if c == nil {
+	if !e.traceRoom(s, b.Start, need) {
 		return
 	}
-	c.b = append(c.b, recHot)
-	c.b = binary.AppendVarint(c.b, b.Start-s.log.last)
+	out := append(s.log.tail, recHot)
+	out = binary.AppendVarint(out, b.Start-s.log.last)
 	s.log.last = b.Start
-	c.b = binary.AppendUvarint(c.b, uint64(max(bm, 0)))
-	c.b = binary.AppendUvarint(c.b, uint64(len(hot)))
+	out = binary.AppendUvarint(out, uint64(max(bm, 0)))
+	out = binary.AppendUvarint(out, uint64(len(hot)))
 	for i := range hot {
 		h := &hot[i]
 		v := h.Value[:min(len(h.Value), wire.MaxHotValueBytes)]
-		c.b = binary.AppendUvarint(c.b, uint64(max(h.Param, 0)))
-		c.b = binary.AppendUvarint(c.b, uint64(max(h.Pass, 0)))
-		c.b = binary.AppendUvarint(c.b, uint64(max(h.Block, 0)))
-		c.b = binary.AppendUvarint(c.b, uint64(len(v)))
-		c.b = append(c.b, v...)
+		out = binary.AppendUvarint(out, uint64(max(h.Param, 0)))
+		out = binary.AppendUvarint(out, uint64(max(h.Pass, 0)))
+		out = binary.AppendUvarint(out, uint64(max(h.Block, 0)))
+		out = binary.AppendUvarint(out, uint64(len(v)))
+		out = append(out, v...)
 	}
+	s.log.tail = out
 }
 
 // evict drops the engine's oldest chunk, the oldest of its series.
@@ -195,6 +206,9 @@ func (t *traces) evict() {
 		n := copy(l.chunks, l.chunks[1:])
 		l.chunks[n] = nil
 		l.chunks = l.chunks[:n]
+		if n == 0 {
+			l.tail = nil // it was the last chunk too: written no more
+		}
 		c.s.logTrimmed = true
 	}
 	t.used -= int64(cap(c.b))
@@ -283,6 +297,7 @@ func (s *series) decodeLog(want *hotKey) (tr whatif.Trace, hot []whatif.ParamBuc
 	tr.Instance = s.inst.id.Name
 	var spellFrom int64 = -1
 	first, spelled := true, false
+	s.log.sync()
 	for _, c := range s.log.chunks {
 		at, b := c.base, c.b
 		for len(b) > 0 {

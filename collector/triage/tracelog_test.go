@@ -84,3 +84,41 @@ func TestTrafficLogKeepsHotValuesWithinItsBound(t *testing.T) {
 		t.Fatalf("a value never listed: %+v", tr.Buckets[:1])
 	}
 }
+
+// A series' log decodes to the buckets it took, in order, whatever its
+// chunks went through: written across chunk boundaries, its oldest
+// evicted, and (a bound smaller than a series' full set of chunks) the
+// chunk being written evicted itself, the next record starting a new one.
+func TestTrafficLogDecodesWhatItTook(t *testing.T) {
+	for _, bound := range []int64{3 << 10, 16 << 10, 1 << 20} {
+		e := NewFeeder(Config{TraceBytes: bound})
+		appFleet(e, "order", 1, t0, "v1", slowRule("db"))
+		const n = 3000
+		start := t0
+		for i := range n {
+			start += 500
+			b := bucketAt("db", start, hist(int64(i%7+1), i%5), int64(i))
+			e.Bucket("order-1", b)
+		}
+		s := e.instList[0].series["db"]
+		tr, from := s.trace()
+		if len(tr.Buckets) == 0 {
+			t.Fatalf("bound %d: nothing decoded", bound)
+		}
+		if bound < 1<<20 && (!s.logTrimmed || e.traces.dropped == 0) {
+			t.Fatalf("bound %d: nothing evicted: the case proves nothing", bound)
+		}
+		first := n - len(tr.Buckets) // the buckets kept are the latest
+		if from != tr.Buckets[0].Start {
+			t.Errorf("bound %d: from %d, first bucket at %d", bound, from, tr.Buckets[0].Start)
+		}
+		for k, b := range tr.Buckets {
+			i := first + k
+			want := bucketAt("db", t0+int64(i+1)*500, hist(int64(i%7+1), i%5), int64(i))
+			if b.Start != want.Start || b.Pass != want.Pass || b.RtMax != want.RtMax || b.Hist != want.Hist || b.Ms != 500 {
+				t.Fatalf("bound %d: bucket %d of %d decoded %+v, want start %d pass %d rtMax %d hist %v",
+					bound, k, len(tr.Buckets), b, want.Start, want.Pass, want.RtMax, want.Hist)
+			}
+		}
+	}
+}
