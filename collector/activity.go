@@ -32,9 +32,12 @@ type ResourceActivity struct {
 	// received by the bucket's arrival tell); FlowBlock those blocked on
 	// an instance whose only rules for it are flow and hot-parameter
 	// rules, or while its breakers were all CLOSED (a CLOSED breaker
-	// blocks nothing). The rest were blocked where the instance's rules
-	// were not known, or none named the resource (system and authority
-	// rules block too): wire v1 does not say what blocked an entry.
+	// blocks nothing) as its source told. The rest were blocked where the
+	// instance's rules were not known, or none named the resource (system
+	// and authority rules block too), or where breakers and flow rules
+	// both guard it and its source does not report breaker states (Java
+	// Sentinel, a metric log, Prometheus) and inferred none not CLOSED:
+	// wire v1 does not say what blocked an entry.
 	Block, BreakerBlock, FlowBlock int64
 }
 
@@ -60,8 +63,9 @@ func (a *activity) spell(state core.State, ms int64) {
 }
 
 // blocked attributes a bucket item's blocks, of the series s, starting at
-// start (see ResourceActivity.Block).
-func (a *activity) blocked(s *series, start, block int64) {
+// start (see ResourceActivity.Block); statesTold says its instance's
+// source reports breaker transitions.
+func (a *activity) blocked(s *series, start, block int64, statesTold bool) {
 	if block <= 0 {
 		return
 	}
@@ -69,6 +73,9 @@ func (a *activity) blocked(s *series, start, block int64) {
 	switch {
 	case s.ruled && (!flow || s.breakerNotClosed(start)):
 		a.breakerBlock = sat64(a.breakerBlock, block)
+	case s.ruled && !statesTold:
+		// Breakers and flow rules both guard it, and no transition says a
+		// breaker was CLOSED: either may have blocked these.
 	case flow:
 		a.flowBlock = sat64(a.flowBlock, block)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -75,5 +76,39 @@ func TestActivityCountsSpellsAndBlocksByCause(t *testing.T) {
 	c.Ingest("t", bucketsAt("x-1", t0ms+9000, t0ms+8500, 1))
 	if g := act()["x/breaker"]; g.OpenMs != 1000 || g.TimesPartial {
 		t.Errorf("after a restart: %+v, want OPEN 1000 ms", g)
+	}
+}
+
+// On an instance whose source cannot report breaker states (Java
+// Sentinel, a metric log, Prometheus), blocks of a resource that breakers
+// and flow rules both guard go to neither: no transition says its breaker
+// was CLOSED. Those of a resource only flow rules guard are flow
+// control's, those of one only breakers guard the breakers'.
+func TestActivityBlocksUnattributedWhereStatesUnknown(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms))})
+	breaker := core.BreakerRule{Resource: "both", Strategy: core.ErrorRatio, Threshold: 0.5, RetryTimeoutMs: 5000,
+		MinRequestAmount: 20, StatIntervalMs: 1000}
+	only := breaker
+	only.Resource = "breaker"
+	if !c.Hello("java", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "j-1"}, App: "j", SDK: "java-sentinel/1.8.9", BucketMs: 1000},
+		feed.Origin{Polled: true, StatesUnknown: true}) {
+		t.Fatal("hello refused")
+	}
+	c.Ingest("java", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: "j-1"}, Version: "1",
+		Breakers: []core.BreakerRule{breaker, only},
+		Flows:    []core.FlowRule{{Resource: "both", Threshold: 10}, {Resource: "flow", Threshold: 10}}})
+	var items []wire.BucketItem
+	for _, r := range []string{"both", "breaker", "flow"} {
+		items = append(items, wire.BucketItem{Resource: r, Start: t0ms, Metrics: core.Metrics{Pass: 30, Block: 4}})
+	}
+	c.Ingest("java", &wire.Buckets{Header: wire.Header{Ts: t0ms + 1000, Instance: "j-1"}, BucketMs: 1000, Items: items})
+	got := map[string]ResourceActivity{}
+	for _, a := range c.Activity() {
+		got[a.Resource] = a
+	}
+	for res, w := range map[string][2]int64{"both": {0, 0}, "breaker": {4, 0}, "flow": {0, 4}} {
+		if g := got[res]; g.Block != 4 || g.BreakerBlock != w[0] || g.FlowBlock != w[1] {
+			t.Errorf("%s: blocked %d, by breakers %d, by flow %d; want 4, %d, %d", res, g.Block, g.BreakerBlock, g.FlowBlock, w[0], w[1])
+		}
 	}
 }

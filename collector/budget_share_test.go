@@ -19,6 +19,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/deadport"
 )
 
 // hostileNewAppEveryFrame serves, on loopback, a stream that announces a
@@ -82,12 +83,7 @@ func hostileNewAppEveryFrame(t *testing.T) string {
 func TestLateHonestTargetGetsItsShare(t *testing.T) {
 	clock := core.NewVirtualClock(time.UnixMilli(t0ms))
 	hostile := hostileNewAppEveryFrame(t)
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close() // refused until the proxy is pointed at the agent
+	deadAddr := deadport.Addr(t) // refused until the proxy is pointed at the agent
 	honest := newProxy(t, deadAddr)
 	c := New(Options{MaxMemory: 16 << 20})
 	ctx, cancel := context.WithCancel(context.Background())

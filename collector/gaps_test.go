@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/deadport"
 )
 
 // gwHello is gw-1's hello at ts, of the process started at startedAt.
@@ -178,12 +178,7 @@ func TestUnreceivedOverLoopback(t *testing.T) {
 	clock := core.NewVirtualClock(time.UnixMilli(1764460800000))
 	fa := startFleetAgent(t, clock, "gateway-0")
 	p := newProxy(t, fa.addr)
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close() // dialing it is refused
+	deadAddr := deadport.Addr(t) // dialing it is refused
 	recording, rec := recorder(t)
 	c := New(Options{Record: rec.Writer})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -477,12 +472,7 @@ func TestBreakerStatesSurviveAReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newProxy(t, fa.addr)
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
+	deadAddr := deadport.Addr(t)
 	dial := func(addr string) *Collector { return dialOne(t, New(Options{}), addr) }
 	c := dial(p.addr())
 	call := func(fail bool) {

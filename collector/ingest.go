@@ -403,7 +403,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		s.total.add(&it.Metrics)
 		s.app.total.add(&it.Metrics)
 		if it.Block > 0 {
-			s.app.act.blocked(s, it.Start, it.Block)
+			s.app.act.blocked(s, it.Start, it.Block, !in.statesUnknown)
 		}
 		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, false)
 		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/agent"
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/source"
+	"github.com/sentinel-top/sentinel-top/internal/deadport"
 )
 
 // wsURL is the stream URL of an httptest server.
@@ -58,12 +58,7 @@ func dialed(t *testing.T, targets []source.Target, up string) *collector.Collect
 // closedAddr is a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return deadport.Addr(t)
 }
 
 // TestTargetsSayWhyTheyAreDown dials one target of each class of failure

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/deadport"
 	"github.com/sentinel-top/sentinel-top/ui"
 )
 
@@ -455,12 +456,7 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 // exit 2; a server that cannot be reached, is slow or answers too much
 // exits 3 with the reason, at once.
 func TestPrometheusFlagsAndExitCodes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + deadport.Addr(t)
 	slow, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

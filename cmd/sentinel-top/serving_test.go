@@ -361,11 +361,15 @@ func TestServeCutsTrickledRequests(t *testing.T) {
 		}
 	}
 	t.Logf("held %v", held)
-	if len(held) != len(peers) || atOnce != 6 || cut != maxConns {
-		t.Fatalf("of %d trickling connections, %d ended: %d at once (want 6, over --max-conns), %d cut after about 10 s (want %d)",
-			len(peers), len(held), atOnce, cut, maxConns)
+	// The page read before the tricklers came on a connection the client
+	// closed: the server may not have seen it end yet when they arrive,
+	// and then it holds one of the places (it never holds more).
+	early := atOnce - 6
+	if len(held) != len(peers) || early < 0 || early > 1 || cut != maxConns-early {
+		t.Fatalf("of %d trickling connections, %d ended: %d at once (want 6, over --max-conns, or 7 while the page's own was held), %d cut after about 10 s (want the %d others)",
+			len(peers), len(held), atOnce, cut, len(peers)-atOnce)
 	}
-	page := waitPage(t, client, addr, "sentinel_top_serve_connections_refused_total 6\n")
+	page := waitPage(t, client, addr, fmt.Sprintf("sentinel_top_serve_connections_refused_total %d\n", atOnce))
 	if !strings.Contains(page, "sentinel_top_serve_connections 1\n") {
 		t.Errorf("connections after the tricklers:\n%s", grepLines(page, "sentinel_top_serve_conn"))
 	}

@@ -168,7 +168,11 @@ func accountParts(a account) []part {
 		}
 	default:
 		value = append(value, prose(": %d by breakers%s, %d by flow or hot-parameter rules", x.BreakerBlock, inferred, x.FlowBlock))
-		if rest = x.Block - x.BreakerBlock - x.FlowBlock; rest > 0 {
+		if rest = x.Block - x.BreakerBlock - x.FlowBlock; rest > 0 && s.States == "inferred" {
+			// Where breakers and flow rules both guard it, blocks no
+			// inferred trip explains may be either's.
+			value = append(value, prose(", %d by rules or breaker states not known", rest))
+		} else if rest > 0 {
 			value = append(value, prose(", %d by rules not known", rest))
 		}
 	}

@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/internal/deadport"
 )
 
 func TestParseTargets(t *testing.T) {
@@ -81,9 +81,7 @@ func dialUntilDown(t *testing.T, targets []Target) []feed.TargetStatus {
 
 func TestDialBadTargetsReportWhy(t *testing.T) {
 	// Unreachable: a port nobody listens on.
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closedAddr := ln.Addr().String()
-	ln.Close()
+	closedAddr := deadport.Addr(t)
 	// Not a websocket: a plain HTTP server.
 	plain := httptest.NewServer(http.NotFoundHandler())
 	defer plain.Close()
@@ -364,9 +362,7 @@ func TestTargetTokensRefusedWhereTheyWouldShow(t *testing.T) {
 // its first failure however often it is dialed again; Since is the latest
 // attempt's.
 func TestDownSinceOutlastsRetries(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closedAddr := ln.Addr().String()
-	ln.Close()
+	closedAddr := deadport.Addr(t)
 	c := collector.New(collector.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

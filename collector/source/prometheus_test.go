@@ -15,6 +15,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/deadport"
 )
 
 // The Prometheus source's bounds, against peers on loopback that behave as
@@ -170,12 +171,7 @@ func TestPromSlowServerTimesOut(t *testing.T) {
 }
 
 func TestPromUnreachableAndErrorAnswers(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + deadport.Addr(t)
 	if _, err := rangeOf(t, PromOptions{URL: closed, Step: time.Second}); !errors.Is(err, ErrPromUnavailable) {
 		t.Errorf("closed port: err = %v, want ErrPromUnavailable", err)
 	}
