@@ -93,10 +93,20 @@ var (
 	// ErrPromUnavailable: the server could not be reached, timed out, or
 	// answered with an error.
 	ErrPromUnavailable = errors.New("prometheus unavailable")
+	// ErrPromTimeout: the server did not answer within PromOptions.Timeout
+	// (an ErrPromUnavailable too).
+	ErrPromTimeout error = promTimeout{}
 	// ErrPromNoMetrics: the range holds none of the metrics the source
 	// reads.
 	ErrPromNoMetrics = errors.New("no Sentinel metrics")
 )
+
+// promTimeout is ErrPromTimeout: said as ErrPromUnavailable, after the
+// time waited ("no answer within 30s: prometheus unavailable").
+type promTimeout struct{}
+
+func (promTimeout) Error() string { return ErrPromUnavailable.Error() }
+func (promTimeout) Unwrap() error { return ErrPromUnavailable }
 
 // PromOptions configure the Prometheus source. Zero values take the
 // defaults stated beside each field.
@@ -217,6 +227,13 @@ func (p *Prometheus) Name() string { return "prometheus " + p.base.Redacted() }
 // Step is the resolution of the counts.
 func (p *Prometheus) Step() time.Duration { return p.o.Step }
 
+// readBytes is how many bytes of answers have been read.
+func (p *Prometheus) readBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats.Bytes
+}
+
 // Stats is what the source asked and read so far.
 func (p *Prometheus) Stats() PromStats {
 	p.mu.Lock()
@@ -288,6 +305,7 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.DialSink) {
 		now := p.o.Clock.UnixMilli()
 		if end := floorTo(now-p.step, p.step); end > next {
 			var err error
+			readBefore := p.readBytes()
 			if fams.empty() || now-asked >= max(promRediscover.Milliseconds(), p.step) {
 				var f promFamilies
 				if f, err = p.discover(ctx, next, end); err == nil {
@@ -310,13 +328,15 @@ func (p *Prometheus) Follow(ctx context.Context, sink feed.DialSink) {
 				return
 			}
 			at := p.o.Clock.UnixMilli()
+			read := p.readBytes() - readBefore
 			rec.Update(func(st *feed.TargetStatus) {
+				st.Bytes += read // answers failed or not: read all the same
 				if err != nil {
 					if st.State != feed.TargetDown {
 						st.State, st.Since, st.DownSince = feed.TargetDown, at, at
 					}
 					st.Problem = feed.Problem{Kind: feed.ProblemOther, Detail: err.Error()}
-					if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "no answer within") {
+					if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrPromTimeout) {
 						st.Problem.Kind = feed.ProblemTimeout
 					}
 					st.RetryAt = at + p.step
@@ -527,7 +547,7 @@ func (p *Prometheus) get(ctx context.Context, path string, q url.Values, data fu
 	if err != nil {
 		var ne net.Error
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
-			return fmt.Errorf("%s%s: no answer within %s: %w", p.Name(), path, p.o.Timeout, ErrPromUnavailable)
+			return fmt.Errorf("%s%s: no answer within %s: %w", p.Name(), path, p.o.Timeout, ErrPromTimeout)
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -555,7 +575,7 @@ func (p *Prometheus) get(ctx context.Context, path string, q url.Values, data fu
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			return fmt.Errorf("%s%s: no answer within %s: %w", p.Name(), path, p.o.Timeout, ErrPromUnavailable)
+			return fmt.Errorf("%s%s: no answer within %s: %w", p.Name(), path, p.o.Timeout, ErrPromTimeout)
 		}
 		return fmt.Errorf("%s%s: %w", p.Name(), path, err)
 	}
