@@ -313,7 +313,10 @@ func (s *javaReplayServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // OPEN beyond 1 s of a transition).
 func TestJavaInferenceFromTransport(t *testing.T) {
 	for _, rec := range javaRecordings {
-		t.Run(filepath.Base(rec.dir), func(t *testing.T) { javaInferFromTransport(t, rec.dir, rec.lone) })
+		t.Run(filepath.Base(rec.dir), func(t *testing.T) {
+			t.Parallel() // each its own server, clock and collector, waiting on its polls
+			javaInferFromTransport(t, rec.dir, rec.lone)
+		})
 	}
 }
 

@@ -304,6 +304,7 @@ func grepLines(s, sub string) string {
 // again once they are gone. Before, none of 5,000 such connections was
 // closed in 60 s.
 func TestServeCutsTrickledRequests(t *testing.T) {
+	t.Parallel() // it waits 10 s on its own child
 	const maxConns = 20
 	var stderr syncBuffer
 	addr, _, _ := serveChild(t, "true", &stderr, "--demo", "recovery-herd", "--max-conns", fmt.Sprint(maxConns))
