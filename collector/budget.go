@@ -242,11 +242,9 @@ func (c *Collector) memoryShares() []MemoryShare {
 		if n == listedShares && !holdsMore(sh, top[n-1]) {
 			continue
 		}
-		i := min(n, listedShares-1)
+		i := min(n, listedShares-1) // full: the least held makes way
 		for i > 0 && holdsMore(sh, top[i-1]) {
-			if i < listedShares {
-				top[i] = top[i-1]
-			}
+			top[i] = top[i-1]
 			i--
 		}
 		top[i] = sh
