@@ -1,11 +1,14 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +291,47 @@ func TestMemorySharesListed(t *testing.T) {
 	want := "t-01 t-02 t-03 t-04 t-06 t-07 t-08 t-09 t-11 t-12 t-13 t-14 t-16 t-17 t-18 t-19 t-21"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("equal shares listed %s, want %s", got, want)
+	}
+}
+
+// TestMemorySharesMatchASortedList: on random shares (few distinct sizes,
+// so ties abound) the listing is the 16 holding the most, ties by name,
+// and every refused one, in name order: what sorting every share gives.
+func TestMemorySharesMatchASortedList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for round := range 200 {
+		c := New(Options{MaxMemory: 64 << 20})
+		n := rng.IntN(60)
+		c.mu.Lock()
+		var all []*budgetShare
+		for i := range n {
+			sh := c.shareOf(fmt.Sprintf("t-%03d", rng.IntN(1000)+i*1000))
+			sh.used = int64(rng.IntN(4)) * 100
+			if rng.IntN(10) == 0 {
+				sh.refused = 1
+			}
+			all = append(all, sh)
+		}
+		c.mu.Unlock()
+		slices.SortFunc(all, func(a, b *budgetShare) int {
+			if a.used != b.used {
+				return cmp.Compare(b.used, a.used)
+			}
+			return cmp.Compare(a.owner, b.owner)
+		})
+		var want []string
+		for i, sh := range all {
+			if i < listedShares || sh.refused > 0 {
+				want = append(want, sh.owner)
+			}
+		}
+		slices.Sort(want)
+		var got []string
+		for _, sh := range c.Publish().MemoryShares {
+			got = append(got, sh.Target)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d, %d shares: listed %v, want %v", round, n, got, want)
+		}
 	}
 }
