@@ -148,6 +148,10 @@ const (
 // tells it (feed.TargetRecord).
 type TargetStatus = feed.TargetStatus
 
+// MaxTargetInstances bounds the distinct instances a target's status
+// counts (feed.MaxTargetInstances).
+const MaxTargetInstances = feed.MaxTargetInstances
+
 // TargetRemark is what a target cannot tell, standing while it is
 // polled (feed.TargetRemark); RemarkText words it.
 type TargetRemark = feed.TargetRemark

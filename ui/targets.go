@@ -3,6 +3,7 @@
 package ui
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,7 +141,7 @@ func (t *targetsScreen) cols(ts []collector.TargetStatus) targetCols {
 	for i := range ts {
 		c.state = max(c.state, width(targetState(ts[i].State)))
 		c.name = max(c.name, width(sanitize(ts[i].Name)))
-		c.inst = max(c.inst, width(sanitize(ts[i].Instance)))
+		c.inst = max(c.inst, width(targetInstances(&ts[i], 1<<20)))
 		c.last = max(c.last, width(t.lastMessage(&ts[i])))
 	}
 	c.name = min(c.name, max(12, t.width/4))
@@ -217,11 +218,7 @@ func (t *targetsScreen) row(ts *collector.TargetStatus, c targetCols, selected b
 	b.WriteByte(' ')
 	padRight(&b, targetName(ts.Name, c.name), c.name)
 	b.WriteByte(' ')
-	inst := "–"
-	if ts.Instance != "" {
-		inst = safeName(ts.Instance, c.inst)
-	}
-	padRight(&b, inst, c.inst)
+	padRight(&b, targetInstances(ts, c.inst), c.inst)
 	b.WriteByte(' ')
 	padLeft(&b, t.lastMessage(ts), c.last)
 	b.WriteByte(' ')
@@ -233,6 +230,21 @@ func (t *targetsScreen) row(ts *collector.TargetStatus, c targetCols, selected b
 		line = st.selected.on(fitLine(ansiStripIfColor(st, line), t.width))
 	}
 	return line
+}
+
+// targetInstances is what the INSTANCE column says of a target, within
+// w cells: the instance its hello named, or, for one that named several
+// (a re-served stream), how many ("256+" at the count's bound).
+func targetInstances(ts *collector.TargetStatus, w int) string {
+	switch {
+	case ts.Instances >= collector.MaxTargetInstances:
+		return fmt.Sprintf("%d+ instances", ts.Instances)
+	case ts.Instances > 1:
+		return fmt.Sprintf("%d instances", ts.Instances)
+	case ts.Instance != "":
+		return safeName(ts.Instance, w)
+	}
+	return "–"
 }
 
 // story is the selected target told in full: its state, its reconnects and
@@ -251,7 +263,10 @@ func (t *targetsScreen) story(ts *collector.TargetStatus) []string {
 		head += ", retry in " + fmtAge(ts.RetryAt-at)
 	}
 	head += " · " + strconv.FormatInt(ts.Reconnects, 10) + " " + plural(ts.Reconnects, "reconnect", "reconnects")
-	if ts.Instance != "" {
+	switch {
+	case ts.Instances > 1:
+		head += " · " + targetInstances(ts, 24) + ", the latest named " + safeName(ts.Instance, 24)
+	case ts.Instance != "":
 		head += " · instance " + safeName(ts.Instance, 24)
 	}
 	out := []string{head}

@@ -182,3 +182,50 @@ func TestTargetsLastMessageIsTheCollectors(t *testing.T) {
 		t.Errorf("targets not listed: %v", want)
 	}
 }
+
+// TestTargetOfManyInstancesSaysHowMany: a target relaying several
+// instances (a re-served stream) is not shown as the one its latest hello
+// named: its INSTANCE cell counts them, and its story says the latest.
+func TestTargetOfManyInstancesSaysHowMany(t *testing.T) {
+	snap := testSnapshot()
+	relay, bound := false, false
+	for i := range snap.Targets {
+		switch snap.Targets[i].Name {
+		case "10.0.0.1:8719":
+			snap.Targets[i].Instance, snap.Targets[i].Instances, relay = "cart-7", 3, true
+		case "10.0.0.2:8719":
+			snap.Targets[i].Instance, snap.Targets[i].Instances, bound = "gw-999", collector.MaxTargetInstances, true
+		}
+	}
+	if !relay || !bound {
+		t.Fatal("the test snapshot has not the targets this test sets")
+	}
+	m := newTestModel(newStaticSource(snap), 120, 40)
+	press(m, "t")
+	screen := screenText(m)
+	for target, want := range map[string]string{"10.0.0.1:8719": " 3 instances ", "10.0.0.2:8719": " 256+ instances "} {
+		found := false
+		for _, line := range strings.Split(screen, "\n") {
+			if strings.Contains(line, target) && strings.Contains(line, "ago") {
+				found = true
+				if !strings.Contains(line, want) {
+					t.Errorf("%s: want %q in %q", target, want, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s not listed:\n%s", target, screen)
+		}
+	}
+	// The story is the selected target's: select the relay.
+	for range len(snap.Targets) {
+		if strings.Contains(screen, "\n10.0.0.1:8719  ") {
+			break
+		}
+		press(m, "<down>")
+		screen = screenText(m)
+	}
+	if !strings.Contains(screen, "3 instances, the latest named cart-7") {
+		t.Errorf("the relay's story does not say how many:\n%s", screen)
+	}
+}

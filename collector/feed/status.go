@@ -22,6 +22,10 @@ func (s TargetState) String() string {
 	return "connecting"
 }
 
+// MaxTargetInstances bounds the distinct instances a target's status
+// counts: a peer naming endless instances costs a bounded set.
+const MaxTargetInstances = 256
+
 // TargetStatus is one dialed target as the UI shows it.
 type TargetStatus struct {
 	Name  string // as given on the command line
@@ -31,7 +35,11 @@ type TargetStatus struct {
 	// first dialed), Unix ms; 0 while up. Retries do not move it: a
 	// target down for minutes is down for minutes, however often dialed.
 	DownSince int64
-	Instance  string // the instance its hello named, once known
+	Instance  string // the instance its hello named, once known (the latest)
+	// Instances is how many distinct instances its hellos named (a
+	// re-served stream relays many), counted up to MaxTargetInstances:
+	// at that, "that many or more".
+	Instances int
 	// Problem is why it is down (or its last connection failed).
 	Problem Problem
 	// Note is a standing remark about what this target can tell, such as

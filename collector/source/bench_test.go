@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func BenchmarkFleetPath(b *testing.B) {
 			const resources = 20
 			clock := core.NewVirtualClock(time.UnixMilli(t0ms))
 			c := collector.New(collector.Options{MaxMemory: 4 << 30, Clock: clock})
-			d := &dialer{sink: c, opts: DialOptions{Clock: clock}.withDefaults(), clock: clock}
+			d := &dialer{sink: c, opts: DialOptions{Clock: clock}.withDefaults(), clock: clock, seed: maphash.MakeSeed()}
 			names := fleetbench.Names(resources)
 			streams := make([]*stream, fleet)
 			insts := make([]string, fleet)

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -118,6 +119,9 @@ func (o DialOptions) withDefaults() DialOptions {
 // keeps for itself.
 type targetState struct {
 	*feed.TargetRecord
+	// named holds the hashes of the instance names its hellos gave, at
+	// most feed.MaxTargetInstances (TargetStatus.Instances counts them).
+	named map[uint64]struct{}
 	// javaRules is a Java target's rules as last read.
 	javaRules javaRulesMemo
 	// java is what a Java target's polls delivered, for a reconnect to go
@@ -125,11 +129,25 @@ type targetState struct {
 	java javaMemory
 }
 
+// name counts instance among the instances the target's hellos named,
+// and gives how many (at most feed.MaxTargetInstances). Its connections
+// call it one at a time.
+func (ts *targetState) name(seed maphash.Seed, instance string) int {
+	if ts.named == nil {
+		ts.named = map[uint64]struct{}{}
+	}
+	if len(ts.named) < feed.MaxTargetInstances {
+		ts.named[maphash.String(seed, instance)] = struct{}{}
+	}
+	return len(ts.named)
+}
+
 // dialer is one Dial: its sink, its options, and what its targets share.
 type dialer struct {
 	sink  feed.DialSink
 	opts  DialOptions
 	clock core.Clock
+	seed  maphash.Seed // of the targets' instance names' hashes (targetState.named)
 	// apps are the resources the Java targets of each app reported.
 	apps javaApps
 }
@@ -141,7 +159,7 @@ type dialer struct {
 // when every connection goroutine has ended.
 func Dial(ctx context.Context, sink feed.DialSink, targets []Target, opts DialOptions) {
 	opts = opts.withDefaults()
-	d := &dialer{sink: sink, opts: opts, clock: opts.Clock}
+	d := &dialer{sink: sink, opts: opts, clock: opts.Clock, seed: maphash.MakeSeed()}
 	turns := make(chan struct{}, opts.MaxHandshakes)
 	states := make([]*targetState, len(targets))
 	records := make([]*feed.TargetRecord, len(targets))
@@ -415,7 +433,7 @@ func (s *stream) message(kind int, data []byte) error {
 		d.sink.HoldNames(nb - s.nameBytes)
 		s.nameBytes = nb
 	}
-	instance := ""
+	instance, instances := "", 0
 	var hello *wire.Hello
 	if err != nil {
 		s.sink.Reject(t.Name, err)
@@ -425,6 +443,7 @@ func (s *stream) message(kind int, data []byte) error {
 		switch m := m.(type) {
 		case *wire.Hello:
 			instance, hello = m.Instance, m
+			instances = st.name(d.seed, m.Instance)
 		case *wire.Buckets:
 			items = int64(len(m.Items))
 		}
@@ -436,7 +455,7 @@ func (s *stream) message(kind int, data []byte) error {
 		s.Items += items
 		s.Rejected += rejected
 		if instance != "" {
-			s.Instance = instance
+			s.Instance, s.Instances = instance, instances
 		}
 	})
 	switch {

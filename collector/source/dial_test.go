@@ -18,6 +18,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/deadport"
 )
 
@@ -392,6 +393,64 @@ func TestDownSinceOutlastsRetries(t *testing.T) {
 		}
 		if st.Since <= first.Since {
 			return fmt.Errorf("the latest attempt at %d, the first at %d", st.Since, first.Since)
+		}
+		return nil
+	})
+}
+
+// TestTargetCountsTheInstancesItNames: a target that relays several
+// instances (a re-served stream) is counted as that many on its status,
+// the latest named beside; a hello again of a name counted adds none, and
+// a peer naming endless instances is counted up to MaxTargetInstances.
+func TestTargetCountsTheInstancesItNames(t *testing.T) {
+	hellos := func(names ...string) string {
+		up := websocket.Upgrader{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			for _, n := range names {
+				b, err := wire.Append(nil, &wire.Hello{Header: wire.Header{Ts: 1_700_000_000_000, Instance: n},
+					App: "relay", StartedAt: 1_699_999_000_000, BucketMs: 500})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if conn.WriteMessage(websocket.TextMessage, b) != nil {
+					return
+				}
+			}
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return strings.TrimPrefix(srv.URL, "http://")
+	}
+	var endless []string
+	for i := range feed.MaxTargetInstances + 40 {
+		endless = append(endless, fmt.Sprintf("gw-%d", i))
+	}
+	targets := []Target{
+		{Name: "one", URL: "ws://" + hellos("order-1", "order-1") + DefaultStreamPath},
+		{Name: "relay", URL: "ws://" + hellos("order-1", "order-2", "order-1", "cart-1") + DefaultStreamPath},
+		{Name: "endless", URL: "ws://" + hellos(endless...) + DefaultStreamPath},
+	}
+	c := collector.New(collector.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { dial(ctx, c, targets, DialOptions{Seed: 1}); close(done) }()
+	defer func() { cancel(); <-done }()
+	want := map[string][2]any{"one": {1, "order-1"}, "relay": {3, "cart-1"}, "endless": {feed.MaxTargetInstances, endless[len(endless)-1]}}
+	eventually(t, "every target's instances counted", func() error {
+		for _, st := range c.Publish().Targets {
+			if w := want[st.Name]; st.Instances != w[0] || st.Instance != w[1] {
+				return fmt.Errorf("%s: %d instances, the latest %q; want %v", st.Name, st.Instances, st.Instance, w)
+			}
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -340,7 +341,7 @@ func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polle
 		syscall.Close(l.wake[1])
 	})
 	c := collector.New(collector.Options{})
-	d := &dialer{sink: c, opts: DialOptions{}.withDefaults(), clock: c.Clock()}
+	d := &dialer{sink: c, opts: DialOptions{}.withDefaults(), clock: c.Clock(), seed: maphash.MakeSeed()}
 	st = &targetState{TargetRecord: &feed.TargetRecord{}}
 	ps = &polled{s: d.newStream(Target{Name: name}, st, c.Bound(name)), fd: fds[0], fr: frameReader{max: maxFrame},
 		idle: time.Hour, maxFrame: maxFrame, done: make(chan struct{})}
