@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,8 +40,9 @@ func serveChild(t *testing.T, script string, stderr *syncBuffer, args ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr = freePort(t)
-	argv := append([]string{"-c", script + `; exec "$0" "$@"`, exe, "serve", "--listen", addr}, args...)
+	// Port 0: the child picks its port and says it (no port freed here
+	// for it that another listener could take first).
+	argv := append([]string{"-c", script + `; exec "$0" "$@"`, exe, "serve", "--listen", "127.0.0.1:0"}, args...)
 	cmd := exec.Command("sh", argv...)
 	cmd.Env = append(os.Environ(), bench.ChildEnv+"=1")
 	cmd.Stderr = stderr
@@ -61,7 +63,21 @@ func serveChild(t *testing.T, script string, stderr *syncBuffer, args ...string)
 			cmd.Process.Kill()
 		}
 	})
-	return addr, cmd.Process, exit
+	said := regexp.MustCompile(` on https?://(127\.0\.0\.1:[0-9]+) `)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := said.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], cmd.Process, exit
+		}
+		select {
+		case <-ended:
+			t.Fatalf("serve ended before it said where it listens: %s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say where it listens within 30 s: %s", stderr.String())
+		}
+	}
 }
 
 // httpGet gets url, giving the status and body (0 and the error when it
