@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -12,16 +11,18 @@ import (
 	"time"
 )
 
-// startServe runs `serve` with args on a free loopback port until the test
-// ends, when it must exit cleanly; its stderr is in the buffer returned.
-func startServe(t *testing.T, args ...string) (addr string, stderr *bytes.Buffer) {
+// startServe runs `serve` with args on a loopback port of its choosing (a
+// --listen in args overrides it) until the test ends, when it must exit
+// cleanly; it returns the address serve says it listens on, and its
+// stderr.
+func startServe(t *testing.T, args ...string) (addr string, stderr *syncBuffer) {
 	t.Helper()
-	addr = freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	stderr = &bytes.Buffer{}
+	done, ended := make(chan int, 1), make(chan struct{})
+	stderr = &syncBuffer{}
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--listen", addr}, args...), nil, io.Discard, stderr)
+		done <- run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), nil, io.Discard, stderr)
+		close(ended)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -29,7 +30,7 @@ func startServe(t *testing.T, args ...string) (addr string, stderr *bytes.Buffer
 			t.Errorf("serve exit %d: %s", code, stderr.String())
 		}
 	})
-	return addr, stderr
+	return saidAddr(t, stderr, ended), stderr
 }
 
 // TestServeRefusesRebindingPages: `serve` without a token answers 403 to a

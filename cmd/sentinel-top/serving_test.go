@@ -63,11 +63,19 @@ func serveChild(t *testing.T, script string, stderr *syncBuffer, args ...string)
 			cmd.Process.Kill()
 		}
 	})
-	said := regexp.MustCompile(` on https?://(127\.0\.0\.1:[0-9]+) `)
+	return saidAddr(t, stderr, ended), cmd.Process, exit
+}
+
+// saidAddr waits for the address `serve` says it listens on ("... on
+// http://ADDR (...)") in its stderr, failing the test when ended closes
+// first or 30 s pass.
+func saidAddr(t *testing.T, stderr *syncBuffer, ended <-chan struct{}) string {
+	t.Helper()
+	said := regexp.MustCompile(` on https?://([^ ]+) \(`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := said.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], cmd.Process, exit
+			return m[1]
 		}
 		select {
 		case <-ended:
