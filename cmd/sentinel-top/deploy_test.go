@@ -3,18 +3,17 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sentinel-top/sentinel-top/internal/promapi"
 )
 
 // The alert rules and the Grafana dashboard shipped in deploy/, as the
@@ -101,62 +100,6 @@ func readText(t *testing.T, path string) string {
 	return string(b)
 }
 
-// promAPI queries a Prometheus server's HTTP API.
-type promAPI struct {
-	client *http.Client
-	base   string // http://host:port
-}
-
-// get decodes the data of a successful API answer into data.
-func (p promAPI) get(path string, params url.Values, data any) error {
-	resp, err := p.client.Get(p.base + path + "?" + params.Encode())
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return fmt.Errorf("%s: %w", resp.Status, err)
-	}
-	if r.Status != "success" {
-		return fmt.Errorf("%s: %s", resp.Status, r.Error)
-	}
-	return json.Unmarshal(r.Data, data)
-}
-
-// rangeQuery runs q over [start, end] at step and gives each series of
-// its answer ("label=value,..." over all its labels) and how many points
-// it has.
-func (p promAPI) rangeQuery(q string, start, end time.Time, step time.Duration) (map[string]int, error) {
-	var data struct {
-		ResultType string `json:"resultType"`
-		Result     []struct {
-			Metric map[string]string `json:"metric"`
-			Values [][2]any          `json:"values"`
-		} `json:"result"`
-	}
-	params := url.Values{"query": {q}, "start": {unixText(start)}, "end": {unixText(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)}}
-	if err := p.get("/api/v1/query_range", params, &data); err != nil {
-		return nil, err
-	}
-	if data.ResultType != "matrix" {
-		return nil, fmt.Errorf("result %s, want a matrix", data.ResultType)
-	}
-	out := map[string]int{}
-	for _, r := range data.Result {
-		out[promSample{Labels: r.Metric}.key(slices.Sorted(maps.Keys(r.Metric))...)] = len(r.Values)
-	}
-	return out, nil
-}
-
-func unixText(t time.Time) string {
-	return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)
-}
-
 // promRules are the rules a Prometheus server loaded, as /api/v1/rules
 // gives them.
 type promRules struct {
@@ -211,10 +154,10 @@ func demoAlerts(demo demoWant) (fire map[string]map[string]float64, labels map[s
 // began, that every rule evaluates without error, and that the demo made
 // active exactly the alerts it should, on the series it should, and none
 // of those it should not.
-func checkAlertRules(t *testing.T, api promAPI, demo demoWant) {
+func checkAlertRules(t *testing.T, api promapi.Client, demo demoWant) {
 	t.Helper()
 	var rules promRules
-	if err := api.get("/api/v1/rules", nil, &rules); err != nil {
+	if err := api.Get("/api/v1/rules", nil, &rules); err != nil {
 		t.Fatalf("/api/v1/rules: %v", err)
 	}
 	var names []string
@@ -280,30 +223,13 @@ func checkAlertRules(t *testing.T, api promAPI, demo demoWant) {
 	}
 }
 
-func queryVector(api promAPI, q string) ([]promSample, error) {
-	var data struct {
-		ResultType string `json:"resultType"`
-		Result     []struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
-		} `json:"result"`
+func queryVector(api promapi.Client, q string) ([]promSample, error) {
+	samples, err := api.Vector(q)
+	out := make([]promSample, 0, len(samples))
+	for _, x := range samples {
+		out = append(out, promSample(x))
 	}
-	if err := api.get("/api/v1/query", url.Values{"query": {q}}, &data); err != nil {
-		return nil, fmt.Errorf("%s: %w", q, err)
-	}
-	if data.ResultType != "vector" {
-		return nil, fmt.Errorf("%s: result %s, want a vector", q, data.ResultType)
-	}
-	var out []promSample
-	for _, r := range data.Result {
-		s, _ := r.Value[1].(string)
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: value %v: %w", q, r.Value[1], err)
-		}
-		out = append(out, promSample{r.Metric, v})
-	}
-	return out, nil
+	return out, err
 }
 
 // grafanaDashboard is what the test reads of a dashboard's JSON model.
@@ -376,7 +302,7 @@ func grafanaRegexValue(v string) string {
 // at All and then the job variable at each of its values; $__interval the
 // step, $__rate_interval as Grafana computes it for a 1 s scrape interval.
 // Every query must parse and return data.
-func checkDashboard(t *testing.T, api promAPI, began time.Time) {
+func checkDashboard(t *testing.T, api promapi.Client, began time.Time) {
 	t.Helper()
 	var d grafanaDashboard
 	if err := json.Unmarshal([]byte(readText(t, dashboardFile)), &d); err != nil {
@@ -427,7 +353,7 @@ func checkDashboard(t *testing.T, api promAPI, began time.Time) {
 			t.Fatalf("variable %s: %v", v.name, err)
 		}
 		var values []string
-		if err := api.get("/api/v1/label/"+v.label+"/values", url.Values{"match[]": {sel}, "start": {unixText(began)}, "end": {unixText(end)}}, &values); err != nil {
+		if err := api.Get("/api/v1/label/"+v.label+"/values", url.Values{"match[]": {sel}, "start": {promapi.Unix(began)}, "end": {promapi.Unix(end)}}, &values); err != nil {
 			t.Fatalf("variable %s: label_values(%s, %s): %v", v.name, sel, v.label, err)
 		}
 		if len(values) == 0 {
@@ -458,7 +384,7 @@ func checkDashboard(t *testing.T, api promAPI, began time.Time) {
 				t.Errorf("%s: %v", q.where, err)
 				continue
 			}
-			got, err := api.rangeQuery(expr, began, end, step)
+			got, err := api.Range(expr, began, end, step)
 			switch {
 			case err != nil:
 				t.Errorf("%s (job %s): %v\n%s", q.where, values["job"], err, expr)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/deadport"
+	"github.com/sentinel-top/sentinel-top/internal/promapi"
 	"github.com/sentinel-top/sentinel-top/ui"
 )
 
@@ -118,16 +118,10 @@ func startPrometheus(t *testing.T, cfg string, avoid ...string) *testProm {
 // waitScraping waits until Prometheus has tried n targets.
 func waitScraping(t *testing.T, promURL string, n int) {
 	t.Helper()
-	client := &http.Client{Timeout: 2 * time.Second}
-	want := fmt.Sprintf(`"%d"]`, n)
+	api := promapi.Client{HTTP: &http.Client{Timeout: 2 * time.Second}, Base: promURL}
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := client.Get(promURL + "/api/v1/query?query=count(up)")
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if strings.Contains(string(b), want) {
-				return
-			}
+		if s, err := api.Vector("count(up)"); err == nil && len(s) == 1 && s[0].Value == float64(n) {
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("prometheus has not tried its %d targets after 30 s", n)
@@ -142,53 +136,32 @@ func waitScraping(t *testing.T, promURL string, n int) {
 func baselines(t *testing.T, promURL string, from time.Time) map[string][2]int64 {
 	t.Helper()
 	q := "sum by (pid, resource, result) (max by (job, app, host, pid, resource, result, block_type) (sentinel_go_handled_total{job=\"checkout\"}))"
-	u := fmt.Sprintf("%s/api/v1/query_range?query=%s&start=%d&end=%d&step=1", promURL,
-		url.QueryEscape(q),
-		from.Unix(), time.Now().Unix())
-	resp, err := http.Get(u)
+	series, err := promapi.Client{HTTP: http.DefaultClient, Base: promURL}.Range(q, from, time.Now(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		t.Fatal(err)
-	}
-	earliest := map[string]float64{}
-	for _, r := range ans.Data.Result {
-		if len(r.Values) > 0 {
-			at, _ := r.Values[0][0].(float64)
-			if e, ok := earliest[r.Metric["pid"]]; !ok || at < e {
-				earliest[r.Metric["pid"]] = at
+	earliest := map[string]time.Time{}
+	for _, r := range series {
+		if len(r.Points) > 0 {
+			at := r.Points[0].At
+			if e, ok := earliest[r.Labels["pid"]]; !ok || at.Before(e) {
+				earliest[r.Labels["pid"]] = at
 			}
 		}
 	}
 	out := map[string][2]int64{}
-	for _, r := range ans.Data.Result {
-		if len(r.Values) == 0 {
-			continue
+	for _, r := range series {
+		if len(r.Points) == 0 || !r.Points[0].At.Equal(earliest[r.Labels["pid"]]) {
+			continue // none, or began after its process: counted whole
 		}
-		at, _ := r.Values[0][0].(float64)
-		v, _ := r.Values[0][1].(string)
-		var n int64
-		fmt.Sscan(v, &n)
-		if at != earliest[r.Metric["pid"]] {
-			continue // began after its process: counted whole
-		}
-		b := out[r.Metric["resource"]]
-		if r.Metric["result"] == "pass" {
+		n := int64(r.Points[0].Value)
+		b := out[r.Labels["resource"]]
+		if r.Labels["result"] == "pass" {
 			b[0] += n
 		} else {
 			b[1] += n
 		}
-		out[r.Metric["resource"]] = b
+		out[r.Labels["resource"]] = b
 	}
 	return out
 }

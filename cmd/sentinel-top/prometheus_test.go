@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/fixtures"
+	"github.com/sentinel-top/sentinel-top/internal/promapi"
 	"github.com/sentinel-top/sentinel-top/sim"
 )
 
@@ -81,38 +79,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 	defer func() { cancel(); <-served; <-served }()
 
 	query := func(q string) ([]promSample, error) {
-		resp, err := client.Get("http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(q))
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var r struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-			Data   struct {
-				ResultType string `json:"resultType"`
-				Result     []struct {
-					Metric map[string]string `json:"metric"`
-					Value  [2]any            `json:"value"`
-				} `json:"result"`
-			} `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-			return nil, fmt.Errorf("%s: %w", resp.Status, err)
-		}
-		if r.Status != "success" || r.Data.ResultType != "vector" {
-			return nil, fmt.Errorf("status %s, result %s: %s", r.Status, r.Data.ResultType, r.Error)
-		}
-		out := make([]promSample, 0, len(r.Data.Result))
-		for _, x := range r.Data.Result {
-			s, _ := x.Value[1].(string)
-			v, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return nil, fmt.Errorf("value %v: %w", x.Value[1], err)
-			}
-			out = append(out, promSample{x.Metric, v})
-		}
-		return out, nil
+		return queryVector(promapi.Client{HTTP: client, Base: "http://" + promAddr}, q)
 	}
 	// byLabels runs q and gives its samples as "label=value,..." -> value,
 	// keyed by the labels named (others, such as job, left out).
@@ -240,7 +207,7 @@ func TestPrometheusScrapesServe(t *testing.T) {
 
 	// What deploy/ ships, over what Prometheus holds now: the alert rules
 	// and the Grafana dashboard's every query.
-	api := promAPI{client: client, base: "http://" + promAddr}
+	api := promapi.Client{HTTP: client, Base: "http://" + promAddr}
 	checkAlertRules(t, api, demo)
 	checkDashboard(t, api, began)
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/internal/promapi"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 )
 
@@ -132,45 +133,23 @@ func (p *promServer) sample() procSample {
 
 // get decodes the data of a successful answer of the HTTP API at path.
 func (p *promServer) get(path string, params url.Values, data any) error {
-	resp, err := p.client.Get("http://" + p.addr + path + "?" + params.Encode())
-	if err != nil {
-		return err
+	if err := (promapi.Client{HTTP: p.client, Base: "http://" + p.addr}).Get(path, params, data); err != nil {
+		return fmt.Errorf("prometheus: %w", err)
 	}
-	defer resp.Body.Close()
-	var r struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&r); err != nil {
-		return fmt.Errorf("prometheus: %s: %s: %w", path, resp.Status, err)
-	}
-	if r.Status != "success" {
-		return fmt.Errorf("prometheus: %s: %s", path, termtext.Sanitize(r.Error, 200))
-	}
-	return json.Unmarshal(r.Data, data)
+	return nil
 }
 
 // query runs an instant query and returns the value of its one sample:
 // false when it has none.
 func (p *promServer) query(q string) (float64, bool, error) {
-	var data struct {
-		Result []struct {
-			Value [2]any `json:"value"`
-		} `json:"result"`
+	samples, err := promapi.Client{HTTP: p.client, Base: "http://" + p.addr}.Vector(q)
+	if err != nil {
+		return 0, false, fmt.Errorf("prometheus: %w", err)
 	}
-	if err := p.get("/api/v1/query", url.Values{"query": {q}}, &data); err != nil {
-		return 0, false, fmt.Errorf("%s: %w", q, err)
-	}
-	if len(data.Result) != 1 {
+	if len(samples) != 1 {
 		return 0, false, nil
 	}
-	s, _ := data.Result[0].Value[1].(string)
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, false, fmt.Errorf("prometheus: %s: value %q: %w", q, termtext.Sanitize(s, 40), err)
-	}
-	return v, true, nil
+	return samples[0].Value, true, nil
 }
 
 // promResult is what a run measured of Prometheus.
@@ -202,9 +181,8 @@ func (p *promServer) timeQuery(q string, start, end time.Time) (time.Duration, i
 	var data struct {
 		Result []json.RawMessage `json:"result"`
 	}
-	unix := func(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64) }
 	began := time.Now()
-	err := p.get("/api/v1/query_range", url.Values{"query": {q}, "start": {unix(start)}, "end": {unix(end)}, "step": {"1"}}, &data)
+	err := p.get("/api/v1/query_range", url.Values{"query": {q}, "start": {promapi.Unix(start)}, "end": {promapi.Unix(end)}, "step": {"1"}}, &data)
 	return time.Since(began), len(data.Result), err
 }
 
