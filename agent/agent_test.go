@@ -45,22 +45,33 @@ func startAgent(t *testing.T, opts Options) *testAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ta := &testAgent{Agent: a, clock: clock, url: "ws://" + serveLoopback(t, a, nil) + StreamPath}
+	// The ship loop is aligned with an AfterFunc: wait for it, then for its ticker.
+	waitFor(t, func() bool { return clock.Pending() > 0 })
+	return ta
+}
+
+// serveLoopback serves a on a loopback port until the test ends, each
+// accepted connection passed through wrap first (nil: as accepted), and
+// gives its address; Serve must then end as Close makes it.
+func serveLoopback(t *testing.T, a *Agent, wrap func(net.Conn) net.Conn) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if wrap != nil {
+		ln = wrappedListener{ln, wrap}
+	}
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(ln) }()
-	ta := &testAgent{Agent: a, clock: clock, url: "ws://" + ln.Addr().String() + StreamPath}
 	t.Cleanup(func() {
 		a.Close()
 		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve returned %v", err)
 		}
 	})
-	// The ship loop is aligned with an AfterFunc: wait for it, then for its ticker.
-	waitFor(t, func() bool { return clock.Pending() > 0 })
-	return ta
+	return ln.Addr().String()
 }
 
 func waitFor(t *testing.T, cond func() bool) {

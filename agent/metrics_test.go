@@ -36,22 +36,7 @@ func servedAgentOn(t *testing.T, opts Options, wrap func(net.Conn) net.Conn) (*A
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if wrap != nil {
-		ln = wrappedListener{ln, wrap}
-	}
-	served := make(chan error, 1)
-	go func() { served <- a.Serve(ln) }()
-	t.Cleanup(func() {
-		a.Close()
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
-		}
-	})
-	return a, clock, ln.Addr().String()
+	return a, clock, serveLoopback(t, a, wrap)
 }
 
 // wrappedListener passes every accepted connection through wrap.
