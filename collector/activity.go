@@ -122,13 +122,7 @@ func (c *Collector) Activity() []ResourceActivity {
 			Reopens: a.transitions[[2]core.State{core.HalfOpen, core.Open}],
 			Closes:  a.transitions[[2]core.State{core.HalfOpen, core.Closed}],
 			OpenMs:  a.act.openMs, HalfOpenMs: a.act.halfOpenMs, TimesPartial: a.act.timesPartial,
-			Block: a.total.block, BreakerBlock: a.act.breakerBlock, FlowBlock: a.act.flowBlock}
-		switch {
-		case a.someUnknown:
-			x.States = ProvenanceUnknown
-		case a.someInferred:
-			x.States = ProvenanceInferred
-		}
+			Block: a.total.block, BreakerBlock: a.act.breakerBlock, FlowBlock: a.act.flowBlock, States: a.states()}
 		if r := running[a.key]; r != nil {
 			x.OpenMs, x.HalfOpenMs = sat64(x.OpenMs, r.openMs), sat64(x.HalfOpenMs, r.halfOpenMs)
 		}

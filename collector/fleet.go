@@ -519,6 +519,18 @@ func (in *instance) dataEndSecond() int64 {
 	return in.dataEnd - floorMod(in.dataEnd, fineStepMs)
 }
 
+// states is where the app x resource's breaker states come from: unknown
+// when an instance could not tell them, else inferred when some were.
+func (a *appSeries) states() Provenance {
+	switch {
+	case a.someUnknown:
+		return ProvenanceUnknown
+	case a.someInferred:
+		return ProvenanceInferred
+	}
+	return ProvenanceExact
+}
+
 // provenance is where the series' breaker state comes from.
 func (s *series) provenance(in *instance) Provenance {
 	switch {

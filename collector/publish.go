@@ -177,13 +177,7 @@ func (c *Collector) appTotals() []ResourceTotals {
 	out := make([]ResourceTotals, 0, len(c.apps))
 	for _, a := range c.sortedApps() {
 		t := ResourceTotals{App: a.key.app, Resource: a.key.resource, Pass: a.total.pass, Block: a.total.block,
-			Complete: a.total.complete, Error: a.total.err, Slow: a.total.slow}
-		switch {
-		case a.someUnknown:
-			t.States = ProvenanceUnknown
-		case a.someInferred:
-			t.States = ProvenanceInferred
-		}
+			Complete: a.total.complete, Error: a.total.err, Slow: a.total.slow, States: a.states()}
 		for ft, n := range a.transitions {
 			t.Transitions = append(t.Transitions, TransitionCount{From: ft[0], To: ft[1], Count: n})
 		}
