@@ -118,3 +118,22 @@ func TestQuietAccountsSayWhatIsKnown(t *testing.T) {
 		t.Errorf("all quiet, inferred:\n%s", out)
 	}
 }
+
+// TestBlocksNoRuleExplains: blocks neither the breakers nor the flow rules
+// are known to have made read "by rules not known" where breaker states
+// were reported, and "by rules or breaker states not known" where they
+// were inferred (breakers and flow rules both guarding it, a breaker not
+// known to be CLOSED may have made them).
+func TestBlocksNoRuleExplains(t *testing.T) {
+	for states, want := range map[string]string{
+		"exact":    "Blocked:                9 of 109 entries (8.3 %): 2 by breakers, 3 by flow or hot-parameter rules, 4 by rules not known\n",
+		"inferred": "Blocked:                9 of 109 entries (8.3 %): 2 by breakers (inferred from counts), 3 by flow or hot-parameter rules, 4 by rules or breaker states not known\n",
+	} {
+		r := &Report{Source: "src", Resources: 1,
+			ResourcesSeen: []ResourceSeen{{App: "shop", Resource: "db", Pass: 100, Block: 9, States: states}},
+			Activity:      []collector.ResourceActivity{{App: "shop", Resource: "db", Block: 9, BreakerBlock: 2, FlowBlock: 3}}}
+		if out := string(render(t, text, r)); !strings.Contains(out, want) {
+			t.Errorf("%s: want %q in:\n%s", states, want, out)
+		}
+	}
+}
