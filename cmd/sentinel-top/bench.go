@@ -10,7 +10,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/internal/bench"
 )
 
-const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K] [--with-prometheus]
+const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K] [--floor] [--with-prometheus]
 
 Measures the collector at fleet scale on this machine. N agents, each with R
 resources called CALLS times a second, serve their streams on loopback from
@@ -21,6 +21,12 @@ collector's CPU (this process's, per item too) and memory, the agents' CPU,
 the time from a breaker transition at an agent to the first snapshot
 showing it (p50, p99), reconnects and their causes, and checks that every
 call was counted.
+
+With --floor, the collector's store takes no buckets: its sources read,
+frame and decode every stream as usual and only count what they decoded,
+so the CPU per item is this machine's floor, what the system calls, the
+decoding and the runtime cost before the store's and triage's work (the
+two runs' difference). Calls are then not accounted.
 
 With --with-prometheus, each agent also serves its metrics page (the
 collector's metric names, for its own instance), and a real Prometheus
@@ -45,6 +51,7 @@ Examples:
   sentinel-top bench --agents 2000 --resources 20 --duration 30s
   sentinel-top bench --agents 10000 --resources 20 --rate 2
   sentinel-top bench --agents 1000 --resources 20 --with-prometheus
+  sentinel-top bench --agents 2000 --resources 20 --rate 4 --floor
 
 Flags:
 `
@@ -67,6 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")
 	fs.StringVar(&cfg.MemProfile, "memprofile", "", "write the collector's allocations (pprof) at the end of the measured window to FILE and at its start to FILE.base: go tool pprof -sample_index=alloc_space -diff_base FILE.base BINARY FILE")
 	fs.StringVar(&cfg.AgentsCPUProfile, "agents-cpuprofile", "", "write one of each agents' process to FILE.0, FILE.1, ...")
+	fs.BoolVar(&cfg.Floor, "floor", false, "leave the collector's store out of the buckets: its sources read and decode every stream and hand the buckets to no store, so the cpu per item is this machine's floor, what reading and decoding cost before the store's and triage's work (calls not accounted)")
 	withProm := fs.Bool("with-prometheus", false, "also serve each agent's metrics page, and run a Prometheus server (--prometheus-bin) that scrapes them every second over the same window as the collector reads their streams: the CPU and memory of both, per series")
 	promBin := fs.String("prometheus-bin", "prometheus", "the Prometheus server's executable, for --with-prometheus")
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {

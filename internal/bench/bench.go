@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/internal/english"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
@@ -57,6 +58,13 @@ type Config struct {
 	// Prometheus run from it scrapes them every second over the same
 	// window as the collector reads their streams (prometheus.go).
 	Prometheus string
+	// Floor, when set, leaves the collector's store out of the buckets:
+	// its sources read and decode every stream as usual and hand each
+	// buckets message to a sink that only counts it (floor.go), the rest
+	// to the collector. The CPU per item is then this machine's floor,
+	// what reading and decoding cost before the store's and triage's work;
+	// the calls are not accounted.
+	Floor bool
 }
 
 // DefaultConfig is the run `sentinel-top bench` makes without flags.
@@ -146,10 +154,16 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	}
 
 	r.c = collector.New(collector.Options{Mode: collector.ModeLive, Source: "bench", MaxMemory: cfg.MaxMemory})
+	var sink feed.DialSink = r.c
+	if cfg.Floor {
+		r.floor = &floorSink{DialSink: r.c}
+		sink = r.floor
+		r.res.floor = true
+	}
 	dialCtx, stopDial := context.WithCancel(ctx)
 	var dialing sync.WaitGroup
 	dialing.Add(3)
-	go func() { defer dialing.Done(); source.Dial(dialCtx, r.c, targets, source.DialOptions{}) }()
+	go func() { defer dialing.Done(); source.Dial(dialCtx, sink, targets, source.DialOptions{}) }()
 	go func() { defer dialing.Done(); r.c.Run(dialCtx) }()
 	go func() { defer dialing.Done(); r.res.lat.watch(dialCtx, r.c, r.resources[0]) }()
 	defer func() { stopDial(); dialing.Wait() }()
@@ -191,7 +205,7 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 		return err
 	}
 	r.res.print(w)
-	if r.res.counted != r.res.calls {
+	if !cfg.Floor && r.res.counted != r.res.calls {
 		return fmt.Errorf("the collector counted %d calls of the %d the agents admitted", r.res.counted, r.res.calls)
 	}
 	return nil
@@ -219,6 +233,7 @@ type runner struct {
 	kids      children
 	prom      *promServer // when Config.Prometheus is set
 	c         *collector.Collector
+	floor     *floorSink // the collector's sink with its store left out (Config.Floor)
 	resources []string
 	// made[i] is the calls agent i admitted, by resource, as its process
 	// reports them after "stop".
@@ -287,7 +302,11 @@ func (r *runner) startCalls(ctx context.Context) error {
 		return err
 	}
 	series := r.cfg.Agents * r.cfg.Resources
-	return settle(ctx, r.kids, r.c, series, int64(series), r.progress)
+	seen := series
+	if r.floor != nil {
+		seen = 0 // no store holds them: only the items read are waited for
+	}
+	return settle(ctx, r.kids, r.c, seen, int64(series), r.progress)
 }
 
 // measure runs the measured window, and fills in what it measured. The
@@ -404,6 +423,15 @@ func (r *runner) count(ctx context.Context) error {
 		for _, n := range r.made[i] {
 			res.calls += n
 		}
+	}
+	if r.floor != nil {
+		// No store counts them: once the agents stopped, what they wrote
+		// is read within a few passes.
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return err
+		}
+		res.floorItems, res.floorMessages = r.floor.items.Load(), r.floor.messages.Load()
+		return nil
 	}
 	deadline := time.Now().Add(2 * time.Minute) // a collector far behind catches up first
 	last, lastMoved := int64(-1), time.Now()

@@ -14,8 +14,13 @@ import (
 
 // result is what one run measured.
 type result struct {
-	cfg       Config
-	processes int
+	cfg Config
+	// floor: the store took no buckets (Config.Floor); floorItems and
+	// floorMessages are what the sources decoded and handed over instead,
+	// from the start to the count.
+	floor                     bool
+	floorItems, floorMessages int64
+	processes                 int
 	// niceness is the least niceness the agents' processes have, as
 	// /proc/PID/stat tells it (-1: not known here).
 	niceness int
@@ -120,13 +125,23 @@ func (r *result) printIngest(w io.Writer) {
 	if line := r.fill(); line != "" {
 		fmt.Fprintf(w, "            %s\n", line)
 	}
-	fmt.Fprintf(w, "            the collector %s items behind the agents as the window began (with %s of the %s series), %s as it ended\n",
-		thousands(r.lagStart), thousands(int64(r.seriesStart)), thousands(int64(r.cfg.Agents*r.cfg.Resources)), thousands(r.lagEnd))
+	held := fmt.Sprintf("with %s of the %s series", thousands(int64(r.seriesStart)), thousands(int64(r.cfg.Agents*r.cfg.Resources)))
+	if r.floor {
+		held = "no series held: --floor"
+	}
+	fmt.Fprintf(w, "            the collector %s items behind the agents as the window began (%s), %s as it ended\n",
+		thousands(r.lagStart), held, thousands(r.lagEnd))
 }
 
 // printAccounted writes the accounted section: the calls made and
 // counted, and the series that differ.
 func (r *result) printAccounted(w io.Writer) {
+	if r.floor {
+		fmt.Fprintf(w, "accounted:  %s calls made, not counted: --floor leaves the collector's store out of the buckets\n", thousands(r.calls))
+		fmt.Fprintf(w, "            the sources decoded %s items in %s buckets messages from the start, and handed them to no store: the cpu below is the floor under its work\n",
+			thousands(r.floorItems), thousands(r.floorMessages))
+		return
+	}
 	exact := "exact"
 	switch {
 	case r.counted < r.calls:
