@@ -209,6 +209,9 @@ type resState struct {
 	names     []string // names(members)
 	membersAt [3]int
 	finding   sharedFinding
+	// log is the traffic of its series, every instance's, for replays
+	// (tracelog.go).
+	log resLog
 }
 
 // New returns an engine; see Config for the zero value.

@@ -63,19 +63,21 @@ func (e *Engine) flowPlan(f *Finding, rule *core.FlowRule, limitApp string, skip
 		}
 	}
 	var names []string
-	var traces []whatif.Trace
-	var recorded int64
+	var ss []*series
 	for _, name := range f.Instances {
 		in := latest[name]
 		if in == nil || !runsFlow(in, f.Resource, rule) {
 			continue
 		}
-		tr, _ := in.series[f.Resource].trace()
+		ss = append(ss, in.series[f.Resource])
+		names = append(names, name)
+	}
+	traces, _ := tracesOf(ss)
+	var recorded int64
+	for _, tr := range traces {
 		for i := range tr.Buckets {
 			recorded += max(tr.Buckets[i].Block, 0)
 		}
-		traces = append(traces, tr)
-		names = append(names, name)
 	}
 	if len(names) == 0 {
 		return plan, 0, false

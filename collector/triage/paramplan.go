@@ -68,7 +68,7 @@ func (e *Engine) paramPlan(f *Finding, x *HotValueFacts, skip bool) (plan Plan, 
 	exception := x.Suggest.SpecificItems[x.Value]
 	var cases []whatif.ParamCase
 	var names []string
-	var keep []whatif.ParamTrace
+	var ss []*series
 	for _, name := range f.Instances {
 		in := latest[name]
 		if in == nil {
@@ -79,8 +79,7 @@ func (e *Engine) paramPlan(f *Finding, x *HotValueFacts, skip bool) (plan Plan, 
 		if r == nil {
 			continue
 		}
-		tr, _ := s.paramTrace(x.Param, x.Value)
-		keep = append(keep, tr)
+		ss = append(ss, s)
 		prop := *r
 		prop.SpecificItems = maps.Clone(r.SpecificItems)
 		if prop.SpecificItems == nil {
@@ -93,6 +92,7 @@ func (e *Engine) paramPlan(f *Finding, x *HotValueFacts, skip bool) (plan Plan, 
 	if len(cases) == 0 {
 		return plan, 0, false
 	}
+	keep := paramTracesOf(ss, x.Param, x.Value)
 	for i := range cases {
 		cases[i].Trace = &keep[i]
 	}

@@ -642,13 +642,15 @@ func (d *planDraft) spreadOf(v RuleValues) map[string]RuleValues {
 func (e *Engine) check(d *planDraft) (plan Plan, calls int64) {
 	plan, v, insts, names := d.plan, d.v, d.insts, d.names
 	ref := &insts[0].rule
-	traces := make([]whatif.Trace, len(insts))
-	var keptFrom int64 // the latest start of a trace the budget cut
+	ss := make([]*series, len(insts))
 	for i := range insts {
-		var from int64
-		traces[i], from = insts[i].s.trace()
-		if insts[i].s.logTrimmed {
-			keptFrom = max(keptFrom, from)
+		ss[i] = insts[i].s
+	}
+	traces, froms := tracesOf(ss)
+	var keptFrom int64 // the latest start of a trace the budget cut
+	for i, s := range ss {
+		if s.logTrimmed() {
+			keptFrom = max(keptFrom, froms[i])
 		}
 	}
 	if keptFrom > 0 {

@@ -142,7 +142,7 @@ func (e *Engine) reporters(resource string) []appInsts {
 
 func (e *Engine) checkFlow(app string, rule core.FlowRule, insts []*instState) FlowCheck {
 	c := FlowCheck{App: app, Resource: rule.Resource, Proposed: rule}
-	traces := make([]whatif.Trace, len(insts))
+	traces := tracesOfResource(insts, rule.Resource)
 	cases := make([]whatif.FlowCase, len(insts))
 	for i, in := range insts {
 		c.Instances = append(c.Instances, in.id.Name)
@@ -156,7 +156,6 @@ func (e *Engine) checkFlow(app string, rule core.FlowRule, insts []*instState) F
 		} else if (cur == nil) != (c.Current == nil) || cur != nil && *cur != *c.Current {
 			c.Mixed = true
 		}
-		traces[i], _ = in.series[rule.Resource].trace()
 		cases[i] = whatif.FlowCase{Trace: &traces[i], Current: cur, Proposed: rule}
 	}
 	res, err := whatif.CompareFlow(cases)
@@ -170,7 +169,7 @@ func (e *Engine) checkFlow(app string, rule core.FlowRule, insts []*instState) F
 
 func (e *Engine) checkRule(app string, rule core.BreakerRule, insts []*instState) RuleCheck {
 	c := RuleCheck{App: app, Resource: rule.Resource, Proposed: planRule(&rule)}
-	traces := make([]whatif.Trace, len(insts))
+	traces := tracesOfResource(insts, rule.Resource)
 	cases := make([]whatif.Case, len(insts))
 	for i, in := range insts {
 		c.Instances = append(c.Instances, in.id.Name)
@@ -185,7 +184,6 @@ func (e *Engine) checkRule(app string, rule core.BreakerRule, insts []*instState
 		if !has {
 			cur = core.BreakerRule{}
 		}
-		traces[i], _ = in.series[rule.Resource].trace()
 		cases[i] = whatif.Case{Trace: &traces[i], Current: cur, Proposed: rule}
 	}
 	if rule.Strategy == core.SlowRequestRatio && !anyHist(traces) {
@@ -236,4 +234,15 @@ func currentFor(in *instState, proposed *core.BreakerRule) (core.BreakerRule, bo
 		}
 	}
 	return rr.Breakers[0], true
+}
+
+// tracesOfResource is the trace of each instance's series of resource,
+// its resource's log read once.
+func tracesOfResource(insts []*instState, resource string) []whatif.Trace {
+	ss := make([]*series, len(insts))
+	for i, in := range insts {
+		ss[i] = in.series[resource]
+	}
+	trs, _ := tracesOf(ss)
+	return trs
 }

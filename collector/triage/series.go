@@ -30,11 +30,11 @@ type series struct {
 	// (hasJavaRatioBreaker): its buckets are kept in lowSecs.
 	ratio, listed, javaRatio bool
 	// winSynced: win has a window per statIntervalMs of rr (inert.go);
-	// logTrimmed: chunks of log were dropped for the budget (tracelog.go).
+	// logForgot: its traffic was forgotten (tracelog.go's ForgetTraffic).
 	// Here rather than in their structs, where each would take a word.
 	// oneListed: the series is in the inert-rule detector's ones.
-	winSynced, logTrimmed, oneListed bool
-	lastStart                        int64
+	winSynced, logForgot, oneListed bool
+	lastStart                       int64
 	// bucketMs is the length of its buckets (at most wire.MaxBucketMs, an
 	// hour), and slowBound what its buckets' slow counts against
 	// (slowBoundOf(rr), ms): 32 bits each, side by side in one word.
@@ -57,8 +57,11 @@ type series struct {
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 
-	// log is the series' traffic for replays (tracelog.go).
-	log traceLog
+	// logIdx names the series' records in its resource's traffic log
+	// (tracelog.go), 0 before the first; logSeq is the chunk that record
+	// went to.
+	logIdx uint32
+	logSeq int64
 
 	breakers []*breaker
 
@@ -203,8 +206,5 @@ func (h Series) Touch() int64 {
 		return 0
 	}
 	v := s.lastStart + s.offered + s.hz.holdMs + s.hz.hist[0] + s.hz.hist[len(s.hz.hist)-1] + int64(s.up.passed) + int64(len(s.win.ws))
-	if t := s.log.tail; len(t) < cap(t) {
-		v += int64(t[:len(t)+1][len(t)]) // where the traffic log writes next
-	}
 	return v
 }

@@ -12,16 +12,22 @@ import (
 // The traffic of every series, kept for the what-if replay of plans
 // (plan.go): each bucket the series took, the spells during which a
 // breaker of it was not CLOSED, and the process's restarts, varint-encoded
-// in chunks. Every chunk of the engine is charged to one budget
-// (Config.TraceBytes); when it is spent, the oldest chunk of the engine is
-// dropped, so the longest-quiet history goes first and a replay covers
-// less of the input (Trace says from when). About 20 bytes a bucket.
+// in chunks. A resource's series, one per instance, write their records
+// one after another into the resource's log (resLog), each record naming
+// its series by an index: the records of one message's items go to a few
+// logs whose ends are in the caches, where a log per series would write
+// each to a line of its own, missed at every bucket. A replay reads the
+// resource's log once for all the series it wants. Every chunk of the
+// engine is charged to one budget (Config.TraceBytes); when it is spent,
+// the oldest chunk of the engine is dropped, so the longest-quiet history
+// goes first and a replay covers less of the input (Trace says from
+// when). About 20 bytes a bucket.
 
 const (
 	// DefaultTraceBytes is the budget of the traffic kept for replays.
 	DefaultTraceBytes = 64 << 20
-	// A series' first chunk holds about a dozen buckets; each next one is
-	// twice the last, up to traceChunkBytes: a fleet of quiet series
+	// A log's first chunk holds about a dozen buckets; each next one is
+	// twice the last, up to traceChunkBytes: a fleet of quiet resources
 	// keeps little.
 	traceFirstChunk = 256
 	traceChunkBytes = 4096
@@ -32,32 +38,53 @@ const (
 	recRestart    = 4
 	recHot        = 5
 	histMaskShift = core.HistogramSlots // bit: the bucket has a histogram
+	// recHead is the most a record's head takes: its tag, its series'
+	// index and its time.
+	recHead = 1 + binary.MaxVarintLen32 + binary.MaxVarintLen64
 )
 
-// traceChunk is a part of one series' log; base is the time its deltas
-// start from. The series' last chunk is written through the series'
-// traceLog.tail, and its b is brought up to date (sync) before it is read.
+// traceChunk is a part of one resource's log; base is the time its
+// deltas start from, seq the engine's count of chunks begun before it. The
+// log's last chunk is written through the log's tail, and its b is brought
+// up to date (sync) before it is read.
 type traceChunk struct {
-	s    *series
+	log  *resLog
+	seq  int64
 	base int64
 	b    []byte
 }
 
-// traceLog is a series' kept traffic.
-type traceLog struct {
+// resLog is the kept traffic of one resource's series.
+type resLog struct {
 	chunks []*traceChunk
-	// tail is the last chunk's bytes, appended to here: a bucket's record
-	// is written without reading the list or the chunk, which a fleet's
-	// series keep out of the caches between two of its buckets.
+	// tail is the last chunk's bytes, appended to here.
 	tail []byte
 	last int64 // the time the next record's delta starts from
+	// series is how many series were given an index (series.logIdx), live
+	// how many of them are not forgotten (ForgetTraffic): at none, the
+	// whole log goes.
+	series, live uint32
 }
 
 // sync brings the last chunk's bytes up to date with tail.
-func (l *traceLog) sync() {
+func (l *resLog) sync() {
 	if n := len(l.chunks); n > 0 {
 		l.chunks[n-1].b = l.tail
 	}
+}
+
+// logTrimmed says the budget dropped records of s: a chunk at or after
+// the one its first record went to is gone, or its traffic was forgotten
+// (ForgetTraffic).
+func (s *series) logTrimmed() bool {
+	if s.logForgot {
+		return true
+	}
+	if s.logIdx == 0 {
+		return false
+	}
+	l := &s.res.log
+	return len(l.chunks) == 0 || l.chunks[0].seq > s.logSeq
 }
 
 // traces is the engine's budget and its chunks, oldest first.
@@ -65,6 +92,7 @@ type traces struct {
 	max, used int64
 	queue     []*traceChunk
 	head      int
+	seq       int64 // chunks begun
 	dropped   int64 // chunks dropped for the budget
 	// free are chunks evicted, by size class (traceFirstChunk << i), kept
 	// for the next chunks of their size: at most freeChunks each, so that
@@ -87,16 +115,17 @@ func sizeClass(size int64) int {
 	return c
 }
 
-// newChunk is a chunk of size for s from the free ones, or a new one.
-func (t *traces) newChunk(s *series, base, size int64) *traceChunk {
+// newChunk is a chunk of size for l from the free ones, or a new one.
+func (t *traces) newChunk(l *resLog, base, size int64) *traceChunk {
+	t.seq++
 	k := sizeClass(size)
 	if n := len(t.free[k]); n > 0 {
 		c := t.free[k][n-1]
 		t.free[k] = t.free[k][:n-1]
-		c.s, c.base, c.b = s, base, c.b[:0]
+		c.log, c.seq, c.base, c.b = l, t.seq, base, c.b[:0]
 		return c
 	}
-	return &traceChunk{s: s, base: base, b: make([]byte, 0, size)}
+	return &traceChunk{log: l, seq: t.seq, base: base, b: make([]byte, 0, size)}
 }
 
 func (t *traces) init(max int64) {
@@ -109,28 +138,47 @@ func (t *traces) init(max int64) {
 // record appends one record to s's log: tag, then the values, the first
 // a time given as a delta.
 func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
-	if !e.traceRoom(s, at, binary.MaxVarintLen64*(len(vals)+2)) {
+	b, ok := e.traceHead(s, tag, at, binary.MaxVarintLen64*len(vals))
+	if !ok {
 		return
 	}
-	b := append(s.log.tail, tag)
-	b = binary.AppendVarint(b, at-s.log.last)
-	s.log.last = at
 	for _, v := range vals {
 		b = binary.AppendUvarint(b, uint64(max(v, 0)))
 	}
-	s.log.tail = b
+	s.res.log.tail = b
 }
 
-// traceRoom makes room in s's log for a record of at most need bytes at
-// at (need is at most traceChunkBytes): in its last chunk, or a new one
-// (s.log.tail is then the new chunk's); false when the budget has no room
-// or the log is off.
-func (e *Engine) traceRoom(s *series, at int64, need int) bool {
+// traceHead makes room in s's resource log for a record of at most body
+// bytes after its head (at most traceChunkBytes in all), and writes the
+// head: tag, s's index (given on its first record) and at as a delta. It
+// returns the log's tail to append the body to, then store back; false
+// when the budget has no room or the log is off.
+func (e *Engine) traceHead(s *series, tag byte, at int64, body int) ([]byte, bool) {
+	l := &s.res.log
+	if !e.traceRoom(l, at, recHead+body) {
+		return nil, false
+	}
+	if s.logIdx == 0 {
+		l.series++
+		l.live++
+		s.logIdx, s.logSeq = l.series, l.chunks[len(l.chunks)-1].seq
+	}
+	b := append(l.tail, tag)
+	b = binary.AppendUvarint(b, uint64(s.logIdx))
+	b = binary.AppendVarint(b, at-l.last)
+	l.last = at
+	return b, true
+}
+
+// traceRoom makes room in log l for a record of at most need bytes at at
+// (need is at most traceChunkBytes): in its last chunk, or a new one
+// (l.tail is then the new chunk's); false when the budget has no room or
+// the log is off.
+func (e *Engine) traceRoom(l *resLog, at int64, need int) bool {
 	t := &e.traces
 	if t.max < 0 {
 		return false
 	}
-	l := &s.log
 	if len(l.chunks) > 0 && len(l.tail)+need <= cap(l.tail) {
 		return true
 	}
@@ -148,7 +196,7 @@ func (e *Engine) traceRoom(s *series, at int64, need int) bool {
 	if t.used+size > t.max {
 		return false
 	}
-	c := t.newChunk(s, at, size)
+	c := t.newChunk(l, at, size)
 	l.chunks = append(l.chunks, c)
 	l.tail = c.b
 	l.last = at
@@ -163,16 +211,14 @@ func (e *Engine) traceRoom(s *series, at int64, need int) bool {
 // parameter, pass, block and text.
 func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 	hot := b.Hot[:min(len(b.Hot), wire.MaxHotValues+1)]
-	need := 4 * binary.MaxVarintLen64
+	body := 2 * binary.MaxVarintLen64
 	for i := range hot {
-		need += 4*binary.MaxVarintLen64 + min(len(hot[i].Value), wire.MaxHotValueBytes)
+		body += 4*binary.MaxVarintLen64 + min(len(hot[i].Value), wire.MaxHotValueBytes)
 	}
-	if !e.traceRoom(s, b.Start, need) {
+	out, ok := e.traceHead(s, recHot, b.Start, body)
+	if !ok {
 		return
 	}
-	out := append(s.log.tail, recHot)
-	out = binary.AppendVarint(out, b.Start-s.log.last)
-	s.log.last = b.Start
 	out = binary.AppendUvarint(out, uint64(max(bm, 0)))
 	out = binary.AppendUvarint(out, uint64(len(hot)))
 	for i := range hot {
@@ -184,10 +230,10 @@ func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 		out = binary.AppendUvarint(out, uint64(len(v)))
 		out = append(out, v...)
 	}
-	s.log.tail = out
+	s.res.log.tail = out
 }
 
-// evict drops the engine's oldest chunk, the oldest of its series.
+// evict drops the engine's oldest chunk, the oldest of its resource's.
 func (t *traces) evict() {
 	c := t.queue[t.head]
 	t.queue[t.head] = nil
@@ -196,25 +242,23 @@ func (t *traces) evict() {
 		t.queue = append(t.queue[:0], t.queue[t.head:]...)
 		t.head = 0
 	}
-	if c.s == nil {
-		return // forgotten already (ForgetTraffic)
+	if c.log == nil {
+		return // its log went whole (ForgetTraffic)
 	}
-	l := &c.s.log
-	if len(l.chunks) > 0 && l.chunks[0] == c {
-		// Moved down rather than resliced, so that the series' list does
-		// not creep through new arrays as it turns over.
+	if l := c.log; len(l.chunks) > 0 && l.chunks[0] == c {
+		// Moved down rather than resliced, so that the list does not
+		// creep through new arrays as it turns over.
 		n := copy(l.chunks, l.chunks[1:])
 		l.chunks[n] = nil
 		l.chunks = l.chunks[:n]
 		if n == 0 {
 			l.tail = nil // it was the last chunk too: written no more
 		}
-		c.s.logTrimmed = true
 	}
 	t.used -= int64(cap(c.b))
 	t.dropped++
 	if k := sizeClass(int64(cap(c.b))); len(t.free[k]) < freeChunks {
-		c.s = nil
+		c.log = nil
 		t.free[k] = append(t.free[k], c)
 	}
 }
@@ -270,11 +314,11 @@ func slowBoundOf(rr *resRules) int32 {
 	return bound
 }
 
-// trace decodes s's log into a replay's trace; from is the earliest
-// time it covers (the first record kept).
+// trace decodes s's records into a replay's trace; from is the earliest
+// time it covers (its first record kept).
 func (s *series) trace() (tr whatif.Trace, from int64) {
-	tr, _, from = s.decodeLog(nil)
-	return tr, from
+	d := decodeLogs([]*series{s}, nil)
+	return d[0].tr, d[0].from
 }
 
 // hotKey names one parameter value of a series.
@@ -283,33 +327,116 @@ type hotKey struct {
 	value string
 }
 
-// paramTrace decodes s's log into the replay trace of one parameter
+// paramTrace decodes s's records into the replay trace of one parameter
 // value: its entries of every bucket that listed hot values, the spells
 // and the restarts; from as trace's.
 func (s *series) paramTrace(param int64, value string) (tr whatif.ParamTrace, from int64) {
-	bt, hot, from := s.decodeLog(&hotKey{param, value})
-	return whatif.ParamTrace{Instance: bt.Instance, Value: value, Buckets: hot, Spells: bt.Spells, Restarts: bt.Restarts}, from
+	d := decodeLogs([]*series{s}, &hotKey{param, value})
+	bt := d[0].tr
+	return whatif.ParamTrace{Instance: bt.Instance, Value: value, Buckets: d[0].hot, Spells: bt.Spells, Restarts: bt.Restarts}, d[0].from
 }
 
-// decodeLog decodes s's log: its buckets, spells and restarts, and with
-// want that value's entries of the buckets that listed hot values.
-func (s *series) decodeLog(want *hotKey) (tr whatif.Trace, hot []whatif.ParamBucket, from int64) {
-	tr.Instance = s.inst.id.Name
-	var spellFrom int64 = -1
-	first, spelled := true, false
-	s.log.sync()
-	for _, c := range s.log.chunks {
-		at, b := c.base, c.b
+// paramTracesOf is paramTrace of each of ss, each resource's log read
+// once.
+func paramTracesOf(ss []*series, param int64, value string) []whatif.ParamTrace {
+	d := decodeLogs(ss, &hotKey{param, value})
+	out := make([]whatif.ParamTrace, len(d))
+	for i := range d {
+		bt := d[i].tr
+		out[i] = whatif.ParamTrace{Instance: bt.Instance, Value: value, Buckets: d[i].hot, Spells: bt.Spells, Restarts: bt.Restarts}
+	}
+	return out
+}
+
+// tracesOf decodes the records of each of ss (a rule's instances' series of
+// its resource), reading each resource's log once: their traces, and
+// from, the earliest time each covers.
+func tracesOf(ss []*series) (trs []whatif.Trace, from []int64) {
+	d := decodeLogs(ss, nil)
+	trs, from = make([]whatif.Trace, len(d)), make([]int64, len(d))
+	for i := range d {
+		trs[i], from[i] = d[i].tr, d[i].from
+	}
+	return trs, from
+}
+
+// logDecode is one series' records, as its resource's log is read.
+type logDecode struct {
+	tr        whatif.Trace
+	hot       []whatif.ParamBucket // with a hotKey: its entries
+	from      int64                // the time of its first record kept
+	seen      bool                 // a record of it was read
+	spellFrom int64                // a spell begun, -1 outside one
+	spelled   bool                 // a spell began or ended
+	trimmed   bool                 // records of it were dropped (logTrimmed)
+}
+
+// decodeLogs decodes the records of each of ss: its buckets, spells and
+// restarts, and with want that value's entries of the buckets that
+// listed hot values. Each resource's log is read once.
+func decodeLogs(ss []*series, want *hotKey) []logDecode {
+	out := make([]logDecode, len(ss))
+	byLog := map[*resLog][]int{}
+	for i, s := range ss {
+		out[i] = logDecode{tr: whatif.Trace{Instance: s.inst.id.Name}, spellFrom: -1, trimmed: s.logTrimmed()}
+		if s.logIdx != 0 {
+			byLog[&s.res.log] = append(byLog[&s.res.log], i)
+		}
+	}
+	for l, idx := range byLog {
+		// A series' position in out by its index in the log; a series
+		// asked for twice is read once and copied.
+		at := make([]int32, l.series+1)
+		for k := range at {
+			at[k] = -1
+		}
+		var twice [][2]int
+		for _, i := range idx {
+			if j := at[ss[i].logIdx]; j >= 0 {
+				twice = append(twice, [2]int{i, int(j)})
+				continue
+			}
+			at[ss[i].logIdx] = int32(i)
+		}
+		l.decode(at, out, want)
+		for _, p := range twice {
+			out[p[0]] = out[p[1]]
+		}
+	}
+	for i := range out {
+		if d := &out[i]; d.spellFrom >= 0 {
+			d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: 1<<62 - 1})
+		}
+	}
+	return out
+}
+
+// decode reads l's records into out, each record to out[at[its index]]
+// (none when -1). A record that does not decode ends the read: what
+// follows it cannot be told apart.
+func (l *resLog) decode(at []int32, out []logDecode, want *hotKey) {
+	l.sync()
+	for _, c := range l.chunks {
+		t, b := c.base, c.b
 		for len(b) > 0 {
 			tag := b[0]
-			d, n := binary.Varint(b[1:])
+			idx, n := binary.Uvarint(b[1:])
 			if n <= 0 {
-				return tr, hot, from
+				return
 			}
 			b = b[1+n:]
-			at += d
-			if first {
-				from, first = at, false
+			dt, n := binary.Varint(b)
+			if n <= 0 {
+				return
+			}
+			b = b[n:]
+			t += dt
+			var d *logDecode
+			if idx < uint64(len(at)) && at[idx] >= 0 {
+				d = &out[at[idx]]
+				if !d.seen {
+					d.from, d.seen = t, true
+				}
 			}
 			read := func() int64 {
 				v, n := binary.Uvarint(b)
@@ -322,7 +449,7 @@ func (s *series) decodeLog(want *hotKey) (tr whatif.Trace, hot []whatif.ParamBuc
 			}
 			switch tag {
 			case recBucket:
-				x := whatif.Bucket{Start: at}
+				x := whatif.Bucket{Start: t}
 				x.Ms, x.Pass, x.Block, x.Complete, x.Error, x.Slow, x.RtMin, x.RtMax = read(), read(), read(), read(), read(), read(), read(), read()
 				x.SlowBoundMs = read()
 				mask := read()
@@ -332,73 +459,88 @@ func (s *series) decodeLog(want *hotKey) (tr whatif.Trace, hot []whatif.ParamBuc
 						x.Hist[i] = read()
 					}
 				}
-				tr.Buckets = append(tr.Buckets, x)
+				if d != nil {
+					d.tr.Buckets = append(d.tr.Buckets, x)
+				}
 			case recHot:
-				x := whatif.ParamBucket{Start: at, Ms: read()}
+				x := whatif.ParamBucket{Start: t, Ms: read()}
 				for k := read(); k > 0 && b != nil; k-- {
 					param, pass, block, size := read(), read(), read(), read()
 					if size > int64(len(b)) {
-						return tr, hot, from
+						return
 					}
 					v := b[:size]
 					b = b[size:]
-					if want != nil && param == want.param && string(v) == want.value {
+					if d != nil && want != nil && param == want.param && string(v) == want.value {
 						x.Pass, x.Block, x.Listed = pass, block, true
 					}
 				}
-				if want != nil {
-					hot = append(hot, x)
+				if d != nil && want != nil {
+					d.hot = append(d.hot, x)
 				}
+			}
+			if d == nil {
+				continue
+			}
+			switch tag {
 			case recSpellFrom:
-				if spellFrom < 0 {
-					spellFrom = at
+				if d.spellFrom < 0 {
+					d.spellFrom = t
 				}
-				spelled = true
+				d.spelled = true
 			case recSpellTo:
 				switch {
-				case spellFrom >= 0:
-					tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: at})
-				case !spelled && s.logTrimmed:
-					tr.Spells = append(tr.Spells, whatif.Span{From: from, To: at}) // began before what is kept
+				case d.spellFrom >= 0:
+					d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: t})
+				case !d.spelled && d.trimmed:
+					d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.from, To: t}) // began before what is kept
 				}
-				spellFrom, spelled = -1, true
+				d.spellFrom, d.spelled = -1, true
 			case recRestart:
 				// A new process's breakers begin CLOSED.
-				if spellFrom >= 0 {
-					tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: at})
-					spellFrom = -1
+				if d.spellFrom >= 0 {
+					d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: t})
+					d.spellFrom = -1
 				}
-				tr.Restarts = append(tr.Restarts, at)
+				d.tr.Restarts = append(d.tr.Restarts, t)
 			}
 		}
 	}
-	if spellFrom >= 0 {
-		tr.Spells = append(tr.Spells, whatif.Span{From: spellFrom, To: 1<<62 - 1})
-	}
-	return tr, hot, from
 }
 
-// ForgetTraffic drops the traffic kept of the processes gone before
+// ForgetTraffic forgets the traffic kept of the processes gone before
 // cutoff (the store forgot them: they left longer ago than its
 // retention), the earlier processes of a name among them: their plans can
-// no longer be replayed, and their bytes go back to the budget.
+// no longer be replayed. Their records stay in their resources' logs,
+// read by no one, until the budget drops the chunks they are in (the
+// oldest first, as they are); a resource's log whose every series is
+// forgotten goes at once, its bytes back to the budget.
 func (e *Engine) ForgetTraffic(cutoff int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := &e.traces
 	for _, in := range e.instList {
 		if !in.id.Gone || in.id.LeftAt >= cutoff {
 			continue
 		}
 		for _, s := range in.seriesList {
-			if len(s.log.chunks) == 0 {
+			if s.logIdx == 0 {
 				continue
 			}
-			for _, c := range s.log.chunks {
-				t.used -= int64(cap(c.b))
-				c.b, c.s = nil, nil // the queue skips it when its turn comes
+			s.logIdx, s.logForgot = 0, true
+			l := &s.res.log
+			if l.live--; l.live == 0 {
+				e.traces.drop(l)
 			}
-			s.log, s.logTrimmed = traceLog{}, true
 		}
 	}
+}
+
+// drop gives back the chunks of a log no series reads any more: the
+// queue skips them when their turn comes.
+func (t *traces) drop(l *resLog) {
+	for _, c := range l.chunks {
+		t.used -= int64(cap(c.b))
+		c.b, c.log = nil, nil
+	}
+	*l = resLog{}
 }

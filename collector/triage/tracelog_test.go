@@ -1,6 +1,9 @@
 package triage
 
 import (
+	"reflect"
+
+	"github.com/sentinel-top/sentinel-top/core"
 	"strings"
 	"testing"
 
@@ -72,7 +75,7 @@ func TestTrafficLogKeepsHotValuesWithinItsBound(t *testing.T) {
 	}
 	s := e.instList[0].series[hotRes]
 	tr, from := s.paramTrace(0, long(3))
-	if len(tr.Buckets) < 30 || from <= t0 || !s.logTrimmed {
+	if len(tr.Buckets) < 30 || from <= t0 || !s.logTrimmed() {
 		t.Fatalf("%d buckets kept from %d", len(tr.Buckets), from)
 	}
 	for _, b := range tr.Buckets {
@@ -105,7 +108,7 @@ func TestTrafficLogDecodesWhatItTook(t *testing.T) {
 		if len(tr.Buckets) == 0 {
 			t.Fatalf("bound %d: nothing decoded", bound)
 		}
-		if bound < 1<<20 && (!s.logTrimmed || e.traces.dropped == 0) {
+		if bound < 1<<20 && (!s.logTrimmed() || e.traces.dropped == 0) {
 			t.Fatalf("bound %d: nothing evicted: the case proves nothing", bound)
 		}
 		first := n - len(tr.Buckets) // the buckets kept are the latest
@@ -120,5 +123,97 @@ func TestTrafficLogDecodesWhatItTook(t *testing.T) {
 					bound, k, len(tr.Buckets), b, want.Start, want.Pass, want.RtMax, want.Hist)
 			}
 		}
+	}
+}
+
+// A resource's series share its log, each record naming its series: each
+// decodes its own buckets and spells, in order, alone or read together,
+// whatever the budget dropped; a series whose first record came after
+// the chunks dropped says it was not trimmed. Once every series of the
+// resource is forgotten, its log's bytes go back to the budget, and
+// another resource's log is read as before.
+func TestTrafficLogSharedByAResource(t *testing.T) {
+	e := NewFeeder(Config{TraceBytes: 32 << 10})
+	insts := appFleet(e, "order", 3, t0, "v1", slowRule("db"))
+	const n, late = 1500, 1350
+	start := t0
+	for i := range n {
+		start += 500
+		for k, in := range insts {
+			if k == 2 && i < late {
+				continue
+			}
+			e.Bucket(in, bucketAt("db", start, hist(int64(1000*(k+1)+i%500), 1), int64(i)))
+		}
+		e.Bucket(insts[0], bucketAt("other", start, hist(7, 1), 1))
+		if i == n-100 {
+			e.Transition(insts[1], trans("db", core.Closed, core.Open, start+10))
+		}
+		if i == n-50 {
+			e.Transition(insts[1], trans("db", core.Open, core.Closed, start+20))
+		}
+	}
+	if e.traces.dropped == 0 {
+		t.Fatal("nothing was evicted: the test proves nothing")
+	}
+	ss := make([]*series, len(insts))
+	for k := range insts {
+		ss[k] = e.inst(insts[k]).series["db"]
+	}
+	together, froms := tracesOf(append(ss, ss[1])) // one asked for twice
+	for k, s := range ss {
+		alone, from := s.trace()
+		if !reflect.DeepEqual(alone, together[k]) || from != froms[k] {
+			t.Fatalf("series %d: read alone and together differ", k)
+		}
+		bs := alone.Buckets
+		if len(bs) == 0 || alone.Instance != insts[k] || from != bs[0].Start {
+			t.Fatalf("series %d: %d buckets of %q from %d", k, len(bs), alone.Instance, from)
+		}
+		first := n - len(bs) // the buckets kept are its latest
+		if k == 2 && first != late {
+			t.Fatalf("the late series kept %d of its %d buckets", len(bs), n-late)
+		}
+		for j, b := range bs {
+			i := first + j
+			if b.Start != t0+int64(i+1)*500 || b.Pass != int64(1000*(k+1)+i%500) || b.RtMax != int64(i) {
+				t.Fatalf("series %d: bucket %d decoded %+v, want round %d", k, j, b, i)
+			}
+		}
+		if trimmed := s.logTrimmed(); trimmed != (k < 2) {
+			t.Errorf("series %d: trimmed %v", k, trimmed)
+		}
+	}
+	end := t0 + int64(n-100+1)*500 + 10
+	if sp := together[1].Spells; len(sp) != 1 || sp[0].From != end || sp[0].To != end+50*500+10 {
+		t.Fatalf("spells %+v", sp)
+	}
+	if sp := together[3].Spells; len(sp) != 1 {
+		t.Fatalf("the series asked for twice: spells %+v", sp)
+	}
+	if len(together[0].Spells)+len(together[2].Spells) != 0 {
+		t.Fatal("another series' spell decoded as theirs")
+	}
+	other := e.inst(insts[0]).series["other"]
+	before, _ := other.trace()
+	used := e.TraceBytes()
+	for _, in := range insts[1:] {
+		e.Bye(in, start+1000)
+	}
+	e.ForgetTraffic(start + 2000)
+	if got := e.TraceBytes(); got != used {
+		t.Fatalf("the log of a resource a live series still writes gave back %d bytes", used-got)
+	}
+	if tr, _ := ss[1].trace(); len(tr.Buckets) != 0 || !ss[1].logTrimmed() {
+		t.Fatalf("a forgotten series decodes %d buckets", len(tr.Buckets))
+	}
+	e.Bye(insts[0], start+1000)
+	e.ForgetTraffic(start + 2000)
+	after, _ := other.trace()
+	if got := e.TraceBytes(); got != 0 || len(after.Buckets) != 0 {
+		t.Fatalf("every series forgotten: %d bytes held, %d buckets decoded", got, len(after.Buckets))
+	}
+	if len(before.Buckets) == 0 {
+		t.Fatal("the other resource decoded nothing before")
 	}
 }
