@@ -39,8 +39,10 @@ const (
 	recHot        = 5
 	histMaskShift = core.HistogramSlots // bit: the bucket has a histogram
 	// recHead is the most a record's head takes: its tag, its series'
-	// index and its time.
-	recHead = 1 + binary.MaxVarintLen32 + binary.MaxVarintLen64
+	// index, its time, and the length of its body (two bytes, little
+	// endian: a record is at most traceChunkBytes), by which a replay
+	// steps over the records of the series it does not want.
+	recHead = 1 + binary.MaxVarintLen32 + binary.MaxVarintLen64 + 2
 )
 
 // traceChunk is a part of one resource's log; base is the time its
@@ -142,17 +144,27 @@ func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
 	if !ok {
 		return
 	}
+	body := len(b)
 	for _, v := range vals {
 		b = binary.AppendUvarint(b, uint64(max(v, 0)))
 	}
-	s.res.log.tail = b
+	s.res.log.done(b, body)
+}
+
+// done ends the record whose body began at body in b, the log's tail
+// with the record appended: its length goes into the head's last two
+// bytes.
+func (l *resLog) done(b []byte, body int) {
+	binary.LittleEndian.PutUint16(b[body-2:], uint16(len(b)-body))
+	l.tail = b
 }
 
 // traceHead makes room in s's resource log for a record of at most body
 // bytes after its head (at most traceChunkBytes in all), and writes the
-// head: tag, s's index (given on its first record) and at as a delta. It
-// returns the log's tail to append the body to, then store back; false
-// when the budget has no room or the log is off.
+// head: tag, s's index (given on its first record), at as a delta, and
+// room for the body's length. It returns the log's tail to append the
+// body to, then end (resLog.done); false when the budget has no room or
+// the log is off.
 func (e *Engine) traceHead(s *series, tag byte, at int64, body int) ([]byte, bool) {
 	l := &s.res.log
 	if !e.traceRoom(l, at, recHead+body) {
@@ -167,7 +179,7 @@ func (e *Engine) traceHead(s *series, tag byte, at int64, body int) ([]byte, boo
 	b = binary.AppendUvarint(b, uint64(s.logIdx))
 	b = binary.AppendVarint(b, at-l.last)
 	l.last = at
-	return b, true
+	return append(b, 0, 0), true
 }
 
 // traceRoom makes room in log l for a record of at most need bytes at at
@@ -219,6 +231,7 @@ func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 	if !ok {
 		return
 	}
+	at := len(out)
 	out = binary.AppendUvarint(out, uint64(max(bm, 0)))
 	out = binary.AppendUvarint(out, uint64(len(hot)))
 	for i := range hot {
@@ -230,7 +243,7 @@ func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 		out = binary.AppendUvarint(out, uint64(len(v)))
 		out = append(out, v...)
 	}
-	s.res.log.tail = out
+	s.res.log.done(out, at)
 }
 
 // evict drops the engine's oldest chunk, the oldest of its resource's.
@@ -398,7 +411,31 @@ func decodeLogs(ss []*series, want *hotKey) []logDecode {
 			}
 			at[ss[i].logIdx] = int32(i)
 		}
-		l.decode(at, out, want)
+		if len(idx) > 8 {
+			// Counted first, so that each trace's buckets are made once:
+			// many traces growing by doubling cost twice the time.
+			counts := make([]int, len(at))
+			l.each(func(idx uint64, tag byte, _ int64, _ []byte) {
+				if tag == recBucket && idx < uint64(len(at)) {
+					counts[idx]++
+				}
+			})
+			for k, i := range at {
+				if i >= 0 && counts[k] > 0 {
+					out[i].tr.Buckets = make([]whatif.Bucket, 0, counts[k])
+				}
+			}
+		}
+		l.each(func(idx uint64, tag byte, t int64, body []byte) {
+			if idx >= uint64(len(at)) || at[idx] < 0 {
+				return // another series'
+			}
+			d := &out[at[idx]]
+			if !d.seen {
+				d.from, d.seen = t, true
+			}
+			d.take(tag, t, body, want)
+		})
 		for _, p := range twice {
 			out[p[0]] = out[p[1]]
 		}
@@ -411,10 +448,11 @@ func decodeLogs(ss []*series, want *hotKey) []logDecode {
 	return out
 }
 
-// decode reads l's records into out, each record to out[at[its index]]
-// (none when -1). A record that does not decode ends the read: what
-// follows it cannot be told apart.
-func (l *resLog) decode(at []int32, out []logDecode, want *hotKey) {
+// each calls f with each of l's records, in order: its series' index,
+// its tag, its time and its body. A head that does not decode ends the
+// read: what follows it cannot be told apart. A record is stepped over by
+// its length, its body read only by f.
+func (l *resLog) each(f func(idx uint64, tag byte, t int64, body []byte)) {
 	l.sync()
 	for _, c := range l.chunks {
 		t, b := c.base, c.b
@@ -426,85 +464,82 @@ func (l *resLog) decode(at []int32, out []logDecode, want *hotKey) {
 			}
 			b = b[1+n:]
 			dt, n := binary.Varint(b)
-			if n <= 0 {
+			if n <= 0 || len(b) < n+2 {
 				return
 			}
-			b = b[n:]
 			t += dt
-			var d *logDecode
-			if idx < uint64(len(at)) && at[idx] >= 0 {
-				d = &out[at[idx]]
-				if !d.seen {
-					d.from, d.seen = t, true
-				}
+			size := int(binary.LittleEndian.Uint16(b[n:]))
+			b = b[n+2:]
+			if size > len(b) {
+				return
 			}
-			read := func() int64 {
-				v, n := binary.Uvarint(b)
-				if n <= 0 {
-					b = nil
-					return 0
-				}
-				b = b[n:]
-				return int64(v)
-			}
-			switch tag {
-			case recBucket:
-				x := whatif.Bucket{Start: t}
-				x.Ms, x.Pass, x.Block, x.Complete, x.Error, x.Slow, x.RtMin, x.RtMax = read(), read(), read(), read(), read(), read(), read(), read()
-				x.SlowBoundMs = read()
-				mask := read()
-				x.HasHist = mask&(1<<histMaskShift) != 0
-				for i := range x.Hist {
-					if mask&(1<<i) != 0 {
-						x.Hist[i] = read()
-					}
-				}
-				if d != nil {
-					d.tr.Buckets = append(d.tr.Buckets, x)
-				}
-			case recHot:
-				x := whatif.ParamBucket{Start: t, Ms: read()}
-				for k := read(); k > 0 && b != nil; k-- {
-					param, pass, block, size := read(), read(), read(), read()
-					if size > int64(len(b)) {
-						return
-					}
-					v := b[:size]
-					b = b[size:]
-					if d != nil && want != nil && param == want.param && string(v) == want.value {
-						x.Pass, x.Block, x.Listed = pass, block, true
-					}
-				}
-				if d != nil && want != nil {
-					d.hot = append(d.hot, x)
-				}
-			}
-			if d == nil {
-				continue
-			}
-			switch tag {
-			case recSpellFrom:
-				if d.spellFrom < 0 {
-					d.spellFrom = t
-				}
-				d.spelled = true
-			case recSpellTo:
-				switch {
-				case d.spellFrom >= 0:
-					d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: t})
-				case !d.spelled && d.trimmed:
-					d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.from, To: t}) // began before what is kept
-				}
-				d.spellFrom, d.spelled = -1, true
-			case recRestart:
-				// A new process's breakers begin CLOSED.
-				if d.spellFrom >= 0 {
-					d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: t})
-					d.spellFrom = -1
-				}
-				d.tr.Restarts = append(d.tr.Restarts, t)
+			f(idx, tag, t, b[:size])
+			b = b[size:]
+		}
+	}
+}
+
+// take decodes one record of the series, of tag at t, its body body.
+func (d *logDecode) take(tag byte, t int64, body []byte, want *hotKey) {
+	read := func() int64 {
+		v, n := binary.Uvarint(body)
+		if n <= 0 {
+			body = nil
+			return 0
+		}
+		body = body[n:]
+		return int64(v)
+	}
+	switch tag {
+	case recBucket:
+		x := whatif.Bucket{Start: t}
+		x.Ms, x.Pass, x.Block, x.Complete, x.Error, x.Slow, x.RtMin, x.RtMax = read(), read(), read(), read(), read(), read(), read(), read()
+		x.SlowBoundMs = read()
+		mask := read()
+		x.HasHist = mask&(1<<histMaskShift) != 0
+		for i := range x.Hist {
+			if mask&(1<<i) != 0 {
+				x.Hist[i] = read()
 			}
 		}
+		d.tr.Buckets = append(d.tr.Buckets, x)
+	case recHot:
+		if want == nil {
+			return
+		}
+		x := whatif.ParamBucket{Start: t, Ms: read()}
+		for k := read(); k > 0 && body != nil; k-- {
+			param, pass, block, size := read(), read(), read(), read()
+			if size > int64(len(body)) {
+				break
+			}
+			v := body[:size]
+			body = body[size:]
+			if param == want.param && string(v) == want.value {
+				x.Pass, x.Block, x.Listed = pass, block, true
+			}
+		}
+		d.hot = append(d.hot, x)
+	case recSpellFrom:
+		if d.spellFrom < 0 {
+			d.spellFrom = t
+		}
+		d.spelled = true
+	case recSpellTo:
+		switch {
+		case d.spellFrom >= 0:
+			d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: t})
+		case !d.spelled && d.trimmed:
+			d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.from, To: t}) // began before what is kept
+		}
+		d.spellFrom, d.spelled = -1, true
+	case recRestart:
+		// A new process's breakers begin CLOSED.
+		if d.spellFrom >= 0 {
+			d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: t})
+			d.spellFrom = -1
+		}
+		d.tr.Restarts = append(d.tr.Restarts, t)
 	}
 }
 

@@ -217,3 +217,36 @@ func TestTrafficLogSharedByAResource(t *testing.T) {
 		t.Fatal("the other resource decoded nothing before")
 	}
 }
+
+// Reading one series out of a resource's log that 2,000 series write (a
+// plan of one instance on a resource the fleet shares), and all of them
+// at once (a plan of the fleet's rule): the first steps over the others'
+// records by their lengths.
+func BenchmarkTrafficLogRead(b *testing.B) {
+	e := NewFeeder(Config{TraceBytes: 256 << 20})
+	insts := appFleet(e, "order", 2000, t0, "v1", slowRule("db"))
+	for i := range 120 {
+		for _, in := range insts {
+			e.Bucket(in, bucketAt("db", t0+int64(i+1)*500, hist(int64(10+i%7), 1), int64(i)))
+		}
+	}
+	ss := make([]*series, len(insts))
+	for k, in := range insts {
+		ss[k] = e.inst(in).series["db"]
+	}
+	b.Run("one", func(b *testing.B) {
+		for b.Loop() {
+			if tr, _ := ss[7].trace(); len(tr.Buckets) != 120 {
+				b.Fatal(len(tr.Buckets))
+			}
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		for b.Loop() {
+			if trs, _ := tracesOf(ss); len(trs[7].Buckets) != 120 {
+				b.Fatal(len(trs[7].Buckets))
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)*120), "ns/bucket")
+	})
+}
