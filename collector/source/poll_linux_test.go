@@ -422,3 +422,70 @@ func TestPolledReadsABufferAtATime(t *testing.T) {
 	}
 	t.Logf("%d bytes in %d passes, %d of them leaving some for the next", len(stream), passes, full)
 }
+
+// A new connection joins the first poller holding fewer than
+// connsPerLoop, so that a fleet one poller can read is read by one; past
+// that, the poller holding the fewest.
+func TestPollersFillOneLoopFirst(t *testing.T) {
+	p := &pollers{}
+	for range 3 {
+		l, err := newPollLoop()
+		if err != nil {
+			t.Skip("no epoll set here:", err)
+		}
+		p.loops = append(p.loops, l)
+	}
+	t.Cleanup(func() {
+		for _, l := range p.loops {
+			syscall.Close(l.epfd)
+			syscall.Close(l.wake[0])
+			syscall.Close(l.wake[1])
+		}
+	})
+	for _, c := range []struct {
+		conns, busy [3]int32
+		want        int
+	}{
+		{[3]int32{0, 0, 0}, [3]int32{}, 0},
+		{[3]int32{connsPerLoop - 1, 0, 0}, [3]int32{}, 0},
+		{[3]int32{connsPerLoop, 0, 0}, [3]int32{}, 1},
+		{[3]int32{connsPerLoop, connsPerLoop, 7}, [3]int32{}, 2},
+		{[3]int32{connsPerLoop + 9, connsPerLoop + 2, connsPerLoop + 5}, [3]int32{}, 1},
+		{[3]int32{connsPerLoop + 1, connsPerLoop + 1, connsPerLoop + 1}, [3]int32{}, 0},
+		// A busy poller takes no more while another has room.
+		{[3]int32{3, 0, 0}, [3]int32{busyPerMille, 0, 0}, 1},
+		{[3]int32{3, 1, 0}, [3]int32{busyPerMille, 900, 10}, 2},
+		// Every one full: the fewest among those not busy.
+		{[3]int32{connsPerLoop + 1, connsPerLoop + 5, connsPerLoop + 3}, [3]int32{0, 0, busyPerMille}, 0},
+		// Every one busy: the least busy.
+		{[3]int32{1, 2, 3}, [3]int32{900, 400, 700}, 1},
+	} {
+		for i := range c.conns {
+			p.loops[i].conns.Store(c.conns[i])
+			p.loops[i].busy.Store(c.busy[i])
+		}
+		if got := p.pick(); got != p.loops[c.want] {
+			t.Errorf("connections %v, busy %v: picked another poller than %d", c.conns, c.busy, c.want)
+		}
+	}
+}
+
+// A poller tells how busy its last second was, from the passes it took.
+func TestPollLoopTellsItsBusySecond(t *testing.T) {
+	l := &pollLoop{}
+	start := time.Unix(1_780_000_000, 0)
+	l.busyFrom = start
+	for i := range 10 {
+		l.account(start.Add(time.Duration(i)*100*time.Millisecond), 30*time.Millisecond)
+	}
+	if b := l.busy.Load(); b != 0 {
+		t.Fatalf("busy %d before the second ended", b)
+	}
+	l.account(start.Add(time.Second), 30*time.Millisecond)
+	if b := l.busy.Load(); b != 330 {
+		t.Fatalf("busy %d per mille, want 330 (11 passes of 30 ms in 1 s)", b)
+	}
+	if l.busyNs != 0 || !l.busyFrom.Equal(start.Add(time.Second)) {
+		t.Fatalf("the next second did not begin: %d ns from %v", l.busyNs, l.busyFrom)
+	}
+}
