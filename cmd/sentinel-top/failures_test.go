@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -359,4 +360,26 @@ func busyAgent(t *testing.T, a *agent.Agent) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// saidAddr waits for the address `serve` says it listens on ("... on
+// http://ADDR (...)") in its stderr, failing the test when ended closes
+// first or 30 s pass.
+func saidAddr(t *testing.T, stderr *syncBuffer, ended <-chan struct{}) string {
+	t.Helper()
+	said := regexp.MustCompile(` on https?://([^ ]+) \(`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := said.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-ended:
+			t.Fatalf("serve ended before it said where it listens: %s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not say where it listens within 30 s: %s", stderr.String())
+		}
+	}
 }

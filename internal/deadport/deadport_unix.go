@@ -13,10 +13,11 @@ import (
 // connections until tb's cleanup.
 func Addr(tb testing.TB) string {
 	tb.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		tb.Fatalf("deadport: socket: %v", err)
 	}
+	syscall.CloseOnExec(fd) // SOCK_CLOEXEC is not every system's
 	tb.Cleanup(func() { syscall.Close(fd) })
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		tb.Fatalf("deadport: bind: %v", err)
