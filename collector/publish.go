@@ -111,12 +111,7 @@ func (c *Collector) Publish() *Snapshot {
 			row.HasP99 = row.HasP99 || v > 0
 		}
 		row.Trend = make([]float64, TrendLen)
-		for i := range row.Trend {
-			t := end - int64(TrendLen-i)*fineStepMs
-			if sl, _ := a.fine.at(t); sl != nil {
-				row.Trend[i] = float64(sl.pass)
-			}
-		}
+		a.fine.passes(end-TrendLen*fineStepMs, row.Trend)
 		row.Worst, row.HasFinding = worst[a.key]
 		s.Rows = append(s.Rows, row)
 	}
