@@ -56,6 +56,23 @@ wait_for() {
 }
 
 # wait_gone TEXT: TEXT leaves the screen within 10 s.
+# on_screen_within says whether every text is on screen within SECS
+# seconds, counting nothing.
+on_screen_within() {
+	local deadline=$((SECONDS + $1)) s t missing
+	shift
+	while :; do
+		s=$(screen)
+		missing=
+		for t in "$@"; do
+			grep -qF -- "$t" <<<"$s" || missing=$t
+		done
+		[ -z "$missing" ] && return 0
+		[ $SECONDS -ge $deadline ] && return 1
+		sleep 0.1
+	done
+}
+
 wait_gone() {
 	local deadline=$((SECONDS + 10))
 	while grep -qF -- "$1" <<<"$(screen)"; do
@@ -191,9 +208,18 @@ wait_for "PAUSED +"
 mouse_flags() { tmux -L "$sock" display -p -t e2e '#{mouse_button_flag}#{mouse_sgr_flag}'; }
 check "--mouse asks for button events in SGR (got $(mouse_flags))" test "$(mouse_flags)" = 11
 row=$(screen | grep -n "GET:http://inventory-service" | head -1 | cut -d: -f1)
-keys -l $'\e[<0;40;'"$row"'M\e[<0;40;'"$row"'m'
+click() { keys -l $'\e[<0;40;'"$1"'M\e[<0;40;'"$1"'m'; }
+click "$row"
 wait_for "rows 2/2"
-keys -l $'\e[<0;40;'"$row"'M\e[<0;40;'"$row"'m'
+click "$row"
+# On a loaded machine the terminal's report of the click has been seen lost
+# once in many runs (the table stayed, the selection on the row clicked); a
+# program that did not open the selection on a click would fail this both
+# times, so the click is sent once more, and said so.
+if ! on_screen_within 8 "TIMELINE"; then
+	echo "note: the second click did not open the row within 8 s; clicked again" >&2
+	click "$row"
+fi
 wait_for "order / GET:http://inventory-service/api/stock" "TIMELINE"
 keys Escape
 wait_for "ALERTS"
