@@ -34,32 +34,21 @@ keys() { tmux -L "$sock" send-keys -t e2e "$@"; }
 
 # wait_for TEXT...: every TEXT on the screen within 20 s.
 wait_for() {
-	local deadline=$((SECONDS + 20)) s t missing
-	while :; do
-		s=$(screen)
-		missing=
-		for t in "$@"; do
-			grep -qF -- "$t" <<<"$s" || missing=$t
-		done
-		if [ -z "$missing" ]; then
-			passed=$((passed + 1))
-			return 0
-		fi
-		if [ $SECONDS -ge $deadline ]; then
-			echo "FAIL: not on screen: $missing" >&2
-			echo "$s" >&2
-			failed=$((failed + 1))
-			return 1
-		fi
-		sleep 0.1
-	done
+	if on_screen_within 20 "$@"; then
+		passed=$((passed + 1))
+		return 0
+	fi
+	echo "FAIL: not on screen: $missing" >&2
+	echo "$s" >&2
+	failed=$((failed + 1))
+	return 1
 }
 
-# wait_gone TEXT: TEXT leaves the screen within 10 s.
 # on_screen_within says whether every text is on screen within SECS
-# seconds, counting nothing.
+# seconds, counting nothing; s is the screen last seen, missing a text not
+# on it.
 on_screen_within() {
-	local deadline=$((SECONDS + $1)) s t missing
+	local deadline=$((SECONDS + $1)) t
 	shift
 	while :; do
 		s=$(screen)
@@ -73,6 +62,7 @@ on_screen_within() {
 	done
 }
 
+# wait_gone TEXT: TEXT leaves the screen within 10 s.
 wait_gone() {
 	local deadline=$((SECONDS + 10))
 	while grep -qF -- "$1" <<<"$(screen)"; do
