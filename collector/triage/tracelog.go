@@ -345,8 +345,7 @@ type hotKey struct {
 // and the restarts; from as trace's.
 func (s *series) paramTrace(param int64, value string) (tr whatif.ParamTrace, from int64) {
 	d := decodeLogs([]*series{s}, &hotKey{param, value})
-	bt := d[0].tr
-	return whatif.ParamTrace{Instance: bt.Instance, Value: value, Buckets: d[0].hot, Spells: bt.Spells, Restarts: bt.Restarts}, d[0].from
+	return d[0].paramTrace(value), d[0].from
 }
 
 // paramTracesOf is paramTrace of each of ss, each resource's log read
@@ -355,10 +354,14 @@ func paramTracesOf(ss []*series, param int64, value string) []whatif.ParamTrace 
 	d := decodeLogs(ss, &hotKey{param, value})
 	out := make([]whatif.ParamTrace, len(d))
 	for i := range d {
-		bt := d[i].tr
-		out[i] = whatif.ParamTrace{Instance: bt.Instance, Value: value, Buckets: d[i].hot, Spells: bt.Spells, Restarts: bt.Restarts}
+		out[i] = d[i].paramTrace(value)
 	}
 	return out
+}
+
+// paramTrace is the decoded series' trace of one parameter value.
+func (d *logDecode) paramTrace(value string) whatif.ParamTrace {
+	return whatif.ParamTrace{Instance: d.tr.Instance, Value: value, Buckets: d.hot, Spells: d.tr.Spells, Restarts: d.tr.Restarts}
 }
 
 // tracesOf decodes the records of each of ss (a rule's instances' series of
@@ -436,13 +439,15 @@ func decodeLogs(ss []*series, want *hotKey) []logDecode {
 			}
 			d.take(tag, t, body, want)
 		})
+		for _, i := range at {
+			if i >= 0 && out[i].spellFrom >= 0 { // still open
+				out[i].tr.Spells = append(out[i].tr.Spells, whatif.Span{From: out[i].spellFrom, To: 1<<62 - 1})
+			}
+		}
+		// Copied once whole: the two share their slices, as they would
+		// their contents.
 		for _, p := range twice {
 			out[p[0]] = out[p[1]]
-		}
-	}
-	for i := range out {
-		if d := &out[i]; d.spellFrom >= 0 {
-			d.tr.Spells = append(d.tr.Spells, whatif.Span{From: d.spellFrom, To: 1<<62 - 1})
 		}
 	}
 	return out
