@@ -55,6 +55,17 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// matchLines fails t for each pattern (a regular expression) that out
+// does not match.
+func matchLines(t *testing.T, out string, patterns ...string) {
+	t.Helper()
+	for _, want := range patterns {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no %s in\n%s", want, out)
+		}
+	}
+}
+
 // runBench runs cfg, returning what it wrote to stdout and stderr.
 func runBench(t *testing.T, cfg Config) (stdout, stderr string, err error) {
 	t.Helper()
@@ -81,7 +92,7 @@ func TestBenchSmallFleet(t *testing.T) {
 			t.Errorf("--memprofile: %s is not a pprof profile (%d bytes, %v)", f, len(b), err)
 		}
 	}
-	for _, want := range []string{
+	matchLines(t, out,
 		`(?m)^sentinel-top bench: 4 agents x 3 resources, 50 calls/s per resource \(600 calls/s\), measuring 3s$`,
 		`(?m)^connected:  4 targets in [0-9.]+ s, served by 2 agents' processes`,
 		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
@@ -93,11 +104,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		`(?m)^ {12}agents' processes: RSS [1-9][0-9]* MB$`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
-	} {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("no %s in\n%s", want, out)
-		}
-	}
+	)
 	// What it is doing, told on stderr as it goes, in order.
 	var at []int
 	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",
@@ -164,16 +171,12 @@ func TestBenchMissingCallsFail(t *testing.T) {
 	if err == nil {
 		t.Error("no error")
 	}
-	for _, want := range []string{
+	matchLines(t, out,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(MISSING 1\)$`,
 		`(?m)^ {12}1 instance x resource series of 6 differ, by up to 1 call:$`,
 		`(?m)^ {12}bench-0001 GET:http://svc-2/api/v1/resource/2: [0-9,]+ made, [0-9,]+ counted$`,
 		`(?m)^ {12}of them, 0 \(0 calls\) on targets that reconnected during the run, 1 \(1 calls\) on targets that never did$`,
-	} {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("no %s in\n%s", want, out)
-		}
-	}
+	)
 	if err == nil || !strings.Contains(err.Error(), "the collector counted") {
 		t.Errorf("error: %v", err)
 	}
@@ -608,7 +611,7 @@ func TestBenchBesidePrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s\n%s", err, errOut, out)
 	}
-	for _, want := range []string{
+	matchLines(t, out,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
 		// 4 agents' 3 resources x 5 counters, 3 states for the latency
 		// breaker of bench-0000, the scrapes' own 5 series a target; its
@@ -619,11 +622,7 @@ func TestBenchBesidePrometheus(t *testing.T) {
 		`(?m)^ {12}[0-9,]+ of [1-9][0-9,]* scrapes of the agents failed over the window \(a page not served within the 1 s timeout\)$`,
 		`(?m)^ {12}a global view's query, sum by \(app, resource\) \(rate\(sentinel_top_resource_pass_total\{job="agents"\}\[5s\]\)\) over the window at a 1 s step: [0-9]+ ms, 12 series read, 12 returned$`,
 		`(?m)^per series: 12 instance x resource series; collector [0-9.]+ µs/s of CPU and [0-9.]+ KB RSS each; prometheus [0-9.]+ µs/s and [0-9.]+ KB each \([0-9.]+ µs/s and [0-9.]+ KB per head series\)$`,
-	} {
-		if !regexp.MustCompile(want).MatchString(out) {
-			t.Errorf("no %s in\n%s", want, out)
-		}
-	}
+	)
 	if !regexp.MustCompile(`(?m)^bench: +[0-9]+\.[0-9] s  starting prometheus to scrape the agents' metrics every 1s$`).MatchString(errOut) {
 		t.Errorf("no word of prometheus on stderr:\n%s", errOut)
 	}
