@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/internal/jsonref"
 )
 
 // benchBuckets is a realistic buckets message: n resources of one gateway
@@ -56,33 +57,6 @@ func fleetBuckets(n int) *Buckets {
 		b.Items = append(b.Items, it)
 	}
 	return b
-}
-
-// jsonBuckets and jsonItem are the equivalent structs a decoder built on
-// encoding/json would fill: the wire field names, no custom methods.
-type jsonBuckets struct {
-	V        int        `json:"v"`
-	Kind     string     `json:"kind"`
-	Ts       int64      `json:"ts"`
-	Instance string     `json:"instance"`
-	BucketMs int64      `json:"bucketMs"`
-	Items    []jsonItem `json:"items"`
-	Dropped  int64      `json:"dropped"`
-}
-
-type jsonItem struct {
-	Resource    string                      `json:"resource"`
-	Start       int64                       `json:"start"`
-	Pass        int64                       `json:"pass"`
-	Block       int64                       `json:"block"`
-	Complete    int64                       `json:"complete"`
-	Error       int64                       `json:"error"`
-	Slow        int64                       `json:"slow"`
-	RtSum       int64                       `json:"rtSum"`
-	RtMin       int64                       `json:"rtMin"`
-	RtMax       int64                       `json:"rtMax"`
-	Concurrency int64                       `json:"concurrency"`
-	RtHist      *[core.HistogramSlots]int64 `json:"rtHist,omitempty"`
 }
 
 // benchSize is a frame of the benchmarks: items items of benchBuckets, or
@@ -186,7 +160,7 @@ func BenchmarkDecodeBucketsEncodingJSON(b *testing.B) {
 	for _, s := range benchSizes {
 		frame := s.frame()
 		b.Run(s.name(), func(b *testing.B) {
-			var m jsonBuckets
+			var m jsonref.Buckets
 			b.SetBytes(int64(len(frame)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -240,7 +214,7 @@ func BenchmarkEncodeBuckets(b *testing.B) {
 // one: neither allocates its output (the Encoder adds a newline).
 func BenchmarkEncodeBucketsEncodingJSONEncoder(b *testing.B) {
 	for _, s := range benchSizes {
-		var m jsonBuckets
+		var m jsonref.Buckets
 		if err := json.Unmarshal(s.frame(), &m); err != nil {
 			b.Fatal(err)
 		}
@@ -268,7 +242,7 @@ func BenchmarkEncodeBucketsEncodingJSONEncoder(b *testing.B) {
 // structs, a new output every time.
 func BenchmarkEncodeBucketsEncodingJSON(b *testing.B) {
 	for _, s := range benchSizes {
-		var m jsonBuckets
+		var m jsonref.Buckets
 		if err := json.Unmarshal(s.frame(), &m); err != nil {
 			b.Fatal(err)
 		}

@@ -204,6 +204,9 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	if err := r.kids.stop(); err != nil {
 		return err
 	}
+	// With the agents gone, this process has the machine to itself.
+	progress.say("timing encoding/json and the collector's decoder on an agent's messages, for reference")
+	r.res.ref, r.res.refErr = measureReference(cfg.Resources, cfg.Rate)
 	r.res.print(w)
 	if !cfg.Floor && r.res.counted != r.res.calls {
 		return fmt.Errorf("the collector counted %d calls of the %d the agents admitted", r.res.counted, r.res.calls)

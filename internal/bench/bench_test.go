@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -108,7 +109,8 @@ func TestBenchSmallFleet(t *testing.T) {
 	// What it is doing, told on stderr as it goes, in order.
 	var at []int
 	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",
-		"every target up in [0-9.]+ s; ", "measuring for 3s", "stopping the calls; counting them at both ends"} {
+		"every target up in [0-9.]+ s; ", "measuring for 3s", "stopping the calls; counting them at both ends",
+		"timing encoding/json and the collector's decoder on an agent's messages, for reference"} {
 		loc := regexp.MustCompile(`(?m)^bench: +[0-9]+\.[0-9] s  ` + phase).FindStringIndex(errOut)
 		if loc == nil {
 			t.Errorf("no %q on stderr:\n%s", phase, errOut)
@@ -138,6 +140,32 @@ func TestBenchSmallFleet(t *testing.T) {
 	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item; agents [0-9.]+ cores \(2 processes\)$`).MatchString(out) {
 		t.Errorf("no CPU split on Linux:\n%s", out)
 	}
+	// The same run's reference, and the collector's µs per item read
+	// against it: the figures the lines print agree.
+	ref := regexp.MustCompile(`(?m)^reference:  encoding/json decodes the agents' buckets messages at ([0-9.]+) µs an item on this machine, the collector's decoder at ([0-9.]+) µs \(the fastest of 3 rounds over 40 messages, the agents stopped; json.Unmarshal into a reused struct, nothing checked\)$`).FindStringSubmatch(out)
+	if ref == nil || atof(t, ref[1]) <= 0 || atof(t, ref[2]) <= 0 {
+		t.Fatalf("no reference in\n%s", out)
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	cpu := regexp.MustCompile(`(?m)^cpu: .*, ([0-9.]+) µs per item;`).FindStringSubmatch(out)
+	times := regexp.MustCompile(`(?m)^ {12}the collector's ([0-9.]+) µs an item end to end are ([0-9.]+) times encoding/json's decoding alone$`).FindStringSubmatch(out)
+	if cpu == nil || times == nil || times[1] != cpu[1] {
+		t.Fatalf("the reference line does not read the cpu line's µs per item:\n%s", out)
+	}
+	if want, got := atof(t, times[1])/atof(t, ref[1]), atof(t, times[2]); math.Abs(got-want) > 0.01*want+0.01 {
+		t.Errorf("%s / %s printed as %s times, want %.2f", times[1], ref[1], times[2], want)
+	}
+}
+
+func atof(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func atoi(t *testing.T, s string) int64 {

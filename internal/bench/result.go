@@ -53,6 +53,8 @@ type result struct {
 	lat                            *latency
 	agents                         childStats  // summed over the children, at the end
 	prom                           *promResult // with Config.Prometheus
+	ref                            reference   // measured once the agents stopped
+	refErr                         error       // why ref was not measured
 }
 
 // health takes from the collector's last snapshot the reconnects, drops,
@@ -197,14 +199,14 @@ func (r *result) printShort(w io.Writer) {
 // printResources writes the cpu and memory sections, the collector's and
 // the agents'.
 func (r *result) printResources(w io.Writer) {
-	secs := r.window.Seconds()
 	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
 	if r.cpuKnown {
 		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
-			r.cpu, r.cpu*secs*1e6/max(float64(r.read), 1), r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
+			r.cpu, r.nsPerItem()/1e3, r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
 	} else {
 		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
 	}
+	r.printReference(w)
 	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
 		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
 	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
@@ -320,4 +322,27 @@ func (r *result) printPrometheus(w io.Writer) {
 			thousands(int64(series)), r.cpu*1e6/series, float64(r.rss)/series/1024,
 			p.cpu*1e6/series, float64(p.rss)/series/1024, p.cpu*1e6/p.headSeries, float64(p.rss)/p.headSeries/1024)
 	}
+}
+
+// printReference writes the reference line: what decoding the agents'
+// messages costs on this machine, and the collector's µs per item as a
+// multiple of encoding/json's decoding alone.
+func (r *result) printReference(w io.Writer) {
+	if r.refErr != nil {
+		fmt.Fprintf(w, "reference:  not measured: %v\n", r.refErr)
+		return
+	}
+	if r.ref.items == 0 {
+		return
+	}
+	fmt.Fprintf(w, "reference:  encoding/json decodes the agents' buckets messages at %.2f µs an item on this machine, the collector's decoder at %.2f µs (the fastest of %d rounds over %d messages, the agents stopped; json.Unmarshal into a reused struct, nothing checked)\n",
+		r.ref.jsonNs/1e3, r.ref.wireNs/1e3, referenceRounds, r.ref.frames)
+	if r.cpuKnown && r.read > 0 {
+		fmt.Fprintf(w, "            the collector's %.2f µs an item end to end are %.2f times encoding/json's decoding alone\n", r.nsPerItem()/1e3, r.nsPerItem()/r.ref.jsonNs)
+	}
+}
+
+// nsPerItem is the collector's CPU over the window an item it read, in ns.
+func (r *result) nsPerItem() float64 {
+	return r.cpu * r.window.Seconds() * 1e9 / max(float64(r.read), 1)
 }
