@@ -119,12 +119,21 @@ func BenchmarkPublishTargets(b *testing.B) {
 			State: feed.TargetUp, Instance: fmt.Sprintf("gw-%d", i)})
 	}
 	c.AddTargets(records...)
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, r := range records {
-			r.Update(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += 400; s.Items += 20 })
-		}
-		c.Publish()
+	// Every target sends between two snapshots (4 a second, each target
+	// 2 messages a second), or a fifth of them (10 snapshots a second, as
+	// while breakers trip).
+	for _, every := range []int{1, 5} {
+		b.Run(fmt.Sprintf("changed=1/%d", every), func(b *testing.B) {
+			b.ReportAllocs()
+			round := 0
+			for b.Loop() {
+				for i := round % every; i < len(records); i += every {
+					records[i].Update(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += 400; s.Items += 20 })
+				}
+				round++
+				c.Publish()
+			}
+		})
 	}
 }
 

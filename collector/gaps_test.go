@@ -367,7 +367,7 @@ func (r *javaRig) polls(n int) {
 func (r *javaRig) pending1(what string, also func(TargetStatus) bool) {
 	r.t.Helper()
 	javaWaitFor(r.t, what, func() error {
-		if st := r.c.Publish().Targets[0]; r.clock.Pending() != 1 || !also(st) {
+		if st := r.c.Publish().Targets[0]; r.clock.Pending() != 1 || !also(*st) {
 			return fmt.Errorf("%d timers, %+v", r.clock.Pending(), st)
 		}
 		return nil

@@ -66,7 +66,7 @@ func firstTarget(s *Snapshot) TargetStatus {
 	if len(s.Targets) == 0 {
 		return TargetStatus{}
 	}
-	return s.Targets[0]
+	return *s.Targets[0]
 }
 
 // byReason maps the snapshot's counters by reason.

@@ -41,18 +41,23 @@ func (c *Collector) Publish() *Snapshot {
 	}
 	notes := map[TargetRemark]int{}
 	if len(c.targets) > 0 {
-		s.Targets = make([]TargetStatus, 0, len(c.targets))
+		s.Targets = make([]*TargetStatus, 0, len(c.targets))
 	}
 	for _, t := range c.targets {
-		st := t.Status()
+		// Shared with the snapshot before when the target did not change:
+		// at 10 snapshots a second, 2,000 targets copied afresh were most
+		// of what a snapshot allocated (docs/BENCHMARKS.md).
+		st := t.Published()
 		// Another target announced the name first: this one's is
 		// NAME@TARGET (looked for only once some instance was so named,
 		// and then only where the name is another's: a fleet of targets
 		// down costs a lookup each).
 		if c.qualifiedEver > 0 {
 			if x := c.insts[st.Instance]; x != nil && x.owner != "" && x.owner != st.Name {
-				if in := c.heldInstance(st.Name, st.Instance); in != nil {
-					st.Instance = in.Name
+				if in := c.heldInstance(st.Name, st.Instance); in != nil && in.Name != st.Instance {
+					q := *st
+					q.Instance = in.Name
+					st = &q
 				}
 			}
 		}

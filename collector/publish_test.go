@@ -4,6 +4,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sentinel-top/sentinel-top/collector/feed"
+	"github.com/sentinel-top/sentinel-top/core"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 // TestPublishedMissesNoSnapshot: readers that take Published's channel,
@@ -62,5 +66,53 @@ func TestPublishedMissesNoSnapshot(t *testing.T) {
 	}
 	if total == 0 {
 		t.Error("no reader ever waited: the publishing finished first every round")
+	}
+}
+
+// TestSnapshotsShareUnchangedTargets: a target's status that did not
+// change since the last snapshot is the same value in the next one; one
+// that changed is a new value, and the one published before keeps what
+// it said. A target whose instance is shown as NAME@TARGET is shown so
+// without the record's own status changing.
+func TestSnapshotsShareUnchangedTargets(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc})
+	a := feed.NewTargetRecord(feed.TargetStatus{Name: "gw-1:8720", State: feed.TargetUp, Instance: "gw-1"})
+	b := feed.NewTargetRecord(feed.TargetStatus{Name: "gw-2:8720", State: feed.TargetUp, Instance: "gw-2"})
+	c.AddTargets(a, b)
+	first := c.Publish().Targets
+	if len(first) != 2 || first[0].Name != "gw-1:8720" || first[1].Name != "gw-2:8720" {
+		t.Fatalf("targets %+v", first)
+	}
+	vc.Advance(time.Second)
+	if second := c.Publish().Targets; second[0] != first[0] || second[1] != first[1] {
+		t.Fatal("unchanged targets copied again")
+	}
+	b.Update(func(s *feed.TargetStatus) { s.Messages++ })
+	third := c.Publish().Targets
+	if third[0] != first[0] || third[1] == first[1] || third[1].Messages != 1 || first[1].Messages != 0 {
+		t.Fatalf("after one target changed: shared %v %v, messages now %d, before %d",
+			third[0] == first[0], third[1] == first[1], third[1].Messages, first[1].Messages)
+	}
+
+	// evil:8720 announces gw-1 too: shown as gw-1@evil:8720, its record
+	// unchanged, and the status published before it was named so kept.
+	evil := feed.NewTargetRecord(feed.TargetStatus{Name: "evil:8720", State: feed.TargetUp, Instance: "gw-1"})
+	c.AddTargets(evil)
+	hello := func(name string) *wire.Hello {
+		return &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: name}, App: "gateway", StartedAt: t0ms, BucketMs: 500}
+	}
+	before := c.Publish().Targets[2]
+	if !c.Bound("gw-1:8720").Ingest("gw-1:8720", hello("gw-1")) || !c.Bound("evil:8720").Ingest("evil:8720", hello("gw-1")) {
+		t.Fatal("a hello was refused")
+	}
+	for range 2 {
+		shown := c.Publish().Targets
+		if shown[2].Instance != "gw-1@evil:8720" || shown[0].Instance != "gw-1" {
+			t.Fatalf("instances shown %q and %q", shown[0].Instance, shown[2].Instance)
+		}
+	}
+	if before.Instance != "gw-1" || evil.Status().Instance != "gw-1" || evil.Published().Instance != "gw-1" {
+		t.Fatalf("the record's status was written: %q, %q, %q", before.Instance, evil.Status().Instance, evil.Published().Instance)
 	}
 }

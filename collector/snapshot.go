@@ -37,8 +37,10 @@ type Snapshot struct {
 	Source string
 	Replay ReplayStatus
 	// Targets is the status of every dialed target (live mode), in the order
-	// they were given.
-	Targets []TargetStatus
+	// they were given. A target's status that did not change is the same
+	// value as in the snapshot before (feed.TargetRecord.Published): like
+	// the rest of a snapshot, never written once published.
+	Targets []*TargetStatus
 	// Counts.
 	Apps, Instances, Resources int
 	// Seen counts the apps, instances and resources the input named since

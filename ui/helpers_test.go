@@ -172,7 +172,7 @@ func testSnapshot() *collector.Snapshot {
 	}
 	return &collector.Snapshot{
 		At: t0, Seq: 42, Mode: collector.ModeLive, Source: "4 targets",
-		Targets: []collector.TargetStatus{
+		Targets: []*collector.TargetStatus{
 			{Name: "10.0.0.1:8719", State: collector.TargetUp, Since: t0 - 600_000, Instance: "order-1",
 				Messages: 24_001, Bytes: 9_800_000, LastMessageAt: t0 - 300},
 			{Name: "10.0.0.2:8719", State: collector.TargetUp, Since: t0 - 95_000, Instance: "order-2",

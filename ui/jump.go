@@ -161,7 +161,7 @@ func jumpTargets(dst []jumpTarget, s *collector.Snapshot) []jumpTarget {
 		}
 	}
 	for i := range s.Targets {
-		t := &s.Targets[i]
+		t := s.Targets[i]
 		if n := t.Instance; n != "" {
 			if _, ok := inst[n]; !ok {
 				inst[n] = seen{len(dst), -1}

@@ -126,7 +126,7 @@ func emptyText(s *collector.Snapshot) string {
 
 // waitingText says why no message came from the targets: none is up, and
 // the first one down's error, or the first messages are awaited.
-func waitingText(ts []collector.TargetStatus) string {
+func waitingText(ts []*collector.TargetStatus) string {
 	up, down, _ := targetCounts(ts)
 	if up > 0 || down == 0 {
 		return "waiting for the targets' first messages (t lists the targets)"
@@ -134,7 +134,7 @@ func waitingText(ts []collector.TargetStatus) string {
 	for i := range ts {
 		if ts[i].State == collector.TargetDown {
 			return "no target is up, " + strconv.Itoa(down) + " down: " + sanitize(ts[i].Name) + ": " +
-				sanitize(targetWhy(&ts[i])) + " (t lists the targets)"
+				sanitize(targetWhy(ts[i])) + " (t lists the targets)"
 		}
 	}
 	return ""

@@ -75,7 +75,7 @@ func asBreaker(s collector.TargetState) core.State {
 }
 
 // targetCounts counts the targets per state.
-func targetCounts(ts []collector.TargetStatus) (up, down, connecting int) {
+func targetCounts(ts []*collector.TargetStatus) (up, down, connecting int) {
 	for i := range ts {
 		switch ts[i].State {
 		case collector.TargetUp:
@@ -136,13 +136,13 @@ func (t *targetsScreen) Footer(w int) string {
 // targetCols are the widths of the list's columns but the last (why).
 type targetCols struct{ state, since, name, inst, last, reconn int }
 
-func (t *targetsScreen) cols(ts []collector.TargetStatus) targetCols {
+func (t *targetsScreen) cols(ts []*collector.TargetStatus) targetCols {
 	c := targetCols{state: 6, since: 6, name: 8, inst: 8, last: 8, reconn: 6}
 	for i := range ts {
 		c.state = max(c.state, width(targetState(ts[i].State)))
 		c.name = max(c.name, width(sanitize(ts[i].Name)))
-		c.inst = max(c.inst, width(targetInstances(&ts[i], 1<<20)))
-		c.last = max(c.last, width(t.lastMessage(&ts[i])))
+		c.inst = max(c.inst, width(targetInstances(ts[i], 1<<20)))
+		c.last = max(c.last, width(t.lastMessage(ts[i])))
 	}
 	c.name = min(c.name, max(12, t.width/4))
 	c.inst = min(c.inst, 16)
@@ -192,10 +192,10 @@ func (t *targetsScreen) View() string {
 	add(st.bold.on(h.String()))
 	from, to := t.cur.Bounds()
 	for i := from; i < to; i++ {
-		add(t.row(&s.Targets[t.order[i]], c, i == t.cur.Pos()))
+		add(t.row(s.Targets[t.order[i]], c, i == t.cur.Pos()))
 	}
 	add("")
-	for _, l := range t.story(&s.Targets[t.order[t.cur.Pos()]]) {
+	for _, l := range t.story(s.Targets[t.order[t.cur.Pos()]]) {
 		add(l)
 	}
 	return padLines(lines, t.width, t.height)

@@ -114,11 +114,16 @@ type TargetRemark struct {
 
 // TargetRecord is what a dialed target's connection has told of itself:
 // written by the source (Update) as things happen, read by the store
-// (Status) at each snapshot, under a lock of its own that nothing else
+// (Published) at each snapshot, under a lock of its own that nothing else
 // is taken under. The zero TargetRecord holds the zero status.
 type TargetRecord struct {
 	mu sync.Mutex
 	st TargetStatus
+	// pub is the status as last published, never written once made: a
+	// snapshot taken while nothing changed shares it with the one before
+	// (changed says something did since).
+	pub     *TargetStatus
+	changed bool
 }
 
 // NewTargetRecord returns a record holding st.
@@ -131,10 +136,24 @@ func (r *TargetRecord) Status() TargetStatus {
 	return r.st
 }
 
+// Published returns the status as last updated, in a value no one writes:
+// the one it returned last time when nothing was updated since. Callers
+// must not write through it.
+func (r *TargetRecord) Published() *TargetStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pub == nil || r.changed {
+		st := r.st
+		r.pub, r.changed = &st, false
+	}
+	return r.pub
+}
+
 // Update applies f to the status. f must not block.
 func (r *TargetRecord) Update(f func(s *TargetStatus)) {
 	r.mu.Lock()
 	f(&r.st)
+	r.changed = true
 	r.mu.Unlock()
 }
 

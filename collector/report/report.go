@@ -40,7 +40,7 @@ type Report struct {
 	Activity []collector.ResourceActivity
 	// Targets are the dialed targets of a live input: each one not up is
 	// a warning, before Warnings.
-	Targets []collector.TargetStatus
+	Targets []*collector.TargetStatus
 	// Warnings are what the input's snapshot warned of (clock skew, data
 	// never received, ...), in its order. The text and Markdown headers
 	// word each with collector.WarningText.

@@ -571,7 +571,7 @@ func TestFromSnapshotJudgesNothing(t *testing.T) {
 	s := &collector.Snapshot{Messages: 1,
 		Findings: []triage.Finding{{Kind: triage.KindSawtooth, Severity: triage.Critical, App: "a", Resource: "r"}},
 		Totals:   []collector.ResourceTotals{{App: "a", Resource: "r", Pass: 5, Block: 1, Complete: 4, Error: 1, Slow: 2, States: collector.ProvenanceInferred}},
-		Targets:  []collector.TargetStatus{{Name: "t", State: collector.TargetUp}},
+		Targets:  []*collector.TargetStatus{{Name: "t", State: collector.TargetUp}},
 		Warnings: []collector.Warning{collector.ClockSkew{Instance: "i", OffsetMs: 2000}},
 	}
 	r := FromSnapshot("src", s, nil)
@@ -585,7 +585,7 @@ func TestFromSnapshotJudgesNothing(t *testing.T) {
 // ErrNoData that says why: every target down, or nothing in the time
 // watched.
 func TestNoDataSaysWhy(t *testing.T) {
-	down := []collector.TargetStatus{{Name: "a:1", State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: "refused"}}, {Name: "b:2", State: collector.TargetConnecting}}
+	down := []*collector.TargetStatus{{Name: "a:1", State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: "refused"}}, {Name: "b:2", State: collector.TargetConnecting}}
 	for _, tc := range []struct {
 		s    *collector.Snapshot
 		want string
@@ -593,7 +593,7 @@ func TestNoDataSaysWhy(t *testing.T) {
 		{&collector.Snapshot{Messages: 1, Targets: down}, ""},
 		{&collector.Snapshot{Targets: down}, "no data: all 2 targets down: a:1: refused; b:2: connecting"},
 		{&collector.Snapshot{Targets: down[:1]}, "no data: all 1 target down: a:1: refused"},
-		{&collector.Snapshot{Targets: append([]collector.TargetStatus{{Name: "c:3", State: collector.TargetUp}}, down...)}, `no data from src\x1b in 1m0s`},
+		{&collector.Snapshot{Targets: append([]*collector.TargetStatus{{Name: "c:3", State: collector.TargetUp}}, down...)}, `no data from src\x1b in 1m0s`},
 		{&collector.Snapshot{}, `no data from src\x1b in 1m0s`},
 	} {
 		err := FromSnapshot("src\x1b", tc.s, nil).NoData(time.Minute)
@@ -675,7 +675,7 @@ func TestUnknownStatesSaidOutLoud(t *testing.T) {
 // WarningLines, sanitized.
 func TestWarningsOfTheSnapshot(t *testing.T) {
 	r := FromSnapshot("src", &collector.Snapshot{Messages: 1,
-		Targets: []collector.TargetStatus{{Name: "up:1", State: collector.TargetUp},
+		Targets: []*collector.TargetStatus{{Name: "up:1", State: collector.TargetUp},
 			{Name: evilInstance, State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: "refused\x1b[2J"}}, {Name: "c:3", State: collector.TargetConnecting}},
 		Warnings: []collector.Warning{collector.ClockSkew{Instance: evilInstance, OffsetMs: -2000},
 			collector.TargetNote{Note: collector.TargetRemark{RulesError: "n"}, Targets: 2}},

@@ -57,14 +57,14 @@ func TestParseTargets(t *testing.T) {
 
 // dialOnce dials targets until each reports down with an error, and returns
 // the snapshot's target statuses.
-func dialUntilDown(t *testing.T, targets []Target) []feed.TargetStatus {
+func dialUntilDown(t *testing.T, targets []Target) []*feed.TargetStatus {
 	t.Helper()
 	c := collector.New(collector.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { dial(ctx, c, targets, DialOptions{Seed: 7}); close(done) }()
 	defer func() { cancel(); <-done }()
-	var out []feed.TargetStatus
+	var out []*feed.TargetStatus
 	eventually(t, "targets down", func() error {
 		out = c.Publish().Targets
 		if len(out) != len(targets) {

@@ -62,7 +62,7 @@ func firstTarget(s *collector.Snapshot) feed.TargetStatus {
 	if len(s.Targets) == 0 {
 		return feed.TargetStatus{}
 	}
-	return s.Targets[0]
+	return *s.Targets[0]
 }
 
 // byReason maps the snapshot's counters by reason.

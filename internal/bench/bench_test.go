@@ -504,13 +504,13 @@ func TestBenchHelpers(t *testing.T) {
 // Targets that did not come up are told by their last errors, the most
 // frequent first; errors that differ only in a port count as one.
 func TestWhyDown(t *testing.T) {
-	down := func(why string) collector.TargetStatus {
+	down := func(why string) *collector.TargetStatus {
 		if why == "" {
-			return collector.TargetStatus{State: collector.TargetDown}
+			return &collector.TargetStatus{State: collector.TargetDown}
 		}
-		return collector.TargetStatus{State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: why}}
+		return &collector.TargetStatus{State: collector.TargetDown, Problem: feed.Problem{Kind: feed.ProblemOther, Detail: why}}
 	}
-	s := &collector.Snapshot{Targets: []collector.TargetStatus{
+	s := &collector.Snapshot{Targets: []*collector.TargetStatus{
 		{State: collector.TargetUp},
 		down("handshake: i/o timeout"),
 		down("refused: nothing listens on 127.0.0.1:40001 (connection refused)"),
