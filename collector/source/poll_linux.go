@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // pollBatch is the least time between two looks of a poller at its
@@ -155,8 +156,13 @@ type pollLoop struct {
 	// busy is the share of the last second (per mille) its goroutine
 	// spent in passes, reading and ingesting (pollers.pick); busyNs and
 	// busyFrom are the second under way, the goroutine's own.
-	busy     atomic.Int32
-	busyNs   int64
+	busy   atomic.Int32
+	busyNs int64
+	// events counts the events its looks took in the second under way;
+	// looking says the last second's were keepLookingEvents or more.
+	events   int
+	looking  atomic.Bool
+	waits    atomic.Int64 // looks that could wait in the set
 	busyFrom time.Time
 	nextID   uint64
 	stop     bool
@@ -233,7 +239,15 @@ func (l *pollLoop) run() {
 		l.mu.Lock()
 		wait := int(l.sweep.Milliseconds())
 		l.mu.Unlock()
-		n, err := syscall.EpollWait(l.epfd, evs, wait)
+		// A look that may wait is the one system call of a pass the
+		// scheduler is told of (see pollNow), made only when the set has
+		// nothing now and the loop is not busy.
+		n, err := pollNow(l.epfd, evs)
+		if n == 0 && err == nil && !l.keepLooking() {
+			l.waits.Add(1)
+			n, err = syscall.EpollWait(l.epfd, evs, wait)
+		}
+		l.events += max(n, 0)
 		if err != nil && !errors.Is(err, syscall.EINTR) {
 			// Not seen: the set is the loop's own. End what it reads, and
 			// take no more; their dial loops connect them again.
@@ -251,7 +265,7 @@ func (l *pollLoop) run() {
 			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 			if id == 0 {
 				var b [64]byte
-				syscall.Read(l.wake[0], b[:])
+				readNow(l.wake[0], b[:])
 			} else if ps := l.streams[id]; ps != nil {
 				l.read(ps, now)
 			}
@@ -276,11 +290,22 @@ func (l *pollLoop) run() {
 		}
 		took := time.Since(now)
 		l.account(now, took)
-		if d := pollBatch - took; n > 0 && d > 0 {
+		if d := pollBatch - took; (n > 0 || l.keepLooking()) && d > 0 {
 			time.Sleep(d)
 		}
 	}
 }
+
+// keepLooking says whether the loop looks at its set again after
+// pollBatch rather than waiting in it: while its looks found at least
+// keepLookingEvents readable connections a second over its last second,
+// when waiting would cost more than looking (see pollNow).
+func (l *pollLoop) keepLooking() bool { return l.looking.Load() }
+
+// keepLookingEvents is the rate of events (a connection found readable
+// by a look, a second) from which a loop looks every pollBatch rather
+// than wait: two a look. Below it, a loop whose set has nothing waits.
+const keepLookingEvents = 2 * int(time.Second/pollBatch)
 
 // account adds a pass begun at start that took d to the second under way,
 // and tells busy once the second is over.
@@ -288,7 +313,8 @@ func (l *pollLoop) account(start time.Time, d time.Duration) {
 	l.busyNs += int64(d)
 	if el := start.Sub(l.busyFrom); el >= time.Second {
 		l.busy.Store(int32(min(l.busyNs*1000/int64(el), 1000)))
-		l.busyNs, l.busyFrom = 0, start
+		l.looking.Store(int64(l.events)*int64(time.Second)/int64(el) >= int64(keepLookingEvents))
+		l.busyNs, l.busyFrom, l.events = 0, start, 0
 	}
 }
 
@@ -329,7 +355,7 @@ func (l *pollLoop) readOnce(ps *polled, now time.Time) (more bool) {
 		copy(l.buf, ps.pend)
 		data, into = l.buf[:held], l.buf[held:]
 	}
-	n, err := syscall.Read(ps.fd, into)
+	n, err := readNow(ps.fd, into)
 	switch {
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
 		return false
@@ -453,4 +479,36 @@ func takeFD(conn any) (int, error) {
 		return -1, err
 	}
 	return fd, derr
+}
+
+// pollNow is epoll_wait on epfd with no timeout (epoll_pwait with no
+// signal mask, which every architecture has).
+//
+// The loop's reads (readNow) and its looks that do not wait are made
+// without telling the scheduler of a system call (syscall.RawSyscall):
+// they return at once. A call the scheduler is told of, made while every
+// processor is idle (as they mostly are between two passes), wakes the
+// runtime's monitor thread, which then checks every 20 µs for about a
+// millisecond and backs off over the next twenty: dozens of sleeps and
+// wakes for each pass. On the 2-vCPU virtual machine of
+// docs/BENCHMARKS.md a sleep and a wake cost about 10 µs, and the
+// monitor took 10-12 % of the collector's CPU at 2,000 targets.
+func pollNow(epfd int, evs []syscall.EpollEvent) (int, error) {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// readNow is read on the non-blocking descriptor fd.
+func readNow(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
 }

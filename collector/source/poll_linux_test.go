@@ -323,15 +323,7 @@ func TestPolledHoldsNoMoreThanItIsSent(t *testing.T) {
 // test calls its reads. peer is the socket's other end, blocking.
 func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polled, st *targetState, peer int) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fds[1]) })
-	if err := syscall.SetNonblock(fds[0], true); err != nil {
-		t.Fatal(err)
-	}
-	l, err = newPollLoop()
+	l, err := newPollLoop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,12 +332,27 @@ func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polle
 		syscall.Close(l.wake[0])
 		syscall.Close(l.wake[1])
 	})
-	c := collector.New(collector.Options{})
+	ps, st, peer = newPolled(t, collector.New(collector.Options{}), name, maxFrame)
+	return l, ps, st, peer
+}
+
+// newPolled is a connection of target name to c, for a poll loop to read;
+// peer is the socket's other end, blocking.
+func newPolled(t *testing.T, c *collector.Collector, name string, maxFrame int) (ps *polled, st *targetState, peer int) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fds[1]) })
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
 	d := &dialer{sink: c, opts: DialOptions{}.withDefaults(), clock: c.Clock(), seed: maphash.MakeSeed()}
 	st = &targetState{TargetRecord: &feed.TargetRecord{}}
 	ps = &polled{s: d.newStream(Target{Name: name}, st, c.Bound(name)), fd: fds[0], fr: frameReader{max: maxFrame},
 		idle: time.Hour, maxFrame: maxFrame, done: make(chan struct{})}
-	return l, ps, st, fds[1]
+	return ps, st, fds[1]
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -487,5 +494,119 @@ func TestPollLoopTellsItsBusySecond(t *testing.T) {
 	}
 	if l.busyNs != 0 || !l.busyFrom.Equal(start.Add(time.Second)) {
 		t.Fatalf("the next second did not begin: %d ns from %v", l.busyNs, l.busyFrom)
+	}
+}
+
+// A loop that took at least keepLookingEvents events over its last
+// second looks at its set every pollBatch rather than wait in it;
+// below, it waits.
+func TestPollLoopKeepsLookingWhileBusy(t *testing.T) {
+	l := &pollLoop{}
+	start := time.Unix(1_780_000_000, 0)
+	l.busyFrom = start
+	for i, events := range []int{keepLookingEvents - 1, keepLookingEvents, 0} {
+		l.events = events
+		l.account(start.Add(time.Duration(i+1)*time.Second), time.Millisecond)
+		if got, want := l.keepLooking(), events >= keepLookingEvents; got != want {
+			t.Errorf("%d events in the last second: keeps looking %v, want %v", events, got, want)
+		}
+		if l.events != 0 {
+			t.Fatalf("%d events left for the next second", l.events)
+		}
+	}
+}
+
+// TestPollLoopLooksWhileBusyWaitsWhenQuiet: a real loop reading eight busy
+// connections keeps looking; every message is read; once they fall quiet
+// it waits again, and a message that comes then is read at once.
+func TestPollLoopLooksWhileBusyWaitsWhenQuiet(t *testing.T) {
+	l, err := newPollLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := collector.New(collector.Options{})
+	const conns, msgs = 8, 300
+	var states []*targetState
+	var peers []int
+	var streams, lasts [][]byte
+	for i := range conns {
+		name := fmt.Sprint("busy-", i)
+		ps, st, peer := newPolled(t, c, name, 1<<20)
+		if err := l.add(ps); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, uint64(i)))
+		stream, _ := fleetFrames(name, 0, msgs, 1, rng)
+		last, _ := fleetFrames(name, msgs, 1, 1, rng)
+		last = last[len(frame(true, opText, helloFrame(name))):]
+		states, peers = append(states, st), append(peers, peer)
+		streams, lasts = append(streams, stream), append(lasts, last)
+	}
+	done := make(chan struct{})
+	go func() { l.run(); close(done) }()
+	defer func() {
+		l.mu.Lock()
+		l.stop = true
+		l.mu.Unlock()
+		l.wakeUp()
+		<-done
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	}()
+	messages := func() (n int64) {
+		for _, st := range states {
+			n += st.Status().Messages
+		}
+		return n
+	}
+	// Each connection's stream in bursts 30 ms apart, for 2 s: 8
+	// readable connections a burst, 260 a second, and looks between
+	// bursts that find nothing.
+	const bursts = 67
+	var looked int64 = -1 // the waits when the loop was seen looking
+	for k := range bursts {
+		for i, stream := range streams {
+			if _, err := syscall.Write(peers[i], stream[len(stream)*k/bursts:len(stream)*(k+1)/bursts]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if looked < 0 && l.looking.Load() {
+			looked = l.waits.Load()
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+	switch waits := l.waits.Load(); {
+	case looked < 0:
+		t.Errorf("the loop never kept looking while reading %d connections in bursts", conns)
+	case waits != looked:
+		t.Errorf("the loop waited in its set %d times while it kept looking", waits-looked)
+	}
+	eventually(t, "every message read", func() error {
+		if n := messages(); n != conns*(1+msgs) {
+			return fmt.Errorf("%d messages of %d", n, conns*(1+msgs))
+		}
+		return nil
+	})
+	quiet := l.waits.Load()
+	eventually(t, "waiting once quiet", func() error {
+		if l.looking.Load() || l.waits.Load() == quiet {
+			return fmt.Errorf("still looking: %d waits", l.waits.Load()-quiet)
+		}
+		return nil
+	})
+	// What comes while it waits is read at once.
+	at := time.Now()
+	if _, err := syscall.Write(peers[0], lasts[0]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the last message read", func() error {
+		if n := messages(); n != conns*(1+msgs)+1 {
+			return fmt.Errorf("%d messages", n)
+		}
+		return nil
+	})
+	if d := time.Since(at); d > time.Second {
+		t.Errorf("a message to a waiting loop read after %v", d)
 	}
 }
