@@ -79,7 +79,7 @@ func startChild(ctx context.Context, exe string, cfg share, hooks childHooks) (*
 		return nil, fmt.Errorf("starting the agents' process: %w", err)
 	}
 	go func() {
-		err := ch.read(stdout, hooks)
+		err := ch.read(quietReader(stdout), hooks)
 		if err != nil {
 			_ = ch.cmd.Process.Kill() // it speaks nonsense: no use waiting for it
 		}
