@@ -96,6 +96,12 @@ func (p *pollers) close() {
 func (p *pollers) serve(ctx context.Context, s *stream, fd int, rest []byte, maxFrame int, idle time.Duration) error {
 	now := time.Now()
 	ps := &polled{s: s, fd: fd, fr: frameReader{max: maxFrame}, idle: idle, maxFrame: maxFrame, last: now, now: now, done: make(chan struct{})}
+	// Its reads must never wait (readNow): made so here, whatever the
+	// descriptor was given as.
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		ps.finish(fmt.Errorf("poller: %w", err))
+		return ps.err
+	}
 	if len(rest) > 0 {
 		used, err := ps.fr.feed(rest, ps)
 		if err != nil {
