@@ -17,10 +17,10 @@ resources called CALLS times a second, serve their streams on loopback from
 child processes of this command (P agents each); the collector runs alone
 in this process: it dials every one, aggregates, runs triage and publishes
 4 snapshots a second, as the dashboard's does. Prints the ingest rate, the
-collector's CPU (this process's, per item too) and memory, the agents' CPU,
-the time from a breaker transition at an agent to the first snapshot
-showing it (p50, p99), reconnects and their causes, and checks that every
-call was counted.
+collector's CPU (this process's, per item too, and the kernel's share of
+it) and memory, the agents' CPU, the time from a breaker transition at an
+agent to the first snapshot showing it (p50, p99), reconnects and their
+causes, and checks that every call was counted.
 
 Once the agents have stopped, it times encoding/json and the collector's
 own decoder on the messages an agent of the fleet sends, in this process:

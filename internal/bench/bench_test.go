@@ -137,7 +137,7 @@ func TestBenchSmallFleet(t *testing.T) {
 	if read := atoi(t, m[3]); read < items-3*8 || read > items+3*8 {
 		t.Errorf("the collector read %d items where the agents wrote %d:\n%s", read, items, out)
 	}
-	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item; agents [0-9.]+ cores \(2 processes\)$`).MatchString(out) {
+	if runtime.GOOS == "linux" && !regexp.MustCompile(`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item; agents [0-9.]+ cores \(2 processes\)\n {12}of the collector's, [0-9]+ % system time: `).MatchString(out) {
 		t.Errorf("no CPU split on Linux:\n%s", out)
 	}
 	// The same run's reference, and the collector's µs per item read
@@ -490,8 +490,8 @@ func TestBenchHelpers(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	if cpu, ok := procCPU(); !ok || cpu < 0 {
-		t.Errorf("process CPU %v %v", cpu, ok)
+	if cpu, sys, ok := procCPU(); !ok || cpu < 0 || sys < 0 || sys > cpu {
+		t.Errorf("process CPU %v, system %v, %v", cpu, sys, ok)
 	}
 	if rss := procStatusBytes("VmRSS:"); rss < 1<<20 {
 		t.Errorf("RSS %d bytes", rss)

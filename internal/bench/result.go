@@ -41,6 +41,7 @@ type result struct {
 	short                          []seriesShort
 	worstTarget                    string  // how the target of the series most short ended
 	cpu, agentsCPU                 float64 // cores
+	sys                            float64 // of cpu, the system time's cores
 	cpuKnown                       bool
 	rss, rssPeak, agentsRSS        int64
 	heap, heapSys, heapPeak, live  uint64
@@ -203,6 +204,10 @@ func (r *result) printResources(w io.Writer) {
 	if r.cpuKnown {
 		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
 			r.cpu, r.nsPerItem()/1e3, r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
+		if r.cpu > 0 {
+			fmt.Fprintf(w, "            of the collector's, %.0f %% system time: the kernel's work for it (its reads of the sockets, page faults, the scheduler's sleeps and wakes)\n",
+				100*r.sys/r.cpu)
+		}
 	} else {
 		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
 	}
