@@ -12,7 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/sentinel-top/sentinel-top/internal/quietsys"
 )
 
 // pollBatch is the least time between two looks of a poller at its
@@ -96,7 +97,7 @@ func (p *pollers) close() {
 func (p *pollers) serve(ctx context.Context, s *stream, fd int, rest []byte, maxFrame int, idle time.Duration) error {
 	now := time.Now()
 	ps := &polled{s: s, fd: fd, fr: frameReader{max: maxFrame}, idle: idle, maxFrame: maxFrame, last: now, now: now, done: make(chan struct{})}
-	// Its reads must never wait (readNow): made so here, whatever the
+	// Its reads must never wait (quietsys.Read): made so here, whatever the
 	// descriptor was given as.
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		ps.finish(fmt.Errorf("poller: %w", err))
@@ -246,9 +247,9 @@ func (l *pollLoop) run() {
 		wait := int(l.sweep.Milliseconds())
 		l.mu.Unlock()
 		// A look that may wait is the one system call of a pass the
-		// scheduler is told of (see pollNow), made only when the set has
+		// scheduler is told of (internal/quietsys), made only when the set has
 		// nothing now and the loop is not busy.
-		n, err := pollNow(l.epfd, evs)
+		n, err := quietsys.EpollNow(l.epfd, evs)
 		if n == 0 && err == nil && !l.keepLooking() {
 			l.waits.Add(1)
 			n, err = syscall.EpollWait(l.epfd, evs, wait)
@@ -271,7 +272,7 @@ func (l *pollLoop) run() {
 			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 			if id == 0 {
 				var b [64]byte
-				readNow(l.wake[0], b[:])
+				quietsys.Read(l.wake[0], b[:])
 			} else if ps := l.streams[id]; ps != nil {
 				l.read(ps, now)
 			}
@@ -305,7 +306,7 @@ func (l *pollLoop) run() {
 // keepLooking says whether the loop looks at its set again after
 // pollBatch rather than waiting in it: while its looks found at least
 // keepLookingEvents readable connections a second over its last second,
-// when waiting would cost more than looking (see pollNow).
+// when waiting would cost more than looking (internal/quietsys).
 func (l *pollLoop) keepLooking() bool { return l.looking.Load() }
 
 // keepLookingEvents is the rate of events (a connection found readable
@@ -361,7 +362,7 @@ func (l *pollLoop) readOnce(ps *polled, now time.Time) (more bool) {
 		copy(l.buf, ps.pend)
 		data, into = l.buf[:held], l.buf[held:]
 	}
-	n, err := readNow(ps.fd, into)
+	n, err := quietsys.Read(ps.fd, into)
 	switch {
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
 		return false
@@ -485,36 +486,4 @@ func takeFD(conn any) (int, error) {
 		return -1, err
 	}
 	return fd, derr
-}
-
-// pollNow is epoll_wait on epfd with no timeout (epoll_pwait with no
-// signal mask, which every architecture has).
-//
-// The loop's reads (readNow) and its looks that do not wait are made
-// without telling the scheduler of a system call (syscall.RawSyscall):
-// they return at once. A call the scheduler is told of, made while every
-// processor is idle (as they mostly are between two passes), wakes the
-// runtime's monitor thread, which then checks every 20 µs for about a
-// millisecond and backs off over the next twenty: dozens of sleeps and
-// wakes for each pass. On the 2-vCPU virtual machine of
-// docs/BENCHMARKS.md a sleep and a wake cost about 10 µs, and the
-// monitor took 10-12 % of the collector's CPU at 2,000 targets.
-func pollNow(epfd int, evs []syscall.EpollEvent) (int, error) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&evs[0])), uintptr(len(evs)), 0, 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-// readNow is read on the non-blocking descriptor fd.
-func readNow(fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	r, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), nil
 }
