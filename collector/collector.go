@@ -451,7 +451,7 @@ func (c *Collector) signature() [5]int64 {
 	sig[4] = int64(c.replayGen)
 	c.mu.Unlock()
 	for _, t := range targets {
-		st := t.Status()
+		st := t.Published() // the value the snapshot then shares, not a copy
 		sig[4] = sig[4]*31 + st.Messages + int64(st.State) + st.Reconnects + st.Rejected
 	}
 	return sig

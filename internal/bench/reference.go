@@ -15,8 +15,8 @@ import (
 // reference is what decoding the fleet's buckets messages costs on this
 // machine, measured in this process once the agents have stopped, so that
 // a run's µs per item can be read against the machine it ran on: the same
-// code measured 1.5 to 3.5 times apart on the machines of the same kind
-// it was measured on (docs/BENCHMARKS.md). Two decoders read the same
+// code measured 2.3 to 3.5 times apart on two machines of the same kind
+// (docs/BENCHMARKS.md, "On a slower host"). Two decoders read the same
 // frames, each the fastest of referenceRounds rounds: encoding/json's
 // Unmarshal into a destination it reuses and checking nothing (its best
 // case, the reference of core/wire's benchmarks), and the wire Decoder
@@ -40,14 +40,11 @@ const (
 // measureReference times both decoders on the frames an agent of the
 // fleet's shape sends.
 func measureReference(resources int, rate float64) (reference, error) {
-	frames, err := fleetFrames(resources, rate, referenceBuckets)
+	frames, items, err := fleetFrames(resources, rate, referenceBuckets)
 	if err != nil {
 		return reference{}, err
 	}
-	ref := reference{frames: len(frames)}
-	for _, f := range frames {
-		ref.items += bytesItems(f)
-	}
+	ref := reference{frames: len(frames), items: items}
 	if ref.items == 0 {
 		return reference{}, fmt.Errorf("reference: the agent's %d buckets messages held no item", len(frames))
 	}
@@ -84,35 +81,27 @@ func fastestRound(frames [][]byte, decode func([]byte) error) (float64, error) {
 	return best, nil
 }
 
-// bytesItems counts the items of a buckets frame.
-func bytesItems(f []byte) int {
-	m, err := wire.NewDecoder(wire.Limits{}).Decode(f)
-	if b, ok := m.(*wire.Buckets); err == nil && ok {
-		return len(b.Items)
-	}
-	return 0
-}
-
 // fleetFrames are the buckets messages n bucket periods of an agent of the
 // fleet send: the fleet's resources each called rate times a second, one
 // call in ten failing, as the agents' traffic calls them (agents.go), on a
-// virtual clock. The messages with no item (heartbeats) are left out.
-func fleetFrames(resources int, rate float64, n int) ([][]byte, error) {
+// virtual clock, and the items they hold. The messages with no item
+// (heartbeats) are left out.
+func fleetFrames(resources int, rate float64, n int) (frames [][]byte, items int, err error) {
 	base := time.UnixMilli(1764460800000)
 	clock := core.NewVirtualClock(base)
 	a, err := agent.New(agent.Options{App: "bench-1", Instance: instanceName(1), Clock: clock, ManualShip: true})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer a.Close()
 	sub, err := a.Subscribe(n + 16)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer sub.Close()
 	names := resourceNames(resources)
 	bucket := time.Duration(core.ResourceBucketMs) * time.Millisecond
-	var frames [][]byte
+	dec := wire.NewDecoder(wire.Limits{})
 	done := int64(0)
 	for b := 1; b <= n; b++ {
 		// The calls due by the bucket's end, in its middle.
@@ -137,10 +126,14 @@ func fleetFrames(resources int, rate float64, n int) ([][]byte, error) {
 			if !ok {
 				break
 			}
-			if bytesItems(f) > 0 {
-				frames = append(frames, append([]byte(nil), f...))
+			m, err := dec.Decode(f)
+			if err != nil {
+				return nil, 0, fmt.Errorf("the agent's message: %w", err)
+			}
+			if b, ok := m.(*wire.Buckets); ok && len(b.Items) > 0 {
+				frames, items = append(frames, append([]byte(nil), f...)), items+len(b.Items)
 			}
 		}
 	}
-	return frames, nil
+	return frames, items, nil
 }

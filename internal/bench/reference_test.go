@@ -14,12 +14,12 @@ import (
 // so that their times are of the same work.
 func TestReferenceFramesAreTheFleets(t *testing.T) {
 	const resources, rate, buckets = 7, 4.0, 12
-	frames, err := fleetFrames(resources, rate, buckets)
+	frames, items, err := fleetFrames(resources, rate, buckets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(frames) != buckets {
-		t.Fatalf("%d buckets messages, want %d", len(frames), buckets)
+	if len(frames) != buckets || items != buckets*resources {
+		t.Fatalf("%d buckets messages, %d items; want %d, %d", len(frames), items, buckets, buckets*resources)
 	}
 	names := resourceNames(resources)
 	dec := wire.NewDecoder(wire.Limits{})
