@@ -437,7 +437,10 @@ func TestTargetCountsTheInstancesItNames(t *testing.T) {
 	}
 	targets := []Target{
 		{Name: "one", URL: "ws://" + hellos("order-1", "order-1") + DefaultStreamPath},
-		{Name: "relay", URL: "ws://" + hellos("order-1", "order-2", "order-1", "cart-1") + DefaultStreamPath},
+		// Names of its own: a name another target announced too would be
+		// the first announcer's, and shown NAME@TARGET on the other,
+		// whichever connected first (TestSameNameFromTwoTargetsIsTwoInstances).
+		{Name: "relay", URL: "ws://" + hellos("order-7", "order-2", "order-7", "cart-1") + DefaultStreamPath},
 		{Name: "endless", URL: "ws://" + hellos(endless...) + DefaultStreamPath},
 	}
 	c := collector.New(collector.Options{})
