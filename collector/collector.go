@@ -21,8 +21,6 @@ const (
 	DefaultPublishEvery       = 250 * time.Millisecond
 	DefaultMaxInstances       = 10000
 	DefaultMaxResourcesPerApp = 5000
-	// TrendLen is the number of seconds of ResourceRow.Trend.
-	TrendLen = 60
 )
 
 // Series resolutions. Recent data is kept per second; older data, up to the

@@ -115,8 +115,6 @@ func (c *Collector) Publish() *Snapshot {
 		for _, v := range hist {
 			row.HasP99 = row.HasP99 || v > 0
 		}
-		row.Trend = make([]float64, TrendLen)
-		a.fine.passes(end-TrendLen*fineStepMs, row.Trend)
 		row.Worst, row.HasFinding = worst[a.key]
 		s.Rows = append(s.Rows, row)
 	}

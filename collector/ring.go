@@ -147,22 +147,6 @@ func (r *ring) at(a int64) (*counts, *[histLen]uint32) {
 	return &r.slots[i], nil
 }
 
-// passes writes into out the pass counts of len(out) steps from t, one
-// step apart, as at tells them (0 where a slot holds another step): the
-// slots are walked in order, without a division a step.
-func (r *ring) passes(t int64, out []float64) {
-	i := r.index(t)
-	for k := range out {
-		if r.starts[i] == t {
-			out[k] = float64(r.slots[i].pass)
-		}
-		t += r.stepMs
-		if i++; i == len(r.starts) {
-			i = 0
-		}
-	}
-}
-
 // span is how far back the ring reaches.
 func (r *ring) span() int64 { return r.stepMs * int64(len(r.starts)) }
 

@@ -245,8 +245,6 @@ type ResourceRow struct {
 	RulesUnknown      bool
 	// LastTransition is the time of the latest breaker transition, Unix ms.
 	LastTransition int64
-	// Trend is pass/s for each of the last TrendLen seconds, oldest first.
-	Trend []float64
 	// Worst is the most severe finding naming this resource, and
 	// HasFinding whether there is any.
 	Worst      triage.Severity

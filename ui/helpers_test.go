@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -51,8 +52,8 @@ func (s *staticSource) Detail(app, res string, from, to int64) *collector.Detail
 	return &c
 }
 
-// rowDetail is a Detail made of a row's Trend (pass/s for the 60 s before
-// the snapshot's time), nil without such a row.
+// rowDetail is a Detail made of a row's fixture trend (fixtureTrend: pass/s
+// for the 60 s before the snapshot's time), nil without such a row.
 func (s *staticSource) rowDetail(app, res string, from, to int64) *collector.Detail {
 	for i := range s.snap.Rows {
 		r := &s.snap.Rows[i]
@@ -60,10 +61,11 @@ func (s *staticSource) rowDetail(app, res string, from, to int64) *collector.Det
 			continue
 		}
 		d := &collector.Detail{App: app, Resource: res, From: from, To: to, StepMs: 1000}
+		tr := fixtureTrend(r.Resource)
 		for at := from - from%1000; at < to; at += 1000 {
 			pass, slow := 0.0, math.NaN()
-			if k := len(r.Trend) - int((s.snap.At-at)/1000); k >= 0 && k < len(r.Trend) {
-				pass, slow = r.Trend[k], 0
+			if k := len(tr) - int((s.snap.At-at)/1000); k >= 0 && k < len(tr) {
+				pass, slow = tr[k], 0
 			}
 			d.PassQPS, d.BlockQPS = append(d.PassQPS, pass), append(d.BlockQPS, 0)
 			d.SlowRatio, d.ErrorRatio, d.P99Ms = append(d.SlowRatio, slow), append(d.ErrorRatio, slow), append(d.P99Ms, slow)
@@ -118,6 +120,32 @@ func (r *fakeReplay) log() string {
 // t0 is the end of the test data's time range.
 var t0 = time.Date(2026, 11, 30, 12, 5, 0, 0, time.UTC).UnixMilli()
 
+// fixtureTrend is the pass/s of a fixture's resource over the 60 s before
+// its snapshot's time (testSnapshot's and bigSnapshot's rows), what the
+// fixtures' Details draw: nil for another resource.
+func fixtureTrend(resource string) []float64 {
+	switch resource {
+	case "GET:/member/info":
+		return trend(60, func(i int) float64 { return 150 + float64(i%10)*8 })
+	case "POST:/order/create":
+		return trend(60, func(i int) float64 { return 90 + 10*math.Sin(float64(i)/5) })
+	case "订单查询/按用户":
+		return trend(60, func(i int) float64 { return float64(i % 13) })
+	case "POST:/pay/charge/with/a/rather/long/path/that/does/not/fit/anywhere":
+		return trend(60, func(i int) float64 { return 1500 + float64(i) })
+	case "GET:/pay/status":
+		return trend(60, func(int) float64 { return 40 })
+	}
+	var i int
+	if _, err := fmt.Sscanf(resource, "GET:/api/v1/service/%04d/items/{id}", &i); err == nil {
+		return bigTrend(i)
+	}
+	if _, err := fmt.Sscanf(resource, "订单查询/按用户/%d", &i); err == nil {
+		return bigTrend(i)
+	}
+	return nil
+}
+
 func trend(n int, f func(i int) float64) []float64 {
 	v := make([]float64, n)
 	for i := range v {
@@ -133,21 +161,17 @@ func testSnapshot() *collector.Snapshot {
 		{App: "order", Resource: "GET:/member/info", Instances: 4, PassQPS: 182.5, BlockQPS: 61.2,
 			Completed: 1820, SlowRatio: 0.42, ErrorRatio: 0.01, AvgRtMs: 140, P50Ms: 90, P99Ms: 812, HasP99: true,
 			Breakers: collector.StateCounts{Closed: 1, HalfOpen: 1, Open: 2}, HasBreaker: true,
-			LastTransition: t0 - 4000, Trend: trend(60, func(i int) float64 { return 150 + float64(i%10)*8 }),
-			Worst: triage.Critical, HasFinding: true},
+			LastTransition: t0 - 4000, Worst: triage.Critical, HasFinding: true},
 		{App: "order", Resource: "POST:/order/create", Instances: 4, PassQPS: 96.4, Completed: 964, SlowRatio: 0.02,
 			ErrorRatio: 0, P50Ms: 20, P99Ms: 75, HasP99: true, Breakers: collector.StateCounts{Closed: 4}, HasBreaker: true,
-			Trend: trend(60, func(i int) float64 { return 90 + 10*math.Sin(float64(i)/5) }),
 			Worst: triage.Warning, HasFinding: true},
 		{App: "order", Resource: "订单查询/按用户", Instances: 4, PassQPS: 12.25, Completed: 122, SlowRatio: 0, ErrorRatio: 0.05,
-			P50Ms: 8, P99Ms: 31, HasP99: true, Breakers: collector.StateCounts{Closed: 4}, HasBreaker: true,
-			Trend: trend(60, func(i int) float64 { return float64(i % 13) })},
+			P50Ms: 8, P99Ms: 31, HasP99: true, Breakers: collector.StateCounts{Closed: 4}, HasBreaker: true},
 		{App: "payment", Resource: "POST:/pay/charge/with/a/rather/long/path/that/does/not/fit/anywhere", Instances: 2,
 			PassQPS: 1520, BlockQPS: 0, Completed: 15200, SlowRatio: 0.003, ErrorRatio: 0.002, P50Ms: 45, P99Ms: 230, HasP99: true,
-			Breakers: collector.StateCounts{Closed: 2}, HasBreaker: true,
-			Trend: trend(60, func(i int) float64 { return 1500 + float64(i) }), Worst: triage.Info, HasFinding: true},
+			Breakers: collector.StateCounts{Closed: 2}, HasBreaker: true, Worst: triage.Info, HasFinding: true},
 		{App: "payment", Resource: "GET:/pay/status", Instances: 2, PassQPS: 40, Completed: 400, P50Ms: 3, P99Ms: 9, HasP99: true,
-			HasBreaker: false, Trend: trend(60, func(int) float64 { return 40 })},
+			HasBreaker: false},
 	}
 	findings := []triage.Finding{
 		{Kind: triage.KindSawtooth, Severity: triage.Critical, App: "order", Resource: "GET:/member/info",

@@ -15,21 +15,18 @@ import (
 )
 
 // bigSnapshot is a fleet of n resources over 8 instances each, with a
-// minute of trend per row and a finding for every tenth resource.
+// minute of trend per row (bigTrend, drawn from its Details) and a finding
+// for every tenth resource.
 func bigSnapshot(n int, seq uint64) *collector.Snapshot {
 	s := &collector.Snapshot{At: t0, Seq: seq, Mode: collector.ModeLive, Source: "targets", Apps: 10,
 		Instances: 80, Resources: n, Messages: 123456789}
 	for i := 0; i < n; i++ {
-		tr := make([]float64, 60)
-		for j := range tr {
-			tr[j] = float64((i*7 + j*13) % 97)
-		}
 		r := collector.ResourceRow{
 			App: fmt.Sprintf("app-%02d", i%10), Resource: fmt.Sprintf("GET:/api/v1/service/%04d/items/{id}", i),
 			Instances: 8, PassQPS: float64(i%500) + 0.5, BlockQPS: float64(i % 7), SlowRatio: float64(i%100) / 100,
 			ErrorRatio: float64(i%13) / 100, P99Ms: int64(i % 900), HasBreaker: true,
 			Breakers: collector.StateCounts{Closed: 8 - i%4, HalfOpen: i % 2, Open: i%4 - i%2},
-			Trend:    tr, Worst: triage.Severity(i % 3), HasFinding: i%10 == 0,
+			Worst:    triage.Severity(i % 3), HasFinding: i%10 == 0,
 		}
 		if i%50 == 0 {
 			r.Resource = fmt.Sprintf("订单查询/按用户/%d", i)
@@ -218,4 +215,9 @@ func TestIdleDetailFetchesOnlyNewData(t *testing.T) {
 		t.Errorf("%d details fetched for one new snapshot, want 1", after-before)
 	}
 	_ = core.Closed
+}
+
+// bigTrend is bigSnapshot's row i's minute of pass/s.
+func bigTrend(i int) []float64 {
+	return trend(60, func(j int) float64 { return float64((i*7 + j*13) % 97) })
 }
