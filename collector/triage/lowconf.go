@@ -102,6 +102,11 @@ type lowConf struct {
 	listed  bool
 	settled lowTally                // trips whose first probe closed the breaker, or that never had one
 	insts   map[*instState]struct{} // of the settled trips
+	// sorted are insts sorted (sortInsts) with their series of the
+	// resource, all but added, the ones settled since the last sum: a
+	// fleet's thousands of instances are not sorted again at every trip.
+	sorted []lowInst
+	added  []*instState
 	// pending are the trips awaiting their first probe, or, closed by it,
 	// a trip again within statIntervalMs: one per breaker at most.
 	pending []lowTrip
@@ -123,10 +128,27 @@ type lowMade struct {
 	ok     bool
 	gen    int
 	c      lowTally
-	insts  []*instState
 	names  []string
 	series []*series
 	qps    []float64 // scratch for the median
+}
+
+// lowInst is an instance of trips, and its series of the resource (nil
+// when it has none).
+type lowInst struct {
+	in *instState
+	s  *series
+}
+
+func compareLowInsts(a, b lowInst) int { return compareInsts(a.in, b.in) }
+
+// lowInstsOf pairs sorted instances with their series of resource.
+func lowInstsOf(insts []*instState, resource string) []lowInst {
+	out := make([]lowInst, len(insts))
+	for i, in := range insts {
+		out[i] = lowInst{in, in.series[resource]}
+	}
+	return out
 }
 
 // transition follows a breaker's trips and the first probe after each:
@@ -228,7 +250,15 @@ func (l *lowConf) settle(t lowTrip) {
 	if l.insts == nil {
 		l.insts = map[*instState]struct{}{}
 	}
-	l.insts[t.b.s.inst] = struct{}{}
+	if in := t.b.s.inst; !has(l.insts, in) {
+		l.insts[in] = struct{}{}
+		l.added = append(l.added, in)
+	}
+}
+
+func has[K comparable](m map[K]struct{}, k K) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // lowTripOf judges a CLOSED -> OPEN: a ratio breaker whose window held
@@ -353,33 +383,43 @@ func (d *lowDetector) findings(now int64, out []Finding) []Finding {
 
 // sum is the trips summed with their instances, made again only after a
 // trip changed; only the instances' QPS are read at every call. Trips
-// whose window is not judged are left out.
+// whose window is not judged are left out. The settled trips' instances
+// are kept sorted (sorted): those settled since the last call, and the
+// pending trips' (a breaker's at most), are merged in.
 func (l *lowConf) sum(resource string) *lowMade {
 	m := &l.made
 	if m.ok && m.gen == l.gen {
 		return m
 	}
-	c := l.settled
-	insts := make([]*instState, 0, len(l.insts)+len(l.pending))
-	for in := range l.insts {
-		insts = append(insts, in)
+	if len(l.added) > 0 {
+		l.sorted = mergeSorted(l.sorted, lowInstsOf(sortInsts(l.added), resource), compareLowInsts)
+		clear(l.added)
+		l.added = l.added[:0]
 	}
+	c := l.settled
+	var pending []*instState
 	for i := range l.pending {
 		p := &l.pending[i]
 		if p.win.state != winLow {
 			continue
 		}
 		c.add(p, p.closedAt > 0, p.closedAt)
-		insts = append(insts, p.b.s.inst)
+		pending = append(pending, p.b.s.inst)
 	}
-	insts = sortInsts(insts)
-	var series []*series
-	for _, in := range insts {
-		if s := in.series[resource]; s != nil {
-			series = append(series, s)
+	insts := l.sorted
+	if len(pending) > 0 {
+		insts = mergeSorted(insts, lowInstsOf(sortInsts(pending), resource), compareLowInsts)
+	}
+	names, series := make([]string, 0, len(insts)), m.series[:0]
+	for _, x := range insts {
+		if len(names) == 0 || names[len(names)-1] != x.in.id.Name {
+			names = append(names, x.in.id.Name)
+		}
+		if x.s != nil {
+			series = append(series, x.s)
 		}
 	}
-	*m = lowMade{ok: true, gen: l.gen, c: c, insts: insts, names: names(insts), series: series, qps: m.qps}
+	*m = lowMade{ok: true, gen: l.gen, c: c, names: names, series: series, qps: m.qps}
 	return m
 }
 
