@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/quietsys"
 )
 
@@ -175,6 +176,10 @@ type pollLoop struct {
 	stop     bool
 	failed   error         // why the loop ended while the collector was not stopping
 	buf      []byte        // read into, for connections with no frame begun
+	// scratch is what its connections' decoders decode buckets into: one
+	// for them all, in the caches, since its goroutine ingests each
+	// message before it reads the next (wire.Scratch).
+	scratch wire.Scratch
 	sweep    time.Duration // how often silent connections are looked for
 }
 
@@ -217,6 +222,7 @@ func (l *pollLoop) add(ps *polled) error {
 	}
 	l.streams[ps.id] = ps
 	l.conns.Store(int32(len(l.streams)))
+	ps.s.dec.ShareScratch(&l.scratch)
 	// A silent connection is dropped within half its idle timeout of it.
 	l.sweep = min(l.sweep, max(ps.idle/2, time.Millisecond))
 	return nil
@@ -236,6 +242,7 @@ func (l *pollLoop) end(ps *polled, err error) {
 	delete(l.streams, ps.id)
 	l.conns.Store(int32(len(l.streams)))
 	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, ps.fd, nil)
+	ps.s.dec.ShareScratch(nil)
 	ps.finish(err)
 }
 

@@ -22,16 +22,17 @@ import (
 // the other kinds are freshly allocated each time.
 //
 // The zero Decoder uses the default limits. A Decoder is not safe for
-// concurrent use; give each connection its own.
+// concurrent use; give each connection its own. Decoders read by one
+// goroutine may share the buffers buckets are decoded into (ShareScratch).
 type Decoder struct {
 	lim   Limits
 	ready bool
 
-	b        Buckets
-	hots     []HotItem // the hot items of b's items
-	names    interned  // resource and instance names
-	values   interned  // hot values
-	instance string    // the latest frame's instance, if plain (see samePlain)
+	sc       *Scratch // &own, or the one shared
+	own      Scratch
+	names    interned // resource and instance names
+	values   interned // hot values
+	instance string   // the latest frame's instance, if plain (see samePlain)
 	deferred *DecodeError
 	st       stateFrame // the state message being read
 
@@ -44,6 +45,22 @@ type Decoder struct {
 	// to the same results.
 	general bool
 }
+
+// Scratch is what a Decoder decodes buckets messages into, and reuses: the
+// message, its items and their hot items. Decoders that share one
+// (ShareScratch) must be used by one goroutine, and each message one of
+// them returns used before the next Decode of any of them: a goroutine
+// reading thousands of connections then writes their items into memory
+// that stays in the processor's caches, rather than into each
+// connection's own, cold again by its next message.
+type Scratch struct {
+	b    Buckets
+	hots []HotItem // the hot items of b's items
+}
+
+// ShareScratch makes the Decoder decode into s (nil: its own again), from
+// its next Decode on.
+func (d *Decoder) ShareScratch(s *Scratch) { d.sc = s }
 
 // NewDecoder returns a Decoder with the given limits; zero fields of lim
 // take their defaults.

@@ -159,7 +159,7 @@ func isPlainString(s string) bool {
 // none; those read marked in seen) or, when it read the item to its '}',
 // the index after it and done.
 func (d *Decoder) readPlainItem(data []byte, i, idx int) (next, fld int, seen uint32, done bool) {
-	it := &d.b.Items[idx]
+	it := &d.sc.b.Items[idx]
 	for f := range nItem {
 		if !itemWordKeys[f].at(data, i) {
 			return skipWS(data, i), f - 1, seen, false // where sep would leave the general loop

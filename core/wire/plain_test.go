@@ -78,9 +78,10 @@ func TestPlainItemReadsEncoderOutput(t *testing.T) {
 		enc := appendItem(nil, &it)
 		var d Decoder
 		d.lim = d.lim.withDefaults()
-		d.b.Items = []BucketItem{{}}
+		d.sc = &d.own
+		d.sc.b.Items = []BucketItem{{}}
 		next, fld, seen, done := d.readPlainItem(enc, 1, 0)
-		got := d.b.Items[0]
+		got := d.sc.b.Items[0]
 		switch {
 		case !plainName:
 			if done || fld != -1 || seen != 0 {

@@ -665,9 +665,12 @@ const (
 // a state message whose kind came after one of them.
 func (d *Decoder) decodeFast(data []byte, asState bool) (m Message, fallback bool, err *DecodeError) {
 	d.deferred = nil
-	b := &d.b
+	if d.sc == nil {
+		d.sc = &d.own
+	}
+	b := &d.sc.b
 	*b = Buckets{Items: b.Items[:0]}
-	d.hots = d.hots[:0]
+	d.sc.hots = d.sc.hots[:0]
 	st := &d.st
 	*st = stateFrame{}
 	f := frame{state: asState}
@@ -803,7 +806,7 @@ func clipRaw(b []byte) string {
 // topValue reads the value of top-level field fld (-1: unknown) at data[i].
 func (d *Decoder) topValue(data []byte, i, fld int, f *frame) (int, *DecodeError) {
 	const depth = 1
-	b := &d.b
+	b := &d.sc.b
 	switch fld {
 	case fV:
 		start := i
@@ -997,7 +1000,7 @@ func (t *interned) intern(b []byte, n int) string {
 // readItems reads the items array at data[i] == '['.
 func (d *Decoder) readItems(data []byte, i int) (int, *DecodeError) {
 	const depth = 2 // the top-level object and this array
-	b := &d.b
+	b := &d.sc.b
 	b.Items = b.Items[:0]
 	var err *DecodeError
 	i = skipWS(data, i+1)
@@ -1038,7 +1041,7 @@ func (d *Decoder) readItems(data []byte, i int) (int, *DecodeError) {
 // readItem reads the item object at data[i] == '{' into b.Items[idx].
 func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 	const depth = 3 // top-level object, items array, this object
-	it := &d.b.Items[idx]
+	it := &d.sc.b.Items[idx]
 	var err *DecodeError
 	i = skipWS(data, i+1)
 	if peek(data, i) == '}' {
@@ -1107,7 +1110,7 @@ func (d *Decoder) readItem(data []byte, i, idx int) (int, *DecodeError) {
 // readHist reads an rtHist value at data[i] for b.Items[idx].
 func (d *Decoder) readHist(data []byte, i, idx int) (int, *DecodeError) {
 	const depth = 3
-	it := &d.b.Items[idx]
+	it := &d.sc.b.Items[idx]
 	switch peek(data, i) {
 	case 'n':
 		it.Hist, it.HasHist = [core.HistogramSlots]int64{}, false
@@ -1171,7 +1174,7 @@ func (d *Decoder) readHistInt(data []byte, i, idx, n int) (int, *DecodeError) {
 			d.later(typeErr(data, i, fieldAt("items", idx, fmt.Sprintf("rtHist[%d]", n)), "an integer"))
 		}
 	case outcome == valInt && n < core.HistogramSlots:
-		d.b.Items[idx].Hist[n] = v
+		d.sc.b.Items[idx].Hist[n] = v
 	}
 	return next, nil
 }
@@ -1202,11 +1205,11 @@ func matchHot(key []byte) int {
 }
 
 // readHot reads a hot value at data[i] for b.Items[idx]. The values are
-// kept in d.hots, which the next frame reuses; past maxHotItems they are
+// kept in the scratch's hots, which the next frame reuses; past maxHotItems they are
 // read (for their syntax and types) but not kept.
 func (d *Decoder) readHot(data []byte, i, idx int) (int, *DecodeError) {
 	const depth = 3
-	it := &d.b.Items[idx]
+	it := &d.sc.b.Items[idx]
 	it.Hot = nil
 	switch peek(data, i) {
 	case 'n':
@@ -1218,7 +1221,7 @@ func (d *Decoder) readHot(data []byte, i, idx int) (int, *DecodeError) {
 		}
 		return d.skipValue(data, i, depth)
 	}
-	first := len(d.hots)
+	first := len(d.sc.hots)
 	i = skipWS(data, i+1)
 	if peek(data, i) == ']' {
 		return i + 1, nil // no values: nil, as from encoding/json's reading
@@ -1241,13 +1244,13 @@ func (d *Decoder) readHot(data []byte, i, idx int) (int, *DecodeError) {
 			return 0, err
 		}
 		if n < maxHotItems {
-			d.hots = append(d.hots, h)
+			d.sc.hots = append(d.sc.hots, h)
 		} else if d.deferred == nil {
 			d.later(tooManyHot(idx))
 		}
 		var more bool
 		if i, more, err = sep(data, i, ']', "after array element"); err != nil || !more {
-			it.Hot = d.hots[first:len(d.hots):len(d.hots)]
+			it.Hot = d.sc.hots[first:len(d.sc.hots):len(d.sc.hots)]
 			return i, err
 		}
 	}

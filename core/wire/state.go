@@ -312,7 +312,7 @@ func (d *Decoder) finishState(f *frame, s *stateFrame) (Message, bool, *DecodeEr
 		return nil, false, badStrategy(s.strategy)
 	}
 	m := &s.m
-	m.Header = d.b.Header
+	m.Header = d.sc.b.Header
 	m.Strategy = core.Strategy(s.strategy)
 	m.Snapshot, m.Probe = nil, nil
 	if s.hasSnap {
