@@ -174,13 +174,13 @@ type pollLoop struct {
 	busyFrom time.Time
 	nextID   uint64
 	stop     bool
-	failed   error         // why the loop ended while the collector was not stopping
-	buf      []byte        // read into, for connections with no frame begun
+	failed   error  // why the loop ended while the collector was not stopping
+	buf      []byte // read into, for connections with no frame begun
 	// scratch is what its connections' decoders decode buckets into: one
 	// for them all, in the caches, since its goroutine ingests each
 	// message before it reads the next (wire.Scratch).
 	scratch wire.Scratch
-	sweep    time.Duration // how often silent connections are looked for
+	sweep   time.Duration // how often silent connections are looked for
 }
 
 func newPollLoop() (*pollLoop, error) {
