@@ -409,7 +409,7 @@ func (c *Collector) Run(ctx context.Context) {
 		}
 	}()
 	publish := func() {
-		if sig := c.signature(); sig != last {
+		if sig := c.signature(last); sig != last {
 			last, lastAt = sig, wall.Now()
 			c.Publish()
 		}
@@ -440,14 +440,21 @@ func (c *Collector) transition() {
 	}
 }
 
-// signature changes whenever a snapshot could differ from the last one.
-func (c *Collector) signature() [5]int64 {
+// signature changes whenever a snapshot could differ from last, the
+// signature of the last one. The targets' statuses are read only when
+// nothing else moved (a live collector's clock always has): at thousands
+// of targets, reading them is most of what a signature costs, and its
+// differing anyway makes the next one differ once more, at worst.
+func (c *Collector) signature(last [5]int64) [5]int64 {
 	sig := [5]int64{c.clock.UnixMilli()}
 	c.mu.Lock()
 	sig[1], sig[2], sig[3] = c.messages, c.rejected, c.dups
 	targets := c.targets
 	sig[4] = int64(c.replayGen)
 	c.mu.Unlock()
+	if [4]int64(sig[:4]) != [4]int64(last[:4]) {
+		return sig
+	}
 	for _, t := range targets {
 		st := t.Published() // the value the snapshot then shares, not a copy
 		sig[4] = sig[4]*31 + st.Messages + int64(st.State) + st.Reconnects + st.Rejected

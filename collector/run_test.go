@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -54,5 +55,37 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
 		}
+	}
+}
+
+// A snapshot is published again only when it could differ: a message, or
+// a target's status changing alone (its connection dropped, the clock and
+// the input standing still), makes the signature differ; nothing does not.
+func TestSignatureSeesWhatChanged(t *testing.T) {
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms))})
+	rec := feed.NewTargetRecord(feed.TargetStatus{Name: "gw", State: feed.TargetUp})
+	c.AddTargets(rec)
+	var last [5]int64
+	settle := func() {
+		for range 3 { // a signature made in a hurry differs once more
+			last = c.signature(last)
+		}
+	}
+	settle()
+	if sig := c.signature(last); sig != last {
+		t.Fatalf("nothing changed, the signature did: %v -> %v", last, sig)
+	}
+	rec.Update(func(s *feed.TargetStatus) { s.State, s.Reconnects = feed.TargetDown, 1 })
+	if sig := c.signature(last); sig == last {
+		t.Fatal("a target went down alone: the signature is the same")
+	}
+	settle()
+	c.Ingest("gw", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: "gw", StartedAt: t0ms, BucketMs: 500})
+	if sig := c.signature(last); sig == last {
+		t.Fatal("a message came: the signature is the same")
+	}
+	settle()
+	if sig := c.signature(last); sig != last {
+		t.Fatalf("nothing changed since, the signature did: %v -> %v", last, sig)
 	}
 }
