@@ -372,8 +372,8 @@ func (c *Collector) pruneInstances(now, keep int64) {
 		}
 		c.releaseSeries(in)
 		c.release(in.share, instanceCost(in.Name))
+		c.pub.forget(in)
 		delete(c.insts, name)
-		c.pub.order = nil
 		c.appsLeft = true
 	}
 	c.goneFloor = floor

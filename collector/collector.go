@@ -238,10 +238,20 @@ type Collector struct {
 // order (nil after one came or went), and the breaker states as of
 // breakersGen, shared by the snapshots until they change.
 type pubCache struct {
-	order       []*instance
-	appOrder    []*appSeries // every app x resource series, sorted (sortedApps)
-	breakers    []BreakerState
-	breakersGen uint64
+	// visit is the instances the next snapshot looks at (Collector.touch);
+	// visiting is the last one's, kept for its room.
+	visit, visiting []*instance
+	// What the instances add up to, as of their last look (count): live
+	// the instances counted, measured those whose clocks are, skewed those
+	// off, guarded the counted ones with a breaker (guardedOrder: sorted,
+	// nil until needed).
+	live, measured int
+	skewed         map[*instance]struct{}
+	guarded        map[*instance]struct{}
+	guardedOrder   []*instance
+	appOrder       []*appSeries // every app x resource series, sorted (sortedApps)
+	breakers       []BreakerState
+	breakersGen    uint64
 	// apps counts the listed instances of each app (instance.listedApp),
 	// kept as instances are listed, unlisted or move app.
 	apps map[string]int

@@ -39,6 +39,10 @@ type instance struct {
 	// as that snapshot found them.
 	changed, dirty bool
 	listed         bool
+	// queued: in the next snapshot's visit (Collector.touch); counted,
+	// measured, inGuarded: what it added to the counts at its last visit
+	// (pubCache.count); dropped: forgotten by the store.
+	queued, counted, measured, inGuarded, dropped bool
 	// Gone (the record's) is the one liveness rule: set when the instance
 	// said bye or was silent for longer than Options.StaleAfter (see
 	// sweep), cleared by its next message. goneAt is when, on the
@@ -328,7 +332,7 @@ func (c *Collector) instanceFor(place, name, owner, wire string) *instance {
 	in.owner, in.wire = owner, wire
 	in.tri = c.engine.NewInstance(in.Instance)
 	c.insts[name] = in
-	c.pub.order = nil
+	c.touch(in)
 	return in
 }
 
@@ -358,12 +362,14 @@ func (c *Collector) sweep(now int64) {
 			if !in.hidden {
 				in.hidden, in.changed = true, true
 				c.breakersGen++
+				c.touch(in)
 			}
 			floor = min(floor, in.lastArrive)
 			continue
 		}
 		if !in.Gone && now-in.lastArrive > stale {
 			in.Gone, in.LeftAt, in.goneAt, in.changed = true, in.lastTs+stale, in.lastArrive+stale, true
+			c.touch(in)
 			c.noteGone(in.goneAt)
 			c.breakersGen++
 			c.engine.Left(in.tri, in.lastTs+stale)

@@ -204,6 +204,7 @@ func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, n
 	if in == nil {
 		return false, "", nil
 	}
+	c.touch(in)
 	in.lastArrive = now
 	c.arriveFloor = min(c.arriveFloor, now)
 	in.lastTs = max(in.lastTs, h.Ts)

@@ -429,6 +429,8 @@ func checkRowsAfresh(t *testing.T, c *Collector, s *Snapshot, at string) {
 	}
 	for _, in := range c.insts {
 		in.changed, in.listed = true, false
+		in.queued, in.counted, in.measured, in.inGuarded = false, false, false, false
+		c.touch(in)
 		for _, se := range in.seriesList {
 			se.part = rowPart{}
 		}
@@ -440,7 +442,20 @@ func checkRowsAfresh(t *testing.T, c *Collector, s *Snapshot, at string) {
 	}
 	kept, afresh := slices.SortedFunc(slices.Values(s.Breakers), byInstance), slices.SortedFunc(slices.Values(fresh.Breakers), byInstance)
 	if !reflect.DeepEqual(s.Rows, fresh.Rows) || !slices.Equal(kept, afresh) ||
-		s.Instances != fresh.Instances || s.Apps != fresh.Apps || s.Resources != fresh.Resources {
+		s.Instances != fresh.Instances || s.Apps != fresh.Apps || s.Resources != fresh.Resources ||
+		!reflect.DeepEqual(clockWarningsOf(s), clockWarningsOf(fresh)) {
 		t.Fatalf("%s: rows kept up to date differ from rows taken afresh:\nkept  %+v %+v\nfresh %+v %+v", at, s.Rows, kept, fresh.Rows, afresh)
 	}
+}
+
+// clockWarningsOf is the snapshot's warnings about clocks.
+func clockWarningsOf(s *Snapshot) []Warning {
+	var out []Warning
+	for _, w := range s.Warnings {
+		switch w.(type) {
+		case CollectorClock, ClockSkew:
+			out = append(out, w)
+		}
+	}
+	return out
 }

@@ -253,48 +253,57 @@ func (c *Collector) part(in *instance, se *series, listed bool, end, rateMs int6
 // for less than StaleAfter still lends its last data to the rates (so a
 // fleet that stopped is seen stopping), but is not counted. The breaker
 // states are rebuilt only when one may have changed (see breakersGen).
-// c.mu is held.
+//
+// Only the instances something happened to since the last snapshot are
+// looked at (pubCache.visit: a message, the liveness rule, a listing to
+// end): what every instance adds to the counts is kept between snapshots,
+// so a fleet of thousands, cold in the caches, is not read whole ten
+// times a second. c.mu is held.
 func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, warnings []Warning) {
 	rateMs := c.opts.RateWindow.Milliseconds()
 	stale := c.opts.StaleAfter.Milliseconds()
-	rebuild := c.pub.breakersGen != c.breakersGen || c.pub.breakers == nil
-	var breakers []BreakerState
-	if rebuild {
-		breakers = make([]BreakerState, 0, len(c.pub.breakers))
-	}
-	skews, measured := c.pub.skews[:0], 0
-	for _, in := range c.sortedInstances() {
-		listed := !in.Gone || now-in.goneAt <= stale
-		if listed != in.listed || listed && in.App != in.listedApp {
-			c.pub.countApp(in, listed)
-		}
-		c.takeParts(in, listed, rateMs)
-		if !listed || in.Gone {
+	p := &c.pub
+	visit := p.visit
+	p.visit = p.visiting[:0]
+	for _, in := range visit {
+		in.queued = false
+		if in.dropped {
 			continue
 		}
-		s.Instances++
-		if in.nOffsets > 0 && c.opts.Mode == ModeLive && !in.polled {
-			measured++
-			if off := in.offset; off > in.bucketMs || -off > in.bucketMs {
-				skews = append(skews, skewed{in.Name, off})
-			}
+		listed := !in.Gone || now-in.goneAt <= stale
+		if listed != in.listed || listed && in.App != in.listedApp {
+			p.countApp(in, listed)
 		}
-		if rebuild {
-			// The guarded series alone: a fleet's other series are not
-			// read again after every transition anywhere.
+		c.takeParts(in, listed, rateMs)
+		p.count(in, listed && !in.Gone, c.opts.Mode == ModeLive)
+		if in.Gone && listed {
+			c.touch(in) // until it is no longer listed
+		}
+	}
+	clear(visit)
+	p.visiting = visit
+	s.Instances = p.live
+	if p.breakers == nil || p.breakersGen != c.breakersGen {
+		// The guarded instances alone: a fleet's other series are not
+		// read again after every transition anywhere.
+		breakers := make([]BreakerState, 0, len(p.breakers))
+		for _, in := range p.guardedInsts() {
 			for _, se := range in.guardedList {
 				breakers = append(breakers, BreakerState{App: in.App, Resource: se.resource, Instance: in.Name,
 					State: se.part.state, Provenance: se.part.prov})
 			}
 		}
+		p.breakers, p.breakersGen = breakers, c.breakersGen
 	}
-	if rebuild {
-		c.pub.breakers, c.pub.breakersGen = breakers, c.breakersGen
+	s.Breakers = p.breakers
+	skews := p.skews[:0]
+	for in := range p.skewed {
+		skews = append(skews, skewed{in.Name, in.offset})
 	}
-	warnings = clockWarnings(skews, measured)
+	slices.SortFunc(skews, func(a, b skewed) int { return cmp.Compare(a.name, b.name) })
+	warnings = clockWarnings(skews, p.measured)
 	clear(skews)
-	c.pub.skews = skews
-	s.Breakers = c.pub.breakers
+	p.skews = skews
 	resources := map[string]struct{}{}
 	for _, a := range c.sortedApps() {
 		if a.sums.listed > 0 {
@@ -302,8 +311,75 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 			resources[a.key.resource] = struct{}{}
 		}
 	}
-	s.Apps, s.Resources = len(c.pub.apps), len(resources)
+	s.Apps, s.Resources = len(p.apps), len(resources)
 	return rows, warnings
+}
+
+// touch has the next snapshot look at in (instanceRows). c.mu is held.
+func (c *Collector) touch(in *instance) {
+	if !in.queued {
+		in.queued = true
+		c.pub.visit = append(c.pub.visit, in)
+	}
+}
+
+// count brings what in adds to the snapshot's counts in line with its
+// state: counted (listed and not gone: Snapshot.Instances), its clock
+// measured and off (the clock warnings), its breakers listed. live is
+// the collector's mode: a replay's clocks are not judged.
+func (p *pubCache) count(in *instance, counted, live bool) {
+	if counted != in.counted {
+		p.live += b2i(counted) - b2i(in.counted)
+		in.counted = counted
+	}
+	measured := counted && live && in.nOffsets > 0 && !in.polled
+	if measured != in.measured {
+		p.measured += b2i(measured) - b2i(in.measured)
+		in.measured = measured
+	}
+	if off := in.offset; measured && (off > in.bucketMs || -off > in.bucketMs) {
+		if p.skewed == nil {
+			p.skewed = map[*instance]struct{}{}
+		}
+		p.skewed[in] = struct{}{}
+	} else {
+		delete(p.skewed, in)
+	}
+	if guarded := counted && len(in.guardedList) > 0; guarded != in.inGuarded {
+		in.inGuarded = guarded
+		if guarded {
+			if p.guarded == nil {
+				p.guarded = map[*instance]struct{}{}
+			}
+			p.guarded[in] = struct{}{}
+		} else {
+			delete(p.guarded, in)
+		}
+		p.guardedOrder = nil
+	}
+}
+
+// forget takes out of the counts an instance the store forgets. c.mu is
+// held.
+func (p *pubCache) forget(in *instance) {
+	p.count(in, false, false)
+	in.dropped = true
+}
+
+// guardedInsts is the counted instances with a breaker, in name order,
+// sorted again only after one came or went.
+func (p *pubCache) guardedInsts() []*instance {
+	if p.guardedOrder == nil {
+		p.guardedOrder = slices.SortedFunc(maps.Keys(p.guarded), func(x, y *instance) int { return cmp.Compare(x.Name, y.Name) })
+	}
+	return p.guardedOrder
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // takeParts takes the instance's parts of the rows again when what it sent
@@ -355,15 +431,6 @@ func (p *pubCache) countApp(in *instance, listed bool) {
 		p.apps[in.App]++
 		in.listedApp = in.App
 	}
-}
-
-// sortedInstances is every instance in name order, kept between snapshots
-// and sorted again only after an instance came or went. c.mu is held.
-func (c *Collector) sortedInstances() []*instance {
-	if c.pub.order == nil {
-		c.pub.order = slices.SortedFunc(maps.Values(c.insts), func(x, y *instance) int { return cmp.Compare(x.Name, y.Name) })
-	}
-	return c.pub.order
 }
 
 // sortedApps is every app x resource series in app, resource order, kept
