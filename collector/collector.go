@@ -243,15 +243,12 @@ type pubCache struct {
 	visit, visiting []*instance
 	// What the instances add up to, as of their last look (count): live
 	// the instances counted, measured those whose clocks are, skewed those
-	// off, guarded the counted ones with a breaker (guardedOrder: sorted,
-	// nil until needed).
-	live, measured int
-	skewed         map[*instance]struct{}
-	guarded        map[*instance]struct{}
-	guardedOrder   []*instance
-	appOrder       []*appSeries // every app x resource series, sorted (sortedApps)
-	breakers       []BreakerState
-	breakersGen    uint64
+	// off, guarded the counted ones with a breaker.
+	live, measured  int
+	skewed, guarded instSet
+	appOrder        []*appSeries // every app x resource series, sorted (sortedApps)
+	breakers        []BreakerState
+	breakersGen     uint64
 	// apps counts the listed instances of each app (instance.listedApp),
 	// kept as instances are listed, unlisted or move app.
 	apps map[string]int

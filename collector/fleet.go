@@ -40,9 +40,9 @@ type instance struct {
 	changed, dirty bool
 	listed         bool
 	// queued: in the next snapshot's visit (Collector.touch); counted,
-	// measured, inGuarded: what it added to the counts at its last visit
-	// (pubCache.count); dropped: forgotten by the store.
-	queued, counted, measured, inGuarded, dropped bool
+	// measured, skewed, inGuarded: what it added to the counts at its last
+	// visit (pubCache.count); dropped: forgotten by the store.
+	queued, counted, measured, skewed, inGuarded, dropped bool
 	// Gone (the record's) is the one liveness rule: set when the instance
 	// said bye or was silent for longer than Options.StaleAfter (see
 	// sweep), cleared by its next message. goneAt is when, on the

@@ -429,7 +429,7 @@ func checkRowsAfresh(t *testing.T, c *Collector, s *Snapshot, at string) {
 	}
 	for _, in := range c.insts {
 		in.changed, in.listed = true, false
-		in.queued, in.counted, in.measured, in.inGuarded = false, false, false, false
+		in.queued, in.counted, in.measured, in.skewed, in.inGuarded = false, false, false, false, false
 		c.touch(in)
 		for _, se := range in.seriesList {
 			se.part = rowPart{}

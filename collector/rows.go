@@ -287,7 +287,7 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 		// The guarded instances alone: a fleet's other series are not
 		// read again after every transition anywhere.
 		breakers := make([]BreakerState, 0, len(p.breakers))
-		for _, in := range p.guardedInsts() {
+		for _, in := range p.guarded.sorted() {
 			for _, se := range in.guardedList {
 				breakers = append(breakers, BreakerState{App: in.App, Resource: se.resource, Instance: in.Name,
 					State: se.part.state, Provenance: se.part.prov})
@@ -297,10 +297,9 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	}
 	s.Breakers = p.breakers
 	skews := p.skews[:0]
-	for in := range p.skewed {
+	for _, in := range p.skewed.sorted() {
 		skews = append(skews, skewed{in.Name, in.offset})
 	}
-	slices.SortFunc(skews, func(a, b skewed) int { return cmp.Compare(a.name, b.name) })
 	warnings = clockWarnings(skews, p.measured)
 	clear(skews)
 	p.skews = skews
@@ -337,26 +336,42 @@ func (p *pubCache) count(in *instance, counted, live bool) {
 		p.measured += b2i(measured) - b2i(in.measured)
 		in.measured = measured
 	}
-	if off := in.offset; measured && (off > in.bucketMs || -off > in.bucketMs) {
-		if p.skewed == nil {
-			p.skewed = map[*instance]struct{}{}
-		}
-		p.skewed[in] = struct{}{}
-	} else {
-		delete(p.skewed, in)
+	off := in.offset
+	if skew := measured && (off > in.bucketMs || -off > in.bucketMs); skew != in.skewed {
+		in.skewed = skew
+		p.skewed.set(in, skew)
 	}
 	if guarded := counted && len(in.guardedList) > 0; guarded != in.inGuarded {
 		in.inGuarded = guarded
-		if guarded {
-			if p.guarded == nil {
-				p.guarded = map[*instance]struct{}{}
-			}
-			p.guarded[in] = struct{}{}
-		} else {
-			delete(p.guarded, in)
-		}
-		p.guardedOrder = nil
+		p.guarded.set(in, guarded)
 	}
+}
+
+// instSet is a set of instances, and its members in name order (sorted
+// again only after one came or went).
+type instSet struct {
+	m     map[*instance]struct{}
+	order []*instance
+}
+
+func (s *instSet) set(in *instance, member bool) {
+	switch {
+	case member:
+		if s.m == nil {
+			s.m = map[*instance]struct{}{}
+		}
+		s.m[in] = struct{}{}
+	default:
+		delete(s.m, in)
+	}
+	s.order = nil
+}
+
+func (s *instSet) sorted() []*instance {
+	if s.order == nil {
+		s.order = slices.SortedFunc(maps.Keys(s.m), func(x, y *instance) int { return cmp.Compare(x.Name, y.Name) })
+	}
+	return s.order
 }
 
 // forget takes out of the counts an instance the store forgets. c.mu is
@@ -364,15 +379,6 @@ func (p *pubCache) count(in *instance, counted, live bool) {
 func (p *pubCache) forget(in *instance) {
 	p.count(in, false, false)
 	in.dropped = true
-}
-
-// guardedInsts is the counted instances with a breaker, in name order,
-// sorted again only after one came or went.
-func (p *pubCache) guardedInsts() []*instance {
-	if p.guardedOrder == nil {
-		p.guardedOrder = slices.SortedFunc(maps.Keys(p.guarded), func(x, y *instance) int { return cmp.Compare(x.Name, y.Name) })
-	}
-	return p.guardedOrder
 }
 
 func b2i(b bool) int {
