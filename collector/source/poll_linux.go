@@ -98,7 +98,7 @@ func (p *pollers) close() {
 func (p *pollers) serve(ctx context.Context, s *stream, fd int, rest []byte, maxFrame int, idle time.Duration) error {
 	now := time.Now()
 	ps := &polled{s: s, fd: fd, fr: frameReader{max: maxFrame}, idle: idle, maxFrame: maxFrame, last: now, now: now, done: make(chan struct{})}
-	// Its reads must never wait (quietsys.Read): made so here, whatever the
+	// Its reads must never wait (quietsys.Recv): made so here, whatever the
 	// descriptor was given as.
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		ps.finish(fmt.Errorf("poller: %w", err))
@@ -369,7 +369,7 @@ func (l *pollLoop) readOnce(ps *polled, now time.Time) (more bool) {
 		copy(l.buf, ps.pend)
 		data, into = l.buf[:held], l.buf[held:]
 	}
-	n, err := quietsys.Read(ps.fd, into)
+	n, err := quietsys.Recv(ps.fd, into)
 	switch {
 	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EINTR):
 		return false

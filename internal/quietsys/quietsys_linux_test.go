@@ -2,6 +2,7 @@ package quietsys
 
 import (
 	"errors"
+	"runtime"
 	"syscall"
 	"testing"
 )
@@ -44,6 +45,36 @@ func TestReadAndEpollNow(t *testing.T) {
 	}
 	syscall.Close(p[1])
 	if n, err := Read(p[0], buf); n != 0 || err != nil {
+		t.Fatalf("at the end: %d, %v", n, err)
+	}
+}
+
+// Recv reads a socket as Read does: EAGAIN while nothing came (even on a
+// blocking socket, but on linux/386, where it is Read), the bytes once
+// written, 0 at the end.
+func TestRecv(t *testing.T) {
+	flags := syscall.SOCK_STREAM | syscall.SOCK_CLOEXEC
+	if runtime.GOARCH == "386" {
+		flags |= syscall.SOCK_NONBLOCK
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, flags, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[0])
+	buf := make([]byte, 16)
+	if n, err := Recv(fds[0], buf); !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("nothing sent: %d, %v; want EAGAIN", n, err)
+	}
+	syscall.Write(fds[1], []byte("hello"))
+	if n, err := Recv(fds[0], buf); n != 5 || err != nil || string(buf[:n]) != "hello" {
+		t.Fatalf("recv %d %q, %v", n, buf[:max(n, 0)], err)
+	}
+	if n, err := Recv(fds[0], nil); n != 0 || err != nil {
+		t.Fatalf("into nothing: %d, %v", n, err)
+	}
+	syscall.Close(fds[1])
+	if n, err := Recv(fds[0], buf); n != 0 || err != nil {
 		t.Fatalf("at the end: %d, %v", n, err)
 	}
 }
