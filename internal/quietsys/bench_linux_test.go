@@ -1,0 +1,74 @@
+package quietsys
+
+import (
+	"net"
+	"syscall"
+	"testing"
+)
+
+// BenchmarkSocketRead reads 4.3 KB messages (an agent's buckets message at
+// 20 resources) from 500 loopback TCP connections in turn, as a poller
+// does, with Read (read(2)) and Recv (recvfrom(2)); the writes are not
+// timed.
+func BenchmarkSocketRead(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		read func(int, []byte) (int, error)
+	}{{"read", Read}, {"recvfrom", Recv}} {
+		b.Run(c.name, func(b *testing.B) {
+			writers, fds := loopbackConns(b, 500)
+			msg, buf := make([]byte, 4300), make([]byte, 64<<10)
+			b.SetBytes(int64(len(msg)))
+			b.ResetTimer()
+			for i := range b.N {
+				k := i % len(fds)
+				if k == 0 {
+					b.StopTimer()
+					for _, w := range writers {
+						if _, err := w.Write(msg); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+				if n, err := c.read(fds[k], buf); n != len(msg) {
+					b.Fatalf("read %d bytes, %v", n, err)
+				}
+			}
+		})
+	}
+}
+
+// loopbackConns is n loopback TCP connections: the writing ends, and the
+// reading ends' own non-blocking descriptors.
+func loopbackConns(b *testing.B, n int) ([]net.Conn, []int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	var writers []net.Conn
+	var fds []int
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := ln.Accept()
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := c.(*net.TCPConn).File()
+		c.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		fd := int(f.Fd())
+		if err := syscall.SetNonblock(fd, true); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close(); w.Close() })
+		writers, fds = append(writers, w), append(fds, fd)
+	}
+	return writers, fds
+}
