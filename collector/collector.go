@@ -148,6 +148,14 @@ type Collector struct {
 	rejects  map[string]*RejectCount
 	overflow map[string]*RejectCount
 	targets  []*feed.TargetRecord // the dialed targets' records, read at publish
+	// tpub is what the last snapshot took of each of targets (its index
+	// in targetAt), taken again only from the records changed since
+	// (tchanges, tbuf its scratch); tnotes counts their remarks.
+	tpub     []*TargetStatus
+	targetAt map[*feed.TargetRecord]int
+	tchanges feed.TargetChanges
+	tbuf     []*feed.TargetRecord
+	tnotes   map[TargetRemark]int
 	// qualifiedEver counts the instances ever named NAME@TARGET (another
 	// target announced NAME first): until one is, no target's instance
 	// is looked for under another name at publish.

@@ -39,33 +39,28 @@ func (c *Collector) Publish() *Snapshot {
 	if err := c.RecordError(); err != nil {
 		s.RecordError = err.Error()
 	}
-	notes := map[TargetRemark]int{}
-	if len(c.targets) > 0 {
-		s.Targets = make([]*TargetStatus, 0, len(c.targets))
-	}
-	for _, t := range c.targets {
-		// Shared with the snapshot before when the target did not change:
-		// at 10 snapshots a second, 2,000 targets copied afresh were most
-		// of what a snapshot allocated (docs/BENCHMARKS.md).
-		st := t.Published()
-		// Another target announced the name first: this one's is
-		// NAME@TARGET (looked for only once some instance was so named,
-		// and then only where the name is another's: a fleet of targets
-		// down costs a lookup each).
-		if c.qualifiedEver > 0 {
+	// The targets' statuses are shared with the snapshot before when they
+	// did not change (at 10 snapshots a second, 2,000 targets copied afresh
+	// were most of what a snapshot allocated), and only the changed ones'
+	// records are read (docs/BENCHMARKS.md).
+	c.takeTargets()
+	s.Targets = slices.Clone(c.tpub)
+	if c.qualifiedEver > 0 {
+		for i, st := range s.Targets {
+			// Another target announced the name first: this one's is
+			// NAME@TARGET (looked for only once some instance was so
+			// named, and then only where the name is another's: a fleet of
+			// targets down costs a lookup each).
 			if x := c.insts[st.Instance]; x != nil && x.owner != "" && x.owner != st.Name {
 				if in := c.heldInstance(st.Name, st.Instance); in != nil && in.Name != st.Instance {
 					q := *st
 					q.Instance = in.Name
-					st = &q
+					s.Targets[i] = &q
 				}
 			}
 		}
-		s.Targets = append(s.Targets, st)
-		if st.Note != (TargetRemark{}) {
-			notes[st.Note]++
-		}
 	}
+	notes := c.tnotes
 	s.Rejects = sortedCounts(c.rejects)
 	s.Overflow = sortedCounts(c.overflow)
 	c.streamMemory(s)

@@ -1,6 +1,9 @@
 package collector
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -114,5 +117,70 @@ func TestSnapshotsShareUnchangedTargets(t *testing.T) {
 	}
 	if before.Instance != "gw-1" || evil.Status().Instance != "gw-1" || evil.Published().Instance != "gw-1" {
 		t.Fatalf("the record's status was written: %q, %q, %q", before.Instance, evil.Status().Instance, evil.Published().Instance)
+	}
+}
+
+// A snapshot reads only the target records updated since the last one,
+// yet shows every target as its record says, and counts the targets of
+// each remark as a recount would: targets updated at random between
+// snapshots (their counts, states and remarks set and cleared), some of
+// them read meanwhile by the signature, more added on the way.
+func TestSnapshotTargetsAreTheRecords(t *testing.T) {
+	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: vc})
+	rng := rand.New(rand.NewPCG(5, 6))
+	remarks := []feed.TargetRemark{{}, {StatesInferred: true}, {RulesError: "403"}, {StatesInferred: true, RulesError: "timeout"}}
+	var recs []*feed.TargetRecord
+	add := func(n int) {
+		for range n {
+			r := feed.NewTargetRecord(feed.TargetStatus{Name: fmt.Sprintf("t%d:8719", len(recs)), State: feed.TargetUp})
+			recs = append(recs, r)
+			c.AddTargets(r)
+		}
+	}
+	add(50)
+	var last [5]int64
+	for round := range 200 {
+		if round == 80 {
+			add(30)
+		}
+		for range rng.IntN(20) {
+			r := recs[rng.IntN(len(recs))]
+			r.Update(func(s *feed.TargetStatus) {
+				s.Messages++
+				switch rng.IntN(4) {
+				case 0:
+					s.Note = remarks[rng.IntN(len(remarks))]
+				case 1:
+					s.State = feed.TargetState(rng.IntN(3))
+				}
+			})
+		}
+		if rng.IntN(3) == 0 {
+			last = c.signature(last)
+		}
+		vc.Advance(100 * time.Millisecond)
+		s := c.Publish()
+		want := map[feed.TargetRemark]int{}
+		if len(s.Targets) != len(recs) {
+			t.Fatalf("round %d: %d targets shown of %d", round, len(s.Targets), len(recs))
+		}
+		for i, r := range recs {
+			if st := r.Status(); *s.Targets[i] != st {
+				t.Fatalf("round %d: target %d shown %+v, its record says %+v", round, i, *s.Targets[i], st)
+			}
+			if n := s.Targets[i].Note; n != (feed.TargetRemark{}) {
+				want[n]++
+			}
+		}
+		got := map[feed.TargetRemark]int{}
+		for _, w := range s.Warnings {
+			if n, ok := w.(TargetNote); ok {
+				got[n.Note] = n.Targets
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("round %d: remarks counted %v, recounted %v", round, got, want)
+		}
 	}
 }

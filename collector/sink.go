@@ -19,7 +19,46 @@ var (
 func (c *Collector) AddTargets(rs ...*feed.TargetRecord) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.targets = append(c.targets, rs...)
+	if c.targetAt == nil {
+		c.targetAt = map[*feed.TargetRecord]int{}
+	}
+	for _, r := range rs {
+		c.targetAt[r] = len(c.targets)
+		c.targets = append(c.targets, r)
+		c.tpub = append(c.tpub, nil)
+		r.Watch(&c.tchanges)
+	}
+}
+
+// takeTargets brings tpub and tnotes up to date with the records changed
+// since the last snapshot. c.mu is held.
+func (c *Collector) takeTargets() {
+	c.tbuf = c.tchanges.Take(c.tbuf)
+	for _, r := range c.tbuf {
+		i, ok := c.targetAt[r]
+		if !ok {
+			continue
+		}
+		st := r.Published()
+		if old := c.tpub[i]; old != nil {
+			c.noteTarget(old.Note, -1)
+		}
+		c.noteTarget(st.Note, 1)
+		c.tpub[i] = st
+	}
+	clear(c.tbuf)
+}
+
+func (c *Collector) noteTarget(n TargetRemark, d int) {
+	if n == (TargetRemark{}) {
+		return
+	}
+	if c.tnotes == nil {
+		c.tnotes = map[TargetRemark]int{}
+	}
+	if c.tnotes[n] += d; c.tnotes[n] == 0 {
+		delete(c.tnotes, n)
+	}
 }
 
 // Names is the name pool the sources' decoders share, charged to the

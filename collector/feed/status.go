@@ -1,6 +1,9 @@
 package feed
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // TargetState is a dialed target's connection state.
 type TargetState uint8
@@ -114,8 +117,9 @@ type TargetRemark struct {
 
 // TargetRecord is what a dialed target's connection has told of itself:
 // written by the source (Update) as things happen, read by the store
-// (Published) at each snapshot, under a lock of its own that nothing else
-// is taken under. The zero TargetRecord holds the zero status.
+// (Published) at each snapshot, under a lock of its own that only its
+// watcher's (Watch) is taken under. The zero TargetRecord holds the zero
+// status.
 type TargetRecord struct {
 	mu sync.Mutex
 	st TargetStatus
@@ -124,6 +128,50 @@ type TargetRecord struct {
 	// (changed says something did since).
 	pub     *TargetStatus
 	changed bool
+	// watch is told of the record's updates; queued: it holds the record
+	// and was not taken since.
+	watch  *TargetChanges
+	queued atomic.Bool
+}
+
+// TargetChanges gathers the records updated since it was last taken
+// (TargetRecord.Watch): a snapshot of thousands of targets then reads the
+// ones that changed, not each of them.
+type TargetChanges struct {
+	mu   sync.Mutex
+	recs []*TargetRecord
+}
+
+// Take appends to buf[:0] the records updated since the last Take, each
+// once, and returns it.
+func (w *TargetChanges) Take(buf []*TargetRecord) []*TargetRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	buf = append(buf[:0], w.recs...)
+	for _, r := range w.recs {
+		r.queued.Store(false)
+	}
+	clear(w.recs)
+	w.recs = w.recs[:0]
+	return buf
+}
+
+// tell queues r unless it is queued already.
+func (w *TargetChanges) tell(r *TargetRecord) {
+	if r.queued.CompareAndSwap(false, true) {
+		w.mu.Lock()
+		w.recs = append(w.recs, r)
+		w.mu.Unlock()
+	}
+}
+
+// Watch has w told of the record's updates from now on, and of the record
+// itself at once.
+func (r *TargetRecord) Watch(w *TargetChanges) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watch = w
+	w.tell(r)
 }
 
 // NewTargetRecord returns a record holding st.
@@ -154,6 +202,9 @@ func (r *TargetRecord) Update(f func(s *TargetStatus)) {
 	r.mu.Lock()
 	f(&r.st)
 	r.changed = true
+	if r.watch != nil {
+		r.watch.tell(r)
+	}
 	r.mu.Unlock()
 }
 
