@@ -234,6 +234,8 @@ type Collector struct {
 	// transitioned wakes Run when a breaker changed state (buffered: one
 	// pending wake is enough).
 	transitioned chan struct{}
+	// armed: Run has a wake armed for the transitions (Collector.wake).
+	armed atomic.Bool
 
 	seq  uint64
 	snap atomic.Pointer[Snapshot]
@@ -441,18 +443,32 @@ func (c *Collector) Run(ctx context.Context) {
 			case wait <= 0:
 				publish()
 			case !now.Before(laterAt): // no wake armed yet
-				later, laterAt = wall.AfterFunc(wait, c.transition), now.Add(wait)
+				c.armed.Store(true) // before the wake may come
+				later, laterAt = wall.AfterFunc(wait, c.wake), now.Add(wait)
 			}
 		}
 	}
 }
 
 // transition tells Run that a breaker changed state; it never blocks.
+// While Run has a wake armed, the transition waits for it: telling Run of
+// each (dozens a second while a fleet's breakers trip) woke its goroutine
+// for nothing.
 func (c *Collector) transition() {
+	if c.armed.Load() {
+		return
+	}
 	select {
 	case c.transitioned <- struct{}{}:
 	default:
 	}
+}
+
+// wake is Run's armed wake: the transitions since it was armed are to be
+// published.
+func (c *Collector) wake() {
+	c.armed.Store(false)
+	c.transition()
 }
 
 // signature changes whenever a snapshot could differ from last, the

@@ -34,18 +34,22 @@ func TestRunPublishesTransitionsSoon(t *testing.T) {
 	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 1000, Instance: "gw-1"}, Resource: "db",
 		Strategy: core.ErrorRatio, From: core.Closed, To: core.Open, Threshold: 0.5, RetryTimeoutMs: 1000})
 	waitFor(t, func() bool { return wall.Pending() == 2 }) // the ticker and the wake
-	wall.Advance(399 * time.Millisecond)
-	if shows(core.Open) {
-		t.Fatal("published before 400 ms had passed")
+	wall.Advance(200 * time.Millisecond)
+	// Another while the wake is armed: it waits for that wake, no other.
+	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 1200, Instance: "gw-1"}, Resource: "db",
+		Strategy: core.ErrorRatio, From: core.Open, To: core.HalfOpen, Threshold: 0.5, RetryTimeoutMs: 1000})
+	wall.Advance(199 * time.Millisecond)
+	if shows(core.Open) || shows(core.HalfOpen) || wall.Pending() != 2 {
+		t.Fatalf("before 400 ms had passed: shown %v, %d wakes armed", c.Snapshot().Breakers[0].State, wall.Pending())
 	}
 	wall.Advance(time.Millisecond)
-	waitFor(t, func() bool { return shows(core.Open) })
+	waitFor(t, func() bool { return shows(core.HalfOpen) })
 
 	// Longer after one: published at once, the clock standing still.
 	wall.Advance(500 * time.Millisecond)
 	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 1900, Instance: "gw-1"}, Resource: "db",
-		Strategy: core.ErrorRatio, From: core.Open, To: core.HalfOpen, Threshold: 0.5, RetryTimeoutMs: 1000})
-	waitFor(t, func() bool { return shows(core.HalfOpen) })
+		Strategy: core.ErrorRatio, From: core.HalfOpen, To: core.Open, Threshold: 0.5, RetryTimeoutMs: 1000})
+	waitFor(t, func() bool { return shows(core.Open) })
 }
 
 // waitFor waits up to 10 s in real time for cond.
