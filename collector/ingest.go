@@ -43,24 +43,27 @@ const DefaultMaxClockSkew = 24 * time.Hour
 // name): an instance it announces is the target and the name together,
 // so a name another target announced first is another instance, shown
 // as NAME@TARGET (see instanceOf), never merged with it nor refused.
-func (c *Collector) Bound(owner string) feed.BoundSink { return boundSink{c, owner} }
+func (c *Collector) Bound(owner string) feed.BoundSink { return &boundSink{c: c, owner: owner} }
 
 type boundSink struct {
 	c     *Collector
 	owner string
+	// share is the owner's share of the budget once looked up (under
+	// c.mu; shares are never dropped): not looked up at every message.
+	share *budgetShare
 }
 
-func (b boundSink) Ingest(place string, m wire.Message) bool {
-	return b.c.ingestFrom(b.owner, place, m, feed.Origin{})
+func (b *boundSink) Ingest(place string, m wire.Message) bool {
+	return b.c.ingestFrom(b.owner, &b.share, place, m, feed.Origin{})
 }
-func (b boundSink) Hello(place string, h *wire.Hello, o feed.Origin) bool {
-	return b.c.ingestFrom(b.owner, place, h, o)
+func (b *boundSink) Hello(place string, h *wire.Hello, o feed.Origin) bool {
+	return b.c.ingestFrom(b.owner, &b.share, place, h, o)
 }
-func (b boundSink) Reject(place string, err error) { b.c.Reject(place, err) }
-func (b boundSink) Unreceived(instance string, from, to int64) {
+func (b *boundSink) Reject(place string, err error) { b.c.Reject(place, err) }
+func (b *boundSink) Unreceived(instance string, from, to int64) {
 	b.c.unreceivedOf(b.owner, instance, from, to)
 }
-func (b boundSink) NameCollision(instance, resource string, at int64) {
+func (b *boundSink) NameCollision(instance, resource string, at int64) {
 	b.c.nameCollisionOf(b.owner, instance, resource, at)
 }
 
@@ -116,19 +119,20 @@ func reasonOf(err error) string {
 // the store took, so each (instance, resource, start) is written once
 // whatever the reconnects re-sent.
 func (c *Collector) Ingest(place string, m wire.Message) bool {
-	return c.ingestFrom("", place, m, feed.Origin{})
+	return c.ingestFrom("", nil, place, m, feed.Origin{})
 }
 
 // Hello is Ingest for a hello, with what its source states of the process
 // that sent it (feed.Origin).
 func (c *Collector) Hello(place string, h *wire.Hello, o feed.Origin) bool {
-	return c.ingestFrom("", place, h, o)
+	return c.ingestFrom("", nil, place, h, o)
 }
 
 // ingestFrom is Ingest for a message that came over the connection owner
 // ("" for sources without one: files, the demo's own recordings), o what
-// the source stated of a hello's sender.
-func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origin) bool {
+// the source stated of a hello's sender; share, when not nil, keeps the
+// owner's share of the budget for the connection's next messages.
+func (c *Collector) ingestFrom(owner string, share **budgetShare, place string, m wire.Message, o feed.Origin) bool {
 	if _, ok := m.(*wire.Meta); ok {
 		return true // fixture annotations: nothing to aggregate
 	}
@@ -144,7 +148,15 @@ func (c *Collector) ingestFrom(owner, place string, m wire.Message, o feed.Origi
 		return false
 	}
 	c.mu.Lock()
-	c.cur = c.shareOf(owner) // what is new is charged to its owner's share
+	// What is new is charged to its owner's share.
+	if share == nil || *share == nil {
+		c.cur = c.shareOf(owner)
+		if share != nil {
+			*share = c.cur
+		}
+	} else {
+		c.cur = *share
+	}
 	tee := c.teeing.Load()
 	var kept []int
 	if tee {
