@@ -141,6 +141,7 @@ func (c *Collector) shareOf(owner string) *budgetShare {
 	if sh == nil {
 		sh = &budgetShare{owner: owner}
 		c.shares[owner] = sh
+		c.sharesGen++
 	}
 	return sh
 }
@@ -172,6 +173,7 @@ func (c *Collector) charge(sh *budgetShare, n int64, place, what string) bool {
 	if sh == nil {
 		sh = c.cur
 	}
+	c.sharesGen++
 	if c.memUsed+c.transient.Load()+n > c.modelBudget() || sh.used+n > c.shareLimit() {
 		count(c.overflow, ReasonMaxMemory, place+": "+what)
 		sh.refused++
@@ -191,6 +193,7 @@ func (c *Collector) release(sh *budgetShare, n int64) {
 		return
 	}
 	sh.used -= n
+	c.sharesGen++
 }
 
 // shared moves n bytes charged to held to the fleet's common part when an
@@ -204,6 +207,7 @@ func (c *Collector) shared(held, by *budgetShare, n int64) *budgetShare {
 	}
 	held.used -= n
 	c.commonHeld += n
+	c.sharesGen++
 	return nil
 }
 
@@ -229,38 +233,60 @@ func (c *Collector) memoryShares() []MemoryShare {
 		return nil
 	}
 	limit := c.shareLimit()
-	holdsMore := func(a, b *budgetShare) bool {
-		return a.used > b.used || (a.used == b.used && a.owner < b.owner)
+	listed := &c.listedShares
+	if !listed.ok || listed.gen != c.sharesGen {
+		// Chosen again only after a share moved: thousands of targets' are
+		// not all read at every snapshot.
+		*listed = listShares(c.shares, listed.top[:0], listed.refused[:0])
+		listed.gen = c.sharesGen
 	}
-	var top [listedShares]*budgetShare // the most held, most first
-	n := 0
-	var refused []*budgetShare
-	for _, sh := range c.shares {
-		if sh.refused > 0 {
-			refused = append(refused, sh)
-		}
-		if n == listedShares && !holdsMore(sh, top[n-1]) {
-			continue
-		}
-		i := min(n, listedShares-1) // full: the least held makes way
-		for i > 0 && holdsMore(sh, top[i-1]) {
-			top[i] = top[i-1]
-			i--
-		}
-		top[i] = sh
-		n = min(n+1, listedShares)
-	}
-	out := make([]MemoryShare, 0, n+len(refused))
-	for _, sh := range top[:n] {
+	top, refused := listed.top, listed.refused
+	out := make([]MemoryShare, 0, len(top)+len(refused))
+	for _, sh := range top {
 		out = append(out, MemoryShare{Target: sh.owner, Used: sh.used, Limit: limit, Refused: sh.refused})
 	}
 	for _, sh := range refused {
-		if !slices.Contains(top[:n], sh) {
+		if !slices.Contains(top, sh) {
 			out = append(out, MemoryShare{Target: sh.owner, Used: sh.used, Limit: limit, Refused: sh.refused})
 		}
 	}
 	slices.SortFunc(out, func(a, b MemoryShare) int { return cmp.Compare(a.Target, b.Target) })
 	return out
+}
+
+// sharesListed is what memoryShares lists of the shares, as of gen
+// (Collector.sharesGen): the listedShares holding the most, most first,
+// and every one that was refused.
+type sharesListed struct {
+	ok           bool
+	gen          uint64
+	top, refused []*budgetShare
+}
+
+// listShares chooses what memoryShares lists, into top and refused.
+func listShares(shares map[string]*budgetShare, top, refused []*budgetShare) sharesListed {
+	holdsMore := func(a, b *budgetShare) bool {
+		return a.used > b.used || (a.used == b.used && a.owner < b.owner)
+	}
+	for _, sh := range shares {
+		if sh.refused > 0 {
+			refused = append(refused, sh)
+		}
+		n := len(top)
+		if n == listedShares && !holdsMore(sh, top[n-1]) {
+			continue
+		}
+		if n < listedShares {
+			top = append(top, nil)
+		}
+		i := len(top) - 1 // full: the least held makes way
+		for i > 0 && holdsMore(sh, top[i-1]) {
+			top[i] = top[i-1]
+			i--
+		}
+		top[i] = sh
+	}
+	return sharesListed{ok: true, top: top, refused: refused}
 }
 
 // chargeNames charges n bytes (or gives back -n) of the names the

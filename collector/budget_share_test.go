@@ -262,6 +262,7 @@ func TestMemorySharesListed(t *testing.T) {
 	}
 	c.mu.Lock()
 	c.shares["t-01"].refused = 3 // one of the smallest
+	c.sharesGen++                // as charge does
 	c.mu.Unlock()
 	listed := map[string]MemoryShare{}
 	for _, sh := range c.Publish().MemoryShares {
@@ -283,6 +284,7 @@ func TestMemorySharesListed(t *testing.T) {
 		sh.used, sh.refused = 1000, 0
 	}
 	c.shares["t-21"].refused = 1
+	c.sharesGen++
 	c.mu.Unlock()
 	var names []string
 	for _, sh := range c.Publish().MemoryShares {
@@ -332,6 +334,53 @@ func TestMemorySharesMatchASortedList(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d, %d shares: listed %v, want %v", round, n, got, want)
+		}
+	}
+}
+
+// The listing, kept between snapshots until a share moves, follows the
+// charges, refusals and releases made between them: the same collector,
+// its shares charged and released at random, listed as sorting every
+// share afresh lists them at each snapshot.
+func TestMemorySharesFollowTheCharges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	c := New(Options{MaxMemory: 64 << 20})
+	var all []*budgetShare
+	c.mu.Lock()
+	for i := range 40 {
+		all = append(all, c.shareOf(fmt.Sprintf("t-%02d", i)))
+	}
+	c.mu.Unlock()
+	for round := range 300 {
+		c.mu.Lock()
+		for range rng.IntN(4) {
+			sh := all[rng.IntN(len(all))]
+			switch n := int64(rng.IntN(3)+1) * 1000; {
+			case rng.IntN(3) == 0 && sh.used >= n:
+				c.release(sh, n)
+			case rng.IntN(20) == 0:
+				c.charge(sh, c.shareLimit()+1, "t", "too much") // refused
+			default:
+				c.charge(sh, n, "t", "some")
+			}
+		}
+		sorted := slices.Clone(all)
+		c.mu.Unlock()
+		slices.SortFunc(sorted, func(a, b *budgetShare) int {
+			return cmp.Or(cmp.Compare(b.used, a.used), cmp.Compare(a.owner, b.owner))
+		})
+		var want, got []string
+		for i, sh := range sorted {
+			if i < listedShares || sh.refused > 0 {
+				want = append(want, sh.owner)
+			}
+		}
+		slices.Sort(want)
+		for _, sh := range c.Publish().MemoryShares {
+			got = append(got, sh.Target)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: listed %v, want %v", round, got, want)
 		}
 	}
 }

@@ -164,6 +164,10 @@ type Collector struct {
 	triBuf        []triage.Series // and their triage series (buckets)
 	touched       int64           // what touchSeries read: kept, never used
 	memUsed       int64           // bytes charged to the budget (budget.go)
+	// sharesGen counts the changes to the shares (budget.go); listedShares
+	// is what memoryShares chose of them at one.
+	sharesGen    uint64
+	listedShares sharesListed
 	// shares are the owners' shares of the budget (by owner: a dialed
 	// target, "" for sources without one), and cur the share of the
 	// message being ingested.
