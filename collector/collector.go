@@ -168,6 +168,7 @@ type Collector struct {
 	// is what memoryShares chose of them at one.
 	sharesGen    uint64
 	listedShares sharesListed
+	resets       uint64 // Resets so far
 	// shares are the owners' shares of the budget (by owner: a dialed
 	// target, "" for sources without one), and cur the share of the
 	// message being ingested.
@@ -322,6 +323,8 @@ func (c *Collector) Reset() {
 	c.memUsed, c.goneFloor = c.namesHeld, 0 // the names stay held
 	c.ruleRes = map[arKey]*budgetShare{}
 	c.shares, c.cur, c.commonHeld = map[string]*budgetShare{}, nil, 0
+	c.listedShares = sharesListed{}
+	c.resets++
 	c.rejects = map[string]*RejectCount{}
 	c.overflow = map[string]*RejectCount{}
 	c.pub = pubCache{}

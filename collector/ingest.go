@@ -49,8 +49,15 @@ type boundSink struct {
 	c     *Collector
 	owner string
 	// share is the owner's share of the budget once looked up (under
-	// c.mu; shares are never dropped): not looked up at every message.
-	share *budgetShare
+	// c.mu), not looked up at every message; shares are dropped only all
+	// together (Reset), which share's resets tells.
+	share heldShare
+}
+
+// heldShare is a share of the budget as looked up after resets Resets.
+type heldShare struct {
+	sh     *budgetShare
+	resets uint64
 }
 
 func (b *boundSink) Ingest(place string, m wire.Message) bool {
@@ -132,7 +139,7 @@ func (c *Collector) Hello(place string, h *wire.Hello, o feed.Origin) bool {
 // ("" for sources without one: files, the demo's own recordings), o what
 // the source stated of a hello's sender; share, when not nil, keeps the
 // owner's share of the budget for the connection's next messages.
-func (c *Collector) ingestFrom(owner string, share **budgetShare, place string, m wire.Message, o feed.Origin) bool {
+func (c *Collector) ingestFrom(owner string, share *heldShare, place string, m wire.Message, o feed.Origin) bool {
 	if _, ok := m.(*wire.Meta); ok {
 		return true // fixture annotations: nothing to aggregate
 	}
@@ -149,13 +156,13 @@ func (c *Collector) ingestFrom(owner string, share **budgetShare, place string, 
 	}
 	c.mu.Lock()
 	// What is new is charged to its owner's share.
-	if share == nil || *share == nil {
+	if share == nil || share.sh == nil || share.resets != c.resets {
 		c.cur = c.shareOf(owner)
 		if share != nil {
-			*share = c.cur
+			*share = heldShare{c.cur, c.resets}
 		}
 	} else {
-		c.cur = *share
+		c.cur = share.sh
 	}
 	tee := c.teeing.Load()
 	var kept []int
