@@ -105,8 +105,12 @@ type lowConf struct {
 	// sorted are insts sorted (sortInsts) with their series of the
 	// resource, all but added, the ones settled since the last sum: a
 	// fleet's thousands of instances are not sorted again at every trip.
-	sorted []lowInst
-	added  []*instState
+	// sortedNames and sortedSeries are theirs, side by side, read at each
+	// sum without visiting each instance.
+	sorted       []lowInst
+	added        []*instState
+	sortedNames  []string
+	sortedSeries []*series
 	// pending are the trips awaiting their first probe, or, closed by it,
 	// a trip again within statIntervalMs: one per breaker at most.
 	pending []lowTrip
@@ -395,6 +399,8 @@ func (l *lowConf) sum(resource string) *lowMade {
 		l.sorted = mergeSorted(l.sorted, lowInstsOf(sortInsts(l.added), resource), compareLowInsts)
 		clear(l.added)
 		l.added = l.added[:0]
+		// Made anew, never written: findings share them.
+		l.sortedNames, l.sortedSeries = lowNames(l.sorted), lowSeries(nil, l.sorted)
 	}
 	c := l.settled
 	var pending []*instState
@@ -404,23 +410,39 @@ func (l *lowConf) sum(resource string) *lowMade {
 			continue
 		}
 		c.add(p, p.closedAt > 0, p.closedAt)
-		pending = append(pending, p.b.s.inst)
+		if !has(l.insts, p.b.s.inst) {
+			pending = append(pending, p.b.s.inst)
+		}
 	}
-	insts := l.sorted
+	names, series := l.sortedNames, append(m.series[:0], l.sortedSeries...)
 	if len(pending) > 0 {
-		insts = mergeSorted(insts, lowInstsOf(sortInsts(pending), resource), compareLowInsts)
-	}
-	names, series := make([]string, 0, len(insts)), m.series[:0]
-	for _, x := range insts {
-		if len(names) == 0 || names[len(names)-1] != x.in.id.Name {
-			names = append(names, x.in.id.Name)
-		}
-		if x.s != nil {
-			series = append(series, x.s)
-		}
+		// The order of the series is the median's: any.
+		more := lowInstsOf(sortInsts(pending), resource)
+		names, series = mergeNames(names, lowNames(more)), lowSeries(series, more)
 	}
 	*m = lowMade{ok: true, gen: l.gen, c: c, names: names, series: series, qps: m.qps}
 	return m
+}
+
+// lowNames is the distinct names of sorted instances, in order.
+func lowNames(insts []lowInst) []string {
+	out := make([]string, 0, len(insts))
+	for _, x := range insts {
+		if len(out) == 0 || out[len(out)-1] != x.in.id.Name {
+			out = append(out, x.in.id.Name)
+		}
+	}
+	return out
+}
+
+// lowSeries appends the instances' series of the resource to out.
+func lowSeries(out []*series, insts []lowInst) []*series {
+	for _, x := range insts {
+		if x.s != nil {
+			out = append(out, x.s)
+		}
+	}
+	return out
 }
 
 // lowSuggest: minRequestAmount AdviceMinRequests, and a statIntervalMs
