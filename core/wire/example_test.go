@@ -143,3 +143,24 @@ func ExampleNamePool() {
 	// priceService:queryPrice priceService:queryPrice
 	// 3 names, 41 bytes
 }
+
+// A goroutine that reads many connections gives their Decoders one
+// Scratch: each decodes its buckets into it, so a message must be used
+// before the next Decode of any of them, which then holds the next one.
+func ExampleDecoder_ShareScratch() {
+	var scratch wire.Scratch
+	frame := func(instance string, pass int) []byte {
+		return []byte(fmt.Sprintf(`{"v":1,"kind":"buckets","ts":1764460800512,"instance":%q,"bucketMs":500,`+
+			`"items":[{"resource":"db","start":1764460800000,"pass":%d}]}`, instance, pass))
+	}
+	a, b := wire.NewDecoder(wire.Limits{}), wire.NewDecoder(wire.Limits{})
+	a.ShareScratch(&scratch)
+	b.ShareScratch(&scratch)
+	ma, _ := a.Decode(frame("gateway-1", 3))
+	fmt.Println(ma.(*wire.Buckets).Instance, ma.(*wire.Buckets).Items[0].Pass)
+	mb, _ := b.Decode(frame("gateway-2", 5))
+	fmt.Println(mb.(*wire.Buckets).Instance, mb.(*wire.Buckets).Items[0].Pass, ma == mb)
+	// Output:
+	// gateway-1 3
+	// gateway-2 5 true
+}
