@@ -102,12 +102,11 @@ type lowConf struct {
 	listed  bool
 	settled lowTally                // trips whose first probe closed the breaker, or that never had one
 	insts   map[*instState]struct{} // of the settled trips
-	// sorted are insts sorted (sortInsts) with their series of the
-	// resource, all but added, the ones settled since the last sum: a
-	// fleet's thousands of instances are not sorted again at every trip.
-	// sortedNames and sortedSeries are theirs, side by side, read at each
-	// sum without visiting each instance.
-	sorted       []lowInst
+	// sorted are insts sorted (sortInsts), all but added, the ones settled
+	// since the last sum: a fleet's thousands of instances are not sorted
+	// again at every trip. sortedNames and sortedSeries (of the resource)
+	// are theirs, read at each sum without visiting each instance.
+	sorted       []*instState
 	added        []*instState
 	sortedNames  []string
 	sortedSeries []*series
@@ -135,24 +134,6 @@ type lowMade struct {
 	names  []string
 	series []*series
 	qps    []float64 // scratch for the median
-}
-
-// lowInst is an instance of trips, and its series of the resource (nil
-// when it has none).
-type lowInst struct {
-	in *instState
-	s  *series
-}
-
-func compareLowInsts(a, b lowInst) int { return compareInsts(a.in, b.in) }
-
-// lowInstsOf pairs sorted instances with their series of resource.
-func lowInstsOf(insts []*instState, resource string) []lowInst {
-	out := make([]lowInst, len(insts))
-	for i, in := range insts {
-		out[i] = lowInst{in, in.series[resource]}
-	}
-	return out
 }
 
 // transition follows a breaker's trips and the first probe after each:
@@ -396,11 +377,11 @@ func (l *lowConf) sum(resource string) *lowMade {
 		return m
 	}
 	if len(l.added) > 0 {
-		l.sorted = mergeSorted(l.sorted, lowInstsOf(sortInsts(l.added), resource), compareLowInsts)
+		l.sorted = mergeInsts(l.sorted, sortInsts(l.added))
 		clear(l.added)
 		l.added = l.added[:0]
 		// Made anew, never written: findings share them.
-		l.sortedNames, l.sortedSeries = lowNames(l.sorted), lowSeries(nil, l.sorted)
+		l.sortedNames, l.sortedSeries = names(l.sorted), appendSeries(nil, l.sorted, resource)
 	}
 	c := l.settled
 	var pending []*instState
@@ -414,32 +395,21 @@ func (l *lowConf) sum(resource string) *lowMade {
 			pending = append(pending, p.b.s.inst)
 		}
 	}
-	names, series := l.sortedNames, append(m.series[:0], l.sortedSeries...)
+	ns, series := l.sortedNames, append(m.series[:0], l.sortedSeries...)
 	if len(pending) > 0 {
 		// The order of the series is the median's: any.
-		more := lowInstsOf(sortInsts(pending), resource)
-		names, series = mergeNames(names, lowNames(more)), lowSeries(series, more)
+		pending = sortInsts(pending)
+		ns, series = mergeNames(ns, names(pending)), appendSeries(series, pending, resource)
 	}
-	*m = lowMade{ok: true, gen: l.gen, c: c, names: names, series: series, qps: m.qps}
+	*m = lowMade{ok: true, gen: l.gen, c: c, names: ns, series: series, qps: m.qps}
 	return m
 }
 
-// lowNames is the distinct names of sorted instances, in order.
-func lowNames(insts []lowInst) []string {
-	out := make([]string, 0, len(insts))
-	for _, x := range insts {
-		if len(out) == 0 || out[len(out)-1] != x.in.id.Name {
-			out = append(out, x.in.id.Name)
-		}
-	}
-	return out
-}
-
-// lowSeries appends the instances' series of the resource to out.
-func lowSeries(out []*series, insts []lowInst) []*series {
-	for _, x := range insts {
-		if x.s != nil {
-			out = append(out, x.s)
+// appendSeries appends the instances' series of resource to out.
+func appendSeries(out []*series, insts []*instState, resource string) []*series {
+	for _, in := range insts {
+		if s := in.series[resource]; s != nil {
+			out = append(out, s)
 		}
 	}
 	return out
