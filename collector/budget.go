@@ -234,7 +234,7 @@ func (c *Collector) memoryShares() []MemoryShare {
 	}
 	limit := c.shareLimit()
 	listed := &c.listedShares
-	if !listed.ok || listed.gen != c.sharesGen {
+	if listed.gen != c.sharesGen { // never 0 once a share is made (shareOf)
 		// Chosen again only after a share moved: thousands of targets' are
 		// not all read at every snapshot.
 		*listed = listShares(c.shares, listed.top[:0], listed.refused[:0])
@@ -258,7 +258,6 @@ func (c *Collector) memoryShares() []MemoryShare {
 // (Collector.sharesGen): the listedShares holding the most, most first,
 // and every one that was refused.
 type sharesListed struct {
-	ok           bool
 	gen          uint64
 	top, refused []*budgetShare
 }
@@ -286,7 +285,7 @@ func listShares(shares map[string]*budgetShare, top, refused []*budgetShare) sha
 		}
 		top[i] = sh
 	}
-	return sharesListed{ok: true, top: top, refused: refused}
+	return sharesListed{top: top, refused: refused}
 }
 
 // chargeNames charges n bytes (or gives back -n) of the names the

@@ -249,8 +249,8 @@ type Collector struct {
 	published atomic.Pointer[chan struct{}]
 }
 
-// pubCache is what Publish keeps between snapshots: the instances in name
-// order (nil after one came or went), and the breaker states as of
+// pubCache is what Publish keeps between snapshots: the instances to look
+// at, what every instance adds to the counts, and the breaker states as of
 // breakersGen, shared by the snapshots until they change.
 type pubCache struct {
 	// visit is the instances the next snapshot looks at (Collector.touch);
@@ -431,6 +431,7 @@ func (c *Collector) Run(ctx context.Context) {
 		if later != nil {
 			later.Stop()
 		}
+		c.armed.Store(false) // the wake stopped: a Run after this one is told of transitions
 	}()
 	publish := func() {
 		if sig := c.signature(last); sig != last {

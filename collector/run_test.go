@@ -93,3 +93,40 @@ func TestSignatureSeesWhatChanged(t *testing.T) {
 		t.Fatalf("nothing changed since, the signature did: %v -> %v", last, sig)
 	}
 }
+
+// A Run stopped while a wake was armed for a transition leaves the next
+// Run told of transitions: one published within the gap, not at its tick.
+func TestRunAfterARunStoppedWithAWakeArmed(t *testing.T) {
+	wall := core.NewVirtualClock(time.UnixMilli(t0ms))
+	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), WallClock: wall, PublishEvery: time.Second})
+	c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: "gw", StartedAt: t0ms, BucketMs: 500})
+	c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, Version: "v1", Breakers: []core.BreakerRule{{
+		Resource: "db", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000}}})
+	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "gw-1"}, BucketMs: 500,
+		Items: []wire.BucketItem{{Resource: "db", Start: t0ms, Metrics: core.Metrics{Pass: 3, Complete: 3}}}})
+	state := func(at int64, from, to core.State) *wire.State {
+		return &wire.State{Header: wire.Header{Ts: at, Instance: "gw-1"}, Resource: "db",
+			Strategy: core.ErrorRatio, From: from, To: to, Threshold: 0.5, RetryTimeoutMs: 1000}
+	}
+	run := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { c.Run(ctx); close(done) }()
+		return func() { cancel(); <-done }
+	}
+	stop := run()
+	waitFor(t, func() bool { return wall.Pending() == 1 }) // the ticker
+	wall.Advance(time.Second)
+	waitFor(t, func() bool { return len(c.Snapshot().Breakers) == 1 })
+	c.Ingest("t", state(t0ms+1000, core.Closed, core.Open))
+	waitFor(t, func() bool { return wall.Pending() == 2 }) // the ticker and the wake
+	stop()
+
+	stop = run()
+	defer stop()
+	waitFor(t, func() bool { return wall.Pending() == 1 }) // the new Run's ticker
+	c.Ingest("t", state(t0ms+1100, core.Open, core.HalfOpen))
+	waitFor(t, func() bool { return wall.Pending() == 2 || c.Snapshot().Breakers[0].State == core.HalfOpen })
+	wall.Advance(400 * time.Millisecond)
+	waitFor(t, func() bool { return c.Snapshot().Breakers[0].State == core.HalfOpen })
+}
