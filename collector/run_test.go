@@ -10,10 +10,9 @@ import (
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
-// A breaker transition is published within PublishEvery x 2/5 of the last
-// snapshot, not at the next tick: at once when that much has passed, else
-// when it has.
-func TestRunPublishesTransitionsSoon(t *testing.T) {
+// breakerToRun is a collector to Run, PublishEvery a second on the wall
+// clock it returns, with one instance whose one breaker is CLOSED.
+func breakerToRun() (*Collector, *core.VirtualClock) {
 	wall := core.NewVirtualClock(time.UnixMilli(t0ms))
 	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), WallClock: wall, PublishEvery: time.Second})
 	c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: "gw", StartedAt: t0ms, BucketMs: 500})
@@ -21,6 +20,14 @@ func TestRunPublishesTransitionsSoon(t *testing.T) {
 		Resource: "db", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000}}})
 	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "gw-1"}, BucketMs: 500,
 		Items: []wire.BucketItem{{Resource: "db", Start: t0ms, Metrics: core.Metrics{Pass: 3, Complete: 3}}}})
+	return c, wall
+}
+
+// A breaker transition is published within PublishEvery x 2/5 of the last
+// snapshot, not at the next tick: at once when that much has passed, else
+// when it has.
+func TestRunPublishesTransitionsSoon(t *testing.T) {
+	c, wall := breakerToRun()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
@@ -97,13 +104,7 @@ func TestSignatureSeesWhatChanged(t *testing.T) {
 // A Run stopped while a wake was armed for a transition leaves the next
 // Run told of transitions: one published within the gap, not at its tick.
 func TestRunAfterARunStoppedWithAWakeArmed(t *testing.T) {
-	wall := core.NewVirtualClock(time.UnixMilli(t0ms))
-	c := New(Options{Clock: core.NewVirtualClock(time.UnixMilli(t0ms)), WallClock: wall, PublishEvery: time.Second})
-	c.Ingest("t", &wire.Hello{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, App: "gw", StartedAt: t0ms, BucketMs: 500})
-	c.Ingest("t", &wire.Rules{Header: wire.Header{Ts: t0ms, Instance: "gw-1"}, Version: "v1", Breakers: []core.BreakerRule{{
-		Resource: "db", Strategy: core.ErrorRatio, Threshold: 0.5, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 1000}}})
-	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 500, Instance: "gw-1"}, BucketMs: 500,
-		Items: []wire.BucketItem{{Resource: "db", Start: t0ms, Metrics: core.Metrics{Pass: 3, Complete: 3}}}})
+	c, wall := breakerToRun()
 	state := func(at int64, from, to core.State) *wire.State {
 		return &wire.State{Header: wire.Header{Ts: at, Instance: "gw-1"}, Resource: "db",
 			Strategy: core.ErrorRatio, From: from, To: to, Threshold: 0.5, RetryTimeoutMs: 1000}
