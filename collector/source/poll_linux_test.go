@@ -610,3 +610,61 @@ func TestPollLoopLooksWhileBusyWaitsWhenQuiet(t *testing.T) {
 		t.Errorf("a message to a waiting loop read after %v", d)
 	}
 }
+
+// TestPollLoopReadsABacklogWithoutNewData: the set is edge-triggered, so a
+// connection with more waiting than a pass reads (readsPerPass buffers)
+// is not reported again until more arrives. A loop reads it to its end
+// all the same, the sender silent after writing it: a loop that waited
+// for the next edge would hold the backlog's tail until the connection's
+// next message, or until it was dropped as silent.
+func TestPollLoopReadsABacklogWithoutNewData(t *testing.T) {
+	l, err := newPollLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := collector.New(collector.Options{})
+	ps, st, peer := newPolled(t, c, "backlog", 1<<20)
+	syscall.SetsockoptInt(peer, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4<<20)
+	stream, items := fleetFrames("backlog", 0, 4000, 6, rand.New(rand.NewPCG(3, 3)))
+	if len(stream) <= 2*readsPerPass*len(l.buf) {
+		t.Fatalf("a backlog of %d bytes, not more than two passes' reads", len(stream))
+	}
+	// Written whole before the loop looks: one edge for all of it.
+	wrote := make(chan error, 1)
+	go func() {
+		for sent := 0; sent < len(stream); {
+			n, err := syscall.Write(peer, stream[sent:])
+			if err != nil {
+				wrote <- err
+				return
+			}
+			sent += n
+		}
+		wrote <- nil
+	}()
+	if err := l.add(ps); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { l.run(); close(done) }()
+	defer func() {
+		l.mu.Lock()
+		l.stop = true
+		l.mu.Unlock()
+		l.wakeUp()
+		<-done
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	}()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Status().Items < int64(items) {
+		if time.Now().After(deadline) || isClosed(ps.done) {
+			t.Fatalf("%d of %d items read, the sender silent since (ended: %v %v)", st.Status().Items, items, isClosed(ps.done), ps.err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
