@@ -399,6 +399,7 @@ func (c *Collector) pruneInstances(now, keep int64) {
 		c.release(in.share, instanceCost(in.Name))
 		c.pub.forget(in)
 		delete(c.insts, name)
+		c.namesGen++
 		c.appsLeft = true
 	}
 	c.goneFloor = floor

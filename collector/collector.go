@@ -169,6 +169,10 @@ type Collector struct {
 	sharesGen    uint64
 	listedShares sharesListed
 	resets       uint64 // Resets so far
+	// namesGen counts the changes to insts and to its instances' owners:
+	// a connection's sink keeps the instance its messages reached while
+	// it stands (heldShare).
+	namesGen uint64
 	// shares are the owners' shares of the budget (by owner: a dialed
 	// target, "" for sources without one), and cur the share of the
 	// message being ingested.
@@ -317,6 +321,7 @@ func (c *Collector) Reset() {
 	c.engine = triage.New(c.opts.Triage)
 	c.plans = planCache{}
 	c.insts = map[string]*instance{}
+	c.namesGen++
 	c.apps = map[arKey]*appSeries{}
 	c.messages, c.rejected, c.dups, c.dropped = 0, 0, 0, 0
 	c.unreceivedMs, c.gaps, c.gapsOthers = 0, nil, nil

@@ -271,6 +271,7 @@ func (c *Collector) instanceOf(owner, place, name string, ts int64) (in *instanc
 		return holder, nil
 	case holder.owner == "":
 		holder.owner = owner // a file's instance, announced by the target now
+		c.namesGen++
 		return holder, nil
 	}
 	free := ""
@@ -304,6 +305,22 @@ func (c *Collector) instanceOf(owner, place, name string, ts int64) (in *instanc
 	return in, nil
 }
 
+// heldInstanceOf is instanceOf for a message of owner's connection, which
+// keeps (held, when not nil) the instance its last message naming name
+// reached: the same again while no instance came, went or changed owner
+// since (namesGen), without hashing the name. c.mu is held.
+func (c *Collector) heldInstanceOf(owner string, held *heldShare, place, name string, ts int64) (*instance, error) {
+	if held == nil {
+		return c.instanceOf(owner, place, name, ts)
+	}
+	if held.in != nil && held.names == c.namesGen && held.inName == name {
+		return held.in, nil
+	}
+	in, refused := c.instanceOf(owner, place, name, ts)
+	held.in, held.inName, held.names = in, name, c.namesGen
+	return in, refused
+}
+
 // qualified is the k-th name (from 1) of a target's instance kept apart
 // from another target's of its name: NAME@TARGET, then NAME@TARGET#k.
 func qualified(name, owner string, k int) string {
@@ -332,6 +349,7 @@ func (c *Collector) instanceFor(place, name, owner, wire string) *instance {
 	in.owner, in.wire = owner, wire
 	in.tri = c.engine.NewInstance(in.Instance)
 	c.insts[name] = in
+	c.namesGen++
 	c.touch(in)
 	return in
 }

@@ -48,16 +48,23 @@ func (c *Collector) Bound(owner string) feed.BoundSink { return &boundSink{c: c,
 type boundSink struct {
 	c     *Collector
 	owner string
-	// share is the owner's share of the budget once looked up (under
-	// c.mu), not looked up at every message; shares are dropped only all
-	// together (Reset), which share's resets tells.
+	// share is what the store looked up for the connection's messages,
+	// kept for its next ones.
 	share heldShare
 }
 
-// heldShare is a share of the budget as looked up after resets Resets.
+// heldShare is what a connection's sink keeps of the store between its
+// messages, under c.mu: its owner's share of the budget as looked up after
+// resets Resets (shares are dropped only all together, by Reset), and
+// the instance its messages naming inName reached while the store's names
+// were at generation names (Collector.namesGen), so that a target's
+// messages look up neither again at every message.
 type heldShare struct {
 	sh     *budgetShare
 	resets uint64
+	in     *instance
+	inName string
+	names  uint64
 }
 
 func (b *boundSink) Ingest(place string, m wire.Message) bool {
@@ -159,7 +166,7 @@ func (c *Collector) ingestFrom(owner string, share *heldShare, place string, m w
 	if share == nil || share.sh == nil || share.resets != c.resets {
 		c.cur = c.shareOf(owner)
 		if share != nil {
-			*share = heldShare{c.cur, c.resets}
+			*share = heldShare{sh: c.cur, resets: c.resets}
 		}
 	} else {
 		c.cur = share.sh
@@ -170,7 +177,7 @@ func (c *Collector) ingestFrom(owner string, share *heldShare, place string, m w
 		kept = c.keptBuf[:0]
 	}
 	c.keepWhole, c.dupState = false, false
-	ok, name, refused := c.ingest(owner, place, m, o, now, tee, &kept)
+	ok, name, refused := c.ingest(owner, share, place, m, o, now, tee, &kept)
 	if c.dupState {
 		tee = false // held already: not recorded twice
 	}
@@ -211,10 +218,11 @@ func (c *Collector) ingestFrom(owner string, share *heldShare, place string, m w
 // message rejected (not merely turned away by a limit) is counted here and
 // returned as refused, for OnReject once the lock is let go. name is the
 // instance's, which differs from the message's for one kept apart from
-// another target's of the same name.
-func (c *Collector) ingest(owner, place string, m wire.Message, o feed.Origin, now int64, tee bool, kept *[]int) (ok bool, name string, refused error) {
+// another target's of the same name. held, when not nil, is what owner's
+// connection keeps of the store.
+func (c *Collector) ingest(owner string, held *heldShare, place string, m wire.Message, o feed.Origin, now int64, tee bool, kept *[]int) (ok bool, name string, refused error) {
 	h := m.Head()
-	in, refused := c.instanceOf(owner, place, h.Instance, h.Ts)
+	in, refused := c.heldInstanceOf(owner, held, place, h.Instance, h.Ts)
 	if refused != nil {
 		c.rejected++
 		count(c.rejects, ReasonImpersonation, place+": "+refused.Error())
