@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -655,4 +656,71 @@ func TestBenchBesidePrometheus(t *testing.T) {
 		t.Errorf("no word of prometheus on stderr:\n%s", errOut)
 	}
 
+}
+
+// writes records each Write to a child's standard output, and when.
+type writes struct {
+	mu  sync.Mutex
+	got []timedWrite
+}
+
+type timedWrite struct {
+	at    time.Time
+	lines int
+}
+
+func (w *writes) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, timedWrite{time.Now(), bytes.Count(b, []byte("\n"))})
+	return len(b), nil
+}
+
+func (w *writes) taken() []timedWrite {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.got)
+}
+
+// A child's transitions are written together, at most transitionsEvery
+// after the first (each write wakes the bench's reader in the process it
+// measures); a line of another kind is written at once, with the
+// transitions held before it.
+func TestChildWritesTransitionsTogether(t *testing.T) {
+	w := &writes{}
+	out := &childOut{lines: make(chan event, 64)}
+	done := make(chan error, 1)
+	go func() { done <- out.run(w) }()
+	start := time.Now()
+	for i := range 5 {
+		out.trySend(event{Kind: "transition", Agent: i, To: core.Open})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(w.taken()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	got := w.taken()
+	if len(got) != 1 || got[0].lines != 5 {
+		t.Fatalf("writes %+v, want one of the 5 transitions", got)
+	}
+	if waited := got[0].at.Sub(start); waited < transitionsEvery/2 {
+		t.Errorf("the transitions were written %v after the first, not held", waited)
+	}
+	out.trySend(event{Kind: "transition", Agent: 9, To: core.Closed})
+	sent := time.Now()
+	out.send(event{Kind: "mark"})
+	for len(w.taken()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	got = w.taken()
+	if len(got) != 2 || got[1].lines != 2 {
+		t.Fatalf("writes %+v, want a second one of the transition and the mark", got)
+	}
+	if waited := got[1].at.Sub(sent); waited >= transitionsEvery/2 {
+		t.Errorf("the mark was written %v after it was sent", waited)
+	}
+	close(out.lines)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
