@@ -724,3 +724,33 @@ func TestChildWritesTransitionsTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// News of a transition can come after the snapshots showing it were read
+// (the agents' lines are written together): it is timed by the first
+// snapshot after it that showed the new state, even when the snapshot
+// before showed that state too (OPEN, an unseen HALF_OPEN, OPEN again).
+func TestLatencyTimesLateNewsByTheFirstSnapshotAfter(t *testing.T) {
+	l := newLatency()
+	l.measure(true)
+	t0 := time.Unix(1_780_000_000, 0)
+	ms := func(d int64) time.Time { return t0.Add(time.Duration(d) * time.Millisecond) }
+	show := func(at int64, st core.State) {
+		s := &collector.Snapshot{At: t0.UnixMilli() + at, Breakers: []collector.BreakerState{{Instance: "gw-1", Resource: "r", State: st}}}
+		l.seen(s, "r", ms(at+5))
+	}
+	news := func(at int64, to core.State) { l.transition("gw-1", to, t0.UnixMilli()+at, ms(at)) }
+	show(0, core.Closed)
+	show(1000, core.Open)     // opened at 900
+	show(2000, core.Open)     // half-open at 1900, open again at 1950
+	news(900, core.Open)      // 105 ms
+	news(1900, core.HalfOpen) // never shown: superseded by the next
+	news(1950, core.Open)     // 55 ms, by the snapshot of 2000
+	show(2250, core.Open)
+	p50, p99, n, superseded := l.quantiles()
+	if n != 2 || p50 != 105*time.Millisecond || p99 != 105*time.Millisecond || superseded != 0 {
+		t.Fatalf("measured %d (p50 %v, p99 %v, %d superseded), want 55 ms and 105 ms", n, p50, p99, superseded)
+	}
+	if got := l.measured; got[1] != 55*time.Millisecond {
+		t.Fatalf("measured %v, want the second 55 ms", got)
+	}
+}

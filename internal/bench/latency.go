@@ -40,15 +40,15 @@ func latencyRule(resource string) core.BreakerRule {
 
 // latency follows the transitions still to be shown, one per instance (a
 // later one replaces it: superseded), and what was measured. The agents
-// run in other processes and report their transitions over a pipe: one
-// can arrive after the snapshot that shows it was read, so the watcher
-// also keeps, per instance, the state snapshots show and the first one
-// that showed it.
+// run in other processes and report their transitions over a pipe, up to
+// transitionsEvery late: one can arrive after the snapshots that show it
+// were read, so the watcher also keeps, per instance, what the last
+// shownKept snapshots showed of its breaker.
 type latency struct {
 	mu         sync.Mutex
 	on         bool // inside the measured window
 	pending    map[string]pendingTransition
-	shown      map[string]shownState
+	shown      map[string][]shownState // oldest first
 	measured   []time.Duration
 	superseded int
 	// Why targets went down, as snapshots showed them (a target down for
@@ -63,16 +63,22 @@ type pendingTransition struct {
 	at   time.Time // when it happened, for the elapsed time
 }
 
-// shownState is what snapshots show of an instance's latency breaker
-// since the first one that showed it (At, and when it was read).
+// shownState is what a snapshot showed of an instance's latency breaker:
+// its state, the snapshot's At, and when the snapshot was read.
 type shownState struct {
 	state core.State
 	atMs  int64
 	seen  time.Time
 }
 
+// shownKept is how many snapshots' states of each breaker are kept for
+// news that comes late: more than a second's (up to 10 snapshots a
+// second while breakers trip), where the news is at most transitionsEvery
+// late.
+const shownKept = 32
+
 func newLatency() *latency {
-	return &latency{pending: map[string]pendingTransition{}, shown: map[string]shownState{},
+	return &latency{pending: map[string]pendingTransition{}, shown: map[string][]shownState{},
 		downSince: map[string]int64{}, downWhy: map[string]int{}}
 }
 
@@ -80,10 +86,15 @@ func newLatency() *latency {
 func (l *latency) transition(instance string, to core.State, atMs int64, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if sh, ok := l.shown[instance]; ok && sh.state == to && sh.atMs > atMs {
-		l.measure1(sh.seen.Sub(at)) // shown before the news arrived
-		delete(l.pending, instance)
-		return
+	// Shown before the news arrived: by the first snapshot after it that
+	// showed the new state (the one before may have shown it too, a state
+	// left and come back to between two snapshots).
+	for _, sh := range l.shown[instance] {
+		if sh.atMs > atMs && sh.state == to {
+			l.measure1(sh.seen.Sub(at))
+			delete(l.pending, instance)
+			return
+		}
 	}
 	if _, ok := l.pending[instance]; ok && l.on {
 		l.superseded++
@@ -113,9 +124,11 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 		if b.Resource != resource {
 			continue
 		}
-		if sh, ok := l.shown[b.Instance]; !ok || sh.state != b.State {
-			l.shown[b.Instance] = shownState{state: b.State, atMs: s.At, seen: now}
+		kept := l.shown[b.Instance]
+		if len(kept) == shownKept {
+			kept = append(kept[:0], kept[1:]...)
 		}
+		l.shown[b.Instance] = append(kept, shownState{state: b.State, atMs: s.At, seen: now})
 		p, ok := l.pending[b.Instance]
 		if !ok || b.State != p.to || s.At <= p.atMs {
 			continue
