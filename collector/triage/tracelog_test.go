@@ -1,12 +1,13 @@
 package triage
 
 import (
+	"math/rand/v2"
 	"reflect"
-
-	"github.com/sentinel-top/sentinel-top/core"
 	"strings"
 	"testing"
 
+	"github.com/sentinel-top/sentinel-top/collector/whatif"
+	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
@@ -249,4 +250,62 @@ func BenchmarkTrafficLogRead(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)*120), "ns/bucket")
 	})
+}
+
+// Every value of a bucket comes back from the traffic log as it was taken
+// (a negative one as 0), whichever of them the record left out as usual:
+// random buckets of three lengths, with and without a histogram, zero
+// counts and rtMin = rtMax often, on a resource under a slow-ratio
+// breaker (its bound logged) and one under none.
+func TestTrafficLogBucketsRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 15))
+	e := NewFeeder(Config{TraceBytes: 64 << 20})
+	appFleet(e, "order", 1, t0, "v1", slowRule("db"), core.BreakerRule{Resource: "cache", Strategy: core.ErrorRatio,
+		Threshold: 0.5, MinRequestAmount: 5, StatIntervalMs: 1000, RetryTimeoutMs: 5000})
+	pick := func(zero int) int64 { // 0 one time in zero, else -3 .. 999
+		if rng.IntN(zero) == 0 {
+			return 0
+		}
+		return rng.Int64N(1003) - 3
+	}
+	want := map[string][]whatif.Bucket{}
+	start := t0
+	for range 3000 {
+		res := []string{"db", "cache"}[rng.IntN(2)]
+		bm := []int64{500, 1000, 250, 0}[rng.IntN(4)]
+		start += 1000
+		b := BucketStat{Resource: res, Start: start, BucketMs: bm, Metrics: core.Metrics{Pass: pick(4), Block: pick(2), Complete: pick(4),
+			Error: pick(2), Slow: pick(2), RtMin: pick(3)}, HasHist: rng.IntN(3) > 0}
+		b.RtMax = b.RtMin
+		if rng.IntN(2) == 0 {
+			b.RtMax = pick(3)
+		}
+		w := whatif.Bucket{Start: start, Ms: bm, Pass: max(b.Pass, 0), Block: max(b.Block, 0), Complete: max(b.Complete, 0),
+			Error: max(b.Error, 0), Slow: max(b.Slow, 0), RtMin: max(b.RtMin, 0), RtMax: max(b.RtMax, 0), HasHist: b.HasHist}
+		if bm == 0 {
+			w.Ms = core.ResourceBucketMs
+		}
+		if res == "db" {
+			w.SlowBoundMs = int64(slowRule("db").MaxAllowedRtMs)
+		}
+		if b.HasHist {
+			for i := range b.Hist {
+				b.Hist[i] = pick(2)
+				w.Hist[i] = max(b.Hist[i], 0)
+			}
+		}
+		e.Bucket("order-1", b)
+		want[res] = append(want[res], w)
+	}
+	for res, ws := range want {
+		tr, _ := e.instList[0].series[res].trace()
+		if len(tr.Buckets) != len(ws) {
+			t.Fatalf("%s: %d buckets decoded, %d taken", res, len(tr.Buckets), len(ws))
+		}
+		for i, w := range ws {
+			if got := tr.Buckets[i]; got != w {
+				t.Fatalf("%s: bucket %d decoded\n%+v\nwant\n%+v", res, i, got, w)
+			}
+		}
+	}
 }
