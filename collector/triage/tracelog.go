@@ -288,8 +288,8 @@ func (e *Engine) TraceBytes() int64 {
 // of the slots with a count, then those counts). A value left out is the
 // usual one: core.ResourceBucketMs for the length, rtMin for rtMax, 0 for
 // the others, no histogram. A fleet's buckets then take a sixth less
-// room than with every value written: BenchmarkIngestFleet's log grows
-// by 411 bytes per 20 buckets, against 492 (docs/BENCHMARKS.md).
+// room than with every value written: BenchmarkIngestFleet allocates 411
+// bytes per 20 buckets, the log's chunks, against 492 (docs/BENCHMARKS.md).
 const (
 	bucketMs    = 1 << iota // its length is not core.ResourceBucketMs
 	bucketBlock             // block is not 0
