@@ -754,3 +754,40 @@ func TestLatencyTimesLateNewsByTheFirstSnapshotAfter(t *testing.T) {
 		t.Fatalf("measured %v, want the second 55 ms", got)
 	}
 }
+
+// The watcher counts each time a target went down once, reading again
+// only the statuses a snapshot did not share with the one before, and
+// keeps the last shownKept snapshots' states of a breaker, the earliest
+// first.
+func TestLatencyWatcherReadsWhatChanged(t *testing.T) {
+	l := newLatency()
+	up := &collector.TargetStatus{Name: "a", State: collector.TargetUp}
+	down := &collector.TargetStatus{Name: "a", State: collector.TargetDown, Since: 10, Problem: feed.Problem{Kind: feed.ProblemRefused}}
+	again := &collector.TargetStatus{Name: "a", State: collector.TargetDown, Since: 20, Problem: feed.Problem{Kind: feed.ProblemRefused}}
+	for _, st := range []*collector.TargetStatus{up, down, down, up, again, again} {
+		l.seen(&collector.Snapshot{Targets: []*collector.TargetStatus{st}}, "r", time.Now())
+	}
+	if n := l.downWhy[collector.ProblemText(down.Problem)]; n != 2 {
+		t.Fatalf("down %d times, want 2", n)
+	}
+	// A status shared with the snapshot before is not read: one changed
+	// in place (never done by the collector) goes uncounted.
+	again.Since = 30
+	l.seen(&collector.Snapshot{Targets: []*collector.TargetStatus{again}}, "r", time.Now())
+	if n := l.downWhy[collector.ProblemText(down.Problem)]; n != 2 {
+		t.Fatalf("a shared status read again: down %d times", n)
+	}
+	var r *shownRing
+	for i := range shownKept + 8 {
+		r = r.add(shownState{state: core.State(i % 2), atMs: int64(i)})
+	}
+	if sh, ok := r.first(20, core.State(1)); !ok || sh.atMs != 21 {
+		t.Fatalf("first after 20 showing 1: %+v %v, want the snapshot of 21", sh, ok)
+	}
+	if sh, ok := r.first(0, core.State(0)); !ok || sh.atMs != 8 {
+		t.Fatalf("first after 0 showing 0: %+v %v, want 8, the earliest kept", sh, ok)
+	}
+	if _, ok := r.first(shownKept+8, core.State(0)); ok {
+		t.Fatal("a snapshot found after the last")
+	}
+}

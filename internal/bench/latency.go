@@ -48,13 +48,17 @@ type latency struct {
 	mu         sync.Mutex
 	on         bool // inside the measured window
 	pending    map[string]pendingTransition
-	shown      map[string][]shownState // oldest first
+	shown      map[string]*shownRing
 	measured   []time.Duration
 	superseded int
 	// Why targets went down, as snapshots showed them (a target down for
 	// less than a snapshot's interval can go unseen).
 	downSince map[string]int64 // target -> TargetStatus.Since of the down state counted
 	downWhy   map[string]int   // why (collector.ProblemText) -> times
+	// targets are the last snapshot's: a status it shares with the next
+	// did not change, and is not read again (the watcher runs in the
+	// process whose CPU bench counts as the collector's).
+	targets []*collector.TargetStatus
 }
 
 type pendingTransition struct {
@@ -77,8 +81,41 @@ type shownState struct {
 // late.
 const shownKept = 32
 
+// shownRing is what the last shownKept snapshots showed of a breaker.
+type shownRing struct {
+	s    [shownKept]shownState
+	next int // where the next goes
+	n    int
+}
+
+// add keeps sh, the latest, in r (a new ring when r is nil), and returns r.
+func (r *shownRing) add(sh shownState) *shownRing {
+	if r == nil {
+		r = &shownRing{}
+	}
+	r.s[r.next] = sh
+	r.next = (r.next + 1) % shownKept
+	r.n = min(r.n+1, shownKept)
+	return r
+}
+
+// first is the earliest snapshot kept that was taken after atMs and
+// showed state to.
+func (r *shownRing) first(atMs int64, to core.State) (shownState, bool) {
+	if r == nil {
+		return shownState{}, false
+	}
+	for k := range r.n {
+		sh := r.s[(r.next-r.n+k+shownKept)%shownKept]
+		if sh.atMs > atMs && sh.state == to {
+			return sh, true
+		}
+	}
+	return shownState{}, false
+}
+
 func newLatency() *latency {
-	return &latency{pending: map[string]pendingTransition{}, shown: map[string][]shownState{},
+	return &latency{pending: map[string]pendingTransition{}, shown: map[string]*shownRing{},
 		downSince: map[string]int64{}, downWhy: map[string]int{}}
 }
 
@@ -89,12 +126,10 @@ func (l *latency) transition(instance string, to core.State, atMs int64, at time
 	// Shown before the news arrived: by the first snapshot after it that
 	// showed the new state (the one before may have shown it too, a state
 	// left and come back to between two snapshots).
-	for _, sh := range l.shown[instance] {
-		if sh.atMs > atMs && sh.state == to {
-			l.measure1(sh.seen.Sub(at))
-			delete(l.pending, instance)
-			return
-		}
+	if sh, ok := l.shown[instance].first(atMs, to); ok {
+		l.measure1(sh.seen.Sub(at))
+		delete(l.pending, instance)
+		return
 	}
 	if _, ok := l.pending[instance]; ok && l.on {
 		l.superseded++
@@ -124,11 +159,7 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 		if b.Resource != resource {
 			continue
 		}
-		kept := l.shown[b.Instance]
-		if len(kept) == shownKept {
-			kept = append(kept[:0], kept[1:]...)
-		}
-		l.shown[b.Instance] = append(kept, shownState{state: b.State, atMs: s.At, seen: now})
+		l.shown[b.Instance] = l.shown[b.Instance].add(shownState{state: b.State, atMs: s.At, seen: now})
 		p, ok := l.pending[b.Instance]
 		if !ok || b.State != p.to || s.At <= p.atMs {
 			continue
@@ -136,12 +167,16 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 		l.measure1(now.Sub(p.at))
 		delete(l.pending, b.Instance)
 	}
-	for _, t := range s.Targets {
+	for i, t := range s.Targets {
+		if i < len(l.targets) && l.targets[i] == t {
+			continue
+		}
 		if t.State == collector.TargetDown && l.downSince[t.Name] != t.Since {
 			l.downSince[t.Name] = t.Since
 			l.downWhy[collector.ProblemText(t.Problem)]++
 		}
 	}
+	l.targets = s.Targets
 }
 
 // watch reads every snapshot c publishes until ctx ends, woken by each
