@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -666,5 +667,59 @@ func TestPollLoopReadsABacklogWithoutNewData(t *testing.T) {
 			t.Fatalf("%d of %d items read, the sender silent since (ended: %v %v)", st.Status().Items, items, isClosed(ps.done), ps.err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Pollers that keep looking nap between their passes, holding their
+// processors but one (nap): with one napping loop a processor, the other
+// goroutines still run within a few milliseconds of being due, and a
+// collection does not wait for the naps. The loops holding a processor
+// never number more than all but one.
+func TestNapsLeaveTheProcessorsToOthers(t *testing.T) {
+	for _, procs := range []int{2, 1, 4} {
+		func() {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			napping := new(atomic.Int32)
+			var most int32 // the most seen napping holding a processor
+			for range procs {
+				l := &pollLoop{napping: napping}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						l.nap(pollBatch - time.Millisecond)
+					}
+				}()
+			}
+			var late time.Duration // the most a 2 ms sleep overran
+			for range 50 {
+				at := time.Now()
+				time.Sleep(2 * time.Millisecond)
+				late = max(late, time.Since(at)-2*time.Millisecond)
+				most = max(most, napping.Load())
+			}
+			at := time.Now()
+			runtime.GC()
+			gc := time.Since(at)
+			close(stop)
+			wg.Wait()
+			// The runtime's monitor hands a processor held in a system call
+			// to a goroutine waiting for it within its tick (at most 10
+			// ms); a race detector's or a busy machine's slack on top.
+			if late > 100*time.Millisecond || gc > 200*time.Millisecond {
+				t.Fatalf("%d processors, each napping: a 2 ms sleep overran by up to %v, a collection took %v", procs, late, gc)
+			}
+			if int(most) > procs-1 {
+				t.Fatalf("%d processors: %d held by naps at once", procs, most)
+			}
+			t.Logf("%d processors, each napping: a 2 ms sleep overran by up to %v, a collection took %v", procs, late, gc)
+		}()
 	}
 }
