@@ -356,6 +356,23 @@ func newPolled(t *testing.T, c *collector.Collector, name string, maxFrame int) 
 	return ps, st, fds[1]
 }
 
+// runLoop runs l until the test ends, then stops it and closes its
+// descriptors.
+func runLoop(t *testing.T, l *pollLoop) {
+	done := make(chan struct{})
+	go func() { l.run(); close(done) }()
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.stop = true
+		l.mu.Unlock()
+		l.wakeUp()
+		<-done
+		syscall.Close(l.epfd)
+		syscall.Close(l.wake[0])
+		syscall.Close(l.wake[1])
+	})
+}
+
 func isClosed(ch chan struct{}) bool {
 	select {
 	case <-ch:
@@ -543,18 +560,7 @@ func TestPollLoopLooksWhileBusyWaitsWhenQuiet(t *testing.T) {
 		states, peers = append(states, st), append(peers, peer)
 		streams, lasts = append(streams, stream), append(lasts, last)
 	}
-	done := make(chan struct{})
-	go func() { l.run(); close(done) }()
-	defer func() {
-		l.mu.Lock()
-		l.stop = true
-		l.mu.Unlock()
-		l.wakeUp()
-		<-done
-		syscall.Close(l.epfd)
-		syscall.Close(l.wake[0])
-		syscall.Close(l.wake[1])
-	}()
+	runLoop(t, l)
 	messages := func() (n int64) {
 		for _, st := range states {
 			n += st.Status().Messages
@@ -646,18 +652,7 @@ func TestPollLoopReadsABacklogWithoutNewData(t *testing.T) {
 	if err := l.add(ps); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { l.run(); close(done) }()
-	defer func() {
-		l.mu.Lock()
-		l.stop = true
-		l.mu.Unlock()
-		l.wakeUp()
-		<-done
-		syscall.Close(l.epfd)
-		syscall.Close(l.wake[0])
-		syscall.Close(l.wake[1])
-	}()
+	runLoop(t, l)
 	if err := <-wrote; err != nil {
 		t.Fatal(err)
 	}
