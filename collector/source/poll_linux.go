@@ -352,10 +352,16 @@ func (l *pollLoop) run() {
 // holding one): a loop that would hold the last sleeps as before, so that
 // the other goroutines never wait for the monitor for a processor.
 func (l *pollLoop) nap(d time.Duration) {
-	if n := l.napping.Add(1); int(n) >= runtime.GOMAXPROCS(0) {
-		l.napping.Add(-1)
-		time.Sleep(d)
-		return
+	procs := runtime.GOMAXPROCS(0)
+	for {
+		n := l.napping.Load()
+		if int(n)+1 >= procs {
+			time.Sleep(d)
+			return
+		}
+		if l.napping.CompareAndSwap(n, n+1) {
+			break
+		}
 	}
 	defer l.napping.Add(-1)
 	runtime.Gosched()
