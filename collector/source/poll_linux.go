@@ -350,7 +350,9 @@ func (l *pollLoop) run() {
 // takes back every 10 ms, checking every 20 µs for a millisecond after.
 // Naps hold all processors but one at most (napping counts the loops
 // holding one): a loop that would hold the last sleeps as before, so that
-// the other goroutines never wait for the monitor for a processor.
+// the other goroutines always have one. A goroutine that wants another
+// while that one is busy (a snapshot being made) waits for the monitor to
+// take a napping loop's, within its tick (at most 10 ms).
 func (l *pollLoop) nap(d time.Duration) {
 	procs := runtime.GOMAXPROCS(0)
 	for {
