@@ -718,3 +718,38 @@ func TestNapsLeaveTheProcessorsToOthers(t *testing.T) {
 		}()
 	}
 }
+
+// A peer that sends its last messages and closes before the loop looks
+// gives one edge for both: the connection is read to its end, its
+// messages taken and its close seen at once, not once it falls silent for
+// its idle time.
+func TestPollLoopReadsAClosedConnectionToItsEnd(t *testing.T) {
+	l, err := newPollLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := collector.New(collector.Options{})
+	ps, st, peer := newPolled(t, c, "closing", 1<<20)
+	stream, items := fleetFrames("closing", 0, 20, 6, rand.New(rand.NewPCG(5, 5)))
+	if _, err := syscall.Write(peer, stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Shutdown(peer, syscall.SHUT_WR); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.add(ps); err != nil {
+		t.Fatal(err)
+	}
+	runLoop(t, l)
+	select {
+	case <-ps.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not ended 10 s after its peer closed (idle %v): %d of %d items read", ps.idle, st.Status().Items, items)
+	}
+	if got := st.Status().Items; got != int64(items) {
+		t.Fatalf("%d of %d items read before the close", got, items)
+	}
+	if ps.err == nil || !strings.Contains(ps.err.Error(), "closed by the peer") {
+		t.Fatalf("ended with %v, want the peer's close", ps.err)
+	}
+}
