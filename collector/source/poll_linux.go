@@ -164,10 +164,11 @@ func (p *pollers) pick() *pollLoop {
 // (nothing more waited then: what arrives after is a new edge), or up to
 // readsPerPass buffers, and then it is read again on the next pass
 // without waiting for an edge (later). Once the peer closed its side, no
-// edge follows: the connection is read to its end (polled.hup). Level-triggered, the kernel polled
-// every connection read in a pass once more at the next look, only to
-// find it empty: at 2,000 targets those polls of cold sockets were 3.5 %
-// of the collector's CPU (docs/BENCHMARKS.md).
+// edge follows: the connection is read to its end (polled.hup).
+// Level-triggered, the kernel polled every connection read in a pass once
+// more at the next look, only to find it empty: at 2,000 targets those
+// polls of cold sockets were 3.5 % of the collector's CPU
+// (docs/BENCHMARKS.md).
 type pollLoop struct {
 	epfd    int
 	wake    [2]int // a pipe whose read end is in the set as id 0
@@ -345,13 +346,13 @@ func (l *pollLoop) run() {
 // out the sleep, and another thread woken to look for work and put back
 // to sleep (at 2,000 targets, over 12 s: 7,926 epoll_pwait calls against
 // 2,282 with naps, 3,925 futex calls against 2,535, 9,095 context
-// switches against 6,207; docs/BENCHMARKS.md). The
-// scheduler is told of the call, so a goroutine that needs the processor
-// meanwhile gets it from the runtime's monitor thread (within its 10 ms
-// tick at most), and a collection does not wait for the call to end. The
-// yield first is what keeps that monitor quiet: a goroutine that never
-// yields looks to it like one running without end, whose processor it
-// takes back every 10 ms, checking every 20 µs for a millisecond after.
+// switches against 6,207; docs/BENCHMARKS.md). The scheduler is told of
+// the call, so a goroutine that needs the processor meanwhile gets it
+// from the runtime's monitor thread (within its 10 ms tick at most), and
+// a collection does not wait for the call to end. The yield first is
+// what keeps that monitor quiet: a goroutine that never yields looks to
+// it like one running without end, whose processor it takes back every
+// 10 ms, checking every 20 µs for a millisecond after.
 // Naps hold all processors but one at most (napping counts the loops
 // holding one): a loop that would hold the last sleeps as before, so that
 // the other goroutines always have one. A goroutine that wants another
@@ -438,8 +439,9 @@ func (l *pollLoop) readLeft(now time.Time) {
 	}
 }
 
-// readOnce reads once; it says whether the read filled its buffer, so
-// that more may be waiting, and the connection is still read.
+// readOnce reads once; it says whether more may be waiting (the read
+// filled its buffer, or the peer closed and its close is still to be
+// read), and the connection is still read.
 //
 // The start of a frame held from the last read goes first into the loop's
 // buffer, so that a stream read mid-frame is still read a buffer at a
