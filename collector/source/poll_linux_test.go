@@ -324,6 +324,14 @@ func TestPolledHoldsNoMoreThanItIsSent(t *testing.T) {
 // test calls its reads. peer is the socket's other end, blocking.
 func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polled, st *targetState, peer int) {
 	t.Helper()
+	l = testLoop(t)
+	ps, st, peer = newPolled(t, collector.New(collector.Options{}), name, maxFrame)
+	return l, ps, st, peer
+}
+
+// testLoop is a poll loop whose descriptors are closed when the test ends.
+func testLoop(t *testing.T) *pollLoop {
+	t.Helper()
 	l, err := newPollLoop()
 	if err != nil {
 		t.Fatal(err)
@@ -333,8 +341,7 @@ func polledPair(t *testing.T, name string, maxFrame int) (l *pollLoop, ps *polle
 		syscall.Close(l.wake[0])
 		syscall.Close(l.wake[1])
 	})
-	ps, st, peer = newPolled(t, collector.New(collector.Options{}), name, maxFrame)
-	return l, ps, st, peer
+	return l
 }
 
 // newPolled is a connection of target name to c, for a poll loop to read;
@@ -356,8 +363,8 @@ func newPolled(t *testing.T, c *collector.Collector, name string, maxFrame int) 
 	return ps, st, fds[1]
 }
 
-// runLoop runs l until the test ends, then stops it and closes its
-// descriptors.
+// runLoop runs l, a testLoop, until the test ends (its stop comes
+// before the descriptors' close).
 func runLoop(t *testing.T, l *pollLoop) {
 	done := make(chan struct{})
 	go func() { l.run(); close(done) }()
@@ -367,9 +374,6 @@ func runLoop(t *testing.T, l *pollLoop) {
 		l.mu.Unlock()
 		l.wakeUp()
 		<-done
-		syscall.Close(l.epfd)
-		syscall.Close(l.wake[0])
-		syscall.Close(l.wake[1])
 	})
 }
 
@@ -538,10 +542,7 @@ func TestPollLoopKeepsLookingWhileBusy(t *testing.T) {
 // connections keeps looking; every message is read; once they fall quiet
 // it waits again, and a message that comes then is read at once.
 func TestPollLoopLooksWhileBusyWaitsWhenQuiet(t *testing.T) {
-	l, err := newPollLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testLoop(t)
 	c := collector.New(collector.Options{})
 	const conns, msgs = 8, 300
 	var states []*targetState
@@ -625,12 +626,7 @@ func TestPollLoopLooksWhileBusyWaitsWhenQuiet(t *testing.T) {
 // for the next edge would hold the backlog's tail until the connection's
 // next message, or until it was dropped as silent.
 func TestPollLoopReadsABacklogWithoutNewData(t *testing.T) {
-	l, err := newPollLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := collector.New(collector.Options{})
-	ps, st, peer := newPolled(t, c, "backlog", 1<<20)
+	l, ps, st, peer := polledPair(t, "backlog", 1<<20)
 	syscall.SetsockoptInt(peer, syscall.SOL_SOCKET, syscall.SO_SNDBUF, 4<<20)
 	stream, items := fleetFrames("backlog", 0, 4000, 6, rand.New(rand.NewPCG(3, 3)))
 	if len(stream) <= 2*readsPerPass*len(l.buf) {
@@ -724,12 +720,7 @@ func TestNapsLeaveTheProcessorsToOthers(t *testing.T) {
 // messages taken and its close seen at once, not once it falls silent for
 // its idle time.
 func TestPollLoopReadsAClosedConnectionToItsEnd(t *testing.T) {
-	l, err := newPollLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := collector.New(collector.Options{})
-	ps, st, peer := newPolled(t, c, "closing", 1<<20)
+	l, ps, st, peer := polledPair(t, "closing", 1<<20)
 	stream, items := fleetFrames("closing", 0, 20, 6, rand.New(rand.NewPCG(5, 5)))
 	if _, err := syscall.Write(peer, stream); err != nil {
 		t.Fatal(err)
