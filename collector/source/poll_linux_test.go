@@ -670,6 +670,11 @@ func TestNapsLeaveTheProcessorsToOthers(t *testing.T) {
 	for _, procs := range []int{2, 1, 4} {
 		func() {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			// A collection's time with no nap, the heap the same: what the
+			// tests before this one left makes it anything from 2 to 300 ms.
+			at := time.Now()
+			runtime.GC()
+			base := time.Since(at)
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			napping := new(atomic.Int32)
@@ -696,7 +701,7 @@ func TestNapsLeaveTheProcessorsToOthers(t *testing.T) {
 				late = max(late, time.Since(at)-2*time.Millisecond)
 				most = max(most, napping.Load())
 			}
-			at := time.Now()
+			at = time.Now()
 			runtime.GC()
 			gc := time.Since(at)
 			close(stop)
@@ -704,13 +709,13 @@ func TestNapsLeaveTheProcessorsToOthers(t *testing.T) {
 			// The runtime's monitor hands a processor held in a system call
 			// to a goroutine waiting for it within its tick (at most 10
 			// ms); a race detector's or a busy machine's slack on top.
-			if late > 100*time.Millisecond || gc > 200*time.Millisecond {
-				t.Fatalf("%d processors, each napping: a 2 ms sleep overran by up to %v, a collection took %v", procs, late, gc)
+			if late > 100*time.Millisecond || gc > 2*base+100*time.Millisecond {
+				t.Fatalf("%d processors, each napping: a 2 ms sleep overran by up to %v, a collection took %v (%v with no nap)", procs, late, gc, base)
 			}
 			if int(most) > procs-1 {
 				t.Fatalf("%d processors: %d held by naps at once", procs, most)
 			}
-			t.Logf("%d processors, each napping: a 2 ms sleep overran by up to %v, a collection took %v", procs, late, gc)
+			t.Logf("%d processors, each napping: a 2 ms sleep overran by up to %v, a collection took %v (%v with no nap)", procs, late, gc, base)
 		}()
 	}
 }
