@@ -535,14 +535,24 @@ func (d *logDecode) take(tag byte, t int64, body []byte, want *hotKey) {
 		flags := read()
 		x.Pass, x.Complete, x.RtMin = read(), read(), read()
 		x.RtMax = x.RtMin
-		for _, f := range [...]struct {
-			flag int64
-			v    *int64
-		}{{bucketMs, &x.Ms}, {bucketBlock, &x.Block}, {bucketError, &x.Error}, {bucketSlow, &x.Slow},
-			{bucketRtMax, &x.RtMax}, {bucketBound, &x.SlowBoundMs}} {
-			if flags&f.flag != 0 {
-				*f.v = read()
-			}
+		// In traceBucket's order.
+		if flags&bucketMs != 0 {
+			x.Ms = read()
+		}
+		if flags&bucketBlock != 0 {
+			x.Block = read()
+		}
+		if flags&bucketError != 0 {
+			x.Error = read()
+		}
+		if flags&bucketSlow != 0 {
+			x.Slow = read()
+		}
+		if flags&bucketRtMax != 0 {
+			x.RtMax = read()
+		}
+		if flags&bucketBound != 0 {
+			x.SlowBoundMs = read()
 		}
 		if flags&bucketHist != 0 {
 			x.HasHist = true
