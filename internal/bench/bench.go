@@ -197,6 +197,8 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	runtime.GC()
 	end := sampleProc()
 	r.res.live, r.res.rss, r.res.rssPeak = end.heap, end.rss, end.rssPeak
+	r.res.huge.mode = hugePageMode()
+	r.res.huge.bytes, r.res.huge.known = procHugeBytes()
 	runtime.KeepAlive(r.c)
 	stopDial()
 	dialing.Wait()

@@ -107,6 +107,9 @@ func TestBenchSmallFleet(t *testing.T) {
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
 	)
+	if hugePageMode() != "" {
+		matchLines(t, out, `(?m)^ {12}huge pages: the kernel's mode is [a-z]+(; [0-9]+ MB of this process in them)?$`)
+	}
 	// What it is doing, told on stderr as it goes, in order.
 	var at []int
 	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",
@@ -789,5 +792,35 @@ func TestLatencyWatcherReadsWhatChanged(t *testing.T) {
 	}
 	if _, ok := r.first(shownKept+8, core.State(0)); ok {
 		t.Fatal("a snapshot found after the last")
+	}
+}
+
+// TestHugePagesLine: the memory section's huge pages line says the
+// kernel's mode and how much the process holds; nothing where the kernel
+// has no transparent huge pages.
+func TestHugePagesLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"always [madvise] never\n": "madvise",
+		"[always] madvise never\n": "always",
+		"always madvise [never]\n": "never",
+		"":                         "",
+		"] broken [":               "",
+	} {
+		if got := chosenMode(in); got != want {
+			t.Errorf("chosenMode(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, c := range []struct {
+		h    hugePages
+		want string
+	}{
+		{hugePages{}, ""},
+		{hugePages{mode: "madvise", bytes: 200 << 20, known: true}, "the kernel's mode is madvise; 200 MB of this process in them"},
+		{hugePages{mode: "always", bytes: 3 << 20, known: true}, "the kernel's mode is always; 3 MB of this process in them"},
+		{hugePages{mode: "never"}, "the kernel's mode is never"},
+	} {
+		if got := c.h.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.h, got, c.want)
+		}
 	}
 }

@@ -44,6 +44,7 @@ type result struct {
 	sys                            float64 // of cpu, the system time's cores
 	cpuKnown                       bool
 	rss, rssPeak, agentsRSS        int64
+	huge                           hugePages // at the end of the window
 	heap, heapSys, heapPeak, live  uint64
 	reconnects, dropped            int64
 	unreceivedMs                   int64 // sender time the collector knows it never received
@@ -215,6 +216,29 @@ func (r *result) printResources(w io.Writer) {
 	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
 		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
 	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
+	if line := r.huge.String(); line != "" {
+		fmt.Fprintf(w, "            huge pages: %s\n", line)
+	}
+}
+
+// hugePages is what the collector's process had of transparent huge pages
+// (hugePageMode): the kernel's mode, and how much of the process was in
+// them (known says it could be read).
+type hugePages struct {
+	mode  string
+	bytes int64
+	known bool
+}
+
+func (h hugePages) String() string {
+	if h.mode == "" {
+		return ""
+	}
+	line := "the kernel's mode is " + h.mode
+	if h.known {
+		line += fmt.Sprintf("; %.0f MB of this process in them", float64(h.bytes)/(1<<20))
+	}
+	return line
 }
 
 // printHealth writes the health section: reconnects, drops, rejects and
