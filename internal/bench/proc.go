@@ -80,9 +80,9 @@ func openFilesLimit() int64 {
 
 // hugePageMode is the kernel's transparent huge page mode: "always",
 // "madvise" or "never" (the bracketed word of "always [madvise] never");
-// "" where there is none. At "always" the collector's heap has huge pages
-// and measures about a tenth less CPU an item than at "madvise", where it
-// has none (docs/BENCHMARKS.md).
+// "" where there is none. At "always" the collector's heap has huge pages;
+// at "madvise" it has none, and on the machine of docs/BENCHMARKS.md it
+// measured about a tenth more CPU an item (6 alternating pairs).
 func hugePageMode() string {
 	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil {
@@ -104,16 +104,4 @@ func chosenMode(s string) string {
 // procHugeBytes is how much of the process's memory is in transparent
 // huge pages (AnonHugePages of /proc/self/smaps_rollup); false when
 // unknown.
-func procHugeBytes() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "AnonHugePages:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err == nil
-		}
-	}
-	return 0, false
-}
+func procHugeBytes() (int64, bool) { return procKB("/proc/self/smaps_rollup", "AnonHugePages:") }

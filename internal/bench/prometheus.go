@@ -294,17 +294,24 @@ func pidCPU(pid string) (time.Duration, bool) {
 
 // pidStatusBytes reads a "kB" line of /proc/PID/status.
 func pidStatusBytes(pid, key string) int64 {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+	n, _ := procKB("/proc/"+pid+"/status", key)
+	return n
+}
+
+// procKB is the value of the line "key N kB" of a /proc file, in bytes;
+// false when the file or the line cannot be read.
+func procKB(path, key string) (int64, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(line, key); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			if err == nil {
-				return kb << 10
+				return kb << 10, true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }
