@@ -47,6 +47,11 @@ func RuntimeMemoryLimit(o Options) int64 {
 	return limit
 }
 
+// OutsideHeap is the memory the collector holds outside the Go heap,
+// which a measure of the heap does not see: its traffic log's pages where
+// the system maps them (RuntimeMemoryLimit).
+func (c *Collector) OutsideHeap() int64 { return c.engine.TraceOutsideHeap() }
+
 // ModelShare is the part of Options.MaxMemory what peers make the
 // collector keep may take (three quarters, ModelShare/4): the rest is the
 // process's own, measured by TestHostilePeakRSS.

@@ -206,5 +206,7 @@ func (h Series) Touch() int64 {
 		return 0
 	}
 	v := s.lastStart + s.offered + s.hz.holdMs + s.hz.hist[0] + s.hz.hist[len(s.hz.hist)-1] + int64(s.up.passed) + int64(len(s.win.ws))
-	return v
+	// The lines after healthy's: self-inflicted's counts, and the index
+	// the bucket's record in the traffic log is written with.
+	return v + int64(s.si.complete) + int64(s.logIdx)
 }

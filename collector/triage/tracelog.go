@@ -308,6 +308,19 @@ func (t *traces) evict() {
 	}
 }
 
+// TraceOutsideHeap is how much memory the traffic log's pages outside the
+// Go heap take (internal/pagepool: what the pool ever handed out, which
+// the system may hold), 0 where its pages are on the heap: what a
+// measure of the heap does not see.
+func (e *Engine) TraceOutsideHeap() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.traces.pages == nil || !pagepool.OutsideHeap {
+		return 0
+	}
+	return e.traces.pages.Stats().Touched
+}
+
 // TraceBytes is how many bytes the traffic kept for replays holds.
 func (e *Engine) TraceBytes() int64 {
 	e.mu.Lock()
