@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core/wire"
-	"github.com/sentinel-top/sentinel-top/internal/pagepool"
 )
 
 // The memory budget: everything a peer can make the collector keep is
@@ -29,28 +28,6 @@ import (
 
 // DefaultMaxMemory is Options.MaxMemory when it is zero.
 const DefaultMaxMemory = 512 << 20
-
-// RuntimeMemoryLimit is the Go runtime's soft memory limit
-// (debug.SetMemoryLimit) for a process whose collector has options o: 7/8
-// of Options.MaxMemory, so that garbage not yet collected can not double
-// what the budget allows, less what the collector may keep outside the Go
-// heap, which the runtime does not count: the pages of triage's traffic
-// log (Options.Triage.TraceBytes), where the system maps them itself
-// (internal/pagepool). The model reserves that bound for the log all
-// along (traceReserved), so what the heap may hold is less by as much.
-func RuntimeMemoryLimit(o Options) int64 {
-	o = o.withDefaults()
-	limit := o.MaxMemory / 8 * 7
-	if pagepool.OutsideHeap && o.Triage.TraceBytes > 0 {
-		limit -= o.Triage.TraceBytes
-	}
-	return limit
-}
-
-// OutsideHeap is the memory the collector holds outside the Go heap,
-// which a measure of the heap does not see: its traffic log's pages where
-// the system maps them (RuntimeMemoryLimit).
-func (c *Collector) OutsideHeap() int64 { return c.engine.TraceOutsideHeap() }
 
 // ModelShare is the part of Options.MaxMemory what peers make the
 // collector keep may take (three quarters, ModelShare/4): the rest is the

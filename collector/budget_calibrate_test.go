@@ -166,15 +166,13 @@ func TestBudgetEstimatesMatchTheHeap(t *testing.T) {
 				// The messages are made after the first measurement and
 				// dropped before the second: the heap grows by what the
 				// collector keeps of them, their names included.
-				// The traffic log's pages outside the Go heap are the
-				// collector's memory too (OutsideHeap).
-				est0, heap0 := charged(c), liveHeap()+c.OutsideHeap()
+				est0, heap0 := charged(c), liveHeap()
 				for _, m := range st.feed() {
 					if !c.Ingest("calibration", m) {
 						t.Fatalf("%s refused", m.Kind())
 					}
 				}
-				est, heap := charged(c)-est0, liveHeap()+c.OutsideHeap()-heap0
+				est, heap := charged(c)-est0, liveHeap()-heap0
 				runtime.KeepAlive(c)
 				t.Logf("%d of %s: charged %d bytes each, the heap grew %d bytes each (%.2fx)",
 					st.n, st.what, est/int64(st.n), heap/int64(st.n), float64(est)/float64(heap))

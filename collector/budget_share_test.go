@@ -23,7 +23,6 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/deadport"
-	"github.com/sentinel-top/sentinel-top/internal/pagepool"
 )
 
 // hostileNewAppEveryFrame serves, on loopback, a stream that announces a
@@ -382,31 +381,6 @@ func TestMemorySharesFollowTheCharges(t *testing.T) {
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: listed %v, want %v", round, got, want)
-		}
-	}
-}
-
-// The runtime's limit is 7/8 of the budget less the traffic log's bound
-// where its pages are outside the Go heap: with the log full, the process
-// holds what it did when the log was on the heap.
-func TestRuntimeMemoryLimit(t *testing.T) {
-	outside := func(n int64) int64 {
-		if pagepool.OutsideHeap {
-			return n
-		}
-		return 0
-	}
-	for _, tc := range []struct {
-		o    Options
-		want int64
-	}{
-		{Options{MaxMemory: 1 << 30}, 1<<30/8*7 - outside(1<<30/8)},
-		{Options{}, DefaultMaxMemory/8*7 - outside(DefaultMaxMemory/8)},
-		{Options{MaxMemory: 1 << 30, Triage: triage.Config{TraceBytes: 64 << 20}}, 1<<30/8*7 - outside(64<<20)},
-		{Options{MaxMemory: 1 << 30, Triage: triage.Config{TraceBytes: -1}}, 1 << 30 / 8 * 7},
-	} {
-		if got := RuntimeMemoryLimit(tc.o); got != tc.want {
-			t.Errorf("MaxMemory %d, TraceBytes %d: limit %d, want %d", tc.o.MaxMemory, tc.o.Triage.TraceBytes, got, tc.want)
 		}
 	}
 }

@@ -62,8 +62,7 @@ func TestMemoryTwoHundredThousandSeries(t *testing.T) {
 
 // measureMemory fills a collector with instances x resources series, in
 // 10 apps, with buckets 500 ms buckets of each, and returns the heap it
-// holds, with the traffic log's pages outside it; it checks the memory
-// budget's estimate against that.
+// holds; it checks the memory budget's estimate against it.
 func measureMemory(t *testing.T, instances, resources int, buckets int64, traceBytes int64) uint64 {
 	if os.Getenv("SENTINEL_TOP_HEAP_PROFILE") != "" {
 		runtime.MemProfileRate = 1 // every allocation, for an exact account by owner
@@ -101,10 +100,7 @@ func measureMemory(t *testing.T, instances, resources int, buckets int64, traceB
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	// The traffic log's pages outside the Go heap (internal/pagepool)
-	// are the collector's too.
-	outside := c.engine.TraceOutsideHeap()
-	heap := after.HeapInuse - before.HeapInuse + uint64(outside)
+	heap := after.HeapInuse - before.HeapInuse
 	if path := os.Getenv("SENTINEL_TOP_HEAP_PROFILE"); path != "" { // where the bytes go
 		if f, err := os.Create(path); err == nil {
 			pprof.WriteHeapProfile(f)
@@ -113,8 +109,8 @@ func measureMemory(t *testing.T, instances, resources int, buckets int64, traceB
 	}
 	series := instances * resources
 	est := c.Snapshot().MemoryUsed
-	t.Logf("%d series: heap in use %.0f MB and %.0f MB of the traffic log's pages outside it (%.2f KB per series); the memory budget's estimate %.0f MB",
-		series, float64(heap-uint64(outside))/(1<<20), float64(outside)/(1<<20), float64(heap)/float64(series)/1024, float64(est)/(1<<20))
+	t.Logf("%d series: heap in use %.0f MB (%.2f KB per series); the memory budget's estimate %.0f MB",
+		series, float64(heap)/(1<<20), float64(heap)/float64(series)/1024, float64(est)/(1<<20))
 	// The budget is only as good as its estimate: within a quarter of
 	// the heap measured.
 	if r := float64(est) / float64(heap); r < 0.75 || r > 1.25 {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os/exec"
 
-	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/internal/bench"
 )
 
@@ -75,7 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "resources per agent")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "calls a second per resource (errors: one in ten); at 2 or more every 500 ms bucket gets calls")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to measure")
-	fs.Func("max-memory", "most memory the collector's process may take, as the dashboard's --max-memory: three quarters of it for what the agents make it keep, and the Go runtime's memory limit at 7/8 of it less the traffic log kept outside the Go heap (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing", func(s string) error {
+	fs.Func("max-memory", "most memory the collector's process may take, as the dashboard's --max-memory: three quarters of it for what the agents make it keep, and the Go runtime's memory limit at 7/8 of it (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing", func(s string) error {
 		n, err := parseBytes(s)
 		cfg.MaxMemory = n
 		return err
@@ -103,7 +102,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
 		return exitUsage
 	}
-	defer followBudget(collector.Options{MaxMemory: cfg.MaxMemory})() // as the dashboard's collector does
+	defer followBudget(cfg.MaxMemory)() // as the dashboard's collector does
 	if err := bench.Run(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
 		return exitRuntime

@@ -301,17 +301,16 @@ func (s *session) close() error {
 	return errors.Join(errs...)
 }
 
-// followBudget sets the Go runtime's soft memory limit to what the
-// collector's memory budget leaves it (collector.RuntimeMemoryLimit: 7/8
-// of it, less the traffic log's pages outside the Go heap), unless
-// GOMEMLIMIT sets it: the budget bounds the live data peers make the
-// collector keep, and without the limit the collector's garbage could
-// double the process's size. The closer it returns puts the limit back.
-func followBudget(opts collector.Options) func() error {
+// followBudget sets the Go runtime's soft memory limit to 7/8 of the
+// collector's memory budget, unless GOMEMLIMIT sets it: the budget bounds
+// the live data peers make the collector keep, and without the limit the
+// collector's garbage could double the process's size. The closer it
+// returns puts the limit back.
+func followBudget(budget int64) func() error {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() error { return nil }
 	}
-	prev := debug.SetMemoryLimit(collector.RuntimeMemoryLimit(opts))
+	prev := debug.SetMemoryLimit(budget / 8 * 7)
 	return func() error { debug.SetMemoryLimit(prev); return nil }
 }
 
@@ -328,7 +327,7 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		opts.PlanEvery = -1 // reported at its end: the plans of the whole input
 	}
 	f.limits(&opts)
-	s.closers = append(s.closers, followBudget(opts))
+	s.closers = append(s.closers, followBudget(opts.MaxMemory))
 	if f.record != "" {
 		w, err := record.Create(f.record, f.recordOver)
 		if errors.Is(err, record.ErrExists) {

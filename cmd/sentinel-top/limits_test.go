@@ -14,9 +14,7 @@ import (
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/source"
-	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core/wire"
-	"github.com/sentinel-top/sentinel-top/internal/pagepool"
 )
 
 // opened are the options of the collector the session opens, with the
@@ -166,31 +164,21 @@ func TestLimitRateFollowsTheDemoSpeed(t *testing.T) {
 }
 
 // The runtime's soft memory limit follows the collector's budget (7/8 of
-// it, less the traffic log the collector keeps outside the Go heap), is
-// put back when the session ends, and is left to GOMEMLIMIT when that is
-// set.
+// it), is put back when the session ends, and is left to GOMEMLIMIT when
+// that is set.
 func TestFollowBudget(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
 	t.Setenv("GOMEMLIMIT", "")
-	restore := followBudget(collector.Options{MaxMemory: 1 << 30})
-	want := int64(1 << 30 / 8 * 7)
-	if pagepool.OutsideHeap {
-		want -= 1 << 30 / 8 // the traffic log's pages, an eighth by default
-	}
-	if got := debug.SetMemoryLimit(-1); got != want {
-		t.Errorf("limit %d under a 1 GiB budget, want %d", got, want)
+	restore := followBudget(1 << 30)
+	if got := debug.SetMemoryLimit(-1); got != 1<<30/8*7 {
+		t.Errorf("limit %d under a 1 GiB budget, want %d", got, 1<<30/8*7)
 	}
 	restore()
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("limit %d after, want %d back", got, before)
 	}
-	restore = followBudget(collector.Options{MaxMemory: 1 << 30, Triage: triage.Config{TraceBytes: -1}})
-	if got := debug.SetMemoryLimit(-1); got != 1<<30/8*7 {
-		t.Errorf("limit %d with no traffic log, want %d", got, 1<<30/8*7)
-	}
-	restore()
 	t.Setenv("GOMEMLIMIT", "4GiB")
-	restore = followBudget(collector.Options{MaxMemory: 1 << 30})
+	restore = followBudget(1 << 30)
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("limit %d with GOMEMLIMIT set, want %d untouched", got, before)
 	}

@@ -2,14 +2,12 @@ package triage
 
 import (
 	"math"
-	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
-	"github.com/sentinel-top/sentinel-top/internal/pagepool"
 )
 
 // Thresholds of spec/findings-v1.md.
@@ -238,11 +236,6 @@ func New(cfg Config) *Engine {
 	}
 	e.det = newDetectors(e)
 	e.traces.init(cfg.TraceBytes)
-	if p := e.traces.pages; p != nil {
-		// No page of the pool outlives the engine: they are read and
-		// written under its lock, by its methods alone.
-		runtime.AddCleanup(e, func(p *pagepool.Pool) { _ = p.Release() }, p)
-	}
 	return e
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
-	"github.com/sentinel-top/sentinel-top/internal/pagepool"
 )
 
 // The traffic of every series, kept for the what-if replay of plans
@@ -22,11 +21,7 @@ import (
 // engine is charged to one budget (Config.TraceBytes); when it is spent,
 // the oldest chunk of the engine is dropped, so the longest-quiet history
 // goes first and a replay covers less of the input (Trace says from
-// when). About 20 bytes a bucket (traceBucket). The chunks of the largest
-// size, where a busy log's bytes are, are pages of the engine's own pool
-// (internal/pagepool): outside the Go heap on Linux, taken from the
-// kernel as huge pages where it gives them, and used over and over as
-// the log turns over, never garbage.
+// when). About 20 bytes a bucket (traceBucket).
 
 const (
 	// DefaultTraceBytes is the budget of the traffic kept for replays.
@@ -58,9 +53,6 @@ type traceChunk struct {
 	seq  int64
 	base int64
 	b    []byte
-	// paged: b is a page of the engine's pool, given back to it when the
-	// chunk goes (traces.let).
-	paged bool
 }
 
 // resLog is the kept traffic of one resource's series.
@@ -107,10 +99,6 @@ type traces struct {
 	// for the next chunks of their size: at most freeChunks each, so that
 	// a full log turning over allocates nothing.
 	free [traceClasses][]*traceChunk
-	// pages holds the bytes of chunks of traceChunkBytes, up to max (nil
-	// when the log is off). The engine releases it when it is itself
-	// collected (NewEngine).
-	pages *pagepool.Pool
 }
 
 const (
@@ -138,23 +126,7 @@ func (t *traces) newChunk(l *resLog, base, size int64) *traceChunk {
 		c.log, c.seq, c.base, c.b = l, t.seq, base, c.b[:0]
 		return c
 	}
-	if size == traceChunkBytes && t.pages != nil {
-		if b := t.pages.Get(); b != nil {
-			return &traceChunk{log: l, seq: t.seq, base: base, b: b, paged: true}
-		}
-	}
 	return &traceChunk{log: l, seq: t.seq, base: base, b: make([]byte, 0, size)}
-}
-
-// let goes of c's bytes: a page goes back to the pool. Only a page whose
-// capacity is the pool's is given back: a record can not outgrow its
-// chunk (traceRoom), but were one to, append would have moved it to the
-// heap, and the page is then only lost to the pool.
-func (t *traces) let(c *traceChunk) {
-	if c.paged && cap(c.b) == traceChunkBytes {
-		t.pages.Put(c.b)
-	}
-	c.b, c.paged = nil, false
 }
 
 func (t *traces) init(max int64) {
@@ -162,9 +134,6 @@ func (t *traces) init(max int64) {
 		max = DefaultTraceBytes
 	}
 	t.max = max
-	if max > 0 {
-		t.pages = pagepool.New(traceChunkBytes, max)
-	}
 }
 
 // record appends one record to s's log: tag, then the values, the first
@@ -303,22 +272,7 @@ func (t *traces) evict() {
 	if k := sizeClass(int64(cap(c.b))); len(t.free[k]) < freeChunks {
 		c.log = nil
 		t.free[k] = append(t.free[k], c)
-	} else {
-		t.let(c)
 	}
-}
-
-// TraceOutsideHeap is how much memory the traffic log's pages outside the
-// Go heap take (internal/pagepool: what the pool ever handed out, which
-// the system may hold), 0 where its pages are on the heap: what a
-// measure of the heap does not see.
-func (e *Engine) TraceOutsideHeap() int64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.traces.pages == nil || !pagepool.OutsideHeap {
-		return 0
-	}
-	return e.traces.pages.Stats().Touched
 }
 
 // TraceBytes is how many bytes the traffic kept for replays holds.
@@ -682,8 +636,7 @@ func (e *Engine) ForgetTraffic(cutoff int64) {
 func (t *traces) drop(l *resLog) {
 	for _, c := range l.chunks {
 		t.used -= int64(cap(c.b))
-		t.let(c)
-		c.log = nil
+		c.b, c.log = nil, nil
 	}
 	*l = resLog{}
 }

@@ -45,7 +45,6 @@ type result struct {
 	cpuKnown                       bool
 	rss, rssPeak, agentsRSS        int64
 	huge                           hugePages // at the end of the window
-	outside                        int64     // the collector's memory outside the Go heap (Collector.OutsideHeap)
 	heap, heapSys, heapPeak, live  uint64
 	reconnects, dropped            int64
 	unreceivedMs                   int64 // sender time the collector knows it never received
@@ -214,8 +213,8 @@ func (r *result) printResources(w io.Writer) {
 		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
 	}
 	r.printReference(w)
-	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; traffic log outside the heap %s; RSS %s (peak %s)\n",
-		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.outside), mb(r.rss), mb(r.rssPeak))
+	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
+		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
 	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
 	if line := r.huge.String(); line != "" {
 		fmt.Fprintf(w, "            huge pages: %s\n", line)
