@@ -133,8 +133,9 @@ type Engine struct {
 	det        detectors
 
 	traces traces // the traffic kept for replays (tracelog.go)
-	// planMemo is each rule's plan as last made (PlansWith).
-	planMemo map[planKey]*planMemo
+	// planMemo is each rule's plans as last made, one per proposal
+	// (PlansWith).
+	planMemo map[planKey]*planMemos
 }
 
 type instState struct {

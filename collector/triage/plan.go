@@ -459,7 +459,10 @@ type PlanOptions struct {
 	// ReuseMs: a plan made less than ReuseMs before now, of the same
 	// proposal over the same instances and rules, is reused rather than
 	// replayed again, though traffic came since: its numbers are at most
-	// ReuseMs old. 0: none is.
+	// ReuseMs old. 0: none is. The plans of the last planMemoSigs
+	// proposals of a rule are kept: a proposal whose numbers move back
+	// and forth between two values (a QPS at the edge between two
+	// windows' sizes) is not replayed at each move.
 	ReuseMs int64
 	// MaxCalls bounds the calls one making replays in all. The plans past
 	// it are not checked yet, and say so (no value is shown unchecked);
@@ -475,12 +478,45 @@ type planMemo struct {
 	plan Plan
 }
 
+// planMemos are a rule's plans as last made, the latest first, one per
+// proposal (sig), at most planMemoSigs.
+type planMemos []planMemo
+
+// planMemoSigs is how many proposals of one rule keep their plans.
+const planMemoSigs = 4
+
+// of is the plan made of sig, nil when none is kept.
+func (ms planMemos) of(sig string) *planMemo {
+	for i := range ms {
+		if ms[i].sig == sig {
+			return &ms[i]
+		}
+	}
+	return nil
+}
+
+// put keeps m first, in place of the one of its sig, the oldest past
+// planMemoSigs going.
+func (ms *planMemos) put(m planMemo) {
+	l := *ms
+	i := slices.IndexFunc(l, func(x planMemo) bool { return x.sig == m.sig })
+	if i < 0 {
+		if len(l) < planMemoSigs {
+			l = append(l, planMemo{})
+		}
+		i = len(l) - 1
+	}
+	copy(l[1:i+1], l[:i])
+	l[0] = m
+	*ms = l
+}
+
 // PlansWith is Plans within o's bounds.
 func (e *Engine) PlansWith(now int64, fs []Finding, o PlanOptions) []Plan {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.planMemo == nil {
-		e.planMemo = map[planKey]*planMemo{}
+		e.planMemo = map[planKey]*planMemos{}
 	}
 	type todo struct {
 		d   *planDraft
@@ -497,16 +533,20 @@ func (e *Engine) PlansWith(now int64, fs []Finding, o PlanOptions) []Plan {
 			plans = append(plans, d.plan)
 			continue
 		}
-		m := e.planMemo[p.key]
-		if m != nil && m.sig == d.sig && o.ReuseMs > 0 && now >= m.at && now-m.at < o.ReuseMs {
+		ms := e.planMemo[p.key]
+		if ms == nil {
+			ms = &planMemos{}
+			e.planMemo[p.key] = ms
+		}
+		if m := ms.of(d.sig); m != nil && o.ReuseMs > 0 && now >= m.at && now-m.at < o.ReuseMs {
 			pl := m.plan
 			pl.severity, pl.from, pl.Because = d.plan.severity, d.plan.from, d.plan.Because
 			plans = append(plans, pl)
 			continue
 		}
 		age := int64(math.MaxInt64)
-		if m != nil {
-			age = now - m.at
+		if len(*ms) > 0 {
+			age = now - (*ms)[0].at // the rule's latest plan, whatever its proposal
 		}
 		work = append(work, todo{d, age})
 	}
@@ -521,7 +561,7 @@ func (e *Engine) PlansWith(now int64, fs []Finding, o PlanOptions) []Plan {
 		}
 		pl, calls := e.check(w.d)
 		spent += calls
-		e.planMemo[w.d.key] = &planMemo{sig: w.d.sig, at: now, plan: pl}
+		e.planMemo[w.d.key].put(planMemo{sig: w.d.sig, at: now, plan: pl})
 		plans = append(plans, pl)
 	}
 	pp, n := e.paramPlans(fs, o, spent)

@@ -388,3 +388,106 @@ func TestOnePlanForANamedRule(t *testing.T) {
 		}
 	}
 }
+
+// A rule's proposal whose numbers move back and forth between two values
+// (a QPS at the edge between two windows' sizes moves the suggested
+// statIntervalMs by a second, back and forth) is replayed once for each
+// value within ReuseMs, not at every move; past ReuseMs, again.
+func TestPlansReusedAsProposalsAlternate(t *testing.T) {
+	const res = "price"
+	e := NewFeeder(Config{})
+	rule := core.BreakerRule{Resource: res, Strategy: core.SlowRequestRatio, MaxAllowedRtMs: 500, Threshold: 0.5,
+		MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 2, RetryTimeoutMs: 10_000}
+	simulate(t, e, "gateway", 2, rule, nil, jittery, 4, 300_000)
+	end := t0 + 300_000
+	fs := e.Findings(end)
+	// other is fs with the rule's proposed statIntervalMs a second longer.
+	other := slices.Clone(fs)
+	var key planKey
+	moved := false
+	for i := range other {
+		switch x := other[i].Facts.(type) {
+		case *RuleAdviceFacts:
+			c := *x
+			c.Suggest.StatIntervalMs += 1000
+			other[i].Facts, moved = &c, true
+		case *LowConfidenceFacts:
+			c := *x
+			c.Suggest.StatIntervalMs += 1000
+			other[i].Facts, moved = &c, true
+		default:
+			continue
+		}
+		key, _, _ = findingValues(&other[i])
+	}
+	if !moved {
+		t.Fatalf("no finding proposes a window: %+v", fs)
+	}
+	o := PlanOptions{ReuseMs: 10_000}
+	at := func(fs []Finding) int64 { // when the plan of fs's proposal was made
+		t.Helper()
+		var sig string
+		for _, p := range proposals(fs) {
+			if p.key == key {
+				d, _, ok := e.draft(p)
+				if !ok {
+					t.Fatal("no draft")
+				}
+				sig = d.sig
+			}
+		}
+		m := e.planMemo[key].of(sig)
+		if m == nil {
+			t.Fatalf("no plan kept of %s", sig)
+		}
+		return m.at
+	}
+	steps := []struct {
+		now  int64
+		fs   []Finding
+		made int64 // when the plan used was made
+	}{
+		{end, fs, end},
+		{end + 1000, other, end + 1000},
+		{end + 2000, fs, end}, // back: the first plan
+		{end + 3000, other, end + 1000},
+		{end + 10_500, fs, end + 10_500}, // past ReuseMs: replayed
+		{end + 11_500, other, end + 11_500},
+	}
+	var first []Plan
+	for i, st := range steps {
+		fs := slices.Clone(st.fs)
+		plans := e.PlansWith(st.now, fs, o)
+		if got := at(st.fs); got != st.made {
+			t.Fatalf("step %d: the plan used was made at +%d, want +%d", i, got-end, st.made-end)
+		}
+		if i == 0 {
+			first = plans
+		}
+		if i == 2 && !reflect.DeepEqual(stripPlans(plans), stripPlans(first)) {
+			t.Fatalf("the plan reused differs:\n%+v\nmade:\n%+v", plans, first)
+		}
+	}
+	if n := len(*e.planMemo[key]); n != 2 {
+		t.Fatalf("%d plans kept of the rule, want 2 (one a proposal)", n)
+	}
+}
+
+// A rule keeps the plans of its last planMemoSigs proposals, the latest
+// first.
+func TestPlanMemosKeepTheLatest(t *testing.T) {
+	var ms planMemos
+	for i, sig := range []string{"a", "b", "c", "d", "e", "c"} {
+		ms.put(planMemo{sig: sig, at: int64(i)})
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, fmt.Sprint(m.sig, m.at))
+	}
+	if want := []string{"c5", "e4", "d3", "b1"}; !slices.Equal(got, want) {
+		t.Fatalf("kept %v, want %v", got, want)
+	}
+	if ms.of("a") != nil || ms.of("d") == nil || ms.of("d").at != 3 {
+		t.Fatalf("of: %+v", ms)
+	}
+}
