@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # bench-pairs.sh A B [PAIRS] [bench flags...]: builds sentinel-top at two
 # revisions (commits, branches, or "." for the work tree) and runs
-# `sentinel-top bench` alternately, A then B, PAIRS times (6 by default),
-# printing each run's µs an item, its multiple of encoding/json's decoding,
-# the transition latency's p99 and the RSS, then each side's mean and how
-# many pairs B was lower in.
+# `sentinel-top bench` in PAIRS pairs (6 by default), A first in odd
+# pairs and B first in even ones. It prints each run's µs an item, its
+# multiple of encoding/json's decoding, the transition latency's p99 and
+# the RSS, then each side's mean and in how many pairs B was lower.
 #
 # Why pairs: on a shared or virtual machine the same binary measures 15 %
 # apart from one run to the next (docs/BENCHMARKS.md), so a change of a few
@@ -16,7 +16,7 @@
 #   scripts/bench-pairs.sh HEAD~1 HEAD 4 --agents 500 --resources 20
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
   exit 2
 fi
 a=$1 b=$2
@@ -68,13 +68,24 @@ run() {
 echo "A = $a, B = $b; bench ${flags[*]}"
 echo "run µs/item x-json p99-ms RSS-MB"
 results=$dir/results
-for _ in $(seq "$pairs"); do
-  run a | tee -a "$results"
-  run b | tee -a "$results"
+for i in $(seq "$pairs"); do
+  # A then B, then B then A: whatever running first or second does to a
+  # run falls on both sides alike.
+  if [ $((i % 2)) = 1 ]; then
+    run a | tee -a "$results"
+    run b | tee -a "$results"
+  else
+    run b | tee -a "$results"
+    run a | tee -a "$results"
+  fi
 done
 awk '
-  $2 ~ /^[0-9.]+$/ { sum[$1] += $2; n[$1]++; last[$1] = $2
-    if ($1 == "b" && "a" in last) { pairs++; if ($2 < last["a"]) lower++ } }
+  $2 ~ /^[0-9.]+$/ { sum[$1] += $2; n[$1]++ }
+  NR % 2 == 1 { first = $1; fv = $2 }
+  NR % 2 == 0 && $2 ~ /^[0-9.]+$/ && fv ~ /^[0-9.]+$/ && first != $1 {
+    pairs++
+    if (($1 == "b" && $2 < fv) || ($1 == "a" && fv < $2)) lower++
+  }
   END {
     split("a b", side, " ")
     for (i = 1; i <= 2; i++) if (n[side[i]]) printf "%s: mean %.2f µs an item over %d runs\n", side[i], sum[side[i]] / n[side[i]], n[side[i]]
