@@ -30,7 +30,7 @@ case $pairs in '' | *[!0-9]*) echo "bench-pairs: PAIRS must be a number, not $pa
 
 root=$(git rev-parse --show-toplevel)
 dir=$(mktemp -d)
-trap 'git -C "$root" worktree prune; rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir"; git -C "$root" worktree prune' EXIT
 
 # build REV NAME: the command at REV ("." the work tree as it is) in $dir/NAME.
 build() {

@@ -20,9 +20,8 @@ in this process: it dials every one, aggregates, runs triage and publishes
 collector's CPU (this process's, per item too, and the kernel's share of
 it) and memory (with the kernel's transparent huge page mode and how much
 of the process was in huge pages: on the machine of docs/BENCHMARKS.md,
-6 alternating runs at "always" used about a tenth less CPU an item than
-at "madvise"), the
-agents' CPU, the time from a breaker transition at an
+runs at "always" used about a tenth less CPU an item than at "madvise"),
+the agents' CPU, the time from a breaker transition at an
 agent to the first snapshot showing it (p50, p99), reconnects and their
 causes, and checks that every call was counted.
 

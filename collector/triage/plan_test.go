@@ -469,7 +469,7 @@ func TestPlansReusedAsProposalsAlternate(t *testing.T) {
 		}
 	}
 	if n := len(*e.planMemo[key]); n != 2 {
-		t.Fatalf("%d plans kept of the rule, want 2 (one a proposal)", n)
+		t.Fatalf("%d plans kept of the rule, want 2 (one per proposal)", n)
 	}
 }
 

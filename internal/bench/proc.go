@@ -80,9 +80,8 @@ func openFilesLimit() int64 {
 
 // hugePageMode is the kernel's transparent huge page mode: "always",
 // "madvise" or "never" (the bracketed word of "always [madvise] never");
-// "" where there is none. At "always" the collector's heap has huge pages;
-// at "madvise" it has none, and on the machine of docs/BENCHMARKS.md it
-// measured about a tenth more CPU an item (6 alternating pairs).
+// "" where there is none. At "always" the collector's heap has huge pages,
+// at "madvise" none (what that costs: docs/BENCHMARKS.md, "Huge pages").
 func hugePageMode() string {
 	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil {
