@@ -8,6 +8,7 @@ import (
 	"os/exec"
 
 	"github.com/sentinel-top/sentinel-top/internal/bench"
+	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
 
 const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K] [--floor] [--with-prometheus]
@@ -73,11 +74,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "resources per agent")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "calls a second per resource (errors: one in ten); at 2 or more every 500 ms bucket gets calls")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to measure")
-	fs.Func("max-memory", "most memory the collector's process may take, as the dashboard's --max-memory: three quarters of it for what the agents make it keep, and the Go runtime's memory limit at 7/8 of it (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing", func(s string) error {
-		n, err := parseBytes(s)
-		cfg.MaxMemory = n
-		return err
-	})
+	fs.Var(cliflag.Bytes(&cfg.MaxMemory), "max-memory", "most memory the collector's process may take, as the dashboard's --max-memory: three quarters of it for what the agents make it keep, and the Go runtime's memory limit at 7/8 of it (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing")
 	fs.IntVar(&cfg.PerProcess, "per-process", cfg.PerProcess, "agents per child process (2 open files each)")
 	fs.IntVar(&cfg.AgentsNice, "agents-nice", cfg.AgentsNice, "run the agents' processes at this niceness (1 to 19, through nice(1)), so that on a machine too small for both the collector is not starved by the load it measures")
 	fs.StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile (pprof) of the collector over the measured window to FILE")

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
 
 // command is one subcommand's flags: the shared input flags and its own.
@@ -55,7 +57,9 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok b
 		c.failf("%v (see %s --help)", err, c.name)
 		return exitUsage, false
 	}
-	err = applyEnv(c.fs)
+	if err = cliflag.FromEnv(c.fs, "SENTINEL_TOP_"); err != nil {
+		err = usageError{err}
+	}
 	if err == nil && c.fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q (see --help)", c.fs.Arg(0))
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"flag"
 	"fmt"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
 
 // promFlags are the flags of the Prometheus input (--prometheus).
@@ -38,11 +38,7 @@ func (f *promFlags) register(fs *flag.FlagSet) {
 	fs.Var(promStepFlag{f}, "prometheus-step", "with --prometheus: the resolution of counts and inferred transitions, a `duration` of whole seconds, at least the scrape interval")
 	fs.IntVar(&f.maxSeries, "prometheus-max-series", source.DefaultPromMaxSeries, "with --prometheus: most series one query may return; a query returning more is refused")
 	f.maxBytes = source.DefaultPromMaxBytes
-	fs.Func("prometheus-max-bytes", "with --prometheus: largest answer read, e.g. 64MiB (default 64MiB); a larger one is refused", func(s string) error {
-		n, err := parseBytes(s)
-		f.maxBytes = n
-		return err
-	})
+	fs.Var(cliflag.Bytes(&f.maxBytes), "prometheus-max-bytes", "with --prometheus: largest answer read, e.g. 64MiB (default 64MiB); a larger one is refused")
 	fs.DurationVar(&f.timeout, "prometheus-timeout", source.DefaultPromTimeout, "with --prometheus: most time one query may take")
 }
 
@@ -133,10 +129,10 @@ func (f *promFlags) promRange(now time.Time) (from, to time.Time, err error) {
 	return from, to, nil
 }
 
-// options are the source's options the flags set; caFile is --ca.
-func (f *promFlags) options(caFile string, lim wire.Limits) (source.PromOptions, error) {
+// options are the source's options the flags set; ca is --ca's TLS.
+func (f *promFlags) options(ca *tls.Config, lim wire.Limits) (source.PromOptions, error) {
 	o := source.PromOptions{URL: f.url, Token: f.token, Step: f.step, MaxSeries: f.maxSeries,
-		MaxBytes: f.maxBytes, Timeout: f.timeout, Limits: lim}
+		MaxBytes: f.maxBytes, Timeout: f.timeout, Limits: lim, TLS: ca}
 	if f.tokenFile != "" {
 		b, err := os.ReadFile(f.tokenFile)
 		if err != nil {
@@ -145,17 +141,6 @@ func (f *promFlags) options(caFile string, lim wire.Limits) (source.PromOptions,
 		if o.Token = strings.TrimSpace(string(b)); o.Token == "" {
 			return o, usagef("--prometheus-token-file %s: it is empty", f.tokenFile)
 		}
-	}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return o, fmt.Errorf("--ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return o, usagef("--ca %s: no PEM certificates in it", caFile)
-		}
-		o.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	return o, nil
 }
@@ -172,7 +157,11 @@ func (f *promFlags) coarse(opts *collector.Options) {
 // openPrometheus opens the --prometheus input: a range read at once and
 // replayed (a report, or a dashboard given --to), or the live fleet.
 func (f *inputFlags) openPrometheus(ctx context.Context, s *session, opts collector.Options, speed float64, ranged bool) (*session, error) {
-	po, err := f.prom.options(f.caFile, wire.Limits{MaxFrameBytes: f.maxFrame, MaxNameBytes: f.maxName})
+	ca, err := f.caConfig()
+	if err != nil {
+		return nil, err
+	}
+	po, err := f.prom.options(ca, wire.Limits{MaxFrameBytes: f.maxFrame, MaxNameBytes: f.maxName})
 	if err != nil {
 		return nil, err
 	}

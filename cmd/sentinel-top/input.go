@@ -7,8 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -22,6 +20,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
 
 // inputFlags are the flags that choose and shape the input, shared by the
@@ -67,20 +66,9 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxFrame, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest message (frame or fixture line); a larger frame drops its connection")
 	fs.IntVar(&f.maxName, "max-name-bytes", wire.DefaultMaxNameBytes, "longest resource, instance or app name; messages with longer ones are rejected")
 	f.maxMemory = collector.DefaultMaxMemory
-	fs.Func("max-memory", "most memory the process may take, e.g. 512MiB or 2GiB (default 512MiB): three quarters of it for what the targets make it keep, each target a share; what does not fit is refused, and counted per target", func(s string) error {
-		n, err := parseBytes(s)
-		if err != nil {
-			return err
-		}
-		f.maxMemory = n
-		return nil
-	})
+	fs.Var(cliflag.Bytes(&f.maxMemory), "max-memory", "most memory the process may take, e.g. 512MiB or 2GiB (default 512MiB): three quarters of it for what the targets make it keep, each target a share; what does not fit is refused, and counted per target")
 	f.maxReplay = source.DefaultMaxReplayBytes
-	fs.Func("max-replay-bytes", "most a --replay reads in one pass, decompressed, and copies of a pipe, e.g. 2GiB (default 512MiB); a larger input ends with an error. A replay holds one message at a time, whatever the size", func(s string) error {
-		n, err := parseBytes(s)
-		f.maxReplay = n
-		return err
-	})
+	fs.Var(cliflag.Bytes(&f.maxReplay), "max-replay-bytes", "most a --replay reads in one pass, decompressed, and copies of a pipe, e.g. 2GiB (default 512MiB); a larger input ends with an error. A replay holds one message at a time, whatever the size")
 	fs.Float64Var(&f.maxRate, "max-rate", source.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
 	f.prom.register(fs)
@@ -98,45 +86,6 @@ func (f *inputFlags) fixDemoArgs(args []string) []string {
 		}
 	}
 	return out
-}
-
-// applyEnv sets every flag not given on the command line from
-// SENTINEL_TOP_<NAME> (upper case, dashes as underscores).
-func applyEnv(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
-	var err error
-	fs.VisitAll(func(fl *flag.Flag) {
-		if given[fl.Name] || err != nil {
-			return
-		}
-		key := "SENTINEL_TOP_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := os.LookupEnv(key); ok {
-			if e := fs.Set(fl.Name, v); e != nil {
-				err = usagef("%s=%q: %v", key, v, e)
-				if want := valueFormat(fl); want != "" {
-					err = usagef("%s=%q: %v; want %s, as --%s takes", key, v, e, want, fl.Name)
-				}
-			}
-		}
-	})
-	return err
-}
-
-// valueFormat says what a flag's value looks like, for an error message
-// ("" when its own error says so).
-func valueFormat(fl *flag.Flag) string {
-	switch fmt.Sprintf("%T", fl.Value) {
-	case "*flag.durationValue":
-		return "a duration such as 90s, 5m or 1h30m"
-	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
-		return "a whole number"
-	case "*flag.float64Value":
-		return "a number"
-	case "*flag.boolValue":
-		return "true or false"
-	}
-	return "" // a flag of its own parsing says what it wants itself
 }
 
 // errChooseInput is validate's error when no input, or more than one, is
@@ -198,27 +147,6 @@ func (f *inputFlags) dialLimits() source.DialOptions {
 // replayLimits are the options of a replay the limit flags set.
 func (f *inputFlags) replayLimits() source.ReplayOptions {
 	return source.ReplayOptions{Limits: wire.Limits{MaxFrameBytes: f.maxFrame, MaxNameBytes: f.maxName}, MaxBytes: f.maxReplay}
-}
-
-// parseBytes reads a size: a number of bytes, or with KiB, MiB, GiB (or
-// KB, MB, GB, taken as the same powers of two).
-func parseBytes(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mult = strings.TrimSpace(rest), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("want a positive size such as 512MiB or 2GiB")
-	}
-	return n * mult, nil
 }
 
 func (f *inputFlags) parseSpeed() (float64, error) {
@@ -387,16 +315,8 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 		}
 		dial := f.dialLimits()
 		dial.Token = f.token
-		if f.caFile != "" {
-			pem, err := os.ReadFile(f.caFile)
-			if err != nil {
-				return nil, fmt.Errorf("--ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, usagef("--ca %s: no PEM certificates in it", f.caFile)
-			}
-			dial.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if dial.TLS, err = f.caConfig(); err != nil {
+			return nil, err
 		}
 		s.source = source.TargetNames(targets)
 		opts.Mode, opts.Source = collector.ModeLive, s.source
@@ -416,19 +336,19 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	return s, nil
 }
 
-// openFixture opens a fixture file, or a built-in fixture by name.
-func openFixture(name string) (io.ReadCloser, string, error) {
-	if f, err := os.Open(name); err == nil {
-		if st, err := f.Stat(); err == nil && st.IsDir() {
-			f.Close()
-			return nil, "", fmt.Errorf("nothing replayable in %s: it is a directory; name a recording in it", name)
-		}
-		return f, name, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, "", fmt.Errorf("--replay: %w", err)
+// caConfig is the TLS of --ca: its certificates the only roots trusted;
+// nil without it (the system's roots).
+func (f *inputFlags) caConfig() (*tls.Config, error) {
+	if f.caFile == "" {
+		return nil, nil
 	}
-	if rc, ok, err := builtinFixture(name); ok {
-		return rc, name, err
+	pem, err := os.ReadFile(f.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca: %w", err)
 	}
-	return nil, "", fmt.Errorf("--replay %q: %w, and not a built-in fixture (%s)", name, os.ErrNotExist, strings.Join(builtinFixtureNames(), ", "))
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, usagef("--ca %s: no PEM certificates in it", f.caFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core/wire"
+	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
 
 // opened are the options of the collector the session opens, with the
@@ -37,7 +38,7 @@ func openedOptions(t *testing.T, args ...string) (opened, error) {
 	if err := fs.Parse(append([]string{"--targets", "127.0.0.1:1"}, args...)); err != nil {
 		return opened{}, err
 	}
-	if err := applyEnv(fs); err != nil {
+	if err := cliflag.FromEnv(fs, "SENTINEL_TOP_"); err != nil {
 		return opened{}, err
 	}
 	if err := in.validate(); err != nil {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -11,14 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/report"
+	"github.com/sentinel-top/sentinel-top/internal/cliflag"
+	"github.com/sentinel-top/sentinel-top/internal/serveapi"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
@@ -71,13 +67,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.keyFile, "tls-key", "", "TLS private key (PEM)")
 	fs.IntVar(&f.maxReaders, "max-readers", wsstream.DefaultMaxReaders, "most simultaneous /sentinel/stream readers")
 	fs.IntVar(&f.maxConns, "max-conns", wsstream.DefaultMaxConns, "most connections open at once, streams and requests together; more are closed as they arrive")
-	fs.Func("allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none", appendList(&f.origins))
-	fs.Func("allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas", appendList(&f.hosts))
-	fs.Func("max-stream-backlog", "most kept for new /sentinel/stream readers (the instances' hello and rules, then a minute of buckets), e.g. 64MiB; taken from --max-memory (default: an eighth of it, at most a quarter); over it, the oldest buckets go first", func(v string) error {
-		n, err := parseBytes(v)
-		f.backlog = n
-		return err
-	})
+	fs.Var(cliflag.List(&f.origins), "allow-origin", "browser origin (e.g. https://dash.example.com) whose pages may use the endpoints; repeat or separate with commas; default none")
+	fs.Var(cliflag.List(&f.hosts), "allow-host", "name clients use to reach this server (e.g. collector-a); other Host headers than the listen address (and localhost on loopback) get 403, against DNS rebinding; repeat or separate with commas")
+	fs.Var(cliflag.Bytes(&f.backlog), "max-stream-backlog", "most kept for new /sentinel/stream readers (the instances' hello and rules, then a minute of buckets), e.g. 64MiB; taken from --max-memory (default: an eighth of it, at most a quarter); over it, the oldest buckets go first")
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -118,7 +110,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	return serve(ctx, s, stream, ln, serveHandler(s, stream, f.serveToken), scheme, stderr)
+	handler := serveapi.Handler(serveapi.Options{Collector: s.c, Source: s.source, Stream: stream, Token: f.serveToken, RecordError: s.recordError})
+	return serve(ctx, s, stream, ln, handler, scheme, stderr)
 }
 
 // tlsConfig is the TLS the server speaks, nil for none; its errors are the
@@ -151,71 +144,6 @@ func (f *serveFlags) listenOn(stderr io.Writer) (net.Listener, error) {
 		fmt.Fprintf(stderr, "sentinel-top serve: warning: serving %s beyond loopback without --serve-token: anyone who reaches it reads every breaker, rule and finding\n", ln.Addr())
 	}
 	return ln, nil
-}
-
-// serveHandler routes serve's endpoints, every one but /healthz behind
-// token when there is one.
-func serveHandler(s *session, stream *wsstream.Server, token string) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := newServeMetrics(reg, stream, s.recordError)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.bounded("/metrics", maxMetricsRenders, metricsPage(s, reg)))
-	mux.Handle("/sentinel/stream", stream)
-	mux.Handle("/report", m.bounded("/report", maxReportRenders, reportPage(s)))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if s.recordError() != nil {
-			// What failed is said on stderr and to those with the token,
-			// not to any probe.
-			http.Error(w, "503 service unavailable: the recording stopped: a write to the --record file failed", http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
-	if token == "" {
-		return mux
-	}
-	return healthzOpen(mux, requireToken(token, mux))
-}
-
-// reportPage serves the findings of the snapshot published last, in the
-// format ?format= asks for.
-func reportPage(s *session) func(w http.ResponseWriter, r *http.Request) error {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		render, ctype := report.JSON, "application/json"
-		switch r.URL.Query().Get("format") {
-		case "md", "markdown":
-			render, ctype = report.Markdown, "text/markdown; charset=utf-8"
-		case "text":
-			render, ctype = report.Text, "text/plain; charset=utf-8"
-		case "", "json":
-		default:
-			http.Error(w, "400 bad request: format must be json, md or text", http.StatusBadRequest)
-			return nil
-		}
-		rep := report.FromSnapshot(s.source, s.c.Snapshot(), s.c) // as published: what /metrics and a dashboard see
-		page, release, err := renderHeld(s.c, render, rep)
-		if err != nil {
-			return err
-		}
-		defer release()
-		w.Header().Set("Content-Type", ctype)
-		_, err = w.Write(page)
-		return err
-	}
-}
-
-// renderHeld renders rep and charges the page to c's memory budget while
-// it is held (as a frame being decoded is: what is new is turned away
-// meanwhile), until release. At most maxReportRenders are held at once.
-func renderHeld(c *collector.Collector, render func(io.Writer, *report.Report) error, rep *report.Report) (page []byte, release func(), err error) {
-	var buf bytes.Buffer
-	if err := render(&buf, rep); err != nil {
-		return nil, func() {}, fmt.Errorf("render the report: %w", err)
-	}
-	held := int64(buf.Cap())
-	c.Hold(held)
-	return buf.Bytes(), func() { c.Hold(-held) }, nil
 }
 
 // serve feeds the collector and serves handler on ln until ctx ends or
@@ -263,42 +191,4 @@ func serve(ctx context.Context, s *session, stream *wsstream.Server, ln net.List
 		code = exitRuntime
 	}
 	return code
-}
-
-// appendList is a flag that adds its comma-separated values to *dst.
-func appendList(dst *[]string) func(string) error {
-	return func(v string) error {
-		for _, x := range strings.Split(v, ",") {
-			if x = strings.TrimSpace(x); x != "" {
-				*dst = append(*dst, x)
-			}
-		}
-		return nil
-	}
-}
-
-// requireToken guards every endpoint with a bearer token, compared in
-// constant time.
-func requireToken(token string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sentinel-top"`)
-			http.Error(w, "401 unauthorized: a valid bearer token is required", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// healthzOpen lets /healthz through without a token (a load balancer's
-// probe carries none; it tells nothing but that the process serves).
-func healthzOpen(health, rest http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			health.ServeHTTP(w, r)
-			return
-		}
-		rest.ServeHTTP(w, r)
-	})
 }

@@ -21,12 +21,11 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/sentinel-top/sentinel-top/collector"
-	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/bench"
 	"github.com/sentinel-top/sentinel-top/internal/racetest"
+	"github.com/sentinel-top/sentinel-top/internal/serveapi"
 )
 
 // serveChild starts this test binary as a `serve` process (TestMain runs
@@ -246,7 +245,7 @@ func TestMetricsScrapesAreBounded(t *testing.T) {
 	}
 
 	began := time.Now()
-	for range maxMetricsRenders {
+	for range serveapi.MaxMetricsRenders {
 		nonReader(t, addr, "/metrics")
 	}
 	// While the 8 are stalled (5 s from their first write that waits), a
@@ -267,8 +266,8 @@ func TestMetricsScrapesAreBounded(t *testing.T) {
 		_, p := httpGet(client, "http://"+addr+"/metrics")
 		t.Errorf("no scrape refused while 8 clients that never read were being answered:\n%s", grepLines(p, "sentinel_top_serve_"))
 	}
-	page = waitPage(t, client, addr, fmt.Sprintf("sentinel_top_serve_responses_cut_total{endpoint=\"/metrics\"} %d\n", maxMetricsRenders))
-	t.Logf("%d non-reading scrapers cut off, and a scrape served, within %s", maxMetricsRenders, time.Since(began).Round(100*time.Millisecond))
+	page = waitPage(t, client, addr, fmt.Sprintf("sentinel_top_serve_responses_cut_total{endpoint=\"/metrics\"} %d\n", serveapi.MaxMetricsRenders))
+	t.Logf("%d non-reading scrapers cut off, and a scrape served, within %s", serveapi.MaxMetricsRenders, time.Since(began).Round(100*time.Millisecond))
 	if n := metricValue(page, `sentinel_top_serve_requests_refused_total{endpoint="/metrics"}`); n < 1 {
 		t.Errorf("the refused scrape is not counted:\n%s", grepLines(page, "sentinel_top_serve_"))
 	}
@@ -472,26 +471,5 @@ func TestScrapersPeakRSS(t *testing.T) {
 	}
 	if ok.Load() == 0 {
 		t.Errorf("no scrape was served\n%s", tail(stderr.String()))
-	}
-}
-
-// TestReportPageChargedWhileHeld: a /report page is charged to the memory
-// budget while it is written and given back after, so renders held by
-// slow clients turn new data away rather than grow past the budget.
-func TestReportPageChargedWhileHeld(t *testing.T) {
-	c := collector.New(collector.Options{})
-	rep := report.FromSnapshot("test", c.Publish(), c)
-	for _, render := range []func(io.Writer, *report.Report) error{report.JSON, report.Markdown, report.Text} {
-		page, release, err := renderHeld(c, render, rep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if held := c.Publish().MemoryHeld; len(page) == 0 || held < int64(len(page)) {
-			t.Fatalf("a page of %d bytes, %d held", len(page), held)
-		}
-		release()
-		if held := c.Publish().MemoryHeld; held != 0 {
-			t.Fatalf("%d bytes still held after the page was written", held)
-		}
 	}
 }
