@@ -2,12 +2,12 @@ package collector
 
 import (
 	"fmt"
-	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"testing"
 
+	"github.com/sentinel-top/sentinel-top/collector/triage"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/fleetbench"

@@ -45,8 +45,8 @@ type Options struct {
 	// Token, when not empty, is the bearer token every route but /healthz
 	// requires.
 	Token string
-	// RecordError is why the recording stopped, nil while it works or
-	// without one (nil: no recording).
+	// RecordError says why the recording stopped, nil while it works;
+	// a nil RecordError: there is no recording.
 	RecordError func() error
 }
 
