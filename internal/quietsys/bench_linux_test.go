@@ -39,6 +39,28 @@ func BenchmarkSocketRead(b *testing.B) {
 	}
 }
 
+// BenchmarkSyscall is a system call's own cost on this host, with no work
+// in it: getppid(2), and Recv on a loopback connection with nothing
+// waiting (EAGAIN). Beside BenchmarkSocketRead it splits a read's cost
+// into the call and the copy; under a hypervisor that traps system calls
+// the call is most of it (docs/BENCHMARKS.md).
+func BenchmarkSyscall(b *testing.B) {
+	b.Run("getppid", func(b *testing.B) {
+		for b.Loop() {
+			syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0)
+		}
+	})
+	b.Run("recv-empty", func(b *testing.B) {
+		_, fds := loopbackConns(b, 1)
+		buf := make([]byte, 64<<10)
+		for b.Loop() {
+			if _, err := Recv(fds[0], buf); err != syscall.EAGAIN {
+				b.Fatalf("a read of nothing: %v", err)
+			}
+		}
+	})
+}
+
 // loopbackConns is n loopback TCP connections: the writing ends, and the
 // reading ends' own non-blocking descriptors.
 func loopbackConns(b *testing.B, n int) ([]net.Conn, []int) {
