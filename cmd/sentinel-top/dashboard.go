@@ -16,12 +16,7 @@ import (
 func dashboard(ctx context.Context, in *inputFlags, opts ui.Options, stdout, stderr io.Writer) int {
 	s, err := in.open(ctx, -1)
 	if err != nil {
-		fmt.Fprintln(stderr, "sentinel-top:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitRuntime
+		return openFailed(stderr, "sentinel-top", err)
 	}
 	if s.replay != nil {
 		s.replay.Stay() // seeking back after the end, even at --speed max

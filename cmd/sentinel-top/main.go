@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,3 +75,13 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// openFailed says on stderr, after the command's name, why its input did
+// not open, and returns the exit code: bad usage or a failed input.
+func openFailed(stderr io.Writer, name string, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if errors.As(err, new(usageError)) {
+		return exitUsage
+	}
+	return exitRuntime
+}

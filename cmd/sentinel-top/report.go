@@ -47,12 +47,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cmd.in.keepGone = true // every finding's instances drawn, however early they left
 	s, err := cmd.in.open(ctx, 0)
 	if err != nil {
-		fmt.Fprintln(stderr, "sentinel-top report:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitRuntime
+		return openFailed(stderr, "sentinel-top report", err)
 	}
 	began := s.c.Clock().UnixMilli()
 	snap, err := watch(ctx, s, *dur, stderr)

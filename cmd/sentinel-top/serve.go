@@ -96,12 +96,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	s, err := cmd.in.open(ctx, -1)
 	if err != nil {
 		ln.Close()
-		fmt.Fprintln(stderr, "sentinel-top serve:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitRuntime
+		return openFailed(stderr, "sentinel-top serve", err)
 	}
 	stream := s.c.Restream(collector.RestreamOptions{Options: wsstream.Options{TLS: tlsConf, MaxReaders: f.maxReaders,
 		MaxConns: f.maxConns, AllowOrigins: f.origins, AllowHosts: f.hosts},
