@@ -370,6 +370,7 @@ func (r *runner) measure(ctx context.Context) error {
 	res.cpuKnown = p0.cpuKnown && p1.cpuKnown && s1.CPUNs > 0
 	res.cpu = (p1.cpu - p0.cpu).Seconds() / res.window.Seconds()
 	res.sys = (p1.sys - p0.sys).Seconds() / res.window.Seconds()
+	res.faults = float64(p1.faults-p0.faults) / res.window.Seconds()
 	res.agentsCPU = time.Duration(s1.CPUNs-s0.CPUNs).Seconds() / res.window.Seconds()
 	res.agentsRSS = s1.RSS
 	res.heap, res.heapSys, res.heapPeak = p1.heap, p1.heapSys, max(peakHeap, p1.heap)

@@ -494,8 +494,9 @@ func TestBenchHelpers(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	if cpu, sys, ok := procCPU(); !ok || cpu < 0 || sys < 0 || sys > cpu {
-		t.Errorf("process CPU %v, system %v, %v", cpu, sys, ok)
+	cpu, sys, faults, ok := procCPU()
+	if !ok || cpu < 0 || sys < 0 || sys > cpu || faults <= 0 {
+		t.Errorf("process CPU %v, system %v, %d page faults, %v", cpu, sys, faults, ok)
 	}
 	if rss := procStatusBytes("VmRSS:"); rss < 1<<20 {
 		t.Errorf("RSS %d bytes", rss)

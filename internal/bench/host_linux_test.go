@@ -49,3 +49,27 @@ func BenchmarkHostPageFault(b *testing.B) {
 		})
 	}
 }
+
+// TestProcCountsFaults: the page faults bench prints are the process's:
+// 1,024 pages touched the first time are 1,024 more at least.
+func TestProcCountsFaults(t *testing.T) {
+	const pages = 1024
+	_, _, before, ok := procCPU()
+	if !ok {
+		t.Fatal("getrusage failed")
+	}
+	mem, err := syscall.Mmap(-1, 0, pages<<12, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(mem)
+	if err := syscall.Madvise(mem, syscall.MADV_NOHUGEPAGE); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(mem); i += 1 << 12 {
+		mem[i] = 1
+	}
+	if _, _, after, _ := procCPU(); after-before < pages {
+		t.Errorf("%d pages touched, %d page faults counted", pages, after-before)
+	}
+}

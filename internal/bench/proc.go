@@ -14,6 +14,7 @@ type procSample struct {
 	at       time.Time
 	cpu      time.Duration // user + system, all threads
 	sys      time.Duration // of cpu, the system time (the kernel's work for the process)
+	faults   int64         // page faults taken so far
 	rss      int64         // bytes; 0 when unknown
 	rssPeak  int64         // the most RSS ever
 	heap     uint64        // Go heap in use
@@ -23,7 +24,7 @@ type procSample struct {
 
 func sampleProc() procSample {
 	s := procSample{at: time.Now()}
-	s.cpu, s.sys, s.cpuKnown = procCPU()
+	s.cpu, s.sys, s.faults, s.cpuKnown = procCPU()
 	s.rss, s.rssPeak = procStatusBytes("VmRSS:"), procStatusBytes("VmHWM:")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

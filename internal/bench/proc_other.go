@@ -5,4 +5,4 @@ package bench
 import "time"
 
 // procCPU is unknown here.
-func procCPU() (cpu, sys time.Duration, ok bool) { return 0, 0, false }
+func procCPU() (cpu, sys time.Duration, faults int64, ok bool) { return 0, 0, 0, false }

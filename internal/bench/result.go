@@ -42,6 +42,7 @@ type result struct {
 	worstTarget                    string  // how the target of the series most short ended
 	cpu, agentsCPU                 float64 // cores
 	sys                            float64 // of cpu, the system time's cores
+	faults                         float64 // the collector's page faults a second
 	cpuKnown                       bool
 	rss, rssPeak, agentsRSS        int64
 	huge                           hugePages // at the end of the window
@@ -206,8 +207,8 @@ func (r *result) printResources(w io.Writer) {
 		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
 			r.cpu, r.nsPerItem()/1e3, r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
 		if r.cpu > 0 {
-			fmt.Fprintf(w, "            of the collector's, %.0f %% system time: the kernel's work for it (its reads of the sockets, page faults, the scheduler's sleeps and wakes)\n",
-				100*r.sys/r.cpu)
+			fmt.Fprintf(w, "            of the collector's, %.0f %% system time: the kernel's work for it (its reads of the sockets, page faults, the scheduler's sleeps and wakes); %s page faults a second (memory touched the first time: BenchmarkHostPageFault prices one on this host)\n",
+				100*r.sys/r.cpu, thousands(int64(r.faults+0.5)))
 		}
 	} else {
 		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
