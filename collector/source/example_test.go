@@ -2,7 +2,9 @@ package source_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/source"
@@ -38,4 +40,26 @@ func ExampleNewReplay() {
 	// Output:
 	// 0 live instances, 2 resources
 	// warning sawtooth GET:http://member-service/api/user/info
+}
+
+// Opening what a --replay names: here a built-in recording by name (a
+// file's path, or Sentinel metric logs, open the same way), then whether
+// it holds anything once started.
+func ExampleOpenReplay() {
+	r, name, _, err := source.OpenReplay("sawtooth-db-slow", 0, source.ReplayOptions{},
+		source.Builtin{Names: fixtures.Names(), Open: fixtures.Open})
+	if err != nil {
+		panic(err)
+	}
+	c := collector.New(collector.Options{Clock: r.Clock(), Mode: collector.ModeReplay, Source: name})
+	if err := r.Start(c); err != nil {
+		panic(err)
+	}
+	fmt.Println(name, r.Messages() > 0, r.Replayable())
+
+	_, _, _, err = source.OpenReplay("no-such-incident", 0, source.ReplayOptions{}, source.Builtin{})
+	fmt.Println(errors.Is(err, os.ErrNotExist))
+	// Output:
+	// sawtooth-db-slow true <nil>
+	// true
 }
