@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,12 +88,19 @@ func TestTokenGuardsAllButHealthz(t *testing.T) {
 // TestHealthzSaysTheRecordingStopped: /healthz answers 503 once the
 // recording failed, without saying why to a caller with no token.
 func TestHealthzSaysTheRecordingStopped(t *testing.T) {
-	var failed error
-	srv, _ := served(t, Options{Token: "t", RecordError: func() error { return failed }})
+	// Set by the test, read by the server's goroutines.
+	var failed atomic.Pointer[error]
+	srv, _ := served(t, Options{Token: "t", RecordError: func() error {
+		if err := failed.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}})
 	if resp, _ := get(t, srv.URL+"/healthz"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("recording: %d", resp.StatusCode)
 	}
-	failed = errors.New("write /var/rec.ndjson: no space left on device")
+	err := errors.New("write /var/rec.ndjson: no space left on device")
+	failed.Store(&err)
 	resp, body := get(t, srv.URL+"/healthz")
 	if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(body, "no space") {
 		t.Fatalf("after the failure: %d %q", resp.StatusCode, body)
