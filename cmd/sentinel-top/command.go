@@ -45,7 +45,7 @@ func (c *command) parse(args []string, stdout, stderr io.Writer) (code int, ok b
 	// them, and print them to stderr only when they are errors.
 	var said bytes.Buffer
 	c.fs.SetOutput(&said)
-	err := c.fs.Parse(c.in.fixDemoArgs(args))
+	err := c.fs.Parse(cliflag.OptionalValue(args, "demo")) // --demo alone: the default scenario
 	c.fs.SetOutput(stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -35,31 +35,11 @@ func (f *promFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.from, "from", "", "with --prometheus: where the range begins, RFC 3339 (2026-03-01T10:00:00Z) or relative to now (-30m); report default -15m; the live dashboard begins with the last minute, and takes --from with --to alone")
 	fs.StringVar(&f.to, "to", "", "with --prometheus: where the range ends, RFC 3339 or relative (-5m); report default now; the dashboard follows now without it")
 	f.step = source.DefaultPromStep
-	fs.Var(promStepFlag{f}, "prometheus-step", "with --prometheus: the resolution of counts and inferred transitions, a `duration` of whole seconds, at least the scrape interval")
+	fs.Var(cliflag.Duration(&f.step, &f.stepSet), "prometheus-step", "with --prometheus: the resolution of counts and inferred transitions, a `duration` of whole seconds, at least the scrape interval")
 	fs.IntVar(&f.maxSeries, "prometheus-max-series", source.DefaultPromMaxSeries, "with --prometheus: most series one query may return; a query returning more is refused")
 	f.maxBytes = source.DefaultPromMaxBytes
 	fs.Var(cliflag.Bytes(&f.maxBytes), "prometheus-max-bytes", "with --prometheus: largest answer read, e.g. 64MiB (default 64MiB); a larger one is refused")
 	fs.DurationVar(&f.timeout, "prometheus-timeout", source.DefaultPromTimeout, "with --prometheus: most time one query may take")
-}
-
-// promStepFlag is --prometheus-step: a duration, and whether it was
-// given (it goes with --prometheus alone).
-type promStepFlag struct{ f *promFlags }
-
-func (v promStepFlag) String() string {
-	if v.f == nil {
-		return ""
-	}
-	return v.f.step.String()
-}
-
-func (v promStepFlag) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	v.f.step, v.f.stepSet = d, true
-	return nil
 }
 
 // validate checks the Prometheus flags given without --prometheus, and
@@ -78,43 +58,23 @@ func (f *promFlags) validate(now time.Time) error {
 		return usagef("--prometheus-step must be whole seconds, at least 1s; --prometheus-max-series and --prometheus-timeout positive")
 	}
 	for _, v := range []string{f.from, f.to} {
-		if _, err := parseWhen(v, now); v != "" && err != nil {
+		if _, err := cliflag.ParseWhen(v, now); v != "" && err != nil {
 			return usageError{err}
 		}
 	}
 	return nil
 }
 
-// parseWhen reads a time: RFC 3339, "now", or a negative duration from
-// now ("-30m", "-1h30m").
-func parseWhen(s string, now time.Time) (time.Time, error) {
-	if s == "now" {
-		return now, nil
-	}
-	if strings.HasPrefix(s, "-") {
-		d, err := time.ParseDuration(s)
-		if err != nil || d >= 0 {
-			return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-03-01T10:00:00Z), now, or a time before now such as -30m", s)
-		}
-		return now.Add(d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-03-01T10:00:00Z), now, or a time before now such as -30m", s)
-	}
-	return t, nil
-}
-
 // promRange is the range a report (or a dashboard given --to) reads.
 func (f *promFlags) promRange(now time.Time) (from, to time.Time, err error) {
 	from, to = now.Add(-15*time.Minute), now
 	if f.from != "" {
-		if from, err = parseWhen(f.from, now); err != nil {
+		if from, err = cliflag.ParseWhen(f.from, now); err != nil {
 			return from, to, usageError{fmt.Errorf("--from %w", err)}
 		}
 	}
 	if f.to != "" {
-		if to, err = parseWhen(f.to, now); err != nil {
+		if to, err = cliflag.ParseWhen(f.to, now); err != nil {
 			return from, to, usageError{fmt.Errorf("--to %w", err)}
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -72,20 +71,6 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.maxRate, "max-rate", source.DefaultMaxMessageRate, "most messages a second from one target, in bursts of up to 10 s' worth (0: no limit); more are dropped and counted. An agent sends 2 a second; an upstream serve sends 2 per instance: raise it above 400 instances")
 	fs.DurationVar(&f.retention, "retention", collector.DefaultRetention, "how much history to keep")
 	f.prom.register(fs)
-}
-
-// demoFlag makes --demo usable without a value.
-func (f *inputFlags) fixDemoArgs(args []string) []string {
-	out := make([]string, 0, len(args))
-	for i, a := range args {
-		out = append(out, a)
-		if a == "--demo" || a == "-demo" {
-			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
-				out = append(out, "") // bare --demo: the default scenario
-			}
-		}
-	}
-	return out
 }
 
 // errChooseInput is validate's error when no input, or more than one, is

@@ -65,6 +65,24 @@ func (v listValue) Set(s string) error {
 	return nil
 }
 
+// OptionalValue lets the flag NAME be given without a value: a bare
+// --NAME or -NAME last in args, or followed by another flag (an argument
+// beginning with "-"), gets an empty value after it. Define the flag
+// with a Value (flag.Func) taking "" as "given, no value". The other
+// arguments are returned as they are.
+func OptionalValue(args []string, name string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		out = append(out, a)
+		if a == "--"+name || a == "-"+name {
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+				out = append(out, "")
+			}
+		}
+	}
+	return out
+}
+
 // FromEnv sets every flag of fs not given on the command line from the
 // environment variable prefix + its name (upper case, dashes as
 // underscores: SENTINEL_TOP_MAX_MEMORY for --max-memory). A value the

@@ -29,6 +29,30 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
+func TestOptionalValue(t *testing.T) {
+	for _, tc := range []struct {
+		args, want []string
+	}{
+		{nil, nil},
+		{[]string{"--demo"}, []string{"--demo", ""}},
+		{[]string{"-demo"}, []string{"-demo", ""}},
+		{[]string{"--demo", "--speed", "2"}, []string{"--demo", "", "--speed", "2"}},
+		{[]string{"--demo", "-speed=2"}, []string{"--demo", "", "-speed=2"}},
+		{[]string{"--demo", "herd"}, []string{"--demo", "herd"}},
+		{[]string{"--demo=herd"}, []string{"--demo=herd"}},
+		{[]string{"--speed", "2", "--demo"}, []string{"--speed", "2", "--demo", ""}},
+		{[]string{"--demo", "--demo"}, []string{"--demo", "", "--demo", ""}},
+		{[]string{"--demos", "--record", "x"}, []string{"--demos", "--record", "x"}},
+		{[]string{"---demo"}, []string{"---demo"}},
+		{[]string{"demo"}, []string{"demo"}},
+	} {
+		got := OptionalValue(tc.args, "demo")
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("OptionalValue(%q) = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
 // TestFlagsFromEnv: a flag not on the command line comes from the
 // environment, one given there is left as given, and a value the flag
 // refuses names the variable and what the flag takes.

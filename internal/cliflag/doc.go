@@ -1,5 +1,8 @@
 // Package cliflag holds the flag values and plumbing sentinel-top's
 // commands share: sizes written as 512MiB or 2GiB (Bytes), values given
-// comma-separated or by repeating the flag (List), and every flag not on
-// the command line taken from the environment (FromEnv).
+// comma-separated or by repeating the flag (List), durations that say
+// whether they were given (Duration), points in time written as RFC 3339
+// or relative to now (ParseWhen), flags whose value may be left out
+// (OptionalValue), and every flag not on the command line taken from the
+// environment (FromEnv).
 package cliflag
