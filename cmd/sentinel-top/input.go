@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 	"github.com/sentinel-top/sentinel-top/internal/cliflag"
+	"github.com/sentinel-top/sentinel-top/internal/tlsfile"
 )
 
 // inputFlags are the flags that choose and shape the input, shared by the
@@ -321,19 +321,15 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	return s, nil
 }
 
-// caConfig is the TLS of --ca: its certificates the only roots trusted;
-// nil without it (the system's roots).
+// caConfig is the TLS of --ca (tlsfile.ClientCA); a file of no certificate
+// is bad usage.
 func (f *inputFlags) caConfig() (*tls.Config, error) {
-	if f.caFile == "" {
-		return nil, nil
+	conf, err := tlsfile.ClientCA(f.caFile)
+	if errors.Is(err, tlsfile.ErrNoCertificates) {
+		return nil, usageError{fmt.Errorf("--ca %w", err)}
 	}
-	pem, err := os.ReadFile(f.caFile)
 	if err != nil {
 		return nil, fmt.Errorf("--ca: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, usagef("--ca %s: no PEM certificates in it", f.caFile)
-	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	return conf, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 	"github.com/sentinel-top/sentinel-top/internal/serveapi"
 	"github.com/sentinel-top/sentinel-top/internal/termtext"
+	"github.com/sentinel-top/sentinel-top/internal/tlsfile"
 	"github.com/sentinel-top/sentinel-top/internal/wsstream"
 )
 
@@ -79,7 +79,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	tlsConf, err := f.tlsConfig()
+	tlsConf, err := tlsfile.Server(f.certFile, f.keyFile)
+	if errors.Is(err, tlsfile.ErrHalfPair) {
+		err = errors.New("--tls-cert and --tls-key go together")
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sentinel-top serve:", err)
 		return exitUsage
@@ -107,22 +110,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	handler := serveapi.Handler(serveapi.Options{Collector: s.c, Source: s.source, Stream: stream, Token: f.serveToken, RecordError: s.recordError})
 	return serve(ctx, s, stream, ln, handler, scheme, stderr)
-}
-
-// tlsConfig is the TLS the server speaks, nil for none; its errors are the
-// user's.
-func (f *serveFlags) tlsConfig() (*tls.Config, error) {
-	if (f.certFile == "") != (f.keyFile == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	}
-	if f.certFile == "" {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // listenOn listens on --listen, adds the name it gives to the hosts
