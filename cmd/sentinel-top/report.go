@@ -98,20 +98,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // reportOptions checks the report's own flags: the renderer of --format,
 // the severity of --fail-on, and that --for goes with live input alone.
 func reportOptions(format, failOn string, live, prom bool, dur time.Duration) (render func(io.Writer, *report.Report) error, threshold triage.Severity, err error) {
-	render, ok := map[string]func(io.Writer, *report.Report) error{
-		"text": report.Text, "md": report.Markdown, "markdown": report.Markdown, "json": report.JSON,
-	}[format]
-	if !ok {
-		return nil, 0, fmt.Errorf("--format %q: want text, md or json", format)
+	if render, err = report.Renderer(format); err != nil {
+		return nil, 0, fmt.Errorf("--format %w", err)
 	}
-	switch failOn {
-	case "":
-	case "warning":
-		threshold = triage.Warning
-	case "critical":
-		threshold = triage.Critical
-	default:
-		return nil, 0, fmt.Errorf("--fail-on %q: want warning or critical", failOn)
+	if failOn != "" {
+		if threshold, err = triage.ParseSeverity(failOn); err != nil {
+			return nil, 0, fmt.Errorf("--fail-on %w", err)
+		}
 	}
 	if !live && dur > 0 && prom {
 		return nil, 0, errors.New("--for applies to live input (--targets, --demo); --prometheus reads --from to --to")

@@ -52,12 +52,10 @@ func runWhatif(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, ok := cmd.parse(args, stdout, stderr); !ok {
 		return code
 	}
-	render, ok := map[string]func(io.Writer, *report.WhatIf) error{
-		"text": report.WhatIfText, "md": report.WhatIfMarkdown, "markdown": report.WhatIfMarkdown, "json": report.WhatIfJSON,
-	}[*format]
+	render, err := report.WhatIfRenderer(*format)
 	switch {
-	case !ok:
-		cmd.failf("--format %q: want text, md or json", *format)
+	case err != nil:
+		cmd.failf("--format %v", err)
 		return exitUsage
 	case *rulesFlag == "":
 		cmd.failf("--rules FILE is required (see --help)")

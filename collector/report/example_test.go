@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/sentinel-top/sentinel-top/collector/report"
@@ -46,4 +47,33 @@ func ExampleText() {
 	//    Timeline:               ▁ CLOSED, ▄ HALF_OPEN, █ OPEN; 00:00:07.000 to 00:01:13.000 UTC, 1.65s per column
 	//        order-1\x1b[2J  CLOSED    ▁████████████▄████████████▄███████████▄█ OPEN
 	//    Advice:                 the downstream stayed down for >= 60 s: raise retryTimeoutMs from 10000 to 30000 and give each instance its own value (30000-40000 ms; Sentinel has no jitter setting: one rule per instance, or an offset its datasource's converter adds)
+}
+
+// The renderer a --format names; a name it does not know says what it
+// wants.
+func ExampleRenderer() {
+	render, err := report.Renderer("json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	render(os.Stdout, &report.Report{Source: "sawtooth-db-slow"})
+	_, err = report.WhatIfRenderer("html")
+	fmt.Println("--format", err)
+	// Output:
+	// {
+	//   "v": 1,
+	//   "source": "sawtooth-db-slow",
+	//   "from": 0,
+	//   "to": 0,
+	//   "apps": 0,
+	//   "instances": 0,
+	//   "resources": 0,
+	//   "messages": 0,
+	//   "rejected": 0,
+	//   "resourcesSeen": [],
+	//   "findings": [],
+	//   "plans": []
+	// }
+	// --format "html": want text, md or json
 }

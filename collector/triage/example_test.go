@@ -68,3 +68,18 @@ func ExampleEngine() {
 	// true
 	// false 1 2
 }
+
+// A threshold named on a command line: --fail-on critical.
+func ExampleParseSeverity() {
+	for _, s := range []string{"critical", "info"} {
+		sev, err := triage.ParseSeverity(s)
+		if err != nil {
+			fmt.Println("--fail-on", err)
+			continue
+		}
+		fmt.Println(sev, sev >= triage.Warning)
+	}
+	// Output:
+	// critical true
+	// --fail-on "info": want warning or critical
+}

@@ -3,6 +3,8 @@ package triage
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/sentinel-top/sentinel-top/collector/fleet"
@@ -77,6 +79,23 @@ func (s Severity) String() string {
 		return "info"
 	}
 }
+
+// ParseSeverity reads a severity a finding may reach that a threshold
+// names: "warning" or "critical" (the spec's names, as String writes
+// them). "info", which every finding is at least, names no threshold and
+// is refused with the rest.
+func ParseSeverity(s string) (Severity, error) {
+	switch s {
+	case "warning":
+		return Warning, nil
+	case "critical":
+		return Critical, nil
+	}
+	return Info, fmt.Errorf("%q: %w", s, ErrSeverity)
+}
+
+// ErrSeverity is ParseSeverity's error, after the text it was given.
+var ErrSeverity = errors.New("want warning or critical")
 
 // Finding is one named failure pattern for one app and resource, with the
 // instances that show it merged: the common fields, and the kind's own in
