@@ -242,17 +242,12 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	f.limits(&opts)
 	s.closers = append(s.closers, followBudget(opts.MaxMemory))
 	if f.record != "" {
-		w, err := record.Create(f.record, f.recordOver)
+		w, err := record.Start(f.record, f.recordOver, &wire.Meta{Header: wire.Header{Ts: core.NewRealClock().UnixMilli()},
+			Title: "recorded " + time.Now().UTC().Format(time.RFC3339), RecordedBy: versionString()})
 		if errors.Is(err, record.ErrExists) {
 			return nil, fmt.Errorf("--record: %w; --record-overwrite replaces it", err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("--record: %w", err)
-		}
-		meta := &wire.Meta{Header: wire.Header{Ts: core.NewRealClock().UnixMilli()},
-			Title: "recorded " + time.Now().UTC().Format(time.RFC3339), RecordedBy: versionString()}
-		if err := w.Write(meta); err != nil {
-			w.Close()
 			return nil, fmt.Errorf("--record: %w", err)
 		}
 		opts.Record = w.Writer

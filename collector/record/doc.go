@@ -11,6 +11,7 @@
 // (O_NOFOLLOW where the system has it), so a link planted where a
 // recording goes cannot make it truncate another file, and it refuses a
 // path that is already there unless told to overwrite it (ErrExists).
+// Start is Create followed by the recording's first line, its meta.
 // A Writer tells of the first write to its file that fails (a full disk,
 // a size limit) as it happens: Failed is closed and Err says why, so that
 // a recording that stopped is said at once rather than when it ends.

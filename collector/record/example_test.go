@@ -78,3 +78,34 @@ func ExampleOpen() {
 	// line 3 rejected: wire: bye instance: missing
 	// title: an incident
 }
+
+// A recording begins with its meta line: Start creates the file and
+// writes it.
+func ExampleStart() {
+	dir, err := os.MkdirTemp("", "record-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "incident.ndjson")
+
+	w, err := record.Start(path, false, &wire.Meta{Header: wire.Header{Ts: 1764460800000},
+		Title: "recorded 2025-11-30T00:00:00Z", RecordedBy: "sentinel-top 0.4.0"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Write(&wire.Bye{Header: wire.Header{Ts: 1764460860000, Instance: "gateway-3"}}); err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(string(b))
+	// Output:
+	// {"v":1,"kind":"meta","ts":1764460800000,"title":"recorded 2025-11-30T00:00:00Z","recordedBy":"sentinel-top 0.4.0"}
+	// {"v":1,"kind":"bye","ts":1764460860000,"instance":"gateway-3"}
+}

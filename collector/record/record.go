@@ -115,6 +115,21 @@ func Create(path string, overwrite bool) (*Writer, error) {
 	return w, nil
 }
 
+// Start creates a recording at path as Create does and writes meta, its
+// first line. When meta cannot be written (wire.Write's error, returned
+// as it is) the file is closed, and left where it was created.
+func Start(path string, overwrite bool, meta *wire.Meta) (*Writer, error) {
+	w, err := Create(path, overwrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(meta); err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
 // Close flushes, ends the gzip stream and closes the file; the first
 // error of the three is returned.
 func (w *Writer) Close() error {
