@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
@@ -135,12 +134,9 @@ func (f *inputFlags) replayLimits() source.ReplayOptions {
 }
 
 func (f *inputFlags) parseSpeed() (float64, error) {
-	if f.speed == "max" {
-		return 0, nil
-	}
-	x, err := strconv.ParseFloat(f.speed, 64)
-	if err != nil || x <= 0 || x > 10000 {
-		return 0, usagef("--speed %q: want a factor in (0, 10000] or max", f.speed)
+	x, err := cliflag.ParseSpeed(f.speed)
+	if err != nil {
+		return 0, usageError{fmt.Errorf("--speed %w", err)}
 	}
 	return x, nil
 }

@@ -79,3 +79,15 @@ func ExampleOptionalValue() {
 	fmt.Printf("%q %t %g\n", demo, given, *speed)
 	// Output: "" true 2
 }
+
+// A replay's speed: a factor, or max.
+func ExampleParseSpeed() {
+	for _, s := range []string{"10", "max", "0"} {
+		x, err := cliflag.ParseSpeed(s)
+		fmt.Println(x, err)
+	}
+	// Output:
+	// 10 <nil>
+	// 0 <nil>
+	// 0 "0": want a factor in (0, 10000] or max
+}

@@ -3,6 +3,7 @@ package cliflag
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -53,4 +54,17 @@ func (v durationValue) Set(s string) error {
 		*v.set = true
 	}
 	return nil
+}
+
+// ParseSpeed reads a replay's speed: a factor in (0, 10000], 1 being real
+// time, or "max", as fast as possible, which is 0.
+func ParseSpeed(s string) (float64, error) {
+	if s == "max" {
+		return 0, nil
+	}
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || x <= 0 || x > 10000 {
+		return 0, fmt.Errorf("%q: want a factor in (0, 10000] or max", s)
+	}
+	return x, nil
 }

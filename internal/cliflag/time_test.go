@@ -3,6 +3,7 @@ package cliflag
 import (
 	"flag"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,39 @@ func TestDurationUsage(t *testing.T) {
 			if b.String() != tc.want {
 				t.Errorf("default %s, Duration %t:\n%q\nwant\n%q", tc.def, own, b.String(), tc.want)
 			}
+		}
+	}
+}
+
+func TestParseSpeed(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  bool
+	}{
+		{in: "max", want: 0},
+		{in: "1", want: 1},
+		{in: "0.5", want: 0.5},
+		{in: "10", want: 10},
+		{in: "10000", want: 10000},
+		{in: "1e3", want: 1000},
+		{in: "0", err: true},
+		{in: "-2", err: true},
+		{in: "10000.5", err: true},
+		{in: "Inf", err: true},
+		{in: "", err: true},
+		{in: "Max", err: true},
+		{in: "2x", err: true},
+	} {
+		got, err := ParseSpeed(tc.in)
+		if !tc.err {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseSpeed(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		if want := strconv.Quote(tc.in) + ": want a factor in (0, 10000] or max"; err == nil || err.Error() != want || got != 0 {
+			t.Errorf("ParseSpeed(%q) = %v, %v; want the error %q", tc.in, got, err, want)
 		}
 	}
 }
