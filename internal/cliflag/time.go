@@ -63,7 +63,7 @@ func ParseSpeed(s string) (float64, error) {
 		return 0, nil
 	}
 	x, err := strconv.ParseFloat(s, 64)
-	if err != nil || x <= 0 || x > 10000 {
+	if err != nil || !(x > 0 && x <= 10000) { // NaN too
 		return 0, fmt.Errorf("%q: want a factor in (0, 10000] or max", s)
 	}
 	return x, nil

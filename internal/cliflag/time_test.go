@@ -126,6 +126,7 @@ func TestParseSpeed(t *testing.T) {
 		{in: "0", err: true},
 		{in: "-2", err: true},
 		{in: "10000.5", err: true},
+		{in: "NaN", err: true},
 		{in: "Inf", err: true},
 		{in: "", err: true},
 		{in: "Max", err: true},
