@@ -264,20 +264,16 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 			return nil
 		})
 	}
+	speed, _ := f.parseSpeed()
+	if speedOverride >= 0 {
+		speed = speedOverride
+	}
 	switch {
 	case f.prom.url != "":
-		speed, _ := f.parseSpeed()
-		if speedOverride >= 0 {
-			speed = speedOverride
-		}
 		// A report reads a range; so does a dashboard given --to. A
 		// dashboard without it follows now.
 		return f.openPrometheus(ctx, s, opts, speed, f.keepGone || f.prom.to != "")
 	case f.replay != "":
-		speed, _ := f.parseSpeed()
-		if speedOverride >= 0 {
-			speed = speedOverride
-		}
 		rp, c, name, err := openReplay(f.replay, speed, f.replayLimits(), opts)
 		if err != nil {
 			return nil, err
