@@ -11,6 +11,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/collector/triage"
+	"github.com/sentinel-top/sentinel-top/core/wire"
 )
 
 const reportUsage = `Usage: sentinel-top report (--replay FILE|NAME | --targets LIST --for DURATION | --demo [NAME] --for DURATION | --prometheus URL [--from T] [--to T]) [flags]
@@ -118,16 +119,17 @@ func reportOptions(format, failOn string, live, prom bool, dur time.Duration) (r
 	return render, threshold, nil
 }
 
+// liveBacklog is how far before a live report's watch its data may begin:
+// a new connection is sent the last 60 s of buckets an agent still holds
+// (wire-v1 "Transport", wire.BacklogMs), and a Java target's first poll
+// reads as far back.
+const liveBacklog = wire.BacklogMs * time.Millisecond
+
 // watch feeds the session's input to its end (a replay) or, given a
 // duration (live input), for that long on the collector's clock; closes
 // it; says on stderr what was rejected and accepted; and publishes the
 // snapshot the report is made of: the findings, judged once at the end of
 // the input.
-// liveBacklog is how far before a live report's watch its data may begin:
-// a new connection is sent the last 60 s of buckets an agent still holds
-// (wire-v1 "Transport"), and a Java target's first poll reads as far back.
-const liveBacklog = 60 * time.Second
-
 func watch(ctx context.Context, s *session, dur time.Duration, stderr io.Writer) (*collector.Snapshot, error) {
 	feedCtx := ctx
 	if dur > 0 {
