@@ -69,6 +69,15 @@ func Lookup(name string) (*Scenario, bool) {
 	return nil, false
 }
 
+// Names are the names Lookup knows: "demo", then the catalogue's, sorted.
+func Names() []string {
+	out := []string{"demo"}
+	for _, s := range Catalog() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
 // names returns app-1 .. app-n.
 func names(app string, n int) []string {
 	out := make([]string, n)

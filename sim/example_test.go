@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"slices"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -59,4 +60,15 @@ func ExampleRun() {
 	// at 34.5s OPEN -> HALF_OPEN
 	// at 34.5s HALF_OPEN -> CLOSED
 	// 1 hello, 120 buckets, 1 bye
+}
+
+// The scenarios --demo runs, by name.
+func ExampleNames() {
+	names := sim.Names()
+	fmt.Println(names[0], slices.Contains(names, "sawtooth-db-slow"))
+	_, ok := sim.Lookup("sawtooth-db-slow")
+	fmt.Println(ok)
+	// Output:
+	// demo true
+	// true
 }

@@ -584,3 +584,23 @@ func TestCatalog(t *testing.T) {
 		t.Error("Lookup of an unknown name")
 	}
 }
+
+// TestNames: Names are what Lookup finds, the demo's first and then the
+// catalogue's in its order, each once.
+func TestNames(t *testing.T) {
+	names := sim.Names()
+	catalog := sim.Catalog()
+	if len(names) != 1+len(catalog) || names[0] != "demo" {
+		t.Fatalf("names %q, want demo and the %d of the catalogue", names, len(catalog))
+	}
+	seen := map[string]bool{}
+	for i, name := range names {
+		if s, ok := sim.Lookup(name); !ok || s.Name != name || seen[name] {
+			t.Errorf("%q: found %t, or twice", name, ok)
+		}
+		seen[name] = true
+		if i > 0 && name != catalog[i-1].Name {
+			t.Errorf("name %d %q, the catalogue's %q", i, name, catalog[i-1].Name)
+		}
+	}
+}

@@ -17,11 +17,7 @@ func (f *inputFlags) openDemo(ctx context.Context, s *session, opts collector.Op
 	if f.demo != "" {
 		var ok bool
 		if sc, ok = sim.Lookup(f.demo); !ok {
-			var names []string
-			for _, c := range sim.Catalog() {
-				names = append(names, c.Name)
-			}
-			return nil, usagef("--demo %q: no such scenario (demo, %s)", f.demo, strings.Join(names, ", "))
+			return nil, usagef("--demo %q: no such scenario (%s)", f.demo, strings.Join(sim.Names(), ", "))
 		}
 	}
 	speed, _ := f.parseSpeed()
