@@ -1,6 +1,7 @@
 package collector_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/sentinel-top/sentinel-top/collector"
@@ -20,4 +21,23 @@ func ExampleCollector_Published() {
 	fmt.Println(c.Snapshot().Seq-seen, "new snapshot")
 	// Output:
 	// 1 new snapshot
+}
+
+// A RejectLog is an Options.OnReject that keeps the first rejects for a
+// command to print.
+func ExampleRejectLog() {
+	log := &collector.RejectLog{Max: 2}
+	c := collector.New(collector.Options{OnReject: log.Add})
+	for i := range 3 {
+		c.Reject(fmt.Sprintf("incident.ndjson:%d", i+1), errors.New("unknown type \"bucket\""))
+	}
+	kept, more := log.Rejects()
+	for _, r := range kept {
+		fmt.Printf("rejected: %s: %v\n", r.Place, r.Err)
+	}
+	fmt.Printf("... and %d more\n", more)
+	// Output:
+	// rejected: incident.ndjson:1: unknown type "bucket"
+	// rejected: incident.ndjson:2: unknown type "bucket"
+	// ... and 1 more
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 
+	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/internal/bench"
 	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
@@ -98,7 +99,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
 		return exitUsage
 	}
-	defer followBudget(cfg.MaxMemory)() // as the dashboard's collector does
+	defer collector.FollowBudget(cfg.MaxMemory)() // as the dashboard's collector does
 	if err := bench.Run(ctx, cfg, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "sentinel-top bench:", err)
 		return exitRuntime

@@ -105,15 +105,6 @@ func (f *promFlags) options(ca *tls.Config, lim wire.Limits) (source.PromOptions
 	return o, nil
 }
 
-// coarse sets the collector options a Prometheus input needs: its
-// resolution (the kinds it cannot judge), and rates and liveness measured
-// over steps rather than seconds.
-func (f *promFlags) coarse(opts *collector.Options) {
-	opts.Resolution = f.step
-	opts.RateWindow = max(collector.DefaultRateWindow, 2*f.step)
-	opts.StaleAfter = max(collector.DefaultStaleAfter, 3*f.step+5*time.Second)
-}
-
 // openPrometheus opens the --prometheus input: a range read at once and
 // replayed (a report, or a dashboard given --to), or the live fleet.
 func (f *inputFlags) openPrometheus(ctx context.Context, s *session, opts collector.Options, speed float64, ranged bool) (*session, error) {
@@ -134,7 +125,7 @@ func (f *inputFlags) openPrometheus(ctx context.Context, s *session, opts collec
 	}
 	s.prom = p
 	s.closers = append(s.closers, func() error { p.Close(); return nil })
-	f.prom.coarse(&opts)
+	opts.Coarse(f.prom.step)
 	if ranged {
 		if f.record != "" {
 			return nil, usagef("--record goes with live input, not a --prometheus range")

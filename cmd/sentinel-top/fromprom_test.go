@@ -279,9 +279,7 @@ func TestPrometheusSourceReadsSentinelGolang(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				snap := s.c.Snapshot()
-				s.mu.Lock()
-				rejects := slices.Clone(s.rejectLog)
-				s.mu.Unlock()
+				rejects, _ := s.rejects.Rejects()
 				t.Fatalf("not on the screen after 20 s; rows %+v, source %+v, rejects %q", snap.Rows, s.prom.Stats(), rejects)
 			}
 			time.Sleep(50 * time.Millisecond)

@@ -6,14 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/sentinel-top/sentinel-top/collector"
 	"github.com/sentinel-top/sentinel-top/collector/record"
-	"github.com/sentinel-top/sentinel-top/collector/report"
 	"github.com/sentinel-top/sentinel-top/collector/source"
 	"github.com/sentinel-top/sentinel-top/core"
 	"github.com/sentinel-top/sentinel-top/core/wire"
@@ -159,22 +155,8 @@ type session struct {
 	// promTo its range when one was read.
 	prom             *source.Prometheus
 	promFrom, promTo time.Time
-	// rejects collects the first rejected messages, for stderr.
-	mu         sync.Mutex
-	rejectLog  []string
-	rejectMore int
-}
-
-const maxRejectLog = 20
-
-func (s *session) onReject(place string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.rejectLog) < maxRejectLog {
-		s.rejectLog = append(s.rejectLog, report.Sanitize(place+": "+err.Error()))
-	} else {
-		s.rejectMore++
-	}
+	// rejects are the first rejected messages, for stderr.
+	rejects collector.RejectLog
 }
 
 // recordFailed is closed when a write to the --record file fails; without
@@ -210,19 +192,6 @@ func (s *session) close() error {
 	return errors.Join(errs...)
 }
 
-// followBudget sets the Go runtime's soft memory limit to 7/8 of the
-// collector's memory budget, unless GOMEMLIMIT sets it: the budget bounds
-// the live data peers make the collector keep, and without the limit the
-// collector's garbage could double the process's size. The closer it
-// returns puts the limit back.
-func followBudget(budget int64) func() error {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() error { return nil }
-	}
-	prev := debug.SetMemoryLimit(budget / 8 * 7)
-	return func() error { debug.SetMemoryLimit(prev); return nil }
-}
-
 // open builds the session for the flags. speedOverride, when >= 0, replaces
 // --speed (the report replays as fast as possible).
 func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session, error) {
@@ -230,13 +199,14 @@ func (f *inputFlags) open(ctx context.Context, speedOverride float64) (*session,
 	opts := collector.Options{
 		Retention: f.retention,
 		KeepGone:  f.keepGone,
-		OnReject:  s.onReject,
+		OnReject:  s.rejects.Add,
 	}
 	if f.keepGone {
 		opts.PlanEvery = -1 // reported at its end: the plans of the whole input
 	}
 	f.limits(&opts)
-	s.closers = append(s.closers, followBudget(opts.MaxMemory))
+	restore := collector.FollowBudget(opts.MaxMemory)
+	s.closers = append(s.closers, func() error { restore(); return nil })
 	if f.record != "" {
 		w, err := record.Start(f.record, f.recordOver, &wire.Meta{Header: wire.Header{Ts: core.NewRealClock().UnixMilli()},
 			Title: "recorded " + time.Now().UTC().Format(time.RFC3339), RecordedBy: versionString()})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -162,26 +161,4 @@ func TestLimitRateFollowsTheDemoSpeed(t *testing.T) {
 	if got := s.dial.MaxMessageRate; got != 5000 {
 		t.Fatalf("rate %v at --speed 50, want 50 x 100", got)
 	}
-}
-
-// The runtime's soft memory limit follows the collector's budget (7/8 of
-// it), is put back when the session ends, and is left to GOMEMLIMIT when
-// that is set.
-func TestFollowBudget(t *testing.T) {
-	before := debug.SetMemoryLimit(-1)
-	t.Setenv("GOMEMLIMIT", "")
-	restore := followBudget(1 << 30)
-	if got := debug.SetMemoryLimit(-1); got != 1<<30/8*7 {
-		t.Errorf("limit %d under a 1 GiB budget, want %d", got, 1<<30/8*7)
-	}
-	restore()
-	if got := debug.SetMemoryLimit(-1); got != before {
-		t.Errorf("limit %d after, want %d back", got, before)
-	}
-	t.Setenv("GOMEMLIMIT", "4GiB")
-	restore = followBudget(1 << 30)
-	if got := debug.SetMemoryLimit(-1); got != before {
-		t.Errorf("limit %d with GOMEMLIMIT set, want %d untouched", got, before)
-	}
-	restore()
 }

@@ -171,11 +171,12 @@ func watch(ctx context.Context, s *session, dur time.Duration, stderr io.Writer)
 		return nil, err
 	}
 	messages, rejected, dups := s.c.Counters()
-	for _, line := range s.rejectLog {
-		fmt.Fprintln(stderr, "rejected:", line)
+	kept, more := s.rejects.Rejects()
+	for _, r := range kept {
+		fmt.Fprintln(stderr, "rejected:", report.Sanitize(r.Place+": "+r.Err.Error()))
 	}
-	if s.rejectMore > 0 {
-		fmt.Fprintf(stderr, "rejected: ... and %d more\n", s.rejectMore)
+	if more > 0 {
+		fmt.Fprintf(stderr, "rejected: ... and %d more\n", more)
 	}
 	fmt.Fprintf(stderr, "%d messages accepted, %d rejected, %d duplicates dropped, in %s\n",
 		messages, rejected, dups, time.Since(began).Round(time.Millisecond))
