@@ -112,7 +112,7 @@ func FromEnv(fs *flag.FlagSet, prefix string) error {
 // ("" when its own error says so).
 func valueFormat(fl *flag.Flag) string {
 	switch fmt.Sprintf("%T", fl.Value) {
-	case "*flag.durationValue":
+	case "*flag.durationValue", "cliflag.durationValue":
 		return "a duration such as 90s, 5m or 1h30m"
 	case "*flag.intValue", "*flag.int64Value", "*flag.uintValue", "*flag.uint64Value":
 		return "a whole number"

@@ -64,6 +64,8 @@ func TestFlagsFromEnv(t *testing.T) {
 		var hosts []string
 		fs.Var(Bytes(&size), "max-memory", "")
 		d := fs.Duration("retention", time.Hour, "")
+		step := time.Second
+		fs.Var(Duration(&step, nil), "step", "")
 		fs.Var(List(&hosts), "allow-host", "")
 		return fs, &size, d, &hosts
 	}
@@ -82,19 +84,21 @@ func TestFlagsFromEnv(t *testing.T) {
 	}
 	for env, want := range map[string]string{
 		"X_RETENTION":  `X_RETENTION="ninety": `,
+		"X_STEP":       `X_STEP="ninety": `,
 		"X_MAX_MEMORY": `X_MAX_MEMORY="a lot": want a positive size such as 512MiB or 2GiB`,
 	} {
-		t.Setenv(env, map[string]string{"X_RETENTION": "ninety", "X_MAX_MEMORY": "a lot"}[env])
+		t.Setenv(env, map[string]string{"X_RETENTION": "ninety", "X_STEP": "ninety", "X_MAX_MEMORY": "a lot"}[env])
 		fs, _, _, _ := newFS()
 		fs.Parse(nil)
 		err := FromEnv(fs, "X_")
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: %v, want %q...", env, err, want)
 		}
-		if env == "X_RETENTION" && (err == nil || !strings.HasSuffix(err.Error(), "want a duration such as 90s, 5m or 1h30m, as --retention takes")) {
-			t.Errorf("%s: %v does not say what --retention takes", env, err)
+		if flag, ok := map[string]string{"X_RETENTION": "retention", "X_STEP": "step"}[env]; ok &&
+			(err == nil || !strings.HasSuffix(err.Error(), "want a duration such as 90s, 5m or 1h30m, as --"+flag+" takes")) {
+			t.Errorf("%s: %v does not say what --%s takes", env, err, flag)
 		}
-		t.Setenv(env, map[string]string{"X_RETENTION": "90s", "X_MAX_MEMORY": "2GiB"}[env])
+		t.Setenv(env, map[string]string{"X_RETENTION": "90s", "X_STEP": "2s", "X_MAX_MEMORY": "2GiB"}[env])
 	}
 }
 
