@@ -92,6 +92,15 @@ type Options struct {
 	WallClock core.Clock
 }
 
+// Coarse sets the options an input of time resolution step needs (the
+// Prometheus source's step): its Resolution (the kinds it cannot judge),
+// and rates and liveness measured over steps rather than seconds.
+func (o *Options) Coarse(step time.Duration) {
+	o.Resolution = step
+	o.RateWindow = max(DefaultRateWindow, 2*step)
+	o.StaleAfter = max(DefaultStaleAfter, 3*step+5*time.Second)
+}
+
 func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = core.NewRealClock()

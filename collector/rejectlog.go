@@ -1,34 +1,6 @@
 package collector
 
-import (
-	"os"
-	"runtime/debug"
-	"sync"
-	"time"
-)
-
-// FollowBudget sets the Go runtime's soft memory limit to 7/8 of a
-// collector's memory budget (Options.MaxMemory), unless GOMEMLIMIT sets
-// it, and returns what puts the limit back. The budget bounds the live
-// data peers make the collector keep; without the limit, the collector's
-// garbage could double the process's size. The limit is the process's:
-// a command calls it once, for the collector it runs.
-func FollowBudget(budget int64) (restore func()) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(budget / 8 * 7)
-	return func() { debug.SetMemoryLimit(prev) }
-}
-
-// Coarse sets the options an input of time resolution step needs (the
-// Prometheus source's step): its Resolution (the kinds it cannot judge),
-// and rates and liveness measured over steps rather than seconds.
-func (o *Options) Coarse(step time.Duration) {
-	o.Resolution = step
-	o.RateWindow = max(DefaultRateWindow, 2*step)
-	o.StaleAfter = max(DefaultStaleAfter, 3*step+5*time.Second)
-}
+import "sync"
 
 // Rejected is a message an input rejected: where it was (file:line or
 // target) and why.
