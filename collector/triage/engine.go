@@ -195,6 +195,10 @@ type appRes struct {
 	low    lowConf
 	drift  drift
 	mis    misaligned
+
+	// log is the traffic of its series, every instance's, for replays
+	// (tracelog.go).
+	log resLog
 }
 
 type resState struct {
@@ -210,9 +214,6 @@ type resState struct {
 	names     []string // names(members)
 	membersAt [3]int
 	finding   sharedFinding
-	// log is the traffic of its series, every instance's, for replays
-	// (tracelog.go).
-	log resLog
 }
 
 // New returns an engine; see Config for the zero value.
@@ -354,7 +355,7 @@ func (e *Engine) seriesFor(in *instState, resource string, ts int64) *series {
 		r = &resState{name: ar.resource, apps: map[string]struct{}{}}
 		e.res[r.name] = r
 	}
-	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rulesOf(resource)}
+	s := &series{inst: in, resource: ar.resource, ar: ar, res: r, rr: in.rulesOf(resource), log: &ar.log}
 	s.slowBound = slowBoundOf(s.rr)
 	s.ratio = hasRatioBreaker(s.rr)
 	s.javaRatio = hasJavaRatioBreaker(s.rr)

@@ -237,7 +237,7 @@ func currentFor(in *instState, proposed *core.BreakerRule) (core.BreakerRule, bo
 }
 
 // tracesOfResource is the trace of each instance's series of resource,
-// its resource's log read once.
+// each of its apps' logs read once.
 func tracesOfResource(insts []*instState, resource string) []whatif.Trace {
 	ss := make([]*series, len(insts))
 	for i, in := range insts {

@@ -57,9 +57,12 @@ type series struct {
 
 	advice seriesAdvice // rule advice's last judgment (advicecache.go)
 
-	// logIdx names the series' records in its resource's traffic log
-	// (tracelog.go), 0 before the first; logSeq is the chunk that record
-	// went to.
+	// log is the traffic log its records go to (tracelog.go): its app's
+	// for the resource when the series began, kept if the instance moves
+	// to another app, so that its records stay where its index names
+	// them. logIdx names them there, 0 before the first; logSeq is the
+	// chunk that record went to.
+	log    *resLog
 	logIdx uint32
 	logSeq int64
 

@@ -12,12 +12,15 @@ import (
 // The traffic of every series, kept for the what-if replay of plans
 // (plan.go): each bucket the series took, the spells during which a
 // breaker of it was not CLOSED, and the process's restarts, varint-encoded
-// in chunks. A resource's series, one per instance, write their records
-// one after another into the resource's log (resLog), each record naming
-// its series by an index: the records of one message's items go to a few
-// logs whose ends are in the caches, where a log per series would write
-// each to a line of its own, missed at every bucket. A replay reads the
-// resource's log once for all the series it wants. Every chunk of the
+// in chunks. An app's series of a resource, one per instance, write their
+// records one after another into the app's log of the resource (resLog,
+// in appRes), each record naming its series by an index: the records of
+// one message's items go to a few logs whose ends are in the caches,
+// where a log per series would write each to a line of its own, missed at
+// every bucket. A replay reads the log once for all the series it wants,
+// stepping over the others' records: a log per app, not one per resource
+// name that the fleet's apps share, so that a plan of one app's rule
+// reads its app's traffic and not every app's. Every chunk of the
 // engine is charged to one budget (Config.TraceBytes); when it is spent,
 // the oldest chunk of the engine is dropped, so the longest-quiet history
 // goes first and a replay covers less of the input (Trace says from
@@ -44,7 +47,7 @@ const (
 	recHead = 1 + binary.MaxVarintLen32 + binary.MaxVarintLen64 + 2
 )
 
-// traceChunk is a part of one resource's log; base is the time its
+// traceChunk is a part of one log; base is the time its
 // deltas start from, seq the engine's count of chunks begun before it. The
 // log's last chunk is written through the log's tail, and its b is brought
 // up to date (sync) before it is read.
@@ -55,7 +58,7 @@ type traceChunk struct {
 	b    []byte
 }
 
-// resLog is the kept traffic of one resource's series.
+// resLog is the kept traffic of one app's series of one resource.
 type resLog struct {
 	chunks []*traceChunk
 	// tail is the last chunk's bytes, appended to here.
@@ -84,7 +87,7 @@ func (s *series) logTrimmed() bool {
 	if s.logIdx == 0 {
 		return false
 	}
-	l := &s.res.log
+	l := s.log
 	return len(l.chunks) == 0 || l.chunks[0].seq > s.logSeq
 }
 
@@ -147,7 +150,7 @@ func (e *Engine) traceRecord(s *series, tag byte, at int64, vals ...int64) {
 	for _, v := range vals {
 		b = binary.AppendUvarint(b, uint64(max(v, 0)))
 	}
-	s.res.log.done(b, body)
+	s.log.done(b, body)
 }
 
 // done ends the record whose body began at body in b, the log's tail
@@ -165,7 +168,7 @@ func (l *resLog) done(b []byte, body int) {
 // body to, then end (resLog.done); false when the budget has no room or
 // the log is off.
 func (e *Engine) traceHead(s *series, tag byte, at int64, body int) ([]byte, bool) {
-	l := &s.res.log
+	l := s.log
 	if !e.traceRoom(l, at, recHead+body) {
 		return nil, false
 	}
@@ -242,7 +245,7 @@ func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 		out = binary.AppendUvarint(out, uint64(len(v)))
 		out = append(out, v...)
 	}
-	s.res.log.done(out, at)
+	s.log.done(out, at)
 }
 
 // evict drops the engine's oldest chunk, the oldest of its resource's.
@@ -382,8 +385,7 @@ func (s *series) paramTrace(param int64, value string) (tr whatif.ParamTrace, fr
 	return d[0].paramTrace(value), d[0].from
 }
 
-// paramTracesOf is paramTrace of each of ss, each resource's log read
-// once.
+// paramTracesOf is paramTrace of each of ss, each log read once.
 func paramTracesOf(ss []*series, param int64, value string) []whatif.ParamTrace {
 	d := decodeLogs(ss, &hotKey{param, value})
 	out := make([]whatif.ParamTrace, len(d))
@@ -399,7 +401,7 @@ func (d *logDecode) paramTrace(value string) whatif.ParamTrace {
 }
 
 // tracesOf decodes the records of each of ss (a rule's instances' series of
-// its resource), reading each resource's log once: their traces, and
+// its resource), reading each log once: their traces, and
 // from, the earliest time each covers.
 func tracesOf(ss []*series) (trs []whatif.Trace, from []int64) {
 	d := decodeLogs(ss, nil)
@@ -410,7 +412,7 @@ func tracesOf(ss []*series) (trs []whatif.Trace, from []int64) {
 	return trs, from
 }
 
-// logDecode is one series' records, as its resource's log is read.
+// logDecode is one series' records, as its log is read.
 type logDecode struct {
 	tr        whatif.Trace
 	hot       []whatif.ParamBucket // with a hotKey: its entries
@@ -423,14 +425,14 @@ type logDecode struct {
 
 // decodeLogs decodes the records of each of ss: its buckets, spells and
 // restarts, and with want that value's entries of the buckets that
-// listed hot values. Each resource's log is read once.
+// listed hot values. Each log is read once.
 func decodeLogs(ss []*series, want *hotKey) []logDecode {
 	out := make([]logDecode, len(ss))
 	byLog := map[*resLog][]int{}
 	for i, s := range ss {
 		out[i] = logDecode{tr: whatif.Trace{Instance: s.inst.id.Name}, spellFrom: -1, trimmed: s.logTrimmed()}
 		if s.logIdx != 0 {
-			byLog[&s.res.log] = append(byLog[&s.res.log], i)
+			byLog[s.log] = append(byLog[s.log], i)
 		}
 	}
 	for l, idx := range byLog {
@@ -607,10 +609,10 @@ func (d *logDecode) take(tag byte, t int64, body []byte, want *hotKey) {
 // ForgetTraffic forgets the traffic kept of the processes gone before
 // cutoff (the store forgot them: they left longer ago than its
 // retention), the earlier processes of a name among them: their plans can
-// no longer be replayed. Their records stay in their resources' logs,
-// read by no one, until the budget drops the chunks they are in (the
-// oldest first, as they are); a resource's log whose every series is
-// forgotten goes at once, its bytes back to the budget.
+// no longer be replayed. Their records stay in their logs, read by no
+// one, until the budget drops the chunks they are in (the oldest first,
+// as they are); a log whose every series is forgotten goes at once, its
+// bytes back to the budget.
 func (e *Engine) ForgetTraffic(cutoff int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -623,7 +625,7 @@ func (e *Engine) ForgetTraffic(cutoff int64) {
 				continue
 			}
 			s.logIdx, s.logForgot = 0, true
-			l := &s.res.log
+			l := s.log
 			if l.live--; l.live == 0 {
 				e.traces.drop(l)
 			}

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -127,7 +128,7 @@ func TestTrafficLogDecodesWhatItTook(t *testing.T) {
 	}
 }
 
-// A resource's series share its log, each record naming its series: each
+// An app's series of a resource share its log, each record naming its series: each
 // decodes its own buckets and spells, in order, alone or read together,
 // whatever the budget dropped; a series whose first record came after
 // the chunks dropped says it was not trimmed. Once every series of the
@@ -250,6 +251,104 @@ func BenchmarkTrafficLogRead(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)*120), "ns/bucket")
 	})
+}
+
+// Each app keeps its own log of a resource that other apps' instances
+// report under the same name: a series decodes its own buckets, in order,
+// from its app's log, which holds only that app's records (a plan of the
+// app's rule reads none of the other's); an instance whose buckets came
+// before its hello moved it into its app keeps the records it wrote, and
+// writes on where they are; and once every series of one app is
+// forgotten, its log's bytes go back to the budget while the other's
+// traces are as before.
+func TestTrafficLogOneAnApp(t *testing.T) {
+	e := NewFeeder(Config{TraceBytes: 64 << 20})
+	order := appFleet(e, "order", 2, t0, "v1", slowRule("db"))
+	pay := appFleet(e, "pay", 2, t0, "v1", slowRule("db"))
+	const n = 200
+	pass := func(k, i int) int64 { return int64(1000*(k+1) + i) }
+	all := append(append([]string{"order-late"}, order...), pay...)
+	for i := range n {
+		if i == n/2 {
+			e.Hello("order-late", "order", t0+int64(i)*500, t0-1000)
+		}
+		for k, in := range all {
+			b := bucketAt("db", t0+int64(i+1)*500, hist(int64(10+i%7), 1), int64(i))
+			b.Pass = pass(k, i)
+			e.Bucket(in, b)
+		}
+	}
+	series := func(in string) *series { return e.inst(in).series["db"] }
+	for k, in := range all {
+		tr, _ := series(in).trace()
+		if len(tr.Buckets) != n {
+			t.Fatalf("%s: %d buckets decoded, want %d", in, len(tr.Buckets), n)
+		}
+		for i, b := range tr.Buckets {
+			if b.Start != t0+int64(i+1)*500 || b.Pass != pass(k, i) {
+				t.Fatalf("%s: bucket %d decoded start %d pass %d, want %d and %d", in, i, b.Start, b.Pass, t0+int64(i+1)*500, pass(k, i))
+			}
+		}
+	}
+	ol, pl := series(order[0]).log, series(pay[0]).log
+	if ol == pl || series(order[1]).log != ol || series(pay[1]).log != pl {
+		t.Fatal("the apps' series of db do not each share their app's log")
+	}
+	if pl.series != 2 {
+		t.Fatalf("pay's log names %d series, want its 2", pl.series)
+	}
+	if late := series("order-late"); late.log == ol || late.log == pl || late.ar != arOf(e, "order", "db") {
+		t.Fatalf("the instance moved into order: log %p (order's %p, pay's %p)", late.log, ol, pl)
+	}
+	before, _ := series(order[0]).trace()
+	used := e.TraceBytes()
+	var payBytes int64
+	for _, c := range pl.chunks {
+		payBytes += int64(cap(c.b))
+	}
+	for _, in := range pay {
+		e.Bye(in, t0+int64(n+2)*500)
+	}
+	e.ForgetTraffic(t0 + int64(n+4)*500)
+	if got := e.TraceBytes(); got != used-payBytes || payBytes == 0 {
+		t.Fatalf("pay forgotten: %d bytes held, want %d less %d (its log)", got, used, payBytes)
+	}
+	if after, _ := series(order[0]).trace(); !reflect.DeepEqual(after, before) {
+		t.Fatal("order's trace changed when pay's log went")
+	}
+}
+
+// arOf is the engine's state of resource within app.
+func arOf(e *Feeder, app, resource string) *appRes { return e.ars[arKey{app, resource}] }
+
+// Reading one app's series of a resource that ten apps of 200 instances
+// each report under the same name, 2 minutes of 500 ms buckets: a plan of
+// one app's rule (bench's fleet: 2,000 targets in 10 apps, 20 resource
+// names shared). What it costs grows with the app's traffic, not the
+// fleet's.
+func BenchmarkTrafficLogReadOneApp(b *testing.B) {
+	e := NewFeeder(Config{TraceBytes: 256 << 20})
+	var apps [][]string
+	for a := range 10 {
+		apps = append(apps, appFleet(e, fmt.Sprintf("app-%d", a), 200, t0, "v1", slowRule("db")))
+	}
+	for i := range 240 {
+		for _, insts := range apps {
+			for _, in := range insts {
+				e.Bucket(in, bucketAt("db", t0+int64(i+1)*500, hist(int64(10+i%7), 1), int64(i)))
+			}
+		}
+	}
+	ss := make([]*series, len(apps[3]))
+	for k, in := range apps[3] {
+		ss[k] = e.inst(in).series["db"]
+	}
+	for b.Loop() {
+		if trs, _ := tracesOf(ss); len(trs[7].Buckets) != 240 {
+			b.Fatal(len(trs[7].Buckets))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ss)*240), "ns/bucket")
 }
 
 // Every value of a bucket comes back from the traffic log as it was taken
