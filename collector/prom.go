@@ -66,7 +66,7 @@ var (
 	promUnreceived = counterFamily("sentinel_top_data_unreceived_seconds_total",
 		"Sender time whose buckets never reached the collector: instances out of reach for longer than a reconnect brings back.")
 	promMemory = gaugeFamily("sentinel_top_memory_bytes",
-		"The memory budget: what peers made the collector keep (an estimate; of it, the names their frames carried), what the sources hold while they read, and the most the process may take.", "of")
+		"The memory budget: what peers made the collector keep (an estimate; of it, the names their frames carried and the traffic kept to replay plans), what the sources hold while they read, and the most the process may take.", "of")
 	promTargetMemory = gaugeFamily("sentinel_top_target_memory_bytes",
 		"What each dialed target made the collector keep, of the memory budget (an estimate), and its share: the most it may.", "target", "of")
 	promTargetRefused = counterFamily("sentinel_top_target_memory_refused_total",
@@ -217,6 +217,7 @@ func emitMetrics(snap *Snapshot, sink promSink) {
 	sink.sample(promMemory, float64(snap.MemoryUsed), l("used"))
 	sink.sample(promMemory, float64(snap.MemoryBudget), l("budget"))
 	sink.sample(promMemory, float64(snap.MemoryNames), l("names"))
+	sink.sample(promMemory, float64(snap.MemoryTraffic), l("traffic"))
 	sink.sample(promMemory, float64(snap.MemoryHeld), l("held"))
 	for _, sh := range snap.MemoryShares {
 		sink.sample(promTargetMemory, float64(sh.Used), l(sh.Target, "used"))

@@ -30,7 +30,7 @@ func (c *Collector) Publish() *Snapshot {
 	s := &Snapshot{At: now, Seq: c.seq, Mode: c.opts.Mode, Source: c.opts.Source,
 		Messages: c.messages, Rejected: c.rejected, Dropped: c.dropped, Findings: findings, Plans: plans, Seen: seen,
 		MemoryUsed: c.memUsed, MemoryBudget: c.opts.MaxMemory, MemoryNames: c.namesHeld,
-		MemoryHeld: c.transient.Load(), MemoryShares: c.memoryShares()}
+		MemoryTraffic: c.traceHeld, MemoryTrafficBound: max(c.opts.Triage.TraceBytes, 0), MemoryHeld: c.transient.Load(), MemoryShares: c.memoryShares()}
 	if c.replay.Active {
 		s.Replay = c.replay
 		s.Replay.Pos = now

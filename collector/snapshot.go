@@ -82,6 +82,12 @@ type Snapshot struct {
 	// MemoryNames is the part of MemoryUsed the names the connections
 	// decoded take (the shared pool's and the decoders' own, each bounded).
 	MemoryNames int64
+	// MemoryTraffic is the part of MemoryUsed the traffic kept for
+	// replaying plans holds, of its bound MemoryTrafficBound
+	// (Options.Triage.TraceBytes; 0 when none is kept): it grows with the
+	// input until it reaches the bound, and turns over from then on, the
+	// oldest first.
+	MemoryTraffic, MemoryTrafficBound int64
 	// MemoryHeld is what the sources hold while they read (frames being
 	// decoded, rules answers being parsed), beside MemoryUsed.
 	MemoryHeld int64

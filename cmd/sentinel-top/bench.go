@@ -12,7 +12,7 @@ import (
 	"github.com/sentinel-top/sentinel-top/internal/cliflag"
 )
 
-const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--per-process P] [--agents-nice K] [--floor] [--with-prometheus]
+const benchUsage = `Usage: sentinel-top bench [--agents N] [--resources R] [--rate CALLS] [--duration D] [--after D] [--per-process P] [--agents-nice K] [--floor] [--with-prometheus]
 
 Measures the collector at fleet scale on this machine. N agents, each with R
 resources called CALLS times a second, serve their streams on loopback from
@@ -23,15 +23,19 @@ collector's CPU (this process's, per item too, and the kernel's share of
 it) and memory (with the kernel's transparent huge page mode and how much
 of the process was in huge pages: on the machine of docs/BENCHMARKS.md,
 runs at "always" used about a tenth less CPU an item than at "madvise"),
-the agents' CPU, the time from a breaker transition at an
-agent to the first snapshot showing it (p50, p99), reconnects and their
-causes, and checks that every call was counted.
+the agents' CPU, the time from a breaker transition at an agent to the
+first snapshot showing it (p50, p99), reconnects and their causes, and
+checks that every call was counted.
 
 Once the agents have stopped, it times encoding/json and the collector's
 own decoder on the messages an agent of the fleet sends, in this process:
 a reference for the machine, since the same code measured 2.3 to 3.5
 times apart per item on two machines of the same kind. The collector's µs per item
 is also printed as a multiple of encoding/json's decoding alone.
+
+With --after, the window begins that long after the fleet settled: the
+traffic kept to replay plans fills for minutes at a fleet's scale, and
+the heap and the plans' replays grow with it (printed under memory).
 
 With --floor, the collector's store takes no buckets: its sources read,
 frame and decode every stream as usual and only count what they decoded,
@@ -75,6 +79,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.Resources, "resources", cfg.Resources, "resources per agent")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "calls a second per resource (errors: one in ten); at 2 or more every 500 ms bucket gets calls")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to measure")
+	fs.DurationVar(&cfg.After, "after", cfg.After, "begin measuring this long after every series is seen and the collector caught up (0 to 1h)")
 	fs.Var(cliflag.Bytes(&cfg.MaxMemory), "max-memory", "most memory the collector's process may take, as the dashboard's --max-memory: three quarters of it for what the agents make it keep, and the Go runtime's memory limit at 7/8 of it (default 2GiB: 200,000 series need about 1GiB); what does not fit is counted, and its calls missing")
 	fs.IntVar(&cfg.PerProcess, "per-process", cfg.PerProcess, "agents per child process (2 open files each)")
 	fs.IntVar(&cfg.AgentsNice, "agents-nice", cfg.AgentsNice, "run the agents' processes at this niceness (1 to 19, through nice(1)), so that on a machine too small for both the collector is not starved by the load it measures")

@@ -88,6 +88,8 @@ func TestBenchUsage(t *testing.T) {
 		{"--rate", "-1"},
 		{"--max-memory", "lots"},
 		{"--duration", "10ms"},
+		{"--after", "-1s"},
+		{"--after", "2h"},
 		{"--agents-nice", "20"},
 		{"--agents-nice", "-1"},
 		{"extra"},

@@ -32,6 +32,13 @@ type Config struct {
 	// Duration is how long the window measured lasts: at least 1s
 	// (default 20s).
 	Duration time.Duration
+	// After is how long the window begins after the fleet settled (every
+	// series seen, the collector caught up): 0 to an hour (default 0). The
+	// collector's traffic log for plans fills for minutes at a fleet's
+	// scale (Snapshot.MemoryTraffic), and what it holds and what replaying
+	// plans on it costs grow meanwhile: a window once it is full measures
+	// the collector as it runs from then on.
+	After time.Duration
 	// PerProcess is how many agents one child process serves: 1 to 5000
 	// (default 2500).
 	PerProcess int
@@ -84,6 +91,8 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("--rate %v: want (0, %d] calls a second", cfg.Rate, maxRate)
 	case cfg.Duration < time.Second:
 		return fmt.Errorf("--duration %v: want at least 1s", cfg.Duration)
+	case cfg.After < 0 || cfg.After > time.Hour:
+		return fmt.Errorf("--after %v: want 0 to 1h", cfg.After)
 	case cfg.PerProcess < 1 || cfg.PerProcess > 5000:
 		return fmt.Errorf("--per-process %d: want 1 to 5000", cfg.PerProcess)
 	case cfg.AgentsNice < 0 || cfg.AgentsNice > 19:
@@ -123,8 +132,12 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	}
 	r := &runner{cfg: cfg, progress: progress, resources: resourceNames(cfg.Resources), made: make([][]int64, cfg.Agents),
 		res: &result{cfg: cfg, filesLimit: limit, lat: newLatency(), processes: (cfg.Agents + cfg.PerProcess - 1) / cfg.PerProcess}}
-	fmt.Fprintf(w, "sentinel-top bench: %d agents x %d resources, %g calls/s per resource (%s calls/s), measuring %v\n",
-		cfg.Agents, cfg.Resources, cfg.Rate, thousands(int64(float64(cfg.Agents*cfg.Resources)*cfg.Rate)), cfg.Duration)
+	after := ""
+	if cfg.After > 0 {
+		after = fmt.Sprintf(", %v after the fleet settled", cfg.After)
+	}
+	fmt.Fprintf(w, "sentinel-top bench: %d agents x %d resources, %g calls/s per resource (%s calls/s), measuring %v%s\n",
+		cfg.Agents, cfg.Resources, cfg.Rate, thousands(int64(float64(cfg.Agents*cfg.Resources)*cfg.Rate)), cfg.Duration, after)
 
 	childCtx, killChildren := context.WithCancel(ctx)
 	defer killChildren()
@@ -311,7 +324,30 @@ func (r *runner) startCalls(ctx context.Context) error {
 	if r.floor != nil {
 		seen = 0 // no store holds them: only the items read are waited for
 	}
-	return settle(ctx, r.kids, r.c, seen, int64(series), r.progress)
+	if err := settle(ctx, r.kids, r.c, seen, int64(series), r.progress); err != nil {
+		return err
+	}
+	return r.wait(ctx)
+}
+
+// wait lets the fleet run for cfg.After before the window, checking on the
+// agents' processes every second.
+func (r *runner) wait(ctx context.Context) error {
+	if r.cfg.After <= 0 {
+		return nil
+	}
+	r.progress.say("settled; measuring in %v", r.cfg.After)
+	until := time.Now().Add(r.cfg.After)
+	for time.Now().Before(until) {
+		if err := sleepCtx(ctx, min(time.Second, time.Until(until))); err != nil {
+			return err
+		}
+		if err := r.kids.failed(); err != nil {
+			return err
+		}
+		r.progress.waiting("measuring in %v", time.Until(until).Round(time.Second))
+	}
+	return nil
 }
 
 // measure runs the measured window, and fills in what it measured. The
@@ -326,6 +362,7 @@ func (r *runner) measure(ctx context.Context) error {
 		return err
 	}
 	m0, b0, i0 := targetTotals(r.c)
+	res.traffic[0] = trafficKept(r.c.Snapshot())
 	p0 := sampleProc()
 	var q0 procSample
 	if r.prom != nil {
@@ -359,6 +396,7 @@ func (r *runner) measure(ctx context.Context) error {
 		}
 	}
 	m1, b1, i1 := targetTotals(r.c)
+	res.traffic[1] = trafficKept(r.c.Snapshot())
 	if err := writeAllocs(r.cfg.MemProfile, ""); err != nil {
 		return err
 	}

@@ -84,6 +84,7 @@ func TestBenchSmallFleet(t *testing.T) {
 	allocs := filepath.Join(t.TempDir(), "allocs.prof")
 	cfg := DefaultConfig()
 	cfg.Agents, cfg.Resources, cfg.Rate, cfg.Duration, cfg.PerProcess, cfg.MemProfile = 4, 3, 50, 3*time.Second, 2, allocs
+	cfg.After = time.Second
 	out, errOut, err := runBench(t, cfg)
 	if err != nil {
 		t.Fatalf("%v: %s\n%s", err, errOut, out)
@@ -95,7 +96,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		}
 	}
 	matchLines(t, out,
-		`(?m)^sentinel-top bench: 4 agents x 3 resources, 50 calls/s per resource \(600 calls/s\), measuring 3s$`,
+		`(?m)^sentinel-top bench: 4 agents x 3 resources, 50 calls/s per resource \(600 calls/s\), measuring 3s, 1s after the fleet settled$`,
 		`(?m)^connected:  4 targets in [0-9.]+ s, served by 2 agents' processes`,
 		`(?m)^ingest:     [1-9][0-9,]* items/s, [0-9,]+ messages/s, `,
 		`(?m)^accounted:  [0-9,]+ calls made, [0-9,]+ counted by the collector \(exact\)$`,
@@ -103,6 +104,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		// Measured in the steady state: every series there as it begins.
 		`(?m)^ {12}the collector [0-9,]+ items behind the agents as the window began \(with 12 of the 12 series\), [0-9,]+ as it ended$`,
 		`(?m)^memory:     collector heap in use [0-9]+ MB \(peak [0-9]+ MB\), [0-9]+ MB live after a collection, heap reserved [0-9]+ MB; RSS [1-9][0-9]* MB \(peak [1-9][0-9]* MB\)$`,
+		`(?m)^ {12}traffic kept to replay plans [0-9]+ MB at the window's start, [0-9]+ MB at its end, of its bound 256 MB: filling, and the heap with it \(--after: a window once it is full\)$`,
 		`(?m)^ {12}agents' processes: RSS [1-9][0-9]* MB$`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
@@ -113,7 +115,7 @@ func TestBenchSmallFleet(t *testing.T) {
 	// What it is doing, told on stderr as it goes, in order.
 	var at []int
 	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",
-		"every target up in [0-9.]+ s; ", "measuring for 3s", "stopping the calls; counting them at both ends",
+		"every target up in [0-9.]+ s; ", "settled; measuring in 1s", "measuring for 3s", "stopping the calls; counting them at both ends",
 		"timing encoding/json and the collector's decoder on an agent's messages, for reference"} {
 		loc := regexp.MustCompile(`(?m)^bench: +[0-9]+\.[0-9] s  ` + phase).FindStringIndex(errOut)
 		if loc == nil {
@@ -607,6 +609,8 @@ func TestConfigBounds(t *testing.T) {
 		{func(c *Config) { c.Resources = 1001 }, "--resources 1001: want 1 to 1000"},
 		{func(c *Config) { c.Rate = 0 }, "--rate 0: want (0, 10000] calls a second"},
 		{func(c *Config) { c.Duration = time.Millisecond }, "--duration 1ms: want at least 1s"},
+		{func(c *Config) { c.After = -time.Second }, "--after -1s: want 0 to 1h"},
+		{func(c *Config) { c.After = 2 * time.Hour }, "--after 2h0m0s: want 0 to 1h"},
 		{func(c *Config) { c.PerProcess = 5001 }, "--per-process 5001: want 1 to 5000"},
 		{func(c *Config) { c.AgentsNice = 20 }, "--agents-nice 20: want 0 to 19"},
 	} {
@@ -799,6 +803,29 @@ func TestLatencyWatcherReadsWhatChanged(t *testing.T) {
 // TestHugePagesLine: the memory section's huge pages line says the
 // kernel's mode and how much the process holds; nothing where the kernel
 // has no transparent huge pages.
+// The traffic log's line says what it held at either end of the window
+// and whether it was still filling (within 1/64 of its bound is full);
+// none is printed when no traffic is kept.
+func TestTrafficLine(t *testing.T) {
+	const bound = 256 << 20
+	for _, c := range []struct {
+		w    trafficWindow
+		want string
+	}{
+		{trafficWindow{}, ""},
+		{trafficWindow{{20 << 20, bound}, {41 << 20, bound}},
+			"traffic kept to replay plans 20 MB at the window's start, 41 MB at its end, of its bound 256 MB: filling, and the heap with it (--after: a window once it is full)"},
+		{trafficWindow{{bound - 4096, bound}, {bound - 4096, bound}},
+			"traffic kept to replay plans 256 MB at the window's start, 256 MB at its end, of its bound 256 MB"},
+		{trafficWindow{{0, bound}, {bound - bound/32, bound}},
+			"traffic kept to replay plans 0 MB at the window's start, 248 MB at its end, of its bound 256 MB: filling, and the heap with it (--after: a window once it is full)"},
+	} {
+		if got := c.w.String(); got != c.want {
+			t.Errorf("%v: %q, want %q", c.w, got, c.want)
+		}
+	}
+}
+
 func TestHugePagesLine(t *testing.T) {
 	for in, want := range map[string]string{
 		"always [madvise] never\n": "madvise",

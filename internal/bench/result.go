@@ -47,6 +47,7 @@ type result struct {
 	rss, rssPeak, agentsRSS        int64
 	huge                           hugePages // at the end of the window
 	heap, heapSys, heapPeak, live  uint64
+	traffic                        trafficWindow
 	reconnects, dropped            int64
 	unreceivedMs                   int64 // sender time the collector knows it never received
 	downAtEnd                      int   // targets not up when the counting ended
@@ -216,10 +217,44 @@ func (r *result) printResources(w io.Writer) {
 	r.printReference(w)
 	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
 		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
+	if line := r.traffic.String(); line != "" {
+		fmt.Fprintf(w, "            %s\n", line)
+	}
 	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
 	if line := r.huge.String(); line != "" {
 		fmt.Fprintf(w, "            huge pages: %s\n", line)
 	}
+}
+
+// trafficLog is what the collector's traffic log for plans held, and its
+// bound (Snapshot.MemoryTraffic, MemoryTrafficBound).
+type trafficLog struct{ held, bound int64 }
+
+// trafficWindow is the traffic log at the window's start and end.
+type trafficWindow [2]trafficLog
+
+// String says what the log held over the window, and whether it was still
+// filling ("" when none is kept); full is within 1/64 of its bound (its
+// chunks are up to 4 KiB).
+func (t trafficWindow) String() string {
+	if t[1].bound <= 0 {
+		return ""
+	}
+	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
+	line := fmt.Sprintf("traffic kept to replay plans %s at the window's start, %s at its end, of its bound %s",
+		mb(t[0].held), mb(t[1].held), mb(t[1].bound))
+	if t[1].held < t[1].bound-t[1].bound/64 {
+		line += ": filling, and the heap with it (--after: a window once it is full)"
+	}
+	return line
+}
+
+// trafficKept is snap's traffic log (none before the first snapshot).
+func trafficKept(snap *collector.Snapshot) trafficLog {
+	if snap == nil {
+		return trafficLog{}
+	}
+	return trafficLog{snap.MemoryTraffic, snap.MemoryTrafficBound}
 }
 
 // hugePages is what the collector's process had of transparent huge pages
