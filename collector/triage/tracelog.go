@@ -248,7 +248,7 @@ func (e *Engine) traceHot(s *series, b *BucketStat, bm int64) {
 	s.log.done(out, at)
 }
 
-// evict drops the engine's oldest chunk, the oldest of its resource's.
+// evict drops the engine's oldest chunk, the oldest of its log's.
 func (t *traces) evict() {
 	c := t.queue[t.head]
 	t.queue[t.head] = nil
