@@ -337,7 +337,16 @@ func (r *runner) wait(ctx context.Context) error {
 		return nil
 	}
 	r.progress.say("settled; measuring in %v", r.cfg.After)
-	until := time.Now().Add(r.cfg.After)
+	return r.every(ctx, r.cfg.After, func(left time.Duration) {
+		r.progress.waiting("measuring in %v", left.Round(time.Second))
+	})
+}
+
+// every waits d, a second at a time: after each, it checks on the agents'
+// processes (an error when one failed) and calls each with what is left
+// of d.
+func (r *runner) every(ctx context.Context, d time.Duration, each func(left time.Duration)) error {
+	until := time.Now().Add(d)
 	for time.Now().Before(until) {
 		if err := sleepCtx(ctx, min(time.Second, time.Until(until))); err != nil {
 			return err
@@ -345,7 +354,7 @@ func (r *runner) wait(ctx context.Context) error {
 		if err := r.kids.failed(); err != nil {
 			return err
 		}
-		r.progress.waiting("measuring in %v", time.Until(until).Round(time.Second))
+		each(time.Until(until))
 	}
 	return nil
 }
@@ -434,17 +443,8 @@ func (r *runner) window(ctx context.Context, heap uint64) (uint64, error) {
 	r.progress.say("measuring for %v", r.cfg.Duration)
 	r.res.lat.measure(true)
 	defer r.res.lat.measure(false)
-	until := time.Now().Add(r.cfg.Duration)
-	for time.Now().Before(until) {
-		if err := sleepCtx(ctx, min(time.Second, time.Until(until))); err != nil {
-			return 0, err
-		}
-		if err := r.kids.failed(); err != nil {
-			return 0, err
-		}
-		heap = max(heap, sampleProc().heap)
-	}
-	return heap, nil
+	err := r.every(ctx, r.cfg.Duration, func(time.Duration) { heap = max(heap, sampleProc().heap) })
+	return heap, err
 }
 
 // count stops the calls and counts them at both ends: the calls each agent

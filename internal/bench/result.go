@@ -203,7 +203,7 @@ func (r *result) printShort(w io.Writer) {
 // printResources writes the cpu and memory sections, the collector's and
 // the agents'.
 func (r *result) printResources(w io.Writer) {
-	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
+	mb := megabytes
 	if r.cpuKnown {
 		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
 			r.cpu, r.nsPerItem()/1e3, r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
@@ -240,14 +240,16 @@ func (t trafficWindow) String() string {
 	if t[1].bound <= 0 {
 		return ""
 	}
-	mb := func(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
 	line := fmt.Sprintf("traffic kept to replay plans %s at the window's start, %s at its end, of its bound %s",
-		mb(t[0].held), mb(t[1].held), mb(t[1].bound))
+		megabytes(t[0].held), megabytes(t[1].held), megabytes(t[1].bound))
 	if t[1].held < t[1].bound-t[1].bound/64 {
 		line += ": filling, and the heap with it (--after: a window once it is full)"
 	}
 	return line
 }
+
+// megabytes is n bytes in whole MB (MiB), as the results print memory.
+func megabytes(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/(1<<20)) }
 
 // trafficKept is snap's traffic log (none before the first snapshot).
 func trafficKept(snap *collector.Snapshot) trafficLog {
