@@ -19,6 +19,7 @@ func BenchmarkReplay(b *testing.B) {
 	b.Run("core", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
+			p.arrived[sensitive] = nil // the order worked out again, as a plan's first replay does
 			if _, err := p.replay(rule, sensitive); err != nil {
 				b.Fatal(err)
 			}

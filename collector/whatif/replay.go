@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/sentinel-top/sentinel-top/core"
@@ -36,12 +37,16 @@ type prepared struct {
 	// takes on each side (-1: none known at all); see estimate.
 	pick      [len(sides)][]int32
 	episodes  []episode
+	sound     int // how many of episodes are sound
 	stepMs    int64
 	end       int64 // the end of the last bucket
 	estimated bool  // refused calls, unknown response times or scaled buckets
 	strategy  core.Strategy
 	bound     int64 // the current rule's maxAllowedRtMs (slow ratio)
 	restarts  []int64
+	// arrived is, on each side, the calls' indexes in the order they
+	// arrived (arrivals): the same for every rule replayed on that side.
+	arrived [len(sides)][]int32
 }
 
 // episode is an outage episode: [from, to), whether it is sound, and its
@@ -128,6 +133,9 @@ func prepare(t *Trace, current *core.BreakerRule) (*prepared, error) {
 	for i := range p.episodes {
 		e := &p.episodes[i]
 		e.sound = e.bad >= SoundCalls && float64(e.bad) >= thr*float64(e.known)
+		if e.sound {
+			p.sound++
+		}
 	}
 	return p, nil
 }
@@ -269,25 +277,15 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 			return nil, fmt.Errorf("whatif: %w", err)
 		}
 	}
-	type arrival struct {
-		at, rt int64
-		i      int32
-		failed bool
-	}
-	order := make([]arrival, len(p.calls))
 	bound := int64(rule.MaxAllowedRtMs)
-	for i := range p.calls {
-		if c := &p.calls[i]; br != nil && c.known && rule.Strategy == core.SlowRequestRatio && c.rtLo <= bound && c.rtHi > bound {
-			r.estimated = true
+	if br != nil && rule.Strategy == core.SlowRequestRatio {
+		for i := range p.calls {
+			if c := &p.calls[i]; c.known && c.rtLo <= bound && c.rtHi > bound {
+				r.estimated = true
+				break
+			}
 		}
-		rt, failed := p.outcome(i, s)
-		at := p.calls[i].at
-		if p.calls[i].known {
-			at -= rt
-		}
-		order[i] = arrival{at: at, rt: rt, i: int32(i), failed: failed}
 	}
-	slices.SortFunc(order, func(a, b arrival) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.i, b.i)) })
 	var h pendingHeap
 	flush := func(until int64) {
 		for len(h) > 0 && h[0].at <= until {
@@ -298,37 +296,42 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 		}
 	}
 	restarts := p.restarts
-	for _, a := range order {
-		if len(restarts) > 0 && a.at >= restarts[0] {
+	for _, i := range p.arrivals(s) {
+		rt, failed := p.outcome(int(i), s)
+		at := p.calls[i].at
+		if p.calls[i].known {
+			at -= rt
+		}
+		if len(restarts) > 0 && at >= restarts[0] {
 			// A new process: what the old one had in flight is gone, and its
 			// breakers begin again.
-			for len(restarts) > 0 && a.at >= restarts[0] {
+			for len(restarts) > 0 && at >= restarts[0] {
 				restarts = restarts[1:]
 			}
 			h = h[:0]
-			r.steps = append(r.steps, step{at: a.at, to: core.Closed})
+			r.steps = append(r.steps, step{at: at, to: core.Closed})
 			if br != nil {
 				br, _ = core.NewBreaker(rule, listener{r}) // valid: it was made once
 			}
 		}
-		flush(a.at)
+		flush(at)
 		// Whether the call met a failing downstream is judged at its
 		// completion, as the episodes are.
-		done := a.at + a.rt
+		done := at + rt
 		inOutage := p.inSoundEpisode(done)
 		pass := true
 		if br != nil {
-			pass, _ = br.TryPass(a.at)
+			pass, _ = br.TryPass(at)
 		}
 		if pass {
 			r.passedAll++
 			if inOutage {
 				r.passedOutage++
 			}
-			h.push(pending{at: done, rt: a.rt, failed: a.failed})
+			h.push(pending{at: done, rt: rt, failed: failed})
 			continue
 		}
-		if !inOutage && p.healthy(int(a.i), s) {
+		if !inOutage && p.healthy(int(i), s) {
 			r.blocked++
 		}
 	}
@@ -336,8 +339,64 @@ func (p *prepared) replay(rule core.BreakerRule, s side) (*run, error) {
 	return r, nil
 }
 
+// arrivalBits is how many low bits of an arrival's sort key hold its
+// call's index: MaxCalls fits them.
+const arrivalBits = 21
+
+var _ = [1]int{}[MaxCalls>>arrivalBits] // MaxCalls < 1<<arrivalBits
+
+// arrivals is the indexes of the calls in the order they arrived on side
+// s, by arrival time and then index: a known call arrived its response
+// time before it completed, a refused one at its time. It is worked out
+// once a side and shared by the replays of every rule on it: each key is
+// the arrival's offset from the earliest and the index in one word, so
+// the sort compares words, not records.
+func (p *prepared) arrivals(s side) []int32 {
+	if p.arrived[s] != nil || len(p.calls) == 0 {
+		return p.arrived[s]
+	}
+	arrival := func(i int) int64 {
+		a := p.calls[i].at
+		if p.calls[i].known {
+			rt, _ := p.outcome(i, s)
+			a -= rt
+		}
+		return a
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range p.calls {
+		a := arrival(i)
+		lo, hi = min(lo, a), max(hi, a)
+	}
+	order := make([]int32, len(p.calls))
+	if span := uint64(hi) - uint64(lo); span < 1<<(64-arrivalBits) {
+		keys := make([]uint64, len(p.calls))
+		for i := range keys {
+			keys[i] = uint64(arrival(i)-lo)<<arrivalBits | uint64(i)
+		}
+		slices.Sort(keys)
+		for j, k := range keys {
+			order[j] = int32(k & (1<<arrivalBits - 1))
+		}
+	} else {
+		// Times too far apart for a key (a hostile input's): compared
+		// one by one.
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			return cmp.Or(cmp.Compare(arrival(int(a)), arrival(int(b))), cmp.Compare(a, b))
+		})
+	}
+	p.arrived[s] = order
+	return order
+}
+
 // inSoundEpisode reports whether at falls in a sound outage episode.
 func (p *prepared) inSoundEpisode(at int64) bool {
+	if p.sound == 0 {
+		return false
+	}
 	i, _ := slices.BinarySearchFunc(p.episodes, at, func(e episode, t int64) int {
 		if e.to <= t {
 			return -1
