@@ -56,7 +56,8 @@ func (c *counts) addCounts(o *counts) {
 
 // addHist folds a bucket's response-time histogram into a slot's.
 func addHist(h *[histLen]uint32, m *core.Metrics) {
-	for k, v := range m.Hist {
+	for k := range m.Hist {
+		v := m.Hist[k]
 		h[k] = sat32(h[k], v)
 	}
 }

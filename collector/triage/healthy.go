@@ -73,7 +73,8 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 		return
 	}
 	if h.holdMs == 0 || h.held.max == 0 {
-		for i, c := range b.Hist {
+		for i := range b.Hist {
+			c := b.Hist[i]
 			h.hist[i] += max(c, 0)
 			h.n += max(c, 0)
 		}
@@ -84,7 +85,8 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 		h.releaseOldest() // buckets in order never fill it: keep the bound all the same
 	}
 	var hb heldBucket
-	for i, c := range b.Hist {
+	for i := range b.Hist {
+		c := b.Hist[i]
 		c = min(max(c, 0), maxHeldCount)
 		hb.hist[i] = c
 		h.hist[i] += c

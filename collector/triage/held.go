@@ -50,13 +50,15 @@ func (q *heldQueue) push(b *heldBucket) {
 	e := binary.AppendVarint(tmp[:0], b.end-q.last)
 	e = binary.AppendUvarint(e, uint64(b.rtMax))
 	var mask uint64
-	for i, c := range b.hist {
+	for i := range b.hist {
+		c := b.hist[i]
 		if c != 0 {
 			mask |= 1 << i
 		}
 	}
 	e = binary.AppendUvarint(e, mask)
-	for _, c := range b.hist {
+	for j := range b.hist {
+		c := b.hist[j]
 		if c != 0 {
 			e = binary.AppendUvarint(e, uint64(c))
 		}
@@ -136,7 +138,8 @@ func (q *heldQueue) dropAfter(from int64) (dropped heldBucket) {
 			cut, keep, end = next, i+1, b.end
 			dropped = heldBucket{}
 		} else {
-			for k, c := range b.hist {
+			for k := range b.hist {
+				c := b.hist[k]
 				dropped.hist[k] += c
 			}
 			dropped.n += b.n

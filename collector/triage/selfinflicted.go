@@ -56,7 +56,8 @@ func (st *selfStats) add(b *BucketStat) {
 	st.complete = satAdd32(st.complete, n)
 	st.errors = satAdd32(st.errors, min(max(b.Error, 0), n))
 	if b.HasHist {
-		for i, c := range b.Hist {
+		for i := range b.Hist {
+			c := b.Hist[i]
 			if c > 0 {
 				st.hist[i] = satAdd32(st.hist[i], c)
 			}

@@ -330,14 +330,16 @@ func (e *Engine) traceBucket(s *series, b *BucketStat, bm int64) {
 	if b.HasHist {
 		flags |= bucketHist
 		var mask int64
-		for i, c := range b.Hist {
+		for i := range b.Hist {
+			c := b.Hist[i]
 			if c > 0 {
 				mask |= 1 << i
 			}
 		}
 		v[n] = mask
 		n++
-		for _, c := range b.Hist {
+		for j := range b.Hist {
+			c := b.Hist[j]
 			if c > 0 {
 				v[n] = c
 				n++

@@ -156,14 +156,16 @@ func (t *Trace) calls(b *Bucket, refused bool, out []call) (_ []call, scaled boo
 	hist := b.HasHist
 	if hist {
 		var total int64
-		for _, c := range b.Hist {
+		for j := range b.Hist {
+			c := b.Hist[j]
 			total += max(c, 0)
 		}
 		if total <= 0 {
 			hist = false
 		} else {
 			var acc float64
-			for i, c := range b.Hist {
+			for i := range b.Hist {
+				c := b.Hist[i]
 				acc += float64(max(c, 0)) * float64(known) / float64(total)
 				cum[i+1] = int64(math.Round(acc))
 			}
