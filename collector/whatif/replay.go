@@ -355,27 +355,26 @@ func (p *prepared) arrivals(s side) []int32 {
 	if p.arrived[s] != nil || len(p.calls) == 0 {
 		return p.arrived[s]
 	}
-	arrival := func(i int) int64 {
+	// at[i] is call i's arrival, as a word: offset from the earliest and
+	// packed with the index once the span is known to fit.
+	at := make([]uint64, len(p.calls))
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range p.calls {
 		a := p.calls[i].at
 		if p.calls[i].known {
 			rt, _ := p.outcome(i, s)
 			a -= rt
 		}
-		return a
-	}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range p.calls {
-		a := arrival(i)
+		at[i] = uint64(a)
 		lo, hi = min(lo, a), max(hi, a)
 	}
 	order := make([]int32, len(p.calls))
 	if span := uint64(hi) - uint64(lo); span < 1<<(64-arrivalBits) {
-		keys := make([]uint64, len(p.calls))
-		for i := range keys {
-			keys[i] = uint64(arrival(i)-lo)<<arrivalBits | uint64(i)
+		for i := range at {
+			at[i] = (at[i]-uint64(lo))<<arrivalBits | uint64(i)
 		}
-		slices.Sort(keys)
-		for j, k := range keys {
+		slices.Sort(at)
+		for j, k := range at {
 			order[j] = int32(k & (1<<arrivalBits - 1))
 		}
 	} else {
@@ -385,7 +384,7 @@ func (p *prepared) arrivals(s side) []int32 {
 			order[i] = int32(i)
 		}
 		slices.SortFunc(order, func(a, b int32) int {
-			return cmp.Or(cmp.Compare(arrival(int(a)), arrival(int(b))), cmp.Compare(a, b))
+			return cmp.Or(cmp.Compare(int64(at[a]), int64(at[b])), cmp.Compare(a, b))
 		})
 	}
 	p.arrived[s] = order

@@ -800,12 +800,9 @@ func TestLatencyWatcherReadsWhatChanged(t *testing.T) {
 	}
 }
 
-// TestHugePagesLine: the memory section's huge pages line says the
-// kernel's mode and how much the process holds; nothing where the kernel
-// has no transparent huge pages.
-// The traffic log's line says what it held at either end of the window
-// and whether it was still filling (within 1/64 of its bound is full);
-// none is printed when no traffic is kept.
+// TestTrafficLine: the traffic log's line says what it held at either
+// end of the window and whether it was still filling (within 1/64 of its
+// bound is full); none is printed when no traffic is kept.
 func TestTrafficLine(t *testing.T) {
 	const bound = 256 << 20
 	for _, c := range []struct {
@@ -826,6 +823,9 @@ func TestTrafficLine(t *testing.T) {
 	}
 }
 
+// TestHugePagesLine: the memory section's huge pages line says the
+// kernel's mode and how much the process holds; nothing where the kernel
+// has no transparent huge pages.
 func TestHugePagesLine(t *testing.T) {
 	for in, want := range map[string]string{
 		"always [madvise] never\n": "madvise",

@@ -203,7 +203,6 @@ func (r *result) printShort(w io.Writer) {
 // printResources writes the cpu and memory sections, the collector's and
 // the agents'.
 func (r *result) printResources(w io.Writer) {
-	mb := megabytes
 	if r.cpuKnown {
 		fmt.Fprintf(w, "cpu:        collector %.2f cores (this process), %.2f µs per item; agents %.2f cores (%d %s)\n",
 			r.cpu, r.nsPerItem()/1e3, r.agentsCPU, r.processes, english.Plural(r.processes, "process", "processes"))
@@ -216,11 +215,12 @@ func (r *result) printResources(w io.Writer) {
 	}
 	r.printReference(w)
 	fmt.Fprintf(w, "memory:     collector heap in use %s (peak %s), %s live after a collection, heap reserved %s; RSS %s (peak %s)\n",
-		mb(int64(r.heap)), mb(int64(r.heapPeak)), mb(int64(r.live)), mb(int64(r.heapSys)), mb(r.rss), mb(r.rssPeak))
+		megabytes(int64(r.heap)), megabytes(int64(r.heapPeak)), megabytes(int64(r.live)), megabytes(int64(r.heapSys)),
+		megabytes(r.rss), megabytes(r.rssPeak))
 	if line := r.traffic.String(); line != "" {
 		fmt.Fprintf(w, "            %s\n", line)
 	}
-	fmt.Fprintf(w, "            agents' processes: RSS %s\n", mb(r.agentsRSS))
+	fmt.Fprintf(w, "            agents' processes: RSS %s\n", megabytes(r.agentsRSS))
 	if line := r.huge.String(); line != "" {
 		fmt.Fprintf(w, "            huge pages: %s\n", line)
 	}
