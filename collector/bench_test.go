@@ -128,7 +128,7 @@ func BenchmarkPublishTargets(b *testing.B) {
 			round := 0
 			for b.Loop() {
 				for i := round % every; i < len(records); i += every {
-					records[i].Update(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += 400; s.Items += 20 })
+					records[i].Tally(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += 400; s.Items += 20 })
 				}
 				round++
 				c.Publish()

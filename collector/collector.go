@@ -159,8 +159,10 @@ type Collector struct {
 	targets  []*feed.TargetRecord // the dialed targets' records, read at publish
 	// tpub is what the last snapshot took of each of targets (its index
 	// in targetAt), taken again only from the records changed since
-	// (tchanges, tbuf its scratch); tnotes counts their remarks.
+	// (tchanges, tbuf its scratch), and the tallied ones in tallyIn
+	// snapshots (takeTargets); tnotes counts their remarks.
 	tpub     []*TargetStatus
+	tallyIn  int
 	targetAt map[*feed.TargetRecord]int
 	tchanges feed.TargetChanges
 	tbuf     []*feed.TargetRecord

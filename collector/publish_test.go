@@ -123,29 +123,58 @@ func TestSnapshotsShareUnchangedTargets(t *testing.T) {
 // A snapshot reads only the target records updated since the last one,
 // yet shows every target as its record says, and counts the targets of
 // each remark as a recount would: targets updated at random between
-// snapshots (their counts, states and remarks set and cleared), some of
-// them read meanwhile by the signature, more added on the way.
+// snapshots (their counts, states and remarks set and cleared), or their
+// running counts alone tallied, some of them read meanwhile by the
+// signature, more added on the way. A live snapshot may show a target's
+// counts as they were up to TalliesEvery-1 snapshots before, never ahead
+// of its record and never going back; the rest of its status is always
+// the record's. A replay's snapshot shows the record whole.
 func TestSnapshotTargetsAreTheRecords(t *testing.T) {
+	for _, mode := range []Mode{ModeLive, ModeReplay} {
+		t.Run(mode.String(), func(t *testing.T) { snapshotTargetsAreTheRecords(t, mode) })
+	}
+}
+
+func snapshotTargetsAreTheRecords(t *testing.T, mode Mode) {
 	vc := core.NewVirtualClock(time.UnixMilli(t0ms))
-	c := New(Options{Clock: vc})
+	c := New(Options{Clock: vc, Mode: mode})
 	rng := rand.New(rand.NewPCG(5, 6))
 	remarks := []feed.TargetRemark{{}, {StatesInferred: true}, {RulesError: "403"}, {StatesInferred: true, RulesError: "timeout"}}
 	var recs []*feed.TargetRecord
+	// behind[i] is how many snapshots in a row showed target i's counts
+	// short of its record's.
+	var behind []int
 	add := func(n int) {
 		for range n {
 			r := feed.NewTargetRecord(feed.TargetStatus{Name: fmt.Sprintf("t%d:8719", len(recs)), State: feed.TargetUp})
 			recs = append(recs, r)
+			behind = append(behind, 0)
 			c.AddTargets(r)
 		}
 	}
+	counts := func(st *feed.TargetStatus) [4]int64 {
+		return [4]int64{st.Messages, st.Bytes, st.Items, st.LastMessageAt}
+	}
 	add(50)
 	var last [5]int64
-	for round := range 200 {
+	var shown []*feed.TargetStatus
+	tallied := false
+	for round := range 300 {
 		if round == 80 {
 			add(30)
 		}
-		for range rng.IntN(20) {
+		for range rng.IntN(40) {
 			r := recs[rng.IntN(len(recs))]
+			if rng.IntN(3) > 0 {
+				tallied = true
+				r.Tally(func(s *feed.TargetStatus) {
+					s.Messages++
+					s.Bytes += 400
+					s.Items += 20
+					s.LastMessageAt = vc.Now().UnixMilli()
+				})
+				continue
+			}
 			r.Update(func(s *feed.TargetStatus) {
 				s.Messages++
 				switch rng.IntN(4) {
@@ -166,13 +195,31 @@ func TestSnapshotTargetsAreTheRecords(t *testing.T) {
 			t.Fatalf("round %d: %d targets shown of %d", round, len(s.Targets), len(recs))
 		}
 		for i, r := range recs {
-			if st := r.Status(); *s.Targets[i] != st {
+			st, got := r.Status(), *s.Targets[i]
+			have, now := counts(&got), counts(&st)
+			if mode != ModeLive && have != now {
+				t.Fatalf("round %d: a replay shows target %d's counts %v, its record says %v", round, i, have, now)
+			}
+			for k := range have {
+				if have[k] > now[k] || i < len(shown) && have[k] < counts(shown[i])[k] {
+					t.Fatalf("round %d: target %d's counts shown %v, before %v, its record says %v", round, i, have, counts(shown[i]), now)
+				}
+			}
+			switch behind[i]++; {
+			case have == now:
+				behind[i] = 0
+			case behind[i] >= TalliesEvery:
+				t.Fatalf("round %d: target %d's counts shown short of its record %d snapshots in a row", round, i, behind[i])
+			}
+			got.Messages, got.Bytes, got.Items, got.LastMessageAt = st.Messages, st.Bytes, st.Items, st.LastMessageAt
+			if got != st {
 				t.Fatalf("round %d: target %d shown %+v, its record says %+v", round, i, *s.Targets[i], st)
 			}
 			if n := s.Targets[i].Note; n != (feed.TargetRemark{}) {
 				want[n]++
 			}
 		}
+		shown = s.Targets
 		got := map[feed.TargetRemark]int{}
 		for _, w := range s.Warnings {
 			if n, ok := w.(TargetNote); ok {
@@ -182,5 +229,8 @@ func TestSnapshotTargetsAreTheRecords(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Fatalf("round %d: remarks counted %v, recounted %v", round, got, want)
 		}
+	}
+	if !tallied {
+		t.Fatal("no record was tallied")
 	}
 }

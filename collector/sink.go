@@ -31,10 +31,32 @@ func (c *Collector) AddTargets(rs ...*feed.TargetRecord) {
 }
 
 // takeTargets brings tpub and tnotes up to date with the records changed
-// since the last snapshot. c.mu is held.
+// since the last snapshot, and, every TalliesEvery snapshots, with those
+// whose running counts alone moved: live, every target counts a message
+// or more between two snapshots, and copying each status at each one was
+// most of what a snapshot of thousands of targets cost
+// (docs/BENCHMARKS.md). A replay, whose snapshots are its steps, takes
+// them every time. c.mu is held.
 func (c *Collector) takeTargets() {
 	c.tbuf = c.tchanges.Take(c.tbuf)
-	for _, r := range c.tbuf {
+	c.publishTargets(c.tbuf)
+	if c.tallyIn--; c.tallyIn <= 0 || c.opts.Mode != ModeLive {
+		c.tallyIn = TalliesEvery
+		c.tbuf = c.tchanges.TakeTallied(c.tbuf)
+		c.publishTargets(c.tbuf)
+	}
+}
+
+// TalliesEvery is how many live snapshots a target's running counts
+// (TargetStatus's Messages, Bytes, Items, LastMessageAt) wait at most to
+// be taken again when nothing else of its status changed: a second at the
+// default snapshot rate (DefaultPublishEvery).
+const TalliesEvery = 4
+
+// publishTargets takes the statuses of records into tpub and tnotes, and
+// clears records. c.mu is held.
+func (c *Collector) publishTargets(records []*feed.TargetRecord) {
+	for _, r := range records {
 		i, ok := c.targetAt[r]
 		if !ok {
 			continue
@@ -46,7 +68,7 @@ func (c *Collector) takeTargets() {
 		c.noteTarget(st.Note, 1)
 		c.tpub[i] = st
 	}
-	clear(c.tbuf)
+	clear(records)
 }
 
 func (c *Collector) noteTarget(n TargetRemark, d int) {

@@ -47,7 +47,11 @@ type TargetStatus struct {
 	Problem Problem
 	// Note is a standing remark about what this target can tell, such as
 	// a Java Sentinel target whose breaker states are not exposed.
-	Note     TargetRemark
+	Note TargetRemark
+	// Messages, Bytes, Items and LastMessageAt are its running counts,
+	// moved at every message (TargetRecord.Tally): a live snapshot may
+	// show them as they were up to a second before, the rest of the
+	// status as it is.
 	Messages int64
 	Bytes    int64
 	// Items counts the items of the buckets messages it sent that decoded
@@ -116,30 +120,35 @@ type TargetRemark struct {
 }
 
 // TargetRecord is what a dialed target's connection has told of itself:
-// written by the source (Update) as things happen, read by the store
-// (Published) at each snapshot, under a lock of its own that only its
-// watcher's (Watch) is taken under. The zero TargetRecord holds the zero
-// status.
+// written by the source (Update, Tally) as things happen, read by the
+// store (Published) at each snapshot, under a lock of its own that only
+// its watcher's (Watch) is taken under. The zero TargetRecord holds the
+// zero status.
 type TargetRecord struct {
 	mu sync.Mutex
 	st TargetStatus
 	// pub is the status as last published, never written once made: a
 	// snapshot taken while nothing changed shares it with the one before
-	// (changed says something did since).
-	pub     *TargetStatus
-	changed bool
+	// (changed says something did since, tallied that its running counts
+	// did).
+	pub              *TargetStatus
+	changed, tallied bool
 	// watch is told of the record's updates; queued: it holds the record
-	// and was not taken since.
-	watch  *TargetChanges
-	queued atomic.Bool
+	// among the changed and was not taken since, tallyQueued: among the
+	// tallied.
+	watch               *TargetChanges
+	queued, tallyQueued atomic.Bool
 }
 
-// TargetChanges gathers the records updated since it was last taken
+// TargetChanges gathers the records updated since they were last taken
 // (TargetRecord.Watch): a snapshot of thousands of targets then reads the
-// ones that changed, not each of them.
+// ones that changed, not each of them. The records whose running counts
+// alone moved (Tally) are gathered apart, for a snapshot to take less
+// often (TakeTallied).
 type TargetChanges struct {
-	mu   sync.Mutex
-	recs []*TargetRecord
+	mu      sync.Mutex
+	recs    []*TargetRecord
+	tallied []*TargetRecord
 }
 
 // Take appends to buf[:0] the records updated since the last Take, each
@@ -156,11 +165,35 @@ func (w *TargetChanges) Take(buf []*TargetRecord) []*TargetRecord {
 	return buf
 }
 
-// tell queues r unless it is queued already.
+// TakeTallied appends to buf[:0] the records tallied (Tally) since the
+// last TakeTallied, each once, and returns it. A record both updated and
+// tallied may be in both lists; Published makes one value of the two.
+func (w *TargetChanges) TakeTallied(buf []*TargetRecord) []*TargetRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	buf = append(buf[:0], w.tallied...)
+	for _, r := range w.tallied {
+		r.tallyQueued.Store(false)
+	}
+	clear(w.tallied)
+	w.tallied = w.tallied[:0]
+	return buf
+}
+
+// tell queues r among the changed unless it is queued already.
 func (w *TargetChanges) tell(r *TargetRecord) {
 	if r.queued.CompareAndSwap(false, true) {
 		w.mu.Lock()
 		w.recs = append(w.recs, r)
+		w.mu.Unlock()
+	}
+}
+
+// tellTallied queues r among the tallied unless it is queued already.
+func (w *TargetChanges) tellTallied(r *TargetRecord) {
+	if r.tallyQueued.CompareAndSwap(false, true) {
+		w.mu.Lock()
+		w.tallied = append(w.tallied, r)
 		w.mu.Unlock()
 	}
 }
@@ -184,15 +217,15 @@ func (r *TargetRecord) Status() TargetStatus {
 	return r.st
 }
 
-// Published returns the status as last updated, in a value no one writes:
-// the one it returned last time when nothing was updated since. Callers
-// must not write through it.
+// Published returns the status as last updated or tallied, in a value no
+// one writes: the one it returned last time when nothing was updated or
+// tallied since. Callers must not write through it.
 func (r *TargetRecord) Published() *TargetStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pub == nil || r.changed {
+	if r.pub == nil || r.changed || r.tallied {
 		st := r.st
-		r.pub, r.changed = &st, false
+		r.pub, r.changed, r.tallied = &st, false, false
 	}
 	return r.pub
 }
@@ -204,6 +237,22 @@ func (r *TargetRecord) Update(f func(s *TargetStatus)) {
 	r.changed = true
 	if r.watch != nil {
 		r.watch.tell(r)
+	}
+	r.mu.Unlock()
+}
+
+// Tally applies f, which moves only the status's running counts
+// (Messages, Bytes, Items, LastMessageAt), to the status. Its watcher
+// gathers the record among the tallied rather than the changed: a fleet
+// of thousands of targets, each counting a message several times a
+// second, would otherwise have every snapshot copy every status
+// (TargetChanges.TakeTallied). f must not block.
+func (r *TargetRecord) Tally(f func(s *TargetStatus)) {
+	r.mu.Lock()
+	f(&r.st)
+	r.tallied = true
+	if r.watch != nil {
+		r.watch.tellTallied(r)
 	}
 	r.mu.Unlock()
 }

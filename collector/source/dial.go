@@ -407,7 +407,7 @@ func (s *stream) message(kind int, data []byte) error {
 	d, t, st := s.d, s.t, s.st
 	at := d.clock.UnixMilli()
 	if !s.rate.allow(d.opts.WallClock.Now()) {
-		st.Update(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
+		st.Tally(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += int64(len(data)); s.LastMessageAt = at })
 		// Dropped before decoding: a flood costs its reading only.
 		if s.overRate++; s.overRate >= 1000 {
 			s.flush()
@@ -448,16 +448,23 @@ func (s *stream) message(kind int, data []byte) error {
 			items = int64(len(m.Items))
 		}
 	}
-	st.Update(func(s *feed.TargetStatus) {
+	tally := func(s *feed.TargetStatus) {
 		s.Messages++
 		s.Bytes += int64(len(data))
 		s.LastMessageAt = at
 		s.Items += items
-		s.Rejected += rejected
-		if instance != "" {
-			s.Instance, s.Instances = instance, instances
-		}
-	})
+	}
+	if rejected == 0 && instance == "" {
+		st.Tally(tally) // the running counts alone
+	} else {
+		st.Update(func(s *feed.TargetStatus) {
+			tally(s)
+			s.Rejected += rejected
+			if instance != "" {
+				s.Instance, s.Instances = instance, instances
+			}
+		})
+	}
 	switch {
 	case err != nil:
 	case hello != nil:
