@@ -749,3 +749,50 @@ func TestPollLoopReadsAClosedConnectionToItsEnd(t *testing.T) {
 		t.Fatalf("ended with %v, want the peer's close", ps.err)
 	}
 }
+
+// A loop's connection table finds each connection it holds by its id, and
+// none by the id of a connection that ended, even once its slot holds
+// another: random adds and removes against a map of what is held.
+func TestConnTableIDs(t *testing.T) {
+	var tab connTable
+	rng := rand.New(rand.NewPCG(7, 8))
+	held := map[uint64]*polled{}
+	var gone []uint64
+	for range 20000 {
+		if len(held) == 0 || rng.IntN(5) < 3 {
+			ps := &polled{}
+			tab.add(ps)
+			if ps.id == 0 || held[ps.id] != nil {
+				t.Fatalf("id %#x given twice or zero", ps.id)
+			}
+			held[ps.id] = ps
+			continue
+		}
+		for id, ps := range held { // one at random
+			tab.remove(ps)
+			tab.remove(ps) // a second time: nothing
+			delete(held, id)
+			gone = append(gone, id)
+			break
+		}
+	}
+	if tab.n != len(held) {
+		t.Fatalf("%d held, the table counts %d", len(held), tab.n)
+	}
+	for id, ps := range held {
+		if tab.get(id) != ps {
+			t.Fatalf("id %#x: not found", id)
+		}
+	}
+	for _, id := range gone {
+		if ps := tab.get(id); ps != nil {
+			t.Fatalf("the ended id %#x found a connection (id %#x)", id, ps.id)
+		}
+	}
+	if tab.get(0) != nil || tab.get(1<<32|uint64(len(tab.slots)+1)) != nil {
+		t.Fatal("an id never given found a connection")
+	}
+	if len(tab.slots) != len(held)+len(tab.free) {
+		t.Fatalf("%d slots for %d held and %d free", len(tab.slots), len(held), len(tab.free))
+	}
+}
