@@ -159,14 +159,15 @@ type Collector struct {
 	targets  []*feed.TargetRecord // the dialed targets' records, read at publish
 	// tpub is what the last snapshot took of each of targets (its index
 	// in targetAt), taken again only from the records changed since
-	// (tchanges, tbuf its scratch), and the tallied ones in tallyIn
-	// snapshots (takeTargets); tnotes counts their remarks.
-	tpub     []*TargetStatus
-	tallyIn  int
-	targetAt map[*feed.TargetRecord]int
-	tchanges feed.TargetChanges
-	tbuf     []*feed.TargetRecord
-	tnotes   map[TargetRemark]int
+	// (tchanges, tbuf its scratch), and the tallied ones when talliedAt
+	// and tallySnaps say (takeTargets); tnotes counts their remarks.
+	tpub       []*TargetStatus
+	talliedAt  int64
+	tallySnaps int
+	targetAt   map[*feed.TargetRecord]int
+	tchanges   feed.TargetChanges
+	tbuf       []*feed.TargetRecord
+	tnotes     map[TargetRemark]int
 	// qualifiedEver counts the instances ever named NAME@TARGET (another
 	// target announced NAME first): until one is, no target's instance
 	// is looked for under another name at publish.

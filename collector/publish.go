@@ -43,7 +43,7 @@ func (c *Collector) Publish() *Snapshot {
 	// did not change (at 10 snapshots a second, 2,000 targets copied afresh
 	// were most of what a snapshot allocated), and only the changed ones'
 	// records are read (docs/BENCHMARKS.md).
-	c.takeTargets()
+	c.takeTargets(now)
 	s.Targets = slices.Clone(c.tpub)
 	if c.qualifiedEver > 0 {
 		for i, st := range s.Targets {

@@ -126,9 +126,10 @@ func TestSnapshotsShareUnchangedTargets(t *testing.T) {
 // snapshots (their counts, states and remarks set and cleared), or their
 // running counts alone tallied, some of them read meanwhile by the
 // signature, more added on the way. A live snapshot may show a target's
-// counts as they were up to TalliesEvery-1 snapshots before, never ahead
-// of its record and never going back; the rest of its status is always
-// the record's. A replay's snapshot shows the record whole.
+// counts as they were less than TalliesEvery before or TalliesAfter
+// snapshots before, never ahead of its record and never going back; the
+// rest of its status is always the record's. A replay's snapshot shows
+// the record whole.
 func TestSnapshotTargetsAreTheRecords(t *testing.T) {
 	for _, mode := range []Mode{ModeLive, ModeReplay} {
 		t.Run(mode.String(), func(t *testing.T) { snapshotTargetsAreTheRecords(t, mode) })
@@ -142,13 +143,15 @@ func snapshotTargetsAreTheRecords(t *testing.T, mode Mode) {
 	remarks := []feed.TargetRemark{{}, {StatesInferred: true}, {RulesError: "403"}, {StatesInferred: true, RulesError: "timeout"}}
 	var recs []*feed.TargetRecord
 	// behind[i] is how many snapshots in a row showed target i's counts
-	// short of its record's.
+	// short of its record's, exactAt[i] when they last did not.
 	var behind []int
+	var exactAt []int64
 	add := func(n int) {
 		for range n {
 			r := feed.NewTargetRecord(feed.TargetStatus{Name: fmt.Sprintf("t%d:8719", len(recs)), State: feed.TargetUp})
 			recs = append(recs, r)
 			behind = append(behind, 0)
+			exactAt = append(exactAt, vc.Now().UnixMilli())
 			c.AddTargets(r)
 		}
 	}
@@ -188,7 +191,7 @@ func snapshotTargetsAreTheRecords(t *testing.T, mode Mode) {
 		if rng.IntN(3) == 0 {
 			last = c.signature(last)
 		}
-		vc.Advance(100 * time.Millisecond)
+		vc.Advance([]time.Duration{0, 100 * time.Millisecond, 400 * time.Millisecond}[rng.IntN(3)])
 		s := c.Publish()
 		want := map[feed.TargetRemark]int{}
 		if len(s.Targets) != len(recs) {
@@ -207,9 +210,9 @@ func snapshotTargetsAreTheRecords(t *testing.T, mode Mode) {
 			}
 			switch behind[i]++; {
 			case have == now:
-				behind[i] = 0
-			case behind[i] >= TalliesEvery:
-				t.Fatalf("round %d: target %d's counts shown short of its record %d snapshots in a row", round, i, behind[i])
+				behind[i], exactAt[i] = 0, s.At
+			case behind[i] >= TalliesAfter || s.At-exactAt[i] >= TalliesEvery.Milliseconds():
+				t.Fatalf("round %d: target %d's counts shown short of its record %d snapshots in a row, for %d ms", round, i, behind[i], s.At-exactAt[i])
 			}
 			got.Messages, got.Bytes, got.Items, got.LastMessageAt = st.Messages, st.Bytes, st.Items, st.LastMessageAt
 			if got != st {

@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"time"
+
 	"github.com/sentinel-top/sentinel-top/collector/feed"
 	"github.com/sentinel-top/sentinel-top/core/wire"
 )
@@ -31,27 +33,32 @@ func (c *Collector) AddTargets(rs ...*feed.TargetRecord) {
 }
 
 // takeTargets brings tpub and tnotes up to date with the records changed
-// since the last snapshot, and, every TalliesEvery snapshots, with those
-// whose running counts alone moved: live, every target counts a message
-// or more between two snapshots, and copying each status at each one was
-// most of what a snapshot of thousands of targets cost
-// (docs/BENCHMARKS.md). A replay, whose snapshots are its steps, takes
-// them every time. c.mu is held.
-func (c *Collector) takeTargets() {
+// since the last snapshot, and, once TalliesEvery has passed on the
+// collector's clock since they were last taken (or TalliesAfter
+// snapshots were taken meanwhile), with those whose running counts alone
+// moved: live, every target counts a message or more between two
+// snapshots, and copying each status at each one was most of what a
+// snapshot of thousands of targets cost (docs/BENCHMARKS.md). A replay,
+// whose snapshots are its steps, takes them every time. c.mu is held.
+func (c *Collector) takeTargets(now int64) {
 	c.tbuf = c.tchanges.Take(c.tbuf)
 	c.publishTargets(c.tbuf)
-	if c.tallyIn--; c.tallyIn <= 0 || c.opts.Mode != ModeLive {
-		c.tallyIn = TalliesEvery
+	c.tallySnaps++
+	if c.opts.Mode != ModeLive || c.tallySnaps >= TalliesAfter || now-c.talliedAt >= TalliesEvery.Milliseconds() || now < c.talliedAt {
+		c.talliedAt, c.tallySnaps = now, 0
 		c.tbuf = c.tchanges.TakeTallied(c.tbuf)
 		c.publishTargets(c.tbuf)
 	}
 }
 
-// TalliesEvery is how many live snapshots a target's running counts
-// (TargetStatus's Messages, Bytes, Items, LastMessageAt) wait at most to
-// be taken again when nothing else of its status changed: a second at the
-// default snapshot rate (DefaultPublishEvery).
-const TalliesEvery = 4
+// A live snapshot shows the targets' running counts (TargetStatus's
+// Messages, Bytes, Items, LastMessageAt), when nothing else of them
+// changed, as they were when it last took them: at most TalliesEvery
+// before on the collector's clock, or TalliesAfter snapshots before.
+const (
+	TalliesEvery = time.Second
+	TalliesAfter = 10
+)
 
 // publishTargets takes the statuses of records into tpub and tnotes, and
 // clears records. c.mu is held.
