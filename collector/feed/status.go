@@ -129,16 +129,21 @@ type TargetRecord struct {
 	st TargetStatus
 	// pub is the status as last published, never written once made: a
 	// snapshot taken while nothing changed shares it with the one before
-	// (changed says something did since, tallied that its running counts
-	// did).
-	pub              *TargetStatus
-	changed, tallied bool
-	// watch is told of the record's updates; queued: it holds the record
-	// among the changed and was not taken since, tallyQueued: among the
-	// tallied.
-	watch               *TargetChanges
-	queued, tallyQueued atomic.Bool
+	// (dirty[changedList] says something did since, dirty[talliedList]
+	// that its running counts did).
+	pub   *TargetStatus
+	dirty [2]bool
+	// watch is told of the record's updates; queued[k]: it holds the
+	// record in its list k (changedList, talliedList), not taken since.
+	watch  *TargetChanges
+	queued [2]atomic.Bool
 }
+
+// The lists of a TargetChanges.
+const (
+	changedList = iota // records updated (Update)
+	talliedList        // records whose running counts moved (Tally)
+)
 
 // TargetChanges gathers the records updated since they were last taken
 // (TargetRecord.Watch): a snapshot of thousands of targets then reads the
@@ -146,54 +151,42 @@ type TargetRecord struct {
 // alone moved (Tally) are gathered apart, for a snapshot to take less
 // often (TakeTallied).
 type TargetChanges struct {
-	mu      sync.Mutex
-	recs    []*TargetRecord
-	tallied []*TargetRecord
+	mu    sync.Mutex
+	lists [2][]*TargetRecord
 }
 
 // Take appends to buf[:0] the records updated since the last Take, each
 // once, and returns it.
 func (w *TargetChanges) Take(buf []*TargetRecord) []*TargetRecord {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	buf = append(buf[:0], w.recs...)
-	for _, r := range w.recs {
-		r.queued.Store(false)
-	}
-	clear(w.recs)
-	w.recs = w.recs[:0]
-	return buf
+	return w.take(changedList, buf)
 }
 
 // TakeTallied appends to buf[:0] the records tallied (Tally) since the
 // last TakeTallied, each once, and returns it. A record both updated and
 // tallied may be in both lists; Published makes one value of the two.
 func (w *TargetChanges) TakeTallied(buf []*TargetRecord) []*TargetRecord {
+	return w.take(talliedList, buf)
+}
+
+// take appends to buf[:0] the records of list k, and empties it.
+func (w *TargetChanges) take(k int, buf []*TargetRecord) []*TargetRecord {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	buf = append(buf[:0], w.tallied...)
-	for _, r := range w.tallied {
-		r.tallyQueued.Store(false)
+	list := w.lists[k]
+	buf = append(buf[:0], list...)
+	for _, r := range list {
+		r.queued[k].Store(false)
 	}
-	clear(w.tallied)
-	w.tallied = w.tallied[:0]
+	clear(list)
+	w.lists[k] = list[:0]
 	return buf
 }
 
-// tell queues r among the changed unless it is queued already.
-func (w *TargetChanges) tell(r *TargetRecord) {
-	if r.queued.CompareAndSwap(false, true) {
+// tell queues r in list k unless it is queued there already.
+func (w *TargetChanges) tell(r *TargetRecord, k int) {
+	if r.queued[k].CompareAndSwap(false, true) {
 		w.mu.Lock()
-		w.recs = append(w.recs, r)
-		w.mu.Unlock()
-	}
-}
-
-// tellTallied queues r among the tallied unless it is queued already.
-func (w *TargetChanges) tellTallied(r *TargetRecord) {
-	if r.tallyQueued.CompareAndSwap(false, true) {
-		w.mu.Lock()
-		w.tallied = append(w.tallied, r)
+		w.lists[k] = append(w.lists[k], r)
 		w.mu.Unlock()
 	}
 }
@@ -204,7 +197,7 @@ func (r *TargetRecord) Watch(w *TargetChanges) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.watch = w
-	w.tell(r)
+	w.tell(r, changedList)
 }
 
 // NewTargetRecord returns a record holding st.
@@ -223,23 +216,15 @@ func (r *TargetRecord) Status() TargetStatus {
 func (r *TargetRecord) Published() *TargetStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pub == nil || r.changed || r.tallied {
+	if r.pub == nil || r.dirty != [2]bool{} {
 		st := r.st
-		r.pub, r.changed, r.tallied = &st, false, false
+		r.pub, r.dirty = &st, [2]bool{}
 	}
 	return r.pub
 }
 
 // Update applies f to the status. f must not block.
-func (r *TargetRecord) Update(f func(s *TargetStatus)) {
-	r.mu.Lock()
-	f(&r.st)
-	r.changed = true
-	if r.watch != nil {
-		r.watch.tell(r)
-	}
-	r.mu.Unlock()
-}
+func (r *TargetRecord) Update(f func(s *TargetStatus)) { r.apply(f, changedList) }
 
 // Tally applies f, which moves only the status's running counts
 // (Messages, Bytes, Items, LastMessageAt), to the status. Its watcher
@@ -247,12 +232,16 @@ func (r *TargetRecord) Update(f func(s *TargetStatus)) {
 // of thousands of targets, each counting a message several times a
 // second, would otherwise have every snapshot copy every status
 // (TargetChanges.TakeTallied). f must not block.
-func (r *TargetRecord) Tally(f func(s *TargetStatus)) {
+func (r *TargetRecord) Tally(f func(s *TargetStatus)) { r.apply(f, talliedList) }
+
+// apply applies f to the status, and marks the record dirty in list k
+// and tells its watcher so.
+func (r *TargetRecord) apply(f func(s *TargetStatus), k int) {
 	r.mu.Lock()
 	f(&r.st)
-	r.tallied = true
+	r.dirty[k] = true
 	if r.watch != nil {
-		r.watch.tellTallied(r)
+		r.watch.tell(r, k)
 	}
 	r.mu.Unlock()
 }
