@@ -231,9 +231,8 @@ const epollET = 1 << 31
 // the loop's wake pipe), and in its high ones the table's count of
 // connections added when it came, so that an event taken for a
 // connection since ended finds no other in its slot. Finding a readable
-// connection is one load from a slice, where a map's lookup missed the
-// caches twice at a fleet's scale: 1.4 % of the collector's CPU at
-// 2,000 targets (docs/BENCHMARKS.md).
+// connection is one load from a slice; a map's lookup was 1.4 % of the
+// collector's CPU at 2,000 targets (docs/BENCHMARKS.md).
 type connTable struct {
 	slots []*polled
 	free  []uint32 // slots of connections ended, to be taken again
