@@ -453,7 +453,7 @@ func (c *Collector) Run(ctx context.Context) {
 	publish := func() {
 		if sig := c.signature(last); sig != last {
 			last, lastAt = sig, wall.Now()
-			c.Publish()
+			c.publish(true)
 		}
 	}
 	for {

@@ -11,8 +11,14 @@ import (
 
 // Publish builds a snapshot now and makes it the latest. The liveness rule
 // is applied first (see sweep), and the findings are computed here, once:
-// the table, the detail screen, /report and /metrics all read these.
-func (c *Collector) Publish() *Snapshot {
+// the table, the detail screen, /report and /metrics all read these. It
+// shows every target's status as its record says now; Run's snapshots
+// take a live target's running counts once a second (takeTargets).
+func (c *Collector) Publish() *Snapshot { return c.publish(false) }
+
+// publish is Publish; tallies says a live snapshot may show the targets'
+// running counts as they were up to TalliesEvery before (Run's).
+func (c *Collector) publish(tallies bool) *Snapshot {
 	now := c.clock.UnixMilli()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -43,7 +49,7 @@ func (c *Collector) Publish() *Snapshot {
 	// did not change (at 10 snapshots a second, 2,000 targets copied afresh
 	// were most of what a snapshot allocated), and only the changed ones'
 	// records are read (docs/BENCHMARKS.md).
-	c.takeTargets(now)
+	c.takeTargets(now, tallies)
 	s.Targets = slices.Clone(c.tpub)
 	if c.qualifiedEver > 0 {
 		for i, st := range s.Targets {

@@ -33,28 +33,30 @@ func (c *Collector) AddTargets(rs ...*feed.TargetRecord) {
 }
 
 // takeTargets brings tpub and tnotes up to date with the records changed
-// since the last snapshot, and, once TalliesEvery has passed on the
-// collector's clock since they were last taken (or TalliesAfter
-// snapshots were taken meanwhile), with those whose running counts alone
-// moved: live, each target counts a message or two a second, and a copy
-// of its whole status for each was a third of what the snapshots of
-// 2,000 targets allocated (docs/BENCHMARKS.md). A replay, whose
-// snapshots are its steps, takes them every time. c.mu is held.
-func (c *Collector) takeTargets(now int64) {
+// since the last snapshot, and with those whose running counts alone
+// moved: at every snapshot, unless tallies says the snapshot may wait for
+// them (Run's, live): then once TalliesEvery has passed on the
+// collector's clock since they were last taken, or TalliesAfter snapshots
+// were taken meanwhile. Live, each target counts a message or two a
+// second, and a copy of its whole status for each was a third of what the
+// snapshots of 2,000 targets allocated (docs/BENCHMARKS.md). A replay,
+// whose snapshots are its steps, takes them every time. c.mu is held.
+func (c *Collector) takeTargets(now int64, tallies bool) {
 	c.tbuf = c.tchanges.Take(c.tbuf)
 	c.publishTargets(c.tbuf)
 	c.tallySnaps++
-	if c.opts.Mode != ModeLive || c.tallySnaps >= TalliesAfter || now-c.talliedAt >= TalliesEvery.Milliseconds() || now < c.talliedAt {
+	if !tallies || c.opts.Mode != ModeLive || c.tallySnaps >= TalliesAfter || now-c.talliedAt >= TalliesEvery.Milliseconds() || now < c.talliedAt {
 		c.talliedAt, c.tallySnaps = now, 0
 		c.tbuf = c.tchanges.TakeTallied(c.tbuf)
 		c.publishTargets(c.tbuf)
 	}
 }
 
-// A live snapshot shows the targets' running counts (TargetStatus's
-// Messages, Bytes, Items, LastMessageAt), when nothing else of them
-// changed, as they were when it last took them: at most TalliesEvery
-// before on the collector's clock, or TalliesAfter snapshots before.
+// A live snapshot of Run shows the targets' running counts
+// (TargetStatus's Messages, Bytes, Items, LastMessageAt), when nothing
+// else of them changed, as they were when a snapshot last took them: at
+// most TalliesEvery before on the collector's clock, or TalliesAfter
+// snapshots before.
 const (
 	TalliesEvery = time.Second
 	TalliesAfter = 10

@@ -49,9 +49,9 @@ type TargetStatus struct {
 	// a Java Sentinel target whose breaker states are not exposed.
 	Note TargetRemark
 	// Messages, Bytes, Items and LastMessageAt are its running counts,
-	// moved at every message (TargetRecord.Tally): a live snapshot may
-	// show them as they were up to a second before, the rest of the
-	// status as it is.
+	// moved at every message (TargetRecord.Tally): a snapshot the
+	// collector publishes on its own while live may show them as they
+	// were up to a second before, the rest of the status as it is.
 	Messages int64
 	Bytes    int64
 	// Items counts the items of the buckets messages it sent that decoded
