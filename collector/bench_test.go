@@ -131,7 +131,7 @@ func BenchmarkPublishTargets(b *testing.B) {
 					records[i].Tally(func(s *feed.TargetStatus) { s.Messages++; s.Bytes += 400; s.Items += 20 })
 				}
 				round++
-				c.Publish()
+				c.publish(true) // as Run makes them
 			}
 		})
 	}
