@@ -431,7 +431,11 @@ func plural(n int, one, many string) string {
 // (Options.WallClock) until ctx ends, and sooner when a breaker changed
 // state: at once, or as soon as PublishEvery x 2/5 has passed since the
 // last snapshot (100 ms by default), so a transition is shown within about
-// that, not a whole period later.
+// that, not a whole period later. A tick less than half a period after a
+// snapshot is let go: while breakers trip, the ticks on top of the
+// transitions' snapshots made 12 a second where 10 show them as soon
+// (docs/BENCHMARKS.md), and the next tick comes before the data is a
+// period and a half old.
 //
 // A snapshot that would say the same as the last one (nothing arrived, the
 // clock has not moved: a paused replay) is not published again.
@@ -461,7 +465,9 @@ func (c *Collector) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tk.C():
-			publish()
+			if wall.Now().Sub(lastAt) >= c.opts.PublishEvery/2 {
+				publish()
+			}
 		case <-c.transitioned:
 			now := wall.Now()
 			switch wait := gap - now.Sub(lastAt); {

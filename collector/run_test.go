@@ -131,3 +131,38 @@ func TestRunAfterARunStoppedWithAWakeArmed(t *testing.T) {
 	wall.Advance(400 * time.Millisecond)
 	waitFor(t, func() bool { return c.Snapshot().Breakers[0].State == core.HalfOpen })
 }
+
+// A tick less than half a period after a transition's snapshot is let go,
+// and the next one publishes: a transition is still shown within the gap.
+func TestRunLetsGoATickRightAfterASnapshot(t *testing.T) {
+	c, wall := breakerToRun()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return wall.Pending() == 1 }) // the ticker
+	wall.Advance(time.Second)
+	waitFor(t, func() bool { return c.Snapshot() != nil && len(c.Snapshot().Breakers) == 1 })
+	seq := c.Snapshot().Seq
+
+	// 600 ms after the tick's snapshot: the transition's is made at once.
+	wall.Advance(600 * time.Millisecond)
+	c.Ingest("t", &wire.State{Header: wire.Header{Ts: t0ms + 1600, Instance: "gw-1"}, Resource: "db",
+		Strategy: core.ErrorRatio, From: core.Closed, To: core.Open, Threshold: 0.5, RetryTimeoutMs: 1000})
+	waitFor(t, func() bool { return c.Snapshot().Seq == seq+1 })
+	if st := c.Snapshot().Breakers[0].State; st != core.Open {
+		t.Fatalf("the transition's snapshot shows %v", st)
+	}
+	// A bucket comes; the tick 400 ms after that snapshot is let go.
+	c.Ingest("t", &wire.Buckets{Header: wire.Header{Ts: t0ms + 1700, Instance: "gw-1"}, BucketMs: 500,
+		Items: []wire.BucketItem{{Resource: "db", Start: t0ms + 1000, Metrics: core.Metrics{Block: 4}}}})
+	wall.Advance(400 * time.Millisecond)
+	waitFor(t, func() bool { return wall.Pending() == 1 })
+	time.Sleep(20 * time.Millisecond) // room for a snapshot that should not come
+	if got := c.Snapshot().Seq; got != seq+1 {
+		t.Fatalf("a tick 400 ms after a snapshot (period 1 s) published: %d snapshots since, not 1", got-seq)
+	}
+	// The next tick, 1.4 s after it, publishes the bucket.
+	wall.Advance(time.Second)
+	waitFor(t, func() bool { return c.Snapshot().Seq == seq+2 })
+}

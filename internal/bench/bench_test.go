@@ -108,6 +108,7 @@ func TestBenchSmallFleet(t *testing.T) {
 		`(?m)^ {12}agents' processes: RSS [1-9][0-9]* MB$`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 		`(?m)^latency:    breaker transition at an agent to the first snapshot showing it: p50 [0-9]+ ms, p99 [0-9]+ ms \([1-9][0-9]* transitions; [0-9]+ superseded before a snapshot\)$`,
+		`(?m)^            [1-9][0-9]* snapshots published, [0-9.]+ a second$`,
 	)
 	if hugePageMode() != "" {
 		matchLines(t, out, `(?m)^ {12}huge pages: the kernel's mode is [a-z]+(; [0-9]+ MB of this process in them)?$`)

@@ -51,6 +51,7 @@ type latency struct {
 	shown      map[string]*shownRing
 	measured   []time.Duration
 	superseded int
+	snapshots  int // read inside the window
 	// Why targets went down, as snapshots showed them (a target down for
 	// less than a snapshot's interval can go unseen).
 	downSince map[string]int64 // target -> TargetStatus.Since of the down state counted
@@ -155,6 +156,9 @@ func (l *latency) measure(on bool) {
 func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.on {
+		l.snapshots++
+	}
 	for _, b := range s.Breakers {
 		if b.Resource != resource {
 			continue
@@ -211,14 +215,22 @@ func (l *latency) quantiles() (p50, p99 time.Duration, n, superseded int) {
 	return at(0.5), at(0.99), len(m), l.superseded
 }
 
-func (l *latency) print(w io.Writer) {
+// print writes the latency line, and how many snapshots the window of
+// length window had.
+func (l *latency) print(w io.Writer, window time.Duration) {
 	p50, p99, n, sup := l.quantiles()
+	l.mu.Lock()
+	snaps := l.snapshots
+	l.mu.Unlock()
 	if n == 0 {
 		fmt.Fprintf(w, "latency:    no breaker transition measured (%d superseded)\n", sup)
-		return
+	} else {
+		fmt.Fprintf(w, "latency:    breaker transition at an agent to the first snapshot showing it: p50 %d ms, p99 %d ms (%d transitions; %d superseded before a snapshot)\n",
+			p50.Milliseconds(), p99.Milliseconds(), n, sup)
 	}
-	fmt.Fprintf(w, "latency:    breaker transition at an agent to the first snapshot showing it: p50 %d ms, p99 %d ms (%d transitions; %d superseded before a snapshot)\n",
-		p50.Milliseconds(), p99.Milliseconds(), n, sup)
+	if window > 0 {
+		fmt.Fprintf(w, "            %d snapshots published, %.1f a second\n", snaps, float64(snaps)/window.Seconds())
+	}
 }
 
 // trip trips the latency breakers in turn until ctx ends: failing calls

@@ -104,7 +104,7 @@ type seriesShort struct {
 func (r *result) print(w io.Writer) {
 	r.printIngest(w)
 	r.printAccounted(w)
-	r.lat.print(w)
+	r.lat.print(w, r.window)
 	if r.agents.LostEvents > 0 {
 		fmt.Fprintf(w, "            %s transitions not reported by the agents' processes (their pipe was full)\n", thousands(r.agents.LostEvents))
 	}
