@@ -47,15 +47,11 @@ type series struct {
 	// findings-v1 is their ratio.
 	offered, reportedMs int64
 
-	hot  *hotState      // hot-value: nil until the series blocked with hot values
-	warm *warmSeries    // warm-up: nil unless the series had a warm-up rule
-	up   unprot         // unprotected-traffic (on, written by a bucket with traffic, first)
-	win  windows        // inert-rule: the most completions its statistic windows held
-	rw   []*ruleWindows // inert-rule: each breaker rule's windows of bad calls (inertbad.go)
-	hz   healthy        // its healthy traffic (healthy.go)
-	si   selfStats      // self-inflicted: every completion (selfinflicted.go)
-
-	advice seriesAdvice // rule advice's last judgment (advicecache.go)
+	hot  *hotState   // hot-value: nil until the series blocked with hot values
+	warm *warmSeries // warm-up: nil unless the series had a warm-up rule
+	// lowSecs are its latest buckets, for inferred trips' windows
+	// (lowjava.go): nil until it has a Java ratio breaker or such a trip.
+	lowSecs *lowSeconds
 
 	// log is the traffic log its records go to (tracelog.go): its app's
 	// for the resource when the series began, kept if the instance moves
@@ -64,13 +60,17 @@ type series struct {
 	// chunk that record went to.
 	log    *resLog
 	logIdx uint32
-	logSeq int64
 
+	up  unprot         // unprotected-traffic (on, written by a bucket with traffic, first)
+	win windows        // inert-rule: the most completions its statistic windows held
+	rw  []*ruleWindows // inert-rule: each breaker rule's windows of bad calls (inertbad.go)
+	si  selfStats      // self-inflicted: every completion (selfinflicted.go)
+	hz  healthy        // its healthy traffic (healthy.go)
+
+	// What a bucket does not touch.
+	logSeq   int64
+	advice   seriesAdvice // rule advice's last judgment (advicecache.go)
 	breakers []*breaker
-
-	// lowSecs are its latest buckets, for inferred trips' windows
-	// (lowjava.go): nil until it has a Java ratio breaker or such a trip.
-	lowSecs *lowSeconds
 }
 
 // qps is the mean offered load (pass + block per second) over the time the
@@ -202,14 +202,19 @@ func (r *recent) appendTo(out []int64) []int64 {
 // a value of them so that the reads are kept: called for a message's
 // items in a loop of independent reads, before they are taken one by one,
 // so that the cache misses of a fleet's series overlap instead of coming
-// one after another (Collector.touchSeries).
+// one after another (Collector.touchSeries). It reads a word of each of
+// the struct's first nine lines (lines of 64 bytes: what a bucket
+// touches, see series), and the newest of the buckets healthy holds back.
 func (h Series) Touch() int64 {
 	s := h.s
 	if s == nil {
 		return 0
 	}
-	v := s.lastStart + s.offered + s.hz.holdMs + s.hz.hist[0] + s.hz.hist[len(s.hz.hist)-1] + int64(s.up.passed) + int64(len(s.win.ws))
-	// The lines after healthy's: self-inflicted's counts, and the index
-	// the bucket's record in the traffic log is written with.
-	return v + int64(s.si.complete) + int64(s.logIdx)
+	z := &s.hz
+	v := s.lastStart + s.offered + int64(s.logIdx) + s.up.passed + int64(len(s.win.ws)) + int64(s.si.complete)
+	v += int64(z.held.n) + z.exFrom + z.hist[4] + z.hist[len(z.hist)-1]
+	if n := len(z.held.buf); n > 0 {
+		v += int64(z.held.buf[n-1])
+	}
+	return v
 }
