@@ -51,7 +51,9 @@ type latency struct {
 	shown      map[string]*shownRing
 	measured   []time.Duration
 	superseded int
-	snapshots  int // read inside the window
+	// firstSeq and lastSeq are the first and the last snapshot read
+	// inside the window (Snapshot.Seq): how many were published in it.
+	firstSeq, lastSeq uint64
 	// Why targets went down, as snapshots showed them (a target down for
 	// less than a snapshot's interval can go unseen).
 	downSince map[string]int64 // target -> TargetStatus.Since of the down state counted
@@ -157,7 +159,10 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.on {
-		l.snapshots++
+		if l.firstSeq == 0 {
+			l.firstSeq = s.Seq
+		}
+		l.lastSeq = s.Seq
 	}
 	for _, b := range s.Breakers {
 		if b.Resource != resource {
@@ -216,11 +221,15 @@ func (l *latency) quantiles() (p50, p99 time.Duration, n, superseded int) {
 }
 
 // print writes the latency line, and how many snapshots the window of
-// length window had.
+// length window had: by their sequence numbers, those the watcher did not
+// read (a later one published before it woke) counted too.
 func (l *latency) print(w io.Writer, window time.Duration) {
 	p50, p99, n, sup := l.quantiles()
 	l.mu.Lock()
-	snaps := l.snapshots
+	var snaps uint64
+	if l.firstSeq > 0 {
+		snaps = l.lastSeq - l.firstSeq + 1
+	}
 	l.mu.Unlock()
 	if n == 0 {
 		fmt.Fprintf(w, "latency:    no breaker transition measured (%d superseded)\n", sup)
