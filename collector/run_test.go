@@ -23,18 +23,26 @@ func breakerToRun() (*Collector, *core.VirtualClock) {
 	return c, wall
 }
 
-// A breaker transition is published within PublishEvery x 2/5 of the last
-// snapshot, not at the next tick: at once when that much has passed, else
-// when it has.
-func TestRunPublishesTransitionsSoon(t *testing.T) {
+// breakerRunning is breakerToRun with Run started (stopped when the test
+// ends) and its first tick's snapshot, showing the breaker, published.
+func breakerRunning(t *testing.T) (*Collector, *core.VirtualClock) {
+	t.Helper()
 	c, wall := breakerToRun()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, func() bool { return wall.Pending() == 1 }) // the ticker
 	wall.Advance(time.Second)
-	waitFor(t, func() bool { return len(c.Snapshot().Breakers) == 1 })
+	waitFor(t, func() bool { return c.Snapshot() != nil && len(c.Snapshot().Breakers) == 1 })
+	return c, wall
+}
+
+// A breaker transition is published within PublishEvery x 2/5 of the last
+// snapshot, not at the next tick: at once when that much has passed, else
+// when it has.
+func TestRunPublishesTransitionsSoon(t *testing.T) {
+	c, wall := breakerRunning(t)
 	shows := func(st core.State) bool { return c.Snapshot().Breakers[0].State == st }
 
 	// Right after a snapshot: published once 400 ms have passed.
@@ -135,14 +143,7 @@ func TestRunAfterARunStoppedWithAWakeArmed(t *testing.T) {
 // A tick less than half a period after a transition's snapshot is let go,
 // and the next one publishes: a transition is still shown within the gap.
 func TestRunLetsGoATickRightAfterASnapshot(t *testing.T) {
-	c, wall := breakerToRun()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return wall.Pending() == 1 }) // the ticker
-	wall.Advance(time.Second)
-	waitFor(t, func() bool { return c.Snapshot() != nil && len(c.Snapshot().Breakers) == 1 })
+	c, wall := breakerRunning(t)
 	seq := c.Snapshot().Seq
 
 	// 600 ms after the tick's snapshot: the transition's is made at once.
