@@ -433,9 +433,13 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if it.Block > 0 {
 			s.app.act.blocked(s, it.Start, it.Block, !in.statesUnknown)
 		}
-		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, false)
+		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, 0)
+		var counted uint16
+		if it.HasHist {
+			counted = core.HistogramCounted(&it.Hist)
+		}
 		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
-			r.addSpread(it.Start, m.BucketMs, &it.Metrics, it.HasHist)
+			r.addSpread(it.Start, m.BucketMs, &it.Metrics, counted)
 		}
 		c.addHot(place, in, s, it.Start, it.Hot)
 		if back {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -54,11 +55,12 @@ func (c *counts) addCounts(o *counts) {
 	c.rtMax = max(c.rtMax, o.rtMax)
 }
 
-// addHist folds a bucket's response-time histogram into a slot's.
-func addHist(h *[histLen]uint32, m *core.Metrics) {
-	for k := range m.Hist {
-		v := m.Hist[k]
-		h[k] = sat32(h[k], v)
+// addHist folds a bucket's response-time histogram into a slot's: the
+// slots of counted (core.HistogramCounted; the others add nothing).
+func addHist(h *[histLen]uint32, m *core.Metrics, counted uint16) {
+	for ; counted != 0; counted &= counted - 1 {
+		k := bits.TrailingZeros16(counted)
+		h[k] = sat32(h[k], m.Hist[k])
 	}
 }
 
@@ -204,8 +206,9 @@ func (d *dedupe) mark(idx int64) (dup, old bool) {
 // and slow calls stay within the completions of each part. A bucket that
 // is not a whole number of steps takes the slot
 // of its start; of one longer than the ring, the ring keeps the last
-// steps.
-func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics, hist bool) {
+// steps. hist names the histogram's slots to add, those that count calls
+// (core.HistogramCounted): 0 adds none.
+func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics, hist uint16) {
 	k := int64(1)
 	if bucketMs > r.stepMs && bucketMs%r.stepMs == 0 {
 		k = bucketMs / r.stepMs
@@ -213,8 +216,8 @@ func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics, hist bool) {
 	if k == 1 {
 		if sl, h := r.slot(start); sl != nil {
 			sl.add(m)
-			if hist && h != nil {
-				addHist(h, m)
+			if hist != 0 && h != nil {
+				addHist(h, m, hist)
 			}
 		}
 		return
@@ -230,8 +233,8 @@ func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics, hist bool) {
 		}
 		if sl, h := r.slot(start + j*r.stepMs); sl != nil {
 			sl.add(&part)
-			if hist && h != nil {
-				addHist(h, &part)
+			if hist != 0 && h != nil {
+				addHist(h, &part, hist)
 			}
 		}
 	}

@@ -206,6 +206,23 @@ func (m *Metrics) Since(o *Metrics) Metrics {
 	return d
 }
 
+// HistogramCounted is the set of h's slots that count a call (hold more
+// than 0), bit i for slot i: a bucket's histogram has calls in a few of its
+// slots, so a loop that adds it over only these (bits.TrailingZeros16 to
+// the next, m &= m-1 past it) skips the rest.
+func HistogramCounted(h *[HistogramSlots]int64) uint16 {
+	var m uint16
+	for i, c := range h {
+		// Branch-free: c > 0 is the sign of -c. c = math.MinInt64, its own
+		// negation, sets its bit too; callers take max(c, 0) regardless.
+		m |= uint16(uint64(-c)>>63) << i
+	}
+	return m
+}
+
+// The slots' set is 16 bits wide.
+var _ [16 - HistogramSlots]struct{}
+
 // AvgRt is the mean response time of completed entries, 0 if none.
 func (m *Metrics) AvgRt() float64 {
 	if m.Complete == 0 {

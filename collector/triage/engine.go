@@ -80,6 +80,11 @@ type BucketStat struct {
 	// printing). The slice belongs to the caller and is reused after
 	// Bucket returns: copy what is kept.
 	Hot []wire.HotItem
+
+	// counted names the slots of Hist that count calls
+	// (core.HistogramCounted; 0 without HasHist), set by the engine as it
+	// takes the bucket: the loops over the histogram visit only those.
+	counted uint16
 }
 
 // Counts summarises what the engine has seen.
@@ -407,6 +412,10 @@ func (e *Engine) bucket(s *series) {
 		bm = core.ResourceBucketMs
 	}
 	end := b.Start + bm
+	b.counted = 0
+	if b.HasHist {
+		b.counted = core.HistogramCounted(&b.Hist)
+	}
 	e.observe(b.Start)
 	e.observe(end)
 	if s.hasBucket && b.Start <= s.lastStart {

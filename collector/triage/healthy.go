@@ -2,6 +2,7 @@ package triage
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/sentinel-top/sentinel-top/core"
 )
@@ -73,10 +74,11 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 		return
 	}
 	if h.holdMs == 0 || h.held.max == 0 {
-		for i := range b.Hist {
-			c := b.Hist[i]
-			h.hist[i] += max(c, 0)
-			h.n += max(c, 0)
+		for m := b.counted; m != 0; m &= m - 1 {
+			i := bits.TrailingZeros16(m)
+			c := max(b.Hist[i], 0)
+			h.hist[i] += c
+			h.n += c
 		}
 		h.rtMax = max(h.rtMax, b.RtMax)
 		return
@@ -85,9 +87,9 @@ func (h *healthy) bucket(start, end int64, b *BucketStat) {
 		h.releaseOldest() // buckets in order never fill it: keep the bound all the same
 	}
 	var hb heldBucket
-	for i := range b.Hist {
-		c := b.Hist[i]
-		c = min(max(c, 0), maxHeldCount)
+	for m := b.counted; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros16(m)
+		c := min(max(b.Hist[i], 0), maxHeldCount)
 		hb.hist[i] = c
 		h.hist[i] += c
 		hb.n += c

@@ -3,6 +3,7 @@ package triage
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -56,11 +57,9 @@ func (st *selfStats) add(b *BucketStat) {
 	st.complete = satAdd32(st.complete, n)
 	st.errors = satAdd32(st.errors, min(max(b.Error, 0), n))
 	if b.HasHist {
-		for i := range b.Hist {
-			c := b.Hist[i]
-			if c > 0 {
-				st.hist[i] = satAdd32(st.hist[i], c)
-			}
+		for m := b.counted; m != 0; m &= m - 1 {
+			i := bits.TrailingZeros16(m)
+			st.hist[i] = satAdd32(st.hist[i], max(b.Hist[i], 0))
 		}
 		return
 	}

@@ -3,6 +3,7 @@ package triage
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 
 	"github.com/sentinel-top/sentinel-top/collector/whatif"
 	"github.com/sentinel-top/sentinel-top/core"
@@ -329,21 +330,11 @@ func (e *Engine) traceBucket(s *series, b *BucketStat, bm int64) {
 	}
 	if b.HasHist {
 		flags |= bucketHist
-		var mask int64
-		for i := range b.Hist {
-			c := b.Hist[i]
-			if c > 0 {
-				mask |= 1 << i
-			}
-		}
-		v[n] = mask
+		v[n] = int64(b.counted)
 		n++
-		for j := range b.Hist {
-			c := b.Hist[j]
-			if c > 0 {
-				v[n] = c
-				n++
-			}
+		for m := b.counted; m != 0; m &= m - 1 {
+			v[n] = max(b.Hist[bits.TrailingZeros16(m)], 0)
+			n++
 		}
 	}
 	v[0] = flags
