@@ -89,10 +89,14 @@ func newDetectors(e *Engine) detectors {
 func (e *Engine) Findings(now int64) []Finding {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []Finding
+	var out []Finding // nil with none, as before
+	if e.lastFindings > 0 {
+		out = make([]Finding, 0, e.lastFindings)
+	}
 	for _, d := range e.det.all {
 		out = d.findings(now, out)
 	}
+	e.lastFindings = len(out)
 	blameRule(out)
 	agreeOnRetry(out)
 	for i := range out {

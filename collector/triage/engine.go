@@ -115,6 +115,10 @@ type Engine struct {
 	ars       map[arKey]*appRes
 
 	sortRefs []findingRef // Findings' sorting (sortFindings)
+	// lastFindings is how many findings Findings returned last: the next
+	// list is made that long at once, not grown by doubling (a snapshot's
+	// findings are most of the time the last one's).
+	lastFindings int
 	// taken and told are the bucket and the transition being told to the
 	// detectors (under mu).
 	taken takenBucket

@@ -443,7 +443,8 @@ func (r *runner) window(ctx context.Context, heap uint64) (uint64, error) {
 	r.progress.say("measuring for %v", r.cfg.Duration)
 	r.res.lat.measure(true)
 	defer r.res.lat.measure(false)
-	err := r.every(ctx, r.cfg.Duration, func(time.Duration) { heap = max(heap, sampleProc().heap) })
+	inUse := newHeapReader()
+	err := r.every(ctx, r.cfg.Duration, func(time.Duration) { heap = max(heap, inUse.read()) })
 	return heap, err
 }
 

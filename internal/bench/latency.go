@@ -168,7 +168,12 @@ func (l *latency) seen(s *collector.Snapshot, resource string, now time.Time) {
 		if b.Resource != resource {
 			continue
 		}
-		l.shown[b.Instance] = l.shown[b.Instance].add(shownState{state: b.State, atMs: s.At, seen: now})
+		sh := shownState{state: b.State, atMs: s.At, seen: now}
+		if r := l.shown[b.Instance]; r != nil {
+			r.add(sh) // one lookup of the name a snapshot, not two
+		} else {
+			l.shown[b.Instance] = r.add(sh)
+		}
 		p, ok := l.pending[b.Instance]
 		if !ok || b.State != p.to || s.At <= p.atMs {
 			continue
