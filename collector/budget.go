@@ -46,7 +46,7 @@ const (
 	instanceBytes   = 840  // an instance, beyond its name: records, offsets, triage's view
 	seriesBaseBytes = 2000 // a series beyond its ring: dedupe, totals, maps, triage's view (with the packed healthy buckets of a 10 s window held)
 	ringSlotBytes   = 40   // a ring slot: its start and its counts
-	histSlotBytes   = 62   // a histogram beside an app ring's slot
+	histCellBytes   = 96   // an app ring's slot: its start, its counts and its histogram (histCell)
 	// trackBytes is a breaker track beyond its steps and its rule id
 	// (kept twice: the track's and triage's).
 	trackBytes = 930
@@ -99,7 +99,7 @@ func (c *Collector) hotRingBytes() int64 {
 
 // appSeriesBytes is the estimate for one app x resource series.
 func (c *Collector) appSeriesBytes() int64 {
-	return int64(appFineSlots+c.coarseSlots()) * (ringSlotBytes + histSlotBytes)
+	return int64(appFineSlots+c.coarseSlots()) * histCellBytes
 }
 
 // instanceFineSlots is the per-second slots an instance x resource keeps:

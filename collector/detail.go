@@ -115,7 +115,7 @@ func (c *Collector) instanceDetail(in *instance, resource string, r *fleet.Resou
 	id.Silent = in.silent(se, id.Start, id.Transitions, from, to)
 	rateMs := c.opts.RateWindow.Milliseconds()
 	end := in.dataEndSecond()
-	sum, _ := window(&se.fine, end-rateMs, end)
+	sum := se.fine.sum(end-rateMs, end)
 	id.PassQPS = float64(sum.pass) * 1000 / float64(rateMs)
 	id.BlockQPS = float64(sum.block) * 1000 / float64(rateMs)
 	if sum.complete > 0 {
@@ -135,11 +135,10 @@ func (c *Collector) detailSeries(d *Detail, a *appSeries, now int64) {
 	d.StepMs = r.stepMs
 	perSec := 1000 / float64(r.stepMs)
 	for t := r.align(d.From); t < d.To; t += r.stepMs {
-		sl, h := r.at(t)
 		var cnt counts
 		var hist [histLen]uint32
-		if sl != nil {
-			cnt, hist = *sl, *h
+		if c := r.at(t); c != nil {
+			cnt, hist = c.c, c.hist
 		}
 		d.PassQPS = append(d.PassQPS, float64(cnt.pass)*perSec)
 		d.BlockQPS = append(d.BlockQPS, float64(cnt.block)*perSec)

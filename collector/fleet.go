@@ -158,7 +158,7 @@ func (s *series) initFine(n int) {
 	if n <= len(s.fineStarts) {
 		starts = s.fineStarts[:n:n]
 	}
-	s.fine = newRingOver(fineStepMs, n, starts)
+	s.fine = newRing(fineStepMs, n, starts)
 }
 
 // track is one breaker's history on one instance.
@@ -190,8 +190,8 @@ func (c *Collector) insertStep(s *series, t *track, tr Transition) {
 // appSeries is one app x resource, summed over its instances.
 type appSeries struct {
 	key    arKey
-	fine   ring
-	coarse ring
+	fine   histRing
+	coarse histRing
 	last   int64 // latest transition
 	// refs counts the instance series summed here; lastData is the
 	// collector's clock at the latest bucket (for pruning). share is the

@@ -332,7 +332,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		a.share = c.shared(a.share, in.share, c.appSeriesBytes())
 	}
 	if a == nil {
-		a = &appSeries{key: key, fine: newRing(fineStepMs, appFineSlots, true), coarse: newRing(coarseStepMs, coarse, true), share: in.share}
+		a = &appSeries{key: key, fine: newHistRing(fineStepMs, appFineSlots), coarse: newHistRing(coarseStepMs, coarse), share: in.share}
 		c.apps[key] = a
 		c.pub.appOrder = nil
 	}
@@ -433,14 +433,13 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if it.Block > 0 {
 			s.app.act.blocked(s, it.Start, it.Block, !in.statesUnknown)
 		}
-		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, 0)
+		s.fine.addSpread(it.Start, m.BucketMs, &it.Metrics)
 		var counted uint16
 		if it.HasHist {
 			counted = core.HistogramCounted(&it.Hist)
 		}
-		for _, r := range []*ring{&s.app.fine, &s.app.coarse} {
-			r.addSpread(it.Start, m.BucketMs, &it.Metrics, counted)
-		}
+		s.app.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, counted)
+		s.app.coarse.addSpread(it.Start, m.BucketMs, &it.Metrics, counted)
 		c.addHot(place, in, s, it.Start, it.Hot)
 		if back {
 			c.engine.Returned(in.tri, it.Start+m.BucketMs)
@@ -602,7 +601,7 @@ func touchSeries(in *instance, m *wire.Buckets) int64 {
 		s := in.seriesList[i]
 		start := m.Items[i].Start
 		r := &s.fine
-		k := r.index(r.align(start))
+		k := r.index(r.align(start), len(r.starts))
 		sum += s.first + s.total.pass + r.starts[k] + int64(r.slots[k].pass) + int64(s.part.pass)
 		if m.BucketMs > 0 {
 			sum += int64(s.seen.bits[floorMod(floorDiv(start, m.BucketMs), dedupeSpan)/64])

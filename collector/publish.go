@@ -105,7 +105,7 @@ func (c *Collector) publish(tallies bool) *Snapshot {
 	s.Rows = make([]ResourceRow, 0, len(rows))
 	for _, a := range rows {
 		row, end := a.resourceRow(rateMs), a.sums.end
-		sum, hist := window(&a.fine, end-rateMs, end)
+		sum, hist := a.fine.window(end-rateMs, end)
 		row.Completed = int64(sum.complete)
 		if sum.complete > 0 {
 			row.SlowRatio = float64(sum.slow) / float64(sum.complete)
@@ -205,17 +205,25 @@ func sortedCounts(m map[string]*RejectCount) []RejectCount {
 	return out
 }
 
-// window sums the fine slots of r over [from, to) (times aligned to seconds).
-func window(r *ring, from, to int64) (sum counts, hist [histLen]uint32) {
+// window sums the cells of r over [from, to) (times aligned to its steps).
+func (r *histRing) window(from, to int64) (sum counts, hist [histLen]uint32) {
 	for t := r.align(from); t < to; t += r.stepMs {
-		if sl, h := r.at(t); sl != nil {
-			sum.addCounts(sl)
-			if h != nil {
-				for i, v := range h {
-					hist[i] = sat32(hist[i], int64(v))
-				}
+		if c := r.at(t); c != nil {
+			sum.addCounts(&c.c)
+			for i, v := range c.hist {
+				hist[i] = sat32(hist[i], int64(v))
 			}
 		}
 	}
 	return sum, hist
+}
+
+// sum sums the slots of r over [from, to) (times aligned to its steps).
+func (r *ring) sum(from, to int64) (sum counts) {
+	for t := r.align(from); t < to; t += r.stepMs {
+		if sl := r.at(t); sl != nil {
+			sum.addCounts(sl)
+		}
+	}
+	return sum
 }

@@ -64,94 +64,196 @@ func addHist(h *[histLen]uint32, m *core.Metrics, counted uint16) {
 	}
 }
 
-// ring is a fixed run of slots of stepMs each: the slot for time t is
-// reused once t is a whole ring later. Writes older than the ring's span
-// are refused.
-type ring struct {
+// steps is what a ring keeps beside its slots: their length, and the
+// slot written last with its start (math.MinInt64 before the first). The
+// next write falls in that slot more often than not (an app's instances
+// report the same second), and then costs no division (the slot's start
+// is checked all the same, as any other's).
+type steps struct {
 	stepMs int64
-	starts []int64
-	slots  []counts
-	hists  [][histLen]uint32 // nil unless the ring keeps histograms
-	// last is the slot written last, lastAt its start: the next write
-	// falls in it more often than not (an app's instances report the same
-	// second), and then costs no division.
 	last   int
 	lastAt int64
 }
 
-const histLen = core.HistogramSlots
+func (s *steps) align(t int64) int64 { return t - floorMod(t, s.stepMs) }
 
-func newRing(stepMs int64, n int, withHist bool) ring {
-	r := newRingOver(stepMs, n, nil)
-	if withHist {
-		r.hists = make([][histLen]uint32, n)
+// index is the slot of n that the step starting at aligned time a takes.
+func (s *steps) index(a int64, n int) int { return int(floorMod(a/s.stepMs, int64(n))) }
+
+// locate returns the start of the step holding t and its slot of n.
+func (s *steps) locate(t int64, n int) (a int64, i int) {
+	if d := t - s.lastAt; d >= 0 && d < s.stepMs {
+		return s.lastAt, s.last
 	}
-	return r
+	a = s.align(t)
+	return a, s.index(a, n)
 }
 
-// newRingOver is a ring of n slots without histograms whose starts are
-// kept in starts (len n) when it is not nil: the caller's memory, beside
-// what else it touches with each write.
-func newRingOver(stepMs int64, n int, starts []int64) ring {
+// parts is how many steps a bucket of bucketMs is spread over: a bucket
+// longer than a step (a Prometheus step of 15 s in slots of 1 s) is spread
+// evenly over the steps it spans, so that each slot's rate is the
+// bucket's, not its whole count in one slot; a bucket that is not a whole
+// number of steps takes the slot of its start.
+func (s *steps) parts(bucketMs int64) int64 {
+	if bucketMs > s.stepMs && bucketMs%s.stepMs == 0 {
+		return bucketMs / s.stepMs
+	}
+	return 1
+}
+
+// spread calls add with each of the k parts of m (k from parts) and the
+// start of its step, for a ring of n slots: errors and slow calls stay
+// within the completions of each part, and of a bucket longer than the
+// ring only the last n steps are added (the earlier parts would be
+// overwritten by the later ones at once).
+func (s *steps) spread(start, k int64, n int, m *core.Metrics, add func(t int64, part *core.Metrics)) {
+	for j := max(0, k-int64(n)); j < k; j++ {
+		part := core.Metrics{Pass: share(m.Pass, j, k), Block: share(m.Block, j, k),
+			Complete: share(m.Complete, j, k), Error: share(m.Error, j, k), Slow: share(m.Slow, j, k),
+			RtSum: share(m.RtSum, j, k), RtMax: m.RtMax}
+		for i := range m.Hist {
+			part.Hist[i] = share(m.Hist[i], j, k)
+		}
+		add(start+j*s.stepMs, &part)
+	}
+}
+
+// ring is a fixed run of slots of stepMs each, without histograms: the
+// slot for time t is reused once t is a whole ring later. Writes older
+// than the ring's span are refused.
+type ring struct {
+	steps
+	starts []int64
+	slots  []counts
+}
+
+// newRing is a ring of n slots whose starts are kept in starts (len n)
+// when it is not nil: the caller's memory, beside what else it touches
+// with each write.
+func newRing(stepMs int64, n int, starts []int64) ring {
 	if starts == nil {
 		starts = make([]int64, n)
 	}
-	r := ring{stepMs: stepMs, starts: starts, slots: make([]counts, n), lastAt: math.MinInt64}
+	r := ring{steps: steps{stepMs: stepMs, lastAt: math.MinInt64}, starts: starts, slots: make([]counts, n)}
 	for i := range r.starts {
 		r.starts[i] = math.MinInt64
 	}
 	return r
 }
 
-func (r *ring) align(t int64) int64 { return t - floorMod(t, r.stepMs) }
-
-func (r *ring) index(aligned int64) int {
-	return int(floorMod(aligned/r.stepMs, int64(len(r.starts))))
-}
-
-// slot returns the slot holding time t for writing, zeroing a stale one; nil
-// when t is older than what the slot holds now.
-func (r *ring) slot(t int64) (*counts, *[histLen]uint32) {
-	var a int64
-	var i int
-	if d := t - r.lastAt; d >= 0 && d < r.stepMs && r.starts[r.last] == r.lastAt {
-		a, i = r.lastAt, r.last
-	} else {
-		a = r.align(t)
-		i = r.index(a)
-		r.last, r.lastAt = i, a
-	}
+// slot returns the slot holding time t for writing, zeroing a stale one;
+// nil when t is older than what the slot holds now.
+func (r *ring) slot(t int64) *counts {
+	a, i := r.locate(t, len(r.starts))
 	switch {
 	case r.starts[i] == a:
 	case r.starts[i] < a:
-		r.starts[i] = a
-		r.slots[i] = counts{}
-		if r.hists != nil {
-			r.hists[i] = [histLen]uint32{}
-		}
+		r.starts[i], r.slots[i] = a, counts{}
 	default:
-		return nil, nil
+		return nil
 	}
-	if r.hists != nil {
-		return &r.slots[i], &r.hists[i]
-	}
-	return &r.slots[i], nil
+	r.last, r.lastAt = i, a
+	return &r.slots[i]
 }
 
 // at returns the slot that starts exactly at aligned time a, if held.
-func (r *ring) at(a int64) (*counts, *[histLen]uint32) {
-	i := r.index(a)
-	if r.starts[i] != a {
-		return nil, nil
+func (r *ring) at(a int64) *counts {
+	if i := r.index(a, len(r.starts)); r.starts[i] == a {
+		return &r.slots[i]
 	}
-	if r.hists != nil {
-		return &r.slots[i], &r.hists[i]
-	}
-	return &r.slots[i], nil
+	return nil
 }
 
 // span is how far back the ring reaches.
 func (r *ring) span() int64 { return r.stepMs * int64(len(r.starts)) }
+
+// addSpread folds a bucket of bucketMs from start into the slots it
+// covers (steps.parts).
+func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics) {
+	if k := r.parts(bucketMs); k > 1 {
+		r.spread(start, k, len(r.starts), m, func(t int64, part *core.Metrics) { r.add(t, part) })
+		return
+	}
+	r.add(start, m)
+}
+
+func (r *ring) add(t int64, m *core.Metrics) {
+	if sl := r.slot(t); sl != nil {
+		sl.add(m)
+	}
+}
+
+// histRing is a ring whose slots keep a response-time histogram too, each
+// slot in one cell with its start and counts: a write touches one place
+// of the ring, where starts, counts and histograms apart were three
+// (pages apart, in the caches' way: a message's items go to as many app x
+// resource series, each with two rings of its own).
+type histRing struct {
+	steps
+	cells []histCell
+}
+
+// histCell is a slot of a histRing.
+type histCell struct {
+	start int64
+	c     counts
+	hist  [histLen]uint32
+}
+
+const histLen = core.HistogramSlots
+
+func newHistRing(stepMs int64, n int) histRing {
+	r := histRing{steps: steps{stepMs: stepMs, lastAt: math.MinInt64}, cells: make([]histCell, n)}
+	for i := range r.cells {
+		r.cells[i].start = math.MinInt64
+	}
+	return r
+}
+
+// slot returns the cell holding time t for writing, zeroing a stale one;
+// nil when t is older than what the cell holds now.
+func (r *histRing) slot(t int64) *histCell {
+	a, i := r.locate(t, len(r.cells))
+	c := &r.cells[i]
+	switch {
+	case c.start == a:
+	case c.start < a:
+		*c = histCell{start: a}
+	default:
+		return nil
+	}
+	r.last, r.lastAt = i, a
+	return c
+}
+
+// at returns the cell that starts exactly at aligned time a, if held.
+func (r *histRing) at(a int64) *histCell {
+	if c := &r.cells[r.index(a, len(r.cells))]; c.start == a {
+		return c
+	}
+	return nil
+}
+
+// span is how far back the ring reaches.
+func (r *histRing) span() int64 { return r.stepMs * int64(len(r.cells)) }
+
+// addSpread folds a bucket of bucketMs from start into the cells it covers
+// (steps.parts); counted names the histogram's slots to add, those that
+// count calls (core.HistogramCounted).
+func (r *histRing) addSpread(start, bucketMs int64, m *core.Metrics, counted uint16) {
+	if k := r.parts(bucketMs); k > 1 {
+		r.spread(start, k, len(r.cells), m, func(t int64, part *core.Metrics) { r.add(t, part, counted) })
+		return
+	}
+	r.add(start, m, counted)
+}
+
+func (r *histRing) add(t int64, m *core.Metrics, counted uint16) {
+	if c := r.slot(t); c != nil {
+		c.c.add(m)
+		addHist(&c.hist, m, counted)
+	}
+}
 
 func floorMod(a, b int64) int64 {
 	m := a % b
@@ -197,47 +299,6 @@ func (d *dedupe) mark(idx int64) (dup, old bool) {
 	}
 	d.bits[b/64] |= 1 << (b % 64)
 	return false, false
-}
-
-// addSpread folds a bucket of bucketMs from start into the slots it
-// covers: a bucket longer than the ring's step (a Prometheus step of 15 s
-// in slots of 1 s) is spread evenly over the steps it spans, so that each
-// slot's rate is the bucket's, not its whole count in one slot. Errors
-// and slow calls stay within the completions of each part. A bucket that
-// is not a whole number of steps takes the slot
-// of its start; of one longer than the ring, the ring keeps the last
-// steps. hist names the histogram's slots to add, those that count calls
-// (core.HistogramCounted): 0 adds none.
-func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics, hist uint16) {
-	k := int64(1)
-	if bucketMs > r.stepMs && bucketMs%r.stepMs == 0 {
-		k = bucketMs / r.stepMs
-	}
-	if k == 1 {
-		if sl, h := r.slot(start); sl != nil {
-			sl.add(m)
-			if hist != 0 && h != nil {
-				addHist(h, m, hist)
-			}
-		}
-		return
-	}
-	// The ring holds its last len(starts) steps: earlier parts would be
-	// overwritten by the later ones at once.
-	for j := max(0, k-int64(len(r.starts))); j < k; j++ {
-		part := core.Metrics{Pass: share(m.Pass, j, k), Block: share(m.Block, j, k),
-			Complete: share(m.Complete, j, k), Error: share(m.Error, j, k), Slow: share(m.Slow, j, k),
-			RtSum: share(m.RtSum, j, k), RtMax: m.RtMax}
-		for i := range m.Hist {
-			part.Hist[i] = share(m.Hist[i], j, k)
-		}
-		if sl, h := r.slot(start + j*r.stepMs); sl != nil {
-			sl.add(&part)
-			if hist != 0 && h != nil {
-				addHist(h, &part, hist)
-			}
-		}
-	}
 }
 
 // share is part j of n split evenly in k parts (the parts sum to n, and

@@ -457,7 +457,8 @@ func passBlock(r *ring, from, to int64) (pass, block uint32) {
 	if t >= to {
 		return 0, 0
 	}
-	i, n := r.index(t), len(r.starts)
+	n := len(r.starts)
+	i := r.index(t, n)
 	for ; t < to; t += r.stepMs {
 		if r.starts[i] == t {
 			sl := &r.slots[i]
