@@ -204,7 +204,8 @@ func (r *recent) appendTo(out []int64) []int64 {
 // so that the cache misses of a fleet's series overlap instead of coming
 // one after another (Collector.touchSeries). It reads a word of each of
 // the struct's first nine lines (lines of 64 bytes: what a bucket
-// touches, see series), and the newest of the buckets healthy holds back.
+// touches, see series), the newest of the buckets healthy holds back, and
+// the line of each state beside the series a bucket reads.
 func (h Series) Touch() int64 {
 	s := h.s
 	if s == nil {
@@ -215,6 +216,20 @@ func (h Series) Touch() int64 {
 	v += int64(z.held.n) + z.exFrom + z.hist[4] + z.hist[len(z.hist)-1]
 	if n := len(z.held.buf); n > 0 {
 		v += int64(z.held.buf[n-1])
+	}
+	// What a bucket reads beside the series: its log's head (where the
+	// record goes), its app x resource's rule count (the unprotected
+	// detector) and its resource's latest time. A fleet's 200 app x
+	// resource states at 10 apps x 20 resources are out of the caches
+	// again by their next item.
+	if l := s.log; l != nil {
+		v += int64(len(l.tail))
+	}
+	if s.ar != nil {
+		v += int64(s.ar.ruleCount)
+	}
+	if s.res != nil {
+		v += s.res.last
 	}
 	return v
 }
