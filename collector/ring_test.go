@@ -80,3 +80,13 @@ func TestHistCellSize(t *testing.T) {
 		t.Fatalf("histCell is %d bytes, the budget charges %d", s, histCellBytes)
 	}
 }
+
+// An app's fine ring fills the allocator's size class it takes: the
+// cells it would leave unused are a second each of history for free.
+func TestAppFineCellsFillTheirClass(t *testing.T) {
+	const class = 32 << 10 // the largest small size class
+	size := appFineSlots * unsafe.Sizeof(histCell{})
+	if size > class || class-size >= unsafe.Sizeof(histCell{}) {
+		t.Fatalf("%d cells take %d bytes of a %d-byte class: %d cells fill it", appFineSlots, size, class, class/unsafe.Sizeof(histCell{}))
+	}
+}
