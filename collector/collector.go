@@ -26,7 +26,7 @@ const (
 // Series resolutions. Recent data is kept per second; older data, up to the
 // retention, per coarseStepMs.
 const (
-	fineStepMs   = 1000
+	fineStepMs = 1000
 	// appFineSlots is per app x resource: a little over 5 minutes per
 	// second, so a 5-minute range stays fine; 341 cells of 96 bytes fill
 	// the allocator's 32 KiB size class, where 310 left 2,976 bytes of it
@@ -165,7 +165,12 @@ type Collector struct {
 	// in targetAt), taken again only from the records changed since
 	// (tchanges, tbuf its scratch), and the tallied ones when talliedAt
 	// and tallySnaps say (takeTargets); tnotes counts their remarks.
-	tpub       []*TargetStatus
+	tpub []*TargetStatus
+	// tpubShared is tpub as the last snapshot published it, shared by the
+	// snapshots after it until a status in tpub changes (nil then): most
+	// snapshots between two tallies take no target's status, and copied
+	// the list of every target all the same.
+	tpubShared []*TargetStatus
 	talliedAt  int64
 	tallySnaps int
 	targetAt   map[*feed.TargetRecord]int

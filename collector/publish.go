@@ -50,7 +50,10 @@ func (c *Collector) publish(tallies bool) *Snapshot {
 	// were most of what a snapshot allocated), and only the changed ones'
 	// records are read (docs/BENCHMARKS.md).
 	c.takeTargets(now, tallies)
-	s.Targets = slices.Clone(c.tpub)
+	if c.tpubShared == nil {
+		c.tpubShared = slices.Clone(c.tpub)
+	}
+	s.Targets = c.tpubShared
 	if c.qualifiedEver > 0 {
 		for i, st := range s.Targets {
 			// Another target announced the name first: this one's is

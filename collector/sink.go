@@ -27,7 +27,7 @@ func (c *Collector) AddTargets(rs ...*feed.TargetRecord) {
 	for _, r := range rs {
 		c.targetAt[r] = len(c.targets)
 		c.targets = append(c.targets, r)
-		c.tpub = append(c.tpub, nil)
+		c.tpub, c.tpubShared = append(c.tpub, nil), nil
 		r.Watch(&c.tchanges)
 	}
 }
@@ -76,6 +76,7 @@ func (c *Collector) publishTargets(records []*feed.TargetRecord) {
 		}
 		c.noteTarget(st.Note, 1)
 		c.tpub[i] = st
+		c.tpubShared = nil
 	}
 	clear(records)
 }
