@@ -278,6 +278,9 @@ type Collector struct {
 // at, what every instance adds to the counts, and the breaker states as of
 // breakersGen, shared by the snapshots until they change.
 type pubCache struct {
+	// rows and resources are instanceRows' scratch.
+	rows      []*appSeries
+	resources map[string]struct{}
 	// visit is the instances the next snapshot looks at (Collector.touch);
 	// visiting is the last one's, kept for its room.
 	visit, visiting []*instance

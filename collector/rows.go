@@ -303,14 +303,22 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 	warnings = clockWarnings(skews, p.measured)
 	clear(skews)
 	p.skews = skews
-	resources := map[string]struct{}{}
+	// The rows and the resources' set are the snapshot's scratch, kept for
+	// their room: publish reads the rows before the next snapshot.
+	if p.resources == nil {
+		p.resources = map[string]struct{}{}
+	}
+	clear(p.resources)
+	clear(p.rows) // no app series pruned since is kept by it
+	rows = p.rows[:0]
 	for _, a := range c.sortedApps() {
 		if a.sums.listed > 0 {
 			rows = append(rows, a)
-			resources[a.key.resource] = struct{}{}
+			p.resources[a.key.resource] = struct{}{}
 		}
 	}
-	s.Apps, s.Resources = len(p.apps), len(resources)
+	p.rows = rows
+	s.Apps, s.Resources = len(p.apps), len(p.resources)
 	return rows, warnings
 }
 
