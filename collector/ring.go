@@ -164,9 +164,6 @@ func (r *ring) at(a int64) *counts {
 	return nil
 }
 
-// span is how far back the ring reaches.
-func (r *ring) span() int64 { return r.stepMs * int64(len(r.starts)) }
-
 // addSpread folds a bucket of bucketMs from start into the slots it
 // covers (steps.parts).
 func (r *ring) addSpread(start, bucketMs int64, m *core.Metrics) {
