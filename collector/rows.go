@@ -309,8 +309,8 @@ func (c *Collector) instanceRows(s *Snapshot, now int64) (rows []*appSeries, war
 		p.resources = map[string]struct{}{}
 	}
 	clear(p.resources)
-	clear(p.rows) // no app series pruned since is kept by it
 	rows = p.rows[:0]
+	clear(rows[:cap(rows)]) // the whole room: no app series pruned since is kept by it
 	for _, a := range c.sortedApps() {
 		if a.sums.listed > 0 {
 			rows = append(rows, a)
