@@ -128,16 +128,20 @@ func (c *Collector) instanceDetail(in *instance, resource string, r *fleet.Resou
 // detailSeries fills the per-step series of d from the app's ring that
 // covers the range. c.mu is held.
 func (c *Collector) detailSeries(d *Detail, a *appSeries, now int64) {
-	r := &a.fine
+	r, coarse := &a.fine, false
 	if now-d.From > a.fine.span() || d.To-d.From > a.fine.span() {
-		r = &a.coarse
+		r, coarse = &a.coarse, true
 	}
 	d.StepMs = r.stepMs
 	perSec := 1000 / float64(r.stepMs)
 	for t := r.align(d.From); t < d.To; t += r.stepMs {
 		var cnt counts
 		var hist [histLen]uint32
-		if c := r.at(t); c != nil {
+		if coarse {
+			if c, ok := a.coarseAt(t); ok {
+				cnt, hist = c.c, c.hist
+			}
+		} else if c := r.at(t); c != nil {
 			cnt, hist = c.c, c.hist
 		}
 		d.PassQPS = append(d.PassQPS, float64(cnt.pass)*perSec)

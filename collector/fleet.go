@@ -189,10 +189,9 @@ func (c *Collector) insertStep(s *series, t *track, tr Transition) {
 
 // appSeries is one app x resource, summed over its instances.
 type appSeries struct {
-	key    arKey
-	fine   histRing
-	coarse histRing
-	last   int64 // latest transition
+	key arKey
+	appRings
+	last int64 // latest transition
 	// refs counts the instance series summed here; lastData is the
 	// collector's clock at the latest bucket (for pruning). share is the
 	// budget's share it is charged to: its first instance's.

@@ -332,7 +332,7 @@ func (c *Collector) seriesFor(place string, in *instance, resource string) *seri
 		a.share = c.shared(a.share, in.share, c.appSeriesBytes())
 	}
 	if a == nil {
-		a = &appSeries{key: key, fine: newHistRing(fineStepMs, appFineSlots), coarse: newHistRing(coarseStepMs, coarse), share: in.share}
+		a = &appSeries{key: key, appRings: newAppRings(appFineSlots, coarse), share: in.share}
 		c.apps[key] = a
 		c.pub.appOrder = nil
 	}
@@ -438,8 +438,7 @@ func (c *Collector) buckets(place string, in *instance, m *wire.Buckets, now int
 		if it.HasHist {
 			counted = core.HistogramCounted(&it.Hist)
 		}
-		s.app.fine.addSpread(it.Start, m.BucketMs, &it.Metrics, counted)
-		s.app.coarse.addSpread(it.Start, m.BucketMs, &it.Metrics, counted)
+		s.app.appRings.add(it.Start, m.BucketMs, &it.Metrics, counted)
 		c.addHot(place, in, s, it.Start, it.Hot)
 		if back {
 			c.engine.Returned(in.tri, it.Start+m.BucketMs)

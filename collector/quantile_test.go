@@ -1,7 +1,10 @@
 package collector
 
 import (
+	"cmp"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,6 +92,57 @@ func TestQuantilesCountEveryHistogramSlot(t *testing.T) {
 		got := coarse.P99Ms[len(coarse.P99Ms)-1]
 		if want := core.HistogramQuantile(&all.hist, 0.99, all.rtMax); got != float64(want) {
 			t.Fatalf("round %d: coarse p99 %v, want %d of %v", round, got, want, all.hist)
+		}
+	}
+}
+
+// The detail screen's coarse steps count every call of their 15 s, after
+// the fine ring has turned over (the buckets folded into the coarse ring
+// as it reuses their seconds) as well as before (read from the fine
+// ring): 15 minutes of three instances' buckets, some sent seconds late
+// and a few more than the fine ring's reach (400 s) late.
+func TestCoarseDetailCountsEveryCall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	start := t0ms + 60_000 // a whole coarse step
+	clock := core.NewVirtualClock(time.UnixMilli(start))
+	c := New(Options{Clock: clock})
+	const span, n = 15 * 60_000, 15 * 60 * 2
+	perStep := map[int64]int64{}
+	for _, in := range []string{"a", "b", "c"} {
+		c.Ingest(in, &wire.Hello{Header: wire.Header{Ts: start, Instance: in}, App: "x", BucketMs: 500})
+		order := make([]int64, n) // bucket indexes in the order sent: some late, none early
+		sendAt := make([]int64, n)
+		for i := range order {
+			order[i], sendAt[i] = int64(i), int64(i)
+			switch r := rng.IntN(100); {
+			case r == 0:
+				sendAt[i] += 800 // 400 s late: past the fine ring's reach
+			case r < 10:
+				sendAt[i] += 1 + rng.Int64N(20) // seconds late
+			}
+		}
+		slices.SortStableFunc(order, func(x, y int64) int { return cmp.Compare(sendAt[x], sendAt[y]) })
+		for i, b := range order {
+			at := start + b*500
+			calls := 1 + rng.Int64N(30)
+			m := core.Metrics{Pass: calls, Complete: calls}
+			c.Ingest(in, &wire.Buckets{Header: wire.Header{Ts: start + int64(i)*500 + 500, Instance: in}, BucketMs: 500,
+				Items: []wire.BucketItem{{Resource: "r", Start: at, Metrics: m}}})
+			perStep[at-at%coarseStepMs] += calls
+		}
+	}
+	clock.Set(time.UnixMilli(start + span))
+	if s := c.Publish(); len(s.Overflow) > 0 {
+		t.Fatalf("buckets refused: %+v", s.Overflow)
+	}
+	d := c.Detail("x", "r", start, start+span)
+	if d.StepMs != coarseStepMs || len(d.PassQPS) != span/coarseStepMs {
+		t.Fatalf("detail step %d, %d points; want %d, %d", d.StepMs, len(d.PassQPS), coarseStepMs, span/coarseStepMs)
+	}
+	for i, qps := range d.PassQPS {
+		at := start + int64(i)*coarseStepMs
+		if got := int64(math.Round(qps * coarseStepMs / 1000)); got != perStep[at] {
+			t.Fatalf("step %d (%d s in): %d calls, want %d", i, i*15, got, perStep[at])
 		}
 	}
 }

@@ -108,14 +108,21 @@ func (s *steps) parts(bucketMs int64) int64 {
 // overwritten by the later ones at once).
 func (s *steps) spread(start, k int64, n int, m *core.Metrics, add func(t int64, part *core.Metrics)) {
 	for j := max(0, k-int64(n)); j < k; j++ {
-		part := core.Metrics{Pass: share(m.Pass, j, k), Block: share(m.Block, j, k),
-			Complete: share(m.Complete, j, k), Error: share(m.Error, j, k), Slow: share(m.Slow, j, k),
-			RtSum: share(m.RtSum, j, k), RtMax: m.RtMax}
-		for i := range m.Hist {
-			part.Hist[i] = share(m.Hist[i], j, k)
-		}
+		part := partOf(m, j, j+1, k)
 		add(start+j*s.stepMs, &part)
 	}
+}
+
+// partOf is the sum of m's shares j0 to j1-1 of k (share): errors and
+// slow calls within the completions of the part, rtMax whole.
+func partOf(m *core.Metrics, j0, j1, k int64) core.Metrics {
+	d := func(v int64) int64 { return shares(v, j1, k) - shares(v, j0, k) }
+	part := core.Metrics{Pass: d(m.Pass), Block: d(m.Block), Complete: d(m.Complete), Error: d(m.Error),
+		Slow: d(m.Slow), RtSum: d(m.RtSum), RtMax: m.RtMax}
+	for i := range m.Hist {
+		part.Hist[i] = d(m.Hist[i])
+	}
+	return part
 }
 
 // ring is a fixed run of slots of stepMs each, without histograms: the
@@ -209,18 +216,41 @@ func newHistRing(stepMs int64, n int) histRing {
 
 // slot returns the cell holding time t for writing, zeroing a stale one;
 // nil when t is older than what the cell holds now.
-func (r *histRing) slot(t int64) *histCell {
+func (r *histRing) slot(t int64) *histCell { return r.slotFolding(t, nil) }
+
+// slotFolding is slot, folding a stale cell into into (when not nil)
+// before it is zeroed: what it held goes on there.
+func (r *histRing) slotFolding(t int64, into *histRing) *histCell {
 	a, i := r.locate(t, len(r.cells))
 	c := &r.cells[i]
 	switch {
 	case c.start == a:
 	case c.start < a:
+		if into != nil && c.start != math.MinInt64 {
+			into.fold(c)
+		}
 		*c = histCell{start: a}
 	default:
 		return nil
 	}
 	r.last, r.lastAt = i, a
 	return c
+}
+
+// fold adds cell c of another ring, of a step that divides r's, to the
+// cell of r its start falls in; nothing when r holds newer there.
+func (r *histRing) fold(c *histCell) {
+	if d := r.slot(c.start); d != nil {
+		d.merge(c)
+	}
+}
+
+// merge adds cell o's counts and histogram to c's.
+func (c *histCell) merge(o *histCell) {
+	c.c.addCounts(&o.c)
+	for k, v := range o.hist {
+		c.hist[k] = sat32(c.hist[k], int64(v))
+	}
 }
 
 // at returns the cell that starts exactly at aligned time a, if held.
@@ -247,9 +277,82 @@ func (r *histRing) addSpread(start, bucketMs int64, m *core.Metrics, counted uin
 
 func (r *histRing) add(t int64, m *core.Metrics, counted uint16) {
 	if c := r.slot(t); c != nil {
-		c.c.add(m)
-		addHist(&c.hist, m, counted)
+		c.put(m, counted)
 	}
+}
+
+// put adds a bucket's metrics to the cell (counted as for addHist).
+func (c *histCell) put(m *core.Metrics, counted uint16) {
+	c.c.add(m)
+	addHist(&c.hist, m, counted)
+}
+
+// appRings are an app series' two rings: fine, a slot a second over the
+// last minutes, and coarse, a slot of coarseStepMs over the retention. A
+// bucket is written to the fine ring alone, and a fine slot goes into the
+// coarse ring when the fine ring reuses it, its time then older than the
+// fine ring reaches: the coarse ring holds all but what the fine ring
+// still does, and a coarse slot is read with the fine slots inside it
+// (coarseAt). A message's items wrote each their app's two rings before;
+// the fold is one write a second per app series.
+type appRings struct {
+	fine, coarse histRing
+}
+
+func newAppRings(fineSlots, coarseSlots int) appRings {
+	return appRings{fine: newHistRing(fineStepMs, fineSlots), coarse: newHistRing(coarseStepMs, coarseSlots)}
+}
+
+// add folds a bucket of bucketMs from start into the rings (as
+// histRing.addSpread does into one): into the fine slots it covers, and
+// into the coarse ring what is older than the fine ring holds. Of a
+// bucket longer than the fine ring, the fine parts before its last
+// len(fine.cells) go straight to the coarse slots they fall in, summed
+// by slot: what folding them would have put there.
+func (r *appRings) add(start, bucketMs int64, m *core.Metrics, counted uint16) {
+	f := &r.fine
+	k := f.parts(bucketMs)
+	if k == 1 {
+		r.put(start, m, counted)
+		return
+	}
+	for j0, head := int64(0), k-int64(len(f.cells)); j0 < head; {
+		t := start + j0*f.stepMs
+		end := r.coarse.align(t) + r.coarse.stepMs
+		j1 := min(head, (end-start+f.stepMs-1)/f.stepMs) // the first part in the next coarse slot
+		part := partOf(m, j0, j1, k)
+		r.coarse.add(t, &part, counted)
+		j0 = j1
+	}
+	f.spread(start, k, len(f.cells), m, func(t int64, part *core.Metrics) { r.put(t, part, counted) })
+}
+
+// put adds m at t to its fine slot, or to its coarse one when the fine
+// ring holds newer there.
+func (r *appRings) put(t int64, m *core.Metrics, counted uint16) {
+	if c := r.fine.slotFolding(t, &r.coarse); c != nil {
+		c.put(m, counted)
+		return
+	}
+	r.coarse.add(t, m, counted)
+}
+
+// coarseAt is the coarse slot that starts at aligned time a, the fine
+// slots inside it added: false when neither ring holds any of it.
+func (r *appRings) coarseAt(a int64) (histCell, bool) {
+	var out histCell
+	held := false
+	if c := r.coarse.at(a); c != nil {
+		out, held = *c, true
+	}
+	for t := a; t < a+r.coarse.stepMs; t += r.fine.stepMs {
+		if c := r.fine.at(t); c != nil {
+			out.merge(c)
+			held = true
+		}
+	}
+	out.start = a
+	return out, held
 }
 
 func floorMod(a, b int64) int64 {
@@ -298,9 +401,10 @@ func (d *dedupe) mark(idx int64) (dup, old bool) {
 	return false, false
 }
 
-// share is part j of n split evenly in k parts (the parts sum to n, and
-// a larger n gives no smaller part).
-func share(n, j, k int64) int64 {
+// shares is the sum of the first h of n's k shares: n in k parts as
+// even as integers go, the remainder spread over them (a part's share is
+// shares(n, j+1, k) - shares(n, j, k)).
+func shares(n, h, k int64) int64 {
 	q, rem := n/k, n%k
-	return q + rem*(j+1)/k - rem*j/k
+	return q*h + rem*h/k
 }

@@ -90,3 +90,93 @@ func TestAppFineCellsFillTheirClass(t *testing.T) {
 		t.Fatalf("%d cells take %d bytes of a %d-byte class: %d cells fill it", appFineSlots, size, class, class/unsafe.Sizeof(histCell{}))
 	}
 }
+
+// An app's two rings, written through the fine one and folded into the
+// coarse one as the fine ring turns over, read as the coarse ring written
+// with every bucket did: each coarse step holds the same counts, rtMax and
+// histogram, for buckets of a second or less, late ones past the fine
+// ring's reach, and buckets of whole coarse steps (a Prometheus step). A
+// bucket longer than the fine ring keeps its totals. Checked against two
+// rings written directly, as before the fold.
+func TestAppRingsReadAsBothWritten(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	const coarseSlots = 400 // 6,000 s: no write is refused by it here
+	for round := range 40 {
+		fineSlots := []int{2, 15, 16, 60, appFineSlots}[round%5]
+		got := newAppRings(fineSlots, coarseSlots)
+		want := newHistRing(coarseStepMs, coarseSlots)
+		now := int64(1_700_000_000_000)
+		from := now
+		var inPass, inHist int64
+		for range 3000 {
+			now += rng.Int64N(2000)
+			at := now
+			if rng.IntN(10) == 0 {
+				at -= rng.Int64N(int64(fineSlots)*fineStepMs + 30_000) // late, some past the fine ring
+			}
+			bucketMs := []int64{500, 1000, 15_000, 30_000}[rng.IntN(4)]
+			start := at - floorMod(at, bucketMs)
+			if start < from {
+				continue
+			}
+			var m core.Metrics
+			m.Pass, m.Complete = rng.Int64N(1000), rng.Int64N(1000)
+			m.Error, m.Slow = rng.Int64N(m.Complete+1), rng.Int64N(m.Complete+1)
+			m.RtSum, m.RtMax = rng.Int64N(100_000), rng.Int64N(5000)
+			for k := range m.Hist {
+				if rng.IntN(3) == 0 {
+					m.Hist[k] = rng.Int64N(50)
+				}
+			}
+			counted := core.HistogramCounted(&m.Hist)
+			got.add(start, bucketMs, &m, counted)
+			want.addSpread(start, bucketMs, &m, counted)
+			inPass += m.Pass
+			inHist += m.Hist[3]
+		}
+		var outPass, outHist int64
+		for a := from - floorMod(from, coarseStepMs); a <= now+60_000; a += coarseStepMs { // buckets reach past now
+			g, _ := got.coarseAt(a)
+			w := want.at(a)
+			if w == nil {
+				w = &histCell{start: a}
+			}
+			if g.c != w.c || g.hist != w.hist {
+				t.Fatalf("round %d (fine slots %d): step %d reads %+v %v, want %+v %v", round, fineSlots, a, g.c, g.hist, w.c, w.hist)
+			}
+			outPass += int64(g.c.pass)
+			outHist += int64(g.hist[3])
+		}
+		if outPass != inPass || outHist != inHist {
+			t.Fatalf("round %d: %d passes and %d in slot 3 read, %d and %d written", round, outPass, outHist, inPass, inHist)
+		}
+	}
+	// A bucket longer than the fine ring: the part before its reach goes
+	// to the coarse ring at once, its totals kept.
+	r := newAppRings(16, coarseSlots)
+	m := core.Metrics{Pass: 1_000_003, Complete: 999, RtMax: 7}
+	m.Hist[2] = 12_345
+	start := int64(1_700_000_100_000) - floorMod(1_700_000_100_000, coarseStepMs)
+	r.add(start, 600_000, &m, core.HistogramCounted(&m.Hist))
+	var pass, complete, hist int64
+	for a := start; a < start+600_000; a += coarseStepMs {
+		if c, ok := r.coarseAt(a); ok {
+			pass, complete, hist = pass+int64(c.c.pass), complete+int64(c.c.complete), hist+int64(c.hist[2])
+			if c.c.rtMax != 7 {
+				t.Fatalf("step %d: rtMax %d, want 7", a, c.c.rtMax)
+			}
+		}
+	}
+	if pass != m.Pass || complete != m.Complete || hist != m.Hist[2] {
+		t.Fatalf("a 600 s bucket reads %d passes, %d completions, %d in slot 2; want %d, %d, %d",
+			pass, complete, hist, m.Pass, m.Complete, m.Hist[2])
+	}
+}
+
+// share is part j of n split evenly in k parts (the parts sum to n, and
+// a larger n gives no smaller part): the model the rings are checked
+// against, apart from the rings' own shares.
+func share(n, j, k int64) int64 {
+	q, rem := n/k, n%k
+	return q + rem*(j+1)/k - rem*j/k
+}
