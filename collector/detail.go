@@ -126,7 +126,8 @@ func (c *Collector) instanceDetail(in *instance, resource string, r *fleet.Resou
 }
 
 // detailSeries fills the per-step series of d from the app's ring that
-// covers the range. c.mu is held.
+// covers the range: the fine one, or the coarse one read with the seconds
+// the fine one still holds (appRings.coarseAt). c.mu is held.
 func (c *Collector) detailSeries(d *Detail, a *appSeries, now int64) {
 	r, coarse := &a.fine, false
 	if now-d.From > a.fine.span() || d.To-d.From > a.fine.span() {

@@ -152,19 +152,23 @@ func TestAppRingsReadAsBothWritten(t *testing.T) {
 		}
 	}
 	// A bucket longer than the fine ring: the part before its reach goes
-	// to the coarse ring at once, its totals kept.
-	r := newAppRings(16, coarseSlots)
+	// to the coarse ring at once, each coarse step what a coarse ring
+	// written directly holds, its totals kept.
+	r, direct := newAppRings(16, coarseSlots), newHistRing(coarseStepMs, coarseSlots)
 	m := core.Metrics{Pass: 1_000_003, Complete: 999, RtMax: 7}
 	m.Hist[2] = 12_345
 	start := int64(1_700_000_100_000) - floorMod(1_700_000_100_000, coarseStepMs)
 	r.add(start, 600_000, &m, core.HistogramCounted(&m.Hist))
+	direct.addSpread(start, 600_000, &m, core.HistogramCounted(&m.Hist))
 	var pass, complete, hist int64
 	for a := start; a < start+600_000; a += coarseStepMs {
-		if c, ok := r.coarseAt(a); ok {
-			pass, complete, hist = pass+int64(c.c.pass), complete+int64(c.c.complete), hist+int64(c.hist[2])
-			if c.c.rtMax != 7 {
-				t.Fatalf("step %d: rtMax %d, want 7", a, c.c.rtMax)
-			}
+		c, _ := r.coarseAt(a)
+		if w := direct.at(a); w == nil || c.c != w.c || c.hist != w.hist {
+			t.Fatalf("step %d of a 600 s bucket reads %+v %v, want %+v", a, c.c, c.hist, w)
+		}
+		pass, complete, hist = pass+int64(c.c.pass), complete+int64(c.c.complete), hist+int64(c.hist[2])
+		if c.c.rtMax != 7 {
+			t.Fatalf("step %d: rtMax %d, want 7", a, c.c.rtMax)
 		}
 	}
 	if pass != m.Pass || complete != m.Complete || hist != m.Hist[2] {
