@@ -264,17 +264,8 @@ func (r *histRing) at(a int64) *histCell {
 // span is how far back the ring reaches.
 func (r *histRing) span() int64 { return r.stepMs * int64(len(r.cells)) }
 
-// addSpread folds a bucket of bucketMs from start into the cells it covers
-// (steps.parts); counted names the histogram's slots to add, those that
-// count calls (core.HistogramCounted).
-func (r *histRing) addSpread(start, bucketMs int64, m *core.Metrics, counted uint16) {
-	if k := r.parts(bucketMs); k > 1 {
-		r.spread(start, k, len(r.cells), m, func(t int64, part *core.Metrics) { r.add(t, part, counted) })
-		return
-	}
-	r.add(start, m, counted)
-}
-
+// add folds m into the cell holding t; counted names the histogram's
+// slots to add, those that count calls (core.HistogramCounted).
 func (r *histRing) add(t int64, m *core.Metrics, counted uint16) {
 	if c := r.slot(t); c != nil {
 		c.put(m, counted)
@@ -303,8 +294,8 @@ func newAppRings(fineSlots, coarseSlots int) appRings {
 	return appRings{fine: newHistRing(fineStepMs, fineSlots), coarse: newHistRing(coarseStepMs, coarseSlots)}
 }
 
-// add folds a bucket of bucketMs from start into the rings (as
-// histRing.addSpread does into one): into the fine slots it covers, and
+// add folds a bucket of bucketMs from start into the rings, spread over
+// the steps it spans (steps.parts): into the fine slots it covers, and
 // into the coarse ring what is older than the fine ring holds. Of a
 // bucket longer than the fine ring, the fine parts before its last
 // len(fine.cells) go straight to the coarse slots they fall in, summed
