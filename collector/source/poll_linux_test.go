@@ -336,11 +336,7 @@ func testLoop(t *testing.T) *pollLoop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		syscall.Close(l.epfd)
-		syscall.Close(l.wake[0])
-		syscall.Close(l.wake[1])
-	})
+	t.Cleanup(l.close)
 	return l
 }
 
@@ -466,9 +462,7 @@ func TestPollersFillOneLoopFirst(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, l := range p.loops {
-			syscall.Close(l.epfd)
-			syscall.Close(l.wake[0])
-			syscall.Close(l.wake[1])
+			l.close()
 		}
 	})
 	for _, c := range []struct {
@@ -747,6 +741,110 @@ func TestPollLoopReadsAClosedConnectionToItsEnd(t *testing.T) {
 	}
 	if ps.err == nil || !strings.Contains(ps.err.Error(), "closed by the peer") {
 		t.Fatalf("ended with %v, want the peer's close", ps.err)
+	}
+}
+
+// A loop reads many connections at once the same whether a pass's first
+// reads are made in one system call (a batch) or one call each: 300
+// connections (more than a look takes, all readable at the first one)
+// written in pieces of any size at once, with messages fragmented around
+// pings, some larger than half a batch's buffer, then closed: every item
+// is counted, and each connection ends with its peer's close.
+func TestPollLoopReadsManyConnectionsEitherWay(t *testing.T) {
+	for _, mode := range []string{"batch", "one call each"} {
+		t.Run(mode, func(t *testing.T) {
+			l := testLoop(t)
+			switch {
+			case mode == "batch" && l.batch == nil:
+				t.Skip("the kernel refuses an io_uring here: reads are made one call each")
+			case mode != "batch" && l.batch != nil:
+				l.batch.Close()
+				l.batch = nil
+			}
+			const conns = 300
+			c := collector.New(collector.Options{})
+			type conn struct {
+				name   string
+				ps     *polled
+				st     *targetState
+				peer   int
+				stream []byte
+				items  int
+			}
+			all := make([]*conn, conns)
+			rng := rand.New(rand.NewPCG(11, 12))
+			for i := range all {
+				name := fmt.Sprintf("many-%03d", i)
+				ps, st, peer := newPolled(t, c, name, 1<<20)
+				stream, items := fleetFrames(name, 0, 12, 20, rng)
+				if i%10 == 0 {
+					big, bigItems := fleetFrames(name, 12, 1, 600, rng) // over half a batch's buffer
+					stream = append(stream, big[len(frame(true, opText, helloFrame(name))):]...)
+					items += bigItems
+				}
+				all[i] = &conn{name: name, ps: ps, st: st, peer: peer, stream: stream, items: items}
+				if err := l.add(ps); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Each connection's first piece waits before the loop's first
+			// look, which finds them all readable; a third of them send
+			// their stream whole then, and close (no edge follows for
+			// them). Then one writer a connection writes the rest, in cuts
+			// of its own.
+			for i, cn := range all {
+				first := 1 + i*37%4000
+				if i%3 == 0 {
+					first = len(cn.stream)
+				}
+				if _, err := syscall.Write(cn.peer, cn.stream[:first]); err != nil {
+					t.Fatal(err)
+				}
+				cn.stream = cn.stream[first:]
+			}
+			runLoop(t, l)
+			var wg sync.WaitGroup
+			for i, cn := range all {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cuts := rand.New(rand.NewPCG(uint64(i), 13))
+					for rest := cn.stream; len(rest) > 0; {
+						n := min(len(rest), 1+cuts.IntN(6000))
+						if _, err := syscall.Write(cn.peer, rest[:n]); err != nil {
+							t.Error(err)
+							return
+						}
+						rest = rest[n:]
+						if cuts.IntN(4) == 0 {
+							time.Sleep(time.Duration(cuts.IntN(3)) * time.Millisecond)
+						}
+					}
+					syscall.Shutdown(cn.peer, syscall.SHUT_WR)
+				}()
+			}
+			wg.Wait()
+			for _, cn := range all {
+				select {
+				case <-cn.ps.done:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s not ended 10 s after its peer closed: %d of %d items read", cn.name, cn.st.Status().Items, cn.items)
+				}
+				if got := cn.st.Status().Items; got != int64(cn.items) {
+					t.Errorf("%s: %d of %d items read", cn.name, got, cn.items)
+				}
+				if cn.ps.err == nil || !strings.Contains(cn.ps.err.Error(), "closed by the peer") {
+					t.Errorf("%s ended with %v, want the peer's close", cn.name, cn.ps.err)
+				}
+			}
+			l.mu.Lock()
+			batched := l.batched
+			l.mu.Unlock()
+			if mode == "batch" && batched == 0 || mode != "batch" && batched != 0 {
+				t.Errorf("%d reads made in batches", batched)
+			}
+			t.Logf("%d reads made in batches", batched)
+		})
 	}
 }
 

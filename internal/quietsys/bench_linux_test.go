@@ -40,6 +40,60 @@ func BenchmarkSocketRead(b *testing.B) {
 	}
 }
 
+// BenchmarkSocketReadBatch reads the messages of BenchmarkSocketRead 50
+// connections at a time, as a poller's pass reads those found readable:
+// one Recv each, or one Batch of 50.
+func BenchmarkSocketReadBatch(b *testing.B) {
+	const pass = 50
+	for _, mode := range []string{"recvfrom", "batch"} {
+		b.Run(mode, func(b *testing.B) {
+			writers, fds := loopbackConns(b, 500)
+			msg := make([]byte, 4300)
+			bufs := make([][]byte, pass)
+			for i := range bufs {
+				bufs[i] = make([]byte, 16<<10)
+			}
+			batch, err := NewBatch(pass)
+			if err != nil {
+				b.Skipf("no io_uring here: %v", err)
+			}
+			defer batch.Close()
+			b.SetBytes(int64(len(msg)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i += pass {
+				k := i % len(fds)
+				if k == 0 {
+					b.StopTimer()
+					for _, w := range writers {
+						if _, err := w.Write(msg); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+				if mode == "recvfrom" {
+					for j, fd := range fds[k : k+pass] {
+						if n, err := Recv(fd, bufs[j]); n != len(msg) {
+							b.Fatalf("read %d bytes, %v", n, err)
+						}
+					}
+					continue
+				}
+				batch.Reset()
+				for j, fd := range fds[k : k+pass] {
+					batch.Recv(fd, bufs[j])
+				}
+				batch.Do()
+				for j := range pass {
+					if n, err := batch.Result(j); n != len(msg) {
+						b.Fatalf("read %d bytes, %v", n, err)
+					}
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkSyscall is a system call's own cost on this host, with no work
 // in it: getppid(2), and Recv on a loopback connection with nothing
 // waiting (EAGAIN). Beside BenchmarkSocketRead it splits a read's cost
