@@ -515,7 +515,7 @@ func (l *pollLoop) readReady(now time.Time) {
 	l.queued = l.queued[:0]
 	for i, ps := range ready[:k] {
 		ps.now = now
-		data, into := l.room(ps, l.slots[i*batchSlot:(i+1)*batchSlot])
+		data, into := ps.readRoom(l.slots[i*batchSlot : (i+1)*batchSlot])
 		l.batch.Recv(ps.fd, into)
 		l.queued = append(l.queued, queuedRead{ps: ps, data: data, into: into})
 	}
@@ -588,15 +588,15 @@ func (l *pollLoop) readLeft(now time.Time) {
 // into a room of its own.
 func (l *pollLoop) readOnce(ps *polled, now time.Time) (more bool) {
 	ps.now = now
-	data, into := l.room(ps, l.buf)
+	data, into := ps.readRoom(l.buf)
 	n, err := quietsys.Recv(ps.fd, into)
 	return l.took(ps, data, into, n, err)
 }
 
-// room is where ps's next read goes: data, the frame begun it holds, in
-// buf with the room after it as into; or, when what it holds is larger
-// than half of buf, in a room of the frame's own (ps.pend).
-func (l *pollLoop) room(ps *polled, buf []byte) (data, into []byte) {
+// readRoom is where ps's next read goes: data, the frame begun it holds,
+// in buf with the room after it as into; or, when what it holds is
+// larger than half of buf, in a room of the frame's own (ps.pend).
+func (ps *polled) readRoom(buf []byte) (data, into []byte) {
 	held := len(ps.pend)
 	if held <= len(buf)/2 {
 		copy(buf, ps.pend)
