@@ -24,13 +24,7 @@ func BenchmarkSocketRead(b *testing.B) {
 			for i := range b.N {
 				k := i % len(fds)
 				if k == 0 {
-					b.StopTimer()
-					for _, w := range writers {
-						if _, err := w.Write(msg); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.StartTimer()
+					sendAll(b, writers, msg)
 				}
 				if n, err := c.read(fds[k], buf); n != len(msg) {
 					b.Fatalf("read %d bytes, %v", n, err)
@@ -53,23 +47,20 @@ func BenchmarkSocketReadBatch(b *testing.B) {
 			for i := range bufs {
 				bufs[i] = make([]byte, 16<<10)
 			}
-			batch, err := NewBatch(pass)
-			if err != nil {
-				b.Skipf("no io_uring here: %v", err)
+			var batch *Batch
+			if mode == "batch" {
+				var err error
+				if batch, err = NewBatch(pass); err != nil {
+					b.Skipf("no io_uring here: %v", err)
+				}
+				defer batch.Close()
 			}
-			defer batch.Close()
 			b.SetBytes(int64(len(msg)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i += pass {
 				k := i % len(fds)
 				if k == 0 {
-					b.StopTimer()
-					for _, w := range writers {
-						if _, err := w.Write(msg); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.StartTimer()
+					sendAll(b, writers, msg)
 				}
 				if mode == "recvfrom" {
 					for j, fd := range fds[k : k+pass] {
@@ -114,6 +105,17 @@ func BenchmarkSyscall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// sendAll writes msg to every writer, the timer stopped.
+func sendAll(b *testing.B, writers []net.Conn, msg []byte) {
+	b.StopTimer()
+	defer b.StartTimer()
+	for _, w := range writers {
+		if _, err := w.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // loopbackConns is n loopback TCP connections: the writing ends, and the
