@@ -198,8 +198,11 @@ type pollLoop struct {
 	slots  []byte
 	ready  []*polled
 	queued []queuedRead
-	// batched counts the reads made in batches, for the tests.
+	// batched counts the reads made in batches, for the tests; retired is
+	// a batch whose ring failed (quietsys.Batch.Broken), kept with the
+	// buffers the kernel may still write.
 	batched int64
+	retired *quietsys.Batch
 	// scratch is what its connections' decoders decode buckets into: one
 	// for them all, in the caches, since its goroutine ingests each
 	// message before it reads the next (wire.Scratch).
@@ -522,10 +525,17 @@ func (l *pollLoop) readReady(now time.Time) {
 	l.batch.Do()
 	l.batched += int64(len(l.queued))
 	for i, q := range l.queued {
+		// A read the kernel kept (quietsys.ErrKept: never, but for a
+		// failed ring) ends its connection, as any read's error does.
 		n, err := l.batch.Result(i)
 		if l.streams.get(q.ps.id) == q.ps && l.took(q.ps, q.data, q.into, n, err) {
 			l.read(q.ps, now)
 		}
+	}
+	if l.batch.Broken() {
+		// Its slots may still be written: the batch holds them, and the
+		// loop holds the batch; reads go one call each from now on.
+		l.retired, l.batch, l.slots = l.batch, nil, nil
 	}
 	// The slots and connections are not kept from the collector; those
 	// past the batch's room (none while a look takes no more than a

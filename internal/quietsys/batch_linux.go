@@ -37,6 +37,7 @@ type Batch struct {
 	cqes     []cqe
 	queued   []read
 	dontWait uint32 // MSG_DONTWAIT; 0 only in the tests of a read the kernel keeps
+	failWait bool   // the tests' failed ring: waiting for a cancel fails
 	unkept   int    // reads found kept by the kernel, cancelled (Unkept)
 	cancels  int    // cancels whose completion is still to come
 	// broken: the ring is closed, or could not be trusted again; lost
@@ -179,12 +180,25 @@ func (b *Batch) Result(i int) (int, error) {
 	switch res := b.queued[i].res; {
 	case res >= 0:
 		return int(res), nil
+	case res == pendingRes && b.broken:
+		return -1, ErrKept
 	case res == pendingRes, res == -int32(syscall.ECANCELED):
 		return -1, syscall.EAGAIN
 	default:
 		return -1, syscall.Errno(-res)
 	}
 }
+
+// ErrKept is the result of a read the kernel kept and could not be made
+// to give back: its buffer may still be written, and its stream may miss
+// what the read takes. The batch holds on to the buffer for good; the
+// stream should be ended.
+var ErrKept = errors.New("io_uring: a read kept by the kernel, not cancelled")
+
+// Broken says the batch's ring failed and is no longer used: its reads
+// go by Recv. The buffers of reads that told ErrKept must not be read
+// or used again.
+func (b *Batch) Broken() bool { return b.broken }
 
 // Unkept counts the reads the kernel kept waiting rather than return at
 // once, each cancelled and waited for by Do: never, where recv(2) with
@@ -273,16 +287,25 @@ func (b *Batch) reap(submitted int) {
 	for kept > 0 || b.cancels > 0 {
 		// A call that may wait: the scheduler is told of it.
 		got, _, e := syscall.Syscall6(sysIOUringEnter, uintptr(b.fd), uintptr(toSubmit), 1, enterGetEvents, 0, 0)
-		if e != 0 && e != syscall.EINTR {
-			// The ring cannot be trusted again: its buffers are kept
-			// from the collector for good, and reads go by Recv.
-			b.broken = true
-			b.lost = append(b.lost, b.queued[:submitted]...)
-			b.queued = make([]read, 0, cap(b.queued))
-			return
+		if b.failWait {
+			e = syscall.EBADF
 		}
-		if e == 0 {
+		switch e {
+		case 0:
 			toSubmit -= min(toSubmit, uint32(got))
+		case syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		default:
+			// The ring cannot be trusted again: the reads still kept
+			// may write to their buffers at any time. The batch keeps
+			// them from the collector for good (Broken), their reads
+			// tell ErrKept, and later reads go by Recv.
+			b.broken = true
+			for _, r := range b.queued[:submitted] {
+				if r.res == pendingRes {
+					b.lost = append(b.lost, r)
+				}
+			}
+			return
 		}
 		b.takeCompletions()
 		kept = 0

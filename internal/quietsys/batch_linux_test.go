@@ -172,6 +172,40 @@ func TestBatchCancelsAReadTheKernelKeeps(t *testing.T) {
 	}
 }
 
+// A read the kernel keeps and will not give back (a ring failing while
+// the batch waits for its cancel: the tests make it fail) tells ErrKept;
+// the batch is broken, holds the read's buffer, and reads on with Recv.
+func TestBatchBrokenKeepsTheBufferAndReadsWithRecv(t *testing.T) {
+	b := newTestBatch(t, 4)
+	b.dontWait, b.failWait = 0, true
+	r, _ := socketPair(t)
+	r2, w2 := socketPair(t)
+	syscall.Write(w2, []byte("ready"))
+	buf, buf2 := make([]byte, 16), make([]byte, 16)
+	b.Recv(r, buf)
+	b.Recv(r2, buf2)
+	b.Do()
+	if !b.Broken() {
+		t.Fatal("not broken")
+	}
+	if n, err := b.Result(0); !errors.Is(err, ErrKept) {
+		t.Fatalf("the read kept: %d, %v; want ErrKept", n, err)
+	}
+	if n, err := b.Result(1); n != 5 || err != nil {
+		t.Fatalf("the read beside it: %d, %v", n, err)
+	}
+	if len(b.lost) != 1 || &b.lost[0].p[0] != &buf[0] {
+		t.Fatalf("the buffers held: %d reads", len(b.lost))
+	}
+	b.Reset()
+	syscall.Write(w2, []byte("after"))
+	b.Recv(r2, buf2)
+	b.Do()
+	if n, err := b.Result(0); n != 5 || err != nil || string(buf2[:5]) != "after" {
+		t.Fatalf("a read once broken: %d %q, %v", n, buf2[:max(n, 0)], err)
+	}
+}
+
 // Once closed, a batch still reads, one Recv at a time.
 func TestBatchClosedReadsWithRecv(t *testing.T) {
 	b := newTestBatch(t, 2)

@@ -20,4 +20,5 @@ func (b *Batch) Reset()                    {}
 func (b *Batch) Do()                       {}
 func (b *Batch) Result(i int) (int, error) { return -1, errors.New("no batch") }
 func (b *Batch) Unkept() int               { return 0 }
+func (b *Batch) Broken() bool              { return true }
 func (b *Batch) Close() error              { return nil }
