@@ -140,29 +140,15 @@ func TestBatchHoldsItsCap(t *testing.T) {
 // afterwards, which the next read gets whole.
 func TestBatchCancelsAReadTheKernelKeeps(t *testing.T) {
 	b := newTestBatch(t, 4)
-	b.dontWait = 0
-	r, w := socketPair(t)
-	r2, w2 := socketPair(t)
-	syscall.Write(w2, []byte("ready"))
-	buf, buf2 := make([]byte, 16), make([]byte, 16)
-	b.Recv(r, buf)
-	b.Recv(r2, buf2)
-	b.Do()
-	if b.Unkept() != 1 {
-		t.Fatalf("%d reads kept, want 1", b.Unkept())
-	}
-	if n, err := b.Result(0); !errors.Is(err, syscall.EAGAIN) {
-		t.Fatalf("the read kept: %d, %v; want EAGAIN", n, err)
-	}
-	if n, err := b.Result(1); n != 5 || err != nil {
-		t.Fatalf("the read beside it: %d, %v", n, err)
+	r, w, buf := keptAndReady(t, b, syscall.EAGAIN)
+	if b.Unkept() != 1 || b.Broken() {
+		t.Fatalf("%d reads kept, want 1; broken %v", b.Unkept(), b.Broken())
 	}
 	syscall.Write(w, []byte("later"))
 	if n, err := Recv(r, buf); n != 5 || err != nil || string(buf[:5]) != "later" {
 		t.Fatalf("what came after the cancel: %d %q, %v", n, buf[:max(n, 0)], err)
 	}
 	// The ring is made again as before.
-	b.dontWait = syscall.MSG_DONTWAIT
 	b.Reset()
 	syscall.Write(w, []byte("again"))
 	b.Recv(r, buf)
@@ -177,33 +163,48 @@ func TestBatchCancelsAReadTheKernelKeeps(t *testing.T) {
 // the batch is broken, holds the read's buffer, and reads on with Recv.
 func TestBatchBrokenKeepsTheBufferAndReadsWithRecv(t *testing.T) {
 	b := newTestBatch(t, 4)
-	b.dontWait, b.failWait = 0, true
-	r, _ := socketPair(t)
-	r2, w2 := socketPair(t)
-	syscall.Write(w2, []byte("ready"))
-	buf, buf2 := make([]byte, 16), make([]byte, 16)
-	b.Recv(r, buf)
-	b.Recv(r2, buf2)
-	b.Do()
+	b.failWait = true
+	_, _, buf := keptAndReady(t, b, ErrKept)
 	if !b.Broken() {
 		t.Fatal("not broken")
-	}
-	if n, err := b.Result(0); !errors.Is(err, ErrKept) {
-		t.Fatalf("the read kept: %d, %v; want ErrKept", n, err)
-	}
-	if n, err := b.Result(1); n != 5 || err != nil {
-		t.Fatalf("the read beside it: %d, %v", n, err)
 	}
 	if len(b.lost) != 1 || &b.lost[0].p[0] != &buf[0] {
 		t.Fatalf("the buffers held: %d reads", len(b.lost))
 	}
+	r, w := socketPair(t)
 	b.Reset()
-	syscall.Write(w2, []byte("after"))
+	syscall.Write(w, []byte("after"))
+	b.Recv(r, buf)
+	b.Do()
+	if n, err := b.Result(0); n != 5 || err != nil || string(buf[:5]) != "after" {
+		t.Fatalf("a read once broken: %d %q, %v", n, buf[:max(n, 0)], err)
+	}
+}
+
+// keptAndReady makes on b a read the kernel keeps (without MSG_DONTWAIT,
+// of a blocking socket with nothing sent) and one of a socket with 5
+// bytes waiting: the first must tell kept, the second the 5 bytes. It
+// returns the first's socket, its peer and its buffer; the batch makes
+// its reads with MSG_DONTWAIT again after.
+func keptAndReady(t *testing.T, b *Batch, kept error) (r, w int, buf []byte) {
+	t.Helper()
+	b.dontWait = 0
+	defer func() { b.dontWait = syscall.MSG_DONTWAIT }()
+	r, w = socketPair(t)
+	r2, w2 := socketPair(t)
+	syscall.Write(w2, []byte("ready"))
+	buf, buf2 := make([]byte, 16), make([]byte, 16)
+	b.Reset()
+	b.Recv(r, buf)
 	b.Recv(r2, buf2)
 	b.Do()
-	if n, err := b.Result(0); n != 5 || err != nil || string(buf2[:5]) != "after" {
-		t.Fatalf("a read once broken: %d %q, %v", n, buf2[:max(n, 0)], err)
+	if n, err := b.Result(0); !errors.Is(err, kept) {
+		t.Fatalf("the read kept: %d, %v; want %v", n, err, kept)
 	}
+	if n, err := b.Result(1); n != 5 || err != nil {
+		t.Fatalf("the read beside it: %d, %v", n, err)
+	}
+	return r, w, buf
 }
 
 // Once closed, a batch still reads, one Recv at a time.
