@@ -212,6 +212,7 @@ func run(ctx context.Context, cfg Config, w io.Writer, progress *progressWriter)
 	r.res.live, r.res.rss, r.res.rssPeak = end.heap, end.rss, end.rssPeak
 	r.res.huge.mode = hugePageMode()
 	r.res.huge.bytes, r.res.huge.known = procHugeBytes()
+	r.res.reads = readPath()
 	runtime.KeepAlive(r.c)
 	stopDial()
 	dialing.Wait()

@@ -113,6 +113,9 @@ func TestBenchSmallFleet(t *testing.T) {
 	if hugePageMode() != "" {
 		matchLines(t, out, `(?m)^ {12}huge pages: the kernel's mode is [a-z]+(; [0-9]+ MB of this process in them)?$`)
 	}
+	if runtime.GOOS == "linux" {
+		matchLines(t, out, `(?m)^ {12}the sockets' reads: (a pass's first reads in one system call \(io_uring\)|one recvfrom a connection \(.+\))$`)
+	}
 	// What it is doing, told on stderr as it goes, in order.
 	var at []int
 	for _, phase := range []string{"starting 4 agents in 2 processes", "agents ready; the collector dials them",

@@ -46,6 +46,7 @@ type result struct {
 	cpuKnown                       bool
 	rss, rssPeak, agentsRSS        int64
 	huge                           hugePages // at the end of the window
+	reads                          string    // how the pollers read (readPath), "" off Linux
 	heap, heapSys, heapPeak, live  uint64
 	traffic                        trafficWindow
 	reconnects, dropped            int64
@@ -209,6 +210,9 @@ func (r *result) printResources(w io.Writer) {
 		if r.cpu > 0 {
 			fmt.Fprintf(w, "            of the collector's, %.0f %% system time: the kernel's work for it (its reads of the sockets, page faults, the scheduler's sleeps and wakes); %s page faults a second (memory touched the first time: BenchmarkHostPageFault prices one on this host)\n",
 				100*r.sys/r.cpu, thousands(int64(r.faults+0.5)))
+		}
+		if r.reads != "" {
+			fmt.Fprintf(w, "            the sockets' reads: %s\n", r.reads)
 		}
 	} else {
 		fmt.Fprintln(w, "cpu:        unknown on this system (getrusage)")
