@@ -19,10 +19,8 @@ resources called CALLS times a second, serve their streams on loopback from
 child processes of this command (P agents each); the collector runs alone
 in this process: it dials every one, aggregates, runs triage and publishes
 4 snapshots a second, as the dashboard's does. Prints the ingest rate, the
-collector's CPU (this process's, per item too, the kernel's share of
-it, and how its pollers read the sockets here: a pass's first reads in
-one io_uring call, or one recvfrom each where the kernel refuses it) and
-memory (with the kernel's transparent huge page mode and how much
+collector's CPU (this process's, per item too, and the kernel's share of
+it) and memory (with the kernel's transparent huge page mode and how much
 of the process was in huge pages: on the machine of docs/BENCHMARKS.md,
 runs at "always" used about a tenth less CPU an item than at "madvise"),
 the agents' CPU, the time from a breaker transition at an agent to the
