@@ -200,8 +200,8 @@ type pollLoop struct {
 	queued []queuedRead
 	// batched counts the reads made in batches, for the tests; retired is
 	// a batch whose ring failed (quietsys.Batch.Broken), kept with the
-	// buffers the kernel may still write, and never closed: closing it
-	// would let them go while the kernel may still write them.
+	// buffers the kernel may still write for the loop's life, its ring
+	// left open (close does not close it).
 	batched int64
 	retired *quietsys.Batch
 	// scratch is what its connections' decoders decode buckets into: one
