@@ -40,7 +40,12 @@ func TestFloorSinkKeepsBucketsFromTheStore(t *testing.T) {
 }
 
 // A run with --floor reads and decodes every item the agents wrote, hands
-// none to the store, and says so instead of accounting the calls.
+// none to the store, and says so instead of accounting the calls. The
+// agents go on writing while they answer a mark, so a message written
+// just before it may still be on its way to the collector when the
+// collector's count is read (it reads every 10 ms at most, later on a
+// loaded machine): at either end of the window the collector may be a
+// message an agent behind, no more.
 func TestBenchFloorReadsWithoutTheStore(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Agents, cfg.Resources, cfg.Rate, cfg.Duration, cfg.PerProcess, cfg.Floor = 4, 3, 50, 2*time.Second, 2, true
@@ -50,19 +55,23 @@ func TestBenchFloorReadsWithoutTheStore(t *testing.T) {
 	}
 	matchLines(t, out,
 		`(?m)^accounted:  [1-9][0-9,]* calls made, not counted: --floor leaves the collector's store out of the buckets$`,
-		`(?m)^ {12}the collector [0-9,]+ items behind the agents as the window began \(no series held: --floor\), 0 as it ended$`,
+		`(?m)^ {12}the collector [0-9,]+ items behind the agents as the window began \(no series held: --floor\), [0-9,]+ as it ended$`,
 		`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item;`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 	)
-	// Every item written in the window was read, and the sources decoded
-	// at least as many from the start.
+	// Every item written in the window was read but those on their way at
+	// its ends, and the sources decoded at least as many from the start.
 	m := regexp.MustCompile(`([0-9,]+) items in [0-9,]+ buckets messages written by the agents \([0-9,]+ messages in all\); ([0-9,]+) items in`).FindStringSubmatch(out)
 	d := regexp.MustCompile(`the sources decoded ([0-9,]+) items in ([0-9,]+) buckets messages from the start`).FindStringSubmatch(out)
-	if m == nil || d == nil {
+	lag := regexp.MustCompile(`the collector ([0-9,]+) items behind the agents as the window began \(no series held: --floor\), ([0-9,]+) as it ended`).FindStringSubmatch(out)
+	if m == nil || d == nil || lag == nil {
 		t.Fatalf("no counts of items in\n%s", out)
 	}
 	num := func(s string) int64 { n, _ := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64); return n }
-	if written, read, decoded := num(m[1]), num(m[2]), num(d[1]); written == 0 || read != written || decoded < read {
-		t.Fatalf("written %d, read %d in the window, decoded %d from the start", written, read, decoded)
+	written, read, decoded := num(m[1]), num(m[2]), num(d[1])
+	began, ended, message := num(lag[1]), num(lag[2]), int64(cfg.Agents*cfg.Resources)
+	if written == 0 || read != written+began-ended || decoded < read || began > message || ended > message {
+		t.Fatalf("written %d, read %d in the window (%d and %d items behind at its ends, at most %d), decoded %d from the start",
+			written, read, began, ended, message, decoded)
 	}
 }
