@@ -354,8 +354,10 @@ func newPolled(t *testing.T, c *collector.Collector, name string, maxFrame int) 
 	}
 	d := &dialer{sink: c, opts: DialOptions{}.withDefaults(), clock: c.Clock(), seed: maphash.MakeSeed()}
 	st = &targetState{TargetRecord: &feed.TargetRecord{}}
+	// Its silence is measured from now, as serve's is: a loop's sweep
+	// would otherwise find it silent since the zero time, and end it.
 	ps = &polled{s: d.newStream(Target{Name: name}, st, c.Bound(name)), fd: fds[0], fr: frameReader{max: maxFrame},
-		idle: time.Hour, maxFrame: maxFrame, done: make(chan struct{})}
+		idle: time.Hour, maxFrame: maxFrame, last: time.Now(), done: make(chan struct{})}
 	return ps, st, fds[1]
 }
 
