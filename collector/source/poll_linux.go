@@ -483,7 +483,7 @@ func (l *pollLoop) account(start time.Time, d time.Duration) {
 // system call, as many as a look takes, and the buffer of each. At 2,000
 // targets a pass finds 40 connections readable on average, but the
 // fleet's messages come in bursts after each bucket's end, and many
-// passes find all a look takes (256). A message of up to 20 resources
+// passes find more than 128. A message of up to 20 resources
 // (4.3 KB) fits a slot whole; a larger one is read on by readOnce. The
 // slots, 4 MiB at most, are taken as passes need them.
 const (
@@ -526,10 +526,12 @@ func (l *pollLoop) readReady(now time.Time) {
 	l.batch.Do()
 	l.batched += int64(len(l.queued))
 	for i, q := range l.queued {
-		// A read the kernel kept (quietsys.ErrKept: never, but for a
-		// failed ring) ends its connection, as any read's error does.
+		// Each connection is still read: the pass holds mu, and a read
+		// ends no connection but its own. A read the kernel kept
+		// (quietsys.ErrKept: never, but for a failed ring) ends its
+		// connection, as any read's error does.
 		n, err := l.batch.Result(i)
-		if l.streams.get(q.ps.id) == q.ps && l.took(q.ps, q.data, q.into, n, err) {
+		if l.took(q.ps, q.data, q.into, n, err) {
 			l.read(q.ps, now)
 		}
 	}

@@ -261,12 +261,7 @@ func (b *Batch) submit() int {
 // waited for, so that nothing writes to a buffer once Do returns.
 func (b *Batch) reap(submitted int) {
 	b.takeCompletions()
-	kept := 0
-	for i := range b.queued[:submitted] {
-		if b.queued[i].res == pendingRes {
-			kept++
-		}
-	}
+	kept := b.pending(submitted)
 	if kept == 0 {
 		return
 	}
@@ -308,13 +303,19 @@ func (b *Batch) reap(submitted int) {
 			return
 		}
 		b.takeCompletions()
-		kept = 0
-		for i := range b.queued[:submitted] {
-			if b.queued[i].res == pendingRes {
-				kept++
-			}
+		kept = b.pending(submitted)
+	}
+}
+
+// pending counts the first submitted reads with no result yet.
+func (b *Batch) pending(submitted int) int {
+	n := 0
+	for _, r := range b.queued[:submitted] {
+		if r.res == pendingRes {
+			n++
 		}
 	}
+	return n
 }
 
 // takeCompletions takes the completions in the ring.
