@@ -59,8 +59,12 @@ func TestBenchFloorReadsWithoutTheStore(t *testing.T) {
 		`(?m)^cpu:        collector [0-9.]+ cores \(this process\), [0-9.]+ µs per item;`,
 		`(?m)^health:     0 reconnects, 0 messages dropped by agents, 0 rejected, 0 over limits$`,
 	)
-	// Every item written in the window was read but those on their way at
-	// its ends, and the sources decoded at least as many from the start.
+	// Every item the agents wrote between their marks was read but those
+	// still on their way at the second: the collector's window (its counts
+	// taken before the first mark's question and after the second's
+	// answer) holds the agents', so it read at least written + began -
+	// ended, more when it read some while the first mark was answered.
+	// The sources decoded at least as many from the start.
 	m := regexp.MustCompile(`([0-9,]+) items in [0-9,]+ buckets messages written by the agents \([0-9,]+ messages in all\); ([0-9,]+) items in`).FindStringSubmatch(out)
 	d := regexp.MustCompile(`the sources decoded ([0-9,]+) items in ([0-9,]+) buckets messages from the start`).FindStringSubmatch(out)
 	lag := regexp.MustCompile(`the collector ([0-9,]+) items behind the agents as the window began \(no series held: --floor\), ([0-9,]+) as it ended`).FindStringSubmatch(out)
@@ -70,7 +74,7 @@ func TestBenchFloorReadsWithoutTheStore(t *testing.T) {
 	num := func(s string) int64 { n, _ := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64); return n }
 	written, read, decoded := num(m[1]), num(m[2]), num(d[1])
 	began, ended, message := num(lag[1]), num(lag[2]), int64(cfg.Agents*cfg.Resources)
-	if written == 0 || read != written+began-ended || decoded < read || began > message || ended > message {
+	if written == 0 || read < written+began-ended || decoded < read || began > message || ended > message {
 		t.Fatalf("written %d, read %d in the window (%d and %d items behind at its ends, at most %d), decoded %d from the start",
 			written, read, began, ended, message, decoded)
 	}
